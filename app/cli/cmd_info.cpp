@@ -1,0 +1,126 @@
+// fragscope info FILE [--json]: what a session holds and how healthy its capture was.
+#include "command.h"
+#include "core/json.h"
+#include "core/session.h"
+
+#include <fmt/format.h>
+
+using namespace fs;
+using namespace fs::cli;
+
+namespace {
+
+std::string humanBytes(uint64_t b)
+{
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string toJson(const SessionSummary& s)
+{
+    JsonWriter j;
+    j.beginObject();
+    j.field("format_version", s.formatVersion);
+    j.field("synthetic", s.synthetic);
+    j.key("sources").beginArray();
+    for (const auto& src : s.sources)
+        j.value(src);
+    j.endArray();
+    j.key("devices").beginArray();
+    for (const auto& d : s.devices) {
+        j.beginObject().field("id", d.id).field("name", d.name).field("capacity", d.capacityBytes).endObject();
+    }
+    j.endArray();
+    j.field("time_axis", s.timeAxis == TimeAxis::Ordinal ? "ordinal" : "ns");
+    j.field("address_view_available", s.addressViewAvailable);
+    j.field("time_begin_ns", s.timeBegin);
+    j.field("time_end_ns", s.timeEnd);
+    j.field("time_span_ns", s.timeEnd - s.timeBegin);
+    j.field("events", s.events);
+    j.field("regions", s.regions);
+    j.field("allocations", s.allocations);
+    j.field("kernels", s.kernels);
+    j.field("graph_launches", s.graphLaunches);
+    j.field("frames", s.frames);
+    j.field("frame_metrics", s.frameMetrics);
+    j.field("ooms", s.ooms);
+    j.key("health").beginObject();
+    j.field("dropped_records", s.health.droppedRecords);
+    j.field("ended_abruptly", s.health.endedAbruptly);
+    j.field("recording", s.health.recording);
+    j.key("anomalies").beginObject();
+    for (const auto& [k, v] : s.health.anomalies)
+        j.field(k, v);
+    j.endObject();
+    j.field("anomaly_total", s.health.anomalyTotal());
+    j.key("warnings").beginArray();
+    for (const auto& w : s.health.warnings)
+        j.value(w);
+    j.endArray();
+    j.endObject();
+    j.endObject();
+    return j.str() + "\n";
+}
+
+std::string toText(const std::string& path, const SessionSummary& s)
+{
+    std::string out = fmt::format("{}\n", path);
+    out += fmt::format("  format        v{}{}\n", s.formatVersion,
+                       s.synthetic ? "   SYNTHETIC DATA (simulated, not a measurement)" : "");
+    std::string srcs;
+    for (const auto& src : s.sources)
+        srcs += (srcs.empty() ? "" : ", ") + src;
+    out += fmt::format("  sources       {}\n", srcs);
+    for (const auto& d : s.devices)
+        out += fmt::format("  device {}      {} ({})\n", d.id, d.name, humanBytes(d.capacityBytes));
+    const double span = static_cast<double>(s.timeEnd - s.timeBegin);
+    if (s.timeAxis == TimeAxis::Ordinal)
+        out += fmt::format("  time span     {} entries (ordinal time axis: the source has no timestamps)\n",
+                           s.timeEnd - s.timeBegin);
+    else
+        out += fmt::format("  time span     {:.3f} s\n", span / 1e9);
+    out += fmt::format("  events        {}\n  regions       {}\n  allocations   {}\n  kernels       {}\n"
+                       "  graph launch  {}\n  frames        {}\n  frame metrics {}\n  OOMs          {}\n",
+                       s.events, s.regions, s.allocations, s.kernels, s.graphLaunches, s.frames,
+                       s.frameMetrics, s.ooms);
+    if (!s.addressViewAvailable)
+        out += "  address view  unavailable (the source has no addresses)\n";
+    out += "  health\n";
+    out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);
+    out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly ? "YES (writer stopped before finishing)"
+                                                    : s.health.recording ? "no (still recording)" : "no");
+    out += fmt::format("    anomalies        {}\n", s.health.anomalyTotal());
+    for (const auto& [k, v] : s.health.anomalies)
+        out += fmt::format("      {:<16} {}\n", k, v);
+    for (const auto& w : s.health.warnings)
+        out += fmt::format("    warning: {}\n", w);
+    return out;
+}
+
+int runInfo(Args& a)
+{
+    a.expectPositional(1, "FILE");
+    const Session s = Session::open(a.positional()[0]);
+    const SessionSummary sum = s.summary();
+    fmt::print("{}", a.flag("json") ? toJson(sum) : toText(a.positional()[0], sum));
+    return Ok;
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "info",
+    .synopsis = "FILE [--json]",
+    .summary = "Summarise a session: sources, devices, counts and capture health",
+    .options = {{"json", "", "print one JSON object instead of text"}},
+    .details = "A file of a newer format, a non-fragscope file, or a truncated or corrupted file\n"
+               "gives a one-line error naming the file and the problem, and exit status 2.",
+    .run = runInfo,
+    .order = 20,
+});

@@ -1,0 +1,35 @@
+# Every dependency comes from a Debian 12 package; a missing one stops configure and names it.
+macro(fragscope_require pkg debian)
+  find_package(${pkg} ${ARGN} QUIET)
+  if(NOT ${pkg}_FOUND)
+    message(FATAL_ERROR "fragscope: dependency '${pkg}' not found. Install it with:\n  apt-get install ${debian}\n(or run scripts/test.sh, which installs everything it needs)")
+  endif()
+endmacro()
+
+fragscope_require(SQLite3 libsqlite3-dev)
+fragscope_require(fmt libfmt-dev)
+fragscope_require(ZLIB zlib1g-dev)
+find_package(Threads REQUIRED)
+
+if(FRAGSCOPE_BUILD_GUI OR FRAGSCOPE_BUILD_TESTS)
+  find_package(Qt6 QUIET COMPONENTS Core Gui Widgets Test Svg PrintSupport)
+  foreach(comp Core Gui Widgets Test Svg PrintSupport)
+    if(NOT Qt6${comp}_FOUND)
+      message(FATAL_ERROR "fragscope: Qt6 ${comp} not found. Install it with:\n  apt-get install qt6-base-dev qt6-svg-dev")
+    endif()
+  endforeach()
+  set(CMAKE_AUTOMOC ON)
+endif()
+if(FRAGSCOPE_BUILD_GUI)
+  fragscope_require(QCustomPlotQt6 libqcustomplot-dev)
+endif()
+
+# CUPTI headers and library from the CUDA Toolkit under /usr/local/cuda (NVIDIA's installer,
+# or Debian's nvidia-cuda-toolkit + libcupti-dev).
+if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+find_package(CUDAToolkit QUIET)
+if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cupti)
+  message(FATAL_ERROR "fragscope: CUDA Toolkit with CUPTI not found. Install it with:\n  apt-get install nvidia-cuda-toolkit libcupti-dev\n(or point CUDAToolkit_ROOT at your CUDA installation)")
+endif()

@@ -1,0 +1,150 @@
+// The one writer of session files. Every source (simulator, agent stream, importers) calls
+// begin(), add() for each event (out of order within a bounded window), then end().
+#pragma once
+
+#include "event_sink.h"
+#include "events.h"
+#include "session.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace fs {
+
+struct IngestOptions {
+    std::string path;                 // output .fragscope file (replaced if it exists)
+    std::string sourceKind = "unknown"; // simulator, agent, pytorch-snapshot, kineto, nsys-sqlite
+    std::string sourcePath;           // input file or command line, for the sources table
+    bool synthetic = false;           // simulated data: never presented as measurements
+    TimeAxis timeAxis = TimeAxis::Nanoseconds;
+    bool addressViewAvailable = true;
+    // Events may arrive out of order by up to this much (event time); older ones are released
+    // in time order. 0 for sources that are already ordered.
+    int64_t reorderWindowNs = 0;
+    size_t reorderMaxEvents = 1 << 20; // hard bound on buffered events (memory)
+    int commitIntervalMs = 1000;       // commit at least this often
+    bool expectRegions = true;         // allocations outside any region are anomalies
+    bool aliveAtEndIsAnomaly = true;   // e.g. false for allocator snapshots
+    // A marker whose message matches opens that frame (the first capture group is N).
+    std::string framePattern = R"(^\s*frame\s*[ =:]\s*(\d+)\s*$)";
+};
+
+struct IngestStats {
+    int64_t events = 0;
+    int64_t allocations = 0;
+    int64_t regions = 0;
+    int64_t anomalies = 0;
+    int64_t commits = 0;
+    int64_t lateEvents = 0;
+    int64_t timeBegin = 0;
+    int64_t timeEnd = 0;
+};
+
+class Ingest final : public EventSink {
+public:
+    explicit Ingest(IngestOptions opts);
+    ~Ingest() override;
+    Ingest(const Ingest&) = delete;
+    Ingest& operator=(const Ingest&) = delete;
+
+    void begin();
+    StringId intern(std::string_view s) override;
+    // A call stack (outermost last); returns its id for Event::aux of an Alloc.
+    uint64_t internStack(const std::vector<StringId>& frames) override;
+    void addDevice(const DeviceInfo& d) override;
+    void addProcess(const ProcessInfo& p) override;
+    void addSource(const std::string& kind, const std::string& path, const std::string& detail = {});
+    void setMeta(const std::string& key, const std::string& value) override;
+    void add(const Event& e) override;
+    // A per-frame metric computed elsewhere (CSV/JSON import) or decoded by a source.
+    void addFrameMetric(int64_t frame, const std::string& name, double value, const std::string& source) override;
+    // A note for the session's capture health (incomplete input, missing tables, ...).
+    void warn(const std::string& message) override;
+    void health(const std::string& kind, int64_t value, const std::string& detail = {}, int64_t time = kNoTime);
+    // Commits if the commit interval has passed; live sources call it when idle.
+    void tick();
+    // Releases every buffered event (the source knows nothing older can still come).
+    void drain();
+    // Finishes the session: pairs what is left, builds indexes, marks it complete.
+    void end();
+    // Abandons the session and removes the output file (bad input: no partial file).
+    void abort();
+
+    const IngestStats& stats() const { return stats_; }
+    // Called every ~64k events with the number processed so far.
+    void setProgress(std::function<void(int64_t)> cb) { progress_ = std::move(cb); }
+
+private:
+    struct LiveAlloc {
+        int64_t id;
+        uint64_t size;
+        uint64_t requested;
+        int64_t time;
+        int64_t regionId;
+        uint64_t stack;
+        StringId tag;
+        uint32_t stream;
+        bool persisted;
+    };
+    struct LiveRegion {
+        int64_t id;
+        uint64_t size;
+        Level level;
+    };
+    struct Pending {
+        Event e;
+        uint64_t seq;
+    };
+    void process(const Event& e, uint64_t seq);
+    void release(int64_t upTo);
+    void onAlloc(const Event& e, uint64_t seq);
+    void onFree(const Event& e, uint64_t seq);
+    void onRegion(const Event& e, uint64_t seq);
+    void onMarker(const Event& e);
+    void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a, int64_t freeTime);
+    void anomaly(std::string_view kind, const Event& e, uint64_t seq, const std::string& detail = {});
+    void commit();
+    void maybeCommit();
+    void closeFrame(int64_t t);
+    std::map<uint64_t, LiveAlloc>& live(uint32_t device, Level level);
+    int64_t regionAt(uint32_t device, uint64_t addr, uint64_t size);
+
+    IngestOptions opts_;
+    std::unique_ptr<Db> db_;
+    struct Statements;
+    std::unique_ptr<Statements> st_;
+    IngestStats stats_;
+    bool begun_ = false;
+    bool ended_ = false;
+    uint64_t seq_ = 0;
+    std::vector<Pending> pending_;
+    int64_t maxSeen_ = kNoTime;
+    int64_t released_ = kNoTime;
+    std::unordered_map<std::string, StringId> strings_;
+    std::vector<std::string> stringText_;
+    std::map<std::vector<StringId>, uint64_t> stacks_;
+    std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveAlloc>> live_;
+    std::map<uint32_t, std::map<uint64_t, LiveRegion>> regions_;
+    std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
+    std::unordered_map<uint64_t, uint64_t> recentlyFreed_;       // addr -> seq
+    std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
+    int64_t allocSeq_ = 0;
+    int64_t regionSeq_ = 0;
+    int64_t openFrame_ = -1;       // frame opened by a mark, waiting for its end
+    int64_t currentFrame_ = -1;    // frame that metric marks without frame= belong to
+    std::chrono::steady_clock::time_point lastCommit_;
+    std::function<void(int64_t)> progress_;
+    struct FrameMatcher;
+    std::unique_ptr<FrameMatcher> frameMatcher_;
+};
+
+// Parses "metric NAME=VALUE [NAME=VALUE…] [frame=N]"; returns false when msg is not a metric.
+bool parseMetricMessage(std::string_view msg, std::vector<std::pair<std::string, double>>& out,
+                        int64_t& frame);
+
+} // namespace fs

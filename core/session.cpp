@@ -1,0 +1,257 @@
+#include "session.h"
+
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs {
+
+namespace {
+
+// One statement per table; docs/session-format.md documents every column.
+constexpr std::array kSchema = {
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE strings(id INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+    "CREATE TABLE sources(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, path TEXT, detail TEXT)",
+    "CREATE TABLE devices(id INTEGER PRIMARY KEY, name TEXT, capacity_bytes INTEGER, uuid TEXT)",
+    "CREATE TABLE processes(pid INTEGER PRIMARY KEY, command_line TEXT, start_ns INTEGER)",
+    "CREATE TABLE regions(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, level INTEGER NOT NULL,"
+    " kind INTEGER NOT NULL, address INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " create_ns INTEGER NOT NULL, destroy_ns INTEGER, stream INTEGER, pool_id INTEGER,"
+    " segment_type INTEGER, expandable INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE region_mappings(id INTEGER PRIMARY KEY, region_id INTEGER NOT NULL,"
+    " address INTEGER NOT NULL, size INTEGER NOT NULL, map_ns INTEGER NOT NULL, unmap_ns INTEGER)",
+    "CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
+    " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
+    " tag INTEGER, stack INTEGER)",
+    "CREATE TABLE stacks(id INTEGER NOT NULL, depth INTEGER NOT NULL, frame INTEGER NOT NULL,"
+    " PRIMARY KEY(id, depth)) WITHOUT ROWID",
+    "CREATE TABLE kernels(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name INTEGER NOT NULL,"
+    " correlation_id INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,"
+    " block_x INTEGER, block_y INTEGER, block_z INTEGER, graph_id INTEGER, graph_node_id INTEGER)",
+    "CREATE TABLE graph_launches(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
+    " graph_id INTEGER, exec_id INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL)",
+    "CREATE TABLE markers(id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, end_ns INTEGER,"
+    " message INTEGER NOT NULL, device INTEGER)",
+    "CREATE TABLE frames(idx INTEGER PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER)",
+    "CREATE TABLE frame_metrics(frame INTEGER NOT NULL, name TEXT NOT NULL, value REAL NOT NULL,"
+    " source TEXT NOT NULL, PRIMARY KEY(frame, name)) WITHOUT ROWID",
+    "CREATE TABLE ooms(id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, device INTEGER NOT NULL,"
+    " level INTEGER, stream INTEGER, requested_bytes INTEGER, device_free_bytes INTEGER)",
+    "CREATE TABLE capture_health(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
+    " value INTEGER, detail TEXT)",
+    "CREATE TABLE anomalies(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
+    " device INTEGER, level INTEGER, address INTEGER, size INTEGER, event_seq INTEGER, detail TEXT)",
+};
+
+constexpr std::array kIndexes = {
+    "CREATE INDEX IF NOT EXISTS allocations_time ON allocations(device, level, alloc_ns)",
+    "CREATE INDEX IF NOT EXISTS allocations_address ON allocations(device, address)",
+    "CREATE INDEX IF NOT EXISTS regions_address ON regions(device, address)",
+    "CREATE INDEX IF NOT EXISTS kernels_time ON kernels(device, start_ns)",
+    "CREATE INDEX IF NOT EXISTS graph_launches_time ON graph_launches(start_ns)",
+    "CREATE INDEX IF NOT EXISTS markers_time ON markers(time_ns)",
+    "CREATE INDEX IF NOT EXISTS anomalies_time ON anomalies(time_ns)",
+};
+
+std::string tableNameOf(const char* create)
+{
+    const char* p = std::strstr(create, "TABLE ") + 6;
+    return std::string(p, std::strchr(p, '('));
+}
+
+bool pidAlive(int64_t pid)
+{
+    if (pid <= 0)
+        return false;
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+} // namespace
+
+void createSchema(Db& db)
+{
+    db.exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+    db.exec("PRAGMA user_version=" + std::to_string(kFormatVersion));
+    for (const char* sql : kSchema)
+        db.exec(sql);
+}
+
+void createIndexes(Db& db)
+{
+    for (const char* sql : kIndexes)
+        db.exec(sql);
+}
+
+const std::vector<std::string>& schemaTables()
+{
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v;
+        for (const char* sql : kSchema)
+            v.push_back(tableNameOf(sql));
+        return v;
+    }();
+    return names;
+}
+
+int64_t HealthSummary::anomalyTotal() const
+{
+    int64_t n = 0;
+    for (const auto& [k, v] : anomalies)
+        n += v;
+    return n;
+}
+
+bool writerAlive(const std::string& writerPid, const std::string& writerHost)
+{
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    if (!writerHost.empty() && writerHost != host)
+        return true; // cannot tell from here; assume a live remote writer
+    try {
+        return pidAlive(std::stoll(writerPid));
+    } catch (...) {
+        return false;
+    }
+}
+
+Session Session::open(const std::string& path)
+{
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw SessionError(path, std::string("cannot open: ") + std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        throw SessionError(path, "is a directory, not a session file");
+
+    // Check the header ourselves first: SQLite opens any file lazily and would report a
+    // non-database only at the first query.
+    std::ifstream in(path, std::ios::binary);
+    std::array<unsigned char, 100> hdr{};
+    in.read(reinterpret_cast<char*>(hdr.data()), hdr.size());
+    if (in.gcount() == 0)
+        throw SessionError(path, "empty file, not a fragscope session");
+    if (in.gcount() < 100 || std::memcmp(hdr.data(), "SQLite format 3", 16) != 0)
+        throw SessionError(path, "not a fragscope session (not an SQLite database)");
+    const uint32_t pageSize = (hdr[16] << 8 | hdr[17]) == 1 ? 65536u : (hdr[16] << 8 | hdr[17]);
+    const uint32_t pages = static_cast<uint32_t>(hdr[28] << 24 | hdr[29] << 16 | hdr[30] << 8 | hdr[31]);
+    const uint32_t changeCounter = static_cast<uint32_t>(hdr[24] << 24 | hdr[25] << 16 | hdr[26] << 8 | hdr[27]);
+    const uint32_t validFor = static_cast<uint32_t>(hdr[92] << 24 | hdr[93] << 16 | hdr[94] << 8 | hdr[95]);
+    if (pages != 0 && changeCounter == validFor &&
+        static_cast<uint64_t>(pages) * pageSize > static_cast<uint64_t>(st.st_size))
+        throw SessionError(path, "truncated: header says " +
+                                     std::to_string(static_cast<uint64_t>(pages) * pageSize) +
+                                     " bytes, file has " + std::to_string(st.st_size));
+
+    Db db(path, SQLITE_OPEN_READONLY);
+    const int64_t appId = db.scalar("PRAGMA application_id");
+    if (appId != kApplicationId)
+        throw SessionError(path, "not a fragscope session (SQLite database without the fragscope "
+                                 "application id)");
+    const int64_t version = db.scalar("PRAGMA user_version");
+    if (version > kFormatVersion)
+        throw SessionError(path, "session format version " + std::to_string(version) +
+                                     " is newer than this fragscope supports (" +
+                                     std::to_string(kFormatVersion) + "); upgrade fragscope");
+    if (version < 1)
+        throw SessionError(path, "invalid session format version " + std::to_string(version));
+    // quick_check reads every page: it finds truncation and corruption before any view does.
+    // Skip it on huge files where it would cost seconds; queries there still fail cleanly.
+    if (st.st_size < (512LL << 20)) {
+        const std::string qc = db.scalarText("PRAGMA quick_check(1)", "ok");
+        if (qc != "ok")
+            throw SessionError(path, "corrupted session file (" + qc + ")");
+    }
+    if (!db.hasTable("meta") || db.scalarText("SELECT value FROM meta WHERE key='magic'") != "fragscope")
+        throw SessionError(path, "not a fragscope session (meta table missing or without magic)");
+    return Session(std::move(db));
+}
+
+std::string Session::meta(const std::string& key, const std::string& fallback) const
+{
+    Stmt st = db_.prepare("SELECT value FROM meta WHERE key=?1");
+    st.bind(1, key);
+    return st.step() ? st.text(0) : fallback;
+}
+
+std::string Session::string(StringId id) const
+{
+    Stmt st = db_.prepare("SELECT text FROM strings WHERE id=?1");
+    st.bind(1, static_cast<int64_t>(id));
+    return st.step() ? st.text(0) : std::string();
+}
+
+SessionSummary Session::summary() const
+{
+    SessionSummary s;
+    {
+        Stmt st = db_.prepare("SELECT key, value FROM meta");
+        while (st.step())
+            s.meta[st.text(0)] = st.text(1);
+    }
+    auto m = [&](const std::string& k, const std::string& d = {}) {
+        auto it = s.meta.find(k);
+        return it == s.meta.end() ? d : it->second;
+    };
+    s.formatVersion = std::stoi(m("format_version", "1"));
+    s.synthetic = m("synthetic") == "1";
+    s.timeAxis = m("time_axis") == "ordinal" ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
+    s.addressViewAvailable = m("address_view", "available") == "available";
+    {
+        Stmt st = db_.prepare("SELECT kind FROM sources ORDER BY id");
+        while (st.step())
+            s.sources.push_back(st.text(0));
+    }
+    {
+        Stmt st = db_.prepare("SELECT id, name, capacity_bytes, uuid FROM devices ORDER BY id");
+        while (st.step())
+            s.devices.push_back({static_cast<uint32_t>(st.i64(0)), st.text(1), st.u64(2), st.text(3)});
+    }
+    s.regions = db_.scalar("SELECT COUNT(*) FROM regions");
+    s.allocations = db_.scalar("SELECT COUNT(*) FROM allocations");
+    s.kernels = db_.scalar("SELECT COUNT(*) FROM kernels");
+    s.graphLaunches = db_.scalar("SELECT COUNT(*) FROM graph_launches");
+    s.frames = db_.scalar("SELECT COUNT(*) FROM frames");
+    s.frameMetrics = db_.scalar("SELECT COUNT(*) FROM frame_metrics");
+    s.ooms = db_.scalar("SELECT COUNT(*) FROM ooms");
+    const std::string ev = m("event_count");
+    if (!ev.empty()) {
+        s.events = std::stoll(ev);
+    } else {
+        // Abrupt end: count what was committed (two events per freed allocation).
+        s.events = db_.scalar("SELECT COUNT(*) + COUNT(free_ns) FROM allocations") +
+                   2 * s.regions - db_.scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL") +
+                   s.kernels + s.graphLaunches + db_.scalar("SELECT COUNT(*) FROM markers") + s.ooms;
+    }
+    s.timeBegin = std::stoll(m("time_begin_ns", "0"));
+    s.timeEnd = std::stoll(m("time_end_ns", "0"));
+    if (m("time_end_ns").empty()) {
+        s.timeBegin = db_.scalar("SELECT MIN(t) FROM (SELECT MIN(create_ns) t FROM regions UNION ALL "
+                                 "SELECT MIN(alloc_ns) FROM allocations UNION ALL SELECT MIN(start_ns) FROM kernels)");
+        s.timeEnd = db_.scalar("SELECT MAX(t) FROM (SELECT MAX(COALESCE(destroy_ns, create_ns)) t FROM regions UNION ALL "
+                               "SELECT MAX(COALESCE(free_ns, alloc_ns)) FROM allocations UNION ALL SELECT MAX(end_ns) FROM kernels)");
+    }
+    const std::string state = m("state");
+    s.health.recording = state == "recording" && writerAlive(m("writer_pid"), m("writer_host"));
+    s.health.endedAbruptly = state != "complete" && !s.health.recording;
+    {
+        Stmt st = db_.prepare("SELECT kind, COUNT(*) FROM anomalies GROUP BY kind ORDER BY kind");
+        while (st.step())
+            s.health.anomalies[st.text(0)] = st.i64(1);
+    }
+    s.health.droppedRecords =
+        db_.scalar("SELECT COALESCE(SUM(value),0) FROM capture_health WHERE kind='dropped_records'");
+    {
+        Stmt st = db_.prepare("SELECT detail FROM capture_health WHERE kind='warning' ORDER BY id");
+        while (st.step())
+            s.health.warnings.push_back(st.text(0));
+    }
+    return s;
+}
+
+} // namespace fs

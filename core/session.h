@@ -1,0 +1,77 @@
+// The session file: a plain SQLite database (format v1, docs/session-format.md).
+#pragma once
+
+#include "events.h"
+#include "sqlite.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fs {
+
+constexpr int kFormatVersion = 1;
+constexpr int32_t kApplicationId = 0x46525347; // "FRSG"
+constexpr const char* kSessionExtension = ".fragscope";
+
+// Creates the schema of format v1 in an empty database (used by ingest only).
+void createSchema(Db& db);
+// Creates the indexes that time- and address-range queries need (end of ingest).
+void createIndexes(Db& db);
+// Every table the format defines, in documentation order (tests check the docs cover them).
+const std::vector<std::string>& schemaTables();
+
+struct HealthSummary {
+    int64_t droppedRecords = 0;
+    bool endedAbruptly = false;
+    bool recording = false;  // a writer is still appending (live session)
+    std::map<std::string, int64_t> anomalies;  // kind -> count
+    std::vector<std::string> warnings;         // capture_health rows of kind 'warning'
+    int64_t anomalyTotal() const;
+};
+
+struct SessionSummary {
+    int formatVersion = 0;
+    bool synthetic = false;
+    std::vector<std::string> sources;
+    std::vector<DeviceInfo> devices;
+    TimeAxis timeAxis = TimeAxis::Nanoseconds;
+    bool addressViewAvailable = true;
+    int64_t timeBegin = 0;
+    int64_t timeEnd = 0;
+    int64_t events = 0;
+    int64_t regions = 0;
+    int64_t allocations = 0;
+    int64_t kernels = 0;
+    int64_t graphLaunches = 0;
+    int64_t frames = 0;
+    int64_t frameMetrics = 0;
+    int64_t ooms = 0;
+    HealthSummary health;
+    std::map<std::string, std::string> meta;
+};
+
+// A session opened for reading. Opening validates the magic, the format version and the file's
+// integrity; every failure is a SessionError whose what() is "FILE: problem".
+class Session {
+public:
+    static Session open(const std::string& path);
+
+    const std::string& path() const { return db_.path(); }
+    Db& db() { return db_; }
+    const Db& db() const { return db_; }
+    std::string meta(const std::string& key, const std::string& fallback = {}) const;
+    SessionSummary summary() const;
+    // Text of an interned string (empty when unknown).
+    std::string string(StringId id) const;
+
+private:
+    explicit Session(Db db) : db_(std::move(db)) {}
+    Db db_;
+};
+
+// Whether the process that wrote a session in state 'recording' is still alive.
+bool writerAlive(const std::string& writerPid, const std::string& writerHost);
+
+} // namespace fs

@@ -1,0 +1,147 @@
+#include "sqlite.h"
+
+#include <string>
+
+namespace fs {
+
+std::string describeSqliteError(int rc, const char* msg)
+{
+    const std::string m = msg ? msg : sqlite3_errstr(rc);
+    switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+        return "corrupted or truncated session file (" + m + ")";
+    case SQLITE_NOTADB:
+        return "not a SQLite database, so not a fragscope session (" + m + ")";
+    case SQLITE_CANTOPEN:
+        return "cannot open (" + m + ")";
+    case SQLITE_FULL:
+        return "disk full (" + m + ")";
+    case SQLITE_IOERR:
+        return "I/O error (" + m + ")";
+    default:
+        return m;
+    }
+}
+
+Stmt::Stmt(sqlite3* db, std::string_view sql, const std::string& path) : path_(path)
+{
+    const int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &st_, nullptr);
+    if (rc != SQLITE_OK) {
+        const std::string err = describeSqliteError(rc, sqlite3_errmsg(db));
+        sqlite3_finalize(st_);
+        st_ = nullptr;
+        throw SessionError(path, err);
+    }
+}
+
+Stmt::~Stmt() { sqlite3_finalize(st_); }
+
+Stmt& Stmt::operator=(Stmt&& o) noexcept
+{
+    if (this != &o) {
+        sqlite3_finalize(st_);
+        st_ = std::exchange(o.st_, nullptr);
+        path_ = std::move(o.path_);
+    }
+    return *this;
+}
+
+Stmt& Stmt::bind(int i, std::string_view v)
+{
+    check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+}
+
+void Stmt::check(int rc)
+{
+    if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        throw SessionError(path_, describeSqliteError(rc, sqlite3_errmsg(sqlite3_db_handle(st_))));
+}
+
+bool Stmt::step()
+{
+    const int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW)
+        return true;
+    if (rc == SQLITE_DONE)
+        return false;
+    const std::string err = describeSqliteError(rc, sqlite3_errmsg(sqlite3_db_handle(st_)));
+    sqlite3_reset(st_);
+    throw SessionError(path_, err);
+}
+
+void Stmt::run()
+{
+    while (step()) {
+    }
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+}
+
+std::string Stmt::text(int col) const
+{
+    const auto* p = sqlite3_column_text(st_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(st_, col)))
+             : std::string();
+}
+
+Db::Db(const std::string& path, int flags) : path_(path)
+{
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+        const std::string err = describeSqliteError(rc, db_ ? sqlite3_errmsg(db_) : nullptr);
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw SessionError(path, err);
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, 5000);
+}
+
+Db::~Db() { sqlite3_close(db_); }
+
+Db& Db::operator=(Db&& o) noexcept
+{
+    if (this != &o) {
+        sqlite3_close(db_);
+        db_ = std::exchange(o.db_, nullptr);
+        path_ = std::move(o.path_);
+    }
+    return *this;
+}
+
+void Db::fail(const std::string& what) const { throw SessionError(path_, what); }
+
+void Db::exec(std::string_view sql)
+{
+    char* err = nullptr;
+    const std::string s(sql);
+    const int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+        const std::string msg = describeSqliteError(rc, err ? err : sqlite3_errmsg(db_));
+        sqlite3_free(err);
+        throw SessionError(path_, msg);
+    }
+}
+
+int64_t Db::scalar(std::string_view sql, int64_t fallback) const
+{
+    Stmt st = prepare(sql);
+    return st.step() && !st.isNull(0) ? st.i64(0) : fallback;
+}
+
+std::string Db::scalarText(std::string_view sql, const std::string& fallback) const
+{
+    Stmt st = prepare(sql);
+    return st.step() && !st.isNull(0) ? st.text(0) : fallback;
+}
+
+bool Db::hasTable(std::string_view name) const
+{
+    Stmt st = prepare("SELECT 1 FROM sqlite_schema WHERE type='table' AND name=?1");
+    st.bind(1, name);
+    return st.step();
+}
+
+} // namespace fs

@@ -1,0 +1,95 @@
+// Thin RAII wrapper over the SQLite C API, used by the session store, ingest and analysis.
+#pragma once
+
+#include <cstdint>
+#include <sqlite3.h>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace fs {
+
+// Error with the file it concerns; what() is "FILE: problem", one line, as the CLI prints it.
+class SessionError : public std::runtime_error {
+public:
+    SessionError(const std::string& path, const std::string& problem)
+        : std::runtime_error(path + ": " + problem), path_(path), problem_(problem)
+    {
+    }
+    const std::string& path() const { return path_; }
+    const std::string& problem() const { return problem_; }
+
+private:
+    std::string path_;
+    std::string problem_;
+};
+
+class Stmt {
+public:
+    Stmt() = default;
+    Stmt(sqlite3* db, std::string_view sql, const std::string& path);
+    ~Stmt();
+    Stmt(Stmt&& o) noexcept : st_(std::exchange(o.st_, nullptr)), path_(std::move(o.path_)) {}
+    Stmt& operator=(Stmt&& o) noexcept;
+    Stmt(const Stmt&) = delete;
+    Stmt& operator=(const Stmt&) = delete;
+
+    Stmt& bind(int i, int64_t v) { check(sqlite3_bind_int64(st_, i, v)); return *this; }
+    Stmt& bind(int i, uint64_t v) { return bind(i, static_cast<int64_t>(v)); }
+    Stmt& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+    Stmt& bind(int i, uint32_t v) { return bind(i, static_cast<int64_t>(v)); }
+    Stmt& bind(int i, double v) { check(sqlite3_bind_double(st_, i, v)); return *this; }
+    Stmt& bind(int i, std::string_view v);
+    Stmt& bindNull(int i) { check(sqlite3_bind_null(st_, i)); return *this; }
+
+    // Returns true while a row is available; throws SessionError on failure.
+    bool step();
+    // Runs a statement that returns no rows, then resets it for reuse.
+    void run();
+    void reset() { sqlite3_reset(st_); }
+
+    int64_t i64(int col) const { return sqlite3_column_int64(st_, col); }
+    uint64_t u64(int col) const { return static_cast<uint64_t>(sqlite3_column_int64(st_, col)); }
+    double f64(int col) const { return sqlite3_column_double(st_, col); }
+    bool isNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+    std::string text(int col) const;
+    sqlite3_stmt* raw() const { return st_; }
+
+private:
+    void check(int rc);
+    sqlite3_stmt* st_ = nullptr;
+    std::string path_;
+};
+
+class Db {
+public:
+    Db() = default;
+    // flags: SQLITE_OPEN_READONLY or SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE.
+    Db(const std::string& path, int flags);
+    ~Db();
+    Db(Db&& o) noexcept : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)) {}
+    Db& operator=(Db&& o) noexcept;
+    Db(const Db&) = delete;
+    Db& operator=(const Db&) = delete;
+
+    void exec(std::string_view sql);
+    Stmt prepare(std::string_view sql) const { return Stmt(db_, sql, path_); }
+    // First column of the first row as integer, or fallback when there is no row.
+    int64_t scalar(std::string_view sql, int64_t fallback = 0) const;
+    std::string scalarText(std::string_view sql, const std::string& fallback = {}) const;
+    bool hasTable(std::string_view name) const;
+    sqlite3* raw() const { return db_; }
+    const std::string& path() const { return path_; }
+    [[noreturn]] void fail(const std::string& what) const;
+
+private:
+    sqlite3* db_ = nullptr;
+    std::string path_;
+};
+
+// Translates SQLite's messages into words a user can act on ("database disk image is
+// malformed" -> "corrupted or truncated (database disk image is malformed)").
+std::string describeSqliteError(int rc, const char* msg);
+
+} // namespace fs

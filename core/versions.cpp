@@ -1,0 +1,58 @@
+#include "versions.h"
+
+#include "fragscope_version.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <vector>
+
+namespace fs {
+
+std::string fragscopeVersion() { return FRAGSCOPE_VERSION; }
+std::string sqliteVersion() { return sqlite3_libversion(); }
+std::string fmtVersion()
+{
+    return fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
+}
+
+std::string findCupti()
+{
+    std::vector<std::string> candidates;
+    if (const char* p = std::getenv("FRAGSCOPE_CUPTI"))
+        candidates.emplace_back(p);
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+        if (const char* p = std::getenv(var)) {
+            candidates.push_back(std::string(p) + "/extras/CUPTI/lib64/libcupti.so");
+            candidates.push_back(std::string(p) + "/lib64/libcupti.so");
+        }
+    }
+    candidates.emplace_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
+    candidates.emplace_back("/usr/local/cuda/lib64/libcupti.so");
+    candidates.emplace_back("/usr/lib/x86_64-linux-gnu/libcupti.so");
+    for (const auto& c : candidates) {
+        std::error_code ec;
+        if (std::filesystem::exists(c, ec))
+            return c;
+    }
+    return "libcupti.so"; // last resort: the dynamic linker's own search path
+}
+
+std::string cuptiVersion()
+{
+    void* h = dlopen(findCupti().c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!h)
+        return "not found";
+    using Fn = int (*)(uint32_t*);
+    auto fn = reinterpret_cast<Fn>(dlsym(h, "cuptiGetVersion"));
+    uint32_t v = 0;
+    std::string out = "unknown";
+    if (fn && fn(&v) == 0)
+        out = fmt::format("API {}", v);
+    dlclose(h);
+    return out;
+}
+
+} // namespace fs
