@@ -4,7 +4,9 @@
 #include "core/session.h"
 #include "core/versions.h"
 
+#ifdef FRAGSCOPE_HAVE_QT
 #include <QtGlobal>
+#endif
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
@@ -32,7 +34,13 @@ void printUsage()
 void printVersion()
 {
     fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\n", fragscopeVersion(),
-               kFormatVersion, qVersion(), sqliteVersion(), fmtVersion(), cuptiVersion());
+               kFormatVersion,
+#ifdef FRAGSCOPE_HAVE_QT
+               qVersion(),
+#else
+               "not linked (Qt-free build)",
+#endif
+               sqliteVersion(), fmtVersion(), cuptiVersion());
 }
 
 } // namespace
