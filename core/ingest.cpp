@@ -274,8 +274,10 @@ void Ingest::process(const Event& e, uint64_t seq)
     }
     if (released_ == kNoTime || e.time > released_)
         released_ = e.time;
-    if (stats_.timeBegin == 0 && stats_.timeEnd == 0)
+    if (!haveTime_) {
         stats_.timeBegin = stats_.timeEnd = e.time;
+        haveTime_ = true;
+    }
     stats_.timeBegin = std::min(stats_.timeBegin, e.time);
     stats_.timeEnd = std::max({stats_.timeEnd, e.time, e.endTime});
     auto& s = *st_;

@@ -121,6 +121,7 @@ private:
     IngestStats stats_;
     bool begun_ = false;
     bool ended_ = false;
+    bool haveTime_ = false;
     uint64_t seq_ = 0;
     std::vector<Pending> pending_;
     int64_t maxSeen_ = kNoTime;

@@ -48,7 +48,8 @@ Stmt& Stmt::operator=(Stmt&& o) noexcept
 
 Stmt& Stmt::bind(int i, std::string_view v)
 {
-    check(sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    // An empty view may have a null data pointer, which SQLite would store as NULL.
+    check(sqlite3_bind_text(st_, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_TRANSIENT));
     return *this;
 }
 

@@ -14,8 +14,16 @@ namespace fs {
 class SessionError : public std::runtime_error {
 public:
     SessionError(const std::string& path, const std::string& problem)
-        : std::runtime_error(path + ": " + problem), path_(path), problem_(problem)
+        : std::runtime_error(path + ": " + oneLine(problem)), path_(path), problem_(oneLine(problem))
     {
+    }
+    // Messages are printed as one line; multi-line diagnostics (quick_check) are joined.
+    static std::string oneLine(std::string s)
+    {
+        for (char& c : s)
+            if (c == '\n' || c == '\r')
+                c = ' ';
+        return s;
     }
     const std::string& path() const { return path_; }
     const std::string& problem() const { return problem_; }

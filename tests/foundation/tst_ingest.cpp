@@ -1,0 +1,334 @@
+// Ingest: pairing, regions, reordering, anomalies, frames/metrics from markers, crash safety.
+#include "core/ingest.h"
+#include "core/session.h"
+#include "sessionbuilder.h"
+#include "testutil.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QTest>
+#include <algorithm>
+#include <csignal>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace fs;
+using fstest::ev;
+
+namespace {
+constexpr uint64_t kBase = 0x7f0000000000;
+}
+
+class TstIngest : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    std::string path(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
+
+    static IngestOptions opts(const std::string& p)
+    {
+        IngestOptions o;
+        o.path = p;
+        o.sourceKind = "test";
+        return o;
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void pairsAllocationsIntoRegions()
+    {
+        const auto f = path("pair.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 2 << 20));
+        in.add(ev(EventType::RegionCreate, 1, kBase + (4 << 20), 2 << 20));
+        Event a = ev(EventType::Alloc, 10, kBase + 512, 1024);
+        a.requestedSize = 1000;
+        a.stream = 7;
+        a.name = in.intern("attn.kv_cache");
+        in.add(a);
+        in.add(ev(EventType::Alloc, 11, kBase + (4 << 20), 4096));
+        in.add(ev(EventType::Free, 20, kBase + 512));
+        in.add(ev(EventType::RegionDestroy, 30, kBase));
+        in.end();
+
+        Session s = Session::open(f);
+        Stmt st = s.db().prepare("SELECT a.region_id, a.address, a.size, a.requested_size, a.stream,"
+                                 " a.alloc_ns, a.free_ns, t.text FROM allocations a"
+                                 " LEFT JOIN strings t ON t.id = a.tag ORDER BY a.id");
+        QVERIFY(st.step());
+        QCOMPARE(st.i64(0), int64_t{1});
+        QCOMPARE(st.u64(1), kBase + 512);
+        QCOMPARE(st.u64(2), uint64_t{1024});
+        QCOMPARE(st.u64(3), uint64_t{1000});
+        QCOMPARE(st.i64(4), int64_t{7});
+        QCOMPARE(st.i64(5), int64_t{10});
+        QCOMPARE(st.i64(6), int64_t{20});
+        QCOMPARE(st.text(7), std::string("attn.kv_cache"));
+        QVERIFY(st.step());
+        QCOMPARE(st.i64(0), int64_t{2}); // second region
+        QVERIFY(st.isNull(6));            // alive at the end
+        QVERIFY(!st.step());
+        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=1"), int64_t{30});
+        QVERIFY(s.db().scalar("SELECT destroy_ns IS NULL FROM regions WHERE id=2") == 1);
+        const auto sum = s.summary();
+        QCOMPARE(sum.health.anomalies.at(std::string(anomaly::AliveAtEnd)), int64_t{1});
+        QCOMPARE(sum.health.anomalyTotal(), int64_t{1});
+    }
+
+    void internsStringsOnce()
+    {
+        const auto f = path("strings.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        const StringId a = in.intern("gemm_kernel");
+        const StringId b = in.intern("other");
+        QCOMPARE(in.intern("gemm_kernel"), a);
+        QVERIFY(a != b);
+        QCOMPARE(in.intern(""), kNoString);
+        in.end();
+        Session s = Session::open(f);
+        QCOMPARE(s.string(a), std::string("gemm_kernel"));
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"), int64_t{1});
+    }
+
+    // Events shuffled within the reorder window give exactly the same session as ordered ones.
+    void reordersWithinWindow()
+    {
+        std::vector<Event> events;
+        events.push_back(ev(EventType::RegionCreate, 0, kBase, 64 << 20));
+        for (int i = 0; i < 5000; ++i) {
+            events.push_back(ev(EventType::Alloc, 1000 + 10 * i, kBase + 4096ull * (i % 100), 4096));
+            events.push_back(ev(EventType::Free, 1005 + 10 * i, kBase + 4096ull * (i % 100)));
+        }
+        auto dump = [&](const std::vector<Event>& in, const char* name, int64_t window) {
+            const auto f = path(name);
+            IngestOptions o = opts(f);
+            o.reorderWindowNs = window;
+            Ingest ing(o);
+            ing.begin();
+            for (const auto& e : in)
+                ing.add(e);
+            ing.end();
+            Session s = Session::open(f);
+            std::string out;
+            Stmt st = s.db().prepare("SELECT address, size, alloc_ns, free_ns FROM allocations ORDER BY alloc_ns");
+            while (st.step())
+                out += std::to_string(st.u64(0)) + "," + std::to_string(st.i64(2)) + "," + std::to_string(st.i64(3)) + ";";
+            out += "anomalies=" + std::to_string(s.summary().health.anomalyTotal());
+            return out;
+        };
+        const std::string ordered = dump(events, "ordered.fragscope", 0);
+        // Shuffle inside blocks of 40 events (spanning < 200 ns of event time).
+        std::vector<Event> shuffled = events;
+        std::mt19937 rng(42);
+        for (size_t i = 1; i + 40 < shuffled.size(); i += 40)
+            std::shuffle(shuffled.begin() + static_cast<long>(i), shuffled.begin() + static_cast<long>(i + 40), rng);
+        const std::string reordered = dump(shuffled, "shuffled.fragscope", 1000);
+        QCOMPARE(reordered, ordered);
+        QVERIFY(ordered.ends_with("anomalies=0"));
+        // Without a window the same shuffle produces anomalies (frees before allocs).
+        const std::string unordered = dump(shuffled, "unordered.fragscope", 0);
+        QVERIFY(unordered != ordered);
+    }
+
+    void recordsAnomalies()
+    {
+        const auto f = path("anomalies.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
+        in.add(ev(EventType::Alloc, 1, kBase, 4096));
+        in.add(ev(EventType::Free, 2, kBase));
+        in.add(ev(EventType::Free, 3, kBase));              // double free
+        in.add(ev(EventType::Free, 4, kBase + 0x100000));   // unknown address
+        in.add(ev(EventType::Alloc, 5, kBase + 8192, 8192));
+        in.add(ev(EventType::Alloc, 6, kBase + 12288, 4096)); // overlaps the previous one
+        in.add(ev(EventType::Alloc, 7, kBase + (8 << 20), 4096)); // outside any region
+        in.add(ev(EventType::RegionDestroy, 8, kBase + (16 << 20)));  // unknown region
+        in.end();
+        Session s = Session::open(f);
+        const auto a = s.summary().health.anomalies;
+        QCOMPARE(a.at("double_free"), int64_t{1});
+        QCOMPARE(a.at("unknown_free"), int64_t{1});
+        QCOMPARE(a.at("overlap"), int64_t{1});
+        QCOMPARE(a.at("outside_region"), int64_t{1});
+        QCOMPARE(a.at("unknown_region"), int64_t{1});
+        // Alive at the end: the overlapping one and the outside one (the overlapped one was ended).
+        QCOMPARE(a.at("alive_at_end"), int64_t{2});
+        // The anomaly row names the event that caused it.
+        QCOMPARE(s.db().scalar("SELECT time_ns FROM anomalies WHERE kind='double_free'"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT address FROM anomalies WHERE kind='unknown_free'"),
+                 static_cast<int64_t>(kBase + 0x100000));
+        // The overlapped allocation was ended at the overlapping allocation's time.
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=" + std::to_string(kBase + 8192)),
+                 int64_t{6});
+    }
+
+    void framesAndMetricsFromMarkers()
+    {
+        const auto f = path("frames.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        auto mark = [&](EventType t, int64_t time, int64_t end, const char* msg) {
+            Event e;
+            e.type = t;
+            e.time = time;
+            e.endTime = end;
+            e.name = in.intern(msg);
+            in.add(e);
+        };
+        mark(EventType::Range, 100, 200, "frame 0");
+        mark(EventType::Mark, 150, 0, "metric coherence_score=0.93");
+        mark(EventType::Mark, 210, 0, "frame=1");                          // opens frame 1
+        mark(EventType::Mark, 250, 0, "metric flow_l2_px=3.5 id_match_rate=0.9");
+        mark(EventType::Mark, 300, 0, "frame:2");                          // ends 1, opens 2
+        mark(EventType::Mark, 310, 0, "metric coherence_score=0.01 frame=1");
+        mark(EventType::Mark, 320, 0, "not a frame 3");
+        mark(EventType::Mark, 400, 0, "metric broken");
+        in.end();
+        Session s = Session::open(f);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frames"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=0"), int64_t{200});
+        QCOMPARE(s.db().scalar("SELECT start_ns FROM frames WHERE idx=1"), int64_t{210});
+        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=1"), int64_t{300});
+        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=2"), int64_t{400}); // session end
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
+        Stmt st = s.db().prepare("SELECT frame, name, value FROM frame_metrics ORDER BY frame, name");
+        QVERIFY(st.step());
+        QCOMPARE(st.i64(0), int64_t{0});
+        QCOMPARE(st.text(1), std::string("coherence_score"));
+        QCOMPARE(st.f64(2), 0.93);
+        QVERIFY(st.step());
+        QCOMPARE(st.i64(0), int64_t{1});
+        QCOMPARE(st.text(1), std::string("coherence_score"));
+        QCOMPARE(st.f64(2), 0.01);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM markers"), int64_t{8});
+    }
+
+    void parsesMetricMessages_data()
+    {
+        QTest::addColumn<QString>("msg");
+        QTest::addColumn<bool>("ok");
+        QTest::addColumn<int>("count");
+        QTest::addColumn<int>("frame");
+        QTest::newRow("one") << "metric coherence_score=0.124" << true << 1 << -1;
+        QTest::newRow("frame") << "metric a=1 b=-2.5e-3 frame=17" << true << 2 << 17;
+        QTest::newRow("no value") << "metric a=" << false << 0 << -1;
+        QTest::newRow("not number") << "metric a=x" << false << 0 << -1;
+        QTest::newRow("only frame") << "metric frame=3" << false << 0 << 3;
+        QTest::newRow("prefix") << "metrics a=1" << false << 0 << -1;
+        QTest::newRow("other") << "frame 3" << false << 0 << -1;
+    }
+    void parsesMetricMessages()
+    {
+        QFETCH(QString, msg);
+        QFETCH(bool, ok);
+        QFETCH(int, count);
+        QFETCH(int, frame);
+        std::vector<std::pair<std::string, double>> out;
+        int64_t f = -1;
+        QCOMPARE(parseMetricMessage(msg.toStdString(), out, f), ok);
+        if (ok) {
+            QCOMPARE(static_cast<int>(out.size()), count);
+            QCOMPARE(f, int64_t{frame});
+        }
+    }
+
+    void abortRemovesOutput()
+    {
+        const auto f = path("aborted.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
+        in.abort();
+        QVERIFY(!QFile::exists(QString::fromStdString(f)));
+        QVERIFY(!QFile::exists(QString::fromStdString(f + "-wal")));
+    }
+
+    // A writer killed by SIGKILL leaves a file that opens, holds every event up to its last
+    // commit, and is reported as ended abruptly.
+    void survivesSigkill()
+    {
+        const auto f = path("killed.fragscope");
+        const pid_t child = fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {
+            IngestOptions o = opts(f);
+            o.commitIntervalMs = 20;
+            Ingest in(o);
+            in.begin();
+            in.addDevice({0, "Test GPU", 1ull << 34, ""});
+            in.add(ev(EventType::RegionCreate, 0, kBase, 1ull << 30));
+            // Allocation i at time 10+2i, 4 KiB at slot i%1000; freed one step later except
+            // every 1000th, which stays live (crash-safety for live allocations).
+            for (int64_t i = 0;; ++i) {
+                const uint64_t addr = kBase + 4096ull * static_cast<uint64_t>(i % 1000);
+                in.add(ev(EventType::Alloc, 10 + 2 * i, addr + ((i / 1000) << 22), 4096));
+                if (i % 1000 != 0)
+                    in.add(ev(EventType::Free, 11 + 2 * i, addr + ((i / 1000) << 22)));
+                if (i % 5000 == 0)
+                    in.tick();
+                if (i % 20000 == 0)
+                    usleep(2000);
+            }
+        }
+        // Wait until a few commits are visible, then kill.
+        int64_t seen = 0;
+        for (int tries = 0; tries < 400 && seen < 50000; ++tries) {
+            QThread::msleep(25);
+            try {
+                Db db(f, SQLITE_OPEN_READONLY);
+                seen = db.scalar("SELECT COUNT(*) FROM allocations");
+            } catch (const SessionError&) {
+            }
+        }
+        ::kill(child, SIGKILL);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        QVERIFY(WIFSIGNALED(status));
+        QVERIFY2(seen >= 50000, "writer never committed");
+
+        Session s = Session::open(f);
+        const SessionSummary sum = s.summary();
+        QVERIFY(sum.health.endedAbruptly);
+        QVERIFY(!sum.health.recording);
+        QVERIFY(sum.allocations >= seen);
+        // Every committed row is exactly what the writer produced (a consistent prefix).
+        Stmt st = s.db().prepare("SELECT id, address, size, alloc_ns, free_ns FROM allocations ORDER BY id");
+        int64_t rows = 0, maxId = 0, liveKept = 0;
+        while (st.step()) {
+            ++rows;
+            const int64_t i = st.i64(0) - 1;
+            maxId = std::max(maxId, i + 1);
+            const uint64_t addr = kBase + 4096ull * static_cast<uint64_t>(i % 1000) + ((static_cast<uint64_t>(i) / 1000) << 22);
+            QCOMPARE(st.u64(1), addr);
+            QCOMPARE(st.u64(2), uint64_t{4096});
+            QCOMPARE(st.i64(3), 10 + 2 * i);
+            if (i % 1000 == 0) {
+                QVERIFY(st.isNull(4));
+                ++liveKept;
+            } else if (!st.isNull(4)) {
+                QCOMPARE(st.i64(4), 11 + 2 * i);
+            }
+        }
+        // No gaps below the highest committed id except allocations made in the last
+        // uncommitted window, so at least 99% of ids up to the max are present.
+        QVERIFY(rows >= maxId * 99 / 100);
+        QVERIFY(liveKept >= seen / 1000 - 1);
+
+        // The CLI says so too.
+        const auto r = fstest::runCli({"info", "--json", QString::fromStdString(f)});
+        QCOMPARE(r.exitCode, 0);
+        const auto doc = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(doc["health"].toObject()["ended_abruptly"].toBool(), true);
+    }
+};
+
+QTEST_GUILESS_MAIN(TstIngest)
+#include "tst_ingest.moc"

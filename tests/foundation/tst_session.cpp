@@ -1,0 +1,180 @@
+// Session file format v1: magic, version, validation of bad files, documentation coverage.
+#include "core/session.h"
+#include "sessionbuilder.h"
+#include "testutil.h"
+
+#include <QFile>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+#include <sqlite3.h>
+
+using namespace fs;
+
+class TstSession : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    std::string path(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
+    static void sql(const std::string& file, const char* statement)
+    {
+        Db db(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        db.exec(statement);
+    }
+    // Opening must fail with a SessionError naming the file and containing `needle`.
+    static void expectOpenError(const std::string& file, const QString& needle)
+    {
+        try {
+            Session::open(file);
+            QFAIL(qPrintable("opened a bad file: " + QString::fromStdString(file)));
+        } catch (const SessionError& e) {
+            const QString msg = QString::fromUtf8(e.what());
+            QVERIFY2(msg.startsWith(QString::fromStdString(file) + ": "), qPrintable(msg));
+            QVERIFY2(msg.contains(needle, Qt::CaseInsensitive), qPrintable(msg));
+            QVERIFY2(!msg.contains('\n'), "error must be one line");
+        }
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void validSessionOpens()
+    {
+        const auto f = path("ok.fragscope");
+        fstest::writeSmallSession(f, 100);
+        Session s = Session::open(f);
+        QCOMPARE(s.db().scalar("PRAGMA application_id"), int64_t{kApplicationId});
+        QCOMPARE(s.db().scalar("PRAGMA user_version"), int64_t{kFormatVersion});
+        QCOMPARE(s.meta("magic"), std::string("fragscope"));
+        QCOMPARE(s.meta("format_version"), std::string("1"));
+        QCOMPARE(s.meta("state"), std::string("complete"));
+        // Clean end: the file is self-contained (no WAL left behind).
+        QCOMPARE(s.db().scalarText("PRAGMA journal_mode"), std::string("delete"));
+        const SessionSummary sum = s.summary();
+        QCOMPARE(sum.regions, int64_t{1});
+        QCOMPARE(sum.allocations, int64_t{100});
+        // 1 region create + 100 allocs + 100 frees = 201 events.
+        QCOMPARE(sum.events, int64_t{201});
+        QCOMPARE(sum.devices.size(), size_t{1});
+        QCOMPARE(sum.devices[0].capacityBytes, 80ull << 30);
+        QVERIFY(!sum.health.endedAbruptly);
+        QCOMPARE(sum.health.anomalyTotal(), int64_t{0});
+        QCOMPARE(sum.timeBegin, int64_t{0});
+        QCOMPARE(sum.timeEnd, int64_t{10 + 2 * 99 + 1});
+    }
+
+    void newerVersionRefused()
+    {
+        const auto f = path("newer.fragscope");
+        fstest::writeSmallSession(f, 5);
+        sql(f, "PRAGMA user_version=2");
+        expectOpenError(f, "newer");
+    }
+
+    void foreignSqliteRefused()
+    {
+        const auto f = path("foreign.db");
+        sql(f, "CREATE TABLE t(x); INSERT INTO t VALUES(1)");
+        expectOpenError(f, "not a fragscope session");
+    }
+
+    void wrongMagicRefused()
+    {
+        const auto f = path("nomagic.fragscope");
+        fstest::writeSmallSession(f, 5);
+        sql(f, "UPDATE meta SET value='other' WHERE key='magic'");
+        expectOpenError(f, "not a fragscope session");
+    }
+
+    void nonDatabaseRefused_data()
+    {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("empty") << QByteArray() << "empty";
+        QTest::newRow("text") << QByteArray("frame,metric,value\n1,coherence_score,0.5\n") << "not an SQLite";
+        QTest::newRow("binary") << QByteArray(4096, '\x7f') << "not an SQLite";
+    }
+    void nonDatabaseRefused()
+    {
+        QFETCH(QByteArray, content);
+        QFETCH(QString, needle);
+        const auto f = path("junk.fragscope");
+        QFile q(QString::fromStdString(f));
+        QVERIFY(q.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        q.write(content);
+        q.close();
+        expectOpenError(f, needle);
+    }
+
+    void missingAndDirectoryRefused()
+    {
+        expectOpenError(path("does-not-exist.fragscope"), "no such file");
+        expectOpenError(dir_.path().toStdString(), "directory");
+    }
+
+    void truncatedRefused()
+    {
+        const auto f = path("big.fragscope");
+        fstest::writeSmallSession(f, 20000);
+        QFile q(QString::fromStdString(f));
+        QVERIFY(q.open(QIODevice::ReadOnly));
+        const QByteArray all = q.readAll();
+        q.close();
+        QVERIFY(all.size() > 100000);
+        const auto t = path("truncated.fragscope");
+        QFile w(QString::fromStdString(t));
+        QVERIFY(w.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        w.write(all.left(all.size() / 2));
+        w.close();
+        expectOpenError(t, "truncated");
+    }
+
+    void corruptedRefused()
+    {
+        const auto f = path("corrupt.fragscope");
+        fstest::writeSmallSession(f, 20000);
+        QFile q(QString::fromStdString(f));
+        QVERIFY(q.open(QIODevice::ReadWrite));
+        QByteArray all = q.readAll();
+        // Overwrite the middle pages (not the header) with garbage.
+        for (qsizetype i = 8192 * 3; i < 8192 * 6 && i < all.size(); ++i)
+            all[i] = static_cast<char>((i * 131) & 0xff);
+        q.seek(0);
+        q.write(all);
+        q.close();
+        expectOpenError(f, "corrupt");
+    }
+
+    // Every table and column of a fresh session is documented in docs/session-format.md.
+    void formatIsDocumented()
+    {
+        const auto f = path("doc.fragscope");
+        fstest::writeSmallSession(f, 1);
+        QFile doc(QStringLiteral(FRAGSCOPE_SOURCE_DIR "/docs/session-format.md"));
+        QVERIFY(doc.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(doc.readAll());
+        Session s = Session::open(f);
+        int tables = 0;
+        Stmt st = s.db().prepare("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY name");
+        while (st.step()) {
+            const QString table = QString::fromStdString(st.text(0));
+            ++tables;
+            const QRegularExpression head("^### `" + table + "`$", QRegularExpression::MultilineOption);
+            const auto m = head.match(text);
+            QVERIFY2(m.hasMatch(), qPrintable("table not documented: " + table));
+            const int next = text.indexOf("\n### ", m.capturedEnd());
+            const QString section = text.mid(m.capturedEnd(), next < 0 ? -1 : next - m.capturedEnd());
+            Stmt cols = s.db().prepare("SELECT name FROM pragma_table_info(?1)");
+            cols.bind(1, table.toStdString());
+            while (cols.step()) {
+                const QString col = QString::fromStdString(cols.text(0));
+                QVERIFY2(section.contains("| `" + col + "` |"),
+                         qPrintable("column not documented: " + table + "." + col));
+            }
+        }
+        QCOMPARE(tables, static_cast<int>(schemaTables().size()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstSession)
+#include "tst_session.moc"
