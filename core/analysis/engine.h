@@ -1,0 +1,126 @@
+// fs::analysis::Engine: the analysis over one session file. Load once (on any thread: the GUI
+// runs open() on a worker with a progress callback and a cancel flag), then ask for whole,
+// immutable values. Callers never see SQLite.
+//
+// Thread safety: after open() returns, every const member may be called from several threads at
+// once (queries that read the file take an internal lock).
+//
+// Times are session time (ns, or the ordinal on sessions with time_axis=ordinal). A State "at t"
+// includes every event with time <= t. See docs/analysis.md for the replay index and caching.
+#pragma once
+
+#include "types.h"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fs {
+class Session;
+struct SessionSummary;
+}
+
+namespace fs::analysis {
+
+// Thrown by open() when the cancel flag was raised.
+class Cancelled : public std::exception {
+public:
+    const char* what() const noexcept override { return "cancelled"; }
+};
+
+struct LoadOptions {
+    // Called with (done, total) units of work, from the loading thread; may be empty.
+    std::function<void(int64_t done, int64_t total)> progress;
+    const std::atomic<bool>* cancel = nullptr; // raised -> open() throws Cancelled
+    std::vector<CollapseRule> rules = defaultCollapseRules();
+    int64_t lookbackFrames = 2;   // precursor window: the two previous frames (DESIGN.md)
+    bool useCache = true;         // read/write the per-frame cache in the session file
+};
+
+class Engine {
+public:
+    // Opens and indexes a session. Throws fs::SessionError (bad file: "FILE: problem") or
+    // Cancelled.
+    static std::shared_ptr<const Engine> open(const std::string& path, LoadOptions opts = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const std::string& path() const;
+    const SessionSummary& summary() const;
+    const Caveats& caveats() const;         // session-wide caveats (every result copies them)
+    int64_t timeBegin() const;
+    int64_t timeEnd() const;
+    std::vector<Track> tracks() const;      // (device, level) pairs with data, device then level
+    // The track views default to: the highest level that has regions on the device, else the
+    // highest level with allocations.
+    std::optional<Track> defaultTrack(uint32_t device = 0) const;
+    std::vector<RegionInfo> regions(uint32_t device, Level level) const;
+
+    // ---- state ----
+    State stateAt(uint32_t device, Level level, int64_t t) const;
+    // Same figures by replaying every event from the start (slow; tests compare the two).
+    State stateAtFullReplay(uint32_t device, Level level, int64_t t) const;
+    std::vector<Fragment> fragmentsAt(uint32_t device, Level level, int64_t t) const;
+    std::vector<AllocationInfo> liveAllocationsAt(uint32_t device, Level level, int64_t t) const;
+    // Live allocation of the track covering address at t (hover tooltip), with tag and stack.
+    std::optional<AllocationInfo> allocationAt(uint32_t device, Level level, int64_t t,
+                                               uint64_t address) const;
+    std::optional<AllocationInfo> allocation(int64_t id) const;
+    // Fragment-cluster histogram over a window: every fragment alive at any sample of the window
+    // (step samples, at least 2) is counted once per sample, so counts are fragment-samples.
+    Histogram histogramOver(uint32_t device, Level level, int64_t from, int64_t to,
+                            int samples = 64) const;
+
+    // ---- time series ----
+    Timeline timeline(const TimelineOptions& o) const;
+    std::vector<Burst> bursts(uint32_t device, Level level, int64_t from = kNoTime,
+                              int64_t to = kNoTime, int64_t gapNs = 5'000'000) const;
+    // Trend of one timeline series ("fragmentation_ratio", "event_entropy", "fragment_entropy",
+    // "largest_fragment", "fragment_count", "reserved", "allocated", "free") over [from, to],
+    // x in hours from session begin (as the seed fits it).
+    Trend trend(const Timeline& tl, const std::string& series, int64_t from, int64_t to) const;
+
+    // ---- frames and collapses ----
+    const std::vector<FrameInfo>& frames() const;
+    const std::vector<CollapseRule>& rules() const;
+    const std::vector<Collapse>& collapses() const;
+    // Recomputes collapse runs with other rules (the GUI's rule editor); frames() keeps the
+    // open() rules.
+    std::vector<Collapse> collapsesWith(const std::vector<CollapseRule>& rules) const;
+    // Report for the collapse containing frame f (nullopt when f is in none).
+    std::optional<CollapseReport> collapseReport(int64_t frame) const;
+    // Report for frame f as if it collapsed (precursors and diff of any frame).
+    CollapseReport frameReport(int64_t frame) const;
+    std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
+    std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
+    // Names of the per-frame allocator metrics correlations use.
+    static std::vector<std::string> frameAllocatorMetrics();
+    // Per-frame allocator metric by name for one track (NaN where a frame lacks it).
+    std::vector<double> frameSeries(uint32_t device, Level level, const std::string& metric) const;
+    // Every allocator metric of the default track against every frame metric in the session.
+    std::vector<Correlation> correlations() const;
+    Correlation correlation(uint32_t device, Level level, const std::string& allocatorMetric,
+                            const std::string& frameMetric) const;
+
+    // ---- rasters ----
+    AddressLayout layout(uint32_t device, Level level) const;
+    HeatmapRaster heatmap(const HeatmapRequest& r) const;
+    MemmapRaster memmap(const MemmapRequest& r) const;
+
+    struct Impl;
+
+private:
+    Engine();
+    std::unique_ptr<Impl> d_;
+};
+
+// Parses a TIME argument: plain integer ns (or the ordinal), a number with a unit (ns, us, ms,
+// s, min, h: "12.5s", "300ms"), "end", "begin", or "frame:N" (end of frame N). Throws
+// std::invalid_argument with a message naming the problem.
+int64_t parseTime(const Engine& e, const std::string& text);
+
+} // namespace fs::analysis

@@ -1,0 +1,58 @@
+// Pure metric functions (no session needed): size classes, entropy, histograms, trend,
+// correlation, bursts. The engine uses these; tests check them with known answers.
+#pragma once
+
+#include "types.h"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fs::analysis {
+
+// Entropy size classes 2^n KiB, n = 2..12 (DESIGN.md, CATALOGUE.md): class n holds sizes in
+// (2^(n-1) KiB, 2^n KiB]; sizes <= 4 KiB go to the first class, sizes > 4 MiB to the last.
+constexpr int kSizeClasses = 11;
+int sizeClass(uint64_t bytes); // 0..10 (class index = n - 2)
+
+// Shannon entropy in bits of a frequency table: -sum p_i log2 p_i over the non-empty entries.
+double entropyBits(std::span<const int64_t> counts);
+
+// Running class counts for entropy (event-size and fragment entropy).
+struct SizeClassCounts {
+    std::array<int64_t, kSizeClasses> counts{};
+    void add(uint64_t bytes) { ++counts[static_cast<size_t>(sizeClass(bytes))]; }
+    void remove(uint64_t bytes) { --counts[static_cast<size_t>(sizeClass(bytes))]; }
+    double bits() const { return entropyBits(counts); }
+};
+
+// log2 bin index of a size: floor(log2(bytes)), 0 for 0 and 1.
+int log2Bin(uint64_t bytes);
+// Builds a histogram from fragment sizes.
+Histogram makeHistogram(std::span<const uint64_t> fragmentSizes);
+// Builds it from log2-bin counts/bytes (64 bins) plus the cluster ranges counted separately.
+Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<uint64_t, 64>& bytes,
+                        const std::array<int64_t, 3>& clusterCount,
+                        const std::array<uint64_t, 3>& clusterBytes);
+// Which seed cluster a fragment size falls in: 0 = 8-32 KiB, 1 = 64-128 KiB, 2 = >= 256 KiB, -1 none.
+int clusterOf(uint64_t bytes);
+
+// Least-squares fit with R^2.
+Trend fitTrend(std::span<const double> x, std::span<const double> y);
+
+// Pearson and Spearman (average ranks for ties) with two-sided p-values (t-test, n - 2 df).
+// Pairs where either value is NaN are skipped. n < 3 gives coefficients 0 and p = 1.
+Correlation correlate(std::span<const double> x, std::span<const double> y);
+// Two-sided p-value of a correlation coefficient r over n pairs.
+double correlationPValue(double r, int64_t n);
+
+// Splits allocation times (ascending) into bursts: a new burst starts when the gap to the
+// previous allocation is >= gapNs. sizes[i] is the size of the allocation at times[i].
+std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const uint64_t> sizes,
+                               int64_t gapNs = 5'000'000);
+
+// Ranks with ties averaged (1-based), as Spearman uses them.
+std::vector<double> averageRanks(std::span<const double> v);
+
+} // namespace fs::analysis

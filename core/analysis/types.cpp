@@ -1,0 +1,114 @@
+#include "types.h"
+
+#include <fmt/format.h>
+
+namespace fs::analysis {
+
+std::string CollapseRule::describe() const
+{
+    return fmt::format("{} {} {}", metric, compare == Compare::Less ? "<" : ">", threshold);
+}
+
+std::vector<CollapseRule> defaultCollapseRules()
+{
+    return {
+        {"coherence_score", Compare::Less, 0.05},
+        {"id_match_rate", Compare::Less, 0.65},
+        {"flow_l2_px", Compare::Greater, 8.7},
+        {"clip_entropy_bits", Compare::Greater, 2.95},
+    };
+}
+
+const char* precursorKindName(PrecursorKind k)
+{
+    switch (k) {
+    case PrecursorKind::Oom: return "oom";
+    case PrecursorKind::NewKernelVariant: return "new_kernel_variant";
+    case PrecursorKind::RegionCreated: return "region_created";
+    case PrecursorKind::RegionReleased: return "region_released";
+    case PrecursorKind::SplitLargest: return "split_largest_fragment";
+    case PrecursorKind::AddressJump: return "address_jump";
+    case PrecursorKind::GraphLaunch: return "graph_launch";
+    }
+    return "unknown";
+}
+
+bool AddressLayout::toCompact(uint64_t addr, uint64_t& out) const
+{
+    // ranges are in address order: binary search the last range starting at or before addr.
+    size_t lo = 0, hi = ranges.size();
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (ranges[mid].addrBegin <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return false;
+    const Range& r = ranges[lo - 1];
+    if (addr >= r.addrEnd)
+        return false;
+    out = r.compactBegin + (addr - r.addrBegin);
+    return true;
+}
+
+bool AddressLayout::toAddress(uint64_t compact, uint64_t& out) const
+{
+    size_t lo = 0, hi = ranges.size();
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (ranges[mid].compactBegin <= compact)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return false;
+    const Range& r = ranges[lo - 1];
+    if (compact >= r.compactBegin + (r.addrEnd - r.addrBegin))
+        return false;
+    out = r.addrBegin + (compact - r.compactBegin);
+    return true;
+}
+
+// Hilbert curve conversion (the classic rotate-and-flip walk over quadrants).
+void hilbertXY(int side, uint64_t d, int& x, int& y)
+{
+    uint64_t t = d;
+    x = y = 0;
+    for (int s = 1; s < side; s *= 2) {
+        const int rx = static_cast<int>(1 & (t / 2));
+        const int ry = static_cast<int>(1 & (t ^ static_cast<uint64_t>(rx)));
+        if (ry == 0) {
+            if (rx == 1) {
+                x = s - 1 - x;
+                y = s - 1 - y;
+            }
+            std::swap(x, y);
+        }
+        x += s * rx;
+        y += s * ry;
+        t /= 4;
+    }
+}
+
+uint64_t hilbertD(int side, int x, int y)
+{
+    uint64_t d = 0;
+    for (int s = side / 2; s > 0; s /= 2) {
+        const int rx = (x & s) > 0 ? 1 : 0;
+        const int ry = (y & s) > 0 ? 1 : 0;
+        d += static_cast<uint64_t>(s) * static_cast<uint64_t>(s) * static_cast<uint64_t>((3 * rx) ^ ry);
+        if (ry == 0) {
+            if (rx == 1) {
+                x = side - 1 - x;
+                y = side - 1 - y;
+            }
+            std::swap(x, y);
+        }
+    }
+    return d;
+}
+
+} // namespace fs::analysis
