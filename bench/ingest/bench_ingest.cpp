@@ -1,0 +1,174 @@
+// Ingest throughput (events/s, bytes/event) beside a bare prepared-statement SQLite insert of the
+// same allocation rows, measured in the same run. Usage: bench_ingest [EVENTS] [DIR] [REPEATS]
+#include "core/ingest.h"
+#include "core/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace fs;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Row {
+    int64_t id, region;
+    uint64_t addr, size;
+    int64_t t0, t1;
+};
+
+// A caching-allocator-like stream: 64 regions of 64 MiB, a live set of ~2000 blocks of mixed
+// sizes, alloc/free pairs at ~1 µs spacing. Produces the events and the rows ingest should write.
+void makeWorkload(int64_t events, std::vector<Event>& out, std::vector<Row>& rows)
+{
+    std::mt19937_64 rng(7);
+    const uint64_t base = 0x7f0000000000;
+    const int regions = 64;
+    const uint64_t regionSize = 64ull << 20;
+    for (int r = 0; r < regions; ++r) {
+        Event e;
+        e.type = EventType::RegionCreate;
+        e.level = Level::Framework;
+        e.time = r;
+        e.address = base + static_cast<uint64_t>(r) * (128ull << 20);
+        e.size = regionSize;
+        out.push_back(e);
+    }
+    struct Live { uint64_t addr, size; int64_t t0, id, region; };
+    std::vector<Live> live;
+    int64_t t = 1000, id = 0;
+    // Slots of 32 KiB per region so live blocks never overlap.
+    std::vector<std::vector<uint64_t>> freeSlots(regions);
+    for (int r = 0; r < regions; ++r)
+        for (uint64_t s = 0; s < regionSize / (32 << 10); ++s)
+            freeSlots[static_cast<size_t>(r)].push_back(base + static_cast<uint64_t>(r) * (128ull << 20) + s * (32 << 10));
+    while (static_cast<int64_t>(out.size()) < events) {
+        t += 500 + static_cast<int64_t>(rng() % 1000);
+        const bool doAlloc = live.size() < 1000 || (live.size() < 3000 && rng() % 2 == 0);
+        Event e;
+        e.level = Level::Framework;
+        e.time = t;
+        if (doAlloc) {
+            const int r = static_cast<int>(rng() % regions);
+            auto& slots = freeSlots[static_cast<size_t>(r)];
+            if (slots.empty())
+                continue;
+            const uint64_t addr = slots.back();
+            slots.pop_back();
+            const uint64_t size = 512ull << (rng() % 7);
+            e.type = EventType::Alloc;
+            e.address = addr;
+            e.size = size;
+            live.push_back({addr, size, t, ++id, r + 1});
+        } else {
+            const size_t k = rng() % live.size();
+            const Live l = live[k];
+            live[k] = live.back();
+            live.pop_back();
+            e.type = EventType::Free;
+            e.address = l.addr;
+            freeSlots[static_cast<size_t>(l.region - 1)].push_back(l.addr);
+            rows.push_back({l.id, l.region, l.addr, l.size, l.t0, t});
+        }
+        out.push_back(e);
+    }
+}
+
+uint64_t fileBytes(const std::string& p)
+{
+    std::error_code ec;
+    uint64_t n = 0;
+    for (const char* s : {"", "-wal"})
+        if (std::filesystem::exists(p + s, ec))
+            n += std::filesystem::file_size(p + s, ec);
+    return n;
+}
+
+double runIngest(const std::string& path, const std::vector<Event>& events)
+{
+    IngestOptions o;
+    o.path = path;
+    o.sourceKind = "bench";
+    o.aliveAtEndIsAnomaly = false;
+    const auto t0 = Clock::now();
+    Ingest in(o);
+    in.begin();
+    for (const auto& e : events)
+        in.add(e);
+    in.end();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The baseline: the same allocation rows through one prepared INSERT in one transaction, with
+// the same pragmas and the same indexes built at the end.
+double runBare(const std::string& path, const std::vector<Row>& rows)
+{
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    const auto t0 = Clock::now();
+    Db db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    db.exec("PRAGMA page_size=8192");
+    db.exec("PRAGMA journal_mode=WAL");
+    db.exec("PRAGMA synchronous=NORMAL");
+    db.exec("PRAGMA cache_size=-131072");
+    db.exec("CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
+            " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER NOT NULL,"
+            " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
+            " tag INTEGER, stack INTEGER)");
+    db.exec("BEGIN");
+    Stmt st = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size, stream,"
+                         " alloc_ns, free_ns) VALUES(?1,0,2,?2,?3,?4,0,?5,?6)");
+    for (const auto& r : rows)
+        st.bind(1, r.id).bind(2, r.region).bind(3, r.addr).bind(4, r.size).bind(5, r.t0).bind(6, r.t1).run();
+    db.exec("CREATE INDEX allocations_time ON allocations(device, level, alloc_ns)");
+    db.exec("CREATE INDEX allocations_address ON allocations(device, address)");
+    db.exec("COMMIT");
+    db.exec("PRAGMA journal_mode=DELETE");
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const int64_t events = argc > 1 ? std::stoll(argv[1]) : 4000000;
+    const std::string dir = argc > 2 ? argv[2] : std::filesystem::temp_directory_path().string();
+    const int repeats = argc > 3 ? std::stoi(argv[3]) : 3;
+    std::vector<Event> ev;
+    std::vector<Row> rows;
+    ev.reserve(static_cast<size_t>(events));
+    makeWorkload(events, ev, rows);
+    const std::string pIngest = dir + "/bench-ingest.fragscope";
+    const std::string pBare = dir + "/bench-bare.sqlite";
+    std::vector<double> ti, tb;
+    uint64_t bytes = 0;
+    for (int i = 0; i < repeats; ++i) {
+        ti.push_back(runIngest(pIngest, ev));
+        bytes = fileBytes(pIngest);
+        tb.push_back(runBare(pBare, rows));
+    }
+    const double mi = median(ti), mb = median(tb);
+    const auto n = static_cast<double>(ev.size());
+    fmt::print("bench_ingest: {} events ({} allocation rows), {} runs, medians\n", ev.size(), rows.size(), repeats);
+    fmt::print("  ingest            {:8.3f} s  {:6.2f} M events/s  {:5.1f} bytes/event ({} B file)\n", mi,
+               n / mi / 1e6, static_cast<double>(bytes) / n, bytes);
+    fmt::print("  bare SQLite insert{:8.3f} s  {:6.2f} M events/s  ({} rows, same pragmas and indexes)\n", mb,
+               n / mb / 1e6, rows.size());
+    fmt::print("  ratio ingest/bare {:8.2f}x   (targets: >= 1 M events/s, <= 1.5x, <= 40 B/event)\n", mi / mb);
+    std::error_code ec;
+    std::filesystem::remove(pIngest, ec);
+    std::filesystem::remove(pBare, ec);
+    return 0;
+}
