@@ -104,6 +104,8 @@ void Ingest::begin()
     db.exec("PRAGMA synchronous=NORMAL");
     db.exec("PRAGMA cache_size=-131072");
     db.exec("PRAGMA wal_autocheckpoint=16384");
+    db.exec("PRAGMA temp_store=MEMORY");
+    db.exec("PRAGMA threads=2");
     db.exec("BEGIN");
     createSchema(db);
     frameMatcher_ = std::make_unique<FrameMatcher>();

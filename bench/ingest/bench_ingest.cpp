@@ -117,6 +117,8 @@ double runBare(const std::string& path, const std::vector<Row>& rows)
     db.exec("PRAGMA journal_mode=WAL");
     db.exec("PRAGMA synchronous=NORMAL");
     db.exec("PRAGMA cache_size=-131072");
+    db.exec("PRAGMA temp_store=MEMORY");
+    db.exec("PRAGMA threads=2");
     db.exec("CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
             " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER NOT NULL,"
             " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
