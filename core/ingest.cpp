@@ -590,7 +590,7 @@ void Ingest::end()
     setMeta("event_count", std::to_string(stats_.events));
     setMeta("time_begin_ns", std::to_string(stats_.timeBegin));
     setMeta("time_end_ns", std::to_string(stats_.timeEnd));
-    setMeta("state", "complete");
+    setMeta("state", abrupt_ ? "ended_abruptly" : "complete");
     createIndexes(*db_);
     db_->exec("COMMIT");
     db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
@@ -598,6 +598,14 @@ void Ingest::end()
     st_.reset();
     db_.reset();
     ended_ = true;
+}
+
+void Ingest::markEndedAbruptly(const std::string& why)
+{
+    if (!begun_ || ended_ || abrupt_)
+        return;
+    abrupt_ = true;
+    health("ended_abruptly", 1, why);
 }
 
 void Ingest::abort()

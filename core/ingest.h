@@ -72,6 +72,9 @@ public:
     void drain();
     // Finishes the session: pairs what is left, builds indexes, marks it complete.
     void end();
+    // The source died before it could say it was done (e.g. the target was SIGKILLed): end()
+    // still finishes the file but leaves state 'ended_abruptly' so viewers say so.
+    void markEndedAbruptly(const std::string& why);
     // Abandons the session and removes the output file (bad input: no partial file).
     void abort();
 
@@ -121,6 +124,7 @@ private:
     IngestStats stats_;
     bool begun_ = false;
     bool ended_ = false;
+    bool abrupt_ = false;
     bool haveTime_ = false;
     uint64_t seq_ = 0;
     std::vector<Pending> pending_;
