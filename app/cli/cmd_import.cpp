@@ -1,0 +1,104 @@
+// fragscope import INPUT... -o OUT.fragscope [--format F]: other tools' traces into a session.
+#include "command.h"
+#include "core/import/importer.h"
+#include "core/ingest.h"
+#include "core/progress.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+using namespace fs;
+using namespace fs::cli;
+
+namespace {
+
+int runImport(Args& a)
+{
+    if (a.positional().empty())
+        throw UsageError("import needs at least one INPUT file");
+    const auto out = a.get("output");
+    if (!out || out->empty())
+        throw UsageError("import needs -o OUT.fragscope");
+    import::Format format = import::Format::Auto;
+    const std::string fmtName = a.get("format", "auto");
+    if (!import::parseFormat(fmtName, format))
+        throw UsageError("unknown --format '" + fmtName + "' (auto, pytorch-snapshot, kineto, nsys-sqlite)");
+    for (const auto& in : a.positional())
+        if (std::filesystem::absolute(in) == std::filesystem::absolute(*out))
+            throw UsageError("the output would overwrite the input " + in);
+
+    // Read every input's header first: bad input fails before any output file exists.
+    std::vector<std::unique_ptr<import::Importer>> importers;
+    for (const auto& in : a.positional()) {
+        auto progress = std::make_shared<Progress>("reading " + std::filesystem::path(in).filename().string(),
+                                                   0, "bytes");
+        import::ImportOptions io;
+        io.progress = [progress](uint64_t done, uint64_t) { progress->update(static_cast<int64_t>(done)); };
+        auto imp = import::makeImporter(format, in, io);
+        imp->prepare();
+        progress->finish();
+        importers.push_back(std::move(imp));
+    }
+
+    IngestOptions opts;
+    opts.path = *out;
+    importers.front()->configure(opts);
+    for (size_t i = 1; i < importers.size(); ++i) {
+        IngestOptions other;
+        importers[i]->configure(other);
+        // One session holds one clock; allocations outside regions are expected as soon as one
+        // input has no regions.
+        opts.expectRegions = opts.expectRegions && other.expectRegions;
+        opts.aliveAtEndIsAnomaly = opts.aliveAtEndIsAnomaly && other.aliveAtEndIsAnomaly;
+        opts.addressViewAvailable = opts.addressViewAvailable && other.addressViewAvailable;
+    }
+    Ingest ingest(opts);
+    try {
+        ingest.begin();
+        Progress progress("importing", 0, "events");
+        ingest.setProgress([&](int64_t n) { progress.update(n); });
+        for (size_t i = 0; i < importers.size(); ++i) {
+            if (i > 0) {
+                IngestOptions o;
+                importers[i]->configure(o);
+                ingest.addSource(o.sourceKind, o.sourcePath);
+            }
+            importers[i]->emit(ingest);
+        }
+        ingest.end();
+        progress.finish();
+    } catch (...) {
+        ingest.abort();
+        throw;
+    }
+    const IngestStats& st = ingest.stats();
+    std::string warnings;
+    for (const auto& imp : importers)
+        for (const auto& w : imp->report().warnings)
+            fmt::print(stderr, "warning: {}: {}\n", imp->path(), w);
+    fmt::print("{}: {} events, {} allocations, {} regions, {} anomalies\n", *out, st.events, st.allocations,
+               st.regions, st.anomalies);
+    return Ok;
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "import",
+    .synopsis = "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite]",
+    .summary = "Import PyTorch allocator snapshots, Kineto traces or Nsight Systems SQLite exports",
+    .options = {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
+                {"format", "F", "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"}},
+    .details = "Formats (docs/importers.md):\n"
+               "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain data, never\n"
+               "                    executed. The trace is replayed from a reconstructed start state so the\n"
+               "                    session ends in exactly the snapshot's final state.\n"
+               "  kineto            torch.profiler Chrome-trace JSON (.json or .json.gz): [memory] events,\n"
+               "                    kernels, 'frame N' annotations.\n"
+               "  nsys-sqlite       `nsys export --type sqlite` files: memory usage, kernels, graphs, NVTX.\n"
+               "Several inputs go into one session. A truncated, corrupt or hostile input gives one error\n"
+               "naming the file and the offset or table, exit status 2, and no output file.",
+    .run = runImport,
+    .order = 30,
+});

@@ -1,0 +1,145 @@
+// A pickle reader that understands plain data only (protocols 0-5: dicts, lists, tuples, sets,
+// strings, bytes, ints of any size, floats, bools, None, memo) and runs no code. Every opcode
+// that would import or call something (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ,
+// NEWOBJ_EX, EXT1/2/4, PERSID, BINPERSID, NEXT_BUFFER, READONLY_BUFFER) is refused with an error
+// that names the opcode and its byte offset.
+//
+// The decoded document is compact (8-byte values, children in a shared arena) so that a 1 GB
+// snapshot fits in a few GB: PyTorch writes each trace entry as a small dict whose keys and
+// frames are memo references, and those stay shared here as they are in the file.
+#pragma once
+
+#include "byte_reader.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace fs::import {
+
+enum class PType : uint8_t {
+    Invalid = 0, None, Bool, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet,
+};
+std::string_view ptypeName(PType t);
+
+// One decoded value: a 4-bit type and a 60-bit payload (inline int, or an index).
+class PValue {
+public:
+    PValue() = default;
+    static PValue make(PType t, uint64_t payload) { return PValue((static_cast<uint64_t>(t) << 60) | (payload & kMask)); }
+    static PValue makeInt(int64_t v) { return make(PType::Int, static_cast<uint64_t>(v)); }
+    static bool fitsInline(int64_t v) { return v >= -(int64_t{1} << 59) && v < (int64_t{1} << 59); }
+    PType type() const { return static_cast<PType>(bits_ >> 60); }
+    uint64_t payload() const { return bits_ & kMask; }
+    int64_t inlineInt() const { return static_cast<int64_t>(bits_ << 4) >> 4; }
+    bool valid() const { return type() != PType::Invalid; }
+    bool operator==(const PValue& o) const { return bits_ == o.bits_; }
+
+private:
+    static constexpr uint64_t kMask = (uint64_t{1} << 60) - 1;
+    explicit PValue(uint64_t b) : bits_(b) {}
+    uint64_t bits_ = 0;
+};
+static_assert(sizeof(PValue) == 8);
+
+class PickleVm;
+
+class PickleDoc {
+public:
+    PValue root() const { return root_; }
+    PType type(PValue v) const { return v.type(); }
+    bool isInt(PValue v) const { return v.type() == PType::Int || v.type() == PType::BigInt || v.type() == PType::Bool; }
+    bool isContainer(PValue v) const;
+    // Integer value; false when v is not an int or does not fit in 64 bits (signed, or unsigned
+    // for toU64).
+    bool toI64(PValue v, int64_t& out) const;
+    bool toU64(PValue v, uint64_t& out) const;
+    bool toDouble(PValue v, double& out) const;
+    std::string_view str(PValue v) const; // Str and Bytes; empty otherwise
+    size_t size(PValue container) const;
+    // Calls f(value) for every item of a list/tuple/set (for a dict: keys and values alternate).
+    template <typename F> void forEach(PValue c, F&& f) const
+    {
+        if (!isContainer(c))
+            return;
+        for (uint32_t ch = containers_[c.payload()].first; ch != kNone; ch = chunks_[ch].next) {
+            const PValue* p = &arena_[chunks_[ch].block][chunks_[ch].start];
+            for (uint32_t i = 0; i < chunks_[ch].count; ++i)
+                f(p[i]);
+        }
+    }
+    // Calls f(key, value) for every item of a dict.
+    template <typename F> void forEachItem(PValue d, F&& f) const
+    {
+        if (d.type() != PType::Dict)
+            return;
+        for (uint32_t ch = containers_[d.payload()].first; ch != kNone; ch = chunks_[ch].next) {
+            const PValue* p = &arena_[chunks_[ch].block][chunks_[ch].start];
+            for (uint32_t i = 0; i + 1 < chunks_[ch].count; i += 2)
+                f(p[i], p[i + 1]);
+        }
+    }
+    // Value of a dict's string key (the last one wins, as in Python); Invalid when missing.
+    PValue get(PValue dict, std::string_view key) const;
+    // Item i of a list/tuple (Invalid when out of range).
+    PValue at(PValue c, size_t i) const;
+    size_t memoryBytes() const;
+
+private:
+    friend class PickleReader;
+    friend class PickleVm;
+    static constexpr uint32_t kNone = 0xffffffffu;
+    static constexpr uint32_t kBlock = 1u << 16; // values per arena block (even: dict pairs)
+    struct Container {
+        uint32_t first = kNone;
+        uint32_t last = kNone;
+        uint64_t count = 0;
+        PType type = PType::List;
+    };
+    struct Chunk {
+        uint32_t block;
+        uint32_t start;
+        uint32_t count;
+        uint32_t next;
+    };
+    struct StrRef {
+        uint64_t offset;
+        uint64_t length;
+    };
+    PValue newContainer(PType t);
+    void append(PValue c, const PValue* items, size_t n);
+    PValue newString(PType t, std::string_view s);
+    PValue newFloat(double d);
+    PValue newBigInt(std::string_view le);
+
+    PValue root_;
+    std::vector<Container> containers_;
+    std::vector<Chunk> chunks_;
+    std::vector<std::unique_ptr<PValue[]>> arena_;
+    uint32_t arenaUsed_ = kBlock;
+    std::vector<std::unique_ptr<char[]>> pool_; // string bytes, in blocks
+    size_t poolUsed_ = 0;
+    size_t poolCap_ = 0;
+    std::vector<std::string_view> strs_;
+    std::vector<double> floats_;
+};
+
+struct PickleOptions {
+    // Called every ~1 MiB of input with the offset reached (progress).
+    std::function<void(uint64_t)> progress;
+};
+
+class PickleReader {
+public:
+    // Reads one pickle from r until STOP; throws ImportError on malformed or refused input.
+    static std::unique_ptr<PickleDoc> read(ByteReader& r, const PickleOptions& opts = {});
+};
+
+// Name of a pickle opcode byte ("GLOBAL", ...), or "" when unknown.
+std::string_view pickleOpcodeName(uint8_t op);
+
+} // namespace fs::import
