@@ -1,18 +1,25 @@
-// Skeleton: the API compiles and returns empty values; the replay index lands next.
-#include "engine.h"
+// Engine: loading the session into the replay index, state queries and allocation lookups.
+#include "engine_impl.h"
 
-#include "core/session.h"
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
 
 namespace fs::analysis {
 
-struct Engine::Impl {
-    std::string path;
-    SessionSummary summary;
-    Caveats caveats;
-    std::vector<FrameInfo> frames;
-    std::vector<CollapseRule> rules;
-    std::vector<Collapse> collapses;
-};
+namespace {
+
+void checkCancel(const LoadOptions& o)
+{
+    if (o.cancel && o.cancel->load(std::memory_order_relaxed))
+        throw Cancelled();
+}
+
+} // namespace
 
 Engine::Engine() : d_(std::make_unique<Impl>()) {}
 Engine::~Engine() = default;
@@ -20,63 +27,478 @@ Engine::~Engine() = default;
 std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions opts)
 {
     std::shared_ptr<Engine> e(new Engine());
-    Session s = Session::open(path);
     e->d_->path = path;
-    e->d_->summary = s.summary();
-    e->d_->rules = opts.rules;
+    e->d_->options = opts;
+    e->d_->load(opts);
     return e;
+}
+
+void Engine::Impl::load(const LoadOptions& o)
+{
+    Session s = Session::open(path);
+    summary = s.summary();
+    timeBegin = summary.timeBegin;
+    timeEnd = summary.timeEnd;
+    caveats = Caveats{};
+    caveats.synthetic = summary.synthetic;
+    caveats.droppedRecords = summary.health.droppedRecords;
+    caveats.anomalies = summary.health.anomalyTotal();
+    caveats.endedAbruptly = summary.health.endedAbruptly;
+    caveats.ordinalTime = summary.timeAxis == TimeAxis::Ordinal;
+    caveats.noAddresses = !summary.addressViewAvailable;
+    if (caveats.synthetic)
+        caveats.notes.push_back("synthetic data: simulated, not a measurement");
+    if (caveats.droppedRecords > 0)
+        caveats.notes.push_back(fmt::format("{} records were dropped during capture: figures are "
+                                            "computed over incomplete data",
+                                            caveats.droppedRecords));
+    if (caveats.anomalies > 0)
+        caveats.notes.push_back(fmt::format("{} anomalies were repaired at ingest (see the "
+                                            "anomalies table)",
+                                            caveats.anomalies));
+    if (caveats.endedAbruptly)
+        caveats.notes.push_back("the capture ended abruptly: data stops at the last commit");
+    if (summary.health.recording)
+        caveats.notes.push_back("the session is still being recorded: figures cover what was "
+                                "committed so far");
+    if (caveats.ordinalTime)
+        caveats.notes.push_back("ordinal time axis: times are event ordinals, not nanoseconds");
+    if (caveats.noAddresses)
+        caveats.notes.push_back("the source has no addresses: no address-space figures");
+
+    // Regions, grouped into tracks by (device, hosted level).
+    std::map<std::pair<uint32_t, int>, size_t> trackIndex;
+    auto trackFor = [&](uint32_t device, int level) -> size_t {
+        auto [it, inserted] = trackIndex.emplace(std::make_pair(device, level), tracks.size());
+        if (inserted) {
+            TrackData t;
+            t.device = device;
+            t.level = static_cast<Level>(level);
+            tracks.push_back(std::move(t));
+        }
+        return it->second;
+    };
+    // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
+    // mapping counts as its own range, alive from map to unmap, and fragments never span two.
+    std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
+    if (s.db().hasTable("region_mappings")) {
+        Stmt st = s.db().prepare("SELECT m.region_id, m.address, m.size, m.map_ns, m.unmap_ns"
+                                 " FROM region_mappings m JOIN regions r ON r.id = m.region_id"
+                                 " WHERE r.expandable != 0");
+        while (st.step())
+            mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
+                                         st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
+    }
+    std::unordered_map<int64_t, std::vector<std::pair<size_t, uint32_t>>> regionById;
+    {
+        Stmt st = s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns,"
+                                 " expandable FROM regions ORDER BY create_ns, id");
+        std::vector<std::pair<size_t, RegionRec>> recs;
+        while (st.step()) {
+            const int level = static_cast<int>(st.i64(2));
+            if (level < 0 || level >= kLevelCount)
+                throw SessionError(path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
+            const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
+            RegionRec r{st.i64(0), st.u64(4), st.u64(5), st.i64(6),
+                        st.isNull(7) ? kAlive : st.i64(7), static_cast<RegionKind>(st.i64(3))};
+            if (r.destroyNs < r.createNs)
+                r.destroyNs = r.createNs;
+            if (st.i64(8) != 0) {
+                for (RegionRec m : mapped[r.id]) {
+                    m.kind = r.kind;
+                    m.createNs = std::max(m.createNs, r.createNs);
+                    m.destroyNs = std::max(std::min(m.destroyNs, r.destroyNs), m.createNs);
+                    recs.emplace_back(ti, m);
+                }
+            } else {
+                recs.emplace_back(ti, r);
+            }
+        }
+        std::stable_sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
+            return a.second.createNs < b.second.createNs;
+        });
+        for (const auto& [ti, r] : recs) {
+            regionById[r.id].emplace_back(ti, static_cast<uint32_t>(tracks[ti].regions.size()));
+            tracks[ti].regions.push_back(r);
+        }
+    }
+    // The range of a block's region that holds it (several for an expandable segment).
+    auto regionOf = [&](int64_t regionId, size_t ti, const Alloc& a) -> uint32_t {
+        auto it = regionById.find(regionId);
+        if (it == regionById.end())
+            return kNoRegion;
+        uint32_t best = kNoRegion;
+        for (const auto& [t, i] : it->second) {
+            if (t != ti)
+                continue;
+            const RegionRec& r = tracks[t].regions[i];
+            if (a.address < r.address || a.address >= r.address + r.size)
+                continue;
+            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs)
+                return i;
+            best = i;
+        }
+        return best;
+    };
+    checkCancel(o);
+    const int64_t total = s.db().scalar("SELECT COUNT(*) FROM allocations");
+    {
+        Stmt st = s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns"
+                                 " FROM allocations");
+        int64_t n = 0;
+        while (st.step()) {
+            const int level = static_cast<int>(st.i64(2));
+            if (level < 0 || level >= kLevelCount)
+                throw SessionError(path, fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
+            const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
+            Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7), st.i64(0),
+                    kNoRegion, 0};
+            if (a.freeNs < a.allocNs)
+                a.freeNs = a.allocNs;
+            if (!st.isNull(3))
+                a.region = regionOf(st.i64(3), ti, a);
+            tracks[ti].allocs.push_back(a);
+            if ((++n & 0xfffff) == 0) {
+                checkCancel(o);
+                if (o.progress)
+                    o.progress(n, total * 2);
+            }
+        }
+    }
+    std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
+        return a.device != b.device ? a.device < b.device : a.level < b.level;
+    });
+    int64_t done = 0;
+    for (TrackData& t : tracks) {
+        checkCancel(o);
+        auto byAlloc = [](const Alloc& a, const Alloc& b) {
+            return a.allocNs != b.allocNs ? a.allocNs < b.allocNs : a.id < b.id;
+        };
+        if (!std::is_sorted(t.allocs.begin(), t.allocs.end(), byAlloc)) {
+            // Region indices stay valid: they index t.regions, which is not reordered here.
+            std::sort(t.allocs.begin(), t.allocs.end(), byAlloc);
+        }
+        t.byFree.clear();
+        for (uint32_t i = 0; i < t.allocs.size(); ++i)
+            if (t.allocs[i].freeNs != kAlive)
+                t.byFree.push_back(i);
+        std::stable_sort(t.byFree.begin(), t.byFree.end(), [&](uint32_t a, uint32_t b) {
+            return t.allocs[a].freeNs < t.allocs[b].freeNs;
+        });
+        for (uint32_t i = 0; i < t.regions.size(); ++i)
+            if (t.regions[i].destroyNs != kAlive)
+                t.regionsByEnd.push_back(i);
+        std::stable_sort(t.regionsByEnd.begin(), t.regionsByEnd.end(), [&](uint32_t a, uint32_t b) {
+            return t.regions[a].destroyNs < t.regions[b].destroyNs;
+        });
+        buildCheckpoints(t);
+        buildLayout(t);
+        done += static_cast<int64_t>(t.allocs.size());
+        if (o.progress)
+            o.progress(total + done, total * 2);
+    }
+    session.emplace(std::move(s));
+    loadFrames(o);
+}
+
+const TrackData* Engine::Impl::track(uint32_t device, Level level) const
+{
+    for (const TrackData& t : tracks)
+        if (t.device == device && t.level == level)
+            return &t;
+    return nullptr;
+}
+
+const TrackData& Engine::Impl::trackOrThrow(uint32_t device, Level level) const
+{
+    if (const TrackData* t = track(device, level))
+        return *t;
+    static const TrackData empty;
+    return empty;
+}
+
+Caveats Engine::Impl::resultCaveats(const std::string& extra) const
+{
+    Caveats c = caveats;
+    if (!extra.empty())
+        c.notes.push_back(extra);
+    return c;
+}
+
+AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
+{
+    AllocationInfo i;
+    i.id = a.id;
+    i.device = t.device;
+    i.level = t.level;
+    i.regionId = a.region == kNoRegion ? -1 : t.regions[a.region].id;
+    i.address = a.address;
+    i.size = a.size;
+    i.allocNs = a.allocNs;
+    i.freeNs = a.freeNs;
+    std::lock_guard lock(dbMutex);
+    if (!session)
+        return i;
+    Db& db = session->db();
+    Stmt st = db.prepare("SELECT requested_size, stream, tag, stack FROM allocations WHERE id=?1");
+    st.bind(1, a.id);
+    if (st.step()) {
+        i.requestedSize = st.isNull(0) ? 0 : st.u64(0);
+        i.stream = static_cast<uint32_t>(st.i64(1));
+        if (!st.isNull(2))
+            i.tag = session->string(static_cast<StringId>(st.i64(2)));
+        if (!st.isNull(3)) {
+            Stmt fr = db.prepare("SELECT s.text FROM stacks k JOIN strings s ON s.id = k.frame"
+                                 " WHERE k.id=?1 ORDER BY k.depth");
+            fr.bind(1, st.i64(3));
+            while (fr.step())
+                i.stack.push_back(fr.text(0));
+        }
+    }
+    return i;
 }
 
 const std::string& Engine::path() const { return d_->path; }
 const SessionSummary& Engine::summary() const { return d_->summary; }
 const Caveats& Engine::caveats() const { return d_->caveats; }
-int64_t Engine::timeBegin() const { return d_->summary.timeBegin; }
-int64_t Engine::timeEnd() const { return d_->summary.timeEnd; }
-std::vector<Track> Engine::tracks() const { return {}; }
-std::optional<Track> Engine::defaultTrack(uint32_t) const { return std::nullopt; }
-std::vector<RegionInfo> Engine::regions(uint32_t, Level) const { return {}; }
+int64_t Engine::timeBegin() const { return d_->timeBegin; }
+int64_t Engine::timeEnd() const { return d_->timeEnd; }
+
+std::vector<Track> Engine::tracks() const
+{
+    std::vector<Track> out;
+    for (const TrackData& t : d_->tracks)
+        out.push_back({t.device, t.level, static_cast<int64_t>(t.allocs.size()),
+                       static_cast<int64_t>(t.regions.size())});
+    return out;
+}
+
+std::optional<Track> Engine::defaultTrack(uint32_t device) const
+{
+    std::optional<Track> withRegions, withAllocs;
+    for (const Track& t : tracks()) {
+        if (t.device != device)
+            continue;
+        if (t.regions > 0)
+            withRegions = t; // ascending level: the last one is the highest
+        if (t.allocations > 0)
+            withAllocs = t;
+    }
+    return withRegions ? withRegions : withAllocs;
+}
+
+std::vector<RegionInfo> Engine::regions(uint32_t device, Level level) const
+{
+    std::vector<RegionInfo> out;
+    if (const TrackData* t = d_->track(device, level))
+        for (const RegionRec& r : t->regions)
+            out.push_back({r.id, device, level, r.kind, r.address, r.size, r.createNs, r.destroyNs});
+    return out;
+}
+
 State Engine::stateAt(uint32_t device, Level level, int64_t t) const
 {
+    const TrackData& td = d_->trackOrThrow(device, level);
+    Replayer r(td);
+    r.seek(t);
+    State s = r.state().snapshot(t, true);
+    s.device = device;
+    s.level = level;
+    return s;
+}
+
+State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
+{
+    // Independent of FragState and the checkpoints: scan every region and block, sort the live
+    // blocks of each region by address and measure the gaps.
+    const TrackData& td = d_->trackOrThrow(device, level);
     State s;
     s.device = device;
     s.level = level;
     s.time = t;
+    std::vector<bool> alive(td.regions.size());
+    for (size_t r = 0; r < td.regions.size(); ++r) {
+        const RegionRec& rr = td.regions[r];
+        alive[r] = rr.createNs <= t && rr.destroyNs > t;
+        if (alive[r]) {
+            ++s.regionCount;
+            s.reservedBytes += rr.size;
+        }
+    }
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> inRegion(td.regions.size());
+    for (const Alloc& a : td.allocs) {
+        if (!a.occupies() || a.allocNs > t || a.freeNs <= t)
+            continue;
+        ++s.liveAllocations;
+        if (a.region == kNoRegion) {
+            s.allocatedOutsideBytes += a.size;
+            continue;
+        }
+        const RegionRec& rr = td.regions[a.region];
+        const uint64_t end = std::min(a.end(), rr.address + rr.size);
+        if (alive[a.region])
+            s.allocatedBytes += end - a.address;
+        else
+            s.allocatedOutsideBytes += end - a.address;
+        inRegion[a.region].emplace_back(a.address, end);
+    }
+    std::vector<uint64_t> frags;
+    for (size_t r = 0; r < td.regions.size(); ++r) {
+        if (!alive[r])
+            continue;
+        auto& v = inRegion[r];
+        std::sort(v.begin(), v.end());
+        const RegionRec& rr = td.regions[r];
+        uint64_t pos = rr.address;
+        for (const auto& [a, e] : v) {
+            if (a > pos)
+                frags.push_back(a - pos);
+            pos = std::max(pos, e);
+        }
+        if (rr.address + rr.size > pos)
+            frags.push_back(rr.address + rr.size - pos);
+    }
+    SizeClassCounts classes;
+    for (uint64_t f : frags) {
+        s.freeBytes += f;
+        s.largestFreeFragmentBytes = std::max(s.largestFreeFragmentBytes, f);
+        classes.add(f);
+    }
+    s.fragmentCount = static_cast<int64_t>(frags.size());
+    s.fragmentationRatio =
+        s.freeBytes == 0 ? 0.0
+                         : 1.0 - static_cast<double>(s.largestFreeFragmentBytes) / static_cast<double>(s.freeBytes);
+    s.fragmentEntropyBits = classes.bits();
+    s.histogram = makeHistogram(frags);
     return s;
 }
-State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
+
+std::vector<Fragment> Engine::fragmentsAt(uint32_t device, Level level, int64_t t) const
 {
-    return stateAt(device, level, t);
+    Replayer r(d_->trackOrThrow(device, level));
+    r.seek(t);
+    return r.state().fragments();
 }
-std::vector<Fragment> Engine::fragmentsAt(uint32_t, Level, int64_t) const { return {}; }
-std::vector<AllocationInfo> Engine::liveAllocationsAt(uint32_t, Level, int64_t) const { return {}; }
-std::optional<AllocationInfo> Engine::allocationAt(uint32_t, Level, int64_t, uint64_t) const
+
+std::vector<AllocationInfo> Engine::liveAllocationsAt(uint32_t device, Level level, int64_t t) const
 {
+    const TrackData& td = d_->trackOrThrow(device, level);
+    std::vector<AllocationInfo> out;
+    for (uint32_t i : d_->liveAt(td, t, t)) {
+        const Alloc& a = td.allocs[i];
+        AllocationInfo info;
+        info.id = a.id;
+        info.device = device;
+        info.level = level;
+        info.regionId = a.region == kNoRegion ? -1 : td.regions[a.region].id;
+        info.address = a.address;
+        info.size = a.size;
+        info.allocNs = a.allocNs;
+        info.freeNs = a.freeNs;
+        out.push_back(std::move(info));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const AllocationInfo& a, const AllocationInfo& b) { return a.address < b.address; });
+    return out;
+}
+
+std::optional<AllocationInfo> Engine::allocationAt(uint32_t device, Level level, int64_t t,
+                                                   uint64_t address) const
+{
+    const TrackData& td = d_->trackOrThrow(device, level);
+    for (uint32_t i : d_->liveAt(td, t, t)) {
+        const Alloc& a = td.allocs[i];
+        if (a.address <= address && address < a.end())
+            return d_->info(td, a);
+    }
     return std::nullopt;
 }
-std::optional<AllocationInfo> Engine::allocation(int64_t) const { return std::nullopt; }
-Histogram Engine::histogramOver(uint32_t, Level, int64_t, int64_t, int) const { return {}; }
-Timeline Engine::timeline(const TimelineOptions&) const { return {}; }
-std::vector<Burst> Engine::bursts(uint32_t, Level, int64_t, int64_t, int64_t) const { return {}; }
-Trend Engine::trend(const Timeline&, const std::string&, int64_t, int64_t) const { return {}; }
-const std::vector<FrameInfo>& Engine::frames() const { return d_->frames; }
-const std::vector<CollapseRule>& Engine::rules() const { return d_->rules; }
-const std::vector<Collapse>& Engine::collapses() const { return d_->collapses; }
-std::vector<Collapse> Engine::collapsesWith(const std::vector<CollapseRule>&) const { return {}; }
-std::optional<CollapseReport> Engine::collapseReport(int64_t) const { return std::nullopt; }
-CollapseReport Engine::frameReport(int64_t) const { return {}; }
-std::vector<AddressJump> Engine::addressJumps(uint32_t, Level, int64_t) const { return {}; }
-std::vector<KernelSummary> Engine::kernelsInFrame(int64_t) const { return {}; }
-std::vector<std::string> Engine::frameAllocatorMetrics() { return {}; }
-std::vector<double> Engine::frameSeries(uint32_t, Level, const std::string&) const { return {}; }
-std::vector<Correlation> Engine::correlations() const { return {}; }
-Correlation Engine::correlation(uint32_t, Level, const std::string&, const std::string&) const
-{
-    return {};
-}
-AddressLayout Engine::layout(uint32_t, Level) const { return {}; }
-HeatmapRaster Engine::heatmap(const HeatmapRequest&) const { return {}; }
-MemmapRaster Engine::memmap(const MemmapRequest&) const { return {}; }
 
-int64_t parseTime(const Engine&, const std::string&) { return 0; }
+std::optional<AllocationInfo> Engine::allocation(int64_t id) const
+{
+    uint32_t device = 0;
+    int level = 0;
+    int64_t allocNs = 0;
+    {
+        std::lock_guard lock(d_->dbMutex);
+        if (!d_->session)
+            return std::nullopt;
+        Stmt st = d_->session->db().prepare("SELECT device, level, alloc_ns FROM allocations WHERE id=?1");
+        st.bind(1, id);
+        if (!st.step())
+            return std::nullopt;
+        device = static_cast<uint32_t>(st.i64(0));
+        level = static_cast<int>(st.i64(1));
+        allocNs = st.i64(2);
+    }
+    const TrackData* td = d_->track(device, static_cast<Level>(level));
+    if (!td)
+        return std::nullopt;
+    auto it = std::lower_bound(td->allocs.begin(), td->allocs.end(), std::make_pair(allocNs, id),
+                               [](const Alloc& a, const std::pair<int64_t, int64_t>& k) {
+                                   return a.allocNs != k.first ? a.allocNs < k.first : a.id < k.second;
+                               });
+    if (it == td->allocs.end() || it->id != id)
+        return std::nullopt;
+    return d_->info(*td, *it);
+}
+
+int64_t parseTime(const Engine& e, const std::string& text)
+{
+    std::string s = text;
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.pop_back();
+    if (s == "end")
+        return e.timeEnd();
+    if (s == "begin" || s == "start")
+        return e.timeBegin();
+    if (s.starts_with("frame:")) {
+        int64_t n = 0;
+        const std::string num = s.substr(6);
+        auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+        if (ec != std::errc() || p != num.data() + num.size() || num.empty())
+            throw std::invalid_argument("invalid frame number in '" + text + "'");
+        for (const FrameInfo& f : e.frames())
+            if (f.index == n)
+                return f.end;
+        throw std::invalid_argument(fmt::format("the session has no frame {} ({} frames)", n,
+                                                e.frames().size()));
+    }
+    // Plain integer: absolute session time (ns, or the ordinal).
+    {
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc() && p == s.data() + s.size() && !s.empty())
+            return v;
+    }
+    // Number with a unit: an offset from the session's beginning.
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p == s.data())
+        throw std::invalid_argument("invalid time '" + text +
+                                    "' (expected ns, a number with a unit such as 12.5s or 300ms, "
+                                    "'end', or frame:N)");
+    const std::string unit(p, static_cast<const char*>(s.data() + s.size()));
+    double scale = 0;
+    if (unit == "ns")
+        scale = 1;
+    else if (unit == "us")
+        scale = 1e3;
+    else if (unit == "ms")
+        scale = 1e6;
+    else if (unit == "s")
+        scale = 1e9;
+    else if (unit == "min")
+        scale = 60e9;
+    else if (unit == "h")
+        scale = 3600e9;
+    else
+        throw std::invalid_argument("unknown time unit '" + unit + "' in '" + text +
+                                    "' (ns, us, ms, s, min, h)");
+    const double ns = v * scale;
+    if (!std::isfinite(ns) || std::fabs(ns) > 9.2e18)
+        throw std::invalid_argument("time out of range: '" + text + "'");
+    return e.timeBegin() + static_cast<int64_t>(std::llround(ns));
+}
 
 } // namespace fs::analysis

@@ -1,0 +1,218 @@
+// Internal to fragscope_analysis: the in-memory replay index behind fs::analysis::Engine.
+// docs/analysis.md describes the design (sorted streams, checkpoints, incremental fragments).
+#pragma once
+
+#include "engine.h"
+#include "metrics.h"
+
+#include "core/session.h"
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace fs::analysis {
+
+constexpr uint32_t kNoRegion = 0xffffffffu;
+
+// One allocation of a track: a packed hot record (10 M of them must fit comfortably).
+struct Alloc {
+    uint64_t address;
+    uint64_t size;
+    int64_t allocNs;
+    int64_t freeNs; // kAlive when never freed
+    int64_t id;     // allocations.id
+    uint32_t region; // index into TrackData::regions, kNoRegion when outside any region
+    uint32_t pad;
+    uint64_t end() const { return address + size; }
+    // Blocks that never hold memory at any instant (zero size, freed when allocated) take no
+    // part in the address-space replay; they still count as events for event-size entropy.
+    bool occupies() const { return size != 0 && freeNs > allocNs; }
+};
+static_assert(sizeof(Alloc) == 48, "Alloc is a hot record");
+
+struct RegionRec {
+    int64_t id;
+    uint64_t address;
+    uint64_t size;
+    int64_t createNs;
+    int64_t destroyNs; // kAlive when never released
+    RegionKind kind;
+};
+
+// Live allocation set at a checkpoint time: state after every event with time <= time.
+struct Checkpoint {
+    int64_t time = 0;
+    size_t allocPos = 0;   // first alloc (allocs order) with allocNs > time
+    size_t freePos = 0;    // first entry of byFree with freeNs > time
+    size_t regionPos = 0;  // first region (creation order) with createNs > time
+    size_t regionEndPos = 0;
+    std::vector<uint32_t> live; // indices into allocs, ascending
+};
+
+struct TrackData {
+    uint32_t device = 0;
+    Level level = Level::Framework;
+    std::vector<Alloc> allocs;            // sorted by (allocNs, id)
+    std::vector<uint32_t> byFree;         // indices of freed allocs, sorted by (freeNs, index)
+    std::vector<RegionRec> regions;       // sorted by (createNs, id)
+    std::vector<uint32_t> regionsByEnd;   // indices of released regions by destroyNs
+    std::vector<Checkpoint> checkpoints;  // ascending time; the first is the empty state
+    AddressLayout layout;
+    int64_t events() const
+    {
+        return static_cast<int64_t>(allocs.size() + byFree.size() + regions.size() + regionsByEnd.size());
+    }
+};
+
+// Incremental allocator state of one track: live allocations per region and the free fragments
+// between them, with running totals so that every figure of a State costs O(1) (largest
+// fragment: O(log distinct sizes)).
+class FragState {
+public:
+    explicit FragState(const TrackData& t);
+    void regionCreate(uint32_t r);
+    void regionDestroy(uint32_t r);
+    void alloc(const Alloc& a);
+    void free(const Alloc& a);
+    // Rebuilds from a checkpoint's live set (regions alive at time).
+    void rebuild(const Checkpoint& c);
+
+    uint64_t reserved = 0;
+    uint64_t allocatedIn = 0;
+    uint64_t allocatedOut = 0;
+    int64_t live = 0;
+    int regionCount = 0;
+    int64_t fragCount = 0;
+    uint64_t freeBytes = 0;
+    uint64_t largest() const { return sizes_.empty() ? 0 : sizes_.rbegin()->first; }
+    double ratio() const
+    {
+        return freeBytes == 0 ? 0.0
+                              : 1.0 - static_cast<double>(largest()) / static_cast<double>(freeBytes);
+    }
+    double entropy() const { return classes_.bits(); }
+    State snapshot(int64_t t, bool withHistogram) const;
+    // Every free fragment, region by region in address order.
+    std::vector<Fragment> fragments() const;
+
+private:
+    struct RegionLive {
+        bool alive = false;
+        std::map<uint64_t, uint64_t> allocs; // address -> end
+    };
+    void addFragment(uint64_t size);
+    void removeFragment(uint64_t size);
+    void gapsOf(uint32_t r, bool add);
+
+    const TrackData* td_;
+    std::vector<RegionLive> regions_;
+    std::map<uint64_t, int64_t> sizes_; // fragment size -> count
+    SizeClassCounts classes_;
+    std::array<int64_t, 64> binCount_{};
+    std::array<uint64_t, 64> binBytes_{};
+    std::array<int64_t, 3> clusterCount_{};
+    std::array<uint64_t, 3> clusterBytes_{};
+};
+
+enum class ReplayEvent : uint8_t { RegionCreate, Free, Alloc, RegionDestroy };
+
+// Walks a track's four sorted streams forward in time, in the order region creations, frees,
+// allocations, region releases at equal times (ingest ends an overlapped block when the new one
+// arrives, and a block cannot be freed before it exists).
+class Replayer {
+public:
+    explicit Replayer(const TrackData& t) : t_(t), state_(t) {}
+    // State after every event <= time, starting from the nearest checkpoint (or the empty
+    // state when useCheckpoints is false).
+    void seek(int64_t time, bool useCheckpoints = true);
+    // Processes every event with time <= limit; hook(kind, index, time) runs after each one
+    // (index: into allocs for Alloc/Free, into regions for region events).
+    template <typename Hook> void advanceTo(int64_t limit, Hook&& hook);
+    void advanceTo(int64_t limit)
+    {
+        advanceTo(limit, [](ReplayEvent, uint32_t, int64_t) {});
+    }
+    const FragState& state() const { return state_; }
+    int64_t processed() const { return processed_; }
+
+private:
+    const TrackData& t_;
+    FragState state_;
+    size_t allocPos_ = 0, freePos_ = 0, regionPos_ = 0, regionEndPos_ = 0;
+    int64_t time_ = std::numeric_limits<int64_t>::min();
+    int64_t processed_ = 0;
+};
+
+template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
+{
+    constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+    const auto& A = t_.allocs;
+    const auto& F = t_.byFree;
+    const auto& R = t_.regions;
+    const auto& RE = t_.regionsByEnd;
+    while (true) {
+        const int64_t tr = regionPos_ < R.size() ? R[regionPos_].createNs : kNone;
+        const int64_t tf = freePos_ < F.size() ? A[F[freePos_]].freeNs : kNone;
+        const int64_t ta = allocPos_ < A.size() ? A[allocPos_].allocNs : kNone;
+        const int64_t te = regionEndPos_ < RE.size() ? R[RE[regionEndPos_]].destroyNs : kNone;
+        const int64_t t = std::min(std::min(tr, tf), std::min(ta, te));
+        if (t == kNone || t > limit)
+            break;
+        ++processed_;
+        if (tr == t) {
+            const auto i = static_cast<uint32_t>(regionPos_++);
+            state_.regionCreate(i);
+            hook(ReplayEvent::RegionCreate, i, t);
+        } else if (tf == t) {
+            const uint32_t i = F[freePos_++];
+            if (A[i].occupies())
+                state_.free(A[i]);
+            hook(ReplayEvent::Free, i, t);
+        } else if (ta == t) {
+            const auto i = static_cast<uint32_t>(allocPos_++);
+            if (A[i].occupies())
+                state_.alloc(A[i]);
+            hook(ReplayEvent::Alloc, i, t);
+        } else {
+            const uint32_t i = RE[regionEndPos_++];
+            state_.regionDestroy(i);
+            hook(ReplayEvent::RegionDestroy, i, t);
+        }
+    }
+    time_ = std::max(time_, limit);
+}
+
+struct FrameRow {
+    int64_t index;
+    int64_t start;
+    int64_t end;
+};
+
+struct Engine::Impl {
+    std::string path;
+    mutable std::mutex dbMutex;
+    mutable std::optional<Session> session; // for lazy lookups (strings, stacks, kernels)
+    SessionSummary summary;
+    Caveats caveats;
+    LoadOptions options;
+    std::vector<TrackData> tracks;
+    std::vector<FrameInfo> frames;
+    std::vector<Collapse> collapses;
+    int64_t timeBegin = 0;
+    int64_t timeEnd = 0;
+
+    const TrackData* track(uint32_t device, Level level) const;
+    const TrackData& trackOrThrow(uint32_t device, Level level) const;
+    void load(const LoadOptions& o);
+    void buildCheckpoints(TrackData& t);
+    void buildLayout(TrackData& t);
+    void loadFrames(const LoadOptions& o);
+    std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
+    std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
+    AllocationInfo info(const TrackData& t, const Alloc& a) const;
+    Caveats resultCaveats(const std::string& extra = {}) const;
+};
+
+} // namespace fs::analysis

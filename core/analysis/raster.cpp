@@ -1,0 +1,270 @@
+// Heatmap (time x compacted address) and memory-map (Hilbert curve) rasters.
+//
+// Both accumulate rectangles into a 2D difference array: a rectangle's coverage of a cell is
+// the product of its time overlap fraction and its address overlap fraction, which splits into
+// at most 9 boxes of constant weight (full interior, partial edge rows/columns, corners). Each box
+// costs 4 additions, so a block costs O(1) whatever its size, and one prefix-sum pass over the
+// pixels resolves them: cost O(blocks in view + pixels).
+#include "engine_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fs::analysis {
+
+void Engine::Impl::buildLayout(TrackData& t)
+{
+    std::vector<std::pair<uint64_t, uint64_t>> spans;
+    for (const RegionRec& r : t.regions)
+        if (r.size > 0)
+            spans.emplace_back(r.address, r.address + r.size);
+    std::sort(spans.begin(), spans.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& s : spans) {
+        if (!merged.empty() && s.first <= merged.back().second)
+            merged.back().second = std::max(merged.back().second, s.second);
+        else
+            merged.push_back(s);
+    }
+    AddressLayout& L = t.layout;
+    L = AddressLayout{};
+    uint64_t total = 0;
+    for (const auto& m : merged)
+        total += m.second - m.first;
+    // Separators together take about a tenth of the space, each at least one unit: thin lines
+    // when zoomed out, visible bands when zoomed in.
+    const uint64_t nsep = merged.empty() ? 0 : merged.size() - 1;
+    L.separatorBytes = nsep == 0 ? 0 : std::max<uint64_t>(1, total / (10 * nsep));
+    uint64_t pos = 0;
+    for (size_t i = 0; i < merged.size(); ++i) {
+        if (i > 0) {
+            L.separators.emplace_back(pos, pos + L.separatorBytes);
+            pos += L.separatorBytes;
+        }
+        L.ranges.push_back({merged[i].first, merged[i].second, pos});
+        pos += merged[i].second - merged[i].first;
+    }
+    L.compactSize = pos;
+}
+
+AddressLayout Engine::layout(uint32_t device, Level level) const
+{
+    return d_->trackOrThrow(device, level).layout;
+}
+
+namespace {
+
+// One axis of a rectangle in pixel units [a, b) clipped to [0, n): the terms of its coverage.
+struct AxisTerms {
+    int n = 0;
+    int lo[3], hi[3];
+    double w[3];
+};
+
+bool axisTerms(double a, double b, int n, AxisTerms& out)
+{
+    a = std::max(a, 0.0);
+    b = std::min(b, static_cast<double>(n));
+    if (!(b > a))
+        return false;
+    int c0 = static_cast<int>(std::floor(a));
+    int c1 = static_cast<int>(std::ceil(b)) - 1;
+    c0 = std::clamp(c0, 0, n - 1);
+    c1 = std::clamp(c1, c0, n - 1);
+    out.n = 0;
+    out.lo[out.n] = c0, out.hi[out.n] = c1, out.w[out.n++] = 1.0;
+    if (c0 == c1) {
+        out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (b - a) - 1.0;
+    } else {
+        out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (static_cast<double>(c0 + 1) - a) - 1.0;
+        out.lo[out.n] = c1, out.hi[out.n] = c1, out.w[out.n++] = (b - static_cast<double>(c1)) - 1.0;
+    }
+    return true;
+}
+
+class DiffGrid {
+public:
+    DiffGrid(int w, int h) : w_(w), h_(h), d_(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0) {}
+    // Adds weight times the coverage of [x0, x1) x [y0, y1) (pixel units).
+    void addRect(double x0, double x1, double y0, double y1, double weight = 1.0)
+    {
+        AxisTerms tx, ty;
+        if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty))
+            return;
+        for (int i = 0; i < tx.n; ++i)
+            for (int j = 0; j < ty.n; ++j) {
+                const double v = weight * tx.w[i] * ty.w[j];
+                if (v != 0)
+                    box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
+            }
+    }
+    // Resolves the differences into per-cell values (row-major, h rows of w).
+    std::vector<double> resolve() const
+    {
+        std::vector<double> out(static_cast<size_t>(w_) * static_cast<size_t>(h_));
+        std::vector<double> col(static_cast<size_t>(w_) + 1, 0.0);
+        for (int y = 0; y < h_; ++y) {
+            double run = 0;
+            for (int x = 0; x < w_; ++x) {
+                col[static_cast<size_t>(x)] += d_[idx(x, y)];
+                run += col[static_cast<size_t>(x)];
+                out[static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x)] = run;
+            }
+        }
+        return out;
+    }
+
+private:
+    size_t idx(int x, int y) const
+    {
+        return static_cast<size_t>(y) * static_cast<size_t>(w_ + 1) + static_cast<size_t>(x);
+    }
+    void box(int x0, int x1, int y0, int y1, double v)
+    {
+        d_[idx(x0, y0)] += v;
+        d_[idx(x1 + 1, y0)] -= v;
+        d_[idx(x0, y1 + 1)] -= v;
+        d_[idx(x1 + 1, y1 + 1)] += v;
+    }
+    int w_, h_;
+    std::vector<double> d_;
+};
+
+// Rows (or curve positions) whose centre falls in a separator.
+std::vector<bool> separatorMask(const AddressLayout& L, double y0, double dy, int n)
+{
+    std::vector<bool> m(static_cast<size_t>(n), false);
+    if (L.separators.empty())
+        return m;
+    for (int r = 0; r < n; ++r) {
+        const double c = y0 + (r + 0.5) * dy;
+        // Separators are sorted: binary search the last one starting at or before c.
+        auto it = std::upper_bound(L.separators.begin(), L.separators.end(), c,
+                                   [](double v, const std::pair<uint64_t, uint64_t>& s) {
+                                       return v < static_cast<double>(s.first);
+                                   });
+        if (it != L.separators.begin() && c < static_cast<double>(std::prev(it)->second))
+            m[static_cast<size_t>(r)] = true;
+    }
+    return m;
+}
+
+constexpr double kEps = 1e-9;
+
+} // namespace
+
+HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
+{
+    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    HeatmapRaster h;
+    h.width = std::clamp(rq.width, 1, 16384);
+    h.height = std::clamp(rq.height, 1, 16384);
+    h.t0 = rq.t0 == kNoTime ? d_->timeBegin : rq.t0;
+    h.t1 = rq.t1 == kNoTime ? d_->timeEnd : rq.t1;
+    if (h.t1 <= h.t0)
+        h.t1 = h.t0 + 1;
+    h.layout = td.layout;
+    h.y0 = rq.y0;
+    h.y1 = rq.y1 == 0 ? td.layout.compactSize : rq.y1;
+    if (h.y1 <= h.y0)
+        h.y1 = h.y0 + 1;
+    h.caveats = d_->resultCaveats();
+    const double dt = static_cast<double>(h.t1 - h.t0) / h.width;
+    const double dy = static_cast<double>(h.y1 - h.y0) / h.height;
+    const double ty0 = static_cast<double>(h.y0);
+    auto px = [&](int64_t t) { return static_cast<double>(t - h.t0) / dt; };
+    auto py = [&](double c) { return (c - ty0) / dy; };
+    DiffGrid occ(h.width, h.height), reg(h.width, h.height);
+    const int64_t far = h.t1 + 1;
+    for (const RegionRec& r : td.regions) {
+        if (r.createNs >= h.t1 || r.destroyNs <= h.t0)
+            continue;
+        uint64_t c = 0;
+        if (!td.layout.toCompact(r.address, c))
+            continue;
+        reg.addRect(px(std::max(r.createNs, h.t0)), px(std::min(r.destroyNs, far)), py(static_cast<double>(c)),
+                    py(static_cast<double>(c + r.size)));
+    }
+    for (uint32_t i : d_->liveAt(td, h.t0, h.t1 - 1)) {
+        const Alloc& a = td.allocs[i];
+        if (a.region == kNoRegion || a.allocNs >= h.t1)
+            continue;
+        uint64_t c = 0;
+        if (!td.layout.toCompact(a.address, c))
+            continue;
+        if (c + a.size <= h.y0 || c >= h.y1)
+            continue;
+        ++h.allocationsInView;
+        occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)), py(static_cast<double>(c)),
+                    py(static_cast<double>(c + a.size)));
+    }
+    const std::vector<double> o = occ.resolve(), g = reg.resolve();
+    const std::vector<bool> sep = separatorMask(td.layout, ty0, dy, h.height);
+    const size_t n = o.size();
+    h.occupancy.resize(n);
+    h.reservedFraction.resize(n);
+    h.state.resize(n);
+    for (int y = 0; y < h.height; ++y)
+        for (int x = 0; x < h.width; ++x) {
+            const size_t k = static_cast<size_t>(y) * static_cast<size_t>(h.width) + static_cast<size_t>(x);
+            const double ov = o[k] < kEps ? 0.0 : std::min(o[k], 1.0);
+            const double gv = g[k] < kEps ? 0.0 : std::min(g[k], 1.0);
+            h.occupancy[k] = static_cast<float>(ov);
+            h.reservedFraction[k] = static_cast<float>(gv);
+            h.state[k] = sep[static_cast<size_t>(y)] ? CellState::Separator
+                         : ov > 0                    ? CellState::Allocated
+                         : gv > 0                    ? CellState::Free
+                                                     : CellState::Outside;
+        }
+    return h;
+}
+
+MemmapRaster Engine::memmap(const MemmapRequest& rq) const
+{
+    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    MemmapRaster m;
+    const int order = std::clamp(rq.order, 1, 12);
+    m.side = 1 << order;
+    m.time = rq.time == kNoTime ? d_->timeEnd : rq.time;
+    m.layout = td.layout;
+    m.caveats = d_->resultCaveats();
+    const uint64_t cells = static_cast<uint64_t>(m.side) * static_cast<uint64_t>(m.side);
+    m.bytesPerCell = std::max<uint64_t>(1, (td.layout.compactSize + cells - 1) / cells);
+    const double bpc = static_cast<double>(m.bytesPerCell);
+    // A 1-row grid over curve positions: the same difference arithmetic in one dimension.
+    const int n = static_cast<int>(cells);
+    DiffGrid occ(n, 1), reg(n, 1);
+    for (const RegionRec& r : td.regions) {
+        if (r.createNs > m.time || r.destroyNs <= m.time)
+            continue;
+        uint64_t c = 0;
+        if (td.layout.toCompact(r.address, c))
+            reg.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + r.size) / bpc, 0, 1);
+    }
+    for (uint32_t i : d_->liveAt(td, m.time, m.time)) {
+        const Alloc& a = td.allocs[i];
+        uint64_t c = 0;
+        if (a.region != kNoRegion && td.layout.toCompact(a.address, c))
+            occ.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + a.size) / bpc, 0, 1);
+    }
+    const std::vector<double> o = occ.resolve(), g = reg.resolve();
+    const std::vector<bool> sep = separatorMask(td.layout, 0, bpc, n);
+    m.occupancy.assign(cells, 0.0f);
+    m.state.assign(cells, CellState::Outside);
+    for (uint64_t d = 0; d < cells; ++d) {
+        int x = 0, y = 0;
+        hilbertXY(m.side, d, x, y);
+        const size_t k = static_cast<size_t>(y) * static_cast<size_t>(m.side) + static_cast<size_t>(x);
+        const double ov = o[d] < kEps ? 0.0 : std::min(o[d], 1.0);
+        const double gv = g[d] < kEps ? 0.0 : std::min(g[d], 1.0);
+        m.occupancy[k] = static_cast<float>(ov);
+        m.state[k] = sep[d] && static_cast<double>(d) * bpc < static_cast<double>(td.layout.compactSize)
+                         ? CellState::Separator
+                     : ov > 0 ? CellState::Allocated
+                     : gv > 0 ? CellState::Free
+                              : CellState::Outside;
+    }
+    return m;
+}
+
+} // namespace fs::analysis

@@ -1,0 +1,335 @@
+// Incremental fragment bookkeeping and the checkpointed replay (docs/analysis.md "Replay").
+#include "engine_impl.h"
+
+#include <algorithm>
+
+namespace fs::analysis {
+
+FragState::FragState(const TrackData& t) : td_(&t), regions_(t.regions.size()) {}
+
+void FragState::addFragment(uint64_t size)
+{
+    if (size == 0)
+        return;
+    ++fragCount;
+    freeBytes += size;
+    ++sizes_[size];
+    classes_.add(size);
+    const auto k = static_cast<size_t>(log2Bin(size));
+    ++binCount_[k];
+    binBytes_[k] += size;
+    const int c = clusterOf(size);
+    if (c >= 0) {
+        ++clusterCount_[static_cast<size_t>(c)];
+        clusterBytes_[static_cast<size_t>(c)] += size;
+    }
+}
+
+void FragState::removeFragment(uint64_t size)
+{
+    if (size == 0)
+        return;
+    --fragCount;
+    freeBytes -= size;
+    auto it = sizes_.find(size);
+    if (it != sizes_.end() && --it->second == 0)
+        sizes_.erase(it);
+    classes_.remove(size);
+    const auto k = static_cast<size_t>(log2Bin(size));
+    --binCount_[k];
+    binBytes_[k] -= size;
+    const int c = clusterOf(size);
+    if (c >= 0) {
+        --clusterCount_[static_cast<size_t>(c)];
+        clusterBytes_[static_cast<size_t>(c)] -= size;
+    }
+}
+
+// Adds (or removes) every gap of region r between its live allocations.
+void FragState::gapsOf(uint32_t r, bool add)
+{
+    const RegionRec& rr = td_->regions[r];
+    uint64_t pos = rr.address;
+    const uint64_t end = rr.address + rr.size;
+    for (const auto& [a, e] : regions_[r].allocs) {
+        if (a > pos)
+            add ? addFragment(std::min(a, end) - pos) : removeFragment(std::min(a, end) - pos);
+        pos = std::max(pos, e);
+    }
+    if (end > pos)
+        add ? addFragment(end - pos) : removeFragment(end - pos);
+}
+
+void FragState::regionCreate(uint32_t r)
+{
+    RegionLive& R = regions_[r];
+    if (R.alive)
+        return;
+    R.alive = true;
+    ++regionCount;
+    reserved += td_->regions[r].size;
+    // Blocks already recorded in it (none in a consistent session) move inside.
+    for (const auto& [a, e] : R.allocs) {
+        allocatedOut -= e - a;
+        allocatedIn += e - a;
+    }
+    gapsOf(r, true);
+}
+
+void FragState::regionDestroy(uint32_t r)
+{
+    RegionLive& R = regions_[r];
+    if (!R.alive)
+        return;
+    gapsOf(r, false);
+    R.alive = false;
+    --regionCount;
+    reserved -= td_->regions[r].size;
+    // Blocks still live in a released region are now outside any region.
+    for (const auto& [a, e] : R.allocs) {
+        allocatedIn -= e - a;
+        allocatedOut += e - a;
+    }
+}
+
+void FragState::alloc(const Alloc& a)
+{
+    ++live;
+    if (a.region == kNoRegion) {
+        allocatedOut += a.size;
+        return;
+    }
+    RegionLive& R = regions_[a.region];
+    const RegionRec& rr = td_->regions[a.region];
+    const uint64_t rEnd = rr.address + rr.size;
+    const uint64_t end = std::min(a.end(), rEnd);
+    auto [it, inserted] = R.allocs.emplace(a.address, end);
+    if (!inserted) { // two live blocks at one address: inconsistent input, count it outside
+        allocatedOut += a.size;
+        return;
+    }
+    if (!R.alive) {
+        allocatedOut += end - a.address;
+        return;
+    }
+    allocatedIn += end - a.address;
+    const uint64_t prevEnd = it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
+    const auto next = std::next(it);
+    const uint64_t nextStart = next == R.allocs.end() ? rEnd : next->first;
+    if (nextStart > prevEnd)
+        removeFragment(nextStart - prevEnd);
+    if (a.address > prevEnd)
+        addFragment(a.address - prevEnd);
+    if (nextStart > end)
+        addFragment(nextStart - end);
+}
+
+void FragState::free(const Alloc& a)
+{
+    if (a.region == kNoRegion) {
+        --live;
+        allocatedOut -= a.size;
+        return;
+    }
+    RegionLive& R = regions_[a.region];
+    auto it = R.allocs.find(a.address);
+    if (it == R.allocs.end())
+        return; // never inserted (see alloc())
+    --live;
+    const uint64_t end = it->second;
+    if (!R.alive) {
+        allocatedOut -= end - a.address;
+        R.allocs.erase(it);
+        return;
+    }
+    const RegionRec& rr = td_->regions[a.region];
+    const uint64_t rEnd = rr.address + rr.size;
+    allocatedIn -= end - a.address;
+    const uint64_t prevEnd = it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
+    const auto next = std::next(it);
+    const uint64_t nextStart = next == R.allocs.end() ? rEnd : next->first;
+    if (a.address > prevEnd)
+        removeFragment(a.address - prevEnd);
+    if (nextStart > end)
+        removeFragment(nextStart - end);
+    if (nextStart > prevEnd)
+        addFragment(nextStart - prevEnd);
+    R.allocs.erase(it);
+}
+
+void FragState::rebuild(const Checkpoint& c)
+{
+    *this = FragState(*td_);
+    for (size_t r = 0; r < c.regionPos; ++r) {
+        const RegionRec& rr = td_->regions[r];
+        if (rr.destroyNs > c.time) {
+            regions_[r].alive = true;
+            ++regionCount;
+            reserved += rr.size;
+        }
+    }
+    for (uint32_t i : c.live) {
+        const Alloc& a = td_->allocs[i];
+        ++live;
+        if (a.region == kNoRegion) {
+            allocatedOut += a.size;
+            continue;
+        }
+        RegionLive& R = regions_[a.region];
+        const RegionRec& rr = td_->regions[a.region];
+        const uint64_t end = std::min(a.end(), rr.address + rr.size);
+        if (!R.allocs.emplace(a.address, end).second) {
+            allocatedOut += a.size; // mirrors alloc() for two live blocks at one address
+            continue;
+        }
+        (R.alive ? allocatedIn : allocatedOut) += end - a.address;
+    }
+    for (uint32_t r = 0; r < regions_.size(); ++r)
+        if (regions_[r].alive)
+            gapsOf(r, true);
+}
+
+State FragState::snapshot(int64_t t, bool withHistogram) const
+{
+    State s;
+    s.device = td_->device;
+    s.level = td_->level;
+    s.time = t;
+    s.regionCount = regionCount;
+    s.liveAllocations = live;
+    s.reservedBytes = reserved;
+    s.allocatedBytes = allocatedIn;
+    s.allocatedOutsideBytes = allocatedOut;
+    s.freeBytes = freeBytes;
+    s.fragmentCount = fragCount;
+    s.largestFreeFragmentBytes = largest();
+    s.fragmentationRatio = ratio();
+    s.fragmentEntropyBits = entropy();
+    if (withHistogram)
+        s.histogram = makeHistogram(binCount_, binBytes_, clusterCount_, clusterBytes_);
+    return s;
+}
+
+std::vector<Fragment> FragState::fragments() const
+{
+    std::vector<Fragment> out;
+    for (uint32_t r = 0; r < regions_.size(); ++r) {
+        if (!regions_[r].alive)
+            continue;
+        const RegionRec& rr = td_->regions[r];
+        uint64_t pos = rr.address;
+        const uint64_t end = rr.address + rr.size;
+        for (const auto& [a, e] : regions_[r].allocs) {
+            if (a > pos)
+                out.push_back({rr.id, pos, std::min(a, end) - pos});
+            pos = std::max(pos, e);
+        }
+        if (end > pos)
+            out.push_back({rr.id, pos, end - pos});
+    }
+    return out;
+}
+
+void Replayer::seek(int64_t time, bool useCheckpoints)
+{
+    const Checkpoint* best = nullptr;
+    if (useCheckpoints) {
+        // Last checkpoint at or before time.
+        auto it = std::upper_bound(t_.checkpoints.begin(), t_.checkpoints.end(), time,
+                                   [](int64_t v, const Checkpoint& c) { return v < c.time; });
+        if (it != t_.checkpoints.begin())
+            best = &*std::prev(it);
+    }
+    // Continuing forward from where we are is cheaper than a rebuild when it is closer.
+    const bool forward = time >= time_ && (!best || best->time <= time_);
+    if (!forward) {
+        if (best) {
+            state_.rebuild(*best);
+            allocPos_ = best->allocPos;
+            freePos_ = best->freePos;
+            regionPos_ = best->regionPos;
+            regionEndPos_ = best->regionEndPos;
+            time_ = best->time;
+        } else {
+            state_ = FragState(t_);
+            allocPos_ = freePos_ = regionPos_ = regionEndPos_ = 0;
+            time_ = std::numeric_limits<int64_t>::min();
+        }
+    }
+    advanceTo(time);
+}
+
+void Engine::Impl::buildCheckpoints(TrackData& t)
+{
+    // The live set is kept as a dense vector with each block's position, so adding and removing
+    // are O(1); a checkpoint copies and sorts it. Spacing grows with the live set so that the
+    // checkpoints together hold about as many entries as the session has events.
+    const auto& A = t.allocs;
+    std::vector<uint32_t> live;
+    std::vector<uint32_t> pos(A.size(), 0);
+    size_t ai = 0, fi = 0, ri = 0, rei = 0;
+    constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+    t.checkpoints.clear();
+    t.checkpoints.push_back(Checkpoint{std::numeric_limits<int64_t>::min(), 0, 0, 0, 0, {}});
+    int64_t sinceLast = 0;
+    while (true) {
+        const int64_t tr = ri < t.regions.size() ? t.regions[ri].createNs : kNone;
+        const int64_t tf = fi < t.byFree.size() ? A[t.byFree[fi]].freeNs : kNone;
+        const int64_t ta = ai < A.size() ? A[ai].allocNs : kNone;
+        const int64_t te = rei < t.regionsByEnd.size() ? t.regions[t.regionsByEnd[rei]].destroyNs : kNone;
+        const int64_t now = std::min(std::min(tr, tf), std::min(ta, te));
+        if (now == kNone)
+            break;
+        // Consume every event at this instant so the checkpoint sits between two instants.
+        while (ri < t.regions.size() && t.regions[ri].createNs == now)
+            ++ri;
+        while (fi < t.byFree.size() && A[t.byFree[fi]].freeNs == now) {
+            const uint32_t i = t.byFree[fi++];
+            if (A[i].occupies()) {
+                const uint32_t p = pos[i];
+                pos[live.back()] = p;
+                live[p] = live.back();
+                live.pop_back();
+            }
+            ++sinceLast;
+        }
+        while (ai < A.size() && A[ai].allocNs == now) {
+            if (A[ai].occupies()) {
+                pos[ai] = static_cast<uint32_t>(live.size());
+                live.push_back(static_cast<uint32_t>(ai));
+            }
+            ++ai;
+            ++sinceLast;
+        }
+        while (rei < t.regionsByEnd.size() && t.regions[t.regionsByEnd[rei]].destroyNs == now)
+            ++rei;
+        if (sinceLast >= std::max<int64_t>(1 << 16, 4 * static_cast<int64_t>(live.size()))) {
+            Checkpoint c{now, ai, fi, ri, rei, live};
+            std::sort(c.live.begin(), c.live.end());
+            t.checkpoints.push_back(std::move(c));
+            sinceLast = 0;
+        }
+    }
+}
+
+std::vector<uint32_t> Engine::Impl::liveAt(const TrackData& t, int64_t time, int64_t until) const
+{
+    // Blocks alive at some instant of [time, until]: the live set of the checkpoint before time,
+    // plus every block allocated after it up to until, keeping those still alive at time.
+    auto it = std::upper_bound(t.checkpoints.begin(), t.checkpoints.end(), time,
+                               [](int64_t v, const Checkpoint& c) { return v < c.time; });
+    const Checkpoint& c = *std::prev(it); // the first checkpoint is at INT64_MIN
+    std::vector<uint32_t> out;
+    out.reserve(c.live.size());
+    for (uint32_t i : c.live)
+        if (t.allocs[i].freeNs > time)
+            out.push_back(i);
+    for (size_t i = c.allocPos; i < t.allocs.size() && t.allocs[i].allocNs <= until; ++i) {
+        const Alloc& a = t.allocs[i];
+        if (a.occupies() && a.freeNs > time)
+            out.push_back(static_cast<uint32_t>(i));
+    }
+    return out;
+}
+
+} // namespace fs::analysis

@@ -1,0 +1,217 @@
+#include "serialize.h"
+
+#include <fmt/format.h>
+
+namespace fs::analysis {
+
+std::string humanBytes(uint64_t b)
+{
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string formatTime(int64_t t, int64_t begin, bool ordinal)
+{
+    if (ordinal)
+        return fmt::format("#{}", t);
+    return fmt::format("{:.6f} s", static_cast<double>(t - begin) / 1e9);
+}
+
+void writeCaveats(JsonWriter& j, const Caveats& c)
+{
+    j.key("caveats").beginArray();
+    for (const auto& n : c.notes)
+        j.value(n);
+    j.endArray();
+}
+
+void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins)
+{
+    j.beginArray();
+    for (const HistogramBin& b : bins) {
+        j.beginObject().field("lo", b.lo);
+        if (b.hi == 0)
+            j.key("hi").null();
+        else
+            j.field("hi", b.hi);
+        j.field("count", b.count).field("bytes", b.bytes).endObject();
+    }
+    j.endArray();
+}
+
+void writeStateFields(JsonWriter& j, const State& s)
+{
+    j.field("device", s.device);
+    j.field("level", std::string(levelName(s.level)));
+    j.field("time", s.time);
+    j.field("region_count", s.regionCount);
+    j.field("live_allocations", s.liveAllocations);
+    j.field("reserved_bytes", s.reservedBytes);
+    j.field("allocated_bytes", s.allocatedBytes);
+    j.field("allocated_outside_regions_bytes", s.allocatedOutsideBytes);
+    j.field("free_bytes", s.freeBytes);
+    j.field("fragment_count", s.fragmentCount);
+    j.field("largest_free_fragment_bytes", s.largestFreeFragmentBytes);
+    j.field("fragmentation_ratio", s.fragmentationRatio);
+    j.field("fragment_entropy_bits", s.fragmentEntropyBits);
+    j.key("histogram");
+    writeHistogramBins(j, s.histogram.log2);
+    j.key("clusters");
+    writeHistogramBins(j, s.histogram.clusters);
+}
+
+void writeState(JsonWriter& j, const State& s)
+{
+    j.beginObject();
+    writeStateFields(j, s);
+    j.endObject();
+}
+
+void writePrecursor(JsonWriter& j, const Precursor& p)
+{
+    j.beginObject();
+    j.field("kind", precursorKindName(p.kind));
+    j.field("time", p.time);
+    j.field("device", p.device);
+    j.field("level", std::string(levelName(p.level)));
+    j.field("address", p.address);
+    j.field("size", p.size);
+    if (p.allocationId >= 0)
+        j.field("allocation_id", p.allocationId);
+    j.field("score", p.score);
+    j.field("description", p.description);
+    j.endObject();
+}
+
+void writeCorrelation(JsonWriter& j, const Correlation& c)
+{
+    j.beginObject();
+    j.field("allocator_metric", c.allocatorMetric);
+    j.field("frame_metric", c.frameMetric);
+    j.field("n", c.n);
+    j.field("pearson", c.pearson);
+    j.field("pearson_p", c.pearsonP);
+    j.field("spearman", c.spearman);
+    j.field("spearman_p", c.spearmanP);
+    j.endObject();
+}
+
+void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
+{
+    j.beginObject();
+    j.field("frame", r.frame);
+    j.key("collapse").beginObject();
+    j.field("first_frame", r.collapse.firstFrame);
+    j.field("last_frame", r.collapse.lastFrame);
+    j.key("broken_rules").beginArray();
+    for (const auto& s : r.collapse.brokenRules)
+        j.value(s);
+    j.endArray();
+    j.endObject();
+    j.field("window_begin", r.windowBegin);
+    j.field("window_end", r.windowEnd);
+    j.key("precursors").beginArray();
+    for (const Precursor& p : r.precursors)
+        writePrecursor(j, p);
+    j.endArray();
+    j.key("state_diff").beginArray();
+    for (const StateDiff& d : r.diff) {
+        j.beginObject();
+        j.field("device", d.device);
+        j.field("level", std::string(levelName(d.level)));
+        j.key("before");
+        writeState(j, d.before);
+        j.key("after");
+        writeState(j, d.after);
+        j.key("delta").beginObject();
+        auto delta = [](uint64_t a, uint64_t b) { return static_cast<int64_t>(b) - static_cast<int64_t>(a); };
+        j.field("reserved_bytes", delta(d.before.reservedBytes, d.after.reservedBytes));
+        j.field("allocated_bytes", delta(d.before.allocatedBytes, d.after.allocatedBytes));
+        j.field("free_bytes", delta(d.before.freeBytes, d.after.freeBytes));
+        j.field("fragment_count", d.after.fragmentCount - d.before.fragmentCount);
+        j.field("largest_free_fragment_bytes",
+                delta(d.before.largestFreeFragmentBytes, d.after.largestFreeFragmentBytes));
+        j.field("fragmentation_ratio", d.after.fragmentationRatio - d.before.fragmentationRatio);
+        j.endObject();
+        j.endObject();
+    }
+    j.endArray();
+    j.key("new_kernels").beginArray();
+    for (const KernelSummary& k : r.newKernels)
+        j.beginObject().field("name", k.name).field("count", k.count).field("total_ns", k.totalNs).endObject();
+    j.endArray();
+    writeCaveats(j, r.caveats);
+    j.endObject();
+}
+
+std::string stateText(const State& s, int64_t begin, bool ordinal)
+{
+    std::string out = fmt::format("device {} level {} at {}\n", s.device, levelName(s.level),
+                                  formatTime(s.time, begin, ordinal));
+    out += fmt::format("  regions            {}\n", s.regionCount);
+    out += fmt::format("  live allocations   {}\n", s.liveAllocations);
+    out += fmt::format("  reserved           {} ({} B)\n", humanBytes(s.reservedBytes), s.reservedBytes);
+    out += fmt::format("  allocated          {} ({} B)\n", humanBytes(s.allocatedBytes), s.allocatedBytes);
+    if (s.allocatedOutsideBytes)
+        out += fmt::format("  outside regions    {} ({} B)\n", humanBytes(s.allocatedOutsideBytes),
+                           s.allocatedOutsideBytes);
+    out += fmt::format("  free in regions    {} ({} B)\n", humanBytes(s.freeBytes), s.freeBytes);
+    out += fmt::format("  fragments          {}\n", s.fragmentCount);
+    out += fmt::format("  largest fragment   {} ({} B)\n", humanBytes(s.largestFreeFragmentBytes),
+                       s.largestFreeFragmentBytes);
+    out += fmt::format("  fragmentation F    {:.6f}{}\n", s.fragmentationRatio,
+                       s.fragmentationRatio > 0.35 ? "   (> 0.35: fragmented by the seed's rule)" : "");
+    out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
+    if (!s.histogram.log2.empty()) {
+        out += "  histogram (free fragments)\n";
+        for (const HistogramBin& b : s.histogram.log2)
+            out += fmt::format("    [{:>10}, {:>10})  {:>8}  {}\n", humanBytes(b.lo),
+                               b.hi ? humanBytes(b.hi) : std::string("inf"), b.count, humanBytes(b.bytes));
+        out += "  seed clusters\n";
+        const char* names[] = {"8-32 KiB", "64-128 KiB", ">= 256 KiB"};
+        for (size_t i = 0; i < s.histogram.clusters.size() && i < 3; ++i)
+            out += fmt::format("    {:<12} {:>8}  {}\n", names[i], s.histogram.clusters[i].count,
+                               humanBytes(s.histogram.clusters[i].bytes));
+    }
+    return out;
+}
+
+std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal, size_t maxPrecursors)
+{
+    std::string out = fmt::format("collapse frames {}-{} (asked: frame {})\n", r.collapse.firstFrame,
+                                  r.collapse.lastFrame, r.frame);
+    for (const auto& b : r.collapse.brokenRules)
+        out += fmt::format("  broken: {}\n", b);
+    out += fmt::format("  window {} .. {}\n", formatTime(r.windowBegin, begin, ordinal),
+                       formatTime(r.windowEnd, begin, ordinal));
+    out += fmt::format("  precursors ({} found, ranked by effect on the allocator)\n", r.precursors.size());
+    for (size_t i = 0; i < r.precursors.size() && i < maxPrecursors; ++i) {
+        const Precursor& p = r.precursors[i];
+        out += fmt::format("    {:>2}. {:<12} {:<24} {}\n", i + 1, formatTime(p.time, begin, ordinal),
+                           precursorKindName(p.kind), p.description);
+    }
+    for (const StateDiff& d : r.diff) {
+        out += fmt::format("  state diff device {} level {} (end of previous frame -> end of frame {})\n",
+                           d.device, levelName(d.level), r.collapse.firstFrame);
+        out += fmt::format("    reserved          {} -> {}\n", humanBytes(d.before.reservedBytes),
+                           humanBytes(d.after.reservedBytes));
+        out += fmt::format("    allocated         {} -> {}\n", humanBytes(d.before.allocatedBytes),
+                           humanBytes(d.after.allocatedBytes));
+        out += fmt::format("    fragments         {} -> {}\n", d.before.fragmentCount, d.after.fragmentCount);
+        out += fmt::format("    largest fragment  {} -> {}\n", humanBytes(d.before.largestFreeFragmentBytes),
+                           humanBytes(d.after.largestFreeFragmentBytes));
+        out += fmt::format("    F                 {:.4f} -> {:.4f}\n", d.before.fragmentationRatio,
+                           d.after.fragmentationRatio);
+    }
+    for (const auto& n : r.caveats.notes)
+        out += fmt::format("  note: {}\n", n);
+    return out;
+}
+
+} // namespace fs::analysis

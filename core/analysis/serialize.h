@@ -1,0 +1,27 @@
+// JSON and text forms of analysis results, shared by the CLI commands (state, report, collapse)
+// so that the same figure is always spelt the same way.
+#pragma once
+
+#include "types.h"
+
+#include "core/json.h"
+
+#include <string>
+
+namespace fs::analysis {
+
+std::string humanBytes(uint64_t b);
+std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
+
+void writeCaveats(JsonWriter& j, const Caveats& c);          // "caveats": [...]
+void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
+void writeStateFields(JsonWriter& j, const State& s);        // fields of one state object
+void writeState(JsonWriter& j, const State& s);              // {...}
+void writePrecursor(JsonWriter& j, const Precursor& p);
+void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
+void writeCorrelation(JsonWriter& j, const Correlation& c);
+
+std::string stateText(const State& s, int64_t begin, bool ordinal);
+std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal, size_t maxPrecursors);
+
+} // namespace fs::analysis

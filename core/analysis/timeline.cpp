@@ -1,0 +1,167 @@
+// Time series over one track: the metrics timeline, bursts, trends and windowed histograms.
+#include "engine_impl.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fs::analysis {
+
+Timeline Engine::timeline(const TimelineOptions& o) const
+{
+    const TrackData& td = d_->trackOrThrow(o.device, o.level);
+    Timeline tl;
+    tl.device = o.device;
+    tl.level = o.level;
+    tl.caveats = d_->resultCaveats();
+    const int64_t from = o.from == kNoTime ? d_->timeBegin : o.from;
+    const int64_t to = o.to == kNoTime ? d_->timeEnd : std::max(o.to, from);
+    int64_t step = o.step > 0 ? o.step : (to - from) / 1000;
+    step = std::max<int64_t>(step, 1);
+    // Bound the number of samples: a caller asking for 1 ns steps over hours gets 10 M samples.
+    constexpr int64_t kMaxSamples = 10'000'000;
+    if ((to - from) / step >= kMaxSamples)
+        step = (to - from) / (kMaxSamples - 1) + 1;
+    const int64_t window = std::max<int64_t>(o.entropyWindowNs, 1);
+    tl.step = step;
+    tl.entropyWindowNs = window;
+    const auto samples = static_cast<size_t>((to - from) / step + 1);
+    for (auto* v : {&tl.reserved, &tl.allocated, &tl.freeInRegions, &tl.fragmentCount,
+                    &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
+        v->reserve(samples);
+    tl.time.reserve(samples);
+
+    Replayer r(td);
+    r.seek(from);
+    const auto& A = td.allocs;
+    const auto& F = td.byFree;
+    // Event-size entropy over (t - window, t]: head pointers add events up to t, tail pointers
+    // remove those at or before t - window.
+    const int64_t start = from - window;
+    size_t ah = static_cast<size_t>(
+        std::upper_bound(A.begin(), A.end(), start, [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
+        A.begin());
+    size_t fh = static_cast<size_t>(std::upper_bound(F.begin(), F.end(), start, [&](int64_t v, uint32_t i) {
+                                        return v < A[i].freeNs;
+                                    }) - F.begin());
+    size_t at = ah, ft = fh;
+    SizeClassCounts events;
+    for (size_t k = 0; k < samples; ++k) {
+        const int64_t t = k + 1 == samples ? to : from + static_cast<int64_t>(k) * step;
+        r.advanceTo(t);
+        while (ah < A.size() && A[ah].allocNs <= t)
+            events.add(A[ah++].size);
+        while (fh < F.size() && A[F[fh]].freeNs <= t)
+            events.add(A[F[fh++]].size);
+        while (at < ah && A[at].allocNs <= t - window)
+            events.remove(A[at++].size);
+        while (ft < fh && A[F[ft]].freeNs <= t - window)
+            events.remove(A[F[ft++]].size);
+        const FragState& s = r.state();
+        tl.time.push_back(t);
+        tl.reserved.push_back(static_cast<double>(s.reserved));
+        tl.allocated.push_back(static_cast<double>(s.allocatedIn));
+        tl.freeInRegions.push_back(static_cast<double>(s.freeBytes));
+        tl.fragmentCount.push_back(static_cast<double>(s.fragCount));
+        tl.largestFragment.push_back(static_cast<double>(s.largest()));
+        tl.fragmentationRatio.push_back(s.ratio());
+        tl.eventEntropy.push_back(events.bits());
+        tl.fragmentEntropy.push_back(s.entropy());
+    }
+    tl.eventsReplayed = r.processed();
+    return tl;
+}
+
+std::vector<Burst> Engine::bursts(uint32_t device, Level level, int64_t from, int64_t to,
+                                  int64_t gapNs) const
+{
+    const TrackData& td = d_->trackOrThrow(device, level);
+    if (from == kNoTime)
+        from = std::numeric_limits<int64_t>::min();
+    if (to == kNoTime)
+        to = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> times;
+    std::vector<uint64_t> sizes;
+    for (const Alloc& a : td.allocs) {
+        if (a.allocNs < from || a.allocNs > to)
+            continue;
+        times.push_back(a.allocNs);
+        sizes.push_back(a.size);
+    }
+    return splitBursts(times, sizes, gapNs);
+}
+
+namespace {
+
+const std::vector<double>* seriesByName(const Timeline& tl, const std::string& name)
+{
+    if (name == "fragmentation_ratio")
+        return &tl.fragmentationRatio;
+    if (name == "event_entropy")
+        return &tl.eventEntropy;
+    if (name == "fragment_entropy")
+        return &tl.fragmentEntropy;
+    if (name == "largest_fragment")
+        return &tl.largestFragment;
+    if (name == "fragment_count")
+        return &tl.fragmentCount;
+    if (name == "reserved")
+        return &tl.reserved;
+    if (name == "allocated")
+        return &tl.allocated;
+    if (name == "free")
+        return &tl.freeInRegions;
+    return nullptr;
+}
+
+} // namespace
+
+Trend Engine::trend(const Timeline& tl, const std::string& series, int64_t from, int64_t to) const
+{
+    const std::vector<double>* y = seriesByName(tl, series);
+    if (!y)
+        throw std::invalid_argument("unknown timeline series '" + series + "'");
+    std::vector<double> xs, ys;
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        if ((from != kNoTime && tl.time[i] < from) || (to != kNoTime && tl.time[i] > to))
+            continue;
+        xs.push_back(static_cast<double>(tl.time[i] - d_->timeBegin) / 3.6e12);
+        ys.push_back((*y)[i]);
+    }
+    return fitTrend(xs, ys);
+}
+
+Histogram Engine::histogramOver(uint32_t device, Level level, int64_t from, int64_t to,
+                                int samples) const
+{
+    const TrackData& td = d_->trackOrThrow(device, level);
+    samples = std::max(samples, 2);
+    if (to < from)
+        std::swap(from, to);
+    Replayer r(td);
+    std::map<uint64_t, HistogramBin> bins;
+    Histogram out;
+    for (int k = 0; k < samples; ++k) {
+        const int64_t t = from + static_cast<int64_t>(static_cast<double>(to - from) * k / (samples - 1));
+        r.seek(t);
+        const Histogram h = r.state().snapshot(t, true).histogram;
+        for (const HistogramBin& b : h.log2) {
+            auto& acc = bins[b.lo];
+            acc.lo = b.lo;
+            acc.hi = b.hi;
+            acc.count += b.count;
+            acc.bytes += b.bytes;
+        }
+        if (out.clusters.empty())
+            out.clusters = h.clusters;
+        else
+            for (size_t i = 0; i < h.clusters.size(); ++i) {
+                out.clusters[i].count += h.clusters[i].count;
+                out.clusters[i].bytes += h.clusters[i].bytes;
+            }
+    }
+    for (const auto& [lo, b] : bins)
+        out.log2.push_back(b);
+    return out;
+}
+
+} // namespace fs::analysis
