@@ -1,0 +1,155 @@
+// fragscope record -o OUT [--paused] -- CMD ARGS…: run CMD with the capture agent and ingest its
+// stream into a session file live.
+#include "capture/protocol/socket_dir.h"
+#include "capture/recorder/launcher.h"
+#include "capture/recorder/recorder.h"
+#include "command.h"
+#include "core/progress.h"
+#include "core/sqlite.h"
+
+#include <chrono>
+#include <csignal>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace fs;
+using namespace fs::cli;
+
+namespace {
+
+std::string joinArgs(const std::vector<std::string>& v)
+{
+    std::string s;
+    for (const auto& a : v)
+        s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+// Exit status of the child the way a shell reports it.
+int childExit(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return Failure;
+}
+
+int runRecord(Args& a)
+{
+    const auto out = a.get("output");
+    if (!out || out->empty())
+        throw UsageError("record needs -o OUT.fragscope");
+    if (a.rest().empty())
+        throw UsageError("record needs a command after -- (fragscope record -o run.fragscope -- python gen.py)");
+    if (!a.positional().empty())
+        throw UsageError("unexpected argument '" + a.positional()[0] + "' (put the command after --)");
+    const std::atomic<bool>& stop = capture::installStopSignals();
+    capture::LaunchOptions lo;
+    lo.argv = a.rest();
+    lo.autostart = !a.flag("paused");
+    std::string err;
+    const pid_t child = capture::launchTarget(lo, err);
+    if (child < 0) {
+        fmt::print(stderr, "fragscope record: {}\n", err);
+        return Failure;
+    }
+    int status = 0;
+    bool reaped = false;
+    auto childAlive = [&] {
+        if (reaped)
+            return false;
+        if (::waitpid(child, &status, WNOHANG) == child) {
+            reaped = true;
+            return false;
+        }
+        return true;
+    };
+    proto::ControlClient client;
+    const auto t0 = std::chrono::steady_clock::now();
+    bool told = false;
+    const bool ok = capture::connectToLaunched(
+        child, client,
+        [&] {
+            if (!told && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+                told = true;
+                fmt::print(stderr, "fragscope record: waiting for pid {} to initialise CUDA (the agent "
+                                   "starts at the first CUDA call)…\n", child);
+            }
+            return childAlive() && !stop.load();
+        },
+        err);
+    if (!ok) {
+        if (!reaped && stop.load()) {
+            ::kill(child, SIGINT);
+            ::waitpid(child, &status, 0);
+            reaped = true;
+        }
+        fmt::print(stderr, "fragscope record: no session written: {}{}\n",
+                   stop.load() ? "interrupted before the agent started" : err,
+                   stop.load() ? "" : " (did the command use CUDA? a process without CUDA never loads the agent)");
+        const int code = reaped ? childExit(status) : Failure;
+        return code == 0 ? Failure : code;
+    }
+    if (a.flag("paused")) {
+        const std::atomic<bool>& go = capture::installStartSignal();
+        fmt::print(stderr, "fragscope record: pid {} runs with the agent idle; start recording with "
+                           "`kill -USR1 {}`\n", client.info().pid, ::getpid());
+        while (!go.load() && !stop.load() && childAlive())
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!go.load()) {
+            fmt::print(stderr, "fragscope record: no session written: the recording was never started\n");
+            const int code = reaped ? childExit(status) : Failure;
+            return code == 0 ? Failure : code;
+        }
+    }
+    capture::RecordOptions ro;
+    ro.output = *out;
+    ro.sourcePath = joinArgs(a.rest());
+    Progress progress("recording", 0);
+    ro.progress = [&](int64_t n) { progress.update(n); };
+    capture::RecordResult res;
+    res = capture::recordFrom(client, ro, stop);
+    progress.finish();
+    if (!res.ok) {
+        fmt::print(stderr, "fragscope record: {}\n", res.error);
+        if (!reaped) {
+            ::kill(child, SIGTERM);
+            ::waitpid(child, &status, 0);
+        }
+        return Failure;
+    }
+    // The stream is over: the target exits on its own (or was stopped by Ctrl-C).
+    for (int i = 0; i < 100 && childAlive(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fmt::print(stderr, "fragscope record: {} events written to {}{}\n", res.events, *out,
+               res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    if (res.badStream)
+        return BadInput;
+    if (!reaped) {
+        fmt::print(stderr, "fragscope record: recording stopped; pid {} is still running\n", child);
+        return Ok;
+    }
+    return childExit(status);
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "record",
+    .synopsis = "-o OUT.fragscope [--paused] -- CMD [ARGS…]",
+    .summary = "Run a command with the capture agent and record its GPU memory events",
+    .options = {{"output", "FILE", "session file to write (also -o)"},
+                {"paused", "", "load the agent idle; recording starts when the recorder gets SIGUSR1"}},
+    .details = "CMD runs with CUDA_INJECTION64_PATH pointing at libfragscope-inject.so (and\n"
+               "NVTX_INJECTION64_PATH at libcupti, so NVTX frames and metric marks are seen). The\n"
+               "agent starts at CMD's first CUDA call; events are ingested live, committed at least\n"
+               "once a second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
+               "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
+               "2 when the capture stream was malformed. A target killed midway still leaves a\n"
+               "session that opens, marked 'ended abruptly'. See docs/capture.md.",
+    .run = runRecord,
+    .order = 40,
+});

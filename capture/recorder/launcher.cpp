@@ -1,0 +1,246 @@
+#include "launcher.h"
+
+#include "capture/protocol/socket_dir.h"
+#include "core/versions.h"
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fs::capture {
+
+namespace stdfs = std::filesystem;
+
+std::string findAgent()
+{
+    std::vector<std::string> candidates;
+    if (const char* p = std::getenv("FRAGSCOPE_AGENT"); p && *p)
+        candidates.emplace_back(p);
+    std::error_code ec;
+    const stdfs::path exe = stdfs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        candidates.push_back((exe.parent_path() / "libfragscope-inject.so").string());
+        candidates.push_back((exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
+        candidates.push_back((exe.parent_path().parent_path() / "capture" / "agent" / "libfragscope-inject.so").string());
+    }
+#ifdef FRAGSCOPE_AGENT_BUILD_PATH
+    candidates.emplace_back(FRAGSCOPE_AGENT_BUILD_PATH);
+#endif
+    for (const auto& c : candidates)
+        if (stdfs::exists(c, ec))
+            return stdfs::absolute(c, ec).string();
+    return {};
+}
+
+pid_t launchTarget(const LaunchOptions& opts, std::string& err)
+{
+    if (opts.argv.empty()) {
+        err = "no command given (put it after --)";
+        return -1;
+    }
+    const std::string agent = findAgent();
+    if (agent.empty()) {
+        err = "libfragscope-inject.so not found (set FRAGSCOPE_AGENT to its path)";
+        return -1;
+    }
+    // Build the child's environment before fork: only async-signal-safe calls after it.
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view kv(*e);
+        if (kv.starts_with("CUDA_INJECTION64_PATH=") || kv.starts_with("FRAGSCOPE_LAUNCHED_BY=") ||
+            kv.starts_with("FRAGSCOPE_AUTOSTART="))
+            continue;
+        env.emplace_back(kv);
+    }
+    env.push_back("CUDA_INJECTION64_PATH=" + agent);
+    if (!std::getenv("NVTX_INJECTION64_PATH"))
+        env.push_back("NVTX_INJECTION64_PATH=" + findCupti()); // CUPTI sees NVTX only this way
+    env.push_back("FRAGSCOPE_LAUNCHED_BY=" + std::to_string(::getpid()));
+    env.push_back(std::string("FRAGSCOPE_AUTOSTART=") + (opts.autostart ? "1" : "0"));
+    std::vector<char*> envp, argv;
+    for (auto& s : env)
+        envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = opts.argv;
+    for (auto& s : args)
+        argv.push_back(s.data());
+    argv.push_back(nullptr);
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+        err = std::string("pipe: ") + std::strerror(errno);
+        return -1;
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        err = std::string("fork: ") + std::strerror(errno);
+        return -1;
+    }
+    if (pid == 0) {
+        ::close(pipefd[0]);
+        ::execvpe(argv[0], argv.data(), envp.data());
+        const int e = errno;
+        [[maybe_unused]] ssize_t w = ::write(pipefd[1], &e, sizeof e);
+        ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    int childErr = 0;
+    const ssize_t n = ::read(pipefd[0], &childErr, sizeof childErr);
+    ::close(pipefd[0]);
+    if (n == sizeof childErr) {
+        int st;
+        ::waitpid(pid, &st, 0);
+        err = opts.argv[0] + ": " + std::strerror(childErr);
+        return -1;
+    }
+    return pid;
+}
+
+bool connectToLaunched(pid_t child, proto::ControlClient& client, const std::function<bool()>& keepWaiting,
+                       std::string& err)
+{
+    const std::string dir = proto::socketDir();
+    std::set<pid_t> rejected;
+    while (keepWaiting()) {
+        for (pid_t pid : proto::listSocketPids(dir)) {
+            if (rejected.count(pid) || !proto::processAlive(pid))
+                continue;
+            std::string e;
+            if (!client.connect(proto::socketPath(dir, pid), 2000, e)) {
+                if (pid != child) // our child's socket may exist a moment before it listens
+                    rejected.insert(pid);
+                continue;
+            }
+            if (pid == child || client.info().launchedBy == static_cast<uint32_t>(::getpid()))
+                return true;
+            client.close();
+            rejected.insert(pid);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    err = "the target ended before its agent opened a control socket";
+    return false;
+}
+
+bool injectAgent(pid_t pid, std::string& err)
+{
+    const std::string agent = findAgent();
+    if (agent.empty()) {
+        err = "libfragscope-inject.so not found (set FRAGSCOPE_AGENT to its path)";
+        return false;
+    }
+    if (!proto::processAlive(pid)) {
+        err = "no process with pid " + std::to_string(pid);
+        return false;
+    }
+    int scope = 0;
+    {
+        std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+        f >> scope;
+    }
+    if (scope >= 3) {
+        err = "kernel.yama.ptrace_scope is 3: no process may be attached to with a debugger on this "
+              "system (a reboot is needed to change it). Start the target with `fragscope launch` instead.";
+        return false;
+    }
+    const std::string log = "/tmp/fragscope-gdb-" + std::to_string(::getpid()) + ".log";
+    // dlopen(path, RTLD_NOW) then InitializeInjection(): the agent starts as if the CUDA driver
+    // had loaded it. Allocations made before this point appear as pre-existing.
+    const std::string cmd =
+        "gdb --batch --nx -p " + std::to_string(pid) +
+        " -ex 'set confirm off' -ex 'call (void*)dlopen(\"" + agent + "\", 2)'" +
+        " -ex 'call (int)InitializeInjection()' -ex detach > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::string out;
+    {
+        std::ifstream f(log);
+        out.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    ::unlink(log.c_str());
+    if (rc != 0 && out.find("not found") != std::string::npos && out.find("gdb") != std::string::npos) {
+        err = "gdb is not installed: install it, or start the target with `fragscope launch`";
+        return false;
+    }
+    if (out.find("ptrace: Operation not permitted") != std::string::npos ||
+        out.find("Could not attach") != std::string::npos) {
+        err = "the kernel refused to let gdb attach to pid " + std::to_string(pid) + ".";
+        if (scope == 1)
+            err += " kernel.yama.ptrace_scope is 1: only a parent may attach. Run `sudo sysctl "
+                   "kernel.yama.ptrace_scope=0`, or start the target with `fragscope launch`.";
+        else if (scope == 2)
+            err += " kernel.yama.ptrace_scope is 2: only root (CAP_SYS_PTRACE) may attach.";
+        else
+            err += " Is it another user's process, or running in a container without CAP_SYS_PTRACE?";
+        return false;
+    }
+    if (out.find("No symbol \"dlopen\"") != std::string::npos || out.find("InitializeInjection") == std::string::npos) {
+        // Fall through: the socket check below is the real verdict.
+    }
+    if (rc != 0 && out.empty()) {
+        err = "gdb failed (exit " + std::to_string(rc) + ")";
+        return false;
+    }
+    return true;
+}
+
+namespace {
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_start{false};
+extern "C" void onStopSignal(int) { g_stop.store(true); }
+extern "C" void onStartSignal(int) { g_start.store(true); }
+} // namespace
+
+const std::atomic<bool>& installStartSignal()
+{
+    struct sigaction sa{};
+    sa.sa_handler = onStartSignal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    return g_start;
+}
+
+const std::atomic<bool>& installStopSignals()
+{
+    struct sigaction sa{};
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    return g_stop;
+}
+
+int64_t parseDurationMs(const std::string& s)
+{
+    if (s.empty())
+        return -1;
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || v < 0)
+        return -1;
+    const std::string unit(p, s.data() + s.size());
+    double scale;
+    if (unit.empty() || unit == "s")
+        scale = 1000;
+    else if (unit == "ms")
+        scale = 1;
+    else if (unit == "m" || unit == "min")
+        scale = 60000;
+    else if (unit == "h")
+        scale = 3600000;
+    else
+        return -1;
+    return static_cast<int64_t>(v * scale);
+}
+
+} // namespace fs::capture

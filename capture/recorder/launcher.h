@@ -1,0 +1,46 @@
+// Starting a target with the agent (record, launch) and loading the agent into a running process
+// through gdb (attach to a process started without it, as `heaptrack --pid` does).
+#pragma once
+
+#include "capture/protocol/control_client.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace fs::capture {
+
+// libfragscope-inject.so: $FRAGSCOPE_AGENT, next to the executable, ../lib beside it, then the
+// build tree. Empty when none exists.
+std::string findAgent();
+
+struct LaunchOptions {
+    std::vector<std::string> argv;
+    bool autostart = true; // the target keeps its events until the recorder connects
+};
+
+// fork/exec with CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (libcupti, for NVTX markers),
+// FRAGSCOPE_LAUNCHED_BY and FRAGSCOPE_AUTOSTART set. Returns the child's pid or -1 with err.
+pid_t launchTarget(const LaunchOptions& opts, std::string& err);
+
+// Waits until `child` (or a descendant that inherited FRAGSCOPE_LAUNCHED_BY=getpid()) opens its
+// control socket, and connects client to it. Gives up when keepWaiting() returns false.
+bool connectToLaunched(pid_t child, proto::ControlClient& client, const std::function<bool()>& keepWaiting,
+                       std::string& err);
+
+// Loads the agent into pid with `gdb --batch -p PID` (dlopen + InitializeInjection). err explains
+// ptrace refusals (kernel.yama.ptrace_scope) and a missing gdb.
+bool injectAgent(pid_t pid, std::string& err);
+
+// SIGINT/SIGTERM set the returned flag instead of killing the recorder (which then finishes
+// the session). Installed once per process.
+const std::atomic<bool>& installStopSignals();
+// SIGUSR1 sets the returned flag (`record --paused`: start recording now).
+const std::atomic<bool>& installStartSignal();
+
+// Parses "30s", "1500ms", "2m", "1h" or plain seconds; -1 when malformed.
+int64_t parseDurationMs(const std::string& s);
+
+} // namespace fs::capture
