@@ -1,0 +1,171 @@
+// fragscope export heatmap|memmap|histogram|timeline FILE -o OUT.png|.svg|.pdf: report-ready
+// images drawn by fragscope_render (the same code the GUI's export dialog uses).
+#ifdef FRAGSCOPE_HAVE_RENDER
+#include "command.h"
+#include "render/render.h"
+
+#include <QGuiApplication>
+
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <memory>
+
+using namespace fs;
+using namespace fs::cli;
+
+namespace {
+
+// TIME: ns (integer), a number with a unit (ns, us, ms, s, min, h) relative to the session start,
+// "begin", "end", or "frame:N" (end of frame N).
+int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std::string& opt)
+{
+    if (text == "begin")
+        return s.timeBegin();
+    if (text == "end")
+        return s.timeEnd();
+    if (text.rfind("frame:", 0) == 0) {
+        const int64_t n = parseCount(text.substr(6), "--" + opt + " frame number");
+        const render::FrameRow* f = s.frame(n);
+        if (!f)
+            throw UsageError(fmt::format("--{}: the session has no frame {}", opt, n));
+        return f->end;
+    }
+    size_t pos = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &pos);
+    } catch (...) {
+        throw UsageError(fmt::format("--{}: '{}' is not a time (ns, 12.5s, 300ms, frame:N, end)", opt, text));
+    }
+    const std::string unit = text.substr(pos);
+    if (unit.empty())
+        return static_cast<int64_t>(v); // absolute session time in ns (or the ordinal)
+    double mul = 0;
+    if (unit == "ns")
+        mul = 1;
+    else if (unit == "us" || unit == "µs")
+        mul = 1e3;
+    else if (unit == "ms")
+        mul = 1e6;
+    else if (unit == "s")
+        mul = 1e9;
+    else if (unit == "min")
+        mul = 60e9;
+    else if (unit == "h")
+        mul = 3600e9;
+    else
+        throw UsageError(fmt::format("--{}: unknown time unit '{}' in '{}'", opt, unit, text));
+    return s.timeBegin() + static_cast<int64_t>(std::llround(v * mul));
+}
+
+int runExport(Args& a)
+{
+    if (a.positional().size() != 2)
+        throw UsageError("expected VIEW FILE (VIEW: heatmap, memmap, histogram or timeline)");
+    render::View view;
+    if (!render::parseView(a.positional()[0], view))
+        throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)", a.positional()[0]));
+    const auto out = a.get("output");
+    if (!out)
+        throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
+    int w = 1600, h = 900;
+    if (auto sz = a.get("size")) {
+        if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 || h > 20000)
+            throw UsageError(fmt::format("--size '{}': expected WxH between 200x150 and 20000x20000", *sz));
+    }
+    // No display needed: the offscreen platform draws fonts and images without one.
+    if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+        setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    static int argc = 1;
+    static char arg0[] = "fragscope";
+    static char* argv[] = {arg0, nullptr};
+    std::unique_ptr<QGuiApplication> app;
+    if (!QGuiApplication::instance())
+        app = std::make_unique<QGuiApplication>(argc, argv);
+
+    const auto scene = render::loadScene(a.positional()[1]);
+    render::RenderOptions o;
+    const uint32_t device = static_cast<uint32_t>(a.getInt("device", 0));
+    Level level = Level::Framework;
+    const bool levelGiven = a.get("level").has_value();
+    if (levelGiven && !parseLevel(*a.get("level"), level))
+        throw UsageError(fmt::format("--level '{}': expected driver, pool or framework", *a.get("level")));
+    o.level = -1;
+    for (size_t i = 0; i < scene->levels.size(); ++i) {
+        const auto& ld = scene->levels[i];
+        if (ld.device != device || (levelGiven && ld.level != level))
+            continue;
+        if (o.level < 0 || ld.level > scene->levels[static_cast<size_t>(o.level)].level)
+            o.level = static_cast<int>(i);
+    }
+    if (o.level < 0)
+        throw UsageError(fmt::format("the session has no {} data on device {}",
+                                     levelGiven ? std::string(levelName(level)) : std::string("allocation"), device));
+    if (a.get("frames")) {
+        int64_t fa = 0, fb = 0;
+        if (std::sscanf(a.get("frames")->c_str(), "%ld-%ld", &fa, &fb) != 2 || fb < fa)
+            throw UsageError(fmt::format("--frames '{}': expected A-B with A <= B", *a.get("frames")));
+        const render::FrameRow* ra = scene->frame(fa);
+        const render::FrameRow* rb = scene->frame(fb);
+        if (!ra || !rb)
+            throw UsageError(fmt::format("--frames {}-{}: the session has frames {}-{}", fa, fb,
+                                         scene->frames.empty() ? 0 : scene->frames.front().index,
+                                         scene->frames.empty() ? -1 : scene->frames.back().index));
+        o.from = ra->start;
+        o.to = rb->end;
+        if (a.get("from") || a.get("to"))
+            throw UsageError("use either --frames or --from/--to, not both");
+    } else {
+        if (auto f = a.get("from"))
+            o.from = parseTimeArg(*scene, *f, "from");
+        if (auto t = a.get("to"))
+            o.to = parseTimeArg(*scene, *t, "to");
+        if (o.from != kNoTime && o.to != kNoTime && o.to <= o.from)
+            throw UsageError("--to must be after --from");
+    }
+    if (auto f = a.get("frame")) {
+        o.frame = parseCount(*f, "--frame");
+        if (!scene->frame(o.frame))
+            throw UsageError(fmt::format("--frame {}: no such frame in the session", o.frame));
+    } else if ((view == render::View::Histogram || view == render::View::MemMap) && !scene->collapses.empty() &&
+               !a.get("at")) {
+        o.frame = scene->collapses.front().firstFrame; // the question fragscope answers first
+    }
+    if (auto t = a.get("at"))
+        o.at = parseTimeArg(*scene, *t, "at");
+    if (a.flag("dark"))
+        o.theme = render::Theme::darkTheme();
+    QString err;
+    if (!render::exportView(QString::fromStdString(*out), QSize(w, h), *scene, view, o, &err)) {
+        fmt::print(stderr, "fragscope export: {}\n", err.toStdString());
+        return Failure;
+    }
+    fmt::print("wrote {} ({}x{}, {})\n", *out, w, h, render::viewName(view));
+    return Ok;
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "export",
+    .synopsis = "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
+                "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]",
+    .summary = "Write a report-ready image of a view (PNG, SVG or PDF)",
+    .options = {{"output", "OUT", "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
+                {"size", "WxH", "image size in pixels (default 1600x900)"},
+                {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
+                {"to", "T", "end of the time range (same forms, or end)"},
+                {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
+                {"device", "D", "device id (default 0)"},
+                {"level", "L", "driver, pool or framework (default: the highest level with data)"},
+                {"frame", "N", "histogram/memmap at the end of frame N (default: first collapsed frame)"},
+                {"at", "T", "histogram/memmap at time T instead of a frame"},
+                {"dark", "", "dark background"}},
+    .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"
+               "collapse bands are drawn on the heatmap and the timeline; the histogram overlays\n"
+               "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).",
+    .run = runExport,
+    .order = 60,
+});
+#endif

@@ -1,0 +1,95 @@
+// fragscope_render: the report-ready drawing of every view, once, with QPainter (Qt Gui only).
+// The GUI paints its widgets and its export dialog with it; `fragscope export` writes files with it.
+#pragma once
+
+#include "scene.h"
+
+#include <QColor>
+#include <QImage>
+#include <QRectF>
+#include <QSize>
+#include <QString>
+
+#include <atomic>
+
+class QPainter;
+
+namespace fs::render {
+
+enum class View { Heatmap, MemMap, Histogram, Timeline };
+const char* viewName(View v);
+bool parseView(const std::string& s, View& out);
+
+struct Theme {
+    QColor background{255, 255, 255};
+    QColor foreground{30, 30, 30};
+    QColor grid{225, 225, 225};
+    QColor muted{110, 110, 110};
+    bool dark = false;
+    static Theme light();
+    static Theme darkTheme();
+};
+
+// The visible part of a heatmap: a time range × a range of the compacted address axis.
+struct Viewport {
+    int64_t t0 = 0;
+    int64_t t1 = 1;
+    double y0 = 0;
+    double y1 = 1;
+    bool operator==(const Viewport&) const = default;
+};
+Viewport fullViewport(const Scene& s, int level);
+
+struct RenderOptions {
+    int level = -1;          // index into Scene::levels; -1 = Scene::defaultLevel()
+    int64_t from = kNoTime;  // time range (timeline, heatmap); kNoTime = whole session
+    int64_t to = kNoTime;
+    double y0 = -1, y1 = -1; // compacted address range (heatmap); -1 = all
+    int64_t frame = -1;      // selected frame: histogram/memmap at its end, highlighted elsewhere
+    int64_t at = kNoTime;    // instant for histogram/memmap when no frame is selected
+    bool compare = true;     // histogram: overlay frame f-1
+    int64_t selFrom = kNoTime, selTo = kNoTime; // selection band
+    int64_t selAlloc = -1;   // highlighted allocation id
+    Theme theme = Theme::light();
+    bool title = true;
+};
+
+// Pixel raster of occupancy for a viewport (cost: allocations in view + pixels). Cancel returns
+// a null image.
+QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h,
+                     const std::atomic<bool>* cancel = nullptr);
+QColor occupancyColor(double occ);
+QColor freeColor();
+QColor outsideColor();
+QColor collapseColor();
+
+// Where a view puts its plot inside rect (the widgets map the mouse with it).
+QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o);
+
+// Paints a view into rect. raster: a precomputed heatmap raster for the plot rect (else computed).
+void paint(QPainter& p, const QRectF& rect, const Scene& s, View v, const RenderOptions& o,
+           const QImage* raster = nullptr);
+
+// Writes a view to PNG, SVG or PDF (by the extension). Returns false with a message on error.
+bool exportView(const QString& path, QSize size, const Scene& s, View v, const RenderOptions& o,
+                QString* error);
+
+// Resolves RenderOptions' defaults against a scene (level, time range, instant).
+RenderOptions resolved(const Scene& s, View v, RenderOptions o);
+
+// Free-fragment histogram: log2 size bins [2^k, 2^(k+1)).
+struct HistBin {
+    int log2lo = 0;
+    int64_t count = 0;
+    double bytes = 0;
+};
+std::vector<HistBin> fragmentHistogram(const LevelData& ld, int64_t t);
+
+// Time-axis helpers shared with the QCustomPlot views: unit for a span and its divisor.
+struct TimeUnit {
+    const char* name;
+    double divisor;
+};
+TimeUnit timeUnitFor(int64_t span, TimeAxis axis);
+
+} // namespace fs::render

@@ -1,0 +1,374 @@
+#include "heatmap_widget.h"
+
+#include <QApplication>
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPointer>
+#include <QThreadPool>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fs::views {
+
+HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
+{
+    setFocusPolicy(Qt::StrongFocus);
+    setMouseTracking(true);
+    setMinimumSize(320, 240);
+    setAccessibleName(QStringLiteral("VA heatmap"));
+}
+
+HeatmapWidget::~HeatmapWidget()
+{
+    if (cancel_)
+        cancel_->store(true);
+}
+
+void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+{
+    scene_ = std::move(scene);
+    level_ = level;
+    sel_ = {};
+    fit();
+}
+
+void HeatmapWidget::setLevel(int level)
+{
+    level_ = level;
+    fit();
+}
+
+void HeatmapWidget::setDark(bool dark)
+{
+    dark_ = dark;
+    update();
+}
+
+render::RenderOptions HeatmapWidget::options() const
+{
+    render::RenderOptions o;
+    o.level = level_;
+    o.from = vp_.t0;
+    o.to = vp_.t1;
+    o.y0 = vp_.y0;
+    o.y1 = vp_.y1;
+    o.selFrom = sel_.from;
+    o.selTo = sel_.to;
+    o.selAlloc = sel_.allocId;
+    o.frame = sel_.frame;
+    o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
+    o.title = false;
+    return o;
+}
+
+QRectF HeatmapWidget::plotArea() const { return render::plotRect(render::View::Heatmap, rect(), options()); }
+
+render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
+{
+    if (!scene_ || level_ < 0)
+        return vp;
+    const render::Viewport full = render::fullViewport(*scene_, level_);
+    const int64_t minT = std::min<int64_t>(1000, full.t1 - full.t0);
+    int64_t span = std::clamp<int64_t>(vp.t1 - vp.t0, minT, full.t1 - full.t0);
+    vp.t0 = std::clamp(vp.t0, full.t0, full.t1 - span);
+    vp.t1 = vp.t0 + span;
+    const double minY = std::min(4096.0, full.y1);
+    const double yspan = std::clamp(vp.y1 - vp.y0, minY, full.y1 - full.y0);
+    vp.y0 = std::clamp(vp.y0, full.y0, full.y1 - yspan);
+    vp.y1 = vp.y0 + yspan;
+    return vp;
+}
+
+void HeatmapWidget::setViewport(render::Viewport vp)
+{
+    vp = clamp(vp);
+    if (vp == vp_ && !raster_.isNull())
+        return;
+    vp_ = vp;
+    requestRaster();
+    emit viewportChanged(vp_);
+}
+
+void HeatmapWidget::fit()
+{
+    if (!scene_ || level_ < 0) {
+        raster_ = {};
+        update();
+        return;
+    }
+    raster_ = {};
+    setViewport(render::fullViewport(*scene_, level_));
+}
+
+void HeatmapWidget::zoomToTime(int64_t a, int64_t b)
+{
+    const int64_t margin = std::max<int64_t>(1, (b - a) / 2);
+    render::Viewport vp = vp_;
+    vp.t0 = a - margin;
+    vp.t1 = b + margin;
+    setViewport(vp);
+}
+
+void HeatmapWidget::setSelection(const Selection& s)
+{
+    sel_ = s;
+    if (scene_ && s.from != kNoTime && (s.to < vp_.t0 || s.from > vp_.t1)) {
+        // Scroll to the selection, keeping the zoom when it fits.
+        const int64_t span = vp_.t1 - vp_.t0;
+        render::Viewport vp = vp_;
+        if (s.to - s.from < span) {
+            vp.t0 = s.from - (span - (s.to - s.from)) / 2;
+            vp.t1 = vp.t0 + span;
+            setViewport(vp);
+        } else {
+            zoomToTime(s.from, s.to);
+        }
+    }
+    update();
+}
+
+void HeatmapWidget::requestRaster()
+{
+    if (cancel_)
+        cancel_->store(true);
+    refined_ = false;
+    if (!scene_ || level_ < 0) {
+        update();
+        return;
+    }
+    const QRectF plot = plotArea();
+    const double dpr = devicePixelRatioF();
+    const int w = std::max(1, static_cast<int>(plot.width() * dpr));
+    const int h = std::max(1, static_cast<int>(plot.height() * dpr));
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    // Coarse first, on this thread: a quarter of the pixels in each direction is cheap and keeps
+    // pan and zoom immediate; the full raster replaces it when the worker is done.
+    raster_ = render::heatmapRaster(ld, vp_, std::max(1, w / 4), std::max(1, h / 4));
+    update();
+    const uint64_t gen = ++generation_;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    QPointer<HeatmapWidget> self(this);
+    auto scene = scene_;
+    auto cancel = cancel_;
+    const render::Viewport vp = vp_;
+    const int level = level_;
+    QThreadPool::globalInstance()->start([self, scene, cancel, vp, level, w, h, gen] {
+        QImage img = render::heatmapRaster(scene->levels[static_cast<size_t>(level)], vp, w, h, cancel.get());
+        if (img.isNull() || cancel->load())
+            return;
+        QMetaObject::invokeMethod(
+            qApp, [self, img, gen] {
+                if (!self || self->generation_ != gen)
+                    return;
+                self->raster_ = img;
+                self->refined_ = true;
+                self->update();
+                emit self->refinedChanged();
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void HeatmapWidget::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    if (!scene_ || level_ < 0) {
+        p.fillRect(rect(), palette().window());
+        p.setPen(palette().text().color());
+        p.drawText(rect(), Qt::AlignCenter,
+                   scene_ ? tr("This session has no allocations to draw.")
+                          : tr("Open a session (File › Open, or drop a .fragscope file here)"));
+        return;
+    }
+    render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &raster_);
+    if (boxing_) {
+        p.setPen(QPen(QColor(255, 255, 255), 1, Qt::DashLine));
+        p.setBrush(QColor(255, 255, 255, 40));
+        p.drawRect(box_);
+    }
+    if (!refined_) {
+        p.setPen(QColor(255, 255, 255));
+        p.drawText(plotArea().adjusted(6, 4, -6, -4), Qt::AlignRight | Qt::AlignBottom, tr("refining…"));
+    }
+}
+
+bool HeatmapWidget::toData(const QPointF& pt, int64_t& t, double& y) const
+{
+    const QRectF plot = plotArea();
+    if (!plot.contains(pt))
+        return false;
+    const double fx = (pt.x() - plot.left()) / plot.width();
+    const double fy = (plot.bottom() - pt.y()) / plot.height();
+    t = vp_.t0 + static_cast<int64_t>(fx * static_cast<double>(vp_.t1 - vp_.t0));
+    y = vp_.y0 + fy * (vp_.y1 - vp_.y0);
+    return true;
+}
+
+void HeatmapWidget::zoomAround(double fx, double fy, double factorT, double factorY)
+{
+    render::Viewport vp = vp_;
+    const double st = static_cast<double>(vp.t1 - vp.t0);
+    const double ct = static_cast<double>(vp.t0) + fx * st;
+    vp.t0 = static_cast<int64_t>(ct - fx * st * factorT);
+    vp.t1 = static_cast<int64_t>(ct + (1 - fx) * st * factorT);
+    const double sy = vp.y1 - vp.y0;
+    const double cy = vp.y0 + fy * sy;
+    vp.y0 = cy - fy * sy * factorY;
+    vp.y1 = cy + (1 - fy) * sy * factorY;
+    setViewport(vp);
+}
+
+void HeatmapWidget::wheelEvent(QWheelEvent* e)
+{
+    const QRectF plot = plotArea();
+    const double fx = std::clamp((e->position().x() - plot.left()) / plot.width(), 0.0, 1.0);
+    const double fy = std::clamp((plot.bottom() - e->position().y()) / plot.height(), 0.0, 1.0);
+    const double steps = e->angleDelta().y() / 120.0;
+    const double factor = std::pow(0.8, steps);
+    if (e->modifiers() & Qt::ControlModifier)
+        zoomAround(fx, fy, 1.0, factor);
+    else
+        zoomAround(fx, fy, factor, 1.0);
+    e->accept();
+}
+
+void HeatmapWidget::mousePressEvent(QMouseEvent* e)
+{
+    pressPos_ = e->position();
+    pressVp_ = vp_;
+    boxing_ = e->button() == Qt::RightButton || (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+    dragging_ = !boxing_ && e->button() == Qt::LeftButton;
+    box_ = QRectF(pressPos_, pressPos_);
+    setFocus();
+}
+
+void HeatmapWidget::mouseMoveEvent(QMouseEvent* e)
+{
+    if (boxing_) {
+        box_ = QRectF(pressPos_, e->position()).normalized().intersected(plotArea());
+        update();
+        return;
+    }
+    if (!dragging_)
+        return;
+    const QRectF plot = plotArea();
+    const QPointF d = e->position() - pressPos_;
+    render::Viewport vp = pressVp_;
+    const auto dt = static_cast<int64_t>(-d.x() / plot.width() * static_cast<double>(vp.t1 - vp.t0));
+    const double dy = d.y() / plot.height() * (vp.y1 - vp.y0);
+    vp.t0 += dt;
+    vp.t1 += dt;
+    vp.y0 += dy;
+    vp.y1 += dy;
+    setViewport(vp);
+}
+
+void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
+{
+    const bool click = (e->position() - pressPos_).manhattanLength() < 4;
+    if (boxing_) {
+        boxing_ = false;
+        int64_t ta, tb;
+        double ya, yb;
+        if (!click && box_.width() > 3 && box_.height() > 3 && toData(box_.topLeft(), ta, yb) &&
+            toData(box_.bottomRight() - QPointF(0.5, 0.5), tb, ya))
+            setViewport({ta, tb, ya, yb});
+        update();
+        return;
+    }
+    dragging_ = false;
+    if (click && e->button() == Qt::LeftButton && scene_) {
+        int64_t t;
+        double y;
+        uint64_t addr;
+        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        if (toData(e->position(), t, y) && ld.yToAddress(y, addr)) {
+            const int64_t i = ld.allocAt(t, addr);
+            if (i >= 0)
+                emit allocationClicked(ld.allocs[static_cast<size_t>(i)].id);
+        }
+    }
+}
+
+void HeatmapWidget::keyPressEvent(QKeyEvent* e)
+{
+    render::Viewport vp = vp_;
+    const int64_t st = vp.t1 - vp.t0;
+    const double sy = vp.y1 - vp.y0;
+    switch (e->key()) {
+    case Qt::Key_F:
+    case Qt::Key_Home: fit(); return;
+    case Qt::Key_Left: vp.t0 -= st / 10; vp.t1 -= st / 10; break;
+    case Qt::Key_Right: vp.t0 += st / 10; vp.t1 += st / 10; break;
+    case Qt::Key_Up: vp.y0 += sy / 10; vp.y1 += sy / 10; break;
+    case Qt::Key_Down: vp.y0 -= sy / 10; vp.y1 -= sy / 10; break;
+    case Qt::Key_Plus:
+    case Qt::Key_Equal: zoomAround(0.5, 0.5, 0.5, 1.0); return;
+    case Qt::Key_Minus: zoomAround(0.5, 0.5, 2.0, 1.0); return;
+    default: QWidget::keyPressEvent(e); return;
+    }
+    setViewport(vp);
+}
+
+void HeatmapWidget::resizeEvent(QResizeEvent*)
+{
+    if (scene_)
+        requestRaster();
+}
+
+QString HeatmapWidget::describeAt(const QPointF& pt) const
+{
+    int64_t t;
+    double y;
+    if (!scene_ || level_ < 0 || !toData(pt, t, y))
+        return {};
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const TimeAxis ax = scene_->summary.timeAxis;
+    uint64_t addr;
+    const QString when = QString::fromStdString(render::formatTime(t - scene_->timeBegin(), ax));
+    if (!ld.yToAddress(y, addr))
+        return tr("%1\n(gap between regions: collapsed on this axis)").arg(when);
+    const int64_t i = ld.allocAt(t, addr);
+    if (i >= 0) {
+        const auto& a = ld.allocs[static_cast<size_t>(i)];
+        QString s = tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")
+                        .arg(a.id)
+                        .arg(a.tag ? QStringLiteral(" (%1)").arg(QString::fromStdString(scene_->str(a.tag))) : QString())
+                        .arg(QString::fromStdString(render::formatAddress(a.address)),
+                             QString::fromStdString(render::formatBytes(static_cast<double>(a.size))),
+                             a.requested ? QString::fromStdString(render::formatBytes(static_cast<double>(a.requested)))
+                                         : tr("unknown"),
+                             QString::fromStdString(render::formatTime(a.allocNs - scene_->timeBegin(), ax)),
+                             a.freed ? QString::fromStdString(render::formatTime(a.freeNs - scene_->timeBegin(), ax))
+                                     : tr("end (never freed)"))
+                        .arg(a.stream);
+        return s;
+    }
+    for (const auto& [fa, fsz] : render::fragmentsAt(ld, t))
+        if (addr >= fa && addr < fa + fsz)
+            return tr("free fragment at %1, %2\nat %3")
+                .arg(QString::fromStdString(render::formatAddress(fa)),
+                     QString::fromStdString(render::formatBytes(static_cast<double>(fsz))), when);
+    return tr("%1 at %2\n(outside any live region)").arg(QString::fromStdString(render::formatAddress(addr)), when);
+}
+
+bool HeatmapWidget::event(QEvent* e)
+{
+    if (e->type() == QEvent::ToolTip) {
+        auto* he = static_cast<QHelpEvent*>(e);
+        const QString s = describeAt(he->pos());
+        if (s.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(he->globalPos(), s, this);
+        return true;
+    }
+    return QWidget::event(e);
+}
+
+} // namespace fs::views

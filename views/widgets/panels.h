@@ -1,0 +1,73 @@
+// Side panels: collapse inspector (precursors + state diff), allocation details, rules editor.
+#pragma once
+
+#include "precursor_model.h"
+#include "selection.h"
+
+#include <QDialog>
+#include <QWidget>
+#include <memory>
+
+class QLabel;
+class QTableView;
+class QTableWidget;
+class QTreeWidget;
+
+namespace fs::views {
+
+class CollapseInspector : public QWidget {
+    Q_OBJECT
+public:
+    explicit CollapseInspector(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setSelection(const Selection& s);
+    PrecursorModel* model() const { return model_; }
+    QTableView* table() const { return table_; }
+    QString headline() const;
+
+signals:
+    // A precursor row was activated: its time and allocation (-1 when none).
+    void precursorActivated(int row, int64_t time, int64_t allocId);
+
+private:
+    std::shared_ptr<const render::Scene> scene_;
+    int level_ = -1;
+    int64_t shownFrame_ = -2;
+    QLabel* head_ = nullptr;
+    QTableWidget* diff_ = nullptr;
+    QTableView* table_ = nullptr;
+    PrecursorModel* model_ = nullptr;
+};
+
+class AllocationDetails : public QWidget {
+    Q_OBJECT
+public:
+    explicit AllocationDetails(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setSelection(const Selection& s);
+    QTreeWidget* tree() const { return tree_; }
+
+private:
+    std::shared_ptr<const render::Scene> scene_;
+    int level_ = -1;
+    QTreeWidget* tree_ = nullptr;
+};
+
+// Collapse rules: metric, comparison, threshold; saved per user in QSettings.
+class RulesEditor : public QDialog {
+    Q_OBJECT
+public:
+    explicit RulesEditor(const std::vector<render::CollapseRule>& rules, QWidget* parent = nullptr);
+    std::vector<render::CollapseRule> rules() const;
+    static std::vector<render::CollapseRule> load();
+    static void save(const std::vector<render::CollapseRule>& rules);
+
+signals:
+    void rulesChanged(const std::vector<fs::render::CollapseRule>& rules);
+
+private:
+    void addRow(const render::CollapseRule& r);
+    QTableWidget* table_ = nullptr;
+};
+
+} // namespace fs::views

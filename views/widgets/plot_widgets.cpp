@@ -1,0 +1,482 @@
+#include "plot_widgets.h"
+
+#include <QPainter>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace fs::views {
+
+namespace {
+
+QCPItemRect* band(QCustomPlot* plot, QCPAxisRect* r, double x0, double x1, const QColor& fill, const QPen& pen)
+{
+    auto* item = new QCPItemRect(plot);
+    item->setClipAxisRect(r);
+    item->setClipToAxisRect(true);
+    for (auto* pos : {item->topLeft, item->bottomRight}) {
+        pos->setAxisRect(r);
+        pos->setAxes(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
+        pos->setTypeX(QCPItemPosition::ptPlotCoords);
+        pos->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    }
+    item->topLeft->setCoords(x0, 0);
+    item->bottomRight->setCoords(x1, 1);
+    item->setBrush(fill);
+    item->setPen(pen);
+    item->setLayer(QStringLiteral("background"));
+    return item;
+}
+
+} // namespace
+
+void applyPlotTheme(QCustomPlot* plot, bool dark)
+{
+    const QColor bg = dark ? QColor(32, 33, 36) : QColor(255, 255, 255);
+    const QColor fg = dark ? QColor(225, 225, 225) : QColor(30, 30, 30);
+    const QColor grid = dark ? QColor(60, 62, 66) : QColor(225, 225, 225);
+    plot->setBackground(bg);
+    for (auto* r : plot->axisRects()) {
+        for (auto* ax : r->axes()) {
+            ax->setBasePen(QPen(fg));
+            ax->setTickPen(QPen(fg));
+            ax->setSubTickPen(QPen(fg));
+            ax->setTickLabelColor(fg);
+            ax->setLabelColor(fg);
+            ax->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+        }
+        if (auto* leg = r->insetLayout()->elementCount() ? qobject_cast<QCPLegend*>(r->insetLayout()->elementAt(0)) : nullptr) {
+            leg->setBrush(QColor(bg.red(), bg.green(), bg.blue(), 210));
+            leg->setTextColor(fg);
+            leg->setBorderPen(QPen(grid));
+        }
+    }
+}
+
+// ---- timelines -------------------------------------------------------------------------------
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
+{
+    auto* lay = new QVBoxLayout(this);
+    lay->setContentsMargins(0, 0, 0, 0);
+    plot_ = new QCustomPlot(this);
+    lay->addWidget(plot_);
+    connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton || !(e->modifiers() & Qt::ControlModifier))
+            return;
+        const double x = rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(e->position().x());
+        const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+        emit timeClicked(scene_->timeBegin() + static_cast<int64_t>(x * u.divisor));
+    });
+    connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* e) {
+        if (!scene_ || rects_.empty())
+            return;
+        const double x = rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(e->position().x());
+        const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+        emit timeClicked(scene_->timeBegin() + static_cast<int64_t>(x * u.divisor));
+    });
+}
+
+int TimelineWidget::graphCount() const { return plot_->graphCount(); }
+
+void TimelineWidget::setDark(bool dark)
+{
+    dark_ = dark;
+    rebuild();
+}
+
+double TimelineWidget::toX(int64_t t) const
+{
+    const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+    return static_cast<double>(t - scene_->timeBegin()) / u.divisor;
+}
+
+void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+{
+    scene_ = std::move(scene);
+    level_ = level;
+    sel_ = {};
+    rebuild();
+}
+
+void TimelineWidget::setSelection(const Selection& s)
+{
+    sel_ = s;
+    rebuild();
+}
+
+void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
+{
+    if (!scene_ || rects_.empty())
+        return;
+    rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
+    plot_->replot();
+}
+
+void TimelineWidget::rebuild()
+{
+    QCPRange keep;
+    const bool hadRange = !rects_.empty();
+    if (hadRange)
+        keep = rects_.front()->axis(QCPAxis::atBottom)->range();
+    plot_->clearItems();
+    plot_->clearGraphs();
+    plot_->plotLayout()->clear();
+    rects_.clear();
+    if (!scene_ || level_ < 0) {
+        plot_->replot();
+        return;
+    }
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+    const QString xlabel = scene_->summary.timeAxis == TimeAxis::Ordinal
+                               ? tr("event number (ordinal)")
+                               : tr("time since start (%1)").arg(QString::fromUtf8(u.name));
+    std::string metric;
+    for (const auto& r : scene_->rules)
+        if (metric.empty() && std::find(scene_->metricNames.begin(), scene_->metricNames.end(), r.metric) != scene_->metricNames.end())
+            metric = r.metric;
+    if (metric.empty() && !scene_->metricNames.empty())
+        metric = scene_->metricNames.front();
+    const int n = metric.empty() ? 3 : 4;
+    auto* group = new QCPMarginGroup(plot_);
+    for (int i = 0; i < n; ++i) {
+        auto* r = new QCPAxisRect(plot_);
+        plot_->plotLayout()->addElement(i, 0, r);
+        r->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+        r->setRangeDrag(Qt::Horizontal);
+        r->setRangeZoom(Qt::Horizontal);
+        r->axis(QCPAxis::atBottom)->setLabel(i == n - 1 ? xlabel : QString());
+        r->axis(QCPAxis::atBottom)->setTickLabels(i == n - 1);
+        auto* leg = new QCPLegend;
+        r->insetLayout()->addElement(leg, Qt::AlignTop | Qt::AlignRight);
+        leg->setLayer(QStringLiteral("legend"));
+        leg->setFont(QFont(font().family(), 8));
+        leg->setRowSpacing(0);
+        rects_.push_back(r);
+    }
+    for (size_t i = 0; i < rects_.size(); ++i)
+        for (size_t j = 0; j < rects_.size(); ++j)
+            if (i != j)
+                connect(rects_[i]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                        rects_[j]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
+    plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    double maxBytes = 1;
+    for (const auto& s : ld.samples)
+        maxBytes = std::max({maxBytes, s.reserved, s.allocated});
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int ui = 0;
+    double div = 1;
+    while (maxBytes / div >= 2048 && ui < 4) {
+        div *= 1024;
+        ++ui;
+    }
+    auto addGraph = [&](QCPAxisRect* r, const QString& name, const QColor& c, bool dashed) {
+        QCPGraph* g = plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
+        g->setName(name);
+        g->setPen(QPen(c, 1.6, dashed ? Qt::DashLine : Qt::SolidLine));
+        if (auto* leg = qobject_cast<QCPLegend*>(r->insetLayout()->elementAt(0)))
+            g->addToLegend(leg);
+        return g;
+    };
+    QVector<double> x, res, alc, fre, fr, fe, ee;
+    for (const auto& s : ld.samples) {
+        x << toX(s.t);
+        res << s.reserved / div;
+        alc << s.allocated / div;
+        fre << s.freeInRegions / div;
+        fr << s.fragRatio;
+        fe << s.fragmentEntropy;
+        ee << s.eventEntropy;
+    }
+    addGraph(rects_[0], tr("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
+    addGraph(rects_[0], tr("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
+    addGraph(rects_[0], tr("free in regions"), QColor(44, 160, 44), true)->setData(x, fre, true);
+    rects_[0]->axis(QCPAxis::atLeft)->setLabel(tr("memory (%1)").arg(QLatin1String(units[ui])));
+    rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
+    addGraph(rects_[1], tr("F = 1 − largest/free"), QColor(214, 39, 40), false)->setData(x, fr, true);
+    rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("fragmentation F"));
+    rects_[1]->axis(QCPAxis::atLeft)->setRange(0, 1.05);
+    addGraph(rects_[2], tr("fragment entropy"), QColor(148, 103, 189), false)->setData(x, fe, true);
+    addGraph(rects_[2], tr("event-size entropy (300 s)"), QColor(255, 127, 14), true)->setData(x, ee, true);
+    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("entropy (bits)"));
+    rects_[2]->axis(QCPAxis::atLeft)->setRange(0, 3.6);
+    auto hline = [&](QCPAxisRect* r, double y) {
+        auto* l = new QCPItemStraightLine(plot_);
+        l->setClipAxisRect(r);
+        for (auto* pos : {l->point1, l->point2}) {
+            pos->setAxisRect(r);
+            pos->setAxes(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
+        }
+        l->point1->setCoords(0, y);
+        l->point2->setCoords(1, y);
+        l->setPen(QPen(render::collapseColor(), 1, Qt::DashLine));
+    };
+    hline(rects_[1], 0.35);
+    if (!metric.empty()) {
+        QVector<double> mx, my;
+        for (const auto& f : scene_->frames) {
+            auto it = f.metrics.find(metric);
+            if (it != f.metrics.end()) {
+                mx << toX(f.start + (f.end - f.start) / 2);
+                my << it->second;
+            }
+        }
+        QCPGraph* g = addGraph(rects_[3], QString::fromStdString(metric), QColor(23, 190, 207), false);
+        g->setData(mx, my, true);
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+        g->setLineStyle(QCPGraph::lsStepCenter);
+        rects_[3]->axis(QCPAxis::atLeft)->setLabel(QString::fromStdString(metric));
+        g->rescaleValueAxis(false, true);
+        for (const auto& r : scene_->rules)
+            if (r.enabled && r.metric == metric)
+                hline(rects_[3], r.threshold);
+        auto* ax = rects_[3]->axis(QCPAxis::atLeft);
+        ax->setRange(std::min(0.0, ax->range().lower), ax->range().upper * 1.1 + 1e-9);
+    }
+    // Collapse bands, frame selection, on every panel.
+    QColor bandC = render::collapseColor();
+    bandC.setAlpha(55);
+    for (auto* r : rects_) {
+        for (const auto& c : scene_->collapses) {
+            const auto* a = scene_->frame(c.firstFrame);
+            const auto* b = scene_->frame(c.lastFrame);
+            if (a && b)
+                band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
+        }
+        if (sel_.from != kNoTime && sel_.to != kNoTime)
+            band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45), QPen(QColor(0, 120, 255), 1.5));
+    }
+    applyPlotTheme(plot_, dark_);
+    const double x1 = toX(scene_->timeEnd());
+    rects_.front()->axis(QCPAxis::atBottom)->setRange(hadRange && keep.size() > 0 ? keep : QCPRange(0, x1 > 0 ? x1 : 1));
+    plot_->replot();
+}
+
+// ---- histogram -------------------------------------------------------------------------------
+
+HistogramWidget::HistogramWidget(QWidget* parent) : QWidget(parent)
+{
+    auto* lay = new QVBoxLayout(this);
+    lay->setContentsMargins(0, 0, 0, 0);
+    plot_ = new QCustomPlot(this);
+    lay->addWidget(plot_);
+}
+
+void HistogramWidget::setDark(bool dark)
+{
+    dark_ = dark;
+    rebuild();
+}
+
+void HistogramWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+{
+    scene_ = std::move(scene);
+    level_ = level;
+    sel_ = {};
+    rebuild();
+}
+
+void HistogramWidget::setSelection(const Selection& s)
+{
+    sel_ = s;
+    rebuild();
+}
+
+void HistogramWidget::rebuild()
+{
+    plot_->clearPlottables();
+    plot_->clearItems();
+    cur_.clear();
+    prev_.clear();
+    if (!scene_ || level_ < 0) {
+        plot_->replot();
+        return;
+    }
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const render::FrameRow* f = scene_->frame(sel_.frame);
+    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : scene_->timeEnd();
+    cur_ = render::fragmentHistogram(ld, at_);
+    const render::FrameRow* p = f ? scene_->frame(f->index - 1) : nullptr;
+    if (p)
+        prev_ = render::fragmentHistogram(ld, p->end);
+    int klo = 12, khi = 20;
+    for (const auto* v : {&cur_, &prev_})
+        for (const auto& b : *v) {
+            klo = std::min(klo, b.log2lo);
+            khi = std::max(khi, b.log2lo);
+        }
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (int k = klo; k <= khi; ++k)
+        ticker->addTick(k, QString::fromStdString(render::formatBytes(std::ldexp(1.0, k))).replace(QStringLiteral(".00"), QString()));
+    plot_->xAxis->setTicker(ticker);
+    plot_->xAxis->setTickLabelRotation(-35);
+    plot_->xAxis->setLabel(tr("free fragment size (log2 bins, lower bound)"));
+    plot_->yAxis->setLabel(tr("fragments (count)"));
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setName(f ? tr("frame %1 (end)").arg(f->index) : tr("at selection"));
+    bars->setBrush(QColor(31, 119, 180));
+    bars->setPen(Qt::NoPen);
+    bars->setWidth(0.7);
+    double maxC = 1;
+    for (const auto& b : cur_) {
+        bars->addData(b.log2lo, static_cast<double>(b.count));
+        maxC = std::max(maxC, static_cast<double>(b.count));
+    }
+    if (!prev_.empty()) {
+        auto* pb = new QCPBars(plot_->xAxis, plot_->yAxis);
+        pb->setName(tr("frame %1 (end), compare").arg(p->index));
+        pb->setBrush(Qt::NoBrush);
+        pb->setPen(QPen(QColor(255, 127, 14), 2));
+        pb->setWidth(0.85);
+        for (const auto& b : prev_) {
+            pb->addData(b.log2lo, static_cast<double>(b.count));
+            maxC = std::max(maxC, static_cast<double>(b.count));
+        }
+    }
+    plot_->xAxis->setRange(klo - 0.6, khi + 0.6);
+    plot_->yAxis->setRange(0, maxC * 1.15);
+    plot_->legend->setVisible(true);
+    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    // The seed's cluster ranges behind the bars.
+    band(plot_, plot_->axisRect(), 12.5, 14.5, QColor(255, 200, 80, 50), Qt::NoPen);
+    band(plot_, plot_->axisRect(), 15.5, 16.5, QColor(80, 200, 255, 50), Qt::NoPen);
+    band(plot_, plot_->axisRect(), 17.5, khi + 0.6, QColor(160, 120, 255, 40), Qt::NoPen);
+    applyPlotTheme(plot_, dark_);
+    plot_->replot();
+}
+
+// ---- memory map ------------------------------------------------------------------------------
+
+MemMapWidget::MemMapWidget(QWidget* parent) : QWidget(parent) { setMinimumSize(240, 200); }
+
+void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+{
+    scene_ = std::move(scene);
+    level_ = level;
+    sel_ = {};
+    update();
+}
+
+void MemMapWidget::setSelection(const Selection& s)
+{
+    sel_ = s;
+    update();
+}
+
+void MemMapWidget::setDark(bool dark)
+{
+    dark_ = dark;
+    update();
+}
+
+void MemMapWidget::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    if (!scene_ || level_ < 0) {
+        p.fillRect(rect(), palette().window());
+        return;
+    }
+    render::RenderOptions o;
+    o.level = level_;
+    o.frame = sel_.frame;
+    if (sel_.frame < 0 && sel_.to != kNoTime)
+        o.at = sel_.to;
+    o.title = false;
+    o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
+    render::paint(p, rect(), *scene_, render::View::MemMap, o);
+}
+
+// ---- kernels lane ----------------------------------------------------------------------------
+
+KernelLaneWidget::KernelLaneWidget(QWidget* parent) : QWidget(parent) { setMinimumHeight(90); }
+
+void KernelLaneWidget::setScene(std::shared_ptr<const render::Scene> scene)
+{
+    scene_ = std::move(scene);
+    sel_ = {};
+    update();
+}
+
+void KernelLaneWidget::setSelection(const Selection& s)
+{
+    sel_ = s;
+    update();
+}
+
+QStringList KernelLaneWidget::newVariants() const
+{
+    QStringList out;
+    if (!scene_)
+        return out;
+    const render::FrameRow* f = scene_->frame(sel_.frame);
+    if (!f || scene_->frames.empty() || f->index == scene_->frames.front().index)
+        return out;
+    std::set<StringId> seen;
+    for (const auto& fr : scene_->frames) {
+        if (fr.index >= f->index)
+            break;
+        seen.insert(fr.kernelNames.begin(), fr.kernelNames.end());
+    }
+    for (StringId k : f->kernelNames)
+        if (!seen.count(k))
+            out << QString::fromStdString(scene_->str(k));
+    return out;
+}
+
+void KernelLaneWidget::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.fillRect(rect(), palette().base());
+    p.setPen(palette().text().color());
+    if (!scene_) {
+        return;
+    }
+    const render::FrameRow* f = scene_->frame(sel_.frame);
+    int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd();
+    if (f) {
+        t0 = f->start;
+        t1 = f->end;
+    } else if (sel_.from != kNoTime) {
+        t0 = sel_.from;
+        t1 = sel_.to;
+    }
+    const QStringList fresh = newVariants();
+    const QRectF lane(110, 22, width() - 120, 22), glane(110, 50, width() - 120, 14);
+    p.drawText(QRectF(6, 4, width() - 12, 16), Qt::AlignLeft | Qt::AlignVCenter,
+               f ? tr("frame %1: %2 kernel name(s)%3").arg(f->index).arg(f->kernelNames.size())
+                       .arg(fresh.isEmpty() ? QString() : tr("; NEW variant: %1").arg(fresh.join(QStringLiteral(", "))))
+                 : tr("whole session (select a frame for its kernels)"));
+    p.drawText(QRectF(6, lane.top(), 100, lane.height()), Qt::AlignLeft | Qt::AlignVCenter, tr("kernels"));
+    p.drawText(QRectF(6, glane.top(), 100, glane.height()), Qt::AlignLeft | Qt::AlignVCenter, tr("graph launches"));
+    p.drawRect(lane);
+    const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
+    auto X = [&](int64_t t) { return lane.left() + static_cast<double>(t - t0) / span * lane.width(); };
+    auto lo = std::lower_bound(scene_->kernels.begin(), scene_->kernels.end(), t0,
+                               [](const render::KernelRec& k, int64_t v) { return k.start < v; });
+    std::set<QString> freshSet(fresh.begin(), fresh.end());
+    double lastX = -1;
+    for (auto it = lo; it != scene_->kernels.end() && it->start < t1; ++it) {
+        const double x0 = X(it->start), x1 = std::max(x0 + 1, X(std::min(it->end, t1)));
+        if (x1 < lastX + 0.5)
+            continue; // narrower than a pixel behind the previous one: merged
+        lastX = x1;
+        const bool isNew = freshSet.count(QString::fromStdString(scene_->str(it->name))) > 0;
+        p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4), isNew ? render::collapseColor() : QColor(90, 140, 200));
+    }
+    for (const auto& g : scene_->graphLaunches)
+        if (g.end >= t0 && g.start <= t1)
+            p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(), std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
+                              glane.height()),
+                       QColor(120, 180, 90));
+    p.setPen(palette().text().color());
+    p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
+               tr("%1 → %2  (red: kernel variant that ran in no previous frame)")
+                   .arg(QString::fromStdString(render::formatTime(t0 - scene_->timeBegin(), scene_->summary.timeAxis)),
+                        QString::fromStdString(render::formatTime(t1 - scene_->timeBegin(), scene_->summary.timeAxis))));
+}
+
+} // namespace fs::views

@@ -1,0 +1,103 @@
+// The QCustomPlot views: timelines on a shared time axis and the fragment-cluster histogram.
+#pragma once
+
+#include "render/render.h"
+#include "selection.h"
+
+#include <QWidget>
+#include <memory>
+
+class QCustomPlot;
+class QCPAxisRect;
+
+namespace fs::views {
+
+class TimelineWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineWidget(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setSelection(const Selection& s);
+    // Shows [t0, t1] (session time) on the shared axis.
+    void setTimeRange(int64_t t0, int64_t t1);
+    QCustomPlot* plot() const { return plot_; }
+    int graphCount() const;
+    void setDark(bool dark);
+
+signals:
+    void timeClicked(int64_t t);
+
+private:
+    void rebuild();
+    double toX(int64_t t) const;
+    std::shared_ptr<const render::Scene> scene_;
+    int level_ = -1;
+    QCustomPlot* plot_ = nullptr;
+    std::vector<QCPAxisRect*> rects_;
+    Selection sel_;
+    bool dark_ = false;
+};
+
+class HistogramWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit HistogramWidget(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setSelection(const Selection& s);
+    // Fragments shown now (frame end or instant) and the comparison frame's.
+    const std::vector<render::HistBin>& current() const { return cur_; }
+    const std::vector<render::HistBin>& previous() const { return prev_; }
+    int64_t shownAt() const { return at_; }
+    QCustomPlot* plot() const { return plot_; }
+    void setDark(bool dark);
+
+private:
+    void rebuild();
+    std::shared_ptr<const render::Scene> scene_;
+    int level_ = -1;
+    QCustomPlot* plot_ = nullptr;
+    std::vector<render::HistBin> cur_, prev_;
+    int64_t at_ = kNoTime;
+    Selection sel_;
+    bool dark_ = false;
+};
+
+// Memory map at the selected frame's end (or the session end), painted by fragscope_render.
+class MemMapWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit MemMapWidget(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setSelection(const Selection& s);
+    void setDark(bool dark);
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+
+private:
+    std::shared_ptr<const render::Scene> scene_;
+    int level_ = -1;
+    Selection sel_;
+    bool dark_ = false;
+};
+
+// Kernels and graph launches of the selected frame as a lane, with new kernel variants marked.
+class KernelLaneWidget : public QWidget {
+    Q_OBJECT
+public:
+    explicit KernelLaneWidget(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene);
+    void setSelection(const Selection& s);
+    QStringList newVariants() const;
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+
+private:
+    std::shared_ptr<const render::Scene> scene_;
+    Selection sel_;
+};
+
+void applyPlotTheme(QCustomPlot* plot, bool dark);
+
+} // namespace fs::views
