@@ -484,8 +484,9 @@ void PickleVm::run()
         case '.': // STOP
             if (!marks_.empty())
                 fail("STOP inside an unclosed MARK");
-            if (stack_.size() != 1)
-                fail(fmt::format("STOP with {} values on the stack (expected 1)", stack_.size()));
+            // Like Python, the result is the top of the stack (anything below is ignored).
+            if (stack_.empty())
+                fail("STOP with an empty stack");
             d_.root_ = stack_.back();
             return;
         case '(':
@@ -583,14 +584,14 @@ void PickleVm::run()
         case 'X': push(d_.newString(PType::Str, bytes(le<uint32_t>()))); break;
         case 0x8c: push(d_.newString(PType::Str, bytes(le<uint8_t>()))); break;
         case 0x8d: push(d_.newString(PType::Str, bytes(le<uint64_t>()))); break;
-        case 'T': { // BINSTRING: py2 str, decoded as bytes
+        case 'T': { // BINSTRING: py2 str, decoded as str like pickle's default encoding
             const int32_t n = static_cast<int32_t>(le<uint32_t>());
             if (n < 0)
                 fail("negative length");
-            push(d_.newString(PType::Bytes, bytes(static_cast<uint64_t>(n))));
+            push(d_.newString(PType::Str, bytes(static_cast<uint64_t>(n))));
             break;
         }
-        case 'U': push(d_.newString(PType::Bytes, bytes(le<uint8_t>()))); break;
+        case 'U': push(d_.newString(PType::Str, bytes(le<uint8_t>()))); break;
         case 'B': push(d_.newString(PType::Bytes, bytes(le<uint32_t>()))); break;
         case 'C': push(d_.newString(PType::Bytes, bytes(le<uint8_t>()))); break;
         case 0x8e: push(d_.newString(PType::Bytes, bytes(le<uint64_t>()))); break;

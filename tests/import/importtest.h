@@ -1,0 +1,77 @@
+// Shared helpers of the importer tests: the reference answers, a tiny pickle writer for
+// hand-made snapshots, session queries.
+#pragma once
+
+#include "testutil.h"
+
+#include "core/session.h"
+
+#include <QByteArray>
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+#include <string>
+
+namespace fstest {
+
+// reference.json of the real-data folder; fails the calling test when it is missing.
+inline QJsonObject reference()
+{
+    QFile f(dataDir() + "/reference.json");
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+inline bool writeFile(const QString& path, const QByteArray& data)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
+}
+
+// Writes protocol-2 pickles of plain data: containers are opened with begin*() and closed
+// with end*(); inside a dict, call key() before each value.
+class PickleWriter {
+public:
+    PickleWriter() { b_.append("\x80\x02", 2); }
+    PickleWriter& str(const std::string& s)
+    {
+        b_.append('X');
+        appendLe(s.size(), 4);
+        b_.append(s.data(), static_cast<qsizetype>(s.size()));
+        return *this;
+    }
+    PickleWriter& key(const std::string& s) { return str(s); }
+    PickleWriter& integer(int64_t v)
+    {
+        b_.append(static_cast<char>(0x8a));
+        b_.append(static_cast<char>(8));
+        appendLe(static_cast<uint64_t>(v), 8);
+        return *this;
+    }
+    PickleWriter& boolean(bool v)
+    {
+        b_.append(static_cast<char>(v ? 0x88 : 0x89));
+        return *this;
+    }
+    PickleWriter& beginDict() { b_.append("}(", 2); return *this; }
+    PickleWriter& endDict() { b_.append('u'); return *this; }
+    PickleWriter& beginList() { b_.append("](", 2); return *this; }
+    PickleWriter& endList() { b_.append('e'); return *this; }
+    QByteArray finish() { return b_ + '.'; }
+
+private:
+    void appendLe(uint64_t v, int n)
+    {
+        for (int i = 0; i < n; ++i)
+            b_.append(static_cast<char>((v >> (8 * i)) & 0xff));
+    }
+    QByteArray b_;
+};
+
+inline int64_t scalar(fs::Session& s, const char* sql) { return s.db().scalar(sql, -1); }
+
+} // namespace fstest

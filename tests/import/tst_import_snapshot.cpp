@@ -1,0 +1,304 @@
+// PyTorch snapshot import end to end through `fragscope import`: every real snapshot in the
+// data folder must end in exactly the catalogue's final state (checked with the test's own
+// reading of the session and with `fragscope state --at end --json`), plus hand-made snapshots
+// for the reconstruction's corner cases and bad input.
+#include "endstate.h"
+#include "importtest.h"
+
+#include <QDirIterator>
+#include <QJsonArray>
+#include <QTemporaryDir>
+
+using namespace fstest;
+
+class TestImportSnapshot : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    QJsonObject ref_;
+
+    QString out(const QString& name) { return tmp_.filePath(name + ".fragscope"); }
+
+    // Imports and checks that it worked; returns the output path.
+    QString importOk(const QString& input, const QString& name)
+    {
+        const QString o = out(name);
+        const CliResult r = runCli({"import", input, "-o", o});
+        if (r.exitCode != 0)
+            qWarning("import failed: %s", r.err.constData());
+        return r.exitCode == 0 ? o : QString();
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY2(QDir(dataDir()).exists(), qPrintable("real-data folder missing: " + dataDir() +
+                                                      " (set FRAGSCOPE_DATA)"));
+        ref_ = reference();
+        QVERIFY2(ref_.contains("pytorch-snapshots"), "reference.json missing or without pytorch-snapshots");
+    }
+
+    void realSnapshots_data()
+    {
+        QTest::addColumn<QString>("rel");
+        // Every pickle in the folder, so a new file without a reference entry fails here.
+        QDirIterator it(dataDir() + "/pytorch-snapshots", {"*.pickle"}, QDir::Files);
+        QStringList files;
+        while (it.hasNext())
+            files << QDir(dataDir()).relativeFilePath(it.next());
+        files.sort();
+        QVERIFY(files.size() >= 8);
+        for (const QString& f : files)
+            QTest::newRow(qPrintable(f)) << f;
+    }
+    void realSnapshots()
+    {
+        QFETCH(QString, rel);
+        const QJsonObject want = ref_["pytorch-snapshots"].toObject()[rel].toObject();
+        QVERIFY2(!want.isEmpty(), qPrintable("no reference for " + rel));
+        const QString o = importOk(dataDir() + "/" + rel, QFileInfo(rel).baseName());
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+
+        // Trace actions as the importer counted them.
+        const QJsonObject actions =
+            QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("pytorch.trace_actions"))).object();
+        QCOMPARE(actions, want["trace_actions"].toObject());
+        // Span and time axis: time_us x 1000 when present, else ordinal.
+        if (want["trace_span_us"].isNull()) {
+            QCOMPARE(QString::fromStdString(s.meta("time_axis")), QString("ordinal"));
+        } else {
+            QCOMPARE(QString::fromStdString(s.meta("time_axis")), QString("ns"));
+            QCOMPARE(QString::fromStdString(s.meta("pytorch.trace_span_us")).toLongLong(),
+                     want["trace_span_us"].toInteger());
+        }
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='alive_at_end'"), int64_t{0});
+
+        const QJsonObject devices = want["devices"].toObject();
+        QVERIFY(!devices.isEmpty());
+        // `fragscope state` (the analysis engine) on the same file.
+        const CliResult st = runCli({"state", o, "--at", "end", "--json"});
+        QCOMPARE(st.exitCode, 0);
+        const QJsonArray states = QJsonDocument::fromJson(st.out).object()["states"].toArray();
+        for (auto dit = devices.begin(); dit != devices.end(); ++dit) {
+            const QJsonObject w = dit.value().toObject();
+            const EndState e = endState(s.db(), dit.key().toLongLong());
+            QCOMPARE(static_cast<qint64>(e.reserved), w["reserved_bytes"].toInteger());
+            QCOMPARE(static_cast<qint64>(e.allocated), w["allocated_bytes"].toInteger());
+            QCOMPARE(static_cast<qint64>(e.free), w["free_bytes"].toInteger());
+            QCOMPARE(static_cast<qint64>(e.fragments), w["fragment_count"].toInteger());
+            QCOMPARE(static_cast<qint64>(e.largest), w["largest_free_fragment_bytes"].toInteger());
+            // The catalogue gives 6 decimals.
+            QVERIFY(std::abs(e.ratio - w["fragmentation_ratio"].toDouble()) < 5e-7);
+            QVERIFY(std::abs(e.entropy - w["fragment_entropy_bits"].toDouble()) < 5e-7);
+
+            QJsonObject engine;
+            for (const auto& x : states)
+                if (x.toObject()["device"].toInteger() == dit.key().toLongLong() &&
+                    x.toObject()["level"].toString() == "framework")
+                    engine = x.toObject();
+            QVERIFY2(!engine.isEmpty(), st.out.constData());
+            for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes", "fragment_count",
+                                  "largest_free_fragment_bytes"})
+                QCOMPARE(engine[k].toInteger(), w[k].toInteger());
+            QVERIFY(std::abs(engine["fragmentation_ratio"].toDouble() - w["fragmentation_ratio"].toDouble()) < 5e-7);
+            QVERIFY(std::abs(engine["fragment_entropy_bits"].toDouble() - w["fragment_entropy_bits"].toDouble()) < 5e-7);
+        }
+    }
+
+    void stacksAreKept()
+    {
+        // decomfl's trace entries carry Python frames: allocations must point at interned stacks.
+        const QString o = importOk(dataDir() + "/pytorch-snapshots/decomfl.pickle", "stacks");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        QVERIFY(s.db().scalar("SELECT count(*) FROM allocations WHERE stack IS NOT NULL") > 7000);
+        QVERIFY(s.db().scalar("SELECT count(*) FROM strings WHERE text LIKE '%module.py:%'") > 0);
+        // Regions carry the segment type string.
+        QCOMPARE(QString::fromStdString(s.db().scalarText(
+                     "SELECT s.text FROM regions r JOIN strings s ON s.id=r.segment_type LIMIT 1")),
+                 QString("large"));
+    }
+
+    void truncatedRealFiles_data()
+    {
+        QTest::addColumn<QString>("rel");
+        QTest::addColumn<double>("fraction");
+        QDirIterator it(dataDir() + "/pytorch-snapshots", {"*.pickle"}, QDir::Files);
+        QStringList files;
+        while (it.hasNext())
+            files << QDir(dataDir()).relativeFilePath(it.next());
+        files.sort();
+        for (const QString& f : files) {
+            QTest::newRow(qPrintable(f + " @50%")) << f << 0.5;
+            QTest::newRow(qPrintable(f + " @99%")) << f << 0.99;
+        }
+    }
+    void truncatedRealFiles()
+    {
+        QFETCH(QString, rel);
+        QFETCH(double, fraction);
+        QFile f(dataDir() + "/" + rel);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray all = f.readAll();
+        const auto cut = static_cast<qsizetype>(static_cast<double>(all.size()) * fraction);
+        const QString in = tmp_.filePath("cut.pickle");
+        QVERIFY(writeFile(in, all.left(cut)));
+        const QString o = out("cut");
+        const CliResult r = runCli({"import", in, "-o", o});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(in.toUtf8() + ": offset "), r.err.constData());
+        QVERIFY2(r.err.contains("truncated"), r.err.constData());
+        QCOMPARE(r.err.count('\n'), 1); // one clear error
+        QVERIFY(!QFile::exists(o));
+    }
+
+    void hostilePickleIsRefused()
+    {
+        // A classic payload: os.system('id') through GLOBAL/REDUCE. Byte 2 is GLOBAL.
+        const QString in = tmp_.filePath("evil.pickle");
+        QVERIFY(writeFile(in, QByteArray("\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.", 24)));
+        const QString o = out("evil");
+        const CliResult r = runCli({"import", in, "-o", o});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("offset 2: refused opcode GLOBAL"), r.err.constData());
+        QVERIFY(!QFile::exists(o));
+    }
+
+    void notASnapshot()
+    {
+        // A valid pickle of a list of ints is not a snapshot: structure error, exit 2.
+        const QString in = tmp_.filePath("list.pickle");
+        QVERIFY(writeFile(in, PickleWriter().beginDict().key("x").integer(1).endDict().finish()));
+        const CliResult r = runCli({"import", in, "-o", out("list")});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("no 'segments'"), r.err.constData());
+        QVERIFY(!QFile::exists(out("list")));
+    }
+
+    void traceReferencesAbsentAddresses()
+    {
+        // One 4096 B segment at 0x10000: a 1024 B block allocated at its start, 3072 B free.
+        // Trace (µs): 10 free_completed 0x10800 (256 B, allocated before the trace: absent
+        // from the final state), 20 alloc 0x90000 (512 B, outside every segment), 30 its free,
+        // 40 alloc 0x10000 (the final block).
+        PickleWriter w;
+        w.beginDict().key("segments").beginList();
+        w.beginDict().key("device").integer(0).key("address").integer(0x10000).key("total_size").integer(4096)
+            .key("stream").integer(0).key("segment_type").str("small").key("is_expandable").boolean(false)
+            .key("blocks").beginList()
+            .beginDict().key("address").integer(0x10000).key("size").integer(1024).key("requested_size").integer(1000)
+            .key("state").str("active_allocated").endDict()
+            .beginDict().key("address").integer(0x10400).key("size").integer(3072).key("requested_size").integer(0)
+            .key("state").str("inactive").endDict()
+            .endList().endDict();
+        w.endList().key("device_traces").beginList().beginList();
+        auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
+            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
+                .key("stream").integer(0).key("time_us").integer(t).endDict();
+        };
+        entry("free_requested", 0x10800, 256, 9);
+        entry("free_completed", 0x10800, 256, 10);
+        entry("alloc", 0x90000, 512, 20);
+        entry("free_completed", 0x90000, 512, 30);
+        entry("alloc", 0x10000, 1000, 40);
+        w.endList().endList().endDict();
+        const QString in = tmp_.filePath("absent.pickle");
+        QVERIFY(writeFile(in, w.finish()));
+        const QString o = importOk(in, "absent");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        // 0x10800 existed before the trace: placed at the first entry (9 µs), freed at 10 µs.
+        QCOMPARE(s.db().scalar("SELECT alloc_ns FROM allocations WHERE address=67584"), int64_t{9000});
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=67584"), int64_t{10000});
+        QCOMPARE(QString::fromStdString(s.meta("pytorch.preexisting_allocations")), QString("1"));
+        // 0x90000 lies outside every segment: kept, and flagged.
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=589824"), int64_t{30000});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='outside_region' AND address=589824"),
+                 int64_t{1});
+        // The final block keeps its block size (1024) and requested size (1000), not the
+        // trace's 1000, so the end state is the snapshot's: 1024 allocated, one 3072 B fragment.
+        QCOMPARE(s.db().scalar("SELECT size FROM allocations WHERE address=65536"), int64_t{1024});
+        QCOMPARE(s.db().scalar("SELECT requested_size FROM allocations WHERE address=65536"), int64_t{1000});
+        const EndState e = endState(s.db(), 0);
+        QCOMPARE(e.reserved, uint64_t{4096});
+        QCOMPARE(e.allocated, uint64_t{1024});
+        QCOMPARE(e.fragments, int64_t{1});
+        QCOMPARE(e.largest, uint64_t{3072});
+        QCOMPARE(s.summary().health.warnings.size(), size_t{0});
+    }
+
+    void inconsistentTraceIsCorrectedWithWarning()
+    {
+        // The final state says 0x10000 is allocated, but the trace's last word on it is a
+        // free: the replay ends with it free, so the importer re-allocates it at the end and
+        // warns, and the end state still equals the snapshot's (1024 allocated of 4096).
+        PickleWriter w;
+        w.beginDict().key("segments").beginList();
+        w.beginDict().key("address").integer(0x10000).key("total_size").integer(4096).key("blocks").beginList()
+            .beginDict().key("size").integer(1024).key("requested_size").integer(1024).key("state").str("active_allocated").endDict()
+            .beginDict().key("size").integer(3072).key("requested_size").integer(0).key("state").str("inactive").endDict()
+            .endList().endDict();
+        w.endList().key("device_traces").beginList().beginList();
+        w.beginDict().key("action").str("free_completed").key("addr").integer(0x10000).key("size").integer(1024)
+            .key("time_us").integer(5).endDict();
+        w.endList().endList().endDict();
+        const QString in = tmp_.filePath("inconsistent.pickle");
+        QVERIFY(writeFile(in, w.finish()));
+        const QString o = importOk(in, "inconsistent");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        const EndState e = endState(s.db(), 0);
+        QCOMPARE(e.allocated, uint64_t{1024});
+        QCOMPARE(e.free, uint64_t{3072});
+        bool warned = false;
+        for (const auto& wmsg : s.summary().health.warnings)
+            warned = warned || wmsg.find("corrected at the end") != std::string::npos;
+        QVERIFY(warned);
+    }
+
+    void expandableSegments()
+    {
+        // Final: one expandable segment, mapped [0x200000, 0x400000), a 1 MiB block allocated
+        // at its start. Trace: map [0x200000, 0x600000) at 1 µs, alloc at 2 µs, unmap
+        // [0x400000, 0x600000) at 3 µs. Undoing it, nothing was mapped before the trace.
+        PickleWriter w;
+        w.beginDict().key("segments").beginList();
+        w.beginDict().key("address").integer(0x200000).key("total_size").integer(0x200000)
+            .key("is_expandable").boolean(true).key("segment_type").str("large").key("blocks").beginList()
+            .beginDict().key("address").integer(0x200000).key("size").integer(0x100000).key("requested_size").integer(0x100000)
+            .key("state").str("active_allocated").endDict()
+            .beginDict().key("address").integer(0x300000).key("size").integer(0x100000).key("requested_size").integer(0)
+            .key("state").str("inactive").endDict()
+            .endList().endDict();
+        w.endList().key("device_traces").beginList().beginList();
+        auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
+            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
+                .key("time_us").integer(t).endDict();
+        };
+        entry("segment_map", 0x200000, 0x400000, 1);
+        entry("alloc", 0x200000, 0x100000, 2);
+        entry("segment_unmap", 0x400000, 0x200000, 3);
+        w.endList().endList().endDict();
+        const QString in = tmp_.filePath("expandable.pickle");
+        QVERIFY(writeFile(in, w.finish()));
+        const QString o = importOk(in, "expandable");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        // One reservation spanning every mapping seen: [0x200000, 0x600000), flagged expandable.
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE expandable=1"), int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT size FROM regions WHERE expandable=1"), int64_t{0x400000});
+        // Mapped parts: the 4 MiB mapping ends at 3 µs, its first half is mapped again then.
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM region_mappings"), int64_t{2});
+        QCOMPARE(s.db().scalar("SELECT unmap_ns FROM region_mappings WHERE size=4194304"), int64_t{3000});
+        QCOMPARE(s.db().scalar("SELECT map_ns FROM region_mappings WHERE size=2097152 AND unmap_ns IS NULL"),
+                 int64_t{3000});
+        const EndState e = endState(s.db(), 0);
+        QCOMPARE(e.reserved, uint64_t{0x200000});
+        QCOMPARE(e.allocated, uint64_t{0x100000});
+        QCOMPARE(e.fragments, int64_t{1});
+        QCOMPARE(e.largest, uint64_t{0x100000});
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImportSnapshot)
+#include "tst_import_snapshot.moc"
