@@ -1,0 +1,51 @@
+// Hand-built sessions for the analysis tests: events written through fs::Ingest, so the engine
+// reads exactly what every real source produces.
+#pragma once
+
+#include "core/ingest.h"
+
+#include <string>
+
+namespace antest {
+
+constexpr uint64_t kBase = 0x7f0000000000;
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * 1024;
+
+inline fs::Event ev(fs::EventType type, int64_t t, uint64_t addr = 0, uint64_t size = 0,
+                    fs::Level level = fs::Level::Framework)
+{
+    fs::Event e;
+    e.type = type;
+    e.time = t;
+    e.address = addr;
+    e.size = size;
+    e.level = level;
+    return e;
+}
+
+inline fs::IngestOptions options(const std::string& path)
+{
+    fs::IngestOptions o;
+    o.path = path;
+    o.sourceKind = "test";
+    o.aliveAtEndIsAnomaly = false;
+    return o;
+}
+
+inline void mark(fs::Ingest& in, int64_t t, const std::string& msg)
+{
+    fs::Event e = ev(fs::EventType::Mark, t);
+    e.name = in.intern(msg);
+    in.add(e);
+}
+
+inline void kernel(fs::Ingest& in, int64_t t, int64_t end, const std::string& name)
+{
+    fs::Event e = ev(fs::EventType::Kernel, t);
+    e.endTime = end;
+    e.name = in.intern(name);
+    in.add(e);
+}
+
+} // namespace antest

@@ -1,0 +1,466 @@
+// The engine over hand-built sessions with known answers (fragments, ratio, entropy, histogram,
+// timeline, heatmap and memory-map pixels, precursor ranking) and a property test over a long
+// random first-fit workload (index == full replay, allocated + free == reserved per region).
+#include "builder.h"
+#include "core/analysis/engine.h"
+#include "core/analysis/metrics.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace fs;
+using namespace fs::analysis;
+using namespace antest;
+
+namespace {
+
+bool sameState(const State& a, const State& b, QString& why)
+{
+    auto diff = [&](const char* what, double x, double y) {
+        why = QString("%1: %2 vs %3 at t=%4").arg(what).arg(x, 0, 'g', 17).arg(y, 0, 'g', 17).arg(a.time);
+        return false;
+    };
+    if (a.reservedBytes != b.reservedBytes)
+        return diff("reserved", double(a.reservedBytes), double(b.reservedBytes));
+    if (a.allocatedBytes != b.allocatedBytes)
+        return diff("allocated", double(a.allocatedBytes), double(b.allocatedBytes));
+    if (a.allocatedOutsideBytes != b.allocatedOutsideBytes)
+        return diff("outside", double(a.allocatedOutsideBytes), double(b.allocatedOutsideBytes));
+    if (a.freeBytes != b.freeBytes)
+        return diff("free", double(a.freeBytes), double(b.freeBytes));
+    if (a.fragmentCount != b.fragmentCount)
+        return diff("fragments", double(a.fragmentCount), double(b.fragmentCount));
+    if (a.largestFreeFragmentBytes != b.largestFreeFragmentBytes)
+        return diff("largest", double(a.largestFreeFragmentBytes), double(b.largestFreeFragmentBytes));
+    if (a.liveAllocations != b.liveAllocations)
+        return diff("live", double(a.liveAllocations), double(b.liveAllocations));
+    if (a.regionCount != b.regionCount)
+        return diff("regions", a.regionCount, b.regionCount);
+    if (std::fabs(a.fragmentationRatio - b.fragmentationRatio) > 1e-12)
+        return diff("F", a.fragmentationRatio, b.fragmentationRatio);
+    if (std::fabs(a.fragmentEntropyBits - b.fragmentEntropyBits) > 1e-9)
+        return diff("entropy", a.fragmentEntropyBits, b.fragmentEntropyBits);
+    if (a.histogram.log2.size() != b.histogram.log2.size())
+        return diff("histogram bins", double(a.histogram.log2.size()), double(b.histogram.log2.size()));
+    for (size_t i = 0; i < a.histogram.log2.size(); ++i)
+        if (a.histogram.log2[i].count != b.histogram.log2[i].count ||
+            a.histogram.log2[i].bytes != b.histogram.log2[i].bytes)
+            return diff("histogram bin", double(a.histogram.log2[i].lo), double(b.histogram.log2[i].lo));
+    return true;
+}
+
+} // namespace
+
+class TstAnalysisEngine : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    std::string path(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
+
+    // One 1 MiB segment: A [0, 256K) at 10, B [256K, 512K) at 20, C [512K, 896K) at 30, B freed
+    // at 40, D outside any region at 50, end mark at 100.
+    std::string knownSession()
+    {
+        const auto f = path("known.fragscope");
+        Ingest in(options(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 * MiB));
+        in.add(ev(EventType::Alloc, 10, kBase, 256 * KiB));
+        in.add(ev(EventType::Alloc, 20, kBase + 256 * KiB, 256 * KiB));
+        in.add(ev(EventType::Alloc, 30, kBase + 512 * KiB, 384 * KiB));
+        in.add(ev(EventType::Free, 40, kBase + 256 * KiB));
+        in.add(ev(EventType::Alloc, 50, kBase + 2 * MiB, 4 * KiB));
+        mark(in, 100, "done");
+        in.end();
+        return f;
+    }
+
+private slots:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void fragmentsAndRatio()
+    {
+        const auto e = Engine::open(knownSession());
+        QCOMPARE(e->tracks().size(), size_t{1});
+        QVERIFY(e->defaultTrack(0).has_value());
+        QCOMPARE(e->defaultTrack(0)->level, Level::Framework);
+
+        // t = 5: the whole segment is one 1 MiB fragment.
+        State s = e->stateAt(0, Level::Framework, 5);
+        QCOMPARE(s.reservedBytes, 1 * MiB);
+        QCOMPARE(s.fragmentCount, int64_t{1});
+        QCOMPARE(s.largestFreeFragmentBytes, 1 * MiB);
+        QCOMPARE(s.fragmentationRatio, 0.0);
+
+        // t = 35: A, B, C live; one fragment [896K, 1M) = 128 KiB; F = 1 - 128/128 = 0.
+        s = e->stateAt(0, Level::Framework, 35);
+        QCOMPARE(s.allocatedBytes, 896 * KiB);
+        QCOMPARE(s.freeBytes, 128 * KiB);
+        QCOMPARE(s.fragmentCount, int64_t{1});
+        QCOMPARE(s.fragmentationRatio, 0.0);
+        QCOMPARE(s.fragmentEntropyBits, 0.0);
+
+        // t = 40 (B's free included): fragments 256 KiB [256K, 512K) and 128 KiB; free 384 KiB;
+        // F = 1 - 256/384 = 1/3; classes (128, 256] and (64, 128] KiB equally -> exactly 1 bit.
+        s = e->stateAt(0, Level::Framework, 40);
+        QCOMPARE(s.allocatedBytes, 640 * KiB);
+        QCOMPARE(s.freeBytes, 384 * KiB);
+        QCOMPARE(s.allocatedBytes + s.freeBytes, s.reservedBytes);
+        QCOMPARE(s.fragmentCount, int64_t{2});
+        QCOMPARE(s.largestFreeFragmentBytes, 256 * KiB);
+        QVERIFY(std::fabs(s.fragmentationRatio - 1.0 / 3.0) < 1e-15);
+        QCOMPARE(s.fragmentEntropyBits, 1.0);
+        // Histogram: 128 KiB in [128K, 256K), 256 KiB in [256K, 512K); seed clusters: 128 KiB in
+        // 64-128 KiB, 256 KiB in >= 256 KiB.
+        QCOMPARE(s.histogram.log2.size(), size_t{2});
+        QCOMPARE(s.histogram.log2[0].lo, 128 * KiB);
+        QCOMPARE(s.histogram.log2[0].count, int64_t{1});
+        QCOMPARE(s.histogram.log2[1].lo, 256 * KiB);
+        QCOMPARE(s.histogram.clusters[0].count, int64_t{0});
+        QCOMPARE(s.histogram.clusters[1].count, int64_t{1});
+        QCOMPARE(s.histogram.clusters[2].count, int64_t{1});
+        QCOMPARE(s.histogram.clusters[2].bytes, 256 * KiB);
+
+        // t = 39: B still live (the free at 40 is not included).
+        QCOMPARE(e->stateAt(0, Level::Framework, 39).fragmentCount, int64_t{1});
+
+        // D sits outside any region: counted apart, never as a fragment's neighbour.
+        s = e->stateAt(0, Level::Framework, e->timeEnd());
+        QCOMPARE(s.allocatedOutsideBytes, 4 * KiB);
+        QCOMPARE(s.liveAllocations, int64_t{3});
+        QCOMPARE(s.fragmentCount, int64_t{2});
+        QVERIFY(e->caveats().anomalies > 0); // outside_region was recorded by ingest
+
+        // Fragments and lookups.
+        const auto frags = e->fragmentsAt(0, Level::Framework, 45);
+        QCOMPARE(frags.size(), size_t{2});
+        QCOMPARE(frags[0].address, kBase + 256 * KiB);
+        QCOMPARE(frags[1].size, 128 * KiB);
+        const auto hit = e->allocationAt(0, Level::Framework, 45, kBase + 600 * KiB);
+        QVERIFY(hit.has_value());
+        QCOMPARE(hit->address, kBase + 512 * KiB);
+        QCOMPARE(hit->allocNs, int64_t{30});
+        QVERIFY(!e->allocationAt(0, Level::Framework, 45, kBase + 300 * KiB).has_value());
+        QVERIFY(e->allocation(hit->id).has_value());
+
+        for (int64_t t : {0, 5, 10, 25, 35, 40, 45, 50, 100})
+        {
+            QString why;
+            QVERIFY2(sameState(e->stateAt(0, Level::Framework, t), e->stateAtFullReplay(0, Level::Framework, t), why),
+                     qPrintable(why));
+        }
+    }
+
+    void timelineKnownAnswers()
+    {
+        const auto e = Engine::open(knownSession());
+        TimelineOptions o;
+        o.from = 0;
+        o.to = 45;
+        o.step = 5;
+        o.entropyWindowNs = 1000;
+        const Timeline tl = e->timeline(o);
+        QCOMPARE(tl.time.size(), size_t{10}); // 0, 5, ..., 45
+        QCOMPARE(tl.time.back(), int64_t{45});
+        QCOMPARE(tl.fragmentCount.back(), 2.0);
+        QVERIFY(std::fabs(tl.fragmentationRatio.back() - 1.0 / 3.0) < 1e-12);
+        QCOMPARE(tl.fragmentEntropy.back(), 1.0);
+        // Events up to 45: allocs 256K, 256K, 384K and the free of a 256K block: classes
+        // (128, 256] KiB x3 and (256, 512] KiB x1 -> H(3/4, 1/4) = 0.811278 bits.
+        QVERIFY(std::fabs(tl.eventEntropy.back() - 0.8112781244591328) < 1e-12);
+        // At t = 25 two allocs of one class: 0 bits; a window of 10 at t = 45 holds only the
+        // free at 40 -> 0 bits.
+        QCOMPARE(tl.eventEntropy[5], 0.0);
+        o.entropyWindowNs = 10;
+        QCOMPARE(e->timeline(o).eventEntropy.back(), 0.0);
+        // Reserved = allocated + free at every sample.
+        for (size_t i = 0; i < tl.time.size(); ++i)
+            QCOMPARE(tl.allocated[i] + tl.freeInRegions[i], tl.reserved[i]);
+        // Trend of F over the samples: a fit exists with n = 10.
+        QCOMPARE(e->trend(tl, "fragmentation_ratio", kNoTime, kNoTime).n, int64_t{10});
+        // Bursts with a 15 ns gap: allocations at 10, 20, 30 (gaps 10) then 50 (gap 20).
+        const auto b = e->bursts(0, Level::Framework, kNoTime, kNoTime, 15);
+        QCOMPARE(b.size(), size_t{2});
+        QCOMPARE(b[0].allocations, int64_t{3});
+    }
+
+    void heatmapOneAllocation()
+    {
+        // A 4 KiB region alive over the whole span; one 1 KiB block at [1K, 2K) from 100 to 200;
+        // the session ends at 400. A 4 x 4 raster over [0, 400) x [0, 4K): columns of 100 ns,
+        // rows of 1 KiB. The block fills cell (1, 1) exactly and nothing else.
+        const auto f = path("heat.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 4096));
+            in.add(ev(EventType::Alloc, 100, kBase + 1024, 1024));
+            in.add(ev(EventType::Free, 200, kBase + 1024));
+            mark(in, 400, "end");
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        HeatmapRequest r;
+        r.t0 = 0;
+        r.t1 = 400;
+        r.width = 4;
+        r.height = 4;
+        const HeatmapRaster h = e->heatmap(r);
+        QCOMPARE(h.layout.compactSize, uint64_t{4096});
+        QCOMPARE(h.allocationsInView, int64_t{1});
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 4; ++x) {
+                const size_t k = static_cast<size_t>(y * 4 + x);
+                const bool hit = x == 1 && y == 1;
+                QVERIFY2(std::fabs(h.occupancy[k] - (hit ? 1.0f : 0.0f)) < 1e-6, qPrintable(QString("cell %1,%2").arg(x).arg(y)));
+                QCOMPARE(h.state[k], hit ? CellState::Allocated : CellState::Free);
+                QVERIFY(std::fabs(h.reservedFraction[k] - 1.0f) < 1e-6);
+            }
+        // 2 x 2: cell (0, 0) spans [0, 200) x [0, 2K): the block covers half its time and half
+        // its bytes -> occupancy 0.25.
+        r.width = r.height = 2;
+        const HeatmapRaster h2 = e->heatmap(r);
+        QVERIFY(std::fabs(h2.occupancy[0] - 0.25f) < 1e-6);
+        QCOMPARE(h2.occupancy[1], 0.0f);
+        QCOMPARE(h2.occupancy[2], 0.0f);
+        // A viewport after the block's life shows only free cells.
+        r.t0 = 200;
+        const HeatmapRaster h3 = e->heatmap(r);
+        QCOMPARE(h3.allocationsInView, int64_t{0});
+        for (CellState c : h3.state)
+            QCOMPARE(c, CellState::Free);
+
+        // Memory map at t = 150, 2 x 2 cells of 1 KiB along the curve: the block is curve
+        // position 1, which is cell (0, 1) -> index 2.
+        MemmapRequest m;
+        m.time = 150;
+        m.order = 1;
+        const MemmapRaster mm = e->memmap(m);
+        QCOMPARE(mm.side, 2);
+        QCOMPARE(mm.bytesPerCell, uint64_t{1024});
+        QCOMPARE(mm.state[2], CellState::Allocated);
+        QVERIFY(std::fabs(mm.occupancy[2] - 1.0f) < 1e-6);
+        QCOMPARE(mm.state[0], CellState::Free);
+        QCOMPARE(mm.state[1], CellState::Free);
+        QCOMPARE(mm.state[3], CellState::Free);
+    }
+
+    void layoutSeparators()
+    {
+        // Two regions 1 MiB apart: compacted end to end with one separator between them.
+        const auto f = path("layout.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 64 * KiB));
+            in.add(ev(EventType::RegionCreate, 1, kBase + MiB, 64 * KiB));
+            mark(in, 10, "end");
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        const AddressLayout L = e->layout(0, Level::Framework);
+        QCOMPARE(L.ranges.size(), size_t{2});
+        QCOMPARE(L.separators.size(), size_t{1});
+        // Separator = max(1, total / (10 * separators)) = 128 KiB / 10 = 13107 bytes.
+        QCOMPARE(L.separatorBytes, uint64_t{13107});
+        QCOMPARE(L.compactSize, 128 * KiB + 13107);
+        uint64_t c = 0, a = 0;
+        QVERIFY(L.toCompact(kBase + MiB + 5, c));
+        QCOMPARE(c, 64 * KiB + 13107 + 5);
+        QVERIFY(L.toAddress(c, a));
+        QCOMPARE(a, kBase + MiB + 5);
+        QVERIFY(!L.toAddress(64 * KiB + 10, a)); // inside the separator
+        QVERIFY(!L.toCompact(kBase + 100 * KiB, c)); // in the hole
+    }
+
+    void precursorRanking()
+    {
+        // Frames 0..3 of 1000 ns from t = 1000; coherence 0.9, 0.8, 0.01, 0.7: frame 2 collapses.
+        // Window = [start(frame 0), end(frame 2)] = [1000, 4000]. Expected ranking by score:
+        //   OOM 4 MiB at 3300                    score 4 x 4 MiB = 16 MiB
+        //   new 2 MiB region at 3100             score 2 MiB
+        //   B (512K mid-region) at 3200: largest 2 MiB -> 1 MiB, score 1 MiB
+        //   A (256K) at 1500: largest 1 MiB -> 768K, score 256 KiB
+        //   kernel gemm_fallback only in frame 2: score = dip of the largest in frame 2 below
+        //   its value at the end of frame 1 (768K, never lower) -> the floor of 1
+        const auto f = path("collapse.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            for (int i = 0; i < 4; ++i) {
+                mark(in, 1000 * (i + 1), "frame " + std::to_string(i));
+                const double v[] = {0.9, 0.8, 0.01, 0.7};
+                mark(in, 1000 * (i + 1) + 1, "metric coherence_score=" + std::to_string(v[i]));
+                kernel(in, 1000 * (i + 1) + 100, 1000 * (i + 1) + 150, "gemm_a");
+            }
+            in.add(ev(EventType::Alloc, 1500, kBase, 256 * KiB));
+            in.add(ev(EventType::RegionCreate, 3100, kBase + 4 * MiB, 2 * MiB));
+            kernel(in, 3150, 3180, "gemm_fallback");
+            in.add(ev(EventType::Alloc, 3200, kBase + 4 * MiB + 512 * KiB, 512 * KiB));
+            in.add(ev(EventType::Oom, 3300, 0, 4 * MiB));
+            mark(in, 5000, "end");
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        QCOMPARE(e->frames().size(), size_t{4});
+        QCOMPARE(e->collapses().size(), size_t{1});
+        QCOMPARE(e->collapses()[0].firstFrame, int64_t{2});
+        QCOMPARE(e->collapses()[0].lastFrame, int64_t{2});
+        QCOMPARE(e->frames()[2].collapse, 0);
+        QCOMPARE(e->frames()[2].newKernelVariants, int64_t{1});
+        QCOMPARE(e->frames()[1].newKernelVariants, int64_t{0});
+        QVERIFY(!e->collapseReport(1).has_value());
+        const auto rep = e->collapseReport(2);
+        QVERIFY(rep.has_value());
+        QCOMPARE(rep->windowBegin, int64_t{1000});
+        QCOMPARE(rep->windowEnd, int64_t{4000});
+        const auto& p = rep->precursors;
+        QCOMPARE(p.size(), size_t{5});
+        QCOMPARE(p[0].kind, PrecursorKind::Oom);
+        QCOMPARE(p[0].score, 16.0 * MiB);
+        QCOMPARE(p[1].kind, PrecursorKind::RegionCreated);
+        QCOMPARE(p[1].score, 2.0 * MiB);
+        QCOMPARE(p[2].kind, PrecursorKind::SplitLargest);
+        QCOMPARE(p[2].time, int64_t{3200});
+        QCOMPARE(p[2].score, 1.0 * MiB);
+        QCOMPARE(p[3].kind, PrecursorKind::SplitLargest);
+        QCOMPARE(p[3].time, int64_t{1500});
+        QCOMPARE(p[3].score, 256.0 * KiB);
+        QCOMPARE(p[4].kind, PrecursorKind::NewKernelVariant);
+        QCOMPARE(rep->newKernels.size(), size_t{1});
+        QCOMPARE(rep->newKernels[0].name, std::string("gemm_fallback"));
+        // State diff end(frame 1) = 3000 -> end(frame 2) = 4000.
+        QCOMPARE(rep->diff.size(), size_t{1});
+        QCOMPARE(rep->diff[0].before.reservedBytes, MiB);
+        QCOMPARE(rep->diff[0].before.largestFreeFragmentBytes, 768 * KiB);
+        QCOMPARE(rep->diff[0].after.reservedBytes, 3 * MiB);
+        QCOMPARE(rep->diff[0].after.largestFreeFragmentBytes, MiB);
+        QCOMPARE(rep->diff[0].after.fragmentCount, int64_t{3});
+        // Per-frame extremes: in frame 2 the largest went 768K -> 2 MiB -> 1 MiB.
+        const FrameAllocator& fa = e->frames()[2].allocator.at(0);
+        QCOMPARE(fa.minLargestFragment, 768 * KiB);
+        QCOMPARE(fa.maxLargestFragment, 2 * MiB);
+        QCOMPARE(fa.allocs, int64_t{1});
+        // Time parsing: frame:N is the end of frame N; units are offsets from the beginning.
+        QCOMPARE(parseTime(*e, "frame:1"), int64_t{3000});
+        QCOMPARE(parseTime(*e, "end"), e->timeEnd());
+        QCOMPARE(parseTime(*e, "2us"), e->timeBegin() + 2000);
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseTime(*e, "frame:9"));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseTime(*e, "12 parsecs"));
+        // Editable rules: coherence < 0.85 breaks frames 1, 2, 3 (0.8, 0.01, 0.7): one run 1..3;
+        // coherence > 0.75 breaks frames 0 and 1 (0.9, 0.8): one run 0..1.
+        auto runs = e->collapsesWith({{"coherence_score", Compare::Less, 0.85}});
+        QCOMPARE(runs.size(), size_t{1});
+        QCOMPARE(runs[0].firstFrame, int64_t{1});
+        QCOMPARE(runs[0].lastFrame, int64_t{3});
+        runs = e->collapsesWith({{"coherence_score", Compare::Greater, 0.75}});
+        QCOMPARE(runs.size(), size_t{1});
+        QCOMPARE(runs[0].lastFrame, int64_t{1});
+        // Correlation of the largest fragment at frame end with coherence over 4 frames has n = 4.
+        QCOMPARE(e->correlation(0, Level::Framework, "largest_fragment_end", "coherence_score").n, int64_t{4});
+    }
+
+    void indexEqualsFullReplayOnLongRandomRun()
+    {
+        // 3 regions of 8 MiB, 90 000 first-fit operations with many equal timestamps: enough
+        // events for several checkpoints. At 60 times, the checkpointed state equals the
+        // brute-force replay, and allocated + free == reserved in every region.
+        const auto f = path("random.fragscope");
+        std::mt19937_64 rng(12345);
+        const uint64_t regionSize = 8 * MiB;
+        std::vector<std::map<uint64_t, uint64_t>> live(3);
+        int64_t t = 0;
+        {
+            Ingest in(options(f));
+            in.begin();
+            for (int r = 0; r < 3; ++r)
+                in.add(ev(EventType::RegionCreate, 0, kBase + static_cast<uint64_t>(r) * 16 * MiB, regionSize));
+            for (int op = 0; op < 90000; ++op) {
+                t += static_cast<int64_t>(rng() % 3);
+                const size_t r = rng() % 3;
+                const uint64_t base = kBase + r * 16 * MiB;
+                auto& m = live[r];
+                if (!m.empty() && (rng() % 100 < 48 || m.size() > 60)) {
+                    auto it = m.begin();
+                    std::advance(it, static_cast<long>(rng() % m.size()));
+                    in.add(ev(EventType::Free, t, it->first));
+                    m.erase(it);
+                    continue;
+                }
+                const uint64_t size = (1 + rng() % 2048) * 512;
+                uint64_t pos = base;
+                bool placed = false;
+                for (auto it = m.begin();; ++it) {
+                    const uint64_t gapEnd = it == m.end() ? base + regionSize : it->first;
+                    if (gapEnd >= pos + size) {
+                        placed = true;
+                        break;
+                    }
+                    if (it == m.end())
+                        break;
+                    pos = it->first + it->second;
+                }
+                if (!placed)
+                    continue;
+                in.add(ev(EventType::Alloc, t, pos, size));
+                m[pos] = size;
+            }
+            in.add(ev(EventType::RegionDestroy, t + 1, kBase + 32 * MiB)); // with live blocks inside
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        std::uniform_int_distribution<int64_t> pick(0, t + 2);
+        for (int i = 0; i < 60; ++i) {
+            const int64_t q = i == 0 ? t + 2 : pick(rng);
+            const State a = e->stateAt(0, Level::Framework, q);
+            const State b = e->stateAtFullReplay(0, Level::Framework, q);
+            QString why;
+            QVERIFY2(sameState(a, b, why), qPrintable(why));
+            QCOMPARE(a.allocatedBytes + a.freeBytes, a.reservedBytes);
+            if (i % 10 == 0) {
+                std::map<int64_t, uint64_t> perRegion;
+                for (const Fragment& fr : e->fragmentsAt(0, Level::Framework, q))
+                    perRegion[fr.regionId] += fr.size;
+                for (const AllocationInfo& al : e->liveAllocationsAt(0, Level::Framework, q))
+                    if (al.regionId >= 0)
+                        perRegion[al.regionId] += al.size;
+                for (const RegionInfo& ri : e->regions(0, Level::Framework))
+                    if (ri.createNs <= q && ri.destroyNs > q)
+                        QCOMPARE(perRegion[ri.id], ri.size);
+            }
+        }
+        // The timeline replays the same figures as point queries.
+        TimelineOptions o;
+        o.step = std::max<int64_t>(1, t / 50);
+        const Timeline tl = e->timeline(o);
+        for (size_t i = 0; i < tl.time.size(); i += 7) {
+            const State s = e->stateAt(0, Level::Framework, tl.time[i]);
+            QCOMPARE(tl.fragmentCount[i], static_cast<double>(s.fragmentCount));
+            QCOMPARE(tl.largestFragment[i], static_cast<double>(s.largestFreeFragmentBytes));
+        }
+    }
+
+    void badFileIsASessionError()
+    {
+        const auto f = path("not-a-session.fragscope");
+        {
+            FILE* fp = std::fopen(f.c_str(), "wb");
+            std::fputs("hello, this is not SQLite at all, just text padding it out to over a hundred bytes "
+                       "so the header check is what rejects it.\n",
+                       fp);
+            std::fclose(fp);
+        }
+        QVERIFY_THROWS_EXCEPTION(SessionError, Engine::open(f));
+        std::atomic<bool> cancel{true};
+        LoadOptions lo;
+        lo.cancel = &cancel;
+        QVERIFY_THROWS_EXCEPTION(Cancelled, Engine::open(knownSession(), lo));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstAnalysisEngine)
+#include "tst_analysis_engine.moc"

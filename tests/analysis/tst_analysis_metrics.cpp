@@ -1,0 +1,174 @@
+// Known answers for the pure metric functions (metrics.h): size classes, entropy, histogram
+// bins, bursts, trend, correlation with p-values, Hilbert curve.
+#include "core/analysis/metrics.h"
+
+#include <QTest>
+#include <cmath>
+#include <vector>
+
+using namespace fs::analysis;
+
+class TstAnalysisMetrics : public QObject {
+    Q_OBJECT
+private slots:
+    void sizeClasses_data()
+    {
+        QTest::addColumn<qulonglong>("bytes");
+        QTest::addColumn<int>("cls");
+        // Class n = 2..12 holds (2^(n-1), 2^n] KiB; index = n - 2.
+        QTest::newRow("0 B") << 0ULL << 0;
+        QTest::newRow("1 B") << 1ULL << 0;
+        QTest::newRow("4 KiB") << 4096ULL << 0;      // <= 4 KiB: first class
+        QTest::newRow("4 KiB + 1") << 4097ULL << 1;  // (4, 8] KiB
+        QTest::newRow("8 KiB") << 8192ULL << 1;
+        QTest::newRow("8 KiB + 1") << 8193ULL << 2;
+        QTest::newRow("256 KiB") << 262144ULL << 6;  // n = 8
+        QTest::newRow("2 MiB + 1") << 2097153ULL << 10; // (2, 4] MiB: last class
+        QTest::newRow("4 MiB") << 4194304ULL << 10;
+        QTest::newRow("1 GiB") << 1073741824ULL << 10; // > 4 MiB: last class too
+    }
+    void sizeClasses()
+    {
+        QFETCH(qulonglong, bytes);
+        QFETCH(int, cls);
+        QCOMPARE(sizeClass(bytes), cls);
+    }
+
+    void entropy()
+    {
+        // Two equally frequent classes: -2 * 0.5 log2 0.5 = exactly 1 bit.
+        SizeClassCounts c;
+        c.add(3000);    // class 0
+        c.add(100000);  // (64, 128] KiB
+        QCOMPARE(c.bits(), 1.0);
+        // Four equal classes: 2 bits; one class: 0 bits.
+        c.add(5000);
+        c.add(9000);
+        QCOMPARE(c.bits(), 2.0);
+        SizeClassCounts one;
+        one.add(1 << 20);
+        one.add(1 << 20);
+        QCOMPARE(one.bits(), 0.0);
+        // p = (3/4, 1/4): H = -(0.75 log2 0.75 + 0.25 log2 0.25) = 0.811278...
+        const std::vector<int64_t> counts{3, 1, 0};
+        QVERIFY(std::fabs(entropyBits(counts) - 0.8112781244591328) < 1e-12);
+        // All 11 classes equally: log2 11 = 3.459 bits, the maximum DESIGN.md states.
+        std::vector<int64_t> all(11, 7);
+        QVERIFY(std::fabs(entropyBits(all) - std::log2(11.0)) < 1e-12);
+    }
+
+    void histogramBins()
+    {
+        // 1024 and 1500 share the log2 bin [1 KiB, 2 KiB); 8192 -> [8, 16) KiB; 100000 ->
+        // [64, 128) KiB; 300000 -> [256, 512) KiB. Seed clusters: 8192 in 8-32 KiB, 100000 in
+        // 64-128 KiB, 300000 in >= 256 KiB.
+        const std::vector<uint64_t> sizes{1024, 1500, 8192, 100000, 300000};
+        const Histogram h = makeHistogram(sizes);
+        QCOMPARE(h.log2.size(), size_t{4});
+        QCOMPARE(h.log2[0].lo, uint64_t{1024});
+        QCOMPARE(h.log2[0].hi, uint64_t{2048});
+        QCOMPARE(h.log2[0].count, int64_t{2});
+        QCOMPARE(h.log2[0].bytes, uint64_t{2524});
+        QCOMPARE(h.log2[1].lo, uint64_t{8192});
+        QCOMPARE(h.log2[2].lo, uint64_t{65536});
+        QCOMPARE(h.log2[3].lo, uint64_t{262144});
+        QCOMPARE(h.log2[3].bytes, uint64_t{300000});
+        QCOMPARE(h.clusters.size(), size_t{3});
+        QCOMPARE(h.clusters[0].count, int64_t{1});
+        QCOMPARE(h.clusters[0].bytes, uint64_t{8192});
+        QCOMPARE(h.clusters[1].count, int64_t{1});
+        QCOMPARE(h.clusters[2].count, int64_t{1});
+        QCOMPARE(h.clusters[2].hi, uint64_t{0}); // unbounded
+        // Cluster edges are inclusive: 32 KiB and 128 KiB belong, 33 KiB does not.
+        QCOMPARE(clusterOf(32 * 1024), 0);
+        QCOMPARE(clusterOf(33 * 1024), -1);
+        QCOMPARE(clusterOf(128 * 1024), 1);
+        QCOMPARE(clusterOf(256 * 1024 - 1), -1);
+    }
+
+    void burstsSplitAtTheGap()
+    {
+        // Gaps: 1 ms, 1 ms, 8 ms, 1 ms, 5 ms (= gap: splits), with a 5 ms gap:
+        // bursts {0,1,2 ms}, {10,11 ms}, {16 ms}.
+        const std::vector<int64_t> t{0, 1'000'000, 2'000'000, 10'000'000, 11'000'000, 16'000'000};
+        const std::vector<uint64_t> s{10, 20, 30, 40, 50, 60};
+        const auto b = splitBursts(t, s, 5'000'000);
+        QCOMPARE(b.size(), size_t{3});
+        QCOMPARE(b[0].allocations, int64_t{3});
+        QCOMPARE(b[0].bytes, uint64_t{60});
+        QCOMPARE(b[0].end, int64_t{2'000'000});
+        QCOMPARE(b[1].allocations, int64_t{2});
+        QCOMPARE(b[1].begin, int64_t{10'000'000});
+        QCOMPARE(b[2].allocations, int64_t{1});
+    }
+
+    void trendOnALine()
+    {
+        // y = 2x + 1 exactly: slope 2, intercept 1, R^2 1.
+        const std::vector<double> x{0, 1, 2, 3, 4};
+        const std::vector<double> y{1, 3, 5, 7, 9};
+        const Trend t = fitTrend(x, y);
+        QCOMPARE(t.n, int64_t{5});
+        QVERIFY(std::fabs(t.slope - 2) < 1e-12);
+        QVERIFY(std::fabs(t.intercept - 1) < 1e-12);
+        QVERIFY(std::fabs(t.r2 - 1) < 1e-12);
+        // y = (1, 3, 2): slope 0.5, R^2 = Sxy^2/(Sxx Syy) = 1/(2*2) = 0.25.
+        const std::vector<double> x3{0, 1, 2}, y3{1, 3, 2};
+        const Trend t3 = fitTrend(x3, y3);
+        QVERIFY(std::fabs(t3.slope - 0.5) < 1e-12);
+        QVERIFY(std::fabs(t3.r2 - 0.25) < 1e-12);
+    }
+
+    void correlation()
+    {
+        // x = 1..5, y = (1,2,3,5,4): Sxy = 9, Sxx = Syy = 10 -> r = 0.9; ranks equal the values
+        // so Spearman is 0.9 too. t = 0.9 sqrt(3 / 0.19) = 3.5762; two-sided p with 3 df
+        // (closed form 1 - 2/pi (atan(t/sqrt3) + (t/sqrt3)/(1 + t^2/3))) = 0.0373861.
+        const std::vector<double> x{1, 2, 3, 4, 5}, y{1, 2, 3, 5, 4};
+        const Correlation c = correlate(x, y);
+        QCOMPARE(c.n, int64_t{5});
+        QVERIFY(std::fabs(c.pearson - 0.9) < 1e-12);
+        QVERIFY(std::fabs(c.spearman - 0.9) < 1e-12);
+        QVERIFY(std::fabs(c.pearsonP - 0.03738607346849865) < 1e-9);
+        // r = 0.5 over n = 3 (1 df): p = 1 - 2/pi atan(1/sqrt 3) = 2/3 exactly.
+        QVERIFY(std::fabs(correlationPValue(0.5, 3) - 2.0 / 3.0) < 1e-9);
+        // Spearman sees a monotone but non-linear relation as perfect: y = x^3.
+        const std::vector<double> y3{1, 8, 27, 64, 125};
+        const Correlation m = correlate(x, y3);
+        QVERIFY(std::fabs(m.spearman - 1) < 1e-12);
+        QVERIFY(m.pearson < 0.99);
+        // NaN pairs are skipped and n says so.
+        const std::vector<double> xn{1, 2, NAN, 4}, yn{2, 4, 6, 8};
+        QCOMPARE(correlate(xn, yn).n, int64_t{3});
+        // Ties get average ranks: (1, 2, 2, 3) -> (1, 2.5, 2.5, 4).
+        const std::vector<double> tie{1, 2, 2, 3};
+        const auto r = averageRanks(tie);
+        QCOMPARE(r[1], 2.5);
+        QCOMPARE(r[3], 4.0);
+    }
+
+    void hilbert()
+    {
+        // Side 2: the curve visits (0,0), (0,1), (1,1), (1,0).
+        int x = 0, y = 0;
+        hilbertXY(2, 1, x, y);
+        QCOMPARE(x, 0);
+        QCOMPARE(y, 1);
+        hilbertXY(2, 3, x, y);
+        QCOMPARE(x, 1);
+        QCOMPARE(y, 0);
+        // Round trip and adjacency on a 16 x 16 grid: consecutive positions are neighbours.
+        int px = 0, py = 0;
+        for (uint64_t d = 0; d < 256; ++d) {
+            hilbertXY(16, d, x, y);
+            QCOMPARE(hilbertD(16, x, y), d);
+            if (d > 0)
+                QCOMPARE(std::abs(x - px) + std::abs(y - py), 1);
+            px = x;
+            py = y;
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TstAnalysisMetrics)
+#include "tst_analysis_metrics.moc"
