@@ -348,7 +348,9 @@ CollapseReport Engine::frameReport(int64_t frame) const
         uint64_t largest = r.state().largest();
         r.advanceTo(rep.windowEnd, [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
-            if (kind == ReplayEvent::Alloc && now < largest) {
+            // A split leaves part of the fragment free: a block that fills the largest fragment
+            // exactly uses it rather than splitting it.
+            if (kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest) {
                 const Alloc& a = td.allocs[i];
                 p.push_back({PrecursorKind::SplitLargest, t, td.device, td.level, a.address, a.size, a.id,
                              static_cast<double>(largest - now),
@@ -401,13 +403,18 @@ CollapseReport Engine::frameReport(int64_t frame) const
                     dip = std::max(dip, static_cast<double>(before - fa.minLargestFragment));
             }
     }
-    for (const KernelSummary& k : kernelsInFrame(frame)) {
-        if (!k.newInFrame)
-            continue;
-        rep.newKernels.push_back(k);
-        p.push_back({PrecursorKind::NewKernelVariant, it->start, 0, Level::Driver, 0, 0, -1, dip,
-                     fmt::format("kernel '{}' ran {}x in frame {} and in no earlier frame", k.name, k.count,
-                                 frame)});
+    // Variants new in the collapsed frame or in the lookback frames before it (a fallback
+    // kernel that first ran a frame earlier is the same mechanism).
+    for (int64_t q = std::max<int64_t>(0, pos - lookback); q <= pos; ++q) {
+        const FrameInfo* wf = timed[static_cast<size_t>(q)];
+        for (const KernelSummary& k : kernelsInFrame(wf->index)) {
+            if (!k.newInFrame)
+                continue;
+            rep.newKernels.push_back(k);
+            p.push_back({PrecursorKind::NewKernelVariant, wf->start, 0, Level::Driver, 0, 0, -1, dip,
+                         fmt::format("kernel '{}' ran {}x in frame {} and in no earlier frame", k.name,
+                                     k.count, wf->index)});
+        }
     }
     // Graph launches that overlapped the precursors above.
     {
@@ -418,12 +425,13 @@ CollapseReport Engine::frameReport(int64_t frame) const
         st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
         while (st.step()) {
             const int64_t s = st.i64(0), e = st.i64(1);
+            // Half the largest event it overlapped: it ranks just below the change it carried.
             double score = 0;
             int n = 0;
             for (const Precursor& q : p)
                 if (q.time >= s && q.time <= e && q.kind != PrecursorKind::NewKernelVariant &&
                     q.kind != PrecursorKind::AddressJump) {
-                    score += q.score;
+                    score = std::max(score, q.score);
                     ++n;
                 }
             if (n > 0)
