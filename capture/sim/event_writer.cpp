@@ -1,5 +1,6 @@
 #include "event_writer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace fs::sim {
@@ -22,6 +23,9 @@ void EventWriter::emit(const Event& e, const Name& name)
     if (e.time < lastTime_)
         throw std::logic_error("simulator emitted an event back in time");
     lastTime_ = e.time;
+    if (events_ == 0)
+        firstTime_ = e.time;
+    endTime_ = std::max({endTime_, e.time, e.endTime});
     mix(static_cast<uint64_t>(e.type) | static_cast<uint64_t>(e.level) << 8 |
         static_cast<uint64_t>(e.regionKind) << 16 | static_cast<uint64_t>(e.flags) << 24 |
         static_cast<uint64_t>(e.stream) << 32);

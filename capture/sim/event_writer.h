@@ -37,6 +37,9 @@ public:
     int64_t count(EventType t) const { return byType_[static_cast<size_t>(t)]; }
     uint64_t hash() const { return hash_; }
     int64_t lastTime() const { return lastTime_; }
+    // Session time span: first event time, latest time or end time of any event.
+    int64_t firstTime() const { return firstTime_; }
+    int64_t endTime() const { return endTime_; }
 
     static uint64_t hashText(std::string_view s);
 
@@ -54,6 +57,8 @@ private:
     std::array<int64_t, kTypeCount> byType_{};
     uint64_t hash_ = 0xcbf29ce484222325ULL;
     int64_t lastTime_ = 0;
+    int64_t firstTime_ = 0;
+    int64_t endTime_ = 0;
 };
 
 } // namespace fs::sim

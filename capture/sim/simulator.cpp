@@ -81,8 +81,8 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
     st.allocatedAtEnd = c.allocated;
     st.reservedAtEnd = c.reserved;
     st.liveBlocksAtEnd = c.liveBlocks;
-    st.timeBegin = w.timeBegin();
-    st.timeEnd = w.timeEnd();
+    st.timeBegin = out.firstTime();
+    st.timeEnd = out.endTime();
     if (progress)
         progress(st.events, st.events);
     return st;

@@ -28,8 +28,6 @@ public:
     const CachingAllocator& allocator() const { return alloc_; }
     const std::vector<FrameStats>& frames() const { return frames_; }
     int64_t fallbackKernels() const { return fallbackKernels_; }
-    int64_t timeBegin() const { return cfg_.startTimeNs; }
-    int64_t timeEnd() const { return now_; }
 
     // Events one frame emits, roughly (for progress totals).
     static int64_t eventsPerFrameEstimate(const Config& cfg);

@@ -1,0 +1,207 @@
+// Simulated sessions written through Ingest, and `fragscope simulate` itself: the session agrees
+// with the simulator's own counters, is identical for the same seed, and `info --json` reads it.
+#include "capture/sim/simulator.h"
+#include "core/ingest.h"
+#include "core/session.h"
+#include "testutil.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+#include <algorithm>
+
+using namespace fs;
+
+namespace {
+
+sim::Stats simulateTo(const std::string& path, const sim::Config& cfg)
+{
+    IngestOptions o;
+    o.path = path;
+    o.sourceKind = "simulator";
+    o.sourcePath = "test";
+    o.synthetic = true;
+    o.reorderWindowNs = 0;
+    Ingest in(o);
+    in.begin();
+    const sim::Stats st = sim::Simulator(cfg).run(in);
+    in.end();
+    return st;
+}
+
+// Every row of every table as text, sorted, minus the meta keys that name the writing process.
+QStringList tableContents(const std::string& path)
+{
+    Session s = Session::open(path);
+    QStringList rows;
+    for (const std::string& table : schemaTables()) {
+        Stmt st = s.db().prepare("SELECT * FROM " + table);
+        QStringList lines;
+        while (st.step()) {
+            QStringList cols;
+            for (int i = 0; i < sqlite3_column_count(st.raw()); ++i)
+                cols << (st.isNull(i) ? QStringLiteral("NULL") : QString::fromStdString(st.text(i)));
+            if (table == "meta" && (cols[0] == "created_at" || cols[0] == "writer_pid" || cols[0] == "writer_host"))
+                continue;
+            lines << QString::fromStdString(table) + "|" + cols.join('|');
+        }
+        lines.sort();
+        rows << lines;
+    }
+    return rows;
+}
+
+} // namespace
+
+class TstSimulateSession : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    std::string file(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
+
+private slots:
+    void sessionMatchesSimulator()
+    {
+        QVERIFY(dir_.isValid());
+        const std::string path = file("default.fragscope");
+        const sim::Config cfg; // the demo run: 24 frames x 20 steps, seed 17
+        const sim::Stats st = simulateTo(path, cfg);
+        Session s = Session::open(path);
+        const SessionSummary sum = s.summary();
+        QVERIFY(sum.synthetic);
+        QCOMPARE(sum.sources.front(), std::string("simulator"));
+        QCOMPARE(sum.devices.size(), size_t(1));
+        QCOMPARE(sum.devices[0].name, cfg.deviceName);
+        QCOMPARE(sum.devices[0].capacityBytes, cfg.capacityBytes);
+        QCOMPARE(sum.events, st.events);
+        QCOMPARE(sum.allocations, st.allocs);
+        QCOMPARE(sum.regions, st.segmentsCreated);
+        QCOMPARE(sum.kernels, st.kernels);
+        QCOMPARE(sum.graphLaunches, st.graphLaunches);
+        QCOMPARE(sum.frames, st.frames);
+        QCOMPARE(sum.frames, cfg.frames);
+        QCOMPARE(sum.frameMetrics, 3 * st.frames);
+        QCOMPARE(sum.ooms, st.ooms);
+        QCOMPARE(sum.health.anomalyTotal(), 0); // nothing alive at the end, no overlap, no stray free
+        QCOMPARE(sum.timeBegin, st.timeBegin);
+        QCOMPARE(sum.timeEnd, st.timeEnd);
+        QCOMPARE(s.meta("sim.seed"), std::string("17"));
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), st.liveBlocksAtEnd);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL"), 0);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE region_id IS NULL"), 0);
+        QCOMPARE(s.db().scalar("SELECT MAX(size) FROM regions"),
+                 s.db().scalar("SELECT MAX(size) FROM regions WHERE size % 2097152 = 0"));
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM kernels k JOIN strings t ON k.name = t.id"
+                               " WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"),
+                 st.fallbackKernels);
+        // Per-frame metrics as the simulator computed them, and collapses on the same frames.
+        Stmt m = s.db().prepare("SELECT frame, value FROM frame_metrics WHERE name='coherence_score' ORDER BY frame");
+        int64_t collapsed = 0;
+        while (m.step()) {
+            QCOMPARE(m.f64(1), st.perFrame[static_cast<size_t>(m.i64(0))].coherence);
+            collapsed += m.f64(1) < sim::kCollapseThreshold;
+        }
+        QCOMPARE(collapsed, st.collapsedFrames);
+        QVERIFY(collapsed >= 1);
+        // Each collapsed frame ran the fallback kernel inside its range.
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frames f JOIN frame_metrics m ON m.frame = f.idx"
+                               " AND m.name = 'coherence_score' AND m.value < 0.05"
+                               " WHERE NOT EXISTS (SELECT 1 FROM kernels k JOIN strings t ON k.name = t.id"
+                               "  WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"
+                               "  AND k.start_ns >= f.start_ns AND k.end_ns <= f.end_ns)"),
+                 0);
+    }
+
+    void sameSeedSameTables()
+    {
+        sim::Config cfg;
+        cfg.frames = 4;
+        cfg.steps = 3;
+        cfg.seed = 99;
+        const sim::Stats a = simulateTo(file("a.fragscope"), cfg);
+        const sim::Stats b = simulateTo(file("b.fragscope"), cfg);
+        QCOMPARE(a.eventHash, b.eventHash);
+        const QStringList ta = tableContents(file("a.fragscope"));
+        const QStringList tb = tableContents(file("b.fragscope"));
+        QVERIFY(ta.size() > 1000);
+        QCOMPARE(ta.size(), tb.size());
+        QVERIFY(ta == tb);
+        cfg.seed = 100;
+        const sim::Stats c = simulateTo(file("c.fragscope"), cfg);
+        QVERIFY(c.eventHash != a.eventHash);
+        QVERIFY(tableContents(file("c.fragscope")) != ta);
+    }
+
+    void cliSimulateThenInfo()
+    {
+        const QString path = dir_.path() + "/cli.fragscope";
+        const auto r = fstest::runCli({"simulate", "-o", path, "--frames", "5", "--steps", "4", "--seed", "3"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY(r.out.contains("frames"));
+        QVERIFY(r.out.contains("collapsed"));
+        QVERIFY(r.out.contains("SYNTHETIC"));
+        const auto info = fstest::runCli({"info", "--json", path});
+        QCOMPARE(info.exitCode, 0);
+        QJsonParseError err{};
+        const QJsonObject o = QJsonDocument::fromJson(info.out, &err).object();
+        QCOMPARE(err.error, QJsonParseError::NoError);
+        QCOMPARE(o["synthetic"].toBool(), true);
+        QCOMPARE(o["sources"].toArray().first().toString(), QString("simulator"));
+        QVERIFY(o["devices"].toArray().first().toObject()["name"].toString().contains("synthetic"));
+        QCOMPARE(o["frames"].toInteger(), 5);
+        QCOMPARE(o["graph_launches"].toInteger(), 20);
+        for (const char* k : {"events", "regions", "allocations", "kernels", "time_span_ns"})
+            QVERIFY2(o[k].toInteger() > 0, k);
+        QVERIFY(o["health"].toObject()["anomalies"].toObject().isEmpty());
+        QCOMPARE(o["health"].toObject()["ended_abruptly"].toBool(), false);
+    }
+
+    void cliSameSeedSameFile()
+    {
+        const QString a = dir_.path() + "/cli_a.fragscope";
+        const QString b = dir_.path() + "/cli_b.fragscope";
+        for (const QString& p : {a, b})
+            QCOMPARE(fstest::runCli({"simulate", "-o", p, "--frames", "3", "--steps", "2"}).exitCode, 0);
+        QVERIFY(tableContents(a.toStdString()) == tableContents(b.toStdString()));
+    }
+
+    void cliTinyCapacityRecordsOoms()
+    {
+        const QString path = dir_.path() + "/tiny.fragscope";
+        const auto r = fstest::runCli({"simulate", "-o", path, "--frames", "2", "--steps", "2", "--capacity", "4G"});
+        QCOMPARE(r.exitCode, 0);
+        const auto info = fstest::runCli({"info", "--json", path});
+        const QJsonObject o = QJsonDocument::fromJson(info.out).object();
+        QVERIFY(o["ooms"].toInteger() > 0);
+        QVERIFY(o["health"].toObject()["anomalies"].toObject().isEmpty());
+    }
+
+    void cliUsageErrors()
+    {
+        QCOMPARE(fstest::runCli({"simulate"}).exitCode, 64);                     // no -o
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--frames", "0"}).exitCode, 64);
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--steps", "x"}).exitCode, 64);
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--capacity", "1k"}).exitCode, 64);
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "extra"}).exitCode, 64);
+        QVERIFY(!QFile::exists(dir_.path() + "/x.fragscope"));
+        const auto h = fstest::runCli({"simulate", "--help"});
+        QCOMPARE(h.exitCode, 0);
+        QVERIFY(h.out.contains("--events"));
+        QVERIFY(h.out.contains("synthetic"));
+    }
+
+    void cliUnwritableOutputFails()
+    {
+        const auto r = fstest::runCli({"simulate", "-o", dir_.path() + "/no/such/dir/x.fragscope", "--frames", "1",
+                                       "--steps", "1"});
+        QVERIFY(r.exitCode == 1 || r.exitCode == 2);
+        QVERIFY(r.err.contains("no/such/dir"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstSimulateSession)
+#include "tst_simulate_session.moc"
