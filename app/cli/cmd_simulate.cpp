@@ -1,6 +1,7 @@
 // fragscope simulate -o FILE: a synthetic video-generation session from the allocator model
 // (capture/sim, docs/simulator.md), written through Ingest like any other source.
 #include "command.h"
+#include "capture/recorder/live_sim.h"
 #include "capture/sim/simulator.h"
 #include "core/ingest.h"
 #include "core/progress.h"
@@ -35,6 +36,12 @@ sim::Config configFrom(const Args& a)
 int runSimulate(Args& a)
 {
     a.expectPositional(0, "");
+    if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
+        capture::LiveSimOptions lo;
+        lo.rateEventsPerSec = a.getInt("live-rate", 0);
+        lo.commandLine = "fragscope simulate --live";
+        return capture::runSimulatorLive(configFrom(a), lo);
+    }
     const auto out = a.get("output");
     if (!out || out->empty())
         throw UsageError("missing -o FILE (usage: fragscope simulate -o FILE [options])");
@@ -88,7 +95,9 @@ FRAGSCOPE_COMMAND({
                 {"steps", "S", "denoising steps per frame (default 20)"},
                 {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
                 {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
-                {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"}},
+                {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
+                {"live", "", "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
+                {"live-rate", "N", "with --live: emit at most N events per second (default: as fast as read)"}},
     .details = "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
                "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"
                "model an attention step whose contiguous workspace the fragmented allocator cannot\n"

@@ -75,28 +75,32 @@ bool ControlServer::open(std::string& err)
     if (!ensureSocketDir(opts_.dir, err))
         return false;
     path_ = socketPath(opts_.dir, ::getpid());
+    // Bind under a temporary name and rename once listening, so that a client never finds a
+    // socket that refuses connections (ps would call it unreachable).
+    const std::string tmp = opts_.dir + "/." + std::to_string(::getpid()) + ".sock.tmp";
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (path_.size() >= sizeof addr.sun_path) {
+    if (tmp.size() >= sizeof addr.sun_path) {
         err = path_ + ": socket path too long";
         return false;
     }
-    std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+    std::memcpy(addr.sun_path, tmp.c_str(), tmp.size() + 1);
     listenFd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (listenFd_ < 0) {
         err = std::string("socket: ") + std::strerror(errno);
         return false;
     }
-    ::unlink(path_.c_str()); // a stale socket of a dead process with our pid
-    // Create the socket with 0600 from the start (umask), then chmod to be sure.
-    const mode_t old = ::umask(0177);
+    ::unlink(tmp.c_str());
+    // No umask games (umask is process-wide and the host has other threads): the directory is
+    // 0700, and the socket is chmod'ed to 0600 before it gets its public name.
     const int b = ::bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     const int bindErr = errno;
-    ::umask(old);
-    if (b != 0 || ::chmod(path_.c_str(), 0600) != 0 || ::listen(listenFd_, 8) != 0) {
+    if (b != 0 || ::chmod(tmp.c_str(), 0600) != 0 || ::listen(listenFd_, 8) != 0 ||
+        ::rename(tmp.c_str(), path_.c_str()) != 0) { // replaces a stale socket of a dead pid
         err = path_ + ": " + std::strerror(b != 0 ? bindErr : errno);
         ::close(listenFd_);
         listenFd_ = -1;
+        ::unlink(tmp.c_str());
         return false;
     }
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -255,13 +259,15 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
                 reply(*c, enc);
                 break;
             }
-            const auto t = static_cast<uint16_t>(MsgType::Start);
-            enc.frame(MsgType::Ack, &t, sizeof t);
-            reply(*c, enc);
+            // Streaming is on before the Ack leaves, so whoever reads the Ack can rely on it;
+            // the producer cannot write before the Ack because it needs streamMu_.
             stream_ = c;
             epoch_.fetch_add(1, std::memory_order_acq_rel);
             streaming_ = true;
             state_ = static_cast<uint32_t>(TargetState::Recording);
+            const auto t = static_cast<uint16_t>(MsgType::Start);
+            enc.frame(MsgType::Ack, &t, sizeof t);
+            reply(*c, enc);
             startCv_.notify_all();
             break;
         }

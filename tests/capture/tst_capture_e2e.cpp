@@ -1,0 +1,233 @@
+// End to end without a GPU: `fragscope record` and `fragscope attach` on `fragscope simulate
+// --live`, which serves the agent's control protocol and stream. Every process of a test shares a
+// private socket directory (FRAGSCOPE_SOCKET_DIR).
+#include "testutil.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QScopeGuard>
+#include <QTest>
+#include <csignal>
+#include <thread>
+
+namespace {
+
+QProcessEnvironment testEnv(const QString& sockDir)
+{
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("FRAGSCOPE_NO_PROGRESS", "1");
+    env.insert("FRAGSCOPE_SOCKET_DIR", sockDir);
+    return env;
+}
+
+fstest::CliResult run(const QString& sockDir, const QStringList& args, int timeoutMs = 120000)
+{
+    QProcess p;
+    p.setProcessEnvironment(testEnv(sockDir));
+    p.start(QStringLiteral(FRAGSCOPE_CLI), args);
+    fstest::CliResult r;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        r.err = "timed out";
+        return r;
+    }
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+}
+
+QJsonObject info(const QString& sockDir, const QString& file)
+{
+    const auto r = run(sockDir, {"info", file, "--json"});
+    if (r.exitCode != 0)
+        qWarning("info failed: %s", r.err.constData());
+    return QJsonDocument::fromJson(r.out).object();
+}
+
+// Waits until `fragscope ps --json` lists a target matching pred; returns it.
+QJsonObject waitForTarget(const QString& sockDir, const std::function<bool(const QJsonObject&)>& pred,
+                          int timeoutMs = 30000)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        const auto r = run(sockDir, {"ps", "--json"});
+        for (const auto& v : QJsonDocument::fromJson(r.out).array())
+            if (!v.toObject()["kind"].toString().isEmpty() && pred(v.toObject()))
+                return v.toObject();
+        QTest::qWait(100);
+    }
+    return {};
+}
+
+const QStringList kSim = {"simulate", "--live", "--frames", "6", "--steps", "4", "--seed", "5"};
+
+} // namespace
+
+class TestCaptureE2E : public QObject {
+    Q_OBJECT
+    QTemporaryDir tmp_;
+    QString sockDir() const { return tmp_.path() + "/sockets"; }
+    QString file(const QString& n) const { return tmp_.path() + "/" + n; }
+    QJsonObject reference_;
+
+private slots:
+    void initTestCase()
+    {
+        // The same run written straight to a file: what the recorded sessions must equal.
+        QStringList args = kSim;
+        args.removeAll("--live");
+        args << "-o" << file("ref.fragscope");
+        const auto r = run(sockDir(), args);
+        QVERIFY2(r.exitCode == 0, r.err);
+        reference_ = info(sockDir(), file("ref.fragscope"));
+        QVERIFY(reference_["events"].toInteger() > 1000);
+    }
+
+    void recordEqualsTheSimulatorsOwnRun()
+    {
+        const auto r = run(sockDir(), QStringList{"record", "-o", file("rec.fragscope"), "--",
+                                                  QStringLiteral(FRAGSCOPE_CLI)} + kSim);
+        QVERIFY2(r.exitCode == 0, r.err + r.out);
+        // The simulator's own log of what it emitted.
+        const QRegularExpressionMatch m = QRegularExpression("Simulated (\\d+) events live").match(QString(r.out));
+        QVERIFY2(m.hasMatch(), r.out);
+        const qint64 emitted = m.captured(1).toLongLong();
+        const QJsonObject s = info(sockDir(), file("rec.fragscope"));
+        QCOMPARE(s["events"].toInteger(), emitted);
+        for (const char* k : {"events", "regions", "allocations", "kernels", "graph_launches", "frames",
+                              "frame_metrics", "ooms", "time_begin_ns", "time_end_ns"})
+            QVERIFY2(s[k].toInteger() == reference_[k].toInteger(),
+                     qPrintable(QString("%1: recorded %2, simulated %3").arg(k).arg(s[k].toInteger())
+                                    .arg(reference_[k].toInteger())));
+        QCOMPARE(s["synthetic"].toBool(), true);
+        QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false);
+        QCOMPARE(s["health"].toObject()["anomaly_total"].toInteger(),
+                 reference_["health"].toObject()["anomaly_total"].toInteger());
+        QVERIFY(s["sources"].toArray().first().toString().contains("simulator-live"));
+    }
+
+    void attachToALiveTarget()
+    {
+        QProcess target;
+        target.setProcessEnvironment(testEnv(sockDir()));
+        target.start(QStringLiteral(FRAGSCOPE_CLI), kSim);
+        QVERIFY(target.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            target.kill();
+            target.waitForFinished();
+        });
+        const qint64 pid = target.processId();
+        const QJsonObject t = waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; });
+        QVERIFY2(!t.isEmpty(), "simulate --live never showed up in fragscope ps");
+        QCOMPARE(t["kind"].toString(), QStringLiteral("simulator"));
+        QCOMPARE(t["state"].toString(), QStringLiteral("idle"));
+        const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("att.fragscope")});
+        QVERIFY2(r.exitCode == 0, r.err);
+        QVERIFY(target.waitForFinished(60000));
+        QCOMPARE(target.exitCode(), 0);
+        const QJsonObject s = info(sockDir(), file("att.fragscope"));
+        for (const char* k : {"events", "allocations", "kernels", "frames", "frame_metrics"})
+            QCOMPARE(s[k].toInteger(), reference_[k].toInteger());
+        QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false);
+    }
+
+    void attachWithDurationStopsCleanly()
+    {
+        QProcess target;
+        target.setProcessEnvironment(testEnv(sockDir()));
+        // Paced so that a 1 s recording sees only part of the run.
+        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate" << "4000");
+        QVERIFY(target.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            target.kill();
+            target.waitForFinished();
+        });
+        const qint64 pid = target.processId();
+        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; }).isEmpty());
+        const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("dur.fragscope"), "--duration", "1s"});
+        QVERIFY2(r.exitCode == 0, r.err);
+        const QJsonObject s = info(sockDir(), file("dur.fragscope"));
+        QVERIFY(s["events"].toInteger() > 0);
+        QVERIFY(s["events"].toInteger() < reference_["events"].toInteger());
+        QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false); // stopped, not cut
+        target.kill();
+        target.waitForFinished();
+    }
+
+    void sigkillOfTheTargetLeavesAnOpenableSession()
+    {
+        QProcess rec;
+        rec.setProcessEnvironment(testEnv(sockDir()));
+        rec.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{"record", "-o", file("kill.fragscope"), "--",
+                                                             QStringLiteral(FRAGSCOPE_CLI)}
+                                                     << "simulate" << "--live" << "--frames" << "200"
+                                                     << "--steps" << "4" << "--live-rate" << "5000");
+        QVERIFY(rec.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            rec.kill();
+            rec.waitForFinished();
+        });
+        const qint64 recPid = rec.processId();
+        const QJsonObject t = waitForTarget(
+            sockDir(), [&](const QJsonObject& o) { return o["launched_by"].toInteger() == recPid; });
+        QVERIFY2(!t.isEmpty(), "the recorded simulator never showed up");
+        QTest::qWait(2500); // > 2 commits (at least one per second)
+        QCOMPARE(::kill(static_cast<pid_t>(t["pid"].toInteger()), SIGKILL), 0);
+        QVERIFY(rec.waitForFinished(30000));
+        QCOMPARE(rec.exitCode(), 128 + SIGKILL); // the target's fate is passed on
+        const QJsonObject s = info(sockDir(), file("kill.fragscope"));
+        // About 2.5 s at 5000 events/s were committed; the 200-frame run is far longer.
+        QVERIFY2(s["events"].toInteger() > 1000, qPrintable(QString::number(s["events"].toInteger())));
+        QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), true);
+        QCOMPARE(s["health"].toObject()["recording"].toBool(), false);
+    }
+
+    void recordOfAMissingCommandFails()
+    {
+        const auto r = run(sockDir(), {"record", "-o", file("none.fragscope"), "--", "/nonexistent/prog"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("/nonexistent/prog"), r.err);
+        QVERIFY(!QFile::exists(file("none.fragscope")));
+    }
+
+    void recordOfACommandWithoutCudaExplains()
+    {
+        // `true` never initialises CUDA, so the agent never starts: no session, a clear reason.
+        const auto r = run(sockDir(), {"record", "-o", file("nocuda.fragscope"), "--", "true"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("did the command use CUDA"), r.err);
+    }
+
+    void usageErrors()
+    {
+        QCOMPARE(run(sockDir(), {"record", "--", "true"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"record", "-o", "x.fragscope"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"attach", "notapid", "-o", "x"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"attach", "1", "-o", "x", "--duration", "soon"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"launch"}).exitCode, 64);
+        for (const char* c : {"record", "attach", "launch", "ps"}) {
+            const auto r = run(sockDir(), {c, "--help"});
+            QCOMPARE(r.exitCode, 0);
+            QVERIFY(r.out.contains(c));
+        }
+    }
+
+    void psListsNothingInAnEmptyDirectory()
+    {
+        QTemporaryDir empty;
+        const auto r = run(empty.path() + "/s", {"ps", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(QJsonDocument::fromJson(r.out).array().size(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCaptureE2E)
+#include "tst_capture_e2e.moc"
