@@ -96,17 +96,43 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, true);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);
     drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span), timeAxisLabel(s, span), th);
-    drawYAxis(p, plot, o.y0, o.y1, QString(), th, [&](double y) {
-        uint64_t a = 0;
-        return ld.yToAddress(y, a) ? QString::fromStdString(formatAddress(a)) : QString();
-    });
+    {
+        // Address ticks: region starts (the natural landmarks), thinned so labels never overlap;
+        // nice offsets inside a region when few region starts are in view.
+        const double kk = std::max(0.9, std::clamp(plot.height() / 560.0, 0.8, 1.8));
+        p.setFont(font(11 * kk));
+        const double minGap = QFontMetricsF(p.font()).height() * 1.8;
+        std::vector<double> cands;
+        for (const auto& sp : ld.spans)
+            if (sp.y0 >= o.y0 && sp.y0 <= o.y1)
+                cands.push_back(sp.y0);
+        if (cands.size() < 4)
+            for (double v : niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
+                cands.push_back(v);
+        std::sort(cands.begin(), cands.end());
+        p.setPen(QPen(th.foreground, 1));
+        p.drawLine(plot.topLeft(), plot.bottomLeft());
+        double lastY = 1e300;
+        for (double v : cands) {
+            uint64_t a = 0;
+            if (!ld.yToAddress(v, a))
+                continue;
+            const double y = Y(v);
+            if (std::fabs(lastY - y) < minGap || y < plot.top() - 1 || y > plot.bottom() + 1)
+                continue;
+            lastY = y;
+            p.drawLine(QPointF(plot.left() - 5 * kk, y), QPointF(plot.left(), y));
+            p.drawText(QRectF(plot.left() - 150 * kk, y - 8 * kk, 143 * kk, 16 * kk), Qt::AlignRight | Qt::AlignVCenter,
+                       QString::fromStdString(formatAddress(a)));
+        }
+    }
     {
         // The address axis title, rotated, at the far left.
         const double kk = std::max(0.9, std::clamp(plot.height() / 560.0, 0.8, 1.8));
         p.save();
         p.setPen(th.foreground);
         p.setFont(font(11.5 * kk, true));
-        p.translate(rect.left() + 14 * kk, plot.center().y());
+        p.translate(rect.left() + 12 * kk, plot.center().y());
         p.rotate(-90);
         p.drawText(QRectF(-plot.height() / 2, -9 * kk, plot.height(), 18 * kk), Qt::AlignCenter,
                    QStringLiteral("address (hex; gaps between regions collapsed, dotted)"));

@@ -51,7 +51,9 @@ void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOpti
         p.setPen(QPen(collapseColor(), 1.2, Qt::DashLine));
         p.drawLine(QPointF(plot.left(), Y(v)), QPointF(plot.right(), Y(v)));
         p.setFont(font(10.5));
-        p.drawText(QRectF(plot.right() - 320, Y(v) - 15, 316, 14), Qt::AlignRight | Qt::AlignVCenter, name);
+        // Label above the line, or below it when the line is at the top of the panel.
+        const double ly = Y(v) - plot.top() < 18 ? Y(v) + 2 : Y(v) - 15;
+        p.drawText(QRectF(plot.right() - 320, ly, 316, 14), Qt::AlignRight | Qt::AlignVCenter, name);
     }
     for (const auto& l : lines) {
         QPainterPath path;
@@ -149,13 +151,15 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
         div *= 1024;
         ++u;
     }
-    auto bytesFmt = [div](double v) { return num(v / div); };
+    for (auto* v : {&res, &alc, &fre})
+        for (auto& pt : *v)
+            pt.second /= div;
     const bool last0 = panels == 1;
     drawPanel(p, panelRect(0), s, o, QStringLiteral("memory (%1)").arg(QLatin1String(units[u])),
               {{QColor(90, 90, 90), QStringLiteral("reserved"), res},
                {QColor(31, 119, 180), QStringLiteral("allocated"), alc},
                {QColor(44, 160, 44), QStringLiteral("free in regions"), fre, true}},
-              0, maxBytes * 1.08, bytesFmt, {}, last0);
+              0, maxBytes / div * 1.08, {}, {}, last0);
     drawPanel(p, panelRect(1), s, o, QStringLiteral("fragmentation F"),
               {{QColor(214, 39, 40), QStringLiteral("F = 1 − largest free / total free"), fr}}, 0, 1.0, {},
               {{0.35, QStringLiteral("F = 0.35: largest free < 65 % of free")}}, false);
@@ -233,9 +237,9 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         QString name;
         QColor c;
     };
-    const Band bands[] = {{13, 14, QStringLiteral("8–32 KiB cluster"), QColor(255, 200, 80, 55)},
-                          {16, 16, QStringLiteral("64–128 KiB cluster"), QColor(80, 200, 255, 55)},
-                          {18, khi, QStringLiteral("≥ 256 KiB cluster"), QColor(160, 120, 255, 45)}};
+    const Band bands[] = {{13, 14, QStringLiteral("8–32 KiB"), QColor(255, 200, 80, 55)},
+                          {16, 16, QStringLiteral("64–128 KiB"), QColor(80, 200, 255, 55)},
+                          {18, khi, QStringLiteral("≥ 256 KiB"), QColor(160, 120, 255, 45)}};
     drawYAxis(p, plot, 0, yhi, QStringLiteral("free fragments (count)"), th, {});
     for (const auto& b : bands) {
         if (b.k1 < klo || b.k0 > khi)
@@ -245,7 +249,7 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         p.fillRect(QRectF(QPointF(x0, plot.top()), QPointF(x1, plot.bottom())), b.c);
         p.setPen(th.muted);
         p.setFont(font(10.5));
-        p.drawText(QRectF(x0 + 3, plot.top() + 3, x1 - x0 - 6, 14), Qt::AlignLeft | Qt::AlignVCenter, b.name);
+        p.drawText(QRectF(x0 + 3, plot.top() + 3, std::max(x1 - x0 - 6, 90.0), 14), Qt::AlignLeft | Qt::AlignVCenter, b.name);
     }
     const QColor curC(31, 119, 180), prevC(255, 127, 14);
     for (const auto& b : cur) {
@@ -276,12 +280,13 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         const double x = plot.left() + (k - klo) * bw;
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 5));
         p.drawText(QRectF(x - 40 * kk, plot.bottom() + 6 * kk, 80 * kk, 16 * kk), Qt::AlignCenter,
-                   QString::fromStdString(formatBytes(std::ldexp(1.0, k))).replace(QStringLiteral(".00"), QString()));
+                   pow2Label(k));
     }
     p.setFont(font(12 * kk, true));
     p.drawText(QRectF(plot.left(), plot.bottom() + 22 * kk, plot.width(), 18 * kk), Qt::AlignCenter,
                QStringLiteral("fragment size (log2 bins: [2^k, 2^(k+1)) bytes, labelled by lower bound)"));
     std::vector<LegendItem> items = {{curC, f ? QStringLiteral("frame %1 (end)").arg(f->index) : when}};
+    items.push_back({QColor(200, 170, 255), QStringLiteral("shaded: the seed's cluster ranges")});
     if (!before.empty())
         items.push_back({prevC, QStringLiteral("frame %1 (end), for comparison").arg(prev->index), 3});
     const double k2 = std::clamp(rect.height() / 700.0, 0.8, 1.8);

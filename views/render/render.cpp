@@ -71,6 +71,13 @@ QColor occupancyColor(double occ)
                   static_cast<int>(a.blue() + (b.blue() - a.blue()) * f));
 }
 
+QString pow2Label(int k)
+{
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    const int u = std::clamp(k / 10, 0, 5);
+    return QStringLiteral("%1 %2").arg(1LL << (k - 10 * u)).arg(QLatin1String(units[u]));
+}
+
 Viewport fullViewport(const Scene& s, int level)
 {
     Viewport vp;
@@ -113,7 +120,8 @@ RenderOptions resolved(const Scene& s, View v, RenderOptions o)
         if (const FrameRow* f = s.frame(o.frame))
             o.at = f->end;
         else if (v == View::Histogram || v == View::MemMap)
-            o.at = s.timeEnd();
+            // The end of the last frame: at the session end a run has often freed everything.
+            o.at = s.frames.empty() ? s.timeEnd() : s.frames.back().end;
     }
     return o;
 }
@@ -241,7 +249,7 @@ QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o)
     const double k = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     const double top = (o.title ? 52 : 10) * k;
     const double bottom = 78 * k; // axis labels, axis title and the legend row
-    const double left = (v == View::Heatmap ? 128 : v == View::MemMap ? 20 : 92) * k;
+    const double left = (v == View::Heatmap ? 150 : v == View::MemMap ? 20 : 100) * k;
     const double right = (v == View::MemMap ? 200 : 22) * k;
     return QRectF(rect.left() + left, rect.top() + top, std::max(10.0, rect.width() - left - right),
                   std::max(10.0, rect.height() - top - bottom));
@@ -432,7 +440,7 @@ void drawYAxis(QPainter& p, const QRectF& plot, double lo, double hi, const QStr
     if (!label.isEmpty()) {
         p.save();
         p.setFont(font(11.5 * kk, true));
-        p.translate(plot.left() - 80 * kk, plot.center().y());
+        p.translate(plot.left() - 74 * kk, plot.center().y());
         p.rotate(-90);
         p.drawText(QRectF(-plot.height() / 2, -16 * kk, plot.height(), 16 * kk), Qt::AlignCenter, label);
         p.restore();
@@ -512,7 +520,8 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
         while (px * every < 22 && every < 100000)
             every *= 2;
     }
-    QColor line = th.dark ? QColor(255, 255, 255, 90) : QColor(255, 255, 255, 150);
+    // White over the heatmap's colours; grey over a plot's white background.
+    QColor line = numbers || th.dark ? QColor(255, 255, 255, th.dark ? 90 : 150) : QColor(120, 120, 120, 110);
     p.setFont(font(10.5));
     for (const auto& f : s.frames) {
         if (f.start < t0 || f.start > t1)

@@ -91,5 +91,7 @@ struct TimeUnit {
     double divisor;
 };
 TimeUnit timeUnitFor(int64_t span, TimeAxis axis);
+// "4 KiB", "128 MiB": the lower bound of log2 bin k.
+QString pow2Label(int k);
 
 } // namespace fs::render

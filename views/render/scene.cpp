@@ -240,8 +240,9 @@ void buildSpans(LevelData& ld)
     double total = 0;
     for (const auto& [lo, hi] : merged)
         total += static_cast<double>(hi - lo);
-    // Each separator is 1/150 of the mapped bytes: visible, never dominant.
-    const double gap = merged.size() > 1 ? total / 150.0 : 0.0;
+    // Separators together take at most 12 % of the axis (each at most 1/150 of the mapped
+    // bytes): visible between a few regions, never dominant between hundreds.
+    const double gap = merged.size() > 1 ? std::min(total / 150.0, total * 0.12 / static_cast<double>(merged.size() - 1)) : 0.0;
     double y = 0;
     for (size_t i = 0; i < merged.size(); ++i) {
         if (i > 0)
@@ -474,7 +475,7 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     for (const auto& [t, req] : ooms)
         if (t >= from && t <= to)
             out.push_back({t, "oom", fmt::format("out of memory asking {}", formatBytes(static_cast<double>(req))),
-                           120, 0, req, 0});
+                           200, 0, req, 0});
     // Kernel variants that run in f but in no previous frame: the workspace-fallback mechanism.
     std::set<StringId> seen;
     for (const auto& fr : frames) {
@@ -492,7 +493,7 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
                 break;
             }
         out.push_back({t, "new_kernel_variant", fmt::format("kernel {} first runs in frame {}", str(k), frameIndex),
-                       110, 0, 0, 0});
+                       180, 0, 0, 0});
     }
     // Allocations that split the region's largest fragment: large allocations in the window,
     // scored by their size relative to the largest fragment just before them.

@@ -33,6 +33,8 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     diff_->horizontalHeader()->setStretchLastSection(true);
     diff_->verticalHeader()->hide();
     diff_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    diff_->verticalHeader()->setDefaultSectionSize(20);
+    diff_->setMinimumHeight(6 * 20 + 28); // the whole f-1 -> f diff without scrolling
     model_ = new PrecursorModel(this);
     table_ = new QTableView(split);
     table_->setModel(model_);
@@ -41,7 +43,9 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(PrecursorModel::What, QHeaderView::Stretch);
     table_->verticalHeader()->hide();
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 3);
+    split->setSizes({150, 450});
     lay->addWidget(split, 1);
     connect(table_, &QTableView::activated, this, [this](const QModelIndex& i) {
         emit precursorActivated(i.row(), model_->data(i, PrecursorModel::TimeRole).toLongLong(),

@@ -63,6 +63,7 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(0, 0, 0, 0);
     plot_ = new QCustomPlot(this);
+    plot_->setAutoAddPlottableToLegend(false); // each panel has its own legend
     lay->addWidget(plot_);
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
         if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton || !(e->modifiers() & Qt::ControlModifier))
@@ -152,10 +153,25 @@ void TimelineWidget::rebuild()
         r->axis(QCPAxis::atBottom)->setLabel(i == n - 1 ? xlabel : QString());
         r->axis(QCPAxis::atBottom)->setTickLabels(i == n - 1);
         auto* leg = new QCPLegend;
-        r->insetLayout()->addElement(leg, Qt::AlignTop | Qt::AlignRight);
+        r->insetLayout()->addElement(leg, Qt::AlignTop | Qt::AlignLeft);
         leg->setLayer(QStringLiteral("legend"));
-        leg->setFont(QFont(font().family(), 8));
+        QFont lf = font();
+        lf.setPointSizeF(std::max(6.5, lf.pointSizeF() * 0.8));
+        leg->setFont(lf);
+        // One row per panel: panels are short, a column of entries would spill over the next.
+        leg->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        leg->setWrap(0);
         leg->setRowSpacing(0);
+        leg->setColumnSpacing(6);
+        leg->setIconSize(16, 8);
+        leg->setMargins(QMargins(4, 1, 4, 1));
+        QFont tf = font();
+        tf.setPointSizeF(std::max(6.5, tf.pointSizeF() * 0.85));
+        for (auto* ax : r->axes()) {
+            ax->setTickLabelFont(tf);
+            ax->setLabelFont(tf);
+        }
+        r->axis(QCPAxis::atLeft)->ticker()->setTickCount(3);
         rects_.push_back(r);
     }
     for (size_t i = 0; i < rects_.size(); ++i)
@@ -195,14 +211,14 @@ void TimelineWidget::rebuild()
     addGraph(rects_[0], tr("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
     addGraph(rects_[0], tr("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
     addGraph(rects_[0], tr("free in regions"), QColor(44, 160, 44), true)->setData(x, fre, true);
-    rects_[0]->axis(QCPAxis::atLeft)->setLabel(tr("memory (%1)").arg(QLatin1String(units[ui])));
+    rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(units[ui]));
     rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
-    addGraph(rects_[1], tr("F = 1 − largest/free"), QColor(214, 39, 40), false)->setData(x, fr, true);
-    rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("fragmentation F"));
+    addGraph(rects_[1], tr("fragmentation F = 1 − largest free / free (dashed: 0.35)"), QColor(214, 39, 40), false)->setData(x, fr, true);
+    rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("F"));
     rects_[1]->axis(QCPAxis::atLeft)->setRange(0, 1.05);
-    addGraph(rects_[2], tr("fragment entropy"), QColor(148, 103, 189), false)->setData(x, fe, true);
+    addGraph(rects_[2], tr("fragment entropy (bits)"), QColor(148, 103, 189), false)->setData(x, fe, true);
     addGraph(rects_[2], tr("event-size entropy (300 s)"), QColor(255, 127, 14), true)->setData(x, ee, true);
-    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("entropy (bits)"));
+    rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("bits"));
     rects_[2]->axis(QCPAxis::atLeft)->setRange(0, 3.6);
     auto hline = [&](QCPAxisRect* r, double y) {
         auto* l = new QCPItemStraightLine(plot_);
@@ -229,13 +245,18 @@ void TimelineWidget::rebuild()
         g->setData(mx, my, true);
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
         g->setLineStyle(QCPGraph::lsStepCenter);
-        rects_[3]->axis(QCPAxis::atLeft)->setLabel(QString::fromStdString(metric));
-        g->rescaleValueAxis(false, true);
+        rects_[3]->axis(QCPAxis::atLeft)->setLabel(tr("score"));
+        double lo = 0, hi = 0;
+        for (double v : my) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
         for (const auto& r : scene_->rules)
-            if (r.enabled && r.metric == metric)
+            if (r.enabled && r.metric == metric) {
                 hline(rects_[3], r.threshold);
-        auto* ax = rects_[3]->axis(QCPAxis::atLeft);
-        ax->setRange(std::min(0.0, ax->range().lower), ax->range().upper * 1.1 + 1e-9);
+                hi = std::max(hi, r.threshold);
+            }
+        rects_[3]->axis(QCPAxis::atLeft)->setRange(lo, hi * 1.1 + 1e-9);
     }
     // Collapse bands, frame selection, on every panel.
     QColor bandC = render::collapseColor();
@@ -298,7 +319,8 @@ void HistogramWidget::rebuild()
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
     const render::FrameRow* f = scene_->frame(sel_.frame);
-    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : scene_->timeEnd();
+    // Without a selection: the end of the last frame (the session end often has nothing live).
+    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : !scene_->frames.empty() ? scene_->frames.back().end : scene_->timeEnd();
     cur_ = render::fragmentHistogram(ld, at_);
     const render::FrameRow* p = f ? scene_->frame(f->index - 1) : nullptr;
     if (p)
@@ -311,13 +333,14 @@ void HistogramWidget::rebuild()
         }
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (int k = klo; k <= khi; ++k)
-        ticker->addTick(k, QString::fromStdString(render::formatBytes(std::ldexp(1.0, k))).replace(QStringLiteral(".00"), QString()));
+        ticker->addTick(k, render::pow2Label(k));
     plot_->xAxis->setTicker(ticker);
     plot_->xAxis->setTickLabelRotation(-35);
     plot_->xAxis->setLabel(tr("free fragment size (log2 bins, lower bound)"));
     plot_->yAxis->setLabel(tr("fragments (count)"));
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
-    bars->setName(f ? tr("frame %1 (end)").arg(f->index) : tr("at selection"));
+    bars->setName(f ? tr("frame %1 (end)").arg(f->index)
+                    : tr("at %1").arg(QString::fromStdString(render::formatTime(at_ - scene_->timeBegin(), scene_->summary.timeAxis))));
     bars->setBrush(QColor(31, 119, 180));
     bars->setPen(Qt::NoPen);
     bars->setWidth(0.7);
@@ -474,7 +497,7 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
                        QColor(120, 180, 90));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("%1 → %2  (red: kernel variant that ran in no previous frame)")
+               tr("%1 → %2   red = new kernel variant")
                    .arg(QString::fromStdString(render::formatTime(t0 - scene_->timeBegin(), scene_->summary.timeAxis)),
                         QString::fromStdString(render::formatTime(t1 - scene_->timeBegin(), scene_->summary.timeAxis))));
 }

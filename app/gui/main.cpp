@@ -1,0 +1,77 @@
+// fragscope-gui [FILE] | --screenshots DIR FILE | --version
+#include "core/session.h"
+#include "core/versions.h"
+#include "main_window.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QThread>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+int main(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--version") == 0) {
+            std::printf("fragscope-gui %s\nsession format %d\nQt %s\nSQLite %s\nfmt %s\nCUPTI %s\n",
+                        fs::fragscopeVersion().c_str(), fs::kFormatVersion, qVersion(), fs::sqliteVersion().c_str(),
+                        fs::fmtVersion().c_str(), fs::cuptiVersion().c_str());
+            return 0;
+        }
+        if (std::strcmp(argv[i], "--screenshots") == 0 && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+            setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    }
+    QApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("fragscope"));
+    QApplication::setApplicationName(QStringLiteral("fragscope"));
+    QApplication::setApplicationVersion(QString::fromStdString(fs::fragscopeVersion()));
+
+    QCommandLineParser cli;
+    cli.setApplicationDescription(QStringLiteral("fragscope: GPU memory fragmentation and frame collapses"));
+    cli.addHelpOption();
+    cli.addOption({QStringLiteral("version"), QStringLiteral("Print versions and exit.")});
+    cli.addOption({QStringLiteral("screenshots"),
+                   QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
+                   QStringLiteral("DIR")});
+    cli.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Session to open (.fragscope)."));
+    cli.process(app);
+    const QStringList files = cli.positionalArguments();
+
+    fs::gui::MainWindow w;
+    if (cli.isSet(QStringLiteral("screenshots"))) {
+        if (files.isEmpty()) {
+            std::fprintf(stderr, "fragscope-gui: --screenshots DIR needs a session FILE\n");
+            return 64;
+        }
+        int status = 0;
+        QString error;
+        w.setErrorReporter([&](const QString&, const QString& text) {
+            error = text;
+            status = 2;
+        });
+        w.openFile(files.front());
+        QElapsedTimer t;
+        t.start();
+        while (w.loader()->busy() && t.elapsed() < 600000) {
+            QApplication::processEvents(QEventLoop::AllEvents, 50);
+            QThread::msleep(5);
+        }
+        QApplication::processEvents();
+        if (status != 0) {
+            std::fprintf(stderr, "fragscope-gui: %s\n", qPrintable(error));
+            return status;
+        }
+        const QStringList shots = w.writeScreenshots(cli.value(QStringLiteral("screenshots")));
+        for (const QString& s : shots)
+            std::printf("wrote %s\n", qPrintable(s));
+        return shots.isEmpty() ? 1 : 0;
+    }
+    w.show();
+    if (!files.isEmpty())
+        w.openFile(files.front());
+    return app.exec();
+}

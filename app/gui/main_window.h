@@ -1,0 +1,122 @@
+// fragscope-gui's main window: dockable, restorable views over one loaded Scene, all driven by
+// one SelectionModel.
+#pragma once
+
+#include "render/render.h"
+#include "session_loader.h"
+#include "widgets/selection.h"
+
+#include <QMainWindow>
+#include <functional>
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTableView;
+class QSortFilterProxyModel;
+class QMenu;
+
+namespace fs::views {
+class HeatmapWidget;
+class TimelineWidget;
+class HistogramWidget;
+class MemMapWidget;
+class KernelLaneWidget;
+class FramesModel;
+class CollapseInspector;
+class AllocationDetails;
+} // namespace fs::views
+
+namespace fs::gui {
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void openFile(const QString& path);
+    // How errors reach the user; tests replace it to avoid modal dialogs.
+    using ErrorReporter = std::function<void(const QString& title, const QString& text)>;
+    void setErrorReporter(ErrorReporter r) { reportError_ = std::move(r); }
+
+    std::shared_ptr<const render::Scene> scene() const { return scene_; }
+    SessionLoader* loader() const { return loader_; }
+    views::SelectionModel* selection() const { return selection_; }
+    views::HeatmapWidget* heatmap() const { return heatmap_; }
+    views::TimelineWidget* timeline() const { return timeline_; }
+    views::HistogramWidget* histogram() const { return histogram_; }
+    views::MemMapWidget* memmap() const { return memmap_; }
+    views::CollapseInspector* inspector() const { return inspector_; }
+    views::AllocationDetails* details() const { return details_; }
+    views::KernelLaneWidget* kernels() const { return kernels_; }
+    QTableView* framesView() const { return framesView_; }
+    views::FramesModel* framesModel() const { return framesModel_; }
+    int level() const { return level_; }
+    QString statusText() const;
+    // Current state as render options (export dialog, report, screenshots).
+    render::RenderOptions renderOptions(render::View v) const;
+    bool exportView(render::View v, const QString& path, QSize size, QString* error) const;
+    // Writes heatmap/timeline/histogram/memmap images and report.txt into dir.
+    bool exportReport(const QString& dir, QString* error) const;
+    // --screenshots: renders the window in several states into dir; returns the files written.
+    QStringList writeScreenshots(const QString& dir);
+    void setDark(bool dark);
+    bool isDark() const { return dark_; }
+
+protected:
+    void closeEvent(QCloseEvent*) override;
+    void dragEnterEvent(QDragEnterEvent*) override;
+    void dropEvent(QDropEvent*) override;
+
+private:
+    void buildDocks();
+    void buildMenus();
+    void setScene(const QString& path, std::shared_ptr<const render::Scene> scene);
+    void onSelection(const views::Selection& s);
+    void setLevel(int level);
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void showExportDialog();
+    void exportReportDialog();
+    void importDialog();
+    void attachDialog();
+    void editRules();
+    void showShortcuts();
+    void showAbout();
+    void updateStatus();
+    void applyRules(const std::vector<render::CollapseRule>& rules);
+
+    SessionLoader* loader_ = nullptr;
+    views::SelectionModel* selection_ = nullptr;
+    std::shared_ptr<const render::Scene> scene_;
+    QString path_;
+    int level_ = -1;
+    bool dark_ = false;
+    ErrorReporter reportError_;
+
+    views::HeatmapWidget* heatmap_ = nullptr;
+    views::TimelineWidget* timeline_ = nullptr;
+    views::HistogramWidget* histogram_ = nullptr;
+    views::MemMapWidget* memmap_ = nullptr;
+    views::KernelLaneWidget* kernels_ = nullptr;
+    views::CollapseInspector* inspector_ = nullptr;
+    views::AllocationDetails* details_ = nullptr;
+    views::FramesModel* framesModel_ = nullptr;
+    QSortFilterProxyModel* framesProxy_ = nullptr;
+    QTableView* framesView_ = nullptr;
+    QComboBox* levelBox_ = nullptr;
+    QLabel* healthLabel_ = nullptr;
+    QLabel* syntheticLabel_ = nullptr;
+    QLabel* axisLabel_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QAction* backAction_ = nullptr;
+    QAction* forwardAction_ = nullptr;
+    bool syncing_ = false;
+};
+
+} // namespace fs::gui

@@ -1,0 +1,238 @@
+// Export view / Export report / --screenshots: everything is drawn by fragscope_render with the
+// window's current state, so a report image is what the user sees.
+#include "main_window.h"
+
+#include "widgets/frames_model.h"
+#include "widgets/heatmap_widget.h"
+#include "widgets/panels.h"
+#include "widgets/plot_widgets.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QProcess>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QTableView>
+#include <QThread>
+
+namespace fs::gui {
+
+QString cliPath();
+
+render::RenderOptions MainWindow::renderOptions(render::View v) const
+{
+    render::RenderOptions o;
+    o.level = level_;
+    const auto& sel = selection_->current();
+    o.frame = sel.frame;
+    o.selFrom = sel.from;
+    o.selTo = sel.to;
+    o.selAlloc = sel.allocId;
+    if (v == render::View::Heatmap) {
+        const auto& vp = heatmap_->viewport();
+        o.from = vp.t0;
+        o.to = vp.t1;
+        o.y0 = vp.y0;
+        o.y1 = vp.y1;
+    }
+    if ((v == render::View::Histogram || v == render::View::MemMap) && sel.frame < 0 && sel.to != kNoTime)
+        o.at = sel.to;
+    o.theme = render::Theme::light(); // reports print on white
+    return o;
+}
+
+bool MainWindow::exportView(render::View v, const QString& path, QSize size, QString* error) const
+{
+    if (!scene_) {
+        if (error)
+            *error = tr("no session is open");
+        return false;
+    }
+    return render::exportView(path, size, *scene_, v, renderOptions(v), error);
+}
+
+bool MainWindow::exportReport(const QString& dir, QString* error) const
+{
+    if (!scene_) {
+        if (error)
+            *error = tr("no session is open");
+        return false;
+    }
+    QDir().mkpath(dir);
+    for (render::View v : {render::View::Heatmap, render::View::Timeline, render::View::Histogram, render::View::MemMap})
+        for (const char* ext : {"png", "svg"})
+            if (!exportView(v, QStringLiteral("%1/%2.%3").arg(dir, QLatin1String(render::viewName(v)), QLatin1String(ext)),
+                            QSize(1600, 900), error))
+                return false;
+    // The text report: `fragscope report` when this build has it, else the session summary.
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("report"), QString::fromStdString(scene_->path)});
+    QByteArray text;
+    if (p.waitForFinished(120000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) {
+        text = p.readAllStandardOutput();
+    } else {
+        QProcess info;
+        info.start(cliPath(), {QStringLiteral("info"), QString::fromStdString(scene_->path)});
+        info.waitForFinished(60000);
+        text = info.readAllStandardOutput();
+        text += "\n(`fragscope report` was not available; this is `fragscope info`.)\n";
+    }
+    QFile f(dir + QStringLiteral("/report.txt"));
+    if (!f.open(QIODevice::WriteOnly) || f.write(text) < 0) {
+        if (error)
+            *error = f.fileName() + QStringLiteral(": cannot write");
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::showExportDialog()
+{
+    if (!scene_) {
+        reportError_(tr("Export view"), tr("Open a session first."));
+        return;
+    }
+    QDialog dlg(this);
+    dlg.setWindowTitle(tr("Export view"));
+    auto* form = new QFormLayout(&dlg);
+    auto* view = new QComboBox(&dlg);
+    view->addItem(tr("VA heatmap (current zoom)"), static_cast<int>(render::View::Heatmap));
+    view->addItem(tr("Timelines"), static_cast<int>(render::View::Timeline));
+    view->addItem(tr("Fragment histogram (selected frame vs the one before)"), static_cast<int>(render::View::Histogram));
+    view->addItem(tr("Memory map (selected frame)"), static_cast<int>(render::View::MemMap));
+    auto* w = new QSpinBox(&dlg);
+    auto* h = new QSpinBox(&dlg);
+    w->setRange(200, 20000);
+    h->setRange(150, 20000);
+    w->setValue(1600);
+    h->setValue(900);
+    w->setSuffix(QStringLiteral(" px"));
+    h->setSuffix(QStringLiteral(" px"));
+    auto* sizeRow = new QHBoxLayout;
+    sizeRow->addWidget(w);
+    sizeRow->addWidget(h);
+    auto* path = new QLineEdit(QDir::home().filePath(QStringLiteral("fragscope-heatmap.png")), &dlg);
+    auto* browse = new QPushButton(tr("Browse…"), &dlg);
+    auto* pathRow = new QHBoxLayout;
+    pathRow->addWidget(path, 1);
+    pathRow->addWidget(browse);
+    form->addRow(tr("View"), view);
+    form->addRow(tr("Size (width × height)"), sizeRow);
+    form->addRow(tr("File (.png, .svg, .pdf)"), pathRow);
+    auto* bb = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, &dlg);
+    form->addRow(bb);
+    connect(view, &QComboBox::currentIndexChanged, &dlg, [view, path] {
+        QFileInfo fi(path->text());
+        const QString name = QString::fromLatin1(render::viewName(static_cast<render::View>(view->currentData().toInt())));
+        path->setText(fi.dir().filePath(QStringLiteral("fragscope-%1.%2").arg(name, fi.suffix().isEmpty() ? QStringLiteral("png") : fi.suffix())));
+    });
+    connect(browse, &QPushButton::clicked, &dlg, [&dlg, path] {
+        const QString p = QFileDialog::getSaveFileName(&dlg, tr("Export to"), path->text(),
+                                                       tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
+        if (!p.isEmpty())
+            path->setText(p);
+    });
+    connect(bb, &QDialogButtonBox::accepted, &dlg, &QDialog::accept);
+    connect(bb, &QDialogButtonBox::rejected, &dlg, &QDialog::reject);
+    if (dlg.exec() != QDialog::Accepted)
+        return;
+    QString err;
+    if (!exportView(static_cast<render::View>(view->currentData().toInt()), path->text(), QSize(w->value(), h->value()), &err))
+        reportError_(tr("Export failed"), err);
+    else
+        statusBar()->showMessage(tr("Wrote %1").arg(path->text()), 6000);
+}
+
+void MainWindow::exportReportDialog()
+{
+    if (!scene_) {
+        reportError_(tr("Export report"), tr("Open a session first."));
+        return;
+    }
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export report into folder"));
+    if (dir.isEmpty())
+        return;
+    QString err;
+    if (!exportReport(dir, &err))
+        reportError_(tr("Export report failed"), err);
+    else
+        statusBar()->showMessage(tr("Report written to %1").arg(dir), 6000);
+}
+
+namespace {
+
+// Lets queued results (loader, refined rasters) arrive; gives up after timeoutMs.
+void settle(const std::function<bool()>& done, int timeoutMs)
+{
+    QElapsedTimer t;
+    t.start();
+    while (!done() && t.elapsed() < timeoutMs) {
+        QApplication::processEvents(QEventLoop::AllEvents, 50);
+        QThread::msleep(5);
+    }
+    QApplication::processEvents();
+}
+
+} // namespace
+
+QStringList MainWindow::writeScreenshots(const QString& dir)
+{
+    QStringList written;
+    QDir().mkpath(dir);
+    resize(1920, 1080);
+    show();
+    settle([] { return false; }, 200);
+    auto shot = [&](const QString& name) {
+        settle([this] { return heatmap_->isRefined(); }, 20000);
+        const QString p = QStringLiteral("%1/%2").arg(dir, name);
+        if (grab().save(p))
+            written << p;
+    };
+    shot(QStringLiteral("gui-overview.png"));
+    if (!scene_)
+        return written;
+    if (!scene_->collapses.empty()) {
+        const int64_t f = scene_->collapses.front().firstFrame;
+        // Two clicks, as a user would: the collapsed row in the frames table...
+        const int row = framesModel_->rowOf(f);
+        framesView_->setCurrentIndex(framesView_->model()->index(row, 0));
+        shot(QStringLiteral("gui-collapse-selected.png"));
+        // ...then zoom the heatmap onto that frame and its precursor window.
+        const render::FrameRow* fr = scene_->frame(f);
+        const render::FrameRow* before = scene_->frame(f - 2);
+        heatmap_->zoomToTime(before ? before->start : fr->start, fr->end);
+        shot(QStringLiteral("gui-collapse-zoomed.png"));
+        if (inspector_->model()->rowCount() > 0) {
+            inspector_->table()->selectRow(0);
+            emit inspector_->table()->clicked(inspector_->model()->index(0, 0));
+            shot(QStringLiteral("gui-precursor-selected.png"));
+        }
+    }
+    QString err;
+    for (render::View v : {render::View::Heatmap, render::View::Histogram, render::View::Timeline, render::View::MemMap}) {
+        const QString p = QStringLiteral("%1/export-%2.png").arg(dir, QLatin1String(render::viewName(v)));
+        if (exportView(v, p, QSize(1600, 900), &err))
+            written << p;
+    }
+    // The whole-session heatmap as well as the zoomed one.
+    render::RenderOptions o = renderOptions(render::View::Heatmap);
+    o.from = o.to = kNoTime;
+    o.y0 = o.y1 = -1;
+    const QString full = dir + QStringLiteral("/export-heatmap-full.png");
+    if (render::exportView(full, QSize(1600, 900), *scene_, render::View::Heatmap, o, &err))
+        written << full;
+    return written;
+}
+
+} // namespace fs::gui

@@ -1,0 +1,43 @@
+// Loads sessions on a worker thread (fragscope_render::loadScene) and hands the whole, immutable
+// Scene back on the GUI thread. Newest request wins: load() cancels whatever is running, and a
+// cancelled or superseded job's result is dropped, so the window keeps showing what it had.
+#pragma once
+
+#include "render/scene.h"
+
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+
+#include <atomic>
+#include <memory>
+
+namespace fs::gui {
+
+class SessionLoader : public QObject {
+    Q_OBJECT
+public:
+    explicit SessionLoader(QObject* parent = nullptr);
+    ~SessionLoader() override;
+    void load(const QString& path);
+    void cancel();
+    bool busy() const { return busy_; }
+    // Blocks until no job runs (tests, shutdown).
+    void wait();
+
+signals:
+    void started(const QString& path);
+    void progress(int percent, const QString& stage);
+    void loaded(const QString& path, std::shared_ptr<const fs::render::Scene> scene);
+    void failed(const QString& path, const QString& message);
+    void cancelled(const QString& path);
+
+private:
+    QThreadPool pool_;
+    uint64_t generation_ = 0;
+    std::shared_ptr<std::atomic<bool>> cancel_;
+    QString path_;
+    bool busy_ = false;
+};
+
+} // namespace fs::gui

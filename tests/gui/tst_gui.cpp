@@ -1,0 +1,328 @@
+// fragscope-gui: item models under QAbstractItemModelTester, the linked views on a session,
+// heatmap zoom/pan by synthetic input, exports, cancelled and failed loads. Runs offscreen.
+#include "fixture.h"
+#include "main_window.h"
+#include "testutil.h"
+#include "widgets/frames_model.h"
+#include "widgets/heatmap_widget.h"
+#include "widgets/panels.h"
+#include "widgets/plot_widgets.h"
+#include "widgets/precursor_model.h"
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QFile>
+#include <QImage>
+#include <QSet>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QWheelEvent>
+#include <QXmlStreamReader>
+#include <QtTest>
+
+using namespace fs;
+
+namespace {
+
+void waitLoaded(gui::MainWindow& w)
+{
+    QTRY_VERIFY_WITH_TIMEOUT(!w.loader()->busy(), 60000);
+    QApplication::processEvents();
+}
+
+} // namespace
+
+class TstGui : public QObject {
+    Q_OBJECT
+    QTemporaryDir dir_;
+    QString fixture_, fixture2_, simulated_;
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(dir_.isValid());
+        // Settings of the developer running the tests must not leak in (saved rules, layout).
+        QCoreApplication::setOrganizationName(QStringLiteral("fragscope-tests"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_gui"));
+        QSettings().clear();
+        fixture_ = dir_.filePath("fixture.fragscope");
+        fixture2_ = dir_.filePath("fixture2.fragscope");
+        fstest::makeFixtureSession(fixture_.toStdString());
+        fstest::makeFixtureSession(fixture2_.toStdString());
+    }
+
+    void modelsUnderTester()
+    {
+        auto scene = render::loadScene(fixture_.toStdString());
+        views::FramesModel frames;
+        QAbstractItemModelTester t1(&frames, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        frames.resetData(scene, scene->defaultLevel());
+        QCOMPARE(frames.rowCount(), fstest::kFixtureFrames);
+        // The collapsed frames 17 and 18 are flagged and highlighted.
+        QVERIFY(frames.data(frames.index(17, 0), views::FramesModel::CollapsedRole).toBool());
+        QVERIFY(frames.data(frames.index(17, 0), Qt::BackgroundRole).isValid());
+        QVERIFY(!frames.data(frames.index(16, 0), views::FramesModel::CollapsedRole).toBool());
+        frames.resetData(nullptr, -1);
+        QCOMPARE(frames.rowCount(), 0);
+        views::PrecursorModel pre;
+        QAbstractItemModelTester t2(&pre, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        pre.resetData(scene->precursors(17, scene->defaultLevel()), scene->timeBegin(), scene->summary.timeAxis);
+        QVERIFY(pre.rowCount() > 0);
+        pre.resetData({}, 0, TimeAxis::Nanoseconds);
+        QCOMPARE(pre.rowCount(), 0);
+    }
+
+    void selectCollapsedFrameDrivesEveryView()
+    {
+        gui::MainWindow w;
+        w.resize(1600, 1000);
+        w.show();
+        w.openFile(fixture_);
+        waitLoaded(w);
+        QVERIFY(w.scene());
+        QVERIFY(w.statusText().contains("SYNTHETIC DATA"));
+        QVERIFY(w.statusText().contains("time axis: ns"));
+        const auto& s = *w.scene();
+        QVERIFY(!s.collapses.empty());
+        const int64_t f = s.collapses.front().firstFrame;
+        QCOMPARE(f, int64_t(17));
+        // Through the frames table, as a user clicks it.
+        const int row = w.framesModel()->rowOf(f);
+        QTableView* view = w.framesView();
+        view->setCurrentIndex(view->model()->index(row, 0));
+        QCOMPARE(w.selection()->current().frame, f);
+        // The inspector lists exactly the engine's precursors for that frame.
+        const auto expected = s.precursors(f, w.level());
+        QVERIFY(!expected.empty());
+        const auto* pm = w.inspector()->model();
+        QCOMPARE(pm->rowCount(), int(expected.size()));
+        for (int i = 0; i < pm->rowCount(); ++i)
+            QCOMPARE(pm->data(pm->index(i, views::PrecursorModel::What), Qt::DisplayRole).toString().toStdString(),
+                     expected[size_t(i)].what);
+        QVERIFY(w.inspector()->headline().contains("17"));
+        // The heatmap's selection covers the frame, and the frame is in view.
+        const render::FrameRow* fr = s.frame(f);
+        const auto& hs = w.heatmap()->selection();
+        QVERIFY(hs.from <= fr->start && hs.to >= fr->end);
+        QVERIFY(w.heatmap()->viewport().t0 <= fr->start && w.heatmap()->viewport().t1 >= fr->end);
+        // The histogram shows that frame's fragments (at its end), with f-1 to compare.
+        QCOMPARE(w.histogram()->shownAt(), fr->end);
+        const auto want = render::fragmentHistogram(s.levels[size_t(w.level())], fr->end);
+        QCOMPARE(w.histogram()->current().size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+            QCOMPARE(w.histogram()->current()[i].count, want[i].count);
+        QVERIFY(!w.histogram()->previous().empty());
+        // The kernel lane names the new kernel variant.
+        QVERIFY(w.kernels()->newVariants().contains("gemm_fallback_kernel"));
+        // Back/forward through selections.
+        view->setCurrentIndex(view->model()->index(w.framesModel()->rowOf(3), 0));
+        QCOMPARE(w.selection()->current().frame, int64_t(3));
+        w.selection()->back();
+        QCOMPARE(w.selection()->current().frame, f);
+        w.selection()->forward();
+        QCOMPARE(w.selection()->current().frame, int64_t(3));
+        // A precursor click selects its allocation in the details panel.
+        w.selection()->selectFrame(s, f);
+        int allocRow = -1;
+        for (int i = 0; i < pm->rowCount() && allocRow < 0; ++i)
+            if (pm->data(pm->index(i, 0), views::PrecursorModel::AllocIdRole).toLongLong() > 0)
+                allocRow = i;
+        QVERIFY(allocRow >= 0);
+        emit w.inspector()->table()->clicked(pm->index(allocRow, 0));
+        QVERIFY(w.selection()->current().allocId > 0);
+        QVERIFY(w.details()->tree()->topLevelItemCount() > 5);
+    }
+
+    void heatmapZoomAndPan()
+    {
+        gui::MainWindow w;
+        w.resize(1600, 1000);
+        w.show();
+        w.openFile(fixture_);
+        waitLoaded(w);
+        views::HeatmapWidget* h = w.heatmap();
+        const render::Viewport full = h->viewport();
+        QCOMPARE(full.t0, w.scene()->timeBegin());
+        QCOMPARE(full.t1, w.scene()->timeEnd());
+        const QRectF plot = h->plotArea();
+        const QPointF c = plot.center();
+        // One wheel notch up at the centre: the time span shrinks to 0.8×, centred there.
+        QWheelEvent we(c, h->mapToGlobal(c), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(h, &we);
+        const render::Viewport z = h->viewport();
+        const double fullSpan = double(full.t1 - full.t0), span = double(z.t1 - z.t0);
+        QVERIFY(std::abs(span - 0.8 * fullSpan) < fullSpan * 1e-6);
+        const double centre = full.t0 + (c.x() - plot.left()) / plot.width() * fullSpan;
+        QVERIFY(std::abs((z.t0 + z.t1) / 2.0 - centre) < fullSpan * 1e-3);
+        QCOMPARE(z.y0, full.y0); // plain wheel zooms time only
+        // Right arrow pans by a tenth of the span.
+        QTest::keyClick(h, Qt::Key_Right);
+        QVERIFY(std::abs(double(h->viewport().t0 - z.t0) - span / 10) < 2);
+        // Drag left by a quarter of the plot: time moves right by a quarter of the span.
+        const render::Viewport beforeDrag = h->viewport();
+        QTest::mousePress(h, Qt::LeftButton, Qt::NoModifier, c.toPoint());
+        QMouseEvent move(QEvent::MouseMove, c - QPointF(plot.width() / 4, 0), h->mapToGlobal(c - QPointF(plot.width() / 4, 0)),
+                         Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(h, &move);
+        QTest::mouseRelease(h, Qt::LeftButton, Qt::NoModifier, (c - QPointF(plot.width() / 4, 0)).toPoint());
+        const double moved = double(h->viewport().t0 - beforeDrag.t0);
+        QVERIFY2(std::abs(moved - span / 4) < span * 0.01, qPrintable(QString::number(moved / span)));
+        // Box zoom with Shift+drag over the left half of the plot, full height.
+        const QPointF a(plot.left() + 1, plot.top() + 1), b(plot.center().x(), plot.bottom() - 1);
+        QTest::mousePress(h, Qt::LeftButton, Qt::ShiftModifier, a.toPoint());
+        QMouseEvent boxMove(QEvent::MouseMove, b, h->mapToGlobal(b), Qt::NoButton, Qt::LeftButton, Qt::ShiftModifier);
+        QApplication::sendEvent(h, &boxMove);
+        const render::Viewport beforeBox = h->viewport();
+        QTest::mouseRelease(h, Qt::LeftButton, Qt::ShiftModifier, b.toPoint());
+        const double boxSpan = double(h->viewport().t1 - h->viewport().t0);
+        QVERIFY(std::abs(boxSpan - double(beforeBox.t1 - beforeBox.t0) / 2) < double(beforeBox.t1 - beforeBox.t0) * 0.02);
+        // F fits everything again.
+        QTest::keyClick(h, Qt::Key_F);
+        QCOMPARE(h->viewport(), full);
+        // The refined raster arrives from the worker.
+        QTRY_VERIFY_WITH_TIMEOUT(h->isRefined(), 20000);
+        // Hover text names the allocation or fragment under the cursor.
+        QVERIFY(!h->describeAt(c).isEmpty());
+    }
+
+    void exportEachView_data()
+    {
+        QTest::addColumn<int>("view");
+        QTest::addColumn<QString>("ext");
+        for (auto v : {render::View::Heatmap, render::View::MemMap, render::View::Histogram, render::View::Timeline})
+            for (const char* e : {"png", "svg"})
+                QTest::addRow("%s.%s", render::viewName(v), e) << int(v) << QString::fromLatin1(e);
+    }
+
+    void exportEachView()
+    {
+        QFETCH(int, view);
+        QFETCH(QString, ext);
+        gui::MainWindow w;
+        w.openFile(fixture_);
+        waitLoaded(w);
+        w.selection()->selectFrame(*w.scene(), 17);
+        const QString path = dir_.filePath(QStringLiteral("gui-%1.%2").arg(QLatin1String(render::viewName(render::View(view))), ext));
+        QString err;
+        QVERIFY2(w.exportView(render::View(view), path, QSize(1000, 640), &err), qPrintable(err));
+        if (ext == QLatin1String("png")) {
+            QImage img(path);
+            QCOMPARE(img.size(), QSize(1000, 640));
+            QSet<QRgb> colours;
+            for (int y = 0; y < img.height(); y += 4)
+                for (int x = 0; x < img.width(); x += 4)
+                    colours.insert(img.pixel(x, y));
+            QVERIFY2(colours.size() >= 8, "blank export");
+        } else {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QXmlStreamReader r(&f);
+            int n = 0;
+            while (!r.atEnd())
+                if (r.readNext() == QXmlStreamReader::StartElement)
+                    ++n;
+            QVERIFY2(!r.hasError(), qPrintable(r.errorString()));
+            QVERIFY(n > 20);
+        }
+    }
+
+    void cancelLoadKeepsPreviousSession()
+    {
+        gui::MainWindow w;
+        w.openFile(fixture_);
+        waitLoaded(w);
+        const auto before = w.scene();
+        QVERIFY(before);
+        QSignalSpy cancelled(w.loader(), &gui::SessionLoader::cancelled);
+        QSignalSpy loaded(w.loader(), &gui::SessionLoader::loaded);
+        w.openFile(fixture2_);
+        QVERIFY(w.loader()->busy());
+        w.loader()->cancel();
+        w.loader()->wait();
+        QApplication::processEvents();
+        QTest::qWait(50);
+        QCOMPARE(cancelled.count(), 1);
+        QCOMPARE(loaded.count(), 0); // the job's result, if it finished, was dropped
+        QCOMPARE(w.scene(), before);
+        QCOMPARE(QString::fromStdString(w.scene()->path), fixture_);
+        // Newest wins: two requests in a row deliver only the second.
+        w.openFile(fixture_);
+        w.openFile(fixture2_);
+        waitLoaded(w);
+        QTRY_COMPARE(loaded.count(), 1);
+        QCOMPARE(QString::fromStdString(w.scene()->path), fixture2_);
+    }
+
+    void corruptFileReportsAndKeepsRunning()
+    {
+        gui::MainWindow w;
+        QString title, text;
+        w.setErrorReporter([&](const QString& t, const QString& m) {
+            title = t;
+            text = m;
+        });
+        w.openFile(fixture_);
+        waitLoaded(w);
+        const auto before = w.scene();
+        const QString bad = dir_.filePath("corrupt.fragscope");
+        {
+            // A real session with its middle overwritten: SQLite's integrity check catches it.
+            QFile in(fixture_);
+            QVERIFY(in.open(QIODevice::ReadOnly));
+            QByteArray bytes = in.readAll();
+            for (int i = 4096; i < bytes.size() - 4096; ++i)
+                bytes[i] = char(0x5a);
+            QFile out(bad);
+            QVERIFY(out.open(QIODevice::WriteOnly));
+            out.write(bytes);
+        }
+        w.openFile(bad);
+        waitLoaded(w);
+        QTRY_VERIFY(!text.isEmpty());
+        QVERIFY2(text.contains("corrupt.fragscope"), qPrintable(text));
+        QVERIFY2(text.contains("corrupt") || text.contains("malformed") || text.contains("not a fragscope"), qPrintable(text));
+        QCOMPARE(w.scene(), before);
+        // Not a session at all.
+        text.clear();
+        const QString junk = dir_.filePath("junk.fragscope");
+        QFile j(junk);
+        QVERIFY(j.open(QIODevice::WriteOnly));
+        j.write("hello");
+        j.close();
+        w.openFile(junk);
+        waitLoaded(w);
+        QTRY_VERIFY(text.contains("junk.fragscope"));
+        QVERIFY(text.contains("not a fragscope session"));
+        // Still alive and usable.
+        w.selection()->selectFrame(*w.scene(), 17);
+        QCOMPARE(w.selection()->current().frame, int64_t(17));
+    }
+
+    void simulatedSession()
+    {
+        // The simulator's session, made by the CLI, opens and its views are populated.
+        simulated_ = dir_.filePath("sim.fragscope");
+        const auto r = fstest::runCli({"simulate", "-o", simulated_, "--frames", "24", "--seed", "17"}, 300000);
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        gui::MainWindow w;
+        QString text;
+        w.setErrorReporter([&](const QString&, const QString& m) { text = m; });
+        w.openFile(simulated_);
+        waitLoaded(w);
+        QVERIFY2(text.isEmpty(), qPrintable(text));
+        QVERIFY(w.scene());
+        QVERIFY(w.scene()->summary.synthetic);
+        QVERIFY(w.framesModel()->rowCount() > 0);
+        if (!w.scene()->collapses.empty()) {
+            const int64_t f = w.scene()->collapses.front().firstFrame;
+            w.framesView()->setCurrentIndex(w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
+            QCOMPARE(w.selection()->current().frame, f);
+            QCOMPARE(w.inspector()->model()->rowCount(), int(w.scene()->precursors(f, w.level()).size()));
+        }
+    }
+};
+
+QTEST_MAIN(TstGui)
+#include "tst_gui.moc"
