@@ -2,7 +2,7 @@
 add_library(fragscope_warnings INTERFACE)
 target_compile_options(fragscope_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
-  -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  -Woverloaded-virtual -Wimplicit-fallthrough
   $<$<BOOL:${FRAGSCOPE_WERROR}>:-Werror>)
 if(FRAGSCOPE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
