@@ -1,8 +1,8 @@
 // fragscope simulate -o FILE: a synthetic video-generation session from the allocator model
 // (capture/sim, docs/simulator.md), written through Ingest like any other source.
-#include "command.h"
 #include "capture/recorder/live_sim.h"
 #include "capture/sim/simulator.h"
+#include "command.h"
 #include "core/ingest.h"
 #include "core/progress.h"
 #include "core/session.h"
@@ -23,7 +23,8 @@ sim::Config configFrom(const Args& a)
     cfg.steps = a.getInt("steps", cfg.steps);
     cfg.seed = static_cast<uint64_t>(a.getInt("seed", static_cast<int64_t>(cfg.seed)));
     cfg.targetEvents = a.getInt("events", 0);
-    cfg.capacityBytes = static_cast<uint64_t>(a.getInt("capacity", static_cast<int64_t>(cfg.capacityBytes)));
+    cfg.capacityBytes =
+        static_cast<uint64_t>(a.getInt("capacity", static_cast<int64_t>(cfg.capacityBytes)));
     if (cfg.frames < 1 || cfg.frames > 1'000'000)
         throw UsageError("--frames must be between 1 and 1000000");
     if (cfg.steps < 1 || cfg.steps > 10'000)
@@ -51,8 +52,9 @@ int runSimulate(Args& a)
     IngestOptions o;
     o.path = *out;
     o.sourceKind = "simulator";
-    o.sourcePath = fmt::format("fragscope simulate --frames {} --steps {} --seed {}{}", cfg.frames, cfg.steps,
-                               cfg.seed, cfg.targetEvents ? fmt::format(" --events {}", cfg.targetEvents) : "");
+    o.sourcePath = fmt::format(
+        "fragscope simulate --frames {} --steps {} --seed {}{}", cfg.frames, cfg.steps, cfg.seed,
+        cfg.targetEvents ? fmt::format(" --events {}", cfg.targetEvents) : "");
     o.synthetic = true;
     o.reorderWindowNs = 0; // the simulator emits in time order
     Ingest ingest(o);
@@ -73,14 +75,17 @@ int runSimulate(Args& a)
 
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
-    fmt::print("Simulated {} events ({} frames x {} steps, seed {}) into {}: {} allocations, {} segments, "
-               "{} kernels ({} attention fallbacks), {} graph launches, {} OOMs, peak reserved {:.2f} GiB of "
-               "{:.2f} GiB; {} of {} frames collapsed (coherence_score < {}); file {:.1f} MB. "
-               "SYNTHETIC data: scores come from a toy model, not from images.\n",
-               st.events, st.frames, cfg.steps, cfg.seed, *out, st.allocs, st.segmentsCreated, st.kernels,
-               st.fallbackKernels, st.graphLaunches, st.ooms, static_cast<double>(st.peakReserved) / (1ull << 30),
-               static_cast<double>(cfg.capacityBytes) / (1ull << 30), st.collapsedFrames, st.frames,
-               sim::kCollapseThreshold, ec ? 0.0 : static_cast<double>(bytes) / 1e6);
+    fmt::print(
+        "Simulated {} events ({} frames x {} steps, seed {}) into {}: {} allocations, {} segments, "
+        "{} kernels ({} attention fallbacks), {} graph launches, {} OOMs, peak reserved {:.2f} GiB "
+        "of "
+        "{:.2f} GiB; {} of {} frames collapsed (coherence_score < {}); file {:.1f} MB. "
+        "SYNTHETIC data: scores come from a toy model, not from images.\n",
+        st.events, st.frames, cfg.steps, cfg.seed, *out, st.allocs, st.segmentsCreated, st.kernels,
+        st.fallbackKernels, st.graphLaunches, st.ooms,
+        static_cast<double>(st.peakReserved) / (1ull << 30),
+        static_cast<double>(cfg.capacityBytes) / (1ull << 30), st.collapsedFrames, st.frames,
+        sim::kCollapseThreshold, ec ? 0.0 : static_cast<double>(bytes) / 1e6);
     return Ok;
 }
 
@@ -94,14 +99,18 @@ FRAGSCOPE_COMMAND({
                 {"frames", "N", "frames per generated video (default 24)"},
                 {"steps", "S", "denoising steps per frame (default 20)"},
                 {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
-                {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
+                {"events", "N",
+                 "generate further videos until at least N events (k, M, G suffixes)"},
                 {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
-                {"live", "", "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
-                {"live-rate", "N", "with --live: emit at most N events per second (default: as fast as read)"}},
-    .details = "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
-               "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"
-               "model an attention step whose contiguous workspace the fragmented allocator cannot\n"
-               "provide falls back to another kernel, and the frame's coherence drops.",
+                {"live", "",
+                 "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
+                {"live-rate", "N",
+                 "with --live: emit at most N events per second (default: as fast as read)"}},
+    .details =
+        "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
+        "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"
+        "model an attention step whose contiguous workspace the fragmented allocator cannot\n"
+        "provide falls back to another kernel, and the frame's coherence drops.",
     .run = runSimulate,
     .order = 10,
 });

@@ -10,24 +10,22 @@ constexpr uint64_t kVaBase = 0x7f4a00000000ULL;
 constexpr uint64_t kVaSpan = 1ULL << 42; // 4 TiB of address space, far above any capacity
 } // namespace
 
-CachingAllocator::CachingAllocator(EventWriter& out, uint64_t capacity, uint32_t device, uint64_t seed)
+CachingAllocator::CachingAllocator(EventWriter& out, uint64_t capacity, uint32_t device,
+                                   uint64_t seed)
     : out_(out), capacity_(capacity), device_(device), va_(kVaBase, kVaSpan, seed)
 {
 }
 
 uint64_t CachingAllocator::roundSize(uint64_t bytes)
 {
-    if (bytes < kMinBlock)
-        return kMinBlock;
+    if (bytes < kMinBlock) return kMinBlock;
     return (bytes + kMinBlock - 1) / kMinBlock * kMinBlock;
 }
 
 uint64_t CachingAllocator::segmentSize(uint64_t rounded)
 {
-    if (rounded <= kSmallSize)
-        return kSmallBuffer;
-    if (rounded < kMinLargeAlloc)
-        return kLargeBuffer;
+    if (rounded <= kSmallSize) return kSmallBuffer;
+    if (rounded < kMinLargeAlloc) return kLargeBuffer;
     return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
@@ -42,7 +40,10 @@ Block* CachingAllocator::newBlock()
     return &blockStore_.emplace_back();
 }
 
-void CachingAllocator::dropBlock(Block* b) { freeBlocks_.push_back(b); }
+void CachingAllocator::dropBlock(Block* b)
+{
+    freeBlocks_.push_back(b);
+}
 
 Segment* CachingAllocator::newSegmentRecord()
 {
@@ -68,8 +69,7 @@ Block* CachingAllocator::bestFit(FreeSet& p, uint64_t size, uint32_t stream)
     key.size = size;
     key.addr = 0;
     auto it = p.lower_bound(&key);
-    if (it == p.end() || (*it)->stream != stream)
-        return nullptr;
+    if (it == p.end() || (*it)->stream != stream) return nullptr;
     Block* b = *it;
     p.erase(it);
     return b;
@@ -77,11 +77,9 @@ Block* CachingAllocator::bestFit(FreeSet& p, uint64_t size, uint32_t stream)
 
 Segment* CachingAllocator::newSegment(uint64_t size, uint32_t stream, bool small, int64_t t)
 {
-    if (c_.reserved + size > capacity_)
-        return nullptr;
+    if (c_.reserved + size > capacity_) return nullptr;
     const uint64_t addr = va_.place(size);
-    if (addr == 0)
-        return nullptr;
+    if (addr == 0) return nullptr;
     Segment* s = newSegmentRecord();
     s->addr = addr;
     s->size = size;
@@ -146,17 +144,19 @@ bool CachingAllocator::releaseCached(int64_t t)
     // Release in address order so the event stream does not depend on container layout.
     std::vector<Segment*> idle;
     for (Segment* s : segments_)
-        if (!s->first->allocated && s->first->next == nullptr)
-            idle.push_back(s);
-    std::sort(idle.begin(), idle.end(), [](const Segment* a, const Segment* b) { return a->addr < b->addr; });
+        if (!s->first->allocated && s->first->next == nullptr) idle.push_back(s);
+    std::sort(idle.begin(), idle.end(),
+              [](const Segment* a, const Segment* b) { return a->addr < b->addr; });
     for (Segment* s : idle)
         releaseSegment(s, t);
-    if (!idle.empty())
-        ++c_.cacheFlushes;
+    if (!idle.empty()) ++c_.cacheFlushes;
     return !idle.empty();
 }
 
-void CachingAllocator::emptyCache(int64_t t) { releaseCached(t); }
+void CachingAllocator::emptyCache(int64_t t)
+{
+    releaseCached(t);
+}
 
 Block* CachingAllocator::allocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t)
 {
@@ -168,7 +168,8 @@ Block* CachingAllocator::tryAllocate(uint64_t bytes, uint32_t stream, const Name
     return allocateImpl(bytes, stream, tag, t, true);
 }
 
-Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t, bool quiet)
+Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t,
+                                      bool quiet)
 {
     const uint64_t size = roundSize(bytes);
     const bool small = size <= kSmallSize;
@@ -177,8 +178,7 @@ Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Nam
     if (!b) {
         const uint64_t segSize = segmentSize(size);
         Segment* s = newSegment(segSize, stream, small, t);
-        if (!s && releaseCached(t))
-            s = newSegment(segSize, stream, small, t);
+        if (!s && releaseCached(t)) s = newSegment(segSize, stream, small, t);
         if (!s) {
             if (quiet) {
                 ++c_.quietFailures;
@@ -208,8 +208,7 @@ Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Nam
         r->small = small;
         r->prev = b;
         r->next = b->next;
-        if (b->next)
-            b->next->prev = r;
+        if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
         p.insert(r);
@@ -256,16 +255,14 @@ void CachingAllocator::free(Block* b, int64_t t)
         p.erase(n);
         b->size += n->size;
         b->next = n->next;
-        if (n->next)
-            n->next->prev = b;
+        if (n->next) n->next->prev = b;
         dropBlock(n);
     }
     if (Block* pr = b->prev; pr && !pr->allocated) {
         p.erase(pr);
         pr->size += b->size;
         pr->next = b->next;
-        if (b->next)
-            b->next->prev = pr;
+        if (b->next) b->next->prev = pr;
         dropBlock(b);
         b = pr;
     }
@@ -302,8 +299,8 @@ std::string CachingAllocator::checkConsistency() const
             if (b->addr != at || b->segment != s || b->prev != prev || b->stream != s->stream)
                 return fmt::format("segment {:#x}: block {:#x} does not tile it", s->addr, b->addr);
             if (!b->allocated && prev && !prev->allocated)
-                return fmt::format("segment {:#x}: free blocks {:#x} and {:#x} not coalesced", s->addr,
-                                   prev->addr, b->addr);
+                return fmt::format("segment {:#x}: free blocks {:#x} and {:#x} not coalesced",
+                                   s->addr, prev->addr, b->addr);
             if (b->allocated) {
                 allocated += b->size;
                 ++liveBlocks;
@@ -323,8 +320,7 @@ std::string CachingAllocator::checkConsistency() const
         return "free sets hold blocks that are not in any live segment";
     if (reserved != c_.reserved || allocated != c_.allocated || liveBlocks != c_.liveBlocks)
         return "counters disagree with the blocks";
-    if (reserved > capacity_)
-        return "reserved exceeds capacity";
+    if (reserved > capacity_) return "reserved exceeds capacity";
     return {};
 }
 

@@ -25,7 +25,8 @@ namespace fs::sim {
 
 struct Segment;
 
-struct Block {
+struct Block
+{
     uint64_t addr = 0;
     uint64_t size = 0;
     uint64_t requested = 0;
@@ -37,7 +38,8 @@ struct Block {
     bool small = false;
 };
 
-struct Segment {
+struct Segment
+{
     uint64_t addr = 0;
     uint64_t size = 0;
     uint32_t stream = 0;
@@ -47,16 +49,17 @@ struct Segment {
     size_t index = 0; // position in CachingAllocator::segments_
 };
 
-struct AllocatorCounters {
+struct AllocatorCounters
+{
     int64_t allocs = 0;
     int64_t frees = 0;
     int64_t segmentsCreated = 0;
     int64_t segmentsReleased = 0;
-    int64_t ooms = 0;           // failed allocate() calls (an Oom event each)
-    int64_t quietFailures = 0;  // failed tryAllocate() calls (no event)
-    int64_t cacheFlushes = 0;   // times cached segments were released to make room
-    uint64_t reserved = 0;      // bytes in live segments
-    uint64_t allocated = 0;     // bytes in allocated blocks (rounded sizes)
+    int64_t ooms = 0;          // failed allocate() calls (an Oom event each)
+    int64_t quietFailures = 0; // failed tryAllocate() calls (no event)
+    int64_t cacheFlushes = 0;  // times cached segments were released to make room
+    uint64_t reserved = 0;     // bytes in live segments
+    uint64_t allocated = 0;    // bytes in allocated blocks (rounded sizes)
     uint64_t peakReserved = 0;
     uint64_t peakAllocated = 0;
     int64_t liveBlocks = 0;
@@ -65,23 +68,26 @@ struct AllocatorCounters {
 
 // Free-space picture for the fragmentation metrics (DESIGN.md "Metric definitions"): with
 // coalescing, each free block is a maximal free fragment of its segment.
-struct FreeSpace {
+struct FreeSpace
+{
     uint64_t totalFree = 0;
     uint64_t largestFree = 0;
     int64_t fragments = 0;
     double fragmentation() const
     {
-        return totalFree == 0 ? 0.0
-                              : 1.0 - static_cast<double>(largestFree) / static_cast<double>(totalFree);
+        return totalFree == 0
+                   ? 0.0
+                   : 1.0 - static_cast<double>(largestFree) / static_cast<double>(totalFree);
     }
 };
 
-class CachingAllocator {
+class CachingAllocator
+{
 public:
     static constexpr uint64_t kMinBlock = 512;
-    static constexpr uint64_t kSmallSize = 1ull << 20;  // 1 MiB
-    static constexpr uint64_t kSmallBuffer = 2ull << 20; // 2 MiB
-    static constexpr uint64_t kLargeBuffer = 20ull << 20; // 20 MiB
+    static constexpr uint64_t kSmallSize = 1ull << 20;      // 1 MiB
+    static constexpr uint64_t kSmallBuffer = 2ull << 20;    // 2 MiB
+    static constexpr uint64_t kLargeBuffer = 20ull << 20;   // 20 MiB
     static constexpr uint64_t kMinLargeAlloc = 10ull << 20; // 10 MiB
     static constexpr uint64_t kRoundLarge = 2ull << 20;
 
@@ -109,13 +115,12 @@ public:
     static uint64_t segmentSize(uint64_t rounded);
 
 private:
-    struct BlockLess {
+    struct BlockLess
+    {
         bool operator()(const Block* a, const Block* b) const
         {
-            if (a->stream != b->stream)
-                return a->stream < b->stream;
-            if (a->size != b->size)
-                return a->size < b->size;
+            if (a->stream != b->stream) return a->stream < b->stream;
+            if (a->size != b->size) return a->size < b->size;
             return a->addr < b->addr;
         }
     };

@@ -15,16 +15,17 @@ uint64_t EventWriter::hashText(std::string_view s)
     return h;
 }
 
-Name EventWriter::intern(std::string_view s) { return Name{sink_.intern(s), hashText(s)}; }
+Name EventWriter::intern(std::string_view s)
+{
+    return Name{sink_.intern(s), hashText(s)};
+}
 
 void EventWriter::emit(const Event& e, const Name& name)
 {
     // Monotonic time is a property of the model, not of the input, so breaking it is a bug here.
-    if (e.time < lastTime_)
-        throw std::logic_error("simulator emitted an event back in time");
+    if (e.time < lastTime_) throw std::logic_error("simulator emitted an event back in time");
     lastTime_ = e.time;
-    if (events_ == 0)
-        firstTime_ = e.time;
+    if (events_ == 0) firstTime_ = e.time;
     endTime_ = std::max({endTime_, e.time, e.endTime});
     mix(static_cast<uint64_t>(e.type) | static_cast<uint64_t>(e.level) << 8 |
         static_cast<uint64_t>(e.regionKind) << 16 | static_cast<uint64_t>(e.flags) << 24 |
@@ -46,8 +47,7 @@ void EventWriter::emit(const Event& e, const Name& name)
     ++byType_[static_cast<size_t>(e.type)];
     ++events_;
     sink_.add(e);
-    if (progress_ && (events_ & 0xffff) == 0)
-        progress_(events_);
+    if (progress_ && (events_ & 0xffff) == 0) progress_(events_);
 }
 
 } // namespace fs::sim

@@ -15,12 +15,14 @@
 namespace fs::sim {
 
 // An interned string together with the hash of its text.
-struct Name {
+struct Name
+{
     StringId id = kNoString;
     uint64_t hash = 0;
 };
 
-class EventWriter {
+class EventWriter
+{
 public:
     using ProgressFn = std::function<void(int64_t done)>;
     static constexpr int kTypeCount = static_cast<int>(EventType::Health) + 1;

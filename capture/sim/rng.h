@@ -8,7 +8,8 @@
 namespace fs::sim {
 
 // xoshiro256** seeded through splitmix64 (public-domain algorithms by Blackman and Vigna).
-class Rng {
+class Rng
+{
 public:
     explicit Rng(uint64_t seed)
     {

@@ -19,7 +19,8 @@ int64_t Simulator::estimatedEvents() const
 std::vector<std::pair<std::string, std::string>> Simulator::meta() const
 {
     return {
-        {"sim.model", "video-diffusion workload on a PyTorch-like caching allocator (docs/simulator.md)"},
+        {"sim.model",
+         "video-diffusion workload on a PyTorch-like caching allocator (docs/simulator.md)"},
         {"sim.frames", std::to_string(cfg_.frames)},
         {"sim.steps", std::to_string(cfg_.steps)},
         {"sim.seed", std::to_string(cfg_.seed)},
@@ -29,7 +30,8 @@ std::vector<std::pair<std::string, std::string>> Simulator::meta() const
         {"sim.context_frames", std::to_string(cfg_.contextFrames)},
         {"sim.tokens_per_frame", std::to_string(cfg_.tokensPerFrame)},
         {"sim.transient_chance", fmt::format("{}", cfg_.transientChance)},
-        {"sim.coherence_model", "toy: attention workspace fallback lowers coherence_score (synthetic)"},
+        {"sim.coherence_model",
+         "toy: attention workspace fallback lowers coherence_score (synthetic)"},
     };
 }
 
@@ -37,8 +39,7 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
 {
     EventWriter out(sink);
     const int64_t total = estimatedEvents();
-    if (progress)
-        out.setProgress([&](int64_t done) { progress(done, total); });
+    if (progress) out.setProgress([&](int64_t done) { progress(done, total); });
     for (const auto& [k, v] : meta())
         sink.setMeta(k, v);
     DeviceInfo dev;
@@ -49,8 +50,8 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
     sink.addDevice(dev);
     ProcessInfo proc;
     proc.pid = 0; // no real process behind a simulated run
-    proc.commandLine = fmt::format("(simulated) generate_video.py --frames {} --steps {} --seed {}", cfg_.frames,
-                                   cfg_.steps, cfg_.seed);
+    proc.commandLine = fmt::format("(simulated) generate_video.py --frames {} --steps {} --seed {}",
+                                   cfg_.frames, cfg_.steps, cfg_.seed);
     proc.startTime = cfg_.startTimeNs;
     sink.addProcess(proc);
 
@@ -83,8 +84,7 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
     st.liveBlocksAtEnd = c.liveBlocks;
     st.timeBegin = out.firstTime();
     st.timeEnd = out.endTime();
-    if (progress)
-        progress(st.events, st.events);
+    if (progress) progress(st.events, st.events);
     return st;
 }
 

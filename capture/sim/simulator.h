@@ -14,9 +14,10 @@
 
 namespace fs::sim {
 
-struct Config {
-    int64_t frames = 24;      // frames of one generated video (clip)
-    int64_t steps = 20;       // denoising steps per frame
+struct Config
+{
+    int64_t frames = 24; // frames of one generated video (clip)
+    int64_t steps = 20;  // denoising steps per frame
     uint64_t seed = 17;
     // > 0: keep generating further videos of `frames` frames each until at least this many events
     // were emitted (memory stays bounded: nothing is held per event).
@@ -26,22 +27,23 @@ struct Config {
     std::string deviceName = "Simulated H100 80GB (synthetic)";
     int64_t startTimeNs = 1'000'000'000;
     // Workload shape (docs/simulator.md "Workload").
-    int blockGroups = 8;          // transformer layers are simulated in groups of five
-    int contextFrames = 8;        // temporal-attention window (frames kept in the KV cache)
+    int blockGroups = 8;   // transformer layers are simulated in groups of five
+    int contextFrames = 8; // temporal-attention window (frames kept in the KV cache)
     // Long-range memory: a compressed summary of every earlier frame (up to this many frames)
     // that the model keeps for consistency; small blocks that accumulate over the run.
     int memoryFrames = 24;
     uint64_t memoryTokenDivisor = 64; // summary tokens = frame tokens / this
-    uint64_t tokensPerFrame = 3600; // latent tokens per frame (720p, 2x2 patches)
-    double transientChance = 0.15;  // chance per step of a large transient (CFG) buffer
+    uint64_t tokensPerFrame = 3600;   // latent tokens per frame (720p, 2x2 patches)
+    double transientChance = 0.15;    // chance per step of a large transient (CFG) buffer
     // Contiguous attention workspace: base + perFrame x (frames in the temporal window), MiB.
     uint64_t workspaceBaseMiB = 128;
     uint64_t workspacePerFrameMiB = 400;
 };
 
 // Per-frame view of the simulator, recorded at the end of each frame.
-struct FrameStats {
-    double coherence = 0;        // the metric emitted for the frame
+struct FrameStats
+{
+    double coherence = 0; // the metric emitted for the frame
     int attentionCalls = 0;
     int fallbacks = 0;           // attention calls that could not get their workspace
     int ooms = 0;                // OOMs during the frame
@@ -50,12 +52,13 @@ struct FrameStats {
     uint64_t allocated = 0;
     uint64_t largestFree = 0;
     uint64_t totalFree = 0;
-    double fragmentation = 0;    // 1 - largest free / total free
+    double fragmentation = 0; // 1 - largest free / total free
 };
 
-struct Stats {
+struct Stats
+{
     int64_t events = 0;
-    uint64_t eventHash = 0;      // hash of every event emitted (strings by their text)
+    uint64_t eventHash = 0; // hash of every event emitted (strings by their text)
     int64_t allocs = 0;
     int64_t frees = 0;
     int64_t segmentsCreated = 0;
@@ -65,8 +68,8 @@ struct Stats {
     int64_t kernels = 0;
     int64_t fallbackKernels = 0;
     int64_t graphLaunches = 0;
-    int64_t marks = 0;           // Mark events (metrics)
-    int64_t ranges = 0;          // Range events (frames)
+    int64_t marks = 0;  // Mark events (metrics)
+    int64_t ranges = 0; // Range events (frames)
     int64_t frames = 0;
     int64_t collapsedFrames = 0; // coherence_score < kCollapseThreshold
     uint64_t peakReserved = 0;
@@ -81,7 +84,8 @@ struct Stats {
 
 inline constexpr double kCollapseThreshold = 0.05; // DESIGN.md default rule for coherence_score
 
-class Simulator {
+class Simulator
+{
 public:
     // Called about every 64k events with the number emitted so far and the expected total.
     using ProgressFn = std::function<void(int64_t done, int64_t total)>;
@@ -90,7 +94,8 @@ public:
     const Config& config() const { return cfg_; }
     // Rough number of events a run of this configuration emits (for progress totals).
     int64_t estimatedEvents() const;
-    // Emits the whole run into sink; may be called once per Simulator.
+    // Emits the whole run into sink (each call is a fresh, identical run for the same Config).
+    // Throws std::invalid_argument for a Config it cannot run (frames or steps < 1, ...).
     Stats run(EventSink& sink, const ProgressFn& progress = {});
 
     // Metadata describing the run (simulator parameters), also written with sink.setMeta.

@@ -16,15 +16,12 @@ uint64_t VaSpace::place(uint64_t size)
     for (auto it = free_.begin(); it != free_.end(); ++it) {
         const uint64_t start = it->first;
         const uint64_t len = it->second;
-        if (len < size)
-            continue;
+        if (len < size) continue;
         const uint64_t at = len >= size + skip ? start + skip : start;
         // Split the free range into [start, at) and [at + size, start + len).
         free_.erase(it);
-        if (at > start)
-            free_.emplace(start, at - start);
-        if (at + size < start + len)
-            free_.emplace(at + size, start + len - at - size);
+        if (at > start) free_.emplace(start, at - start);
+        if (at + size < start + len) free_.emplace(at + size, start + len - at - size);
         return at;
     }
     return 0;

@@ -12,7 +12,8 @@
 
 namespace fs::sim {
 
-class VaSpace {
+class VaSpace
+{
 public:
     static constexpr uint64_t kGranule = 2ull << 20; // 2 MiB
 

@@ -12,20 +12,29 @@ namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kDim = 5120;    // model width (a 14B-parameter video DiT)
-constexpr uint64_t kFfn = 13824;   // MLP width
-constexpr uint64_t kBatch = 2;     // classifier-free guidance: conditional + unconditional
+constexpr uint64_t kDim = 5120;  // model width (a 14B-parameter video DiT)
+constexpr uint64_t kFfn = 13824; // MLP width
+constexpr uint64_t kBatch = 2;   // classifier-free guidance: conditional + unconditional
 constexpr uint64_t kLayersPerGroup = 5;
 constexpr uint64_t kBf16 = 2;
-constexpr double kFlopsPerNs = 6e5;        // 600 TFLOP/s sustained
-constexpr double kCopyBytesPerNs = 25.0;   // host-to-device weight upload, 25 GB/s
-constexpr double kCoherenceDrop = 5.0;     // score *= exp(-kCoherenceDrop * fallback fraction)
+constexpr double kFlopsPerNs = 6e5;      // 600 TFLOP/s sustained
+constexpr double kCopyBytesPerNs = 25.0; // host-to-device weight upload, 25 GB/s
+constexpr double kCoherenceDrop = 5.0;   // score *= exp(-kCoherenceDrop * fallback fraction)
 constexpr int64_t kVaeConvNs = 45'000'000;
 constexpr int64_t kVaeTiledNs = kVaeConvNs * 13 / 10; // tiles overlap: 30 % more work
 
-int64_t flopsNs(double flops) { return static_cast<int64_t>(flops / kFlopsPerNs); }
-uint32_t u32(uint64_t v) { return static_cast<uint32_t>(std::min<uint64_t>(v, 0x7fffffffu)); }
-uint64_t roundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+int64_t flopsNs(double flops)
+{
+    return static_cast<int64_t>(flops / kFlopsPerNs);
+}
+uint32_t u32(uint64_t v)
+{
+    return static_cast<uint32_t>(std::min<uint64_t>(v, 0x7fffffffu));
+}
+uint64_t roundUp(uint64_t v, uint64_t to)
+{
+    return (v + to - 1) / to * to;
+}
 
 // The value a session reads back from a metric printed with `digits` decimals.
 double printed(double v, int digits, std::string& text)
@@ -39,21 +48,24 @@ double printed(double v, int digits, std::string& text)
 } // namespace
 
 Workload::Workload(const Config& cfg, EventWriter& out)
-    : cfg_(cfg), out_(out), rng_(cfg.seed), alloc_(out, cfg.capacityBytes, cfg.device, Rng::splitmix(cfg_.seed)),
-      now_(cfg.startTimeNs)
+    : cfg_(cfg), out_(out), rng_(cfg.seed),
+      alloc_(out, cfg.capacityBytes, cfg.device, Rng::splitmix(cfg_.seed)), now_(cfg.startTimeNs)
 {
-    if (cfg_.frames < 1 || cfg_.blockGroups < 1 || cfg_.contextFrames < 1 || cfg_.memoryFrames < 1 ||
-        cfg_.steps < 1 || cfg_.tokensPerFrame < 16 || cfg_.memoryTokenDivisor < 1)
-        throw std::invalid_argument("simulator: frames, steps, block groups, context and memory frames must be "
-                                    ">= 1 and tokens per frame >= 16");
+    if (cfg_.frames < 1 || cfg_.blockGroups < 1 || cfg_.contextFrames < 1 ||
+        cfg_.memoryFrames < 1 || cfg_.steps < 1 || cfg_.tokensPerFrame < 16 ||
+        cfg_.memoryTokenDivisor < 1)
+        throw std::invalid_argument(
+            "simulator: frames, steps, block groups, context and memory frames must be "
+            ">= 1 and tokens per frame >= 16");
     auto n = [&](std::string_view s) { return out_.intern(s); };
     tagTextEncoder_ = n("text_encoder.weights");
     tagCond_ = n("cond.text_embeds");
     tagNullCond_ = n("cond.null_embeds");
     tagVaeWeights_ = n("vae.weights");
     tagPatchEmbed_ = n("weights.patch_embed");
-    for (const char* w : {"weights.attn.qkv", "weights.attn.out", "weights.cross_attn.q_o",
-                          "weights.cross_attn.kv", "weights.mlp.fc1", "weights.mlp.fc2", "weights.norm"})
+    for (const char* w :
+         {"weights.attn.qkv", "weights.attn.out", "weights.cross_attn.q_o", "weights.cross_attn.kv",
+          "weights.mlp.fc1", "weights.mlp.fc2", "weights.norm"})
         tagWeights_.push_back(n(w));
     tagLatent_ = n("frame.latent");
     tagNoise_ = n("frame.noise");
@@ -105,13 +117,19 @@ Workload::Shape Workload::shape(int64_t f) const
     // same sizes and best-fit keeps splitting blocks.
     const double wave = 1.0 + 0.08 * std::sin(0.7 * static_cast<double>(f) + 0.3);
     s.tokens = roundUp(static_cast<uint64_t>(static_cast<double>(cfg_.tokensPerFrame) * wave), 16);
-    s.ctx = 1 + std::min<uint64_t>(static_cast<uint64_t>(f), static_cast<uint64_t>(cfg_.contextFrames));
+    s.ctx =
+        1 + std::min<uint64_t>(static_cast<uint64_t>(f), static_cast<uint64_t>(cfg_.contextFrames));
     s.hidden = kBatch * s.tokens * kDim * kBf16;
     s.ffn = kBatch * s.tokens * kFfn * kBf16;
     // Temporal attention over ctx frames needs a split-K accumulation workspace that grows with
     // the window: this is the contiguous block the mechanism hinges on.
     const double scale = static_cast<double>(s.tokens) / static_cast<double>(cfg_.tokensPerFrame);
-    s.workspace = roundUp(static_cast<uint64_t>(static_cast<double>((cfg_.workspaceBaseMiB + cfg_.workspacePerFrameMiB * s.ctx) * kMiB) * scale), kMiB);
+    s.workspace =
+        roundUp(static_cast<uint64_t>(
+                    static_cast<double>(
+                        (cfg_.workspaceBaseMiB + cfg_.workspacePerFrameMiB * s.ctx) * kMiB) *
+                    scale),
+                kMiB);
 
     const double m = static_cast<double>(kBatch * s.tokens);
     const double d = static_cast<double>(kDim);
@@ -124,13 +142,19 @@ Workload::Shape Workload::shape(int64_t f) const
     s.fc2Ns = s.fc1Ns;
     s.schedNs = 60'000;
 
-    auto maxNs = [](int64_t nominal) { return static_cast<int64_t>(static_cast<double>(nominal) * kJitterMax) + 1; };
-    const int64_t fallbackNs = static_cast<int64_t>(static_cast<double>(s.attnNs) * kFallbackSlowdown);
-    const int64_t groupNs = maxNs(s.lnNs) + maxNs(s.qkvNs) + maxNs(fallbackNs) + maxNs(s.outNs) + maxNs(s.fc1Ns) +
-                            maxNs(40'000 * static_cast<int64_t>(kLayersPerGroup)) + maxNs(s.fc2Ns) + 16 * kHostOpMaxNs;
-    s.stepBudgetNs = cfg_.blockGroups * groupNs + maxNs(s.schedNs) + maxNs(200'000) + 8 * kHostOpMaxNs;
-    s.endBudgetNs = cfg_.blockGroups * (2 * maxNs(300'000) + 4 * kHostOpMaxNs) + 3 * maxNs(kVaeTiledNs) +
-                    2 * maxNs(12'000'000) + maxNs(500'000) + 24 * kHostOpMaxNs + 3'000'000;
+    auto maxNs = [](int64_t nominal) {
+        return static_cast<int64_t>(static_cast<double>(nominal) * kJitterMax) + 1;
+    };
+    const int64_t fallbackNs =
+        static_cast<int64_t>(static_cast<double>(s.attnNs) * kFallbackSlowdown);
+    const int64_t groupNs = maxNs(s.lnNs) + maxNs(s.qkvNs) + maxNs(fallbackNs) + maxNs(s.outNs) +
+                            maxNs(s.fc1Ns) + maxNs(40'000 * static_cast<int64_t>(kLayersPerGroup)) +
+                            maxNs(s.fc2Ns) + 16 * kHostOpMaxNs;
+    s.stepBudgetNs =
+        cfg_.blockGroups * groupNs + maxNs(s.schedNs) + maxNs(200'000) + 8 * kHostOpMaxNs;
+    s.endBudgetNs = cfg_.blockGroups * (2 * maxNs(300'000) + 4 * kHostOpMaxNs) +
+                    3 * maxNs(kVaeTiledNs) + 2 * maxNs(12'000'000) + maxNs(500'000) +
+                    24 * kHostOpMaxNs + 3'000'000;
     return s;
 }
 
@@ -142,19 +166,22 @@ Block* Workload::alloc(uint64_t bytes, uint32_t stream, const Name& tag)
 
 void Workload::release(Block*& b)
 {
-    if (!b)
-        return; // its allocation failed (OOM): nothing to free
+    if (!b) return; // its allocation failed (OOM): nothing to free
     hostOp();
     alloc_.free(b, now_);
     b = nullptr;
 }
 
-void Workload::hostOp() { now_ += 1500 + static_cast<int64_t>(rng_.below(kHostOpMaxNs - 1500)); }
+void Workload::hostOp()
+{
+    now_ += 1500 + static_cast<int64_t>(rng_.below(kHostOpMaxNs - 1500));
+}
 
 void Workload::kernel(const Name& name, int64_t nominalNs, uint32_t stream, uint32_t node,
                       std::array<uint32_t, 3> grid, std::array<uint32_t, 3> block)
 {
-    const auto dur = static_cast<int64_t>(static_cast<double>(nominalNs) * rng_.uniform(0.95, kJitterMax));
+    const auto dur =
+        static_cast<int64_t>(static_cast<double>(nominalNs) * rng_.uniform(0.95, kJitterMax));
     Event e;
     e.type = EventType::Kernel;
     e.time = now_;
@@ -177,8 +204,7 @@ void Workload::run()
     setup();
     int64_t f = 0;
     for (int64_t clip = 0; clip == 0 || out_.events() < cfg_.targetEvents; ++clip) {
-        if (clip > 0)
-            newClip(clip);
+        if (clip > 0) newClip(clip);
         for (int64_t i = 0; i < cfg_.frames; ++i)
             frame(f++, i);
     }
@@ -204,7 +230,8 @@ void Workload::setup()
 
     weights_.push_back(alloc(16 * 4 * kDim * kBf16, kMainStream, tagPatchEmbed_));
     const uint64_t dd = kDim * kDim * kBf16;
-    const uint64_t sizes[] = {3 * dd, dd, 2 * dd, 2 * dd, kDim * kFfn * kBf16, kFfn * kDim * kBf16, 3 * kDim * kBf16};
+    const uint64_t sizes[] = {
+        3 * dd, dd, 2 * dd, 2 * dd, kDim * kFfn * kBf16, kFfn * kDim * kBf16, 3 * kDim * kBf16};
     const uint64_t layers = static_cast<uint64_t>(cfg_.blockGroups) * kLayersPerGroup;
     for (uint64_t layer = 0; layer < layers; ++layer) {
         for (size_t t = 0; t < tagWeights_.size(); ++t) {
@@ -221,8 +248,9 @@ void Workload::setup()
 
 void Workload::newClip(int64_t clip)
 {
-    // The next video: new prompt embeddings (encoded on the host); the temporal cache and the long-range memory of the
-    // previous video are dropped. The allocator keeps its cached segments, as PyTorch does.
+    // The next video: new prompt embeddings (encoded on the host); the temporal cache and the
+    // long-range memory of the previous video are dropped. The allocator keeps its cached
+    // segments, as PyTorch does.
     for (auto* store : {&kvCache_, &memory_}) {
         for (auto& entry : *store)
             for (Block*& b : entry)
@@ -269,30 +297,31 @@ void Workload::frame(int64_t f, int64_t inClip)
     graphId_ = static_cast<uint64_t>(f) + 1; // re-captured per frame: the shapes change
     for (int64_t i = 0; i < cfg_.steps; ++i) {
         const int64_t stepStart = now_;
-        step(s, f, i, fs);
+        step(s, f, fs);
         if (now_ > stepStart + s.stepBudgetNs)
             throw std::logic_error("simulator: a step overran its time budget");
         now_ = stepStart + s.stepBudgetNs;
     }
     graphId_ = 0;
-    frameEnd(s, f);
+    frameEnd(s);
     release(latent);
     release(noise);
-    if (now_ > end)
-        throw std::logic_error("simulator: a frame overran its time budget");
+    if (now_ > end) throw std::logic_error("simulator: a frame overran its time budget");
     now_ = end;
 
     // Toy coherence model (docs/simulator.md): every attention call that had to fall back to the
     // split-KV kernel changes the numerics a little, and the denoising loop amplifies it.
     fs.ooms = static_cast<int>(alloc_.counters().ooms - oomsAtFrameStart_);
-    const double frac = fs.attentionCalls ? static_cast<double>(fs.fallbacks) / fs.attentionCalls : 0.0;
+    const double frac =
+        fs.attentionCalls ? static_cast<double>(fs.fallbacks) / fs.attentionCalls : 0.0;
     double score = rng_.uniform(0.93, 0.98) * std::exp(-kCoherenceDrop * frac);
-    if (fs.ooms > 0)
-        score *= 0.25; // tensors were missing altogether
+    if (fs.ooms > 0) score *= 0.25; // tensors were missing altogether
     std::string scoreText, idText, flowText;
     fs.coherence = printed(score, 4, scoreText);
-    printed(std::min(0.99, 0.52 + 0.45 * std::sqrt(fs.coherence) + rng_.uniform(-0.01, 0.01)), 4, idText);
-    printed(1.6 + 8.5 * (1 - fs.coherence) * (1 - fs.coherence) + rng_.uniform(0, 0.4), 3, flowText);
+    printed(std::min(0.99, 0.52 + 0.45 * std::sqrt(fs.coherence) + rng_.uniform(-0.01, 0.01)), 4,
+            idText);
+    printed(1.6 + 8.5 * (1 - fs.coherence) * (1 - fs.coherence) + rng_.uniform(0, 0.4), 3,
+            flowText);
     const FreeSpace free = alloc_.freeSpace();
     fs.reserved = alloc_.counters().reserved;
     fs.allocated = alloc_.counters().allocated;
@@ -304,16 +333,16 @@ void Workload::frame(int64_t f, int64_t inClip)
     m.type = EventType::Mark;
     m.time = now_;
     m.device = cfg_.device;
-    const Name mn = out_.intern(fmt::format("metric coherence_score={} id_match_rate={} flow_l2_px={} frame={}",
-                                            scoreText, idText, flowText, f));
+    const Name mn =
+        out_.intern(fmt::format("metric coherence_score={} id_match_rate={} flow_l2_px={} frame={}",
+                                scoreText, idText, flowText, f));
     m.name = mn.id;
     out_.emit(m, mn);
     frames_.push_back(fs);
 }
 
-void Workload::step(const Shape& s, int64_t f, int64_t stepIndex, FrameStats& fs)
+void Workload::step(const Shape& s, int64_t f, FrameStats& fs)
 {
-    (void)stepIndex;
     Event g;
     g.type = EventType::GraphLaunch;
     g.time = now_;
@@ -328,12 +357,13 @@ void Workload::step(const Shape& s, int64_t f, int64_t stepIndex, FrameStats& fs
     // Occasionally a large transient (the guidance buffer of a step that re-weights CFG).
     Block* cfgBuf = nullptr;
     if (rng_.chance(cfg_.transientChance)) {
-        const uint64_t bytes = roundUp(static_cast<uint64_t>(rng_.uniform(0.4, 1.0) * static_cast<double>(kGiB)), kMiB);
+        const uint64_t bytes = roundUp(
+            static_cast<uint64_t>(rng_.uniform(0.4, 1.0) * static_cast<double>(kGiB)), kMiB);
         cfgBuf = alloc(bytes, kMainStream, tagCfg_);
     }
     uint32_t node = 0;
     for (int grp = 0; grp < cfg_.blockGroups; ++grp)
-        blockGroup(s, grp, x, fs, node);
+        blockGroup(s, x, fs, node);
     if (cfgBuf)
         kernel(kCfg_, 200'000, kMainStream, node++, {u32(s.tokens / 128), 1, 1}, {256, 1, 1});
     kernel(kSched_, s.schedNs, kMainStream, node++, {u32(s.tokens / 128), 1, 1}, {256, 1, 1});
@@ -341,14 +371,14 @@ void Workload::step(const Shape& s, int64_t f, int64_t stepIndex, FrameStats& fs
     release(cfgBuf);
 }
 
-void Workload::blockGroup(const Shape& s, int g, Block*& x, FrameStats& fs, uint32_t& node)
+void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& node)
 {
-    (void)g;
     const uint32_t rows = u32(kBatch * s.tokens);
     Block* n = alloc(s.hidden, kMainStream, tagAct_[0]);
     kernel(kLayerNorm_, s.lnNs, kMainStream, node++, {rows, 1, 1}, {256, 1, 1});
     Block* qkv = alloc(3 * s.hidden, kMainStream, tagAct_[1]);
-    kernel(kGemmQkv_, s.qkvNs, kMainStream, node++, {u32(rows / 256 + 1), u32(3 * kDim / 128), 1}, {384, 1, 1});
+    kernel(kGemmQkv_, s.qkvNs, kMainStream, node++, {u32(rows / 256 + 1), u32(3 * kDim / 128), 1},
+           {384, 1, 1});
     release(n);
 
     // Attention wants one contiguous workspace. When the allocator cannot give it (no cached
@@ -380,22 +410,25 @@ void Workload::blockGroup(const Shape& s, int g, Block*& x, FrameStats& fs, uint
     release(qkv);
 
     Block* proj = alloc(s.hidden, kMainStream, tagAct_[3]);
-    kernel(kGemmOut_, s.outNs, kMainStream, node++, {u32(rows / 128 + 1), u32(kDim / 128), 1}, {256, 1, 1});
+    kernel(kGemmOut_, s.outNs, kMainStream, node++, {u32(rows / 128 + 1), u32(kDim / 128), 1},
+           {256, 1, 1});
     release(o);
     Block* mlp = alloc(s.ffn, kMainStream, tagAct_[4]);
-    kernel(kGemmFc1_, s.fc1Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kFfn / 128), 1}, {384, 1, 1});
-    kernel(kGelu_, 40'000 * static_cast<int64_t>(kLayersPerGroup), kMainStream, node++, {rows, 1, 1}, {512, 1, 1});
+    kernel(kGemmFc1_, s.fc1Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kFfn / 128), 1},
+           {384, 1, 1});
+    kernel(kGelu_, 40'000 * static_cast<int64_t>(kLayersPerGroup), kMainStream, node++,
+           {rows, 1, 1}, {512, 1, 1});
     Block* next = alloc(s.hidden, kMainStream, tagHidden_);
-    kernel(kGemmFc2_, s.fc2Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kDim / 128), 1}, {384, 1, 1});
+    kernel(kGemmFc2_, s.fc2Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kDim / 128), 1},
+           {384, 1, 1});
     release(mlp);
     release(proj);
     release(x);
     x = next;
 }
 
-void Workload::frameEnd(const Shape& s, int64_t f)
+void Workload::frameEnd(const Shape& s)
 {
-    (void)f;
     // The frame's keys and values join the temporal-attention cache; the oldest frame leaves it
     // once the window is full. Entries differ in size from frame to frame (tokens kept after
     // merging), so a new entry rarely fits the hole an old one left exactly.
@@ -406,8 +439,10 @@ void Workload::frameEnd(const Shape& s, int64_t f)
     }
     std::vector<Block*> entry;
     for (int g = 0; g < cfg_.blockGroups; ++g) {
-        const uint64_t kept = roundUp(static_cast<uint64_t>(static_cast<double>(s.tokens) * rng_.uniform(0.8, 1.0)), 16);
-        entry.push_back(alloc(kept * kDim * kBf16 * 2 * kBatch * kLayersPerGroup, kMainStream, tagKv_));
+        const uint64_t kept = roundUp(
+            static_cast<uint64_t>(static_cast<double>(s.tokens) * rng_.uniform(0.8, 1.0)), 16);
+        entry.push_back(
+            alloc(kept * kDim * kBf16 * 2 * kBatch * kLayersPerGroup, kMainStream, tagKv_));
         kernel(kKvAppend_, 300'000, kMainStream, 0, {u32(kept / 64 + 1), 40, 2}, {128, 1, 1});
     }
     kvCache_.push_back(std::move(entry));
@@ -416,8 +451,10 @@ void Workload::frameEnd(const Shape& s, int64_t f)
     std::vector<Block*> summary;
     const uint64_t memTokens = roundUp(s.tokens / cfg_.memoryTokenDivisor, 16);
     for (int g = 0; g < cfg_.blockGroups; ++g) {
-        const uint64_t bytes = roundUp(static_cast<uint64_t>(static_cast<double>(memTokens) * rng_.uniform(0.8, 1.2)), 16) *
-                               kDim * kBf16 * 2 * kBatch * kLayersPerGroup;
+        const uint64_t bytes =
+            roundUp(static_cast<uint64_t>(static_cast<double>(memTokens) * rng_.uniform(0.8, 1.2)),
+                    16) *
+            kDim * kBf16 * 2 * kBatch * kLayersPerGroup;
         summary.push_back(alloc(bytes, kMainStream, tagMemory_));
         kernel(kMemory_, 300'000, kMainStream, 0, {u32(memTokens / 64 + 1), 40, 2}, {128, 1, 1});
     }
@@ -430,7 +467,8 @@ void Workload::frameEnd(const Shape& s, int64_t f)
 
     // VAE decode on the side stream: its blocks live in that stream's own segments. Short of
     // memory it decodes in tiles with a quarter of the buffer (slower, same frame).
-    const uint64_t bufBytes = roundUp(static_cast<uint64_t>(rng_.uniform(2.0, 3.5) * static_cast<double>(kGiB)), kMiB);
+    const uint64_t bufBytes =
+        roundUp(static_cast<uint64_t>(rng_.uniform(2.0, 3.5) * static_cast<double>(kGiB)), kMiB);
     hostOp();
     Block* buf = alloc_.tryAllocate(bufBytes, kSideStream, tagVaeBuf_, now_);
     bool tiled = false;
@@ -440,10 +478,11 @@ void Workload::frameEnd(const Shape& s, int64_t f)
     }
     std::array<Block*, 3> tmp{};
     for (auto& t : tmp)
-        t = alloc(roundUp(static_cast<uint64_t>(rng_.uniform(24, 40) * kMiB), 4096), kSideStream, tagVaeTmp_);
+        t = alloc(roundUp(static_cast<uint64_t>(rng_.uniform(24, 40) * kMiB), 4096), kSideStream,
+                  tagVaeTmp_);
     for (int i = 0; i < 3; ++i)
-        kernel(tiled ? kVaeConvTiled_ : kVaeConv_, tiled ? kVaeTiledNs : kVaeConvNs, kSideStream, 0, {80, 45, 16},
-               {256, 1, 1});
+        kernel(tiled ? kVaeConvTiled_ : kVaeConv_, tiled ? kVaeTiledNs : kVaeConvNs, kSideStream, 0,
+               {80, 45, 16}, {256, 1, 1});
     for (int i = 0; i < 2; ++i)
         kernel(kVaeUp_, 12'000'000, kSideStream, 0, {160, 90, 16}, {256, 1, 1});
     for (auto& t : tmp)

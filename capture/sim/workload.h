@@ -15,7 +15,8 @@
 
 namespace fs::sim {
 
-class Workload {
+class Workload
+{
 public:
     static constexpr uint32_t kMainStream = 7;
     static constexpr uint32_t kSideStream = 13;
@@ -34,7 +35,8 @@ public:
 
 private:
     // Sizes and nominal kernel durations of one frame (depend on the frame's index in its clip).
-    struct Shape {
+    struct Shape
+    {
         uint64_t tokens = 0;
         uint64_t hidden = 0;    // bytes of one activation [batch, tokens, dim]
         uint64_t ffn = 0;       // bytes of the MLP hidden activation
@@ -44,7 +46,8 @@ private:
         int64_t stepBudgetNs = 0;
         int64_t endBudgetNs = 0;
     };
-    struct KernelName {
+    struct KernelName
+    {
         Name normal;
         Name fallback; // empty when the kernel has no fallback variant
     };
@@ -52,9 +55,9 @@ private:
     void setup();
     void newClip(int64_t clip);
     void frame(int64_t f, int64_t inClip);
-    void step(const Shape& s, int64_t f, int64_t stepIndex, FrameStats& fs);
-    void blockGroup(const Shape& s, int g, Block*& x, FrameStats& fs, uint32_t& node);
-    void frameEnd(const Shape& s, int64_t f);
+    void step(const Shape& s, int64_t f, FrameStats& fs);
+    void blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& node);
+    void frameEnd(const Shape& s);
     void teardown();
     Shape shape(int64_t f) const;
 
@@ -89,11 +92,12 @@ private:
     // Interned names.
     Name tagTextEncoder_, tagCond_, tagNullCond_, tagVaeWeights_, tagPatchEmbed_;
     std::vector<Name> tagWeights_;
-    Name tagLatent_, tagNoise_, tagStepIn_, tagHidden_, tagCfg_, tagKv_, tagMemory_, tagVaeBuf_, tagVaeTmp_, tagRgb_;
+    Name tagLatent_, tagNoise_, tagStepIn_, tagHidden_, tagCfg_, tagKv_, tagMemory_, tagVaeBuf_,
+        tagVaeTmp_, tagRgb_;
     std::array<Name, 5> tagAct_;
     Name tagWorkspace_, tagWorkspaceSplit_;
-    Name kT5_, kLayerNorm_, kGemmQkv_, kGemmOut_, kGemmFc1_, kGemmFc2_, kGelu_, kSched_, kCfg_, kKvAppend_,
-        kVaeConv_, kVaeConvTiled_, kVaeUp_, kQuantize_, kMemory_;
+    Name kT5_, kLayerNorm_, kGemmQkv_, kGemmOut_, kGemmFc1_, kGemmFc2_, kGelu_, kSched_, kCfg_,
+        kKvAppend_, kVaeConv_, kVaeConvTiled_, kVaeUp_, kQuantize_, kMemory_;
     Name kAttn_, kAttnFallback_, kAttnMath_;
 };
 

@@ -18,13 +18,16 @@
 
 namespace fstest {
 
-class CheckingSink final : public fs::EventSink {
+class CheckingSink final : public fs::EventSink
+{
 public:
-    struct Range {
+    struct Range
+    {
         uint64_t size;
         uint32_t stream;
     };
-    struct FrameView {
+    struct FrameView
+    {
         int64_t start = 0;
         int64_t end = 0;
         std::set<std::string> kernels;
@@ -35,41 +38,59 @@ public:
 
     fs::StringId intern(std::string_view s) override
     {
-        auto [it, added] = ids_.try_emplace(std::string(s), static_cast<fs::StringId>(text_.size()));
-        if (added)
-            text_.emplace_back(s);
+        auto [it, added] =
+            ids_.try_emplace(std::string(s), static_cast<fs::StringId>(text_.size()));
+        if (added) text_.emplace_back(s);
         return it->second;
     }
     uint64_t internStack(const std::vector<fs::StringId>&) override { return 0; }
     void addDevice(const fs::DeviceInfo& d) override { devices.push_back(d); }
     void addProcess(const fs::ProcessInfo&) override {}
     void setMeta(const std::string& k, const std::string& v) override { meta[k] = v; }
-    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override { ++directMetrics; }
+    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override
+    {
+        ++directMetrics;
+    }
     void warn(const std::string& m) override { fail("warning: " + m); }
 
     void add(const fs::Event& e) override
     {
         ++events;
         ++byType[e.type];
-        if (e.time < lastTime_)
-            fail("time went backwards");
+        if (e.time < lastTime_) fail("time went backwards");
         lastTime_ = e.time;
         switch (e.type) {
-        case fs::EventType::RegionCreate: onCreate(e); break;
-        case fs::EventType::RegionDestroy: onDestroy(e); break;
-        case fs::EventType::Alloc: onAlloc(e); break;
-        case fs::EventType::Free: onFree(e); break;
+        case fs::EventType::RegionCreate:
+            onCreate(e);
+            break;
+        case fs::EventType::RegionDestroy:
+            onDestroy(e);
+            break;
+        case fs::EventType::Alloc:
+            onAlloc(e);
+            break;
+        case fs::EventType::Free:
+            onFree(e);
+            break;
         case fs::EventType::Kernel:
             if (current_ && e.time >= current_->start && e.endTime <= current_->end)
                 current_->kernels.insert(text(e.name));
             break;
-        case fs::EventType::Range: onRange(e); break;
-        case fs::EventType::Mark: onMark(e); break;
-        default: break;
+        case fs::EventType::Range:
+            onRange(e);
+            break;
+        case fs::EventType::Mark:
+            onMark(e);
+            break;
+        default:
+            break;
         }
     }
 
-    std::string text(fs::StringId id) const { return id < text_.size() ? text_[id] : std::string(); }
+    std::string text(fs::StringId id) const
+    {
+        return id < text_.size() ? text_[id] : std::string();
+    }
     uint64_t reserved() const { return reserved_; }
     uint64_t peakReserved() const { return peakReserved_; }
     size_t liveBlocks() const { return blocks_.size(); }
@@ -101,13 +122,13 @@ private:
         auto next = segments_.lower_bound(e.address);
         if (next != segments_.end() && next->first < e.address + e.size)
             fail("segment overlaps the next one");
-        if (next != segments_.begin() && std::prev(next)->first + std::prev(next)->second.size > e.address)
+        if (next != segments_.begin() &&
+            std::prev(next)->first + std::prev(next)->second.size > e.address)
             fail("segment overlaps the previous one");
         segments_[e.address] = {e.size, e.stream};
         reserved_ += e.size;
         peakReserved_ = std::max(peakReserved_, reserved_);
-        if (reserved_ > capacity_)
-            fail("reserved exceeds the capacity");
+        if (reserved_ > capacity_) fail("reserved exceeds the capacity");
     }
 
     void onDestroy(const fs::Event& e)
@@ -126,8 +147,7 @@ private:
 
     void onAlloc(const fs::Event& e)
     {
-        if (e.level != fs::Level::Framework)
-            fail("block not at framework level");
+        if (e.level != fs::Level::Framework) fail("block not at framework level");
         if (e.size % 512 || e.size < e.requestedSize || e.size == 0)
             fail("block size not rounded to 512 B or below the request");
         auto s = segments_.upper_bound(e.address);
@@ -143,11 +163,11 @@ private:
         auto next = blocks_.lower_bound(e.address);
         if (next != blocks_.end() && next->first < e.address + e.size)
             fail("block overlaps the next live block");
-        if (next != blocks_.begin() && std::prev(next)->first + std::prev(next)->second.size > e.address)
+        if (next != blocks_.begin() &&
+            std::prev(next)->first + std::prev(next)->second.size > e.address)
             fail("block overlaps the previous live block");
         blocks_[e.address] = {e.size, e.stream};
-        if (text(e.name).empty())
-            fail("block without a tag");
+        if (text(e.name).empty()) fail("block without a tag");
     }
 
     void onFree(const fs::Event& e)
@@ -157,8 +177,7 @@ private:
             fail("free of an unknown block");
             return;
         }
-        if (e.size != it->second.size)
-            fail("free size differs from the allocation");
+        if (e.size != it->second.size) fail("free size differs from the allocation");
         blocks_.erase(it);
     }
 
@@ -170,8 +189,7 @@ private:
             return;
         }
         const int64_t idx = std::stoll(msg.substr(6));
-        if (frames.count(idx))
-            fail("frame range repeated");
+        if (frames.count(idx)) fail("frame range repeated");
         FrameView& f = frames[idx];
         f.start = e.time;
         f.end = e.endTime;
@@ -182,10 +200,8 @@ private:
     {
         std::vector<std::pair<std::string, double>> values;
         int64_t frame = -1;
-        if (!fs::parseMetricMessage(text(e.name), values, frame))
-            return;
-        if (frame < 0 || !frames.count(frame))
-            fail("metric for an unknown frame");
+        if (!fs::parseMetricMessage(text(e.name), values, frame)) return;
+        if (frame < 0 || !frames.count(frame)) fail("metric for an unknown frame");
         for (const auto& [k, v] : values)
             frames[frame].metrics[k] = v;
     }

@@ -12,7 +12,8 @@ constexpr uint64_t KiB = 1024;
 constexpr uint64_t MiB = 1024 * 1024;
 } // namespace
 
-class TstAllocator : public QObject {
+class TstAllocator : public QObject
+{
     Q_OBJECT
 private slots:
     void sizes_data()
@@ -26,9 +27,12 @@ private slots:
         QTest::newRow("513 B") << quint64(513) << quint64(1024) << quint64(2 * MiB);
         QTest::newRow("1 MiB") << quint64(MiB) << quint64(MiB) << quint64(2 * MiB);
         QTest::newRow("1 MiB + 1") << quint64(MiB + 1) << quint64(MiB + 512) << quint64(20 * MiB);
-        QTest::newRow("10 MiB - 1") << quint64(10 * MiB - 1) << quint64(10 * MiB) << quint64(10 * MiB);
-        QTest::newRow("9.5 MiB") << quint64(9 * MiB + 512 * KiB) << quint64(9 * MiB + 512 * KiB) << quint64(20 * MiB);
-        QTest::newRow("10 MiB + 1") << quint64(10 * MiB + 1) << quint64(10 * MiB + 512) << quint64(12 * MiB);
+        QTest::newRow("10 MiB - 1")
+            << quint64(10 * MiB - 1) << quint64(10 * MiB) << quint64(10 * MiB);
+        QTest::newRow("9.5 MiB") << quint64(9 * MiB + 512 * KiB) << quint64(9 * MiB + 512 * KiB)
+                                 << quint64(20 * MiB);
+        QTest::newRow("10 MiB + 1")
+            << quint64(10 * MiB + 1) << quint64(10 * MiB + 512) << quint64(12 * MiB);
         QTest::newRow("13 MiB") << quint64(13 * MiB) << quint64(13 * MiB) << quint64(14 * MiB);
     }
     void sizes()

@@ -44,8 +44,10 @@ QStringList tableContents(const std::string& path)
         while (st.step()) {
             QStringList cols;
             for (int i = 0; i < sqlite3_column_count(st.raw()); ++i)
-                cols << (st.isNull(i) ? QStringLiteral("NULL") : QString::fromStdString(st.text(i)));
-            if (table == "meta" && (cols[0] == "created_at" || cols[0] == "writer_pid" || cols[0] == "writer_host"))
+                cols << (st.isNull(i) ? QStringLiteral("NULL")
+                                      : QString::fromStdString(st.text(i)));
+            if (table == "meta" &&
+                (cols[0] == "created_at" || cols[0] == "writer_pid" || cols[0] == "writer_host"))
                 continue;
             lines << QString::fromStdString(table) + "|" + cols.join('|');
         }
@@ -57,7 +59,8 @@ QStringList tableContents(const std::string& path)
 
 } // namespace
 
-class TstSimulateSession : public QObject {
+class TstSimulateSession : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -86,11 +89,13 @@ private slots:
         QCOMPARE(sum.frames, cfg.frames);
         QCOMPARE(sum.frameMetrics, 3 * st.frames);
         QCOMPARE(sum.ooms, st.ooms);
-        QCOMPARE(sum.health.anomalyTotal(), 0); // nothing alive at the end, no overlap, no stray free
+        QCOMPARE(sum.health.anomalyTotal(),
+                 0); // nothing alive at the end, no overlap, no stray free
         QCOMPARE(sum.timeBegin, st.timeBegin);
         QCOMPARE(sum.timeEnd, st.timeEnd);
         QCOMPARE(s.meta("sim.seed"), std::string("17"));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"), st.liveBlocksAtEnd);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"),
+                 st.liveBlocksAtEnd);
         QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL"), 0);
         QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE region_id IS NULL"), 0);
         QCOMPARE(s.db().scalar("SELECT MAX(size) FROM regions"),
@@ -99,7 +104,8 @@ private slots:
                                " WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"),
                  st.fallbackKernels);
         // Per-frame metrics as the simulator computed them, and collapses on the same frames.
-        Stmt m = s.db().prepare("SELECT frame, value FROM frame_metrics WHERE name='coherence_score' ORDER BY frame");
+        Stmt m = s.db().prepare(
+            "SELECT frame, value FROM frame_metrics WHERE name='coherence_score' ORDER BY frame");
         int64_t collapsed = 0;
         while (m.step()) {
             QCOMPARE(m.f64(1), st.perFrame[static_cast<size_t>(m.i64(0))].coherence);
@@ -108,11 +114,12 @@ private slots:
         QCOMPARE(collapsed, st.collapsedFrames);
         QVERIFY(collapsed >= 1);
         // Each collapsed frame ran the fallback kernel inside its range.
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frames f JOIN frame_metrics m ON m.frame = f.idx"
-                               " AND m.name = 'coherence_score' AND m.value < 0.05"
-                               " WHERE NOT EXISTS (SELECT 1 FROM kernels k JOIN strings t ON k.name = t.id"
-                               "  WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"
-                               "  AND k.start_ns >= f.start_ns AND k.end_ns <= f.end_ns)"),
+        QCOMPARE(s.db().scalar(
+                     "SELECT COUNT(*) FROM frames f JOIN frame_metrics m ON m.frame = f.idx"
+                     " AND m.name = 'coherence_score' AND m.value < 0.05"
+                     " WHERE NOT EXISTS (SELECT 1 FROM kernels k JOIN strings t ON k.name = t.id"
+                     "  WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"
+                     "  AND k.start_ns >= f.start_ns AND k.end_ns <= f.end_ns)"),
                  0);
     }
 
@@ -139,7 +146,8 @@ private slots:
     void cliSimulateThenInfo()
     {
         const QString path = dir_.path() + "/cli.fragscope";
-        const auto r = fstest::runCli({"simulate", "-o", path, "--frames", "5", "--steps", "4", "--seed", "3"});
+        const auto r = fstest::runCli(
+            {"simulate", "-o", path, "--frames", "5", "--steps", "4", "--seed", "3"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QVERIFY(r.out.contains("frames"));
         QVERIFY(r.out.contains("collapsed"));
@@ -165,14 +173,16 @@ private slots:
         const QString a = dir_.path() + "/cli_a.fragscope";
         const QString b = dir_.path() + "/cli_b.fragscope";
         for (const QString& p : {a, b})
-            QCOMPARE(fstest::runCli({"simulate", "-o", p, "--frames", "3", "--steps", "2"}).exitCode, 0);
+            QCOMPARE(
+                fstest::runCli({"simulate", "-o", p, "--frames", "3", "--steps", "2"}).exitCode, 0);
         QVERIFY(tableContents(a.toStdString()) == tableContents(b.toStdString()));
     }
 
     void cliTinyCapacityRecordsOoms()
     {
         const QString path = dir_.path() + "/tiny.fragscope";
-        const auto r = fstest::runCli({"simulate", "-o", path, "--frames", "2", "--steps", "2", "--capacity", "4G"});
+        const auto r = fstest::runCli(
+            {"simulate", "-o", path, "--frames", "2", "--steps", "2", "--capacity", "4G"});
         QCOMPARE(r.exitCode, 0);
         const auto info = fstest::runCli({"info", "--json", path});
         const QJsonObject o = QJsonDocument::fromJson(info.out).object();
@@ -182,11 +192,19 @@ private slots:
 
     void cliUsageErrors()
     {
-        QCOMPARE(fstest::runCli({"simulate"}).exitCode, 64);                     // no -o
-        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--frames", "0"}).exitCode, 64);
-        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--steps", "x"}).exitCode, 64);
-        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--capacity", "1k"}).exitCode, 64);
-        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "extra"}).exitCode, 64);
+        QCOMPARE(fstest::runCli({"simulate"}).exitCode, 64); // no -o
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--frames", "0"})
+                     .exitCode,
+                 64);
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--steps", "x"})
+                     .exitCode,
+                 64);
+        QCOMPARE(
+            fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "--capacity", "1k"})
+                .exitCode,
+            64);
+        QCOMPARE(fstest::runCli({"simulate", "-o", dir_.path() + "/x.fragscope", "extra"}).exitCode,
+                 64);
         QVERIFY(!QFile::exists(dir_.path() + "/x.fragscope"));
         const auto h = fstest::runCli({"simulate", "--help"});
         QCOMPARE(h.exitCode, 0);
@@ -196,8 +214,8 @@ private slots:
 
     void cliUnwritableOutputFails()
     {
-        const auto r = fstest::runCli({"simulate", "-o", dir_.path() + "/no/such/dir/x.fragscope", "--frames", "1",
-                                       "--steps", "1"});
+        const auto r = fstest::runCli({"simulate", "-o", dir_.path() + "/no/such/dir/x.fragscope",
+                                       "--frames", "1", "--steps", "1"});
         QVERIFY(r.exitCode == 1 || r.exitCode == 2);
         QVERIFY(r.err.contains("no/such/dir"));
     }

@@ -11,7 +11,8 @@ using namespace fs::sim;
 
 namespace {
 
-struct Checked {
+struct Checked
+{
     Stats stats;
     std::unique_ptr<fstest::CheckingSink> sink;
 };
@@ -37,7 +38,8 @@ constexpr const char* kFallbackKernel = "flash_attn_fwd_splitkv_fallback";
 
 } // namespace
 
-class TstSimulator : public QObject {
+class TstSimulator : public QObject
+{
     Q_OBJECT
 private slots:
     void invariantsAndCounters_data()
@@ -48,9 +50,12 @@ private slots:
         QTest::addColumn<quint64>("capacityGiB");
         QTest::newRow("3x2 seed 1") << qint64(3) << qint64(2) << quint64(1) << quint64(80);
         QTest::newRow("6x4 seed 17") << qint64(6) << qint64(4) << quint64(17) << quint64(80);
-        QTest::newRow("default 24x20 seed 17") << qint64(24) << qint64(20) << quint64(17) << quint64(80);
-        QTest::newRow("12x5 seed 5, 72 GiB") << qint64(12) << qint64(5) << quint64(5) << quint64(72);
-        QTest::newRow("4x2 seed 3, 8 GiB (OOMs)") << qint64(4) << qint64(2) << quint64(3) << quint64(8);
+        QTest::newRow("default 24x20 seed 17")
+            << qint64(24) << qint64(20) << quint64(17) << quint64(80);
+        QTest::newRow("12x5 seed 5, 72 GiB")
+            << qint64(12) << qint64(5) << quint64(5) << quint64(72);
+        QTest::newRow("4x2 seed 3, 8 GiB (OOMs)")
+            << qint64(4) << qint64(2) << quint64(3) << quint64(8);
     }
     void invariantsAndCounters()
     {
@@ -98,7 +103,8 @@ private slots:
             QCOMPARE(f.metrics.at("coherence_score"), mine.coherence);
             collapsed += mine.coherence < kCollapseThreshold;
             // A frame that fell back ran a fallback kernel; one that did not, did not.
-            const bool ranFallback = f.kernels.count(kFallbackKernel) || f.kernels.count("attn_fwd_math_fallback");
+            const bool ranFallback =
+                f.kernels.count(kFallbackKernel) || f.kernels.count("attn_fwd_math_fallback");
             QCOMPARE(ranFallback, mine.fallbacks > 0);
         }
         QCOMPARE(st.collapsedFrames, collapsed);
@@ -194,8 +200,7 @@ private slots:
         QCOMPARE(c.sink->byType.at(fs::EventType::Oom), c.stats.ooms);
         QVERIFY(c.stats.peakReserved <= cfg.capacityBytes);
         for (const FrameStats& f : c.stats.perFrame)
-            if (f.ooms > 0)
-                QVERIFY(f.coherence < 0.3); // tensors were missing altogether
+            if (f.ooms > 0) QVERIFY(f.coherence < 0.3); // tensors were missing altogether
     }
 
     void eventsTargetScalesByVideos()
@@ -213,7 +218,8 @@ private slots:
         QVERIFY(st.frames > 3);
         QCOMPARE(st.frames % 3, 0); // whole videos of 3 frames
         QCOMPARE(static_cast<int64_t>(sink.frames.size()), st.frames);
-        QCOMPARE(sink.frames.rbegin()->first, st.frames - 1); // frames numbered 0..n-1 across videos
+        QCOMPARE(sink.frames.rbegin()->first,
+                 st.frames - 1); // frames numbered 0..n-1 across videos
         QCOMPARE(sink.liveBlocks(), size_t(0));
         QVERIFY(progress.size() >= 3); // at 65536, 131072 and the end
         QVERIFY(std::is_sorted(progress.begin(), progress.end()));
