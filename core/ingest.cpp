@@ -540,8 +540,13 @@ void Ingest::maybeCommit()
 
 void Ingest::tick()
 {
-    if (std::chrono::steady_clock::now() - lastCommit_ >= std::chrono::milliseconds(opts_.commitIntervalMs))
+    if (std::chrono::steady_clock::now() - lastCommit_ >= std::chrono::milliseconds(opts_.commitIntervalMs)) {
+        // A live source may go quiet with events still buffered: those older than the reorder
+        // window can no longer be overtaken, so release them into this commit.
+        if (opts_.reorderWindowNs > 0 && !pending_.empty() && maxSeen_ != kNoTime)
+            release(maxSeen_ - opts_.reorderWindowNs);
         commit();
+    }
 }
 
 void Ingest::commit()

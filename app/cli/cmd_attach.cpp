@@ -55,7 +55,9 @@ int runAttach(Args& a)
             fmt::print(stderr, "fragscope attach: {}\n", err);
             return Failure;
         }
-        for (int i = 0; i < 100 && ::access(path.c_str(), F_OK) != 0 && !stop.load(); ++i)
+        // InitializeInjection ran to completion inside gdb's call: the socket exists by now if
+        // the agent started at all. Allow a moment for a slow filesystem.
+        for (int i = 0; i < 20 && ::access(path.c_str(), F_OK) != 0 && !stop.load(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         if (::access(path.c_str(), F_OK) != 0) {
             fmt::print(stderr, "fragscope attach: the agent was loaded into pid {} but opened no control socket: "

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <pthread.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -341,6 +342,12 @@ int initialize()
     if (a->autostart && !setActivities(*a, true))
         return 1;
     a->flusher = std::thread(flushLoop, a);
+    // A forked child (DataLoader workers, multiprocessing) has none of our threads and cannot use
+    // CUDA: the agent must do nothing there, least of all join a thread at exit.
+    ::pthread_atfork(nullptr, nullptr, [] {
+        g_disabled.store(true);
+        g_agent = nullptr;
+    });
     std::atexit(atExit);
     logLine(("recording agent ready; control socket " + a->server->path()).c_str());
     return 1;

@@ -190,6 +190,31 @@ private slots:
         QCOMPARE(s["health"].toObject()["recording"].toBool(), false);
     }
 
+    void attachInjectsIntoAProcessWithoutTheAgent()
+    {
+        // `sleep` never loaded the agent: attach injects it with gdb. Without a GPU driver the
+        // agent disables itself; either way the target must survive and the reason be given.
+        QProcess target;
+        target.start("sleep", {"60"});
+        QVERIFY(target.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            target.kill();
+            target.waitForFinished();
+        });
+        const auto r = run(sockDir(), {"attach", QString::number(target.processId()), "-o", file("inj.fragscope")});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("disabled itself") || r.err.contains("refused to let gdb attach") ||
+                     r.err.contains("gdb is not installed"),
+                 r.err);
+        QCOMPARE(target.state(), QProcess::Running); // unharmed
+        QVERIFY(!QFile::exists(file("inj.fragscope")));
+        // --no-inject refuses instead.
+        const auto r2 = run(sockDir(), {"attach", QString::number(target.processId()), "-o", file("inj.fragscope"),
+                                        "--no-inject"});
+        QCOMPARE(r2.exitCode, 1);
+        QVERIFY2(r2.err.contains("--no-inject"), r2.err);
+    }
+
     void recordOfAMissingCommandFails()
     {
         const auto r = run(sockDir(), {"record", "-o", file("none.fragscope"), "--", "/nonexistent/prog"});

@@ -6,6 +6,7 @@
 #include "capture/protocol/target_stream.h"
 #include "capture/recorder/stream_ingest.h"
 #include "capture_test_util.h"
+#include "core/ingest.h"
 #include "core/session.h"
 
 #include <QElapsedTimer>
@@ -350,6 +351,33 @@ private slots:
         QCOMPARE(victim.pump(5000) < 0 || victim.pump(5000) < 0, true);
         QVERIFY2(c.command(MsgType::Status, {}, 5000, err, &reply), err.c_str());
         QVERIFY(server.droppedConnections() >= 1);
+    }
+
+    void pythonHelperSpeaksIngestsMetricSyntax()
+    {
+        // packaging/python/fragscope_nvtx.py builds the messages; ingest must parse them back.
+        QProcess p;
+        p.start("python3", {"-c",
+                            "import sys; sys.path.insert(0, sys.argv[1]); import fragscope_nvtx as f\n"
+                            "print(f.metric('coherence_score', 0.124, frame=16))\n"
+                            "print(f.metric('flow_l2_px', 8.75, id_match_rate=0.5))\n"
+                            "try:\n  f.metric('frame', 1)\nexcept ValueError: print('refused')\n",
+                            QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python")});
+        QVERIFY(p.waitForFinished(30000));
+        const QList<QByteArray> lines = p.readAllStandardOutput().trimmed().split('\n');
+        QCOMPARE(lines.size(), 3);
+        std::vector<std::pair<std::string, double>> m;
+        int64_t frame = -1;
+        QVERIFY(parseMetricMessage(lines[0].toStdString(), m, frame));
+        QCOMPARE(frame, int64_t{16});
+        QCOMPARE(m.size(), size_t{1});
+        QCOMPARE(QString::fromStdString(m[0].first), QStringLiteral("coherence_score"));
+        QCOMPARE(m[0].second, 0.124);
+        QVERIFY(parseMetricMessage(lines[1].toStdString(), m, frame));
+        QCOMPARE(frame, int64_t{-1}); // the current frame
+        QCOMPARE(m.size(), size_t{2});
+        QCOMPARE(m[1].second, 0.5);
+        QCOMPARE(lines[2], QByteArray("refused"));
     }
 
     void streamFuzzNeverCrashesTheReader()

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# GPU check of the capture engine, for a machine with an NVIDIA GPU (docs/capture.md).
+#
+#   scripts/gpu-check.sh --prepare   (here, on the dev machine) builds a Qt-free recorder and
+#                                    copies it with the shared libraries it needs into
+#                                    build/gpu-carry/, to be carried to the GPU machine
+#   scripts/gpu-check.sh             (on the GPU machine) builds the agent and the workload,
+#                                    records the workload and compares the session with the
+#                                    workload's own counts; prints the agent's overhead
+#
+# The GPU machine has CUDA, CMake and Python but no Qt, fmt or SQLite development packages:
+# the agent needs only CUPTI and is compiled directly; the recorder comes from build/gpu-carry
+# (or a Qt-free CMake build when the development packages happen to be there).
+# Outputs go to $OUT (default build/gpu-check-out). Every step says its name; a failure names
+# the step and exits non-zero. Designed to finish in well under 4 minutes.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+CARRY=$ROOT/build/gpu-carry
+
+if [[ ${1:-} == --prepare ]]; then
+    set -e
+    B=$ROOT/build/gpu-carry-build
+    cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFRAGSCOPE_BUILD_GUI=OFF \
+        -DFRAGSCOPE_BUILD_TESTS=OFF -DFRAGSCOPE_BUILD_BENCH=OFF \
+        -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
+    cmake --build "$B" -j2 --target fragscope fragscope-inject
+    rm -rf "$CARRY"
+    mkdir -p "$CARRY/bin" "$CARRY/lib"
+    cp "$B/app/fragscope" "$CARRY/bin/"
+    strip "$CARRY/bin/fragscope"
+    cp "$B/capture/agent/libfragscope-inject.so" "$CARRY/lib/"
+    # Runtime libraries the GPU machine may lack (not glibc, not CUDA's own).
+    ldd "$CARRY/bin/fragscope" | awk '/=>/ {print $3}' | grep -E 'libsqlite3|libfmt|libz\.' |
+        while read -r lib; do cp -L "$lib" "$CARRY/lib/"; done
+    du -sh "$CARRY"
+    echo "prepared $CARRY: carry the path build/gpu-carry to the GPU machine"
+    exit 0
+fi
+
+OUT=${OUT:-$ROOT/build/gpu-check-out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/fragscope-gpu-check.XXXXXX)
+LOG=$OUT/gpu-check.log
+: >"$LOG"
+STEP=start
+say() { echo "$*" | tee -a "$LOG"; }
+step() {
+    STEP=$1
+    say "== step: $1"
+}
+fail() {
+    say "gpu-check: FAILED at step '$STEP': $*"
+    echo "FAILED step=$STEP: $*" >"$OUT/result.txt"
+    exit 1
+}
+run() { # run with a time limit, log everything
+    local limit=$1
+    shift
+    timeout "$limit" "$@" >>"$LOG" 2>&1
+}
+
+step environment
+command -v nvidia-smi >/dev/null && nvidia-smi -L | tee -a "$LOG" || say "(nvidia-smi not found)"
+[[ -x $CUDA/bin/nvcc ]] || fail "nvcc not found under $CUDA (set CUDA_HOME)"
+CUPTI_LIB=""
+for d in "$CUDA/extras/CUPTI/lib64" "$CUDA/lib64" "$CUDA/targets/x86_64-linux/lib"; do
+    [[ -e $d/libcupti.so ]] && CUPTI_LIB=$d && break
+done
+[[ -n $CUPTI_LIB ]] || fail "libcupti.so not found under $CUDA"
+CUPTI_INC=$CUDA/include
+[[ -e $CUPTI_INC/cupti.h ]] || CUPTI_INC=$CUDA/extras/CUPTI/include
+say "CUDA $CUDA, CUPTI $CUPTI_LIB"
+
+step build-agent
+# Same sources and flags as capture/agent/CMakeLists.txt, without CMake's dependency checks.
+run 120 g++ -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -fvisibility-inlines-hidden -pthread \
+    -I"$ROOT" -I"$CUPTI_INC" -I"$CUDA/include" \
+    "$ROOT"/capture/agent/agent.cpp "$ROOT"/capture/agent/decode.cpp "$ROOT"/capture/protocol/*.cpp \
+    -Wl,--version-script="$ROOT/capture/agent/exports.map" -static-libstdc++ -static-libgcc \
+    -L"$CUPTI_LIB" -lcupti -Wl,-rpath,"$CUPTI_LIB" -o "$WORK/libfragscope-inject.so" ||
+    fail "g++ could not build libfragscope-inject.so (see $LOG)"
+export FRAGSCOPE_AGENT=$WORK/libfragscope-inject.so
+
+step build-workload
+run 120 "$CUDA/bin/nvcc" -O2 -o "$WORK/workload" "$ROOT/tests/gpu/workload.cu" -lcuda -ldl ||
+    fail "nvcc could not build tests/gpu/workload.cu (see $LOG)"
+
+step recorder
+FRAGSCOPE=""
+if [[ -x $CARRY/bin/fragscope ]]; then
+    export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    "$CARRY/bin/fragscope" --version >>"$LOG" 2>&1 && FRAGSCOPE=$CARRY/bin/fragscope
+    [[ -n $FRAGSCOPE ]] || say "carried recorder does not run here (see $LOG); trying a local build"
+fi
+if [[ -z $FRAGSCOPE ]]; then
+    B=$WORK/build
+    if run 60 cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DFRAGSCOPE_BUILD_GUI=OFF \
+        -DFRAGSCOPE_BUILD_TESTS=OFF -DFRAGSCOPE_BUILD_BENCH=OFF &&
+        run 150 cmake --build "$B" -j"$(nproc)" --target fragscope; then
+        FRAGSCOPE=$B/app/fragscope
+    else
+        fail "no recorder: build/gpu-carry is missing or unusable and a Qt-free build failed (needs
+libsqlite3-dev and libfmt-dev). Run 'scripts/gpu-check.sh --prepare' on the dev machine and carry build/gpu-carry."
+    fi
+fi
+say "recorder: $FRAGSCOPE"
+
+FRAMES=24
+REPLAYS=200
+step baseline
+# Best of three without the agent: the workload times itself after CUDA is initialised.
+BEST=""
+for i in 1 2 3; do
+    line=$(timeout 60 "$WORK/workload" $FRAMES $REPLAYS 2>>"$LOG" | grep '^WORKLOAD') ||
+        fail "the workload failed without the agent (is there a GPU? see $LOG)"
+    say "without agent: $line"
+    s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
+    if [[ -z $BEST ]] || awk "BEGIN{exit !($s < $BEST)}"; then BEST=$s; fi
+    BASE_LINE=$line
+done
+
+step record
+SESSION=$OUT/gpu.fragscope
+rm -f "$SESSION"
+BEST_REC=""
+for i in 1 2 3; do
+    rm -f "$SESSION"
+    FRAGSCOPE_NO_PROGRESS=1 timeout 90 "$FRAGSCOPE" record -o "$SESSION" -- "$WORK/workload" $FRAMES $REPLAYS \
+        >"$OUT/record.stdout" 2>"$OUT/record.stderr"
+    rc=$?
+    cat "$OUT/record.stderr" >>"$LOG"
+    [[ $rc -eq 0 ]] || fail "fragscope record exited with $rc (agent and recorder messages in $OUT/record.stderr)"
+    line=$(grep '^WORKLOAD' "$OUT/record.stdout") || fail "the workload printed no counts under the agent"
+    say "with agent:    $line"
+    s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
+    if [[ -z $BEST_REC ]] || awk "BEGIN{exit !($s < $BEST_REC)}"; then BEST_REC=$s; REC_LINE=$line; fi
+done
+grep -q "agent disabled" "$OUT/record.stderr" && fail "the agent disabled itself: $(grep 'agent disabled' "$OUT/record.stderr")"
+
+step verify
+"$FRAGSCOPE" info --json "$SESSION" >"$OUT/info.json" 2>>"$LOG" || fail "fragscope info could not open the session"
+python3 - "$OUT/info.json" "$REC_LINE" "$BEST" "$BEST_REC" <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
+import json, sys
+info = json.load(open(sys.argv[1]))
+w = dict(kv.split("=") for kv in sys.argv[2].split()[1:])
+w = {k: float(v) for k, v in w.items()}
+base, rec = float(sys.argv[3]), float(sys.argv[4])
+rows = [
+    # (what, session value, expected, exact?)
+    ("allocations (cudaMalloc + cudaMallocAsync)", info["allocations"], w["cuda_malloc"] + w["malloc_async"], True),
+    ("graph launches", info["graph_launches"], w["graph_launches"], True),
+    ("frames (NVTX 'frame N')", info["frames"], w["frames"], True),
+    ("frame metrics (NVTX 'metric')", info["frame_metrics"], w["metrics"], True),
+    ("kernels (>= plain + 2 per graph launch)", info["kernels"], w["kernels"] + 2 * w["graph_launches"], False),
+    ("regions (>= cudaMalloc'd + pool + VMM)", info["regions"], w["cuda_malloc"] + w["vmm_reserves"], False),
+]
+bad = 0
+print(f"{'':45} {'session':>10} {'workload':>10}")
+for name, got, want, exact in rows:
+    ok = got == want if exact else got >= want
+    bad += not ok
+    print(f"{name:45} {got:>10} {int(want):>10}  {'ok' if ok else 'MISMATCH'}")
+h = info["health"]
+print(f"dropped records {h['dropped_records']}, anomalies {h['anomaly_total']}, ended abruptly {h['ended_abruptly']}")
+print(f"agent overhead: workload {base:.3f} s without, {rec:.3f} s with the agent (best of 3): "
+      f"{(rec / base - 1) * 100:+.1f} %")
+sys.exit(1 if bad else 0)
+PY
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "the session does not match the workload's counts (see $OUT/summary.txt)"
+echo "OK" >"$OUT/result.txt"
+say "gpu-check: OK (outputs in $OUT)"
+rm -rf "$WORK"
