@@ -190,6 +190,21 @@ private slots:
         QVERIFY(o["health"].toObject()["anomalies"].toObject().isEmpty());
     }
 
+    void cliEventsScalesByVideos()
+    {
+        const QString path = dir_.path() + "/events.fragscope";
+        const auto r = fstest::runCli(
+            {"simulate", "-o", path, "--frames", "3", "--steps", "2", "--events", "40k"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const QJsonObject o =
+            QJsonDocument::fromJson(fstest::runCli({"info", "--json", path}).out).object();
+        QVERIFY(o["events"].toInteger() >= 40000);
+        QVERIFY(o["frames"].toInteger() > 3);
+        QCOMPARE(o["frames"].toInteger() % 3, 0); // whole videos of 3 frames
+        QCOMPARE(o["graph_launches"].toInteger(), 2 * o["frames"].toInteger());
+        QVERIFY(o["health"].toObject()["anomalies"].toObject().isEmpty());
+    }
+
     void cliUsageErrors()
     {
         QCOMPARE(fstest::runCli({"simulate"}).exitCode, 64); // no -o
