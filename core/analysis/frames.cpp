@@ -83,7 +83,9 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         Replayer r(td);
         for (size_t fi : timed) {
             FrameInfo& f = frames[fi];
-            r.seek(f.start - 1); // state just before the frame's first instant
+            // A frame's events are those in (start, end]: adjacent frames (start = previous end)
+            // then replay strictly forward, never rebuilding from a checkpoint.
+            r.seek(f.start);
             FrameAllocator fa;
             fa.device = td.device;
             fa.level = td.level;

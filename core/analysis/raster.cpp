@@ -88,6 +88,18 @@ public:
     // Adds weight times the coverage of [x0, x1) x [y0, y1) (pixel units).
     void addRect(double x0, double x1, double y0, double y1, double weight = 1.0)
     {
+        // Fast path: a rectangle inside one cell (most blocks when zoomed out) is one addition
+        // to the cell's own value, kept apart from the differences.
+        if (x0 >= 0 && y0 >= 0 && x1 <= w_ && y1 <= h_ && x1 > x0 && y1 > y0) {
+            const auto cx = static_cast<int>(x0), cy = static_cast<int>(y0);
+            if (x1 <= cx + 1 && y1 <= cy + 1) {
+                if (cell_.empty())
+                    cell_.assign(static_cast<size_t>(w_) * static_cast<size_t>(h_), 0.0);
+                cell_[static_cast<size_t>(cy) * static_cast<size_t>(w_) + static_cast<size_t>(cx)] +=
+                    weight * (x1 - x0) * (y1 - y0);
+                return;
+            }
+        }
         AxisTerms tx, ty;
         if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty))
             return;
@@ -108,7 +120,8 @@ public:
             for (int x = 0; x < w_; ++x) {
                 col[static_cast<size_t>(x)] += d_[idx(x, y)];
                 run += col[static_cast<size_t>(x)];
-                out[static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x)] = run;
+                const size_t k = static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x);
+                out[k] = cell_.empty() ? run : run + cell_[k];
             }
         }
         return out;
@@ -128,6 +141,7 @@ private:
     }
     int w_, h_;
     std::vector<double> d_;
+    std::vector<double> cell_; // single-cell rectangles, allocated on first use
 };
 
 // Rows (or curve positions) whose centre falls in a separator.

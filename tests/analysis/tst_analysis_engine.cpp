@@ -2,6 +2,7 @@
 // timeline, heatmap and memory-map pixels, precursor ranking) and a property test over a long
 // random first-fit workload (index == full replay, allocated + free == reserved per region).
 #include "builder.h"
+#include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/metrics.h"
 
@@ -441,6 +442,66 @@ private slots:
             const State s = e->stateAt(0, Level::Framework, tl.time[i]);
             QCOMPARE(tl.fragmentCount[i], static_cast<double>(s.fragmentCount));
             QCOMPARE(tl.largestFragment[i], static_cast<double>(s.largestFreeFragmentBytes));
+        }
+    }
+
+    void simulatedRunProperties()
+    {
+        // A whole simulated video-diffusion run (the simulator of capture/sim): at 40 evenly
+        // spaced times and at every frame end, the checkpointed state equals the brute-force
+        // replay and allocated + free == reserved; per region at a few of them. The per-frame
+        // reserved/allocated at frame end equal what the simulator itself recorded.
+        const auto f = path("sim.fragscope");
+        sim::Stats st;
+        {
+            IngestOptions o = options(f);
+            o.sourceKind = "simulator";
+            o.synthetic = true;
+            Ingest in(o);
+            in.begin();
+            sim::Config cfg;
+            cfg.frames = 8;
+            cfg.steps = 6;
+            sim::Simulator s(cfg);
+            st = s.run(in);
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        QVERIFY(e->caveats().synthetic);
+        const auto tr = e->defaultTrack(0);
+        QVERIFY(tr.has_value());
+        QVERIFY(tr->allocations > 1000);
+        std::vector<int64_t> times;
+        for (int i = 0; i <= 40; ++i)
+            times.push_back(e->timeBegin() + (e->timeEnd() - e->timeBegin()) * i / 40);
+        for (const FrameInfo& fr : e->frames())
+            times.push_back(fr.end);
+        int k = 0;
+        for (int64_t q : times) {
+            const State a = e->stateAt(tr->device, tr->level, q);
+            const State b = e->stateAtFullReplay(tr->device, tr->level, q);
+            QString why;
+            QVERIFY2(sameState(a, b, why), qPrintable(why));
+            QCOMPARE(a.allocatedBytes + a.freeBytes, a.reservedBytes);
+            if (k++ % 8 == 0) {
+                std::map<int64_t, uint64_t> perRegion;
+                for (const Fragment& fr : e->fragmentsAt(tr->device, tr->level, q))
+                    perRegion[fr.regionId] += fr.size;
+                for (const AllocationInfo& al : e->liveAllocationsAt(tr->device, tr->level, q))
+                    if (al.regionId >= 0)
+                        perRegion[al.regionId] += al.size;
+                for (const RegionInfo& ri : e->regions(tr->device, tr->level))
+                    if (ri.createNs <= q && ri.destroyNs > q)
+                        QCOMPARE(perRegion[ri.id], ri.size);
+            }
+        }
+        QCOMPARE(static_cast<int64_t>(e->frames().size()), st.frames);
+        if (static_cast<int64_t>(st.perFrame.size()) == st.frames) {
+            for (size_t i = 0; i < e->frames().size(); ++i) {
+                const State& s = e->frames()[i].allocator.at(0).atEnd;
+                QCOMPARE(s.reservedBytes, st.perFrame[i].reserved);
+                QCOMPARE(s.allocatedBytes, st.perFrame[i].allocated);
+            }
         }
     }
 
