@@ -18,6 +18,7 @@
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTreeWidget>
 #include <QWheelEvent>
 #include <QXmlStreamReader>
 #include <QtTest>
@@ -160,15 +161,20 @@ private slots:
         // Right arrow pans by a tenth of the span.
         QTest::keyClick(h, Qt::Key_Right);
         QVERIFY(std::abs(double(h->viewport().t0 - z.t0) - span / 10) < 2);
+        // '+' twice halves the span twice, around the centre (room to pan without clamping).
+        QTest::keyClick(h, Qt::Key_Plus);
+        QTest::keyClick(h, Qt::Key_Plus);
+        QVERIFY(std::abs(double(h->viewport().t1 - h->viewport().t0) - span / 4) < 4);
         // Drag left by a quarter of the plot: time moves right by a quarter of the span.
         const render::Viewport beforeDrag = h->viewport();
+        const double dragSpan = double(beforeDrag.t1 - beforeDrag.t0);
         QTest::mousePress(h, Qt::LeftButton, Qt::NoModifier, c.toPoint());
         QMouseEvent move(QEvent::MouseMove, c - QPointF(plot.width() / 4, 0), h->mapToGlobal(c - QPointF(plot.width() / 4, 0)),
                          Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(h, &move);
         QTest::mouseRelease(h, Qt::LeftButton, Qt::NoModifier, (c - QPointF(plot.width() / 4, 0)).toPoint());
         const double moved = double(h->viewport().t0 - beforeDrag.t0);
-        QVERIFY2(std::abs(moved - span / 4) < span * 0.01, qPrintable(QString::number(moved / span)));
+        QVERIFY2(std::abs(moved - dragSpan / 4) < dragSpan * 0.01, qPrintable(QString::number(moved / dragSpan)));
         // Box zoom with Shift+drag over the left half of the plot, full height.
         const QPointF a(plot.left() + 1, plot.top() + 1), b(plot.center().x(), plot.bottom() - 1);
         QTest::mousePress(h, Qt::LeftButton, Qt::ShiftModifier, a.toPoint());

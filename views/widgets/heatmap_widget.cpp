@@ -87,7 +87,7 @@ render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
 void HeatmapWidget::setViewport(render::Viewport vp)
 {
     vp = clamp(vp);
-    if (vp == vp_ && !raster_.isNull())
+    if (vp == vp_ && (!raster_.isNull() || refined_))
         return;
     vp_ = vp;
     requestRaster();
@@ -102,6 +102,8 @@ void HeatmapWidget::fit()
         return;
     }
     raster_ = {};
+    rasterVp_ = {};
+    vp_ = {};
     setViewport(render::fullViewport(*scene_, level_));
 }
 
@@ -145,10 +147,9 @@ void HeatmapWidget::requestRaster()
     const double dpr = devicePixelRatioF();
     const int w = std::max(1, static_cast<int>(plot.width() * dpr));
     const int h = std::max(1, static_cast<int>(plot.height() * dpr));
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-    // Coarse first, on this thread: a quarter of the pixels in each direction is cheap and keeps
-    // pan and zoom immediate; the full raster replaces it when the worker is done.
-    raster_ = render::heatmapRaster(ld, vp_, std::max(1, w / 4), std::max(1, h / 4));
+    // Nothing heavy on the GUI thread: until the worker answers, paintEvent stretches the last
+    // raster onto the new viewport. The worker sends a coarse raster (a quarter of the pixels
+    // each way) first, then the full one.
     update();
     const uint64_t gen = ++generation_;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
@@ -158,20 +159,44 @@ void HeatmapWidget::requestRaster()
     const render::Viewport vp = vp_;
     const int level = level_;
     QThreadPool::globalInstance()->start([self, scene, cancel, vp, level, w, h, gen] {
-        QImage img = render::heatmapRaster(scene->levels[static_cast<size_t>(level)], vp, w, h, cancel.get());
-        if (img.isNull() || cancel->load())
-            return;
-        QMetaObject::invokeMethod(
-            qApp, [self, img, gen] {
-                if (!self || self->generation_ != gen)
-                    return;
-                self->raster_ = img;
-                self->refined_ = true;
-                self->update();
-                emit self->refinedChanged();
-            },
-            Qt::QueuedConnection);
+        const auto& ld = scene->levels[static_cast<size_t>(level)];
+        for (const int div : {4, 1}) {
+            QImage img = render::heatmapRaster(ld, vp, std::max(1, w / div), std::max(1, h / div), cancel.get());
+            if (img.isNull() || cancel->load())
+                return;
+            const bool fine = div == 1;
+            QMetaObject::invokeMethod(
+                qApp, [self, img, gen, vp, fine] {
+                    if (!self || self->generation_ != gen)
+                        return;
+                    self->raster_ = img;
+                    self->rasterVp_ = vp;
+                    self->refined_ = fine;
+                    self->update();
+                    if (fine)
+                        emit self->refinedChanged();
+                },
+                Qt::QueuedConnection);
+        }
     });
+}
+
+QImage HeatmapWidget::placeholder() const
+{
+    // The last raster, moved and scaled to where its viewport lies in the current one.
+    const QRectF plot = plotArea();
+    QImage img(std::max(1, static_cast<int>(plot.width())), std::max(1, static_cast<int>(plot.height())),
+               QImage::Format_RGB32);
+    img.fill(render::outsideColor());
+    if (raster_.isNull())
+        return img;
+    const double sx = img.width() / static_cast<double>(std::max<int64_t>(1, vp_.t1 - vp_.t0));
+    const double sy = img.height() / std::max(1e-9, vp_.y1 - vp_.y0);
+    const QRectF target(static_cast<double>(rasterVp_.t0 - vp_.t0) * sx, (vp_.y1 - rasterVp_.y1) * sy,
+                        static_cast<double>(rasterVp_.t1 - rasterVp_.t0) * sx, (rasterVp_.y1 - rasterVp_.y0) * sy);
+    QPainter p(&img);
+    p.drawImage(target, raster_);
+    return img;
 }
 
 void HeatmapWidget::paintEvent(QPaintEvent*)
@@ -185,7 +210,12 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
                           : tr("Open a session (File › Open, or drop a .fragscope file here)"));
         return;
     }
-    render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &raster_);
+    if (rasterVp_ == vp_ && !raster_.isNull()) {
+        render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &raster_);
+    } else {
+        const QImage ph = placeholder();
+        render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &ph);
+    }
     if (boxing_) {
         p.setPen(QPen(QColor(255, 255, 255), 1, Qt::DashLine));
         p.setBrush(QColor(255, 255, 255, 40));

@@ -56,11 +56,13 @@ private:
     render::Viewport clamp(render::Viewport vp) const;
     void requestRaster();
     void zoomAround(double fx, double fy, double factorT, double factorY);
+    QImage placeholder() const;
 
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     render::Viewport vp_;
     QImage raster_;
+    render::Viewport rasterVp_; // the viewport raster_ was computed for
     bool refined_ = false;
     uint64_t generation_ = 0;
     std::shared_ptr<std::atomic<bool>> cancel_;
