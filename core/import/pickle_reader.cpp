@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -196,6 +197,8 @@ size_t PickleDoc::size(PValue c) const
     if (!isContainer(c))
         return 0;
     const auto& k = containers_[c.payload()];
+    if (k.compact)
+        return k.compact;
     return k.type == PType::Dict ? k.count / 2 : k.count;
 }
 
@@ -211,7 +214,7 @@ PValue PickleDoc::get(PValue dict, std::string_view key) const
 
 PValue PickleDoc::at(PValue c, size_t i) const
 {
-    if (!isContainer(c))
+    if (!isContainer(c) || containers_[c.payload()].compact)
         return {};
     for (uint32_t ch = containers_[c.payload()].first; ch != kNone; ch = chunks_[ch].next) {
         if (i < chunks_[ch].count)
@@ -230,12 +233,87 @@ size_t PickleDoc::memoryBytes() const
 
 PValue PickleDoc::newContainer(PType t)
 {
-    containers_.push_back({kNone, kNone, 0, t});
+    containers_.push_back({kNone, kNone, 0, t, 0});
     return PValue::make(t, containers_.size() - 1);
+}
+
+void PickleDoc::reserveFor(uint64_t inputBytes)
+{
+    // Virtual reservations sized from the input (every container costs at least 2 bytes of
+    // pickle): untouched pages cost nothing, and the big vectors never reallocate and copy.
+    const uint64_t cap = std::min<uint64_t>(inputBytes / 2 + 1024, uint64_t{1} << 31);
+    containers_.reserve(static_cast<size_t>(cap / 2));
+    chunks_.reserve(static_cast<size_t>(cap / 8));
+}
+
+int PickleDoc::keyIndex(PValue key) const
+{
+    if (key.type() != PType::Str)
+        return -1;
+    const uint64_t id = key.payload();
+    if (id >= keyIndex_.size())
+        keyIndex_.resize(std::max<size_t>(id + 1, keyIndex_.size() * 2), -2);
+    int8_t& slot = keyIndex_[id];
+    if (slot == -2) {
+        slot = -1;
+        for (size_t i = 0; i < compactKeys_.size(); ++i)
+            if (compactKeys_[i] == strs_[id])
+                slot = static_cast<int8_t>(i);
+    }
+    return slot;
+}
+
+bool PickleDoc::tryCompact(PValue dict, const PValue* items, size_t n)
+{
+    Container& k = containers_[dict.payload()];
+    if (compactKeys_.empty() || k.count != 0 || k.compact || n == 0 || n % 2 != 0 || n / 2 > compactKeys_.size())
+        return false;
+    uint32_t mask = 0;
+    PValue sorted[32];
+    for (size_t i = 0; i < n; i += 2) {
+        const int bit = keyIndex(items[i]);
+        if (bit < 0 || (mask & (1u << bit)))
+            return false; // unknown key, or a duplicate (Python keeps the last: keep the general path)
+        mask |= 1u << bit;
+        sorted[bit] = items[i + 1];
+    }
+    const auto m = static_cast<uint32_t>(n / 2);
+    if (kBlock - arenaUsed_ < m) {
+        arena_.push_back(std::make_unique<PValue[]>(kBlock));
+        arenaUsed_ = 0;
+    }
+    PValue* dst = &arena_.back()[arenaUsed_];
+    uint32_t i = 0;
+    for (uint32_t bits = mask; bits != 0; bits &= bits - 1)
+        dst[i++] = sorted[__builtin_ctz(bits)];
+    Container& kk = containers_[dict.payload()];
+    kk.first = static_cast<uint32_t>(arena_.size() - 1);
+    kk.count = arenaUsed_;
+    kk.last = mask;
+    kk.compact = static_cast<uint8_t>(m);
+    arenaUsed_ += m;
+    return true;
+}
+
+void PickleDoc::materialize(PValue dict)
+{
+    Container& k = containers_[dict.payload()];
+    if (!k.compact)
+        return;
+    std::vector<PValue> pairs;
+    forEachItem(dict, [&](PValue key, PValue v) {
+        pairs.push_back(key);
+        pairs.push_back(v);
+    });
+    Container& kk = containers_[dict.payload()];
+    kk = Container{kNone, kNone, 0, PType::Dict, 0};
+    append(dict, pairs.data(), pairs.size());
 }
 
 void PickleDoc::append(PValue c, const PValue* items, size_t n)
 {
+    if (containers_[c.payload()].compact)
+        materialize(c);
     Container& k = containers_[c.payload()];
     while (n > 0) {
         if (arenaUsed_ == kBlock) {
@@ -327,7 +405,11 @@ PValue PickleDoc::newBigInt(std::string_view le)
 
 class PickleVm {
 public:
-    PickleVm(ByteReader& r, PickleDoc& d, const PickleOptions& o) : r_(r), d_(d), opts_(o) {}
+    PickleVm(ByteReader& r, PickleDoc& d, const PickleOptions& o) : r_(r), d_(d), opts_(o)
+    {
+        // Most objects in a snapshot are memoized; reserve (virtually) so the memo never copies.
+        memo_.reserve(static_cast<size_t>(std::min<uint64_t>(r.fileSize() / 6 + 1024, uint64_t{1} << 30)));
+    }
 
     void run();
 
@@ -618,7 +700,8 @@ void PickleVm::run()
             if (t == PType::Dict && (stack_.size() - m) % 2 != 0)
                 fail("odd number of values for a dict's keys and values");
             const PValue c2 = d_.newContainer(t);
-            d_.append(c2, stack_.data() + m, stack_.size() - m);
+            if (t != PType::Dict || !d_.tryCompact(c2, stack_.data() + m, stack_.size() - m))
+                d_.append(c2, stack_.data() + m, stack_.size() - m);
             stack_.resize(m);
             push(c2);
             break;
@@ -655,7 +738,8 @@ void PickleVm::run()
             if ((stack_.size() - m) % 2 != 0)
                 fail("odd number of values for a dict's keys and values");
             const PValue dct = containerAt(m - 1, PType::Dict);
-            d_.append(dct, stack_.data() + m, stack_.size() - m);
+            if (!d_.tryCompact(dct, stack_.data() + m, stack_.size() - m))
+                d_.append(dct, stack_.data() + m, stack_.size() - m);
             stack_.resize(m);
             break;
         }
@@ -693,6 +777,12 @@ void PickleVm::run()
 std::unique_ptr<PickleDoc> PickleReader::read(ByteReader& r, const PickleOptions& opts)
 {
     auto doc = std::make_unique<PickleDoc>();
+    if (opts.compactKeys.size() > 32)
+        throw std::invalid_argument("PickleOptions::compactKeys: at most 32 keys");
+    doc->compactKeys_ = opts.compactKeys;
+    for (const auto& k : opts.compactKeys)
+        doc->compactKeyValues_.push_back(doc->newString(PType::Str, k));
+    doc->reserveFor(r.compressed() ? r.fileSize() * 4 : r.fileSize());
     PickleVm vm(r, *doc, opts);
     vm.run();
     return doc;

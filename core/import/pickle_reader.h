@@ -66,7 +66,15 @@ public:
     {
         if (!isContainer(c))
             return;
-        for (uint32_t ch = containers_[c.payload()].first; ch != kNone; ch = chunks_[ch].next) {
+        const Container& k = containers_[c.payload()];
+        if (k.compact) {
+            forEachItem(c, [&](PValue key, PValue v) {
+                f(key);
+                f(v);
+            });
+            return;
+        }
+        for (uint32_t ch = k.first; ch != kNone; ch = chunks_[ch].next) {
             const PValue* p = &arena_[chunks_[ch].block][chunks_[ch].start];
             for (uint32_t i = 0; i < chunks_[ch].count; ++i)
                 f(p[i]);
@@ -77,12 +85,23 @@ public:
     {
         if (d.type() != PType::Dict)
             return;
-        for (uint32_t ch = containers_[d.payload()].first; ch != kNone; ch = chunks_[ch].next) {
+        const Container& k = containers_[d.payload()];
+        if (k.compact) {
+            // Compact dict: values only, in key-list order; keys come from the option's list.
+            const PValue* p = &arena_[k.first][k.count];
+            uint32_t mask = k.last;
+            for (uint32_t i = 0; mask != 0; ++i, mask &= mask - 1)
+                f(compactKeyValues_[static_cast<size_t>(__builtin_ctz(mask))], p[i]);
+            return;
+        }
+        for (uint32_t ch = k.first; ch != kNone; ch = chunks_[ch].next) {
             const PValue* p = &arena_[chunks_[ch].block][chunks_[ch].start];
             for (uint32_t i = 0; i + 1 < chunks_[ch].count; i += 2)
                 f(p[i], p[i + 1]);
         }
     }
+    // Index of a str key in PickleOptions::compactKeys, or -1 (cached per string).
+    int keyIndex(PValue key) const;
     // Value of a dict's string key (the last one wins, as in Python); Invalid when missing.
     PValue get(PValue dict, std::string_view key) const;
     // Item i of a list/tuple (Invalid when out of range).
@@ -95,11 +114,13 @@ private:
     static constexpr uint32_t kNone = 0xffffffffu;
     static constexpr uint32_t kBlock = 1u << 16; // values per arena block (even: dict pairs)
     struct Container {
-        uint32_t first = kNone;
-        uint32_t last = kNone;
-        uint64_t count = 0;
+        uint32_t first = kNone; // chunk index (compact dict: arena block)
+        uint32_t last = kNone;  // chunk index (compact dict: bit mask of the keys present)
+        uint32_t count = 0;     // values stored, dict keys included (compact dict: start in the block)
         PType type = PType::List;
+        uint8_t compact = 0;    // values of a compact dict (0: normal storage)
     };
+    static_assert(sizeof(Container) == 16);
     struct Chunk {
         uint32_t block;
         uint32_t start;
@@ -112,6 +133,11 @@ private:
     };
     PValue newContainer(PType t);
     void append(PValue c, const PValue* items, size_t n);
+    // Stores the items of a still-empty dict compactly when every key is in compactKeys.
+    bool tryCompact(PValue dict, const PValue* items, size_t n);
+    // Back to normal storage (a compact dict that receives more items).
+    void materialize(PValue dict);
+    void reserveFor(uint64_t inputBytes);
     PValue newString(PType t, std::string_view s);
     PValue newFloat(double d);
     PValue newBigInt(std::string_view le);
@@ -126,9 +152,15 @@ private:
     size_t poolCap_ = 0;
     std::vector<std::string_view> strs_;
     std::vector<double> floats_;
+    std::vector<std::string> compactKeys_;
+    std::vector<PValue> compactKeyValues_;
+    mutable std::vector<int8_t> keyIndex_; // per string id: -2 unknown, -1 none, else index
 };
 
 struct PickleOptions {
+    // Dicts whose keys all come from this list (at most 32) are stored without their keys:
+    // PyTorch's millions of trace entries then cost their values only. Transparent to readers.
+    std::vector<std::string> compactKeys;
     // Called every ~1 MiB of input with the offset reached (progress).
     std::function<void(uint64_t)> progress;
 };

@@ -38,6 +38,18 @@ Act actOf(std::string_view s)
     return Act::Unknown;
 }
 
+// Keys of trace entries, blocks and frames: dicts with only these keys are stored compactly
+// (PickleOptions::compactKeys), and decoding switches on the key's index in this list.
+enum Key : int {
+    kAction, kAddr, kSize, kStream, kTimeUs, kFrames, kDeviceFree, kCompileContext, kUserMetadata,
+    kAddress, kRequestedSize, kState, kHistory, kName, kFilename, kLine, kRealSize,
+};
+const std::vector<std::string> kCompactKeys = {
+    "action", "addr", "size", "stream", "time_us", "frames", "device_free", "compile_context",
+    "user_metadata", "address", "requested_size", "state", "history", "name", "filename", "line",
+    "real_size",
+};
+
 struct Entry {
     int64_t time = 0;
     uint64_t addr = 0;
@@ -111,7 +123,10 @@ struct DeviceState {
     std::map<uint64_t, SegInfo> initSegs;
     std::map<uint64_t, AllocInfo> initAllocs;
     Ranges initMapped;
-    std::vector<Entry> trace;
+    std::vector<PValue> trace; // the entry dicts, decoded on each pass (memory: 8 B per entry)
+    // Block size, requested size and frames of the alloc entries whose block is alive at the
+    // end (the final block is authoritative), by entry index.
+    std::unordered_map<size_t, AllocInfo> finalInstance;
     uint64_t expLo = ~uint64_t{0}, expHi = 0; // bounding range of expandable memory
     int64_t inconsistent = 0;
     Act freeAct = Act::FreeCompleted;
@@ -156,6 +171,7 @@ private:
     }
     void decodeSegments(PValue segs);
     void decodeTrace(uint32_t device, PValue list);
+    Entry decode(PValue ev, uint32_t device);
     void reconstruct(uint32_t device, DeviceState& d);
     uint64_t stackOf(PValue frames, Ingest& ing);
     StringId frameString(PValue frame, Ingest& ing);
@@ -166,6 +182,7 @@ private:
     std::array<int64_t, kActNames.size() + 1> actCounts_{};
     std::map<std::string, int64_t> unknownActs_;
     bool ordinal_ = false;
+    bool anyTime_ = false;
     bool derivedAddresses_ = false;
     int64_t nonMonotonic_ = 0;
     int64_t untiledSegments_ = 0;
@@ -177,6 +194,7 @@ void PytorchSnapshotImporter::prepare()
 {
     ByteReader r(path_);
     PickleOptions po;
+    po.compactKeys = kCompactKeys;
     const uint64_t total = r.fileSize();
     if (opts_.progress)
         po.progress = [&](uint64_t off) { opts_.progress(off, total); };
@@ -202,15 +220,8 @@ void PytorchSnapshotImporter::prepare()
         uint32_t dev = 0;
         doc_->forEach(traces, [&](PValue t) { decodeTrace(dev++, t); });
     }
-    bool anyTime = false, anyEntry = false;
-    for (auto& [id, d] : devices_)
-        for (const Entry& e : d.trace) {
-            anyEntry = true;
-            anyTime |= e.hasTime;
-        }
-    ordinal_ = anyEntry && !anyTime;
-    if (!anyEntry)
-        ordinal_ = true; // nothing timed at all: the session is one instant
+    // time_us x 1000 when any entry has it, else the entry's ordinal.
+    ordinal_ = !anyTime_;
     for (auto& [id, d] : devices_)
         reconstruct(id, d);
     for (size_t i = 0; i < kActNames.size(); ++i)
@@ -298,6 +309,35 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
     });
 }
 
+Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
+{
+    if (ev.type() != PType::Dict)
+        bad(fmt::format("a trace entry of device {} should be a dict, found {}", device, ptypeName(ev.type())));
+    Entry e;
+    std::string_view action;
+    doc_->forEachItem(ev, [&](PValue k, PValue v) {
+        switch (doc_->keyIndex(k)) {
+        case kAction: action = doc_->str(v); break;
+        case kAddr: e.addr = u64(v, "addr"); break;
+        case kSize: e.size = u64(v, "size"); break;
+        case kStream: e.stream = streamId(v); break;
+        case kTimeUs: {
+            int64_t t = 0;
+            if (doc_->toI64(v, t)) {
+                e.time = t;
+                e.hasTime = true;
+            }
+            break;
+        }
+        case kFrames: e.frames = v; break;
+        case kDeviceFree: doc_->toU64(v, e.extra); break;
+        default: break;
+        }
+    });
+    e.act = actOf(action);
+    return e;
+}
+
 void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
 {
     if (list.type() != PType::List)
@@ -305,43 +345,24 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
     DeviceState& d = devices_[device];
     d.trace.reserve(doc_->size(list));
     doc_->forEach(list, [&](PValue ev) {
-        if (ev.type() != PType::Dict)
-            bad(fmt::format("a trace entry of device {} should be a dict", device));
-        Entry e;
-        std::string_view action;
-        doc_->forEachItem(ev, [&](PValue k, PValue v) {
-            const std::string_view key = doc_->str(k);
-            if (key == "action")
-                action = doc_->str(v);
-            else if (key == "addr")
-                e.addr = u64(v, "addr");
-            else if (key == "size")
-                e.size = u64(v, "size");
-            else if (key == "stream")
-                e.stream = streamId(v);
-            else if (key == "time_us") {
-                int64_t t = 0;
-                if (doc_->toI64(v, t)) {
-                    e.time = t;
-                    e.hasTime = true;
-                }
-            } else if (key == "frames")
-                e.frames = v;
-            else if (key == "device_free")
-                doc_->toU64(v, e.extra);
-        });
-        e.act = actOf(action);
+        const Entry e = decode(ev, device);
         if (e.act == Act::Unknown) {
+            std::string_view action;
+            doc_->forEachItem(ev, [&](PValue k, PValue v) {
+                if (doc_->keyIndex(k) == kAction)
+                    action = doc_->str(v);
+            });
             ++unknownActs_[std::string(action)];
             ++actCounts_.back();
         } else {
             ++actCounts_[static_cast<size_t>(e.act)];
         }
+        anyTime_ |= e.hasTime;
         if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap) {
             d.expLo = std::min(d.expLo, e.addr);
             d.expHi = std::max(d.expHi, e.addr + e.size);
         }
-        d.trace.push_back(e);
+        d.trace.push_back(ev);
     });
 }
 
@@ -351,9 +372,10 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     // still waiting on other streams (active_awaiting_free) is allocated in the final state.
     // Traces that record only free_requested fall back to it.
     bool hasCompleted = false, hasRequested = false;
-    for (const Entry& e : d.trace) {
-        hasCompleted |= e.act == Act::FreeCompleted;
-        hasRequested |= e.act == Act::FreeRequested;
+    for (PValue ev : d.trace) {
+        const Act a = decode(ev, 0).act;
+        hasCompleted |= a == Act::FreeCompleted;
+        hasRequested |= a == Act::FreeRequested;
     }
     d.freeAct = !hasCompleted && hasRequested ? Act::FreeRequested : Act::FreeCompleted;
 
@@ -361,7 +383,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     auto allocs = d.finalAllocs;
     Ranges mapped = d.finalMapped;
     for (size_t i = d.trace.size(); i-- > 0;) {
-        Entry& e = d.trace[i];
+        const Entry e = decode(d.trace[i], 0);
         if (e.act == Act::Alloc) {
             auto it = allocs.find(e.addr);
             if (it == allocs.end()) {
@@ -371,10 +393,10 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
             if (it->second.fromFinal) {
                 // The instance alive at the end: its block size is authoritative (the trace
                 // records the caller's size when the allocator hands out an unsplit block).
-                e.size = it->second.size;
-                e.extra = it->second.requested;
-                if (!e.frames.valid())
-                    e.frames = it->second.frames;
+                AllocInfo fin = it->second;
+                if (e.frames.valid())
+                    fin.frames = e.frames;
+                d.finalInstance[i] = fin;
             }
             allocs.erase(it);
         } else if (e.act == d.freeAct) {
@@ -461,11 +483,13 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         // Time of the trace's first entry; the reconstructed state is placed there.
         int64_t t0 = 0;
         if (!ordinal_) {
-            for (const Entry& e : d.trace)
+            for (PValue ev : d.trace) {
+                const Entry e = decode(ev, dev);
                 if (e.hasTime) {
                     t0 = e.time * 1000;
                     break;
                 }
+            }
         }
         Event base;
         base.device = dev;
@@ -567,7 +591,15 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         int64_t t = t0, firstUs = 0, lastUs = 0;
         bool haveUs = false;
         for (size_t i = 0; i < d.trace.size(); ++i) {
-            const Entry& e = d.trace[i];
+            Entry e = decode(d.trace[i], dev);
+            if (e.act == Act::Alloc) {
+                auto fin = d.finalInstance.find(i);
+                if (fin != d.finalInstance.end()) {
+                    e.size = fin->second.size;
+                    e.extra = fin->second.requested;
+                    e.frames = fin->second.frames;
+                }
+            }
             if (ordinal_) {
                 t = static_cast<int64_t>(i) + 1;
             } else if (e.hasTime) {

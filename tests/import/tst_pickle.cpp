@@ -192,6 +192,30 @@ private slots:
         }
     }
 
+    void compactDicts()
+    {
+        // With compactKeys {a, b}: {'b': 2, 'a': 1} is stored without keys and reads back in
+        // key-list order; {'a': 1, 'c': 3} has a key outside the list and stays general; a
+        // SETITEM onto a compact dict turns it back into general storage, keeping every item.
+        PickleOptions opts;
+        opts.compactKeys = {"a", "b"};
+        const QByteArray p = bytes({0x80, 4, '(',
+                                    '}', '(', 0x8c, 1, 'b', 'K', 2, 0x8c, 1, 'a', 'K', 1, 'u',
+                                    '}', '(', 0x8c, 1, 'a', 'K', 1, 0x8c, 1, 'c', 'K', 3, 'u',
+                                    '}', '(', 0x8c, 1, 'a', 'K', 1, 'u', 0x8c, 1, 'z', 'K', 9, 's',
+                                    't', '.'});
+        ByteReader r(write(p).toStdString());
+        auto doc = PickleReader::read(r, opts);
+        QCOMPARE(QString::fromStdString(repr(*doc, doc->root())),
+                 QString("({'a': 1, 'b': 2}, {'a': 1, 'c': 3}, {'a': 1, 'z': 9})"));
+        const PValue first = doc->at(doc->root(), 0);
+        QCOMPARE(doc->size(first), size_t{2});
+        int64_t b = 0;
+        QVERIFY(doc->toI64(doc->get(first, "b"), b));
+        QCOMPARE(b, int64_t{2});
+        QVERIFY(!doc->get(first, "c").valid());
+    }
+
     void largeListSpansArenaBlocks()
     {
         // 200 000 items in APPENDS batches of 1000 cross the 65 536-value arena blocks: the

@@ -1,0 +1,157 @@
+// Import throughput of PyTorch snapshots: MB/s and trace entries/s of `fragscope import`'s
+// pipeline (pickle reader + reconstruction + ingest into a session file), and the peak memory of
+// the importing process, beside python3's pickle.load of the same file measured in the same run.
+//   bench_import_snapshot --real          the largest snapshot in $FRAGSCOPE_DATA/pytorch-snapshots
+//   bench_import_snapshot --generate MB   a generated PyTorch-format snapshot of about MB MiB
+//   bench_import_snapshot FILE            any snapshot
+#include "core/import/importer.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace stdfs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Run {
+    double seconds = 0;
+    long peakRssKb = 0;
+    int status = -1;
+};
+
+// Runs f in a child process so that its peak RSS is its own (wait4's rusage).
+template <typename F> Run inChild(F&& f)
+{
+    const auto t0 = Clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        _exit(f());
+    }
+    int status = 0;
+    rusage ru{};
+    wait4(pid, &status, 0, &ru);
+    Run r;
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.peakRssKb = ru.ru_maxrss;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+int importFile(const std::string& in, const std::string& out, const std::string& countsFile)
+{
+    try {
+        auto imp = fs::import::makeImporter(fs::import::Format::PytorchSnapshot, in);
+        imp->prepare();
+        fs::IngestOptions o;
+        o.path = out;
+        imp->configure(o);
+        fs::Ingest ing(o);
+        ing.begin();
+        imp->emit(ing);
+        ing.end();
+        int64_t entries = 0;
+        for (const auto& [k, v] : imp->report().counts)
+            if (k.rfind("trace.", 0) == 0)
+                entries += v;
+        if (FILE* f = std::fopen(countsFile.c_str(), "w")) {
+            fmt::print(f, "{} {}\n", entries, ing.stats().events);
+            std::fclose(f);
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "import failed: {}\n", e.what());
+        return 1;
+    }
+}
+
+int bench(const std::string& file, const stdfs::path& tmp)
+{
+    const double mb = static_cast<double>(stdfs::file_size(file)) / (1 << 20);
+    fmt::print("snapshot {} ({:.1f} MiB)\n", file, mb);
+    const std::string out = (tmp / "bench.fragscope").string();
+    const std::string counts = (tmp / "counts.txt").string();
+    const Run imp = inChild([&] { return importFile(file, out, counts); });
+    if (imp.status != 0) {
+        fmt::print("FAILED: import exited with {}\n", imp.status);
+        return 1;
+    }
+    long long entries = 0, events = 0;
+    if (FILE* f = std::fopen(counts.c_str(), "r")) {
+        if (std::fscanf(f, "%lld %lld", &entries, &events) != 2)
+            entries = events = 0;
+        std::fclose(f);
+    }
+    fmt::print("  fragscope import  {:8.2f} s  {:8.1f} MB/s  {:10.0f} trace entries/s  {:10.0f} events/s  "
+               "peak RSS {:.0f} MiB  ({} entries, {} events, session {:.1f} MiB)\n",
+               imp.seconds, mb / imp.seconds, static_cast<double>(entries) / imp.seconds,
+               static_cast<double>(events) / imp.seconds, static_cast<double>(imp.peakRssKb) / 1024, entries,
+               events, static_cast<double>(stdfs::file_size(out)) / (1 << 20));
+    const Run py = inChild([&] {
+        execlp("python3", "python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", file.c_str(),
+               static_cast<char*>(nullptr));
+        return 127;
+    });
+    if (py.status != 0) {
+        fmt::print("  python3 pickle.load FAILED (exit {})\n", py.status);
+        return 1;
+    }
+    fmt::print("  python3 pickle.load {:6.2f} s  {:8.1f} MB/s  peak RSS {:.0f} MiB (baseline, same run)\n",
+               py.seconds, mb / py.seconds, static_cast<double>(py.peakRssKb) / 1024);
+    fmt::print("  import / pickle.load time: {:.2f}x  ({})\n", imp.seconds / py.seconds,
+               imp.seconds < py.seconds ? "fragscope is faster" : "fragscope is SLOWER");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const std::string arg = argc > 1 ? argv[1] : "--real";
+    const stdfs::path tmp = stdfs::temp_directory_path() / fmt::format("fragscope-bench-import-{}", getpid());
+    stdfs::create_directories(tmp);
+    int rc = 0;
+    if (arg == "--real") {
+        const char* env = std::getenv("FRAGSCOPE_DATA");
+        const stdfs::path dir = stdfs::path(env && *env ? env : FRAGSCOPE_DEFAULT_DATA) / "pytorch-snapshots";
+        std::string largest;
+        uintmax_t best = 0;
+        std::error_code ec;
+        for (const auto& e : stdfs::directory_iterator(dir, ec))
+            if (e.path().extension() == ".pickle" && e.file_size() > best) {
+                best = e.file_size();
+                largest = e.path().string();
+            }
+        if (largest.empty()) {
+            fmt::print("FAILED: no snapshot in {}\n", dir.string());
+            rc = 1;
+        } else {
+            rc = bench(largest, tmp);
+        }
+    } else if (arg == "--generate") {
+        const long mib = argc > 2 ? std::atol(argv[2]) : 1024;
+        const std::string file = (tmp / "generated.pickle").string();
+        const std::string cmd = fmt::format("python3 '{}' '{}' {}", FRAGSCOPE_GEN_SNAPSHOT, file,
+                                            static_cast<long long>(mib) << 20);
+        fmt::print("generating: {}\n", cmd);
+        std::fflush(stdout);
+        if (std::system(cmd.c_str()) != 0) {
+            fmt::print("FAILED: generator\n");
+            rc = 1;
+        } else {
+            rc = bench(file, tmp);
+        }
+    } else {
+        rc = bench(arg, tmp);
+    }
+    std::error_code ec;
+    stdfs::remove_all(tmp, ec);
+    return rc;
+}
