@@ -261,6 +261,7 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
 const std::string& Engine::path() const { return d_->path; }
 const SessionSummary& Engine::summary() const { return d_->summary; }
 const Caveats& Engine::caveats() const { return d_->caveats; }
+const LoadInfo& Engine::loadInfo() const { return d_->loadInfo; }
 int64_t Engine::timeBegin() const { return d_->timeBegin; }
 int64_t Engine::timeEnd() const { return d_->timeEnd; }
 

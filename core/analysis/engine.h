@@ -40,6 +40,12 @@ struct LoadOptions {
     bool useCache = true;         // read/write the per-frame cache in the session file
 };
 
+// How open() went (for tests, benchmarks and the GUI's status line).
+struct LoadInfo {
+    bool frameCacheUsed = false;    // per-frame figures came from the session's analysis_cache
+    bool frameCacheWritten = false; // ... or were computed and stored there
+};
+
 class Engine {
 public:
     // Opens and indexes a session. Throws fs::SessionError (bad file: "FILE: problem") or
@@ -52,6 +58,7 @@ public:
     const std::string& path() const;
     const SessionSummary& summary() const;
     const Caveats& caveats() const;         // session-wide caveats (every result copies them)
+    const LoadInfo& loadInfo() const;
     int64_t timeBegin() const;
     int64_t timeEnd() const;
     std::vector<Track> tracks() const;      // (device, level) pairs with data, device then level

@@ -209,6 +209,10 @@ struct Engine::Impl {
     void buildCheckpoints(TrackData& t);
     void buildLayout(TrackData& t);
     void loadFrames(const LoadOptions& o);
+    bool readFrameCache(const std::vector<size_t>& timed);
+    void writeFrameCache(const std::vector<size_t>& timed);
+    std::string cacheStamp;
+    LoadInfo loadInfo;
     std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
     std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
     AllocationInfo info(const TrackData& t, const Alloc& a) const;

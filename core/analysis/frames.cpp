@@ -75,79 +75,85 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     std::stable_sort(timed.begin(), timed.end(),
                      [&](size_t a, size_t b) { return frames[a].start < frames[b].start; });
 
-    // Allocator figures per frame and track: one forward replay per track; the hook keeps the
-    // extremes inside each frame.
-    for (const TrackData& td : tracks) {
-        if (o.cancel && o.cancel->load())
-            throw Cancelled();
-        Replayer r(td);
-        for (size_t fi : timed) {
-            FrameInfo& f = frames[fi];
-            // A frame's events are those in (start, end]: adjacent frames (start = previous end)
-            // then replay strictly forward, never rebuilding from a checkpoint.
-            r.seek(f.start);
-            FrameAllocator fa;
-            fa.device = td.device;
-            fa.level = td.level;
-            const FragState& s = r.state();
-            fa.minLargestFragment = fa.maxLargestFragment = s.largest();
-            fa.minRatio = fa.maxRatio = s.ratio();
-            fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
-            r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t) {
-                if (kind == ReplayEvent::Alloc) {
-                    ++fa.allocs;
-                    fa.allocBytes += td.allocs[i].size;
-                } else if (kind == ReplayEvent::Free) {
-                    ++fa.frees;
-                }
-                const uint64_t l = s.largest();
-                const double ratio = s.ratio();
-                fa.minLargestFragment = std::min(fa.minLargestFragment, l);
-                fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
-                fa.minRatio = std::min(fa.minRatio, ratio);
-                fa.maxRatio = std::max(fa.maxRatio, ratio);
-                fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
-                fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
-            });
-            fa.atEnd = s.snapshot(f.end, false);
-            f.allocator.push_back(std::move(fa));
-        }
-    }
-
-    // Kernels per frame and the variants never seen in an earlier frame.
-    if (!timed.empty()) {
-        std::vector<int64_t> starts;
-        for (size_t fi : timed)
-            starts.push_back(frames[fi].start);
-        std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-        Stmt st = db.prepare("SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
-        st.bind(1, frames[timed.front()].start);
-        int64_t last = frames[timed.front()].end;
-        for (size_t fi : timed)
-            last = std::max(last, frames[fi].end);
-        st.bind(2, last);
-        while (st.step()) {
-            const int64_t t = st.i64(0);
-            auto it = std::upper_bound(starts.begin(), starts.end(), t);
-            if (it == starts.begin())
-                continue;
-            const auto k = static_cast<size_t>(it - starts.begin() - 1);
-            if (t >= frames[timed[k]].end)
-                continue;
-            ++names[k][st.i64(1)];
-        }
-        std::unordered_set<int64_t> seen;
-        for (size_t k = 0; k < timed.size(); ++k) {
-            FrameInfo& f = frames[timed[k]];
-            f.distinctKernels = static_cast<int64_t>(names[k].size());
-            for (const auto& [name, n] : names[k]) {
-                f.kernels += n;
-                if (k > 0 && !seen.count(name))
-                    ++f.newKernelVariants;
+    const bool cached = o.useCache && readFrameCache(timed);
+    if (!cached) {
+        // Allocator figures per frame and track: one forward replay per track; the hook keeps the
+        // extremes inside each frame.
+        for (const TrackData& td : tracks) {
+            if (o.cancel && o.cancel->load())
+                throw Cancelled();
+            Replayer r(td);
+            for (size_t fi : timed) {
+                FrameInfo& f = frames[fi];
+                // A frame's events are those in (start, end]: adjacent frames (start = previous end)
+                // then replay strictly forward, never rebuilding from a checkpoint.
+                r.seek(f.start);
+                FrameAllocator fa;
+                fa.device = td.device;
+                fa.level = td.level;
+                const FragState& s = r.state();
+                fa.minLargestFragment = fa.maxLargestFragment = s.largest();
+                fa.minRatio = fa.maxRatio = s.ratio();
+                fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
+                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t) {
+                    if (kind == ReplayEvent::Alloc) {
+                        ++fa.allocs;
+                        fa.allocBytes += td.allocs[i].size;
+                    } else if (kind == ReplayEvent::Free) {
+                        ++fa.frees;
+                    }
+                    const uint64_t l = s.largest();
+                    const double ratio = s.ratio();
+                    fa.minLargestFragment = std::min(fa.minLargestFragment, l);
+                    fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
+                    fa.minRatio = std::min(fa.minRatio, ratio);
+                    fa.maxRatio = std::max(fa.maxRatio, ratio);
+                    fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
+                    fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
+                });
+                fa.atEnd = s.snapshot(f.end, false);
+                f.allocator.push_back(std::move(fa));
             }
-            for (const auto& [name, n] : names[k])
-                seen.insert(name);
         }
+
+        // Kernels per frame and the variants never seen in an earlier frame.
+        if (!timed.empty()) {
+            std::vector<int64_t> starts;
+            for (size_t fi : timed)
+                starts.push_back(frames[fi].start);
+            std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
+            Stmt st = db.prepare("SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
+            st.bind(1, frames[timed.front()].start);
+            int64_t last = frames[timed.front()].end;
+            for (size_t fi : timed)
+                last = std::max(last, frames[fi].end);
+            st.bind(2, last);
+            while (st.step()) {
+                const int64_t t = st.i64(0);
+                auto it = std::upper_bound(starts.begin(), starts.end(), t);
+                if (it == starts.begin())
+                    continue;
+                const auto k = static_cast<size_t>(it - starts.begin() - 1);
+                if (t >= frames[timed[k]].end)
+                    continue;
+                ++names[k][st.i64(1)];
+            }
+            std::unordered_set<int64_t> seen;
+            for (size_t k = 0; k < timed.size(); ++k) {
+                FrameInfo& f = frames[timed[k]];
+                f.distinctKernels = static_cast<int64_t>(names[k].size());
+                for (const auto& [name, n] : names[k]) {
+                    f.kernels += n;
+                    if (k > 0 && !seen.count(name))
+                        ++f.newKernelVariants;
+                }
+                for (const auto& [name, n] : names[k])
+                    seen.insert(name);
+            }
+        }
+
+        if (o.useCache)
+            writeFrameCache(timed);
     }
 
     collapses = computeCollapses(o.rules);

@@ -505,6 +505,50 @@ private slots:
         }
     }
 
+    void frameCache()
+    {
+        // Per-frame figures are cached in the session file on the first open, used on the next,
+        // and rebuilt (never trusted) once the frames they were computed from change.
+        const auto f = path("cache.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            mark(in, 100, "frame 0");
+            in.add(ev(EventType::Alloc, 150, kBase, 256 * KiB));
+            mark(in, 200, "frame 1");
+            in.add(ev(EventType::Alloc, 250, kBase + 512 * KiB, 256 * KiB));
+            mark(in, 300, "end");
+            in.end();
+        }
+        const auto a = Engine::open(f);
+        QVERIFY(!a->loadInfo().frameCacheUsed);
+        QVERIFY(a->loadInfo().frameCacheWritten);
+        const auto b = Engine::open(f);
+        QVERIFY(b->loadInfo().frameCacheUsed);
+        QCOMPARE(b->frames().size(), a->frames().size());
+        for (size_t i = 0; i < a->frames().size(); ++i) {
+            const FrameAllocator& x = a->frames()[i].allocator.at(0);
+            const FrameAllocator& y = b->frames()[i].allocator.at(0);
+            QCOMPARE(y.atEnd.largestFreeFragmentBytes, x.atEnd.largestFreeFragmentBytes);
+            QCOMPARE(y.atEnd.fragmentationRatio, x.atEnd.fragmentationRatio);
+            QCOMPARE(y.minLargestFragment, x.minLargestFragment);
+            QCOMPARE(y.allocs, x.allocs);
+        }
+        // Frame 1 ends at 300 (the session end), with A [0, 256K) and
+        // B [512K, 768K) live -> fragments 256K and 256K, largest 256 KiB.
+        QCOMPARE(b->frames()[1].allocator.at(0).atEnd.largestFreeFragmentBytes, 256 * KiB);
+        {
+            Db db(f, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE frames SET end_ns = 240 WHERE idx = 1");
+        }
+        const auto c = Engine::open(f);
+        QVERIFY(!c->loadInfo().frameCacheUsed);
+        // Frame 1 now ends before B: fragments [256K, 1M) -> largest 768 KiB.
+        QCOMPARE(c->frames()[1].allocator.at(0).atEnd.largestFreeFragmentBytes, 768 * KiB);
+        QVERIFY(Engine::open(f)->loadInfo().frameCacheUsed);
+    }
+
     void badFileIsASessionError()
     {
         const auto f = path("not-a-session.fragscope");
