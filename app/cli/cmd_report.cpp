@@ -20,7 +20,7 @@ namespace {
 struct TrackSummary {
     Track track;
     State end;
-    double peakReserved = 0, peakAllocated = 0, maxRatio = 0, minLargest = 0, maxFragments = 0;
+    double peakReserved = 0, peakAllocated = 0, peakOutside = 0, maxRatio = 0, minLargest = 0, maxFragments = 0;
     int64_t maxRatioTime = 0;
     Trend ratioTrend, entropyTrend;
     size_t bursts = 0;
@@ -40,9 +40,11 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
     const Timeline tl = e.timeline(o);
     s.samples = static_cast<int64_t>(tl.time.size());
     s.minLargest = tl.largestFragment.empty() ? 0 : tl.largestFragment.front();
+    s.maxRatioTime = e.timeBegin();
     for (size_t i = 0; i < tl.time.size(); ++i) {
         s.peakReserved = std::max(s.peakReserved, tl.reserved[i]);
         s.peakAllocated = std::max(s.peakAllocated, tl.allocated[i]);
+        s.peakOutside = std::max(s.peakOutside, tl.allocatedOutside[i]);
         s.maxFragments = std::max(s.maxFragments, tl.fragmentCount[i]);
         if (tl.reserved[i] > 0)
             s.minLargest = std::min(s.minLargest, tl.largestFragment[i]);
@@ -125,6 +127,7 @@ int runReport(Args& a)
             j.field("regions", t.track.regions);
             j.field("peak_reserved_bytes", static_cast<uint64_t>(t.peakReserved));
             j.field("peak_allocated_bytes", static_cast<uint64_t>(t.peakAllocated));
+            j.field("peak_allocated_outside_regions_bytes", static_cast<uint64_t>(t.peakOutside));
             j.field("max_fragmentation_ratio", t.maxRatio);
             j.field("max_fragmentation_ratio_time", t.maxRatioTime);
             j.field("min_largest_free_fragment_bytes", static_cast<uint64_t>(t.minLargest));
@@ -207,6 +210,8 @@ int runReport(Args& a)
                    levelName(t.track.level), t.track.allocations, t.track.regions);
         fmt::print("    peak reserved {}, peak allocated {}\n", humanBytes(static_cast<uint64_t>(t.peakReserved)),
                    humanBytes(static_cast<uint64_t>(t.peakAllocated)));
+        if (t.peakOutside > 0)
+            fmt::print("    peak allocated outside any region {}\n", humanBytes(static_cast<uint64_t>(t.peakOutside)));
         fmt::print("    max F {:.4f} at {}, min largest fragment {}, max fragments {}\n", t.maxRatio,
                    formatTime(t.maxRatioTime, e.timeBegin(), ordinal),
                    humanBytes(static_cast<uint64_t>(t.minLargest)), static_cast<int64_t>(t.maxFragments));

@@ -480,6 +480,9 @@ int64_t parseTime(const Engine& e, const std::string& text)
                                     "' (expected ns, a number with a unit such as 12.5s or 300ms, "
                                     "'end', or frame:N)");
     const std::string unit(p, static_cast<const char*>(s.data() + s.size()));
+    if (e.summary().timeAxis == TimeAxis::Ordinal)
+        throw std::invalid_argument("'" + text + "': this session has an ordinal time axis (no timestamps); "
+                                    "give the ordinal as a plain integer");
     double scale = 0;
     if (unit == "ns")
         scale = 1;

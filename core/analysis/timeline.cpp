@@ -25,7 +25,7 @@ Timeline Engine::timeline(const TimelineOptions& o) const
     tl.step = step;
     tl.entropyWindowNs = window;
     const auto samples = static_cast<size_t>((to - from) / step + 1);
-    for (auto* v : {&tl.reserved, &tl.allocated, &tl.freeInRegions, &tl.fragmentCount,
+    for (auto* v : {&tl.reserved, &tl.allocated, &tl.allocatedOutside, &tl.freeInRegions, &tl.fragmentCount,
                     &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
         v->reserve(samples);
     tl.time.reserve(samples);
@@ -60,6 +60,7 @@ Timeline Engine::timeline(const TimelineOptions& o) const
         tl.time.push_back(t);
         tl.reserved.push_back(static_cast<double>(s.reserved));
         tl.allocated.push_back(static_cast<double>(s.allocatedIn));
+        tl.allocatedOutside.push_back(static_cast<double>(s.allocatedOut));
         tl.freeInRegions.push_back(static_cast<double>(s.freeBytes));
         tl.fragmentCount.push_back(static_cast<double>(s.fragCount));
         tl.largestFragment.push_back(static_cast<double>(s.largest()));
@@ -110,6 +111,8 @@ const std::vector<double>* seriesByName(const Timeline& tl, const std::string& n
         return &tl.allocated;
     if (name == "free")
         return &tl.freeInRegions;
+    if (name == "allocated_outside")
+        return &tl.allocatedOutside;
     return nullptr;
 }
 

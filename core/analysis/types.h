@@ -127,6 +127,7 @@ struct Timeline {
     std::vector<int64_t> time;
     std::vector<double> reserved;           // bytes
     std::vector<double> allocated;          // bytes inside regions
+    std::vector<double> allocatedOutside;   // bytes of live blocks outside any region
     std::vector<double> freeInRegions;      // bytes
     std::vector<double> fragmentCount;
     std::vector<double> largestFragment;    // bytes
