@@ -186,7 +186,7 @@ private slots:
         // Frame 16 creates the fifth segment: a region_create precursor for frame 17's window.
         bool sawRegion = false;
         for (const auto& x : p)
-            sawRegion = sawRegion || x.kind == "region_create";
+            sawRegion = sawRegion || x.kind == "region_created";
         QVERIFY(sawRegion);
     }
 

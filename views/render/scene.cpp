@@ -7,6 +7,10 @@
 #include <limits>
 #include <set>
 
+#ifdef FRAGSCOPE_HAVE_ANALYSIS
+#include "core/analysis/engine.h"
+#endif
+
 namespace fs::render {
 
 namespace {
@@ -454,6 +458,15 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     const FrameRow* f = frame(frameIndex);
     if (!f || li < 0 || li >= static_cast<int>(levels.size()))
         return out;
+#ifdef FRAGSCOPE_HAVE_ANALYSIS
+    if (engine) {
+        const analysis::CollapseReport rep = engine->frameReport(frameIndex);
+        for (const auto& p : rep.precursors)
+            out.push_back({p.time, analysis::precursorKindName(p.kind), p.description, p.score, p.address, p.size,
+                           p.allocationId});
+        return out;
+    }
+#endif
     const LevelData& ld = levels[static_cast<size_t>(li)];
     int64_t from = f->start;
     for (int k = 1; k <= lookbackFrames; ++k)
@@ -462,20 +475,20 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     const int64_t to = f->end;
     for (const auto& r : ld.regions) {
         if (r.createNs >= from && r.createNs <= to)
-            out.push_back({r.createNs, "region_create",
+            out.push_back({r.createNs, "region_created",
                            fmt::format("new {} region {} at {}", regionKindName(r.kind),
                                        formatBytes(static_cast<double>(r.size)), formatAddress(r.address)),
-                           100 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, 0});
+                           100 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
         if (r.destroyNs >= from && r.destroyNs <= to)
-            out.push_back({r.destroyNs, "region_release",
+            out.push_back({r.destroyNs, "region_released",
                            fmt::format("released region {} at {}", formatBytes(static_cast<double>(r.size)),
                                        formatAddress(r.address)),
-                           95 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, 0});
+                           95 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
     }
     for (const auto& [t, req] : ooms)
         if (t >= from && t <= to)
             out.push_back({t, "oom", fmt::format("out of memory asking {}", formatBytes(static_cast<double>(req))),
-                           200, 0, req, 0});
+                           200, 0, req, -1});
     // Kernel variants that run in f but in no previous frame: the workspace-fallback mechanism.
     std::set<StringId> seen;
     for (const auto& fr : frames) {
@@ -493,7 +506,7 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
                 break;
             }
         out.push_back({t, "new_kernel_variant", fmt::format("kernel {} first runs in frame {}", str(k), frameIndex),
-                       180, 0, 0, 0});
+                       180, 0, 0, -1});
     }
     // Allocations that split the region's largest fragment: large allocations in the window,
     // scored by their size relative to the largest fragment just before them.
@@ -689,9 +702,19 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
         buildSpans(ld);
         Replay(ld).run(sampleTimes, ld.samples, lp);
         scene->levels.push_back(std::move(ld));
-        report(lp, 70 + 30 * ++done / static_cast<int>(byLevel.size()), "replay");
+        report(lp, 70 + 25 * ++done / static_cast<int>(byLevel.size()), "replay");
     }
     scene->applyRules(defaultCollapseRules());
+#ifdef FRAGSCOPE_HAVE_ANALYSIS
+    report(lp, 95, "analysis");
+    analysis::LoadOptions ao;
+    ao.cancel = lp.cancel;
+    try {
+        scene->engine = analysis::Engine::open(path, ao);
+    } catch (const analysis::Cancelled&) {
+        throw LoadCancelled{};
+    }
+#endif
     report(lp, 100, "done");
     return scene;
 }

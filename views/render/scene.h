@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+namespace fs::analysis {
+class Engine;
+}
+
 namespace fs::render {
 
 // One allocation interval. freeNs is the session end for allocations alive at the end.
@@ -109,12 +113,12 @@ struct Collapse {
 
 struct Precursor {
     int64_t time = 0;
-    std::string kind;   // region_create, region_destroy, oom, new_kernel_variant, large_alloc, ...
+    std::string kind;   // the engine's names: region_created, oom, new_kernel_variant, ...
     std::string what;   // human description
     double score = 0;   // higher = changed the allocator more
     uint64_t address = 0;
     uint64_t size = 0;
-    int64_t allocId = 0;
+    int64_t allocId = -1; // -1 when the precursor is not an allocation
 };
 
 struct StateDiff {
@@ -149,6 +153,9 @@ struct Scene {
     std::vector<std::pair<int64_t, uint64_t>> ooms; // time, requested bytes
     std::map<StringId, std::string> strings;
     std::map<int64_t, std::vector<std::string>> stacks; // stack id -> frames, outermost last
+    // The analysis engine over the same file (when this build has fragscope_analysis): the
+    // collapse inspector's precursors are the engine's.
+    std::shared_ptr<const analysis::Engine> engine;
 
     int64_t timeBegin() const { return summary.timeBegin; }
     int64_t timeEnd() const { return summary.timeEnd; }
@@ -162,7 +169,8 @@ struct Scene {
     const Collapse* collapseOf(int64_t frameIndex) const;
     // Re-evaluates collapses after the rules change.
     void applyRules(const std::vector<CollapseRule>& r);
-    // Ranked precursors and the f-1 -> f state diff for frame f at level li.
+    // Ranked precursors (the engine's when present, else a local ranking) and the f-1 -> f state
+    // diff for frame f at level li.
     std::vector<Precursor> precursors(int64_t frameIndex, int li, int lookbackFrames = 2) const;
     StateDiff stateDiff(int64_t frameIndex, int li) const;
 };
