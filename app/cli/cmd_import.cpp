@@ -4,6 +4,8 @@
 #include "core/ingest.h"
 #include "core/progress.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,6 +14,24 @@ using namespace fs;
 using namespace fs::cli;
 
 namespace {
+
+// A per-frame metrics table (CSV, or JSON without Chrome-trace fields): `fragscope metrics
+// import` reads those; an import with one calls it on the new session.
+bool looksLikeMetricsTable(const std::string& path)
+{
+    const std::string head = import::sniff(path, 4096);
+    if (head.empty() || head.rfind("SQLite format 3", 0) == 0 || static_cast<unsigned char>(head[0]) >= 0x80)
+        return false;
+    size_t i = 0;
+    while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i])))
+        ++i;
+    if (i < head.size() && (head[i] == '{' || head[i] == '['))
+        return head.find("traceEvents") == std::string::npos && head.find("\"ph\"") == std::string::npos &&
+               head.find("\"frame") != std::string::npos;
+    std::string first = head.substr(i, head.find('\n', i) - i);
+    std::transform(first.begin(), first.end(), first.begin(), [](unsigned char c) { return std::tolower(c); });
+    return first.find("frame") != std::string::npos && first.find_first_of(",;\t") != std::string::npos;
+}
 
 int runImport(Args& a)
 {
@@ -30,7 +50,12 @@ int runImport(Args& a)
 
     // Read every input's header first: bad input fails before any output file exists.
     std::vector<std::unique_ptr<import::Importer>> importers;
+    std::vector<std::string> metricsTables;
     for (const auto& in : a.positional()) {
+        if (looksLikeMetricsTable(in)) {
+            metricsTables.push_back(in);
+            continue;
+        }
         auto progress = std::make_shared<Progress>("reading " + std::filesystem::path(in).filename().string(),
                                                    0, "bytes");
         import::ImportOptions io;
@@ -41,6 +66,9 @@ int runImport(Args& a)
         importers.push_back(std::move(imp));
     }
 
+    if (importers.empty())
+        throw UsageError("import needs at least one trace input (a snapshot, Kineto trace or nsys export); "
+                         "a metrics table alone goes to `fragscope metrics import SESSION TABLE`");
     IngestOptions opts;
     opts.path = *out;
     importers.front()->configure(opts);
@@ -72,6 +100,28 @@ int runImport(Args& a)
         ingest.abort();
         throw;
     }
+    // Per-frame metric tables go through `fragscope metrics import` (one parser for them); if
+    // one is bad, the new session is removed so that no partial output is left.
+    for (const auto& table : metricsTables) {
+        const auto& cmds = commands();
+        auto it = std::find_if(cmds.begin(), cmds.end(), [](const Command* c) { return c->name == "metrics import"; });
+        if (it == cmds.end())
+            throw std::runtime_error("this build has no `metrics import` command for " + table);
+        int rc = Failure;
+        try {
+            Args margs(**it, {*out, table});
+            rc = (*it)->run(margs); // prints its own errors (bad rows with line numbers)
+        } catch (...) {
+            std::error_code ec;
+            std::filesystem::remove(*out, ec);
+            throw;
+        }
+        if (rc != Ok) {
+            std::error_code ec;
+            std::filesystem::remove(*out, ec);
+            return rc;
+        }
+    }
     const IngestStats& st = ingest.stats();
     std::string warnings;
     for (const auto& imp : importers)
@@ -97,6 +147,8 @@ FRAGSCOPE_COMMAND({
                "  kineto            torch.profiler Chrome-trace JSON (.json or .json.gz): [memory] events,\n"
                "                    kernels, 'frame N' annotations.\n"
                "  nsys-sqlite       `nsys export --type sqlite` files: memory usage, kernels, graphs, NVTX.\n"
+               "  CSV/JSON tables of per-frame metrics given as extra inputs are attached through\n"
+               "                    `fragscope metrics import`.\n"
                "Several inputs go into one session. A truncated, corrupt or hostile input gives one error\n"
                "naming the file and the offset or table, exit status 2, and no output file.",
     .run = runImport,

@@ -175,6 +175,30 @@ private slots:
         QVERIFY(!QFile::exists(out("list")));
     }
 
+    void withMetricsTable()
+    {
+        // A snapshot plus a per-frame metrics CSV in one session (the CSV goes through
+        // `fragscope metrics import`); a bad table leaves no output behind.
+        const QString csv = tmp_.filePath("metrics.csv");
+        QVERIFY(writeFile(csv, "frame,metric,value\n16,coherence_score,0.124\n17,coherence_score,0.009\n"));
+        const QString o = out("withmetrics");
+        const CliResult r =
+            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", csv, "-o", o});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        fs::Session s = fs::Session::open(o.toStdString());
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=17 AND value=0.009"), int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{9});
+
+        const QString bad = tmp_.filePath("bad.csv");
+        QVERIFY(writeFile(bad, "frame,metric,value\n16,coherence_score,notanumber\n"));
+        const QString o2 = out("badmetrics");
+        const CliResult r2 =
+            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", bad, "-o", o2});
+        QCOMPARE(r2.exitCode, 2);
+        QVERIFY(!QFile::exists(o2));
+    }
+
     void traceReferencesAbsentAddresses()
     {
         // One 4096 B segment at 0x10000: a 1024 B block allocated at its start, 3072 B free.
