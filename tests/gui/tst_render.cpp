@@ -190,6 +190,33 @@ private slots:
         QVERIFY(sawRegion);
     }
 
+    void realSnapshotFinalState()
+    {
+        // A real PyTorch snapshot from ../shared/data (CATALOGUE.md), imported by the CLI: the
+        // replay's state at the end must equal the reference figures computed independently
+        // from the pickle's final segments: decomfl.pickle reserved 1897922560 B, free
+        // 883492352 B in 71 fragments, largest 155189248 B, F = 1 - 155189248/883492352 = 0.824346.
+        const QString snap = fstest::dataDir() + "/pytorch-snapshots/decomfl.pickle";
+        QVERIFY2(QFile::exists(snap), qPrintable(snap + " missing: set FRAGSCOPE_DATA"));
+        const QString out = dir_.filePath("decomfl.fragscope");
+        const auto r = fstest::runCli({"import", snap, "-o", out});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const auto scene = loadScene(out.toStdString());
+        const int li = scene->defaultLevel();
+        QVERIFY(li >= 0);
+        const StateSample st = scene->levels[size_t(li)].stateAt(scene->timeEnd());
+        QCOMPARE(st.reserved, 1897922560.0);
+        QCOMPARE(st.freeInRegions, 883492352.0);
+        QCOMPARE(st.fragmentCount, 71.0);
+        QCOMPARE(st.largestFragment, 155189248.0);
+        QVERIFY(std::abs(st.fragRatio - 0.824346) < 1e-6);
+        // And its heatmap exports with real content.
+        const QString png = dir_.filePath("decomfl.png");
+        QString err;
+        QVERIFY2(exportView(png, QSize(1200, 700), *scene, View::Heatmap, {}, &err), qPrintable(err));
+        QVERIFY(distinctColours(QImage(png)) >= 8);
+    }
+
     void exportEveryView_data()
     {
         QTest::addColumn<int>("view");

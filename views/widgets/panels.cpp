@@ -74,12 +74,15 @@ void CollapseInspector::setSelection(const Selection& s)
     shownFrame_ = s.frame;
     diff_->setRowCount(0);
     if (!scene_ || level_ < 0 || !scene_->frame(s.frame)) {
-        head_->setText(scene_ && !scene_->collapses.empty()
+        head_->setText((scene_ && !scene_->collapses.empty())
                            ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames table.")
                                  .arg(scene_->collapses.size())
                                  .arg(scene_->collapses.front().firstFrame)
                                  .arg(scene_->collapses.front().lastFrame)
                                  .arg(QString::fromStdString(scene_->collapses.front().reason).toHtmlEscaped())
+                       : scene_ && scene_->frames.empty()
+                           ? tr("This session has no frames ('frame N' markers), so no collapses: use the heatmap, "
+                                "timelines and histogram.")
                            : tr("Select a frame (collapsed frames are red in the frames table)."));
         model_->resetData({}, 0, TimeAxis::Nanoseconds);
         return;

@@ -36,7 +36,8 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     case Time: return QString::fromStdString(render::formatTime(p.time - timeBegin_, axis_));
     case Kind: return QString::fromStdString(p.kind);
     case What: return QString::fromStdString(p.what);
-    case Score: return QString::number(p.score, 'f', 1);
+    // The engine scores a precursor by the bytes of allocator state it changed.
+    case Score: return QString::fromStdString(render::formatBytes(p.score));
     default: return {};
     }
 }
@@ -45,7 +46,7 @@ QVariant PrecursorModel::headerData(int section, Qt::Orientation o, int role) co
 {
     if (o != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char* names[] = {"#", "time", "kind", "event", "score"};
+    static const char* names[] = {"#", "time", "kind", "event", "effect"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 
