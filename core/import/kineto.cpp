@@ -60,6 +60,7 @@ public:
 
 private:
     void onEvent(const JsonDoc& d, Ingest& ing);
+    void onTimelineRow(const JsonDoc& d);
     void onDevices(const JsonDoc& d, Ingest& ing);
 
     std::vector<MemEvent> mem_;
@@ -67,6 +68,8 @@ private:
     std::map<uint32_t, DeviceMem> dev_;
     int64_t memoryEvents_ = 0, cpuAllocs_ = 0, cpuFrees_ = 0, kernels_ = 0, annotations_ = 0;
     bool anyAddr_ = false, anyNoAddr_ = false;
+    // torch.profiler export_memory_timeline rows [time_us, action, bytes, category].
+    int64_t timelineRows_ = 0, timelinePreexisting_ = 0, timelinePreexistingBytes_ = 0;
     uint64_t seq_ = 0;
 };
 
@@ -85,6 +88,29 @@ void KinetoImporter::onDevices(const JsonDoc& d, Ingest& ing)
         info.capacityBytes = static_cast<uint64_t>(std::max<int64_t>(mem, 0));
         ing.addDevice(info);
     }
+}
+
+void KinetoImporter::onTimelineRow(const JsonDoc& d)
+{
+    // Actions (torch.profiler._memory_profiler.Action): 1 PREEXISTING, 2 CREATE, 3
+    // INCREMENT_VERSION (a -bytes/+bytes pair that only changes the category), 4 DESTROY.
+    ++timelineRows_;
+    int64_t t = 0, action = 0, bytes = 0;
+    const uint32_t root = d.root();
+    if (!d.toInt(d.child(root, 1), action) || !d.toInt(d.child(root, 2), bytes) ||
+        !d.toNanosFromMicros(d.child(root, 0), t))
+        return;
+    if (action == 1) {
+        ++timelinePreexisting_;
+        timelinePreexistingBytes_ += bytes;
+        return;
+    }
+    if (action != 2 && action != 4)
+        return;
+    mem_.push_back({t, seq_++, 0, bytes, 0, 0, false, false});
+    anyNoAddr_ = true;
+    ++memoryEvents_;
+    (bytes >= 0 ? dev_[0].allocs : dev_[0].frees)++;
 }
 
 void KinetoImporter::onEvent(const JsonDoc& d, Ingest& ing)
@@ -171,7 +197,10 @@ void KinetoImporter::emit(Ingest& ing)
             return;
         while (true) {
             j.readValue(doc);
-            onEvent(doc, ing);
+            if (doc.node(doc.root()).type == JType::Array)
+                onTimelineRow(doc);
+            else
+                onEvent(doc, ing);
             progress();
             if (j.accept(','))
                 continue;
@@ -320,12 +349,25 @@ void KinetoImporter::emit(Ingest& ing)
     }
     jw.endObject().endObject();
     ing.setMeta("kineto.summary", jw.str());
+    if (timelineRows_ > 0) {
+        // A memory-timeline export: one device, no addresses; what existed before profiling
+        // is the baseline.
+        report_.counts["timeline_rows"] = timelineRows_;
+        report_.counts["timeline_preexisting"] = timelinePreexisting_;
+        ing.setMeta("kineto.format", "torch.profiler memory timeline (export_memory_timeline)");
+        ing.setMeta("kineto.timeline", fmt::format(R"({{"rows":{},"preexisting":{},"preexisting_bytes":{}}})",
+                                                   timelineRows_, timelinePreexisting_, timelinePreexistingBytes_));
+        ing.health("preexisting_baseline", timelinePreexistingBytes_,
+                   fmt::format("{} tensors ({} B) existed before profiling (action PREEXISTING); they are not in "
+                               "the allocations table",
+                               timelinePreexisting_, timelinePreexistingBytes_));
+    }
     if (anyNoAddr_) {
         ing.setMeta("address_view", "unavailable");
         warn(&ing, "the trace's [memory] events have no 'Addr': the address view is unavailable; allocations "
                    "carry placeholder addresses, frees are paired with the latest live allocation of the same size");
     }
-    if (memoryEvents_ == 0)
+    if (memoryEvents_ == 0 && timelineRows_ == 0)
         warn(&ing, "the trace has no [memory] events (profile with profile_memory=True)");
 }
 

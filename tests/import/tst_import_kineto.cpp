@@ -77,6 +77,25 @@ private slots:
         }
     }
 
+    void memoryTimeline()
+    {
+        // torch-memory-timeline/hta-memory-timeline.raw.gz: the catalogue gives 16845 rows
+        // [time_us, action, bytes, category], 645 of them at time -1 (PREEXISTING). CREATE (2)
+        // rows become allocations, DESTROY (4) rows frees, INCREMENT_VERSION (3) pairs only
+        // move bytes between categories; the pre-existing bytes are the baseline.
+        const QString o = out("timeline");
+        const CliResult r = runCli({"import", dataDir() + "/torch-memory-timeline/hta-memory-timeline.raw.gz", "-o", o});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        fs::Session s = fs::Session::open(o.toStdString());
+        const QJsonObject t = QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.timeline"))).object();
+        QCOMPARE(t["rows"].toInteger(), qint64{16845});
+        QCOMPARE(t["preexisting"].toInteger(), qint64{645});
+        QCOMPARE(s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+                 static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
+        QVERIFY(!s.summary().addressViewAvailable);
+        QVERIFY(s.db().scalar("SELECT count(*) FROM allocations") > 0);
+    }
+
     void truncatedRealFiles_data()
     {
         QTest::addColumn<QString>("rel");
