@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
@@ -33,9 +36,30 @@ std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions 
     return e;
 }
 
+namespace {
+
+// FRAGSCOPE_ANALYSIS_TIMING=1 prints how long each stage of open() took (stderr).
+struct StageTimer {
+    bool on = std::getenv("FRAGSCOPE_ANALYSIS_TIMING") != nullptr;
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    void operator()(const char* stage)
+    {
+        if (!on)
+            return;
+        const auto now = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "analysis open: %-28s %8.1f ms\n", stage,
+                     std::chrono::duration<double, std::milli>(now - last).count());
+        last = now;
+    }
+};
+
+} // namespace
+
 void Engine::Impl::load(const LoadOptions& o)
 {
+    StageTimer stage;
     Session s = Session::open(path);
+    stage("validate (Session::open)");
     summary = s.summary();
     timeBegin = summary.timeBegin;
     timeEnd = summary.timeEnd;
@@ -141,7 +165,8 @@ void Engine::Impl::load(const LoadOptions& o)
         return best;
     };
     checkCancel(o);
-    const int64_t total = s.db().scalar("SELECT COUNT(*) FROM allocations");
+    stage("regions");
+    const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
     {
         Stmt st = s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns"
                                  " FROM allocations");
@@ -165,6 +190,7 @@ void Engine::Impl::load(const LoadOptions& o)
             }
         }
     }
+    stage("allocations");
     std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
         return a.device != b.device ? a.device < b.device : a.level < b.level;
     });
@@ -197,8 +223,10 @@ void Engine::Impl::load(const LoadOptions& o)
         if (o.progress)
             o.progress(total + done, total * 2);
     }
+    stage("sort, checkpoints, layout");
     session.emplace(std::move(s));
     loadFrames(o);
+    stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
 }
 
 const TrackData* Engine::Impl::track(uint32_t device, Level level) const
