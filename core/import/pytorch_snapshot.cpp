@@ -130,6 +130,7 @@ struct DeviceState {
     uint64_t expLo = ~uint64_t{0}, expHi = 0; // bounding range of expandable memory
     int64_t inconsistent = 0;
     Act freeAct = Act::FreeCompleted;
+    bool hasCompleted = false, hasRequested = false;
 };
 
 class PytorchSnapshotImporter final : public Importer {
@@ -187,7 +188,8 @@ private:
     int64_t nonMonotonic_ = 0;
     int64_t untiledSegments_ = 0;
     std::unordered_map<uint64_t, StringId> frameCache_;
-    std::unordered_map<uint64_t, uint64_t> stackCache_;
+    std::unordered_map<std::string, uint64_t> stackCache_;
+    std::string stackKey_;
 };
 
 void PytorchSnapshotImporter::prepare()
@@ -358,6 +360,8 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
             ++actCounts_[static_cast<size_t>(e.act)];
         }
         anyTime_ |= e.hasTime;
+        d.hasCompleted |= e.act == Act::FreeCompleted;
+        d.hasRequested |= e.act == Act::FreeRequested;
         if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap) {
             d.expLo = std::min(d.expLo, e.addr);
             d.expHi = std::max(d.expHi, e.addr + e.size);
@@ -371,12 +375,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     // Which action frees a block: free_completed, since a block whose free was requested but is
     // still waiting on other streams (active_awaiting_free) is allocated in the final state.
     // Traces that record only free_requested fall back to it.
-    bool hasCompleted = false, hasRequested = false;
-    for (PValue ev : d.trace) {
-        const Act a = decode(ev, 0).act;
-        hasCompleted |= a == Act::FreeCompleted;
-        hasRequested |= a == Act::FreeRequested;
-    }
+    const bool hasCompleted = d.hasCompleted, hasRequested = d.hasRequested;
     d.freeAct = !hasCompleted && hasRequested ? Act::FreeRequested : Act::FreeCompleted;
 
     auto segs = d.finalSegs;
@@ -454,7 +453,14 @@ uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
 {
     if (frames.type() != PType::List || doc_->size(frames) == 0)
         return 0;
-    auto it = stackCache_.find(frames.payload());
+    // Every entry has its own frames list, but the frame dicts in it are memo references
+    // shared across entries: the list of their ids is the cache key (few distinct stacks).
+    stackKey_.clear();
+    doc_->forEach(frames, [&](PValue f) {
+        const uint64_t bits = f.payload() | (static_cast<uint64_t>(f.type()) << 60);
+        stackKey_.append(reinterpret_cast<const char*>(&bits), sizeof bits);
+    });
+    auto it = stackCache_.find(stackKey_);
     if (it != stackCache_.end())
         return it->second;
     std::vector<StringId> ids;
@@ -464,7 +470,7 @@ uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
             ids.push_back(frameString(f, ing));
     });
     const uint64_t id = ids.empty() ? 0 : ing.internStack(ids);
-    stackCache_.emplace(frames.payload(), id);
+    stackCache_.emplace(stackKey_, id);
     return id;
 }
 
