@@ -259,28 +259,13 @@ void MainWindow::buildMenus()
 
 void MainWindow::openFile(const QString& path)
 {
+    // Rules the user saved apply to every session; the worker evaluates them.
+    loader_->setRules(views::RulesEditor::load());
     loader_->load(path);
 }
 
 void MainWindow::setScene(const QString& path, std::shared_ptr<const render::Scene> scene)
 {
-    // Rules the user saved apply to every session.
-    const auto rules = views::RulesEditor::load();
-    if (scene && rules.size() != scene->rules.size()) {
-        auto copy = std::make_shared<render::Scene>(*scene);
-        copy->applyRules(rules);
-        scene = copy;
-    } else if (scene) {
-        bool same = true;
-        for (size_t i = 0; i < rules.size(); ++i)
-            same = same && rules[i].metric == scene->rules[i].metric && rules[i].below == scene->rules[i].below &&
-                   rules[i].threshold == scene->rules[i].threshold && rules[i].enabled == scene->rules[i].enabled;
-        if (!same) {
-            auto copy = std::make_shared<render::Scene>(*scene);
-            copy->applyRules(rules);
-            scene = copy;
-        }
-    }
     scene_ = std::move(scene);
     path_ = path;
     addRecent(path);

@@ -40,7 +40,7 @@ void SessionLoader::load(const QString& path)
     emit started(path);
     QPointer<SessionLoader> self(this);
     auto cancel = cancel_;
-    pool_.start([self, cancel, path, gen] {
+    pool_.start([self, cancel, path, gen, rules = rules_] {
         auto post = [self, gen](auto fn) {
             if (!self)
                 return;
@@ -53,6 +53,7 @@ void SessionLoader::load(const QString& path)
         };
         render::LoadProgress lp;
         lp.cancel = cancel.get();
+        lp.rules = rules;
         int last = -1;
         lp.progress = [&](int pct, const std::string& stage) {
             if (pct == last)

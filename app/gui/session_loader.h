@@ -20,6 +20,8 @@ public:
     explicit SessionLoader(QObject* parent = nullptr);
     ~SessionLoader() override;
     void load(const QString& path);
+    // Rules the next loads evaluate on the worker (the user's saved rules).
+    void setRules(std::vector<render::CollapseRule> rules) { rules_ = std::move(rules); }
     void cancel();
     bool busy() const { return busy_; }
     // Blocks until no job runs (tests, shutdown).
@@ -38,6 +40,7 @@ private:
     std::shared_ptr<std::atomic<bool>> cancel_;
     QString path_;
     bool busy_ = false;
+    std::vector<render::CollapseRule> rules_;
 };
 
 } // namespace fs::gui

@@ -306,6 +306,23 @@ private slots:
         QCOMPARE(w.selection()->current().frame, int64_t(17));
     }
 
+    void savedRulesApplyToNextLoad()
+    {
+        // Rules persist per user (QSettings) and the loader evaluates them: with
+        // coherence_score < 0.2 the fixture's frame 16 (0.124) joins 17-18 in one collapse.
+        views::RulesEditor::save({{"coherence_score", true, 0.2, true}});
+        QCOMPARE(views::RulesEditor::load().size(), size_t(1));
+        gui::MainWindow w;
+        w.openFile(fixture_);
+        waitLoaded(w);
+        QCOMPARE(w.scene()->collapses.size(), size_t(1));
+        QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
+        QCOMPARE(w.scene()->collapses[0].lastFrame, int64_t(18));
+        QVERIFY(w.framesModel()->data(w.framesModel()->index(16, 0), views::FramesModel::CollapsedRole).toBool());
+        QSettings().clear();
+        QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
+    }
+
     void simulatedSession()
     {
         // The simulator's session, made by the CLI, opens and its views are populated.

@@ -704,7 +704,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
         scene->levels.push_back(std::move(ld));
         report(lp, 70 + 25 * ++done / static_cast<int>(byLevel.size()), "replay");
     }
-    scene->applyRules(defaultCollapseRules());
+    scene->applyRules(lp.rules.empty() ? defaultCollapseRules() : lp.rules);
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     report(lp, 95, "analysis");
     analysis::LoadOptions ao;

@@ -183,6 +183,8 @@ struct LoadProgress {
     // Called with the summary as soon as it is read (staged results).
     std::function<void(const SessionSummary&)> summary;
     const std::atomic<bool>* cancel = nullptr;
+    // Collapse rules to evaluate (the user's saved rules); empty: DESIGN.md's defaults.
+    std::vector<CollapseRule> rules;
 };
 
 // Thrown when LoadProgress::cancel becomes true.
