@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 namespace fs::analysis {
 
@@ -213,6 +214,11 @@ struct Engine::Impl {
     void writeFrameCache(const std::vector<size_t>& timed);
     std::string cacheStamp;
     LoadInfo loadInfo;
+    // Lazily, under dbMutex: devices that ran kernels (queries then use the (device, start_ns)
+    // index) and each kernel name's earliest start at or after the first frame.
+    mutable bool kernelIndexReady = false;
+    mutable std::vector<int64_t> kernelDevices;
+    mutable std::unordered_map<int64_t, int64_t> kernelFirstStart;
     std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
     std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
     AllocationInfo info(const TrackData& t, const Alloc& a) const;

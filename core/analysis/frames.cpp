@@ -228,22 +228,42 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
     for (const FrameInfo& f : fr)
         if (f.start != kNoTime)
             firstStart = std::min(firstStart, f.start);
-    std::vector<KernelSummary> out;
     std::lock_guard lock(d_->dbMutex);
     Db& db = d_->session->db();
-    std::unordered_set<int64_t> before;
-    {
-        Stmt st = db.prepare("SELECT DISTINCT name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
-        st.bind(1, firstStart).bind(2, it->start);
-        while (st.step())
-            before.insert(st.i64(0));
+    if (!d_->kernelIndexReady) {
+        // One pass each, then every frame's query is an index range.
+        Stmt dv = db.prepare("SELECT DISTINCT device FROM kernels");
+        while (dv.step())
+            d_->kernelDevices.push_back(dv.i64(0));
+        Stmt fs = db.prepare("SELECT name, MIN(start_ns) FROM kernels WHERE start_ns >= ?1 GROUP BY name");
+        fs.bind(1, firstStart);
+        while (fs.step())
+            d_->kernelFirstStart.emplace(fs.i64(0), fs.i64(1));
+        d_->kernelIndexReady = true;
     }
+    std::map<int64_t, KernelSummary> byName;
     Stmt st = db.prepare("SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
                          " LEFT JOIN strings s ON s.id = k.name"
-                         " WHERE k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name ORDER BY 3 DESC, 2");
-    st.bind(1, it->start).bind(2, it->end);
-    while (st.step())
-        out.push_back({st.text(1), st.i64(2), st.i64(3), it->start != firstStart && !before.count(st.i64(0))});
+                         " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name");
+    for (int64_t device : d_->kernelDevices) {
+        st.reset();
+        st.bind(1, it->start).bind(2, it->end).bind(3, device);
+        while (st.step()) {
+            KernelSummary& k = byName[st.i64(0)];
+            k.name = st.text(1);
+            k.count += st.i64(2);
+            k.totalNs += st.i64(3);
+            // New: no kernel of this name started between the first frame and this one.
+            auto f = d_->kernelFirstStart.find(st.i64(0));
+            k.newInFrame = it->start != firstStart && f != d_->kernelFirstStart.end() && f->second >= it->start;
+        }
+    }
+    std::vector<KernelSummary> out;
+    for (auto& [id, k] : byName)
+        out.push_back(std::move(k));
+    std::stable_sort(out.begin(), out.end(), [](const KernelSummary& a, const KernelSummary& b) {
+        return a.count != b.count ? a.count > b.count : a.name < b.name;
+    });
     return out;
 }
 
@@ -428,8 +448,9 @@ CollapseReport Engine::frameReport(int64_t frame) const
     {
         std::vector<Precursor> graphs;
         std::lock_guard lock(d_->dbMutex);
+        // Launches that start inside the window (an index range on start_ns).
         Stmt st = d_->session->db().prepare("SELECT start_ns, end_ns, device, graph_id FROM graph_launches"
-                                            " WHERE end_ns >= ?1 AND start_ns <= ?2");
+                                            " WHERE start_ns >= ?1 AND start_ns <= ?2");
         st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
         while (st.step()) {
             const int64_t s = st.i64(0), e = st.i64(1);
