@@ -27,6 +27,8 @@
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
+#include <QScopeGuard>
+#include <QThreadPool>
 #include <QToolBar>
 
 namespace fs::gui {
@@ -266,6 +268,13 @@ void MainWindow::openFile(const QString& path)
 
 void MainWindow::setScene(const QString& path, std::shared_ptr<const render::Scene> scene)
 {
+    // The replaced scene (millions of records and the engine's index) is freed on a worker
+    // once every view has let go of it: freeing it here would stall the event loop.
+    std::shared_ptr<const render::Scene> old = std::move(scene_);
+    auto releaseOld = qScopeGuard([&old] {
+        if (old)
+            QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
+    });
     scene_ = std::move(scene);
     path_ = path;
     addRecent(path);
