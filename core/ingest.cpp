@@ -241,10 +241,13 @@ void Ingest::add(const Event& e)
     if (maxSeen_ == kNoTime || e.time > maxSeen_)
         maxSeen_ = e.time;
     pending_.push_back({e, seq});
-    if (pending_.size() >= 4096) {
+    if (pending_.size() >= releaseAt_) {
         release(maxSeen_ - opts_.reorderWindowNs);
         if (pending_.size() >= opts_.reorderMaxEvents) // bounded memory: release the older half
             release(pending_[pending_.size() / 2].e.time);
+        // When the window holds more than 4096 events, sorting on every add would be quadratic:
+        // wait until the buffer has doubled (amortised O(log n) per event).
+        releaseAt_ = std::min(std::max<size_t>(4096, pending_.size() * 2), std::max<size_t>(opts_.reorderMaxEvents, 1));
     }
     maybeCommit();
 }

@@ -128,6 +128,7 @@ private:
     bool haveTime_ = false;
     uint64_t seq_ = 0;
     std::vector<Pending> pending_;
+    size_t releaseAt_ = 4096; // pending_ size that triggers the next release
     int64_t maxSeen_ = kNoTime;
     int64_t released_ = kNoTime;
     std::unordered_map<std::string, StringId> strings_;

@@ -1,7 +1,10 @@
 // End to end without a GPU: `fragscope record` and `fragscope attach` on `fragscope simulate
 // --live`, which serves the agent's control protocol and stream. Every process of a test shares a
 // private socket directory (FRAGSCOPE_SOCKET_DIR).
+#include "capture/recorder/recorder.h"
 #include "testutil.h"
+
+#include <algorithm>
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -137,6 +140,36 @@ private slots:
         for (const char* k : {"events", "allocations", "kernels", "frames", "frame_metrics"})
             QCOMPARE(s[k].toInteger(), reference_[k].toInteger());
         QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false);
+    }
+
+    void recorderApiForTheGui()
+    {
+        // What File > Attach… uses: list, attach(pid, out), events() while running, wait().
+        ::setenv("FRAGSCOPE_SOCKET_DIR", sockDir().toLocal8Bit().constData(), 1);
+        QProcess target;
+        target.setProcessEnvironment(testEnv(sockDir()));
+        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate" << "20000"); // runs ~1 s
+        QVERIFY(target.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            target.kill();
+            target.waitForFinished();
+        });
+        const pid_t pid = static_cast<pid_t>(target.processId());
+        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; }).isEmpty());
+        const auto list = fs::capture::listTargets();
+        QVERIFY(std::any_of(list.begin(), list.end(), [&](const auto& t) { return t.pid == pid && t.kind == "simulator"; }));
+        std::string err;
+        auto rec = fs::capture::Recording::attach(pid, file("api.fragscope").toStdString(), err);
+        QVERIFY2(rec, err.c_str());
+        // A second attach while it records is refused with a reason.
+        std::string err2;
+        QVERIFY(!fs::capture::Recording::attach(pid, file("api2.fragscope").toStdString(), err2));
+        QVERIFY2(err2.find("already recording") != std::string::npos, err2.c_str());
+        const fs::capture::RecordResult res = rec->wait();
+        QVERIFY2(res.ok, res.error.c_str());
+        QVERIFY(!rec->running());
+        QCOMPARE(rec->events(), reference_["events"].toInteger());
+        QCOMPARE(info(sockDir(), file("api.fragscope"))["events"].toInteger(), reference_["events"].toInteger());
     }
 
     void attachWithDurationStopsCleanly()

@@ -402,7 +402,7 @@ private slots:
         std::mt19937_64 rng(7);
         QTemporaryDir d;
         int rejected = 0;
-        for (int iter = 0; iter < 200; ++iter) {
+        for (int iter = 0; iter < 60; ++iter) { // each round writes and reopens a session file
             std::vector<uint8_t> b = e.bytes();
             for (int k = 0; k < 1 + iter % 8; ++k)
                 b[rng() % b.size()] = static_cast<uint8_t>(rng());
