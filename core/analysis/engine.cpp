@@ -127,6 +127,8 @@ void Engine::Impl::load(const LoadOptions& o)
                         st.isNull(7) ? kAlive : st.i64(7), static_cast<RegionKind>(st.i64(3))};
             if (r.destroyNs < r.createNs)
                 r.destroyNs = r.createNs;
+            if (r.address + r.size < r.address)
+                r.size = ~uint64_t{0} - r.address;
             if (st.i64(8) != 0) {
                 for (RegionRec m : mapped[r.id]) {
                     m.kind = r.kind;
@@ -180,6 +182,8 @@ void Engine::Impl::load(const LoadOptions& o)
                     kNoRegion, 0};
             if (a.freeNs < a.allocNs)
                 a.freeNs = a.allocNs;
+            if (a.address + a.size < a.address) // hostile size: clip at the top of the space
+                a.size = ~uint64_t{0} - a.address;
             if (!st.isNull(3))
                 a.region = regionOf(st.i64(3), ti, a);
             tracks[ti].allocs.push_back(a);

@@ -549,6 +549,58 @@ private slots:
         QVERIFY(Engine::open(f)->loadInfo().frameCacheUsed);
     }
 
+    void addressJumpsAndWindowHistogram()
+    {
+        // Frame 0 [100, 200): tagged "kv" at +0 and two untagged 4 KiB blocks at +64K, +68K.
+        // Frame 1 [200, 300): "kv" at +512K (jump 512 KiB); the untagged ones at +64K (same
+        // place: distance 0) and +128K (the second 4 KiB block moved 60 KiB).
+        const auto f = path("jumps.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            mark(in, 100, "frame 0");
+            Event kv = ev(EventType::Alloc, 110, kBase, 16 * KiB);
+            kv.name = in.intern("kv");
+            in.add(kv);
+            in.add(ev(EventType::Alloc, 120, kBase + 64 * KiB, 4 * KiB));
+            in.add(ev(EventType::Alloc, 130, kBase + 68 * KiB, 4 * KiB));
+            in.add(ev(EventType::Free, 190, kBase));
+            in.add(ev(EventType::Free, 191, kBase + 64 * KiB));
+            in.add(ev(EventType::Free, 192, kBase + 68 * KiB));
+            mark(in, 200, "frame 1");
+            kv.time = 210;
+            kv.address = kBase + 512 * KiB;
+            in.add(kv);
+            in.add(ev(EventType::Alloc, 220, kBase + 64 * KiB, 4 * KiB));
+            in.add(ev(EventType::Alloc, 230, kBase + 128 * KiB, 4 * KiB));
+            mark(in, 300, "end");
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        const auto jumps = e->addressJumps(0, Level::Framework, 1);
+        QCOMPARE(jumps.size(), size_t{3});
+        std::map<std::string, uint64_t> byRole;
+        for (const AddressJump& j : jumps)
+            byRole[j.role] = j.distance;
+        QCOMPARE(byRole.at("tag:kv#0"), 512 * KiB);
+        QCOMPARE(byRole.at("size:4096#0"), uint64_t{0});
+        QCOMPARE(byRole.at("size:4096#1"), 60 * KiB);
+        QVERIFY(e->addressJumps(0, Level::Framework, 0).empty()); // no previous frame
+
+        // Window histogram over [0, 300] with 2 samples (t = 0 and t = 300): at 0 one 1 MiB
+        // fragment; at 300 the blocks at +64K, +128K, +512K (+16K) cut the segment into
+        // [0, 64K), [68K, 128K), [132K, 512K), [528K, 1M): bins 64K, 32K, 256K, 256K -> plus
+        // the 1 MiB bin from t = 0.
+        const Histogram h = e->histogramOver(0, Level::Framework, 0, 300, 2);
+        int64_t total = 0;
+        for (const HistogramBin& b : h.log2)
+            total += b.count;
+        QCOMPARE(total, int64_t{5});
+        QCOMPARE(h.log2.back().lo, MiB);
+        QCOMPARE(h.log2.back().count, int64_t{1});
+    }
+
     void badFileIsASessionError()
     {
         const auto f = path("not-a-session.fragscope");
