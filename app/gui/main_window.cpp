@@ -121,6 +121,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         Selection s = selection_->current();
         s.precursor = row;
         s.allocId = alloc;
+        s.marker = t;
         selection_->select(s);
         // Show the precursor's instant with a little context around it.
         const int64_t span = std::max<int64_t>(1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);

@@ -39,6 +39,7 @@ render::RenderOptions MainWindow::renderOptions(render::View v) const
     o.selFrom = sel.from;
     o.selTo = sel.to;
     o.selAlloc = sel.allocId;
+    o.marker = sel.marker;
     if (v == render::View::Heatmap) {
         const auto& vp = heatmap_->viewport();
         o.from = vp.t0;

@@ -133,6 +133,11 @@ private slots:
         QVERIFY(allocRow >= 0);
         emit w.inspector()->table()->clicked(pm->index(allocRow, 0));
         QVERIFY(w.selection()->current().allocId > 0);
+        // ...marks its instant on the heatmap and keeps it in view.
+        const qlonglong pt = pm->data(pm->index(allocRow, 0), views::PrecursorModel::TimeRole).toLongLong();
+        QCOMPARE(w.selection()->current().marker, int64_t(pt));
+        QCOMPARE(w.heatmap()->selection().marker, int64_t(pt));
+        QVERIFY(w.heatmap()->viewport().t0 <= pt && w.heatmap()->viewport().t1 >= pt);
         QVERIFY(w.details()->tree()->topLevelItemCount() > 5);
     }
 

@@ -92,6 +92,11 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
             break;
         }
     }
+    if (o.marker != kNoTime && o.marker >= o.from && o.marker <= o.to) {
+        const double x = plot.left() + static_cast<double>(o.marker - o.from) / static_cast<double>(span) * plot.width();
+        p.setPen(QPen(QColor(255, 60, 200), 2));
+        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    }
     p.restore();
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, true);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);

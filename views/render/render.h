@@ -50,6 +50,7 @@ struct RenderOptions {
     bool compare = true;     // histogram: overlay frame f-1
     int64_t selFrom = kNoTime, selTo = kNoTime; // selection band
     int64_t selAlloc = -1;   // highlighted allocation id
+    int64_t marker = kNoTime; // an instant marked on the heatmap (the selected precursor)
     Theme theme = Theme::light();
     bool title = true;
 };

@@ -60,6 +60,7 @@ render::RenderOptions HeatmapWidget::options() const
     o.selFrom = sel_.from;
     o.selTo = sel_.to;
     o.selAlloc = sel_.allocId;
+    o.marker = sel_.marker;
     o.frame = sel_.frame;
     o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
     o.title = false;

@@ -19,6 +19,7 @@ struct Selection {
     int64_t to = kNoTime;
     int64_t allocId = -1;
     int precursor = -1;      // row in the collapse inspector
+    int64_t marker = kNoTime; // the selected precursor's instant, marked on the heatmap
     bool operator==(const Selection&) const = default;
 };
 
