@@ -1,6 +1,8 @@
 #include "json_reader.h"
 
 #include <charconv>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -74,6 +76,8 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
         double d = 0;
         if (!toDouble(n, d))
             return false;
+        if (!(std::abs(d) < 9.0e15))
+            return false;
         out = static_cast<int64_t>(d * 1000.0 + (d >= 0 ? 0.5 : -0.5));
         return true;
     }
@@ -83,6 +87,9 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
     const std::string_view w(t.data(), dot == std::string::npos ? t.size() : dot);
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), whole);
     if (ec != std::errc() || p != w.data() + w.size())
+        return false;
+    // Beyond ~292 years in ns the value cannot be a timestamp (and would overflow).
+    if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1 || whole < std::numeric_limits<int64_t>::min() / 1000 + 1)
         return false;
     int64_t frac = 0;
     if (dot != std::string::npos) {

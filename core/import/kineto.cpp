@@ -7,6 +7,7 @@
 #include "core/json.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -97,8 +98,9 @@ void KinetoImporter::onTimelineRow(const JsonDoc& d)
     ++timelineRows_;
     int64_t t = 0, action = 0, bytes = 0;
     const uint32_t root = d.root();
-    if (!d.toInt(d.child(root, 1), action) || !d.toInt(d.child(root, 2), bytes) ||
-        !d.toNanosFromMicros(d.child(root, 0), t))
+    // The first field is named time_us by the catalogue, but PyTorch writes nanoseconds
+    // (values ~1.7e18 for 2023), so it is taken as ns.
+    if (!d.toInt(d.child(root, 1), action) || !d.toInt(d.child(root, 2), bytes) || !d.toInt(d.child(root, 0), t))
         return;
     if (action == 1) {
         ++timelinePreexisting_;
@@ -145,6 +147,10 @@ void KinetoImporter::onEvent(const JsonDoc& d, Ingest& ing)
     }
     int64_t dur = 0;
     d.toNanosFromMicros(d.member(root, "dur"), dur);
+    // Durations are bounded so that t + dur cannot overflow (hostile or corrupt input).
+    dur = std::clamp<int64_t>(dur, 0, std::numeric_limits<int64_t>::max() / 4);
+    if (t > std::numeric_limits<int64_t>::max() / 2 || t < std::numeric_limits<int64_t>::min() / 2)
+        return;
     if (cat == "kernel" || cat == "Kernel") {
         ++kernels_;
         Event e;

@@ -325,7 +325,8 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
         case kStream: e.stream = streamId(v); break;
         case kTimeUs: {
             int64_t t = 0;
-            if (doc_->toI64(v, t)) {
+            // Kept in a range where x1000 (ns) cannot overflow.
+            if (doc_->toI64(v, t) && t > -(int64_t{1} << 52) && t < (int64_t{1} << 52)) {
                 e.time = t;
                 e.hasTime = true;
             }

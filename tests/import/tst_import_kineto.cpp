@@ -94,6 +94,9 @@ private slots:
                  static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
         QVERIFY(!s.summary().addressViewAvailable);
         QVERIFY(s.db().scalar("SELECT count(*) FROM allocations") > 0);
+        // Row times are ns since the epoch (1696966047096289294 is in October 2023): kept as is.
+        QVERIFY(s.db().scalar("SELECT min(alloc_ns) FROM allocations") > int64_t{1600000000000000000});
+        QVERIFY(s.db().scalar("SELECT max(alloc_ns) FROM allocations") <= int64_t{1696966048083248105});
     }
 
     void truncatedRealFiles_data()
