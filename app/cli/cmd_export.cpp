@@ -20,15 +20,12 @@ namespace {
 // "begin", "end", or "frame:N" (end of frame N).
 int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std::string& opt)
 {
-    if (text == "begin")
-        return s.timeBegin();
-    if (text == "end")
-        return s.timeEnd();
+    if (text == "begin") return s.timeBegin();
+    if (text == "end") return s.timeEnd();
     if (text.rfind("frame:", 0) == 0) {
         const int64_t n = parseCount(text.substr(6), "--" + opt + " frame number");
         const render::FrameRow* f = s.frame(n);
-        if (!f)
-            throw UsageError(fmt::format("--{}: the session has no frame {}", opt, n));
+        if (!f) throw UsageError(fmt::format("--{}: the session has no frame {}", opt, n));
         return f->end;
     }
     size_t pos = 0;
@@ -36,7 +33,8 @@ int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std:
     try {
         v = std::stod(text, &pos);
     } catch (...) {
-        throw UsageError(fmt::format("--{}: '{}' is not a time (ns, 12.5s, 300ms, frame:N, end)", opt, text));
+        throw UsageError(
+            fmt::format("--{}: '{}' is not a time (ns, 12.5s, 300ms, frame:N, end)", opt, text));
     }
     const std::string unit = text.substr(pos);
     if (unit.empty())
@@ -65,14 +63,16 @@ int runExport(Args& a)
         throw UsageError("expected VIEW FILE (VIEW: heatmap, memmap, histogram or timeline)");
     render::View view;
     if (!render::parseView(a.positional()[0], view))
-        throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)", a.positional()[0]));
+        throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)",
+                                     a.positional()[0]));
     const auto out = a.get("output");
-    if (!out)
-        throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
+    if (!out) throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
     int w = 1600, h = 900;
     if (auto sz = a.get("size")) {
-        if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 || h > 20000)
-            throw UsageError(fmt::format("--size '{}': expected WxH between 200x150 and 20000x20000", *sz));
+        if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 ||
+            h > 20000)
+            throw UsageError(
+                fmt::format("--size '{}': expected WxH between 200x150 and 20000x20000", *sz));
     }
     // No display needed: the offscreen platform draws fonts and images without one.
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
@@ -81,8 +81,7 @@ int runExport(Args& a)
     static char arg0[] = "fragscope";
     static char* argv[] = {arg0, nullptr};
     std::unique_ptr<QGuiApplication> app;
-    if (!QGuiApplication::instance())
-        app = std::make_unique<QGuiApplication>(argc, argv);
+    if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
 
     const auto scene = render::loadScene(a.positional()[1]);
     render::RenderOptions o;
@@ -90,22 +89,24 @@ int runExport(Args& a)
     Level level = Level::Framework;
     const bool levelGiven = a.get("level").has_value();
     if (levelGiven && !parseLevel(*a.get("level"), level))
-        throw UsageError(fmt::format("--level '{}': expected driver, pool or framework", *a.get("level")));
+        throw UsageError(
+            fmt::format("--level '{}': expected driver, pool or framework", *a.get("level")));
     o.level = -1;
     for (size_t i = 0; i < scene->levels.size(); ++i) {
         const auto& ld = scene->levels[i];
-        if (ld.device != device || (levelGiven && ld.level != level))
-            continue;
+        if (ld.device != device || (levelGiven && ld.level != level)) continue;
         if (o.level < 0 || ld.level > scene->levels[static_cast<size_t>(o.level)].level)
             o.level = static_cast<int>(i);
     }
     if (o.level < 0)
-        throw UsageError(fmt::format("the session has no {} data on device {}",
-                                     levelGiven ? std::string(levelName(level)) : std::string("allocation"), device));
+        throw UsageError(fmt::format(
+            "the session has no {} data on device {}",
+            levelGiven ? std::string(levelName(level)) : std::string("allocation"), device));
     if (a.get("frames")) {
         int64_t fa = 0, fb = 0;
         if (std::sscanf(a.get("frames")->c_str(), "%ld-%ld", &fa, &fb) != 2 || fb < fa)
-            throw UsageError(fmt::format("--frames '{}': expected A-B with A <= B", *a.get("frames")));
+            throw UsageError(
+                fmt::format("--frames '{}': expected A-B with A <= B", *a.get("frames")));
         const render::FrameRow* ra = scene->frame(fa);
         const render::FrameRow* rb = scene->frame(fb);
         if (!ra || !rb)
@@ -117,10 +118,8 @@ int runExport(Args& a)
         if (a.get("from") || a.get("to"))
             throw UsageError("use either --frames or --from/--to, not both");
     } else {
-        if (auto f = a.get("from"))
-            o.from = parseTimeArg(*scene, *f, "from");
-        if (auto t = a.get("to"))
-            o.to = parseTimeArg(*scene, *t, "to");
+        if (auto f = a.get("from")) o.from = parseTimeArg(*scene, *f, "from");
+        if (auto t = a.get("to")) o.to = parseTimeArg(*scene, *t, "to");
         if (o.from != kNoTime && o.to != kNoTime && o.to <= o.from)
             throw UsageError("--to must be after --from");
     }
@@ -128,14 +127,12 @@ int runExport(Args& a)
         o.frame = parseCount(*f, "--frame");
         if (!scene->frame(o.frame))
             throw UsageError(fmt::format("--frame {}: no such frame in the session", o.frame));
-    } else if ((view == render::View::Histogram || view == render::View::MemMap) && !scene->collapses.empty() &&
-               !a.get("at")) {
+    } else if ((view == render::View::Histogram || view == render::View::MemMap) &&
+               !scene->collapses.empty() && !a.get("at")) {
         o.frame = scene->collapses.front().firstFrame; // the question fragscope answers first
     }
-    if (auto t = a.get("at"))
-        o.at = parseTimeArg(*scene, *t, "at");
-    if (a.flag("dark"))
-        o.theme = render::Theme::darkTheme();
+    if (auto t = a.get("at")) o.at = parseTimeArg(*scene, *t, "at");
+    if (a.flag("dark")) o.theme = render::Theme::darkTheme();
     QString err;
     if (!render::exportView(QString::fromStdString(*out), QSize(w, h), *scene, view, o, &err)) {
         fmt::print(stderr, "fragscope export: {}\n", err.toStdString());
@@ -149,17 +146,20 @@ int runExport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "export",
-    .synopsis = "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
-                "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]",
+    .synopsis =
+        "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
+        "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]",
     .summary = "Write a report-ready image of a view (PNG, SVG or PDF)",
-    .options = {{"output", "OUT", "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
+    .options = {{"output", "OUT",
+                 "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
                 {"size", "WxH", "image size in pixels (default 1600x900)"},
                 {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
                 {"to", "T", "end of the time range (same forms, or end)"},
                 {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
                 {"device", "D", "device id (default 0)"},
                 {"level", "L", "driver, pool or framework (default: the highest level with data)"},
-                {"frame", "N", "histogram/memmap at the end of frame N (default: first collapsed frame)"},
+                {"frame", "N",
+                 "histogram/memmap at the end of frame N (default: first collapsed frame)"},
                 {"at", "T", "histogram/memmap at time T instead of a frame"},
                 {"dark", "", "dark background"}},
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"

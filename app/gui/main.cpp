@@ -17,27 +17,33 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--version") == 0) {
             std::printf("fragscope-gui %s\nsession format %d\nQt %s\nSQLite %s\nfmt %s\nCUPTI %s\n",
-                        fs::fragscopeVersion().c_str(), fs::kFormatVersion, qVersion(), fs::sqliteVersion().c_str(),
-                        fs::fmtVersion().c_str(), fs::cuptiVersion().c_str());
+                        fs::fragscopeVersion().c_str(), fs::kFormatVersion, qVersion(),
+                        fs::sqliteVersion().c_str(), fs::fmtVersion().c_str(),
+                        fs::cuptiVersion().c_str());
             return 0;
         }
-        if (std::strcmp(argv[i], "--screenshots") == 0 && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+        if (std::strcmp(argv[i], "--screenshots") == 0 && !std::getenv("DISPLAY") &&
+            !std::getenv("WAYLAND_DISPLAY"))
             setenv("QT_QPA_PLATFORM", "offscreen", 0);
     }
-    QApplication::setHighDpiScaleFactorRoundingPolicy(Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
+    QApplication::setHighDpiScaleFactorRoundingPolicy(
+        Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("fragscope"));
     QApplication::setApplicationName(QStringLiteral("fragscope"));
     QApplication::setApplicationVersion(QString::fromStdString(fs::fragscopeVersion()));
 
     QCommandLineParser cli;
-    cli.setApplicationDescription(QStringLiteral("fragscope: GPU memory fragmentation and frame collapses"));
+    cli.setApplicationDescription(
+        QStringLiteral("fragscope: GPU memory fragmentation and frame collapses"));
     cli.addHelpOption();
     cli.addOption({QStringLiteral("version"), QStringLiteral("Print versions and exit.")});
-    cli.addOption({QStringLiteral("screenshots"),
-                   QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
-                   QStringLiteral("DIR")});
-    cli.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("Session to open (.fragscope)."));
+    cli.addOption(
+        {QStringLiteral("screenshots"),
+         QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
+         QStringLiteral("DIR")});
+    cli.addPositionalArgument(QStringLiteral("FILE"),
+                              QStringLiteral("Session to open (.fragscope)."));
     cli.process(app);
     const QStringList files = cli.positionalArguments();
 
@@ -71,7 +77,6 @@ int main(int argc, char** argv)
         return shots.isEmpty() ? 1 : 0;
     }
     w.show();
-    if (!files.isEmpty())
-        w.openFile(files.front());
+    if (!files.isEmpty()) w.openFile(files.front());
     return app.exec();
 }

@@ -23,11 +23,11 @@
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
-#include <QScopeGuard>
 #include <QThreadPool>
 #include <QToolBar>
 
@@ -57,7 +57,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     auto* sb = statusBar();
     healthLabel_ = new QLabel(this);
     syntheticLabel_ = new QLabel(this);
-    syntheticLabel_->setStyleSheet(QStringLiteral("QLabel { background: #c58a00; color: black; padding: 0 6px; font-weight: bold; }"));
+    syntheticLabel_->setStyleSheet(QStringLiteral(
+        "QLabel { background: #c58a00; color: black; padding: 0 6px; font-weight: bold; }"));
     syntheticLabel_->hide();
     axisLabel_ = new QLabel(this);
     progress_ = new QProgressBar(this);
@@ -83,12 +84,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         progress_->setValue(pct);
         progress_->setFormat(stage + QStringLiteral(" %p%"));
     });
-    connect(loader_, &SessionLoader::loaded, this, [this](const QString& p, std::shared_ptr<const render::Scene> s) {
-        progress_->hide();
-        cancelButton_->hide();
-        statusBar()->clearMessage();
-        setScene(p, std::move(s));
-    });
+    connect(loader_, &SessionLoader::loaded, this,
+            [this](const QString& p, std::shared_ptr<const render::Scene> s) {
+                progress_->hide();
+                cancelButton_->hide();
+                statusBar()->clearMessage();
+                setScene(p, std::move(s));
+            });
     connect(loader_, &SessionLoader::failed, this, [this](const QString& p, const QString& msg) {
         progress_->hide();
         cancelButton_->hide();
@@ -98,7 +100,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     connect(loader_, &SessionLoader::cancelled, this, [this](const QString& p) {
         progress_->hide();
         cancelButton_->hide();
-        statusBar()->showMessage(tr("Loading %1 cancelled; still showing the previous session").arg(QFileInfo(p).fileName()),
+        statusBar()->showMessage(tr("Loading %1 cancelled; still showing the previous session")
+                                     .arg(QFileInfo(p).fileName()),
                                  8000);
     });
     connect(selection_, &views::SelectionModel::changed, this, &MainWindow::onSelection);
@@ -107,26 +110,27 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         s.allocId = id;
         selection_->select(s);
     });
-    connect(heatmap_, &views::HeatmapWidget::viewportChanged, this, [this](const render::Viewport& vp) {
-        if (!syncing_)
-            timeline_->setTimeRange(vp.t0, vp.t1);
-    });
+    connect(heatmap_, &views::HeatmapWidget::viewportChanged, this,
+            [this](const render::Viewport& vp) {
+                if (!syncing_) timeline_->setTimeRange(vp.t0, vp.t1);
+            });
     connect(timeline_, &views::TimelineWidget::timeClicked, this, [this](int64_t t) {
-        if (!scene_)
-            return;
+        if (!scene_) return;
         if (const render::FrameRow* f = scene_->frameAt(t))
             selection_->selectFrame(*scene_, f->index);
     });
-    connect(inspector_, &views::CollapseInspector::precursorActivated, this, [this](int row, int64_t t, int64_t alloc) {
-        Selection s = selection_->current();
-        s.precursor = row;
-        s.allocId = alloc;
-        s.marker = t;
-        selection_->select(s);
-        // Show the precursor's instant with a little context around it.
-        const int64_t span = std::max<int64_t>(1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);
-        heatmap_->zoomToTime(t - span / 2, t + span / 2);
-    });
+    connect(inspector_, &views::CollapseInspector::precursorActivated, this,
+            [this](int row, int64_t t, int64_t alloc) {
+                Selection s = selection_->current();
+                s.precursor = row;
+                s.allocId = alloc;
+                s.marker = t;
+                selection_->select(s);
+                // Show the precursor's instant with a little context around it.
+                const int64_t span = std::max<int64_t>(
+                    1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);
+                heatmap_->zoomToTime(t - span / 2, t + span / 2);
+            });
 
     QSettings st;
     restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
@@ -141,7 +145,8 @@ MainWindow::~MainWindow() = default;
 
 void MainWindow::buildDocks()
 {
-    auto dock = [this](const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area) {
+    auto dock = [this](const QString& title, const QString& name, QWidget* w,
+                       Qt::DockWidgetArea area) {
         auto* d = new QDockWidget(title, this);
         d->setObjectName(name); // saveState/restoreState find docks by object name
         d->setWidget(w);
@@ -162,31 +167,38 @@ void MainWindow::buildDocks()
     framesView_->verticalHeader()->setDefaultSectionSize(20);
     connect(framesView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& cur) {
-                if (syncing_ || !cur.isValid() || !scene_)
-                    return;
-                const qlonglong f = framesProxy_->data(cur, views::FramesModel::FrameIndexRole).toLongLong();
+                if (syncing_ || !cur.isValid() || !scene_) return;
+                const qlonglong f =
+                    framesProxy_->data(cur, views::FramesModel::FrameIndexRole).toLongLong();
                 selection_->selectFrame(*scene_, f);
             });
-    auto* framesDock = dock(tr("Frames"), QStringLiteral("framesDock"), framesView_, Qt::LeftDockWidgetArea);
+    auto* framesDock =
+        dock(tr("Frames"), QStringLiteral("framesDock"), framesView_, Qt::LeftDockWidgetArea);
 
     inspector_ = new views::CollapseInspector(this);
-    auto* inspDock = dock(tr("Collapse inspector"), QStringLiteral("inspectorDock"), inspector_, Qt::RightDockWidgetArea);
+    auto* inspDock = dock(tr("Collapse inspector"), QStringLiteral("inspectorDock"), inspector_,
+                          Qt::RightDockWidgetArea);
     details_ = new views::AllocationDetails(this);
-    auto* detDock = dock(tr("Allocation details"), QStringLiteral("detailsDock"), details_, Qt::RightDockWidgetArea);
+    auto* detDock = dock(tr("Allocation details"), QStringLiteral("detailsDock"), details_,
+                         Qt::RightDockWidgetArea);
     tabifyDockWidget(inspDock, detDock);
     inspDock->raise();
 
     histogram_ = new views::HistogramWidget(this);
-    auto* histDock = dock(tr("Fragment histogram"), QStringLiteral("histogramDock"), histogram_, Qt::RightDockWidgetArea);
+    auto* histDock = dock(tr("Fragment histogram"), QStringLiteral("histogramDock"), histogram_,
+                          Qt::RightDockWidgetArea);
     memmap_ = new views::MemMapWidget(this);
-    auto* mapDock = dock(tr("Memory map"), QStringLiteral("memmapDock"), memmap_, Qt::RightDockWidgetArea);
+    auto* mapDock =
+        dock(tr("Memory map"), QStringLiteral("memmapDock"), memmap_, Qt::RightDockWidgetArea);
     tabifyDockWidget(histDock, mapDock);
     histDock->raise();
 
     timeline_ = new views::TimelineWidget(this);
-    auto* tlDock = dock(tr("Timelines"), QStringLiteral("timelineDock"), timeline_, Qt::BottomDockWidgetArea);
+    auto* tlDock =
+        dock(tr("Timelines"), QStringLiteral("timelineDock"), timeline_, Qt::BottomDockWidgetArea);
     kernels_ = new views::KernelLaneWidget(this);
-    auto* kDock = dock(tr("Kernels and graph launches"), QStringLiteral("kernelsDock"), kernels_, Qt::LeftDockWidgetArea);
+    auto* kDock = dock(tr("Kernels and graph launches"), QStringLiteral("kernelsDock"), kernels_,
+                       Qt::LeftDockWidgetArea);
     splitDockWidget(framesDock, kDock, Qt::Vertical);
     resizeDocks({framesDock, inspDock}, {430, 520}, Qt::Horizontal);
     resizeDocks({tlDock}, {380}, Qt::Vertical);
@@ -198,29 +210,32 @@ void MainWindow::buildMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
-        const QString p = QFileDialog::getOpenFileName(this, tr("Open session"), {},
-                                                       tr("fragscope sessions (*.fragscope);;All files (*)"));
-        if (!p.isEmpty())
-            openFile(p);
+        const QString p = QFileDialog::getOpenFileName(
+            this, tr("Open session"), {}, tr("fragscope sessions (*.fragscope);;All files (*)"));
+        if (!p.isEmpty()) openFile(p);
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
-    file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this, &MainWindow::attachDialog);
+    file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
+                    &MainWindow::attachDialog);
     file->addSeparator();
-    file->addAction(tr("&Export view…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::showExportDialog);
-    file->addAction(tr("Export &report…"), QKeySequence(tr("Ctrl+Shift+E")), this, &MainWindow::exportReportDialog);
+    file->addAction(tr("&Export view…"), QKeySequence(tr("Ctrl+E")), this,
+                    &MainWindow::showExportDialog);
+    file->addAction(tr("Export &report…"), QKeySequence(tr("Ctrl+Shift+E")), this,
+                    &MainWindow::exportReportDialog);
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     auto* view = menuBar()->addMenu(tr("&View"));
-    backAction_ = view->addAction(tr("&Back"), QKeySequence(Qt::ALT | Qt::Key_Left), selection_, &views::SelectionModel::back);
-    forwardAction_ =
-        view->addAction(tr("&Forward"), QKeySequence(Qt::ALT | Qt::Key_Right), selection_, &views::SelectionModel::forward);
-    view->addAction(tr("&Fit heatmap"), QKeySequence(Qt::CTRL | Qt::Key_0), heatmap_, &views::HeatmapWidget::fit);
+    backAction_ = view->addAction(tr("&Back"), QKeySequence(Qt::ALT | Qt::Key_Left), selection_,
+                                  &views::SelectionModel::back);
+    forwardAction_ = view->addAction(tr("&Forward"), QKeySequence(Qt::ALT | Qt::Key_Right),
+                                     selection_, &views::SelectionModel::forward);
+    view->addAction(tr("&Fit heatmap"), QKeySequence(Qt::CTRL | Qt::Key_0), heatmap_,
+                    &views::HeatmapWidget::fit);
     view->addAction(tr("Next &collapse"), QKeySequence(Qt::CTRL | Qt::Key_J), this, [this] {
-        if (!scene_ || scene_->collapses.empty())
-            return;
+        if (!scene_ || scene_->collapses.empty()) return;
         const int64_t cur = selection_->current().frame;
         for (const auto& c : scene_->collapses)
             if (c.firstFrame > cur) {
@@ -229,7 +244,8 @@ void MainWindow::buildMenus()
             }
         selection_->selectFrame(*scene_, scene_->collapses.front().firstFrame);
     });
-    view->addAction(tr("Collapse &rules…"), QKeySequence(tr("Ctrl+R")), this, &MainWindow::editRules);
+    view->addAction(tr("Collapse &rules…"), QKeySequence(tr("Ctrl+R")), this,
+                    &MainWindow::editRules);
     auto* darkAct = view->addAction(tr("&Dark theme"));
     darkAct->setCheckable(true);
     darkAct->setChecked(dark_);
@@ -251,7 +267,8 @@ void MainWindow::buildMenus()
     levelBox_->setMinimumContentsLength(22);
     levelBox_->setToolTip(tr("Device and allocation level shown by every view"));
     tb->addWidget(levelBox_);
-    connect(levelBox_, qOverload<int>(&QComboBox::activated), this, [this](int i) { setLevel(levelBox_->itemData(i).toInt()); });
+    connect(levelBox_, qOverload<int>(&QComboBox::activated), this,
+            [this](int i) { setLevel(levelBox_->itemData(i).toInt()); });
     tb->addAction(tr("Fit (F)"), heatmap_, &views::HeatmapWidget::fit);
     tb->addAction(tr("Rules…"), this, &MainWindow::editRules);
 
@@ -309,8 +326,7 @@ void MainWindow::setLevel(int level)
 
 void MainWindow::applyRules(const std::vector<render::CollapseRule>& rules)
 {
-    if (!scene_)
-        return;
+    if (!scene_) return;
     auto copy = std::make_shared<render::Scene>(*scene_);
     copy->applyRules(rules);
     scene_ = copy;
@@ -326,13 +342,13 @@ void MainWindow::onSelection(const Selection& s)
 {
     backAction_->setEnabled(selection_->canGoBack());
     forwardAction_->setEnabled(selection_->canGoForward());
-    if (!scene_)
-        return;
+    if (!scene_) return;
     syncing_ = true;
     const int row = framesModel_->rowOf(s.frame);
     if (row >= 0) {
         const QModelIndex idx = framesProxy_->mapFromSource(framesModel_->index(row, 0));
-        framesView_->selectionModel()->setCurrentIndex(idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        framesView_->selectionModel()->setCurrentIndex(idx, QItemSelectionModel::ClearAndSelect |
+                                                                QItemSelectionModel::Rows);
         framesView_->scrollTo(idx);
     } else {
         framesView_->clearSelection();
@@ -359,7 +375,8 @@ void MainWindow::setDark(bool dark)
 void MainWindow::updateStatus()
 {
     if (!scene_) {
-        healthLabel_->setText(tr("No session. File › Open, or drop a .fragscope file on the window."));
+        healthLabel_->setText(
+            tr("No session. File › Open, or drop a .fragscope file on the window."));
         axisLabel_->clear();
         syntheticLabel_->hide();
         return;
@@ -374,18 +391,23 @@ void MainWindow::updateStatus()
     parts << tr("capture: %1 dropped, %2 anomalies%3")
                  .arg(h.droppedRecords)
                  .arg(h.anomalyTotal())
-                 .arg(h.endedAbruptly ? tr(", ENDED ABRUPTLY") : h.recording ? tr(", still recording") : QString());
+                 .arg(h.endedAbruptly ? tr(", ENDED ABRUPTLY")
+                      : h.recording   ? tr(", still recording")
+                                      : QString());
     healthLabel_->setText(parts.join(QStringLiteral("  ·  ")));
-    healthLabel_->setStyleSheet(h.endedAbruptly || h.droppedRecords > 0 ? QStringLiteral("color: #d02020;") : QString());
+    healthLabel_->setStyleSheet(
+        h.endedAbruptly || h.droppedRecords > 0 ? QStringLiteral("color: #d02020;") : QString());
     syntheticLabel_->setText(tr("SYNTHETIC DATA"));
     syntheticLabel_->setToolTip(tr("Simulated session: a model, not a measurement"));
     syntheticLabel_->setVisible(scene_->summary.synthetic);
-    axisLabel_->setText(scene_->summary.timeAxis == TimeAxis::Ordinal ? tr("time axis: ordinal") : tr("time axis: ns"));
+    axisLabel_->setText(scene_->summary.timeAxis == TimeAxis::Ordinal ? tr("time axis: ordinal")
+                                                                      : tr("time axis: ns"));
 }
 
 QString MainWindow::statusText() const
 {
-    return healthLabel_->text() + QLatin1Char('|') + (syntheticLabel_->isVisibleTo(this) ? syntheticLabel_->text() : QString()) +
+    return healthLabel_->text() + QLatin1Char('|') +
+           (syntheticLabel_->isVisibleTo(this) ? syntheticLabel_->text() : QString()) +
            QLatin1Char('|') + axisLabel_->text();
 }
 
@@ -407,7 +429,8 @@ void MainWindow::rebuildRecentMenu()
     recentMenu_->clear();
     const QStringList r = QSettings().value(QStringLiteral("recentFiles")).toStringList();
     for (const QString& p : r)
-        recentMenu_->addAction(QFileInfo(p).fileName() + QStringLiteral("  —  ") + p, this, [this, p] { openFile(p); });
+        recentMenu_->addAction(QFileInfo(p).fileName() + QStringLiteral("  —  ") + p, this,
+                               [this, p] { openFile(p); });
     recentMenu_->setEnabled(!r.isEmpty());
 }
 
@@ -422,15 +445,13 @@ void MainWindow::closeEvent(QCloseEvent* e)
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* e)
 {
-    if (e->mimeData()->hasUrls())
-        e->acceptProposedAction();
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent* e)
 {
     const auto urls = e->mimeData()->urls();
-    if (!urls.isEmpty() && urls.front().isLocalFile())
-        openFile(urls.front().toLocalFile());
+    if (!urls.isEmpty() && urls.front().isLocalFile()) openFile(urls.front().toLocalFile());
 }
 
 void MainWindow::editRules()
@@ -443,22 +464,25 @@ void MainWindow::editRules()
 
 void MainWindow::showShortcuts()
 {
-    const QString text = tr("<table>"
-                            "<tr><td><b>Ctrl+O</b></td><td>open a session</td></tr>"
-                            "<tr><td><b>Ctrl+I</b></td><td>import a PyTorch snapshot, Kineto trace or nsys export</td></tr>"
-                            "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export view / report</td></tr>"
-                            "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
-                            "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
-                            "<tr><td><b>Ctrl+R</b></td><td>collapse rules</td></tr>"
-                            "<tr><td colspan=2><br><b>Heatmap</b></td></tr>"
-                            "<tr><td>wheel</td><td>zoom time around the cursor (Ctrl+wheel: address)</td></tr>"
-                            "<tr><td>drag</td><td>pan</td></tr>"
-                            "<tr><td>Shift+drag, right-drag</td><td>box zoom</td></tr>"
-                            "<tr><td>F, Home, Ctrl+0</td><td>fit</td></tr>"
-                            "<tr><td>arrows, + / -</td><td>pan, zoom</td></tr>"
-                            "<tr><td>click</td><td>select the allocation under the cursor</td></tr>"
-                            "<tr><td colspan=2><br><b>Timelines</b>: drag pans, wheel zooms, double-click selects the frame</td></tr>"
-                            "</table>");
+    const QString text =
+        tr("<table>"
+           "<tr><td><b>Ctrl+O</b></td><td>open a session</td></tr>"
+           "<tr><td><b>Ctrl+I</b></td><td>import a PyTorch snapshot, Kineto trace or nsys "
+           "export</td></tr>"
+           "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export view / report</td></tr>"
+           "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
+           "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
+           "<tr><td><b>Ctrl+R</b></td><td>collapse rules</td></tr>"
+           "<tr><td colspan=2><br><b>Heatmap</b></td></tr>"
+           "<tr><td>wheel</td><td>zoom time around the cursor (Ctrl+wheel: address)</td></tr>"
+           "<tr><td>drag</td><td>pan</td></tr>"
+           "<tr><td>Shift+drag, right-drag</td><td>box zoom</td></tr>"
+           "<tr><td>F, Home, Ctrl+0</td><td>fit</td></tr>"
+           "<tr><td>arrows, + / -</td><td>pan, zoom</td></tr>"
+           "<tr><td>click</td><td>select the allocation under the cursor</td></tr>"
+           "<tr><td colspan=2><br><b>Timelines</b>: drag pans, wheel zooms, double-click selects "
+           "the frame</td></tr>"
+           "</table>");
     auto* box = new QMessageBox(QMessageBox::NoIcon, tr("Shortcuts"), text, QMessageBox::Ok, this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open();
@@ -466,13 +490,15 @@ void MainWindow::showShortcuts()
 
 void MainWindow::showAbout()
 {
-    const QString text = tr("<h3>fragscope %1</h3><p>GPU memory fragmentation over long generation runs, linked "
-                            "to quality collapses in the generated frames.</p>"
-                            "<p>Qt %2<br>SQLite %3<br>fmt %4<br>CUPTI %5</p>")
-                             .arg(QString::fromStdString(fragscopeVersion()), QString::fromLatin1(qVersion()),
-                                  QString::fromStdString(sqliteVersion()), QString::fromStdString(fmtVersion()),
-                                  QString::fromStdString(cuptiVersion()));
-    auto* box = new QMessageBox(QMessageBox::Information, tr("About fragscope"), text, QMessageBox::Ok, this);
+    const QString text =
+        tr("<h3>fragscope %1</h3><p>GPU memory fragmentation over long generation runs, linked "
+           "to quality collapses in the generated frames.</p>"
+           "<p>Qt %2<br>SQLite %3<br>fmt %4<br>CUPTI %5</p>")
+            .arg(QString::fromStdString(fragscopeVersion()), QString::fromLatin1(qVersion()),
+                 QString::fromStdString(sqliteVersion()), QString::fromStdString(fmtVersion()),
+                 QString::fromStdString(cuptiVersion()));
+    auto* box = new QMessageBox(QMessageBox::Information, tr("About fragscope"), text,
+                                QMessageBox::Ok, this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open();
 }
@@ -480,9 +506,9 @@ void MainWindow::showAbout()
 QString cliPath()
 {
     const QString here = QCoreApplication::applicationDirPath();
-    for (const QString& c : {here + QStringLiteral("/../fragscope"), here + QStringLiteral("/fragscope")})
-        if (QFileInfo(c).isExecutable())
-            return QFileInfo(c).canonicalFilePath();
+    for (const QString& c :
+         {here + QStringLiteral("/../fragscope"), here + QStringLiteral("/fragscope")})
+        if (QFileInfo(c).isExecutable()) return QFileInfo(c).canonicalFilePath();
     return QStringLiteral("fragscope");
 }
 
@@ -491,13 +517,12 @@ void MainWindow::importDialog()
     const QString in = QFileDialog::getOpenFileName(
         this, tr("Import"), {},
         tr("Importable files (*.pickle *.pkl *.json *.json.gz *.sqlite *.csv);;All files (*)"));
-    if (in.isEmpty())
-        return;
+    if (in.isEmpty()) return;
     const QString out = QFileDialog::getSaveFileName(this, tr("Save imported session as"),
-                                                     QFileInfo(in).completeBaseName() + QStringLiteral(".fragscope"),
+                                                     QFileInfo(in).completeBaseName() +
+                                                         QStringLiteral(".fragscope"),
                                                      tr("fragscope sessions (*.fragscope)"));
-    if (out.isEmpty())
-        return;
+    if (out.isEmpty()) return;
     auto* proc = new QProcess(this);
     statusBar()->showMessage(tr("Importing %1…").arg(QFileInfo(in).fileName()));
     connect(proc, &QProcess::finished, this, [this, proc, out](int code, QProcess::ExitStatus st) {
@@ -505,7 +530,8 @@ void MainWindow::importDialog()
         if (st == QProcess::NormalExit && code == 0)
             openFile(out);
         else
-            reportError_(tr("Import failed"), QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
+            reportError_(tr("Import failed"),
+                         QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
     });
     proc->start(cliPath(), {QStringLiteral("import"), in, QStringLiteral("-o"), out});
 }
@@ -513,27 +539,32 @@ void MainWindow::importDialog()
 void MainWindow::attachDialog()
 {
     bool ok = false;
-    const int pid = QInputDialog::getInt(this, tr("Attach to a running process"),
-                                         tr("Process id of a generation run (started under 'fragscope launch', or any\n"
-                                            "process: the agent is injected through a debugger, best effort).\n"
-                                            "fragscope records its allocator events into a session file and opens it."),
-                                         0, 1, 1 << 30, 1, &ok);
-    if (!ok)
-        return;
-    const QString out = QFileDialog::getSaveFileName(this, tr("Record into"), QStringLiteral("attach-%1.fragscope").arg(pid),
+    const int pid = QInputDialog::getInt(
+        this, tr("Attach to a running process"),
+        tr("Process id of a generation run (started under 'fragscope launch', or any\n"
+           "process: the agent is injected through a debugger, best effort).\n"
+           "fragscope records its allocator events into a session file and opens it."),
+        0, 1, 1 << 30, 1, &ok);
+    if (!ok) return;
+    const QString out = QFileDialog::getSaveFileName(this, tr("Record into"),
+                                                     QStringLiteral("attach-%1.fragscope").arg(pid),
                                                      tr("fragscope sessions (*.fragscope)"));
-    if (out.isEmpty())
-        return;
+    if (out.isEmpty()) return;
     auto* proc = new QProcess(this);
-    statusBar()->showMessage(tr("Attached to %1, recording into %2 (stop the run or close the window to finish)").arg(pid).arg(out));
+    statusBar()->showMessage(
+        tr("Attached to %1, recording into %2 (stop the run or close the window to finish)")
+            .arg(pid)
+            .arg(out));
     connect(proc, &QProcess::finished, this, [this, proc, out](int code, QProcess::ExitStatus) {
         proc->deleteLater();
         if (code == 0)
             openFile(out);
         else
-            reportError_(tr("Attach failed"), QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
+            reportError_(tr("Attach failed"),
+                         QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
     });
-    proc->start(cliPath(), {QStringLiteral("attach"), QString::number(pid), QStringLiteral("-o"), out});
+    proc->start(cliPath(),
+                {QStringLiteral("attach"), QString::number(pid), QStringLiteral("-o"), out});
 }
 
 } // namespace fs::gui

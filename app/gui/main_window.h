@@ -31,7 +31,8 @@ class AllocationDetails;
 
 namespace fs::gui {
 
-class MainWindow : public QMainWindow {
+class MainWindow : public QMainWindow
+{
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);

@@ -47,7 +47,8 @@ render::RenderOptions MainWindow::renderOptions(render::View v) const
         o.y0 = vp.y0;
         o.y1 = vp.y1;
     }
-    if ((v == render::View::Histogram || v == render::View::MemMap) && sel.frame < 0 && sel.to != kNoTime)
+    if ((v == render::View::Histogram || v == render::View::MemMap) && sel.frame < 0 &&
+        sel.to != kNoTime)
         o.at = sel.to;
     o.theme = render::Theme::light(); // reports print on white
     return o;
@@ -56,8 +57,7 @@ render::RenderOptions MainWindow::renderOptions(render::View v) const
 bool MainWindow::exportView(render::View v, const QString& path, QSize size, QString* error) const
 {
     if (!scene_) {
-        if (error)
-            *error = tr("no session is open");
+        if (error) *error = tr("no session is open");
         return false;
     }
     return render::exportView(path, size, *scene_, v, renderOptions(v), error);
@@ -66,14 +66,16 @@ bool MainWindow::exportView(render::View v, const QString& path, QSize size, QSt
 bool MainWindow::exportReport(const QString& dir, QString* error) const
 {
     if (!scene_) {
-        if (error)
-            *error = tr("no session is open");
+        if (error) *error = tr("no session is open");
         return false;
     }
     QDir().mkpath(dir);
-    for (render::View v : {render::View::Heatmap, render::View::Timeline, render::View::Histogram, render::View::MemMap})
+    for (render::View v : {render::View::Heatmap, render::View::Timeline, render::View::Histogram,
+                           render::View::MemMap})
         for (const char* ext : {"png", "svg"})
-            if (!exportView(v, QStringLiteral("%1/%2.%3").arg(dir, QLatin1String(render::viewName(v)), QLatin1String(ext)),
+            if (!exportView(v,
+                            QStringLiteral("%1/%2.%3")
+                                .arg(dir, QLatin1String(render::viewName(v)), QLatin1String(ext)),
                             QSize(1600, 900), error))
                 return false;
     // The text report: `fragscope report` when this build has it, else the session summary.
@@ -91,8 +93,7 @@ bool MainWindow::exportReport(const QString& dir, QString* error) const
     }
     QFile f(dir + QStringLiteral("/report.txt"));
     if (!f.open(QIODevice::WriteOnly) || f.write(text) < 0) {
-        if (error)
-            *error = f.fileName() + QStringLiteral(": cannot write");
+        if (error) *error = f.fileName() + QStringLiteral(": cannot write");
         return false;
     }
     return true;
@@ -110,7 +111,8 @@ void MainWindow::showExportDialog()
     auto* view = new QComboBox(&dlg);
     view->addItem(tr("VA heatmap (current zoom)"), static_cast<int>(render::View::Heatmap));
     view->addItem(tr("Timelines"), static_cast<int>(render::View::Timeline));
-    view->addItem(tr("Fragment histogram (selected frame vs the one before)"), static_cast<int>(render::View::Histogram));
+    view->addItem(tr("Fragment histogram (selected frame vs the one before)"),
+                  static_cast<int>(render::View::Histogram));
     view->addItem(tr("Memory map (selected frame)"), static_cast<int>(render::View::MemMap));
     auto* w = new QSpinBox(&dlg);
     auto* h = new QSpinBox(&dlg);
@@ -123,7 +125,8 @@ void MainWindow::showExportDialog()
     auto* sizeRow = new QHBoxLayout;
     sizeRow->addWidget(w);
     sizeRow->addWidget(h);
-    auto* path = new QLineEdit(QDir::home().filePath(QStringLiteral("fragscope-heatmap.png")), &dlg);
+    auto* path =
+        new QLineEdit(QDir::home().filePath(QStringLiteral("fragscope-heatmap.png")), &dlg);
     auto* browse = new QPushButton(tr("Browse…"), &dlg);
     auto* pathRow = new QHBoxLayout;
     pathRow->addWidget(path, 1);
@@ -135,21 +138,23 @@ void MainWindow::showExportDialog()
     form->addRow(bb);
     connect(view, &QComboBox::currentIndexChanged, &dlg, [view, path] {
         QFileInfo fi(path->text());
-        const QString name = QString::fromLatin1(render::viewName(static_cast<render::View>(view->currentData().toInt())));
-        path->setText(fi.dir().filePath(QStringLiteral("fragscope-%1.%2").arg(name, fi.suffix().isEmpty() ? QStringLiteral("png") : fi.suffix())));
+        const QString name = QString::fromLatin1(
+            render::viewName(static_cast<render::View>(view->currentData().toInt())));
+        path->setText(fi.dir().filePath(
+            QStringLiteral("fragscope-%1.%2")
+                .arg(name, fi.suffix().isEmpty() ? QStringLiteral("png") : fi.suffix())));
     });
     connect(browse, &QPushButton::clicked, &dlg, [&dlg, path] {
         const QString p = QFileDialog::getSaveFileName(&dlg, tr("Export to"), path->text(),
                                                        tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
-        if (!p.isEmpty())
-            path->setText(p);
+        if (!p.isEmpty()) path->setText(p);
     });
     connect(bb, &QDialogButtonBox::accepted, &dlg, &QDialog::accept);
     connect(bb, &QDialogButtonBox::rejected, &dlg, &QDialog::reject);
-    if (dlg.exec() != QDialog::Accepted)
-        return;
+    if (dlg.exec() != QDialog::Accepted) return;
     QString err;
-    if (!exportView(static_cast<render::View>(view->currentData().toInt()), path->text(), QSize(w->value(), h->value()), &err))
+    if (!exportView(static_cast<render::View>(view->currentData().toInt()), path->text(),
+                    QSize(w->value(), h->value()), &err))
         reportError_(tr("Export failed"), err);
     else
         statusBar()->showMessage(tr("Wrote %1").arg(path->text()), 6000);
@@ -162,8 +167,7 @@ void MainWindow::exportReportDialog()
         return;
     }
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Export report into folder"));
-    if (dir.isEmpty())
-        return;
+    if (dir.isEmpty()) return;
     QString err;
     if (!exportReport(dir, &err))
         reportError_(tr("Export report failed"), err);
@@ -197,12 +201,10 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
     auto shot = [&](const QString& name) {
         settle([this] { return heatmap_->isRefined(); }, 20000);
         const QString p = QStringLiteral("%1/%2").arg(dir, name);
-        if (grab().save(p))
-            written << p;
+        if (grab().save(p)) written << p;
     };
     shot(QStringLiteral("gui-overview.png"));
-    if (!scene_)
-        return written;
+    if (!scene_) return written;
     if (!scene_->collapses.empty()) {
         const int64_t f = scene_->collapses.front().firstFrame;
         // Two clicks, as a user would: the collapsed row in the frames table...
@@ -221,10 +223,11 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         }
     }
     QString err;
-    for (render::View v : {render::View::Heatmap, render::View::Histogram, render::View::Timeline, render::View::MemMap}) {
-        const QString p = QStringLiteral("%1/export-%2.png").arg(dir, QLatin1String(render::viewName(v)));
-        if (exportView(v, p, QSize(1600, 900), &err))
-            written << p;
+    for (render::View v : {render::View::Heatmap, render::View::Histogram, render::View::Timeline,
+                           render::View::MemMap}) {
+        const QString p =
+            QStringLiteral("%1/export-%2.png").arg(dir, QLatin1String(render::viewName(v)));
+        if (exportView(v, p, QSize(1600, 900), &err)) written << p;
     }
     // The whole-session heatmap as well as the zoomed one.
     render::RenderOptions o = renderOptions(render::View::Heatmap);

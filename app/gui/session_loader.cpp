@@ -4,23 +4,26 @@
 
 namespace fs::gui {
 
-SessionLoader::SessionLoader(QObject* parent) : QObject(parent) { pool_.setMaxThreadCount(2); }
+SessionLoader::SessionLoader(QObject* parent) : QObject(parent)
+{
+    pool_.setMaxThreadCount(2);
+}
 
 SessionLoader::~SessionLoader()
 {
-    if (cancel_)
-        cancel_->store(true);
+    if (cancel_) cancel_->store(true);
     pool_.waitForDone();
 }
 
-void SessionLoader::wait() { pool_.waitForDone(); }
+void SessionLoader::wait()
+{
+    pool_.waitForDone();
+}
 
 void SessionLoader::cancel()
 {
-    if (!busy_)
-        return;
-    if (cancel_)
-        cancel_->store(true);
+    if (!busy_) return;
+    if (cancel_) cancel_->store(true);
     ++generation_; // whatever the job still delivers is dropped
     busy_ = false;
     emit cancelled(path_);
@@ -29,8 +32,7 @@ void SessionLoader::cancel()
 void SessionLoader::load(const QString& path)
 {
     if (busy_) {
-        if (cancel_)
-            cancel_->store(true);
+        if (cancel_) cancel_->store(true);
         ++generation_;
     }
     busy_ = true;
@@ -42,12 +44,11 @@ void SessionLoader::load(const QString& path)
     auto cancel = cancel_;
     pool_.start([self, cancel, path, gen, rules = rules_] {
         auto post = [self, gen](auto fn) {
-            if (!self)
-                return;
+            if (!self) return;
             QMetaObject::invokeMethod(
-                self.data(), [self, gen, fn] {
-                    if (self && self->generation_ == gen)
-                        fn(self.data());
+                self.data(),
+                [self, gen, fn] {
+                    if (self && self->generation_ == gen) fn(self.data());
                 },
                 Qt::QueuedConnection);
         };
@@ -56,8 +57,7 @@ void SessionLoader::load(const QString& path)
         lp.rules = rules;
         int last = -1;
         lp.progress = [&](int pct, const std::string& stage) {
-            if (pct == last)
-                return;
+            if (pct == last) return;
             last = pct;
             const QString st = QString::fromStdString(stage);
             post([pct, st](SessionLoader* l) { emit l->progress(pct, st); });

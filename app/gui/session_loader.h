@@ -14,7 +14,8 @@
 
 namespace fs::gui {
 
-class SessionLoader : public QObject {
+class SessionLoader : public QObject
+{
     Q_OBJECT
 public:
     explicit SessionLoader(QObject* parent = nullptr);

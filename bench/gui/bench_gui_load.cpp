@@ -1,9 +1,9 @@
 // Event-loop stall while fragscope-gui loads a large session on its worker thread.
 //   bench_gui_load [ALLOCATIONS=1M] [SESSION]
-// Writes (when SESSION does not exist yet) a session of ALLOCATIONS allocations (two events each) through fs::Ingest (or uses
-// SESSION), then loads it with the GUI's SessionLoader while a 5 ms QTimer ticks on the GUI
-// thread, and prints the largest gap between ticks (target: < 50 ms). Baseline in the same run:
-// the same load on the GUI thread, where the stall is the whole load.
+// Writes (when SESSION does not exist yet) a session of ALLOCATIONS allocations (two events each)
+// through fs::Ingest (or uses SESSION), then loads it with the GUI's SessionLoader while a 5 ms
+// QTimer ticks on the GUI thread, and prints the largest gap between ticks (target: < 50 ms).
+// Baseline in the same run: the same load on the GUI thread, where the stall is the whole load.
 #include "core/ingest.h"
 #include "main_window.h"
 #include "session_loader.h"
@@ -117,10 +117,11 @@ int main(int argc, char** argv)
                          kept = std::move(s);
                          done = true;
                      });
-    QObject::connect(&loader, &fs::gui::SessionLoader::failed, [&](const QString&, const QString& m) {
-        error = m;
-        done = true;
-    });
+    QObject::connect(&loader, &fs::gui::SessionLoader::failed,
+                     [&](const QString&, const QString& m) {
+                         error = m;
+                         done = true;
+                     });
     clock.start();
     timer.start();
     loader.load(QString::fromStdString(path));
@@ -132,10 +133,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "load failed: %s\n", qPrintable(error));
         return 1;
     }
-    std::printf("worker-thread load: %.3f s, %lld timer ticks (5 ms), max event-loop gap %lld ms at %.3f s "
-                "(target < 50 ms)\n",
-                total / 1000.0, static_cast<long long>(ticks), static_cast<long long>(maxGap), maxAt / 1000.0);
-    std::printf("machine load average while measuring: see `uptime`; gaps include time the GUI thread waited "
+    std::printf(
+        "worker-thread load: %.3f s, %lld timer ticks (5 ms), max event-loop gap %lld ms at %.3f s "
+        "(target < 50 ms)\n",
+        total / 1000.0, static_cast<long long>(ticks), static_cast<long long>(maxGap),
+        maxAt / 1000.0);
+    std::printf("machine load average while measuring: see `uptime`; gaps include time the GUI "
+                "thread waited "
                 "for a CPU\n");
     kept.reset();
     // Baseline: the same load on the GUI thread (what a naive viewer does): the stall is the load.

@@ -17,7 +17,10 @@ constexpr int64_t kFixtureBegin = 1'000'000'000;
 constexpr uint64_t kSegment = 64ull << 20;
 constexpr uint64_t kBase = 0x7f0000000000ull;
 
-inline int64_t fixtureFrameStart(int f) { return kFixtureBegin + f * kFrameNs; }
+inline int64_t fixtureFrameStart(int f)
+{
+    return kFixtureBegin + f * kFrameNs;
+}
 
 inline void makeFixtureSession(const std::string& path)
 {
@@ -86,8 +89,7 @@ inline void makeFixtureSession(const std::string& path)
             const uint64_t size = (256ull << 10) + rnd(4) * (128ull << 10);
             const uint64_t addr = kBase + s * (256ull << 20) + keepCursor[s];
             keepCursor[s] += size + (512ull << 10);
-            if (keepCursor[s] > (30ull << 20))
-                continue;
+            if (keepCursor[s] > (30ull << 20)) continue;
             fs::Event a = ev(fs::EventType::Alloc, t0 + 90'000'000 + s * 1'000'000);
             a.address = addr;
             a.size = size;
@@ -101,7 +103,10 @@ inline void makeFixtureSession(const std::string& path)
         k.name = f == 17 ? fallback : gemm;
         k.stream = 7;
         in.add(k);
-        const double coherence = f == 17 ? 0.009 : f == 18 ? 0.03 : f == 16 ? 0.124 : 0.9 - f * 0.01;
+        const double coherence = f == 17   ? 0.009
+                                 : f == 18 ? 0.03
+                                 : f == 16 ? 0.124
+                                           : 0.9 - f * 0.01;
         in.addFrameMetric(f, "coherence_score", coherence, "fixture");
         in.addFrameMetric(f, "flow_l2_px", f == 17 ? 11.5 : 2.0 + f * 0.1, "fixture");
     }

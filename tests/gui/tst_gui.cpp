@@ -35,7 +35,8 @@ void waitLoaded(gui::MainWindow& w)
 
 } // namespace
 
-class TstGui : public QObject {
+class TstGui : public QObject
+{
     Q_OBJECT
     QTemporaryDir dir_;
     QString fixture_, fixture2_, simulated_;
@@ -58,7 +59,8 @@ private slots:
     {
         auto scene = render::loadScene(fixture_.toStdString());
         views::FramesModel frames;
-        QAbstractItemModelTester t1(&frames, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester t1(&frames,
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
         frames.resetData(scene, scene->defaultLevel());
         QCOMPARE(frames.rowCount(), fstest::kFixtureFrames);
         // The collapsed frames 17 and 18 are flagged and highlighted.
@@ -69,7 +71,8 @@ private slots:
         QCOMPARE(frames.rowCount(), 0);
         views::PrecursorModel pre;
         QAbstractItemModelTester t2(&pre, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        pre.resetData(scene->precursors(17, scene->defaultLevel()), scene->timeBegin(), scene->summary.timeAxis);
+        pre.resetData(scene->precursors(17, scene->defaultLevel()), scene->timeBegin(),
+                      scene->summary.timeAxis);
         QVERIFY(pre.rowCount() > 0);
         pre.resetData({}, 0, TimeAxis::Nanoseconds);
         QCOMPARE(pre.rowCount(), 0);
@@ -100,7 +103,9 @@ private slots:
         const auto* pm = w.inspector()->model();
         QCOMPARE(pm->rowCount(), int(expected.size()));
         for (int i = 0; i < pm->rowCount(); ++i)
-            QCOMPARE(pm->data(pm->index(i, views::PrecursorModel::What), Qt::DisplayRole).toString().toStdString(),
+            QCOMPARE(pm->data(pm->index(i, views::PrecursorModel::What), Qt::DisplayRole)
+                         .toString()
+                         .toStdString(),
                      expected[size_t(i)].what);
         QVERIFY(w.inspector()->headline().contains("17"));
         // The heatmap's selection covers the frame, and the frame is in view.
@@ -134,7 +139,8 @@ private slots:
         emit w.inspector()->table()->clicked(pm->index(allocRow, 0));
         QVERIFY(w.selection()->current().allocId > 0);
         // ...marks its instant on the heatmap and keeps it in view.
-        const qlonglong pt = pm->data(pm->index(allocRow, 0), views::PrecursorModel::TimeRole).toLongLong();
+        const qlonglong pt =
+            pm->data(pm->index(allocRow, 0), views::PrecursorModel::TimeRole).toLongLong();
         QCOMPARE(w.selection()->current().marker, int64_t(pt));
         QCOMPARE(w.heatmap()->selection().marker, int64_t(pt));
         QVERIFY(w.heatmap()->viewport().t0 <= pt && w.heatmap()->viewport().t1 >= pt);
@@ -155,7 +161,8 @@ private slots:
         const QRectF plot = h->plotArea();
         const QPointF c = plot.center();
         // One wheel notch up at the centre: the time span shrinks to 0.8×, centred there.
-        QWheelEvent we(c, h->mapToGlobal(c), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+        QWheelEvent we(c, h->mapToGlobal(c), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                       Qt::NoScrollPhase, false);
         QApplication::sendEvent(h, &we);
         const render::Viewport z = h->viewport();
         const double fullSpan = double(full.t1 - full.t0), span = double(z.t1 - z.t0);
@@ -174,21 +181,26 @@ private slots:
         const render::Viewport beforeDrag = h->viewport();
         const double dragSpan = double(beforeDrag.t1 - beforeDrag.t0);
         QTest::mousePress(h, Qt::LeftButton, Qt::NoModifier, c.toPoint());
-        QMouseEvent move(QEvent::MouseMove, c - QPointF(plot.width() / 4, 0), h->mapToGlobal(c - QPointF(plot.width() / 4, 0)),
-                         Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QMouseEvent move(QEvent::MouseMove, c - QPointF(plot.width() / 4, 0),
+                         h->mapToGlobal(c - QPointF(plot.width() / 4, 0)), Qt::NoButton,
+                         Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(h, &move);
-        QTest::mouseRelease(h, Qt::LeftButton, Qt::NoModifier, (c - QPointF(plot.width() / 4, 0)).toPoint());
+        QTest::mouseRelease(h, Qt::LeftButton, Qt::NoModifier,
+                            (c - QPointF(plot.width() / 4, 0)).toPoint());
         const double moved = double(h->viewport().t0 - beforeDrag.t0);
-        QVERIFY2(std::abs(moved - dragSpan / 4) < dragSpan * 0.01, qPrintable(QString::number(moved / dragSpan)));
+        QVERIFY2(std::abs(moved - dragSpan / 4) < dragSpan * 0.01,
+                 qPrintable(QString::number(moved / dragSpan)));
         // Box zoom with Shift+drag over the left half of the plot, full height.
         const QPointF a(plot.left() + 1, plot.top() + 1), b(plot.center().x(), plot.bottom() - 1);
         QTest::mousePress(h, Qt::LeftButton, Qt::ShiftModifier, a.toPoint());
-        QMouseEvent boxMove(QEvent::MouseMove, b, h->mapToGlobal(b), Qt::NoButton, Qt::LeftButton, Qt::ShiftModifier);
+        QMouseEvent boxMove(QEvent::MouseMove, b, h->mapToGlobal(b), Qt::NoButton, Qt::LeftButton,
+                            Qt::ShiftModifier);
         QApplication::sendEvent(h, &boxMove);
         const render::Viewport beforeBox = h->viewport();
         QTest::mouseRelease(h, Qt::LeftButton, Qt::ShiftModifier, b.toPoint());
         const double boxSpan = double(h->viewport().t1 - h->viewport().t0);
-        QVERIFY(std::abs(boxSpan - double(beforeBox.t1 - beforeBox.t0) / 2) < double(beforeBox.t1 - beforeBox.t0) * 0.02);
+        QVERIFY(std::abs(boxSpan - double(beforeBox.t1 - beforeBox.t0) / 2) <
+                double(beforeBox.t1 - beforeBox.t0) * 0.02);
         // F fits everything again.
         QTest::keyClick(h, Qt::Key_F);
         QCOMPARE(h->viewport(), full);
@@ -202,7 +214,8 @@ private slots:
     {
         QTest::addColumn<int>("view");
         QTest::addColumn<QString>("ext");
-        for (auto v : {render::View::Heatmap, render::View::MemMap, render::View::Histogram, render::View::Timeline})
+        for (auto v : {render::View::Heatmap, render::View::MemMap, render::View::Histogram,
+                       render::View::Timeline})
             for (const char* e : {"png", "svg"})
                 QTest::addRow("%s.%s", render::viewName(v), e) << int(v) << QString::fromLatin1(e);
     }
@@ -215,7 +228,9 @@ private slots:
         w.openFile(fixture_);
         waitLoaded(w);
         w.selection()->selectFrame(*w.scene(), 17);
-        const QString path = dir_.filePath(QStringLiteral("gui-%1.%2").arg(QLatin1String(render::viewName(render::View(view))), ext));
+        const QString path =
+            dir_.filePath(QStringLiteral("gui-%1.%2")
+                              .arg(QLatin1String(render::viewName(render::View(view))), ext));
         QString err;
         QVERIFY2(w.exportView(render::View(view), path, QSize(1000, 640), &err), qPrintable(err));
         if (ext == QLatin1String("png")) {
@@ -232,8 +247,7 @@ private slots:
             QXmlStreamReader r(&f);
             int n = 0;
             while (!r.atEnd())
-                if (r.readNext() == QXmlStreamReader::StartElement)
-                    ++n;
+                if (r.readNext() == QXmlStreamReader::StartElement) ++n;
             QVERIFY2(!r.hasError(), qPrintable(r.errorString()));
             QVERIFY(n > 20);
         }
@@ -293,7 +307,9 @@ private slots:
         waitLoaded(w);
         QTRY_VERIFY(!text.isEmpty());
         QVERIFY2(text.contains("corrupt.fragscope"), qPrintable(text));
-        QVERIFY2(text.contains("corrupt") || text.contains("malformed") || text.contains("not a fragscope"), qPrintable(text));
+        QVERIFY2(text.contains("corrupt") || text.contains("malformed") ||
+                     text.contains("not a fragscope"),
+                 qPrintable(text));
         QCOMPARE(w.scene(), before);
         // Not a session at all.
         text.clear();
@@ -323,7 +339,9 @@ private slots:
         QCOMPARE(w.scene()->collapses.size(), size_t(1));
         QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
         QCOMPARE(w.scene()->collapses[0].lastFrame, int64_t(18));
-        QVERIFY(w.framesModel()->data(w.framesModel()->index(16, 0), views::FramesModel::CollapsedRole).toBool());
+        QVERIFY(w.framesModel()
+                    ->data(w.framesModel()->index(16, 0), views::FramesModel::CollapsedRole)
+                    .toBool());
         QSettings().clear();
         QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
     }
@@ -332,7 +350,8 @@ private slots:
     {
         // The simulator's session, made by the CLI, opens and its views are populated.
         simulated_ = dir_.filePath("sim.fragscope");
-        const auto r = fstest::runCli({"simulate", "-o", simulated_, "--frames", "24", "--seed", "17"}, 300000);
+        const auto r = fstest::runCli(
+            {"simulate", "-o", simulated_, "--frames", "24", "--seed", "17"}, 300000);
         QVERIFY2(r.exitCode == 0, r.err.constData());
         gui::MainWindow w;
         QString text;
@@ -345,9 +364,11 @@ private slots:
         QVERIFY(w.framesModel()->rowCount() > 0);
         if (!w.scene()->collapses.empty()) {
             const int64_t f = w.scene()->collapses.front().firstFrame;
-            w.framesView()->setCurrentIndex(w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
+            w.framesView()->setCurrentIndex(
+                w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
             QCOMPARE(w.selection()->current().frame, f);
-            QCOMPARE(w.inspector()->model()->rowCount(), int(w.scene()->precursors(f, w.level()).size()));
+            QCOMPARE(w.inspector()->model()->rowCount(),
+                     int(w.scene()->precursors(f, w.level()).size()));
         }
     }
 };

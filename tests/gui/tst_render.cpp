@@ -29,8 +29,7 @@ int distinctColours(const QImage& img)
 bool svgParses(const QString& path, int* elements)
 {
     QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return false;
+    if (!f.open(QIODevice::ReadOnly)) return false;
     QXmlStreamReader r(&f);
     int n = 0;
     bool sawSvg = false;
@@ -46,7 +45,8 @@ bool svgParses(const QString& path, int* elements)
 
 } // namespace
 
-class TstRender : public QObject {
+class TstRender : public QObject
+{
     Q_OBJECT
     QTemporaryDir dir_;
     QString fixture_;
@@ -181,7 +181,8 @@ private slots:
         QVERIFY(!p.empty());
         bool sawKernel = false;
         for (const auto& x : p)
-            sawKernel = sawKernel || (x.kind == "new_kernel_variant" && x.what.find("gemm_fallback_kernel") != std::string::npos);
+            sawKernel = sawKernel || (x.kind == "new_kernel_variant" &&
+                                      x.what.find("gemm_fallback_kernel") != std::string::npos);
         QVERIFY(sawKernel);
         // Frame 16 creates the fifth segment: a region_create precursor for frame 17's window.
         bool sawRegion = false;
@@ -213,7 +214,8 @@ private slots:
         // And its heatmap exports with real content.
         const QString png = dir_.filePath("decomfl.png");
         QString err;
-        QVERIFY2(exportView(png, QSize(1200, 700), *scene, View::Heatmap, {}, &err), qPrintable(err));
+        QVERIFY2(exportView(png, QSize(1200, 700), *scene, View::Heatmap, {}, &err),
+                 qPrintable(err));
         QVERIFY(distinctColours(QImage(png)) >= 8);
     }
 
@@ -230,7 +232,8 @@ private slots:
     {
         QFETCH(int, view);
         QFETCH(QString, ext);
-        const QString path = dir_.filePath(QStringLiteral("%1.%2").arg(QLatin1String(viewName(View(view))), ext));
+        const QString path =
+            dir_.filePath(QStringLiteral("%1.%2").arg(QLatin1String(viewName(View(view))), ext));
         RenderOptions o;
         o.frame = 17;
         QString err;
@@ -253,31 +256,40 @@ private slots:
     void exportRejectsBadInput()
     {
         QString err;
-        QVERIFY(!exportView(dir_.filePath("x.bmpx"), QSize(800, 600), *scene_, View::Heatmap, {}, &err));
+        QVERIFY(!exportView(dir_.filePath("x.bmpx"), QSize(800, 600), *scene_, View::Heatmap, {},
+                            &err));
         QVERIFY(err.contains("x.bmpx"));
-        QVERIFY(!exportView(dir_.filePath("x.png"), QSize(10, 10), *scene_, View::Heatmap, {}, &err));
+        QVERIFY(
+            !exportView(dir_.filePath("x.png"), QSize(10, 10), *scene_, View::Heatmap, {}, &err));
         QVERIFY(err.contains("size"));
     }
 
     void cliExport()
     {
         const QString out = dir_.filePath("cli-heatmap.png");
-        auto r = fstest::runCli({"export", "heatmap", fixture_, "-o", out, "--size", "900x500", "--frames", "15-18"});
+        auto r = fstest::runCli(
+            {"export", "heatmap", fixture_, "-o", out, "--size", "900x500", "--frames", "15-18"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QImage img(out);
         QCOMPARE(img.size(), QSize(900, 500));
         QVERIFY(distinctColours(img) >= 8);
         const QString svg = dir_.filePath("cli-timeline.svg");
-        r = fstest::runCli({"export", "timeline", fixture_, "-o", svg, "--from", "0.5s", "--to", "2s"});
+        r = fstest::runCli(
+            {"export", "timeline", fixture_, "-o", svg, "--from", "0.5s", "--to", "2s"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         int elements = 0;
         QVERIFY(svgParses(svg, &elements));
-        r = fstest::runCli({"export", "histogram", fixture_, "-o", dir_.filePath("h.png"), "--frame", "17"});
+        r = fstest::runCli(
+            {"export", "histogram", fixture_, "-o", dir_.filePath("h.png"), "--frame", "17"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         // Usage errors: unknown view, bad size, frames that do not exist -> 64.
         QCOMPARE(fstest::runCli({"export", "piechart", fixture_, "-o", out}).exitCode, 64);
-        QCOMPARE(fstest::runCli({"export", "heatmap", fixture_, "-o", out, "--size", "big"}).exitCode, 64);
-        QCOMPARE(fstest::runCli({"export", "heatmap", fixture_, "-o", out, "--frames", "90-99"}).exitCode, 64);
+        QCOMPARE(
+            fstest::runCli({"export", "heatmap", fixture_, "-o", out, "--size", "big"}).exitCode,
+            64);
+        QCOMPARE(fstest::runCli({"export", "heatmap", fixture_, "-o", out, "--frames", "90-99"})
+                     .exitCode,
+                 64);
         // A corrupt session -> 2 with the file named.
         const QString bad = dir_.filePath("bad.fragscope");
         QFile f(bad);

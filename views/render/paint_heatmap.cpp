@@ -18,8 +18,7 @@ QString subtitleOf(const Scene& s, const QString& extra)
         t += QStringLiteral("  ·  SYNTHETIC DATA (simulated, not a measurement)");
     if (s.summary.health.endedAbruptly || s.summary.health.droppedRecords > 0)
         t += QStringLiteral("  ·  incomplete capture");
-    if (!extra.isEmpty())
-        t += QStringLiteral("  ·  ") + extra;
+    if (!extra.isEmpty()) t += QStringLiteral("  ·  ") + extra;
     return t;
 }
 
@@ -46,13 +45,15 @@ void d2xy(int n, int d, int& x, int& y)
 
 } // namespace
 
-void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o, const QImage* raster)
+void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o,
+                  const QImage* raster)
 {
     const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
     const Theme& th = o.theme;
     const int64_t span = o.to - o.from;
     if (o.title)
-        drawTitle(p, rect, QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
+        drawTitle(p, rect,
+                  QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
                   subtitleOf(s, QStringLiteral("%1 allocations, %2 regions")
                                     .arg(ld.allocs.size())
                                     .arg(ld.regions.size())),
@@ -71,7 +72,8 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     // Region separators: the collapsed holes between reserved ranges.
     p.save();
     p.setClipRect(plot);
-    p.setPen(QPen(th.dark ? QColor(255, 255, 255, 160) : QColor(255, 255, 255, 200), 1, Qt::DotLine));
+    p.setPen(
+        QPen(th.dark ? QColor(255, 255, 255, 160) : QColor(255, 255, 255, 200), 1, Qt::DotLine));
     for (size_t i = 1; i < ld.spans.size(); ++i) {
         const double y = Y(ld.spans[i].y0);
         if (y >= plot.top() && y <= plot.bottom())
@@ -80,12 +82,14 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     // The selected allocation, outlined.
     if (o.selAlloc >= 0) {
         for (const auto& a : ld.allocs) {
-            if (a.id != o.selAlloc)
-                continue;
-            const double x0 = plot.left() + static_cast<double>(a.allocNs - o.from) / static_cast<double>(span) * plot.width();
-            const double x1 = plot.left() + static_cast<double>(a.freeNs - o.from) / static_cast<double>(span) * plot.width();
+            if (a.id != o.selAlloc) continue;
+            const double x0 = plot.left() + static_cast<double>(a.allocNs - o.from) /
+                                                static_cast<double>(span) * plot.width();
+            const double x1 = plot.left() + static_cast<double>(a.freeNs - o.from) /
+                                                static_cast<double>(span) * plot.width();
             const double ya = ld.addressToY(a.address);
-            const QRectF r(QPointF(x0, Y(ya + static_cast<double>(a.size))), QPointF(std::max(x0 + 3, x1), Y(ya)));
+            const QRectF r(QPointF(x0, Y(ya + static_cast<double>(a.size))),
+                           QPointF(std::max(x0 + 3, x1), Y(ya)));
             p.setPen(QPen(QColor(255, 60, 200), 2));
             p.setBrush(Qt::NoBrush);
             p.drawRect(r.adjusted(-2, -2, 2, 2));
@@ -93,14 +97,16 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         }
     }
     if (o.marker != kNoTime && o.marker >= o.from && o.marker <= o.to) {
-        const double x = plot.left() + static_cast<double>(o.marker - o.from) / static_cast<double>(span) * plot.width();
+        const double x = plot.left() + static_cast<double>(o.marker - o.from) /
+                                           static_cast<double>(span) * plot.width();
         p.setPen(QPen(QColor(255, 60, 200), 2));
         p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
     }
     p.restore();
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, true);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);
-    drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span), timeAxisLabel(s, span), th);
+    drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span),
+              timeAxisLabel(s, span), th);
     {
         // Address ticks: region starts (the natural landmarks), thinned so labels never overlap;
         // nice offsets inside a region when few region starts are in view.
@@ -109,10 +115,10 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         const double minGap = QFontMetricsF(p.font()).height() * 1.8;
         std::vector<double> cands;
         for (const auto& sp : ld.spans)
-            if (sp.y0 >= o.y0 && sp.y0 <= o.y1)
-                cands.push_back(sp.y0);
+            if (sp.y0 >= o.y0 && sp.y0 <= o.y1) cands.push_back(sp.y0);
         if (cands.size() < 4)
-            for (double v : niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
+            for (double v :
+                 niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
                 cands.push_back(v);
         std::sort(cands.begin(), cands.end());
         p.setPen(QPen(th.foreground, 1));
@@ -120,15 +126,14 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         double lastY = 1e300;
         for (double v : cands) {
             uint64_t a = 0;
-            if (!ld.yToAddress(v, a))
-                continue;
+            if (!ld.yToAddress(v, a)) continue;
             const double y = Y(v);
             if (std::fabs(lastY - y) < minGap || y < plot.top() - 1 || y > plot.bottom() + 1)
                 continue;
             lastY = y;
             p.drawLine(QPointF(plot.left() - 5 * kk, y), QPointF(plot.left(), y));
-            p.drawText(QRectF(plot.left() - 150 * kk, y - 8 * kk, 143 * kk, 16 * kk), Qt::AlignRight | Qt::AlignVCenter,
-                       QString::fromStdString(formatAddress(a)));
+            p.drawText(QRectF(plot.left() - 150 * kk, y - 8 * kk, 143 * kk, 16 * kk),
+                       Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(formatAddress(a)));
         }
     }
     {
@@ -160,14 +165,21 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const Theme& th = o.theme;
     const int64_t t = o.at;
     const FrameRow* f = s.frame(o.frame);
-    const QString when = f ? QStringLiteral("end of frame %1 (%2)")
-                                 .arg(f->index)
-                                 .arg(QString::fromStdString(formatTime(t - s.timeBegin(), s.summary.timeAxis)))
-                           : QStringLiteral("t = %1").arg(QString::fromStdString(formatTime(t - s.timeBegin(), s.summary.timeAxis)));
+    const QString when =
+        f ? QStringLiteral("end of frame %1 (%2)")
+                .arg(f->index)
+                .arg(QString::fromStdString(formatTime(t - s.timeBegin(), s.summary.timeAxis)))
+          : QStringLiteral("t = %1").arg(
+                QString::fromStdString(formatTime(t - s.timeBegin(), s.summary.timeAxis)));
     if (o.title)
-        drawTitle(p, rect, QStringLiteral("Memory map — %1 at %2").arg(QString::fromStdString(ld.label()), when),
-                  subtitleOf(s, QStringLiteral("Hilbert curve over the regions' address space: nearby addresses stay nearby")),
-                  th);
+        drawTitle(
+            p, rect,
+            QStringLiteral("Memory map — %1 at %2").arg(QString::fromStdString(ld.label()), when),
+            subtitleOf(
+                s,
+                QStringLiteral(
+                    "Hilbert curve over the regions' address space: nearby addresses stay nearby")),
+            th);
     const QRectF area = plotRect(View::MemMap, rect, o);
     const double side = std::min(area.width(), area.height());
     const QRectF sq(area.left() + (area.width() - side) / 2, area.top(), side, side);
@@ -199,16 +211,12 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
         }
     int64_t liveCount = 0;
     for (const auto& a : ld.allocs) {
-        if (a.allocNs > t)
-            break;
-        if (a.freeNs <= t)
-            continue;
+        if (a.allocNs > t) break;
+        if (a.freeNs <= t) continue;
         const double y = ld.addressToY(a.address);
-        if (y < 0)
-            continue;
+        if (y < 0) continue;
         add(A, y, y + static_cast<double>(a.size));
-        if (ld.regions.empty())
-            add(R, y, y + static_cast<double>(a.size));
+        if (ld.regions.empty()) add(R, y, y + static_cast<double>(a.size));
         ++liveCount;
     }
     for (int i = 1; i <= cells; ++i) {
@@ -220,7 +228,9 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
         int x, y;
         d2xy(n, d, x, y);
         const double reg = R[static_cast<size_t>(d)], al = A[static_cast<size_t>(d)];
-        QColor c = reg < 0.02 && al < 0.02 ? outsideColor() : al < 1e-4 ? freeColor() : occupancyColor(al / std::max(reg, al));
+        QColor c = reg < 0.02 && al < 0.02 ? outsideColor()
+                   : al < 1e-4             ? freeColor()
+                                           : occupancyColor(al / std::max(reg, al));
         img.setPixel(x, y, c.rgb());
     }
     p.save();
@@ -239,8 +249,11 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
         QStringLiteral("one cell = %1").arg(QString::fromStdString(formatBytes(per))),
         QStringLiteral("reserved %1").arg(QString::fromStdString(formatBytes(st.reserved))),
         QStringLiteral("allocated %1").arg(QString::fromStdString(formatBytes(st.allocated))),
-        QStringLiteral("free %1 in %2 fragments").arg(QString::fromStdString(formatBytes(st.freeInRegions))).arg(st.fragmentCount),
-        QStringLiteral("largest free %1").arg(QString::fromStdString(formatBytes(st.largestFragment))),
+        QStringLiteral("free %1 in %2 fragments")
+            .arg(QString::fromStdString(formatBytes(st.freeInRegions)))
+            .arg(st.fragmentCount),
+        QStringLiteral("largest free %1")
+            .arg(QString::fromStdString(formatBytes(st.largestFragment))),
         QStringLiteral("F = %1").arg(st.fragRatio, 0, 'f', 3),
         QStringLiteral("%1 live allocations").arg(liveCount)};
     const double lh = QFontMetricsF(p.font()).height() + 4;

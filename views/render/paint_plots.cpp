@@ -19,12 +19,12 @@ QString subtitle(const Scene& s, const QString& extra)
         t += QStringLiteral("  ·  SYNTHETIC DATA (simulated, not a measurement)");
     if (s.summary.health.endedAbruptly || s.summary.health.droppedRecords > 0)
         t += QStringLiteral("  ·  incomplete capture: figures may undercount");
-    if (!extra.isEmpty())
-        t += QStringLiteral("  ·  ") + extra;
+    if (!extra.isEmpty()) t += QStringLiteral("  ·  ") + extra;
     return t;
 }
 
-struct Line {
+struct Line
+{
     QColor color;
     QString name;
     std::vector<std::pair<int64_t, double>> pts;
@@ -32,18 +32,21 @@ struct Line {
     bool step = false;
 };
 
-void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOptions& o, const QString& ylabel,
-               const std::vector<Line>& lines, double ylo, double yhi, const std::function<QString(double)>& fmt,
+void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOptions& o,
+               const QString& ylabel, const std::vector<Line>& lines, double ylo, double yhi,
+               const std::function<QString(double)>& fmt,
                const std::vector<std::pair<double, QString>>& thresholds, bool lastPanel)
 {
     const Theme& th = o.theme;
     const int64_t span = std::max<int64_t>(1, o.to - o.from);
-    if (!(yhi > ylo))
-        yhi = ylo + 1;
+    if (!(yhi > ylo)) yhi = ylo + 1;
     drawYAxis(p, plot, ylo, yhi, ylabel, th, fmt);
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, false);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);
-    auto X = [&](int64_t t) { return plot.left() + static_cast<double>(t - o.from) / static_cast<double>(span) * plot.width(); };
+    auto X = [&](int64_t t) {
+        return plot.left() +
+               static_cast<double>(t - o.from) / static_cast<double>(span) * plot.width();
+    };
     auto Y = [&](double v) { return plot.bottom() - (v - ylo) / (yhi - ylo) * plot.height(); };
     p.save();
     p.setClipRect(plot.adjusted(-1, -1, 1, 1));
@@ -53,15 +56,15 @@ void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOpti
         p.setFont(font(10.5));
         // Label above the line, or below it when the line is at the top of the panel.
         const double ly = Y(v) - plot.top() < 18 ? Y(v) + 2 : Y(v) - 15;
-        p.drawText(QRectF(plot.right() - 320, ly, 316, 14), Qt::AlignRight | Qt::AlignVCenter, name);
+        p.drawText(QRectF(plot.right() - 320, ly, 316, 14), Qt::AlignRight | Qt::AlignVCenter,
+                   name);
     }
     for (const auto& l : lines) {
         QPainterPath path;
         bool first = true;
         double lastY = 0;
         for (const auto& [t, v] : l.pts) {
-            if (t < o.from - span / 50 || t > o.to + span / 50)
-                continue;
+            if (t < o.from - span / 50 || t > o.to + span / 50) continue;
             const QPointF pt(X(t), Y(v));
             if (first)
                 path.moveTo(pt);
@@ -79,16 +82,15 @@ void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOpti
         if (l.step) {
             p.setBrush(l.color);
             for (const auto& [t, v] : l.pts)
-                if (t >= o.from && t <= o.to)
-                    p.drawEllipse(QPointF(X(t), Y(v)), 2.5, 2.5);
+                if (t >= o.from && t <= o.to) p.drawEllipse(QPointF(X(t), Y(v)), 2.5, 2.5);
         }
     }
     p.restore();
     p.setPen(QPen(th.foreground, 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(plot);
-    drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span), timeAxisLabel(s, span), th, {},
-              lastPanel);
+    drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span),
+              timeAxisLabel(s, span), th, {}, lastPanel);
     // Panel legend, top-left inside the panel.
     std::vector<LegendItem> items;
     for (const auto& l : lines)
@@ -111,25 +113,31 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
     const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
     const Theme& th = o.theme;
     if (o.title)
-        drawTitle(p, rect, QStringLiteral("Allocator timelines — %1").arg(QString::fromStdString(ld.label())),
-                  subtitle(s, QStringLiteral("%1 frames, %2 collapse(s)").arg(s.frames.size()).arg(s.collapses.size())),
-                  th);
+        drawTitle(
+            p, rect,
+            QStringLiteral("Allocator timelines — %1").arg(QString::fromStdString(ld.label())),
+            subtitle(s, QStringLiteral("%1 frames, %2 collapse(s)")
+                            .arg(s.frames.size())
+                            .arg(s.collapses.size())),
+            th);
     const QRectF area = plotRect(View::Timeline, rect, o);
     // Metrics with a collapse rule come first: they are what the bands are made of.
     std::vector<std::string> metrics;
     for (const auto& r : s.rules)
-        if (std::find(s.metricNames.begin(), s.metricNames.end(), r.metric) != s.metricNames.end() &&
+        if (std::find(s.metricNames.begin(), s.metricNames.end(), r.metric) !=
+                s.metricNames.end() &&
             std::find(metrics.begin(), metrics.end(), r.metric) == metrics.end())
             metrics.push_back(r.metric);
     for (const auto& m : s.metricNames)
         if (metrics.size() < 2 && std::find(metrics.begin(), metrics.end(), m) == metrics.end())
             metrics.push_back(m);
-    if (metrics.size() > 2)
-        metrics.resize(2);
+    if (metrics.size() > 2) metrics.resize(2);
     const int panels = 3 + static_cast<int>(metrics.size());
     const double gap = 14;
     const double ph = (area.height() - gap * (panels - 1)) / panels;
-    auto panelRect = [&](int i) { return QRectF(area.left(), area.top() + i * (ph + gap), area.width(), ph); };
+    auto panelRect = [&](int i) {
+        return QRectF(area.left(), area.top() + i * (ph + gap), area.width(), ph);
+    };
 
     std::vector<std::pair<int64_t, double>> res, alc, fre, fr, fe, ee;
     double maxBytes = 1;
@@ -161,19 +169,19 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
                {QColor(44, 160, 44), QStringLiteral("free in regions"), fre, true}},
               0, maxBytes / div * 1.08, {}, {}, last0);
     drawPanel(p, panelRect(1), s, o, QStringLiteral("fragmentation F"),
-              {{QColor(214, 39, 40), QStringLiteral("F = 1 − largest free / total free"), fr}}, 0, 1.0, {},
-              {{0.35, QStringLiteral("F = 0.35: largest free < 65 % of free")}}, false);
-    drawPanel(p, panelRect(2), s, o, QStringLiteral("entropy (bits)"),
-              {{QColor(148, 103, 189), QStringLiteral("fragment entropy"), fe},
-               {QColor(255, 127, 14), QStringLiteral("event-size entropy (300 s window)"), ee, true}},
-              0, 3.6, {}, {{std::log2(11.0), QStringLiteral("max log2 11 = 3.46")}}, panels == 3);
+              {{QColor(214, 39, 40), QStringLiteral("F = 1 − largest free / total free"), fr}}, 0,
+              1.0, {}, {{0.35, QStringLiteral("F = 0.35: largest free < 65 % of free")}}, false);
+    drawPanel(
+        p, panelRect(2), s, o, QStringLiteral("entropy (bits)"),
+        {{QColor(148, 103, 189), QStringLiteral("fragment entropy"), fe},
+         {QColor(255, 127, 14), QStringLiteral("event-size entropy (300 s window)"), ee, true}},
+        0, 3.6, {}, {{std::log2(11.0), QStringLiteral("max log2 11 = 3.46")}}, panels == 3);
     for (size_t m = 0; m < metrics.size(); ++m) {
         std::vector<std::pair<int64_t, double>> pts;
         double lo = 1e300, hi = -1e300;
         for (const auto& f : s.frames) {
             auto it = f.metrics.find(metrics[m]);
-            if (it == f.metrics.end())
-                continue;
+            if (it == f.metrics.end()) continue;
             pts.emplace_back(f.start + (f.end - f.start) / 2, it->second);
             lo = std::min(lo, it->second);
             hi = std::max(hi, it->second);
@@ -181,23 +189,26 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
         std::vector<std::pair<double, QString>> thr;
         for (const auto& r : s.rules)
             if (r.enabled && r.metric == metrics[m]) {
-                thr.emplace_back(r.threshold, QStringLiteral("collapse when %1 %2").arg(r.below ? "<" : ">").arg(r.threshold));
+                thr.emplace_back(r.threshold, QStringLiteral("collapse when %1 %2")
+                                                  .arg(r.below ? "<" : ">")
+                                                  .arg(r.threshold));
                 lo = std::min(lo, r.threshold);
                 hi = std::max(hi, r.threshold);
             }
-        if (pts.empty())
-            lo = 0, hi = 1;
+        if (pts.empty()) lo = 0, hi = 1;
         const double pad = (hi - lo) * 0.08 + 1e-9;
         drawPanel(p, panelRect(3 + static_cast<int>(m)), s, o, QString::fromStdString(metrics[m]),
-                  {{QColor(23, 190, 207), QStringLiteral("%1 per frame").arg(QString::fromStdString(metrics[m])), pts,
+                  {{QColor(23, 190, 207),
+                    QStringLiteral("%1 per frame").arg(QString::fromStdString(metrics[m])), pts,
                     false, true}},
                   std::min(0.0, lo - pad), hi + pad, {}, thr, m + 1 == metrics.size());
     }
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
-    drawLegend(p, area.left(), area.bottom() + 46 * kk, area.width(),
-               {{collapseColor(), QStringLiteral("collapsed frames (rules in DESIGN.md, editable)")},
-                {th.muted, QStringLiteral("frame boundary"), 2}},
-               th);
+    drawLegend(
+        p, area.left(), area.bottom() + 46 * kk, area.width(),
+        {{collapseColor(), QStringLiteral("collapsed frames (rules in DESIGN.md, editable)")},
+         {th.muted, QStringLiteral("frame boundary"), 2}},
+        th);
 }
 
 void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o)
@@ -208,20 +219,23 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     const FrameRow* prev = f ? s.frame(f->index - 1) : nullptr;
     const std::vector<HistBin> cur = fragmentHistogram(ld, o.at);
     std::vector<HistBin> before;
-    if (o.compare && prev)
-        before = fragmentHistogram(ld, prev->end);
+    if (o.compare && prev) before = fragmentHistogram(ld, prev->end);
     const QString when = f ? QStringLiteral("end of frame %1").arg(f->index)
-                           : QStringLiteral("t = %1").arg(QString::fromStdString(formatTime(o.at - s.timeBegin(), s.summary.timeAxis)));
+                           : QStringLiteral("t = %1").arg(QString::fromStdString(
+                                 formatTime(o.at - s.timeBegin(), s.summary.timeAxis)));
     int64_t n = 0;
     for (const auto& b : cur)
         n += b.count;
     if (o.title)
-        drawTitle(p, rect, QStringLiteral("Free-fragment histogram — %1 at %2").arg(QString::fromStdString(ld.label()), when),
+        drawTitle(p, rect,
+                  QStringLiteral("Free-fragment histogram — %1 at %2")
+                      .arg(QString::fromStdString(ld.label()), when),
                   subtitle(s, QStringLiteral("%1 free fragments").arg(n)), th);
     const QRectF plot = plotRect(View::Histogram, rect, o);
     int klo = 12, khi = 20; // at least 4 KiB .. 1 MiB so a report reads the same every time
     int64_t maxCount = 1;
-    for (const std::vector<HistBin>* v : std::initializer_list<const std::vector<HistBin>*>{&cur, &before})
+    for (const std::vector<HistBin>* v :
+         std::initializer_list<const std::vector<HistBin>*>{&cur, &before})
         for (const auto& b : *v) {
             klo = std::min(klo, b.log2lo);
             khi = std::max(khi, b.log2lo);
@@ -232,7 +246,8 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     const double yhi = static_cast<double>(maxCount) * 1.12;
     auto Y = [&](double v) { return plot.bottom() - v / yhi * plot.height(); };
     // The seed's cluster ranges as shaded bands behind the bars.
-    struct Band {
+    struct Band
+    {
         int k0, k1;
         QString name;
         QColor c;
@@ -242,32 +257,36 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
                           {18, khi, QStringLiteral("≥ 256 KiB"), QColor(160, 120, 255, 45)}};
     drawYAxis(p, plot, 0, yhi, QStringLiteral("free fragments (count)"), th, {});
     for (const auto& b : bands) {
-        if (b.k1 < klo || b.k0 > khi)
-            continue;
+        if (b.k1 < klo || b.k0 > khi) continue;
         const double x0 = plot.left() + (std::max(b.k0, klo) - klo) * bw;
         const double x1 = plot.left() + (std::min(b.k1, khi) - klo + 1) * bw;
         p.fillRect(QRectF(QPointF(x0, plot.top()), QPointF(x1, plot.bottom())), b.c);
         p.setPen(th.muted);
         p.setFont(font(10.5));
-        p.drawText(QRectF(x0 + 3, plot.top() + 3, std::max(x1 - x0 - 6, 90.0), 14), Qt::AlignLeft | Qt::AlignVCenter, b.name);
+        p.drawText(QRectF(x0 + 3, plot.top() + 3, std::max(x1 - x0 - 6, 90.0), 14),
+                   Qt::AlignLeft | Qt::AlignVCenter, b.name);
     }
     const QColor curC(31, 119, 180), prevC(255, 127, 14);
     for (const auto& b : cur) {
         const double x = plot.left() + (b.log2lo - klo) * bw;
-        p.fillRect(QRectF(QPointF(x + bw * 0.15, Y(static_cast<double>(b.count))), QPointF(x + bw * 0.85, plot.bottom())), curC);
+        p.fillRect(QRectF(QPointF(x + bw * 0.15, Y(static_cast<double>(b.count))),
+                          QPointF(x + bw * 0.85, plot.bottom())),
+                   curC);
     }
     for (const auto& b : before) {
         const double x = plot.left() + (b.log2lo - klo) * bw;
         p.setPen(QPen(prevC, 2));
         p.setBrush(Qt::NoBrush);
-        p.drawRect(QRectF(QPointF(x + bw * 0.1, Y(static_cast<double>(b.count))), QPointF(x + bw * 0.9, plot.bottom())));
+        p.drawRect(QRectF(QPointF(x + bw * 0.1, Y(static_cast<double>(b.count))),
+                          QPointF(x + bw * 0.9, plot.bottom())));
     }
     // Count labels on bars where they fit.
     p.setFont(font(10.5));
     p.setPen(th.foreground);
     for (const auto& b : cur) {
         const double x = plot.left() + (b.log2lo - klo) * bw;
-        p.drawText(QRectF(x, Y(static_cast<double>(b.count)) - 16, bw, 14), Qt::AlignCenter, QString::number(b.count));
+        p.drawText(QRectF(x, Y(static_cast<double>(b.count)) - 16, bw, 14), Qt::AlignCenter,
+                   QString::number(b.count));
     }
     p.setPen(QPen(th.foreground, 1));
     p.drawLine(plot.bottomLeft(), plot.bottomRight());
@@ -275,20 +294,22 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     p.setFont(font(11 * kk));
     const int every = bw < 46 * kk ? 2 : 1;
     for (int k = klo; k <= khi; ++k) {
-        if ((k - klo) % every)
-            continue;
+        if ((k - klo) % every) continue;
         const double x = plot.left() + (k - klo) * bw;
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 5));
         p.drawText(QRectF(x - 40 * kk, plot.bottom() + 6 * kk, 80 * kk, 16 * kk), Qt::AlignCenter,
                    pow2Label(k));
     }
     p.setFont(font(12 * kk, true));
-    p.drawText(QRectF(plot.left(), plot.bottom() + 22 * kk, plot.width(), 18 * kk), Qt::AlignCenter,
-               QStringLiteral("fragment size (log2 bins: [2^k, 2^(k+1)) bytes, labelled by lower bound)"));
-    std::vector<LegendItem> items = {{curC, f ? QStringLiteral("frame %1 (end)").arg(f->index) : when}};
+    p.drawText(
+        QRectF(plot.left(), plot.bottom() + 22 * kk, plot.width(), 18 * kk), Qt::AlignCenter,
+        QStringLiteral("fragment size (log2 bins: [2^k, 2^(k+1)) bytes, labelled by lower bound)"));
+    std::vector<LegendItem> items = {
+        {curC, f ? QStringLiteral("frame %1 (end)").arg(f->index) : when}};
     items.push_back({QColor(200, 170, 255), QStringLiteral("shaded: the seed's cluster ranges")});
     if (!before.empty())
-        items.push_back({prevC, QStringLiteral("frame %1 (end), for comparison").arg(prev->index), 3});
+        items.push_back(
+            {prevC, QStringLiteral("frame %1 (end), for comparison").arg(prev->index), 3});
     const double k2 = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     drawLegend(p, plot.left(), plot.bottom() + 46 * k2, plot.width(), items, th);
 }

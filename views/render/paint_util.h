@@ -28,14 +28,15 @@ void drawXAxis(QPainter& p, const QRectF& plot, double lo, double hi, const QStr
 void drawYAxis(QPainter& p, const QRectF& plot, double lo, double hi, const QString& label,
                const Theme& th, const std::function<QString(double)>& fmt = {});
 
-struct LegendItem {
+struct LegendItem
+{
     QColor color;
     QString text;
     int style = 0; // 0 box, 1 line, 2 dashed line, 3 outlined box
 };
 // A legend row starting at (x, y); returns its height.
-double drawLegend(QPainter& p, double x, double y, double maxWidth, const std::vector<LegendItem>& items,
-                  const Theme& th);
+double drawLegend(QPainter& p, double x, double y, double maxWidth,
+                  const std::vector<LegendItem>& items, const Theme& th);
 
 // Time of the x axis relative to the session start, in the unit timeUnitFor picks.
 QString timeAxisLabel(const Scene& s, int64_t span);

@@ -18,10 +18,14 @@ using namespace detail;
 const char* viewName(View v)
 {
     switch (v) {
-    case View::Heatmap: return "heatmap";
-    case View::MemMap: return "memmap";
-    case View::Histogram: return "histogram";
-    case View::Timeline: return "timeline";
+    case View::Heatmap:
+        return "heatmap";
+    case View::MemMap:
+        return "memmap";
+    case View::Histogram:
+        return "histogram";
+    case View::Timeline:
+        return "timeline";
     }
     return "?";
 }
@@ -37,7 +41,10 @@ bool parseView(const std::string& s, View& out)
     return false;
 }
 
-Theme Theme::light() { return Theme{}; }
+Theme Theme::light()
+{
+    return Theme{};
+}
 
 Theme Theme::darkTheme()
 {
@@ -50,9 +57,18 @@ Theme Theme::darkTheme()
     return t;
 }
 
-QColor freeColor() { return QColor(16, 30, 68); }
-QColor outsideColor() { return QColor(200, 200, 200); }
-QColor collapseColor() { return QColor(220, 40, 40); }
+QColor freeColor()
+{
+    return QColor(16, 30, 68);
+}
+QColor outsideColor()
+{
+    return QColor(200, 200, 200);
+}
+QColor collapseColor()
+{
+    return QColor(220, 40, 40);
+}
 
 QColor occupancyColor(double occ)
 {
@@ -92,25 +108,18 @@ Viewport fullViewport(const Scene& s, int level)
 
 TimeUnit timeUnitFor(int64_t span, TimeAxis axis)
 {
-    if (axis == TimeAxis::Ordinal)
-        return {"event #", 1};
-    if (span >= 2'000'000'000)
-        return {"s", 1e9};
-    if (span >= 2'000'000)
-        return {"ms", 1e6};
-    if (span >= 2'000)
-        return {"µs", 1e3};
+    if (axis == TimeAxis::Ordinal) return {"event #", 1};
+    if (span >= 2'000'000'000) return {"s", 1e9};
+    if (span >= 2'000'000) return {"ms", 1e6};
+    if (span >= 2'000) return {"µs", 1e3};
     return {"ns", 1};
 }
 
 RenderOptions resolved(const Scene& s, View v, RenderOptions o)
 {
-    if (o.level < 0 || o.level >= static_cast<int>(s.levels.size()))
-        o.level = s.defaultLevel();
-    if (o.from == kNoTime)
-        o.from = s.timeBegin();
-    if (o.to == kNoTime || o.to <= o.from)
-        o.to = std::max(s.timeEnd(), o.from + 1);
+    if (o.level < 0 || o.level >= static_cast<int>(s.levels.size())) o.level = s.defaultLevel();
+    if (o.from == kNoTime) o.from = s.timeBegin();
+    if (o.to == kNoTime || o.to <= o.from) o.to = std::max(s.timeEnd(), o.from + 1);
     if (o.y0 < 0 || o.y1 <= o.y0) {
         const Viewport vp = fullViewport(s, o.level);
         o.y0 = vp.y0;
@@ -142,31 +151,36 @@ std::vector<HistBin> fragmentHistogram(const LevelData& ld, int64_t t)
     return out;
 }
 
-QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h, const std::atomic<bool>* cancel)
+QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h,
+                     const std::atomic<bool>* cancel)
 {
-    if (w <= 0 || h <= 0)
-        return {};
+    if (w <= 0 || h <= 0) return {};
     const size_t W = static_cast<size_t>(w) + 1;
     const size_t H = static_cast<size_t>(h) + 1;
     // Two 2D difference arrays (allocated bytes and region bytes per cell, as fractions of the
     // cell), so each interval costs O(1) however many pixels it covers.
     std::vector<double> A(W * H, 0.0), R(W * H, 0.0);
-    const double tx = static_cast<double>(w) / static_cast<double>(std::max<int64_t>(1, vp.t1 - vp.t0));
+    const double tx =
+        static_cast<double>(w) / static_cast<double>(std::max<int64_t>(1, vp.t1 - vp.t0));
     const double ty = static_cast<double>(h) / std::max(1e-9, vp.y1 - vp.y0);
     auto addRect = [&](std::vector<double>& D, double x0, double x1, double y0, double y1) {
         x0 = std::max(0.0, x0);
         y0 = std::max(0.0, y0);
         x1 = std::min(static_cast<double>(w), x1);
         y1 = std::min(static_cast<double>(h), y1);
-        if (x1 <= x0 || y1 <= y0)
-            return;
-        const int c0 = static_cast<int>(x0), c1 = std::min(w - 1, static_cast<int>(std::ceil(x1)) - 1);
-        const int r0 = static_cast<int>(y0), r1 = std::min(h - 1, static_cast<int>(std::ceil(y1)) - 1);
-        auto wx = [&](int c) { return std::min(x1, c + 1.0) - std::max(x0, static_cast<double>(c)); };
-        auto wy = [&](int r) { return std::min(y1, r + 1.0) - std::max(y0, static_cast<double>(r)); };
+        if (x1 <= x0 || y1 <= y0) return;
+        const int c0 = static_cast<int>(x0),
+                  c1 = std::min(w - 1, static_cast<int>(std::ceil(x1)) - 1);
+        const int r0 = static_cast<int>(y0),
+                  r1 = std::min(h - 1, static_cast<int>(std::ceil(y1)) - 1);
+        auto wx = [&](int c) {
+            return std::min(x1, c + 1.0) - std::max(x0, static_cast<double>(c));
+        };
+        auto wy = [&](int r) {
+            return std::min(y1, r + 1.0) - std::max(y0, static_cast<double>(r));
+        };
         auto box = [&](int ca, int cb, int ra, int rb, double v) {
-            if (ca > cb || ra > rb || v == 0)
-                return;
+            if (ca > cb || ra > rb || v == 0) return;
             D[static_cast<size_t>(ra) * W + static_cast<size_t>(ca)] += v;
             D[static_cast<size_t>(ra) * W + static_cast<size_t>(cb + 1)] -= v;
             D[static_cast<size_t>(rb + 1) * W + static_cast<size_t>(ca)] -= v;
@@ -176,26 +190,22 @@ QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h, cons
         const int cols[3][2] = {{c0, c0}, {c0 + 1, c1 - 1}, {c1, c1}};
         const int rows[3][2] = {{r0, r0}, {r0 + 1, r1 - 1}, {r1, r1}};
         for (int i = 0; i < 3; ++i) {
-            if (i == 2 && c1 == c0)
-                continue;
+            if (i == 2 && c1 == c0) continue;
             const double fx = i == 1 ? 1.0 : wx(cols[i][0]);
             for (int j = 0; j < 3; ++j) {
-                if (j == 2 && r1 == r0)
-                    continue;
+                if (j == 2 && r1 == r0) continue;
                 const double fy = j == 1 ? 1.0 : wy(rows[j][0]);
                 box(cols[i][0], cols[i][1], rows[j][0], rows[j][1], fx * fy);
             }
         }
     };
-    auto rectOf = [&](int64_t a0, int64_t a1, uint64_t addr, uint64_t size, std::vector<double>& D) {
-        if (a1 <= vp.t0 || a0 >= vp.t1)
-            return;
+    auto rectOf = [&](int64_t a0, int64_t a1, uint64_t addr, uint64_t size,
+                      std::vector<double>& D) {
+        if (a1 <= vp.t0 || a0 >= vp.t1) return;
         const double ya = ld.addressToY(addr);
-        if (ya < 0)
-            return;
+        if (ya < 0) return;
         const double yb = ya + static_cast<double>(size);
-        if (yb <= vp.y0 || ya >= vp.y1)
-            return;
+        if (yb <= vp.y0 || ya >= vp.y1) return;
         addRect(D, static_cast<double>(a0 - vp.t0) * tx, static_cast<double>(a1 - vp.t0) * tx,
                 (ya - vp.y0) * ty, (yb - vp.y0) * ty);
     };
@@ -206,11 +216,9 @@ QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h, cons
                                [](const AllocRec& a, int64_t v) { return a.allocNs < v; });
     size_t n = 0;
     for (auto it = lo; it != ld.allocs.end() && it->allocNs < vp.t1; ++it) {
-        if ((++n & 0xFFFF) == 0 && cancel && cancel->load(std::memory_order_relaxed))
-            return {};
+        if ((++n & 0xFFFF) == 0 && cancel && cancel->load(std::memory_order_relaxed)) return {};
         rectOf(it->allocNs, it->freeNs, it->address, it->size, A);
-        if (noRegions)
-            rectOf(it->allocNs, it->freeNs, it->address, it->size, R);
+        if (noRegions) rectOf(it->allocNs, it->freeNs, it->address, it->size, R);
     }
     for (size_t r = 0; r < H; ++r)
         for (size_t c = 1; c < W; ++c) {
@@ -266,15 +274,24 @@ void paint(QPainter& p, const QRectF& rect, const Scene& s, View v, const Render
     if (r.level < 0) {
         p.setPen(r.theme.foreground);
         p.setFont(font(16));
-        p.drawText(rect, Qt::AlignCenter, QStringLiteral("This session has no allocations to draw."));
+        p.drawText(rect, Qt::AlignCenter,
+                   QStringLiteral("This session has no allocations to draw."));
         p.restore();
         return;
     }
     switch (v) {
-    case View::Heatmap: paintHeatmap(p, rect, s, r, raster); break;
-    case View::Timeline: paintTimeline(p, rect, s, r); break;
-    case View::Histogram: paintHistogram(p, rect, s, r); break;
-    case View::MemMap: paintMemMap(p, rect, s, r); break;
+    case View::Heatmap:
+        paintHeatmap(p, rect, s, r, raster);
+        break;
+    case View::Timeline:
+        paintTimeline(p, rect, s, r);
+        break;
+    case View::Histogram:
+        paintHistogram(p, rect, s, r);
+        break;
+    case View::MemMap:
+        paintMemMap(p, rect, s, r);
+        break;
     }
     p.restore();
 }
@@ -285,8 +302,7 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
     const QString ext = QFileInfo(path).suffix().toLower();
     const QRectF rect(0, 0, size.width(), size.height());
     auto fail = [&](const QString& m) {
-        if (error)
-            *error = path + QStringLiteral(": ") + m;
+        if (error) *error = path + QStringLiteral(": ") + m;
         return false;
     };
     if (size.width() < 200 || size.height() < 150 || size.width() > 20000 || size.height() > 20000)
@@ -300,8 +316,7 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
             QPainter p(&img);
             paint(p, rect, s, v, o);
         }
-        if (!img.save(path, "PNG"))
-            return fail(QStringLiteral("cannot write PNG"));
+        if (!img.save(path, "PNG")) return fail(QStringLiteral("cannot write PNG"));
         return true;
     }
     if (ext == QLatin1String("svg")) {
@@ -313,8 +328,7 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
         gen.setDescription(QString::fromStdString(s.path));
         {
             QPainter p;
-            if (!p.begin(&gen))
-                return fail(QStringLiteral("cannot write SVG"));
+            if (!p.begin(&gen)) return fail(QStringLiteral("cannot write SVG"));
             paint(p, rect, s, v, o);
             p.end();
         }
@@ -329,8 +343,7 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
                                   QPageSize::Millimeter));
         pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
         QPainter p;
-        if (!p.begin(&pdf))
-            return fail(QStringLiteral("cannot write PDF"));
+        if (!p.begin(&pdf)) return fail(QStringLiteral("cannot write PDF"));
         const QRectF page(0, 0, pdf.width(), pdf.height());
         paint(p, page, s, v, o);
         p.end();
@@ -344,15 +357,13 @@ namespace detail {
 std::vector<double> niceTicks(double lo, double hi, int n)
 {
     std::vector<double> out;
-    if (!(hi > lo) || n < 1)
-        return out;
+    if (!(hi > lo) || n < 1) return out;
     const double raw = (hi - lo) / n;
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
     double step = mag;
     for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
         step = m * mag;
-        if (step >= raw)
-            break;
+        if (step >= raw) break;
     }
     for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
         out.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
@@ -362,10 +373,8 @@ std::vector<double> niceTicks(double lo, double hi, int n)
 QString num(double v)
 {
     const double a = std::fabs(v);
-    if (a == 0)
-        return QStringLiteral("0");
-    if (a >= 1e5 || a < 1e-3)
-        return QString::number(v, 'g', 3);
+    if (a == 0) return QStringLiteral("0");
+    if (a >= 1e5 || a < 1e-3) return QString::number(v, 'g', 3);
     return QString::number(v, 'g', 6);
 }
 
@@ -377,7 +386,10 @@ QFont font(double px, bool bold)
     return f;
 }
 
-static double scaleOf(const QRectF& r) { return std::clamp(r.height() / 700.0, 0.8, 1.8); }
+static double scaleOf(const QRectF& r)
+{
+    return std::clamp(r.height() / 700.0, 0.8, 1.8);
+}
 
 QRectF drawTitle(QPainter& p, const QRectF& rect, const QString& title, const QString& subtitle,
                  const Theme& th)
@@ -389,7 +401,8 @@ QRectF drawTitle(QPainter& p, const QRectF& rect, const QString& title, const QS
     p.drawText(t, Qt::AlignLeft | Qt::AlignVCenter, title);
     p.setFont(font(11.5 * k));
     p.setPen(th.muted);
-    p.drawText(QRectF(t.left(), t.bottom(), t.width(), 18 * k), Qt::AlignLeft | Qt::AlignVCenter, subtitle);
+    p.drawText(QRectF(t.left(), t.bottom(), t.width(), 18 * k), Qt::AlignLeft | Qt::AlignVCenter,
+               subtitle);
     return rect.adjusted(0, 50 * k, 0, 0);
 }
 
@@ -400,22 +413,24 @@ void drawXAxis(QPainter& p, const QRectF& plot, double lo, double hi, const QStr
     const double kk = std::max(k, 0.9);
     p.setFont(font(11.5 * kk));
     const QFontMetricsF fm(p.font());
-    const int n = std::max(2, static_cast<int>(plot.width() / (fm.horizontalAdvance(QStringLiteral("0000.000")) * 1.6)));
+    const int n =
+        std::max(2, static_cast<int>(plot.width() /
+                                     (fm.horizontalAdvance(QStringLiteral("0000.000")) * 1.6)));
     p.setPen(QPen(th.foreground, 1));
     p.drawLine(plot.bottomLeft(), plot.bottomRight());
     for (double v : niceTicks(lo, hi, n)) {
         const double x = plot.left() + (v - lo) / (hi - lo) * plot.width();
         p.setPen(QPen(th.foreground, 1));
         p.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 5 * kk));
-        if (!labels)
-            continue;
+        if (!labels) continue;
         const QString s = fmt ? fmt(v) : num(v);
-        p.drawText(QRectF(x - 60 * kk, plot.bottom() + 6 * kk, 120 * kk, 16 * kk), Qt::AlignHCenter | Qt::AlignTop, s);
+        p.drawText(QRectF(x - 60 * kk, plot.bottom() + 6 * kk, 120 * kk, 16 * kk),
+                   Qt::AlignHCenter | Qt::AlignTop, s);
     }
     if (labels && !label.isEmpty()) {
         p.setFont(font(12 * kk, true));
-        p.drawText(QRectF(plot.left(), plot.bottom() + 22 * kk, plot.width(), 18 * kk), Qt::AlignHCenter | Qt::AlignTop,
-                   label);
+        p.drawText(QRectF(plot.left(), plot.bottom() + 22 * kk, plot.width(), 18 * kk),
+                   Qt::AlignHCenter | Qt::AlignTop, label);
     }
 }
 
@@ -434,21 +449,22 @@ void drawYAxis(QPainter& p, const QRectF& plot, double lo, double hi, const QStr
         p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
         p.setPen(QPen(th.foreground, 1));
         p.drawLine(QPointF(plot.left() - 4 * kk, y), QPointF(plot.left(), y));
-        p.drawText(QRectF(plot.left() - 90 * kk, y - 8 * kk, 84 * kk, 16 * kk), Qt::AlignRight | Qt::AlignVCenter,
-                   fmt ? fmt(v) : num(v));
+        p.drawText(QRectF(plot.left() - 90 * kk, y - 8 * kk, 84 * kk, 16 * kk),
+                   Qt::AlignRight | Qt::AlignVCenter, fmt ? fmt(v) : num(v));
     }
     if (!label.isEmpty()) {
         p.save();
         p.setFont(font(11.5 * kk, true));
         p.translate(plot.left() - 74 * kk, plot.center().y());
         p.rotate(-90);
-        p.drawText(QRectF(-plot.height() / 2, -16 * kk, plot.height(), 16 * kk), Qt::AlignCenter, label);
+        p.drawText(QRectF(-plot.height() / 2, -16 * kk, plot.height(), 16 * kk), Qt::AlignCenter,
+                   label);
         p.restore();
     }
 }
 
-double drawLegend(QPainter& p, double x, double y, double maxWidth, const std::vector<LegendItem>& items,
-                  const Theme& th)
+double drawLegend(QPainter& p, double x, double y, double maxWidth,
+                  const std::vector<LegendItem>& items, const Theme& th)
 {
     const double kk = std::max(0.9, maxWidth / 1500.0);
     p.setFont(font(11.5 * kk));
@@ -498,7 +514,9 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
                             const Theme& th, bool numbers)
 {
     const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
-    auto X = [&](int64_t t) { return plot.left() + static_cast<double>(t - t0) / span * plot.width(); };
+    auto X = [&](int64_t t) {
+        return plot.left() + static_cast<double>(t - t0) / span * plot.width();
+    };
     p.save();
     p.setClipRect(plot);
     QColor band = collapseColor();
@@ -506,8 +524,7 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     for (const auto& c : s.collapses) {
         const FrameRow* a = s.frame(c.firstFrame);
         const FrameRow* b = s.frame(c.lastFrame);
-        if (!a || !b || b->end < t0 || a->start > t1)
-            continue;
+        if (!a || !b || b->end < t0 || a->start > t1) continue;
         const QRectF r(QPointF(X(a->start), plot.top()), QPointF(X(b->end), plot.bottom()));
         p.fillRect(r, band);
         p.setPen(QPen(collapseColor(), 1.5));
@@ -516,23 +533,26 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     // Frame numbers only where they fit: every k-th frame so labels never overlap.
     int every = 1;
     if (!s.frames.empty()) {
-        const double px = plot.width() * static_cast<double>(s.frames.front().end - s.frames.front().start) / span;
+        const double px = plot.width() *
+                          static_cast<double>(s.frames.front().end - s.frames.front().start) / span;
         while (px * every < 22 && every < 100000)
             every *= 2;
     }
     // White over the heatmap's colours; grey over a plot's white background.
-    QColor line = numbers || th.dark ? QColor(255, 255, 255, th.dark ? 90 : 150) : QColor(120, 120, 120, 110);
+    QColor line =
+        numbers || th.dark ? QColor(255, 255, 255, th.dark ? 90 : 150) : QColor(120, 120, 120, 110);
     p.setFont(font(10.5));
     for (const auto& f : s.frames) {
-        if (f.start < t0 || f.start > t1)
-            continue;
+        if (f.start < t0 || f.start > t1) continue;
         const double x = X(f.start);
         p.setPen(QPen(line, 1, Qt::DashLine));
         p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
         if (numbers && f.index % every == 0) {
             const QRectF lab(x + 2, plot.top() + 2, 40, 14);
-            p.fillRect(QRectF(x + 1, plot.top() + 2, QFontMetricsF(p.font()).horizontalAdvance(QString::number(f.index)) + 4, 14),
-                       f.collapsed ? collapseColor() : QColor(0, 0, 0, 140));
+            p.fillRect(
+                QRectF(x + 1, plot.top() + 2,
+                       QFontMetricsF(p.font()).horizontalAdvance(QString::number(f.index)) + 4, 14),
+                f.collapsed ? collapseColor() : QColor(0, 0, 0, 140));
             p.setPen(Qt::white);
             p.drawText(lab, Qt::AlignLeft | Qt::AlignVCenter, QString::number(f.index));
         }
@@ -540,14 +560,15 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     p.restore();
 }
 
-void drawSelection(QPainter& p, const QRectF& plot, int64_t t0, int64_t t1, int64_t selFrom, int64_t selTo,
-                   const Theme& th)
+void drawSelection(QPainter& p, const QRectF& plot, int64_t t0, int64_t t1, int64_t selFrom,
+                   int64_t selTo, const Theme& th)
 {
-    if (selFrom == kNoTime || selTo == kNoTime || selTo < t0 || selFrom > t1)
-        return;
+    if (selFrom == kNoTime || selTo == kNoTime || selTo < t0 || selFrom > t1) return;
     const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
-    const double a = plot.left() + static_cast<double>(std::max(selFrom, t0) - t0) / span * plot.width();
-    const double b = plot.left() + static_cast<double>(std::min(selTo, t1) - t0) / span * plot.width();
+    const double a =
+        plot.left() + static_cast<double>(std::max(selFrom, t0) - t0) / span * plot.width();
+    const double b =
+        plot.left() + static_cast<double>(std::min(selTo, t1) - t0) / span * plot.width();
     p.save();
     p.setPen(QPen(th.dark ? QColor(255, 255, 255) : QColor(0, 120, 255), 2));
     p.setBrush(QColor(0, 160, 255, 40));

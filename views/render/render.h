@@ -1,5 +1,6 @@
 // fragscope_render: the report-ready drawing of every view, once, with QPainter (Qt Gui only).
-// The GUI paints its widgets and its export dialog with it; `fragscope export` writes files with it.
+// The GUI paints its widgets and its export dialog with it; `fragscope export` writes files with
+// it.
 #pragma once
 
 #include "scene.h"
@@ -20,7 +21,8 @@ enum class View { Heatmap, MemMap, Histogram, Timeline };
 const char* viewName(View v);
 bool parseView(const std::string& s, View& out);
 
-struct Theme {
+struct Theme
+{
     QColor background{255, 255, 255};
     QColor foreground{30, 30, 30};
     QColor grid{225, 225, 225};
@@ -31,7 +33,8 @@ struct Theme {
 };
 
 // The visible part of a heatmap: a time range × a range of the compacted address axis.
-struct Viewport {
+struct Viewport
+{
     int64_t t0 = 0;
     int64_t t1 = 1;
     double y0 = 0;
@@ -40,16 +43,17 @@ struct Viewport {
 };
 Viewport fullViewport(const Scene& s, int level);
 
-struct RenderOptions {
-    int level = -1;          // index into Scene::levels; -1 = Scene::defaultLevel()
-    int64_t from = kNoTime;  // time range (timeline, heatmap); kNoTime = whole session
+struct RenderOptions
+{
+    int level = -1;         // index into Scene::levels; -1 = Scene::defaultLevel()
+    int64_t from = kNoTime; // time range (timeline, heatmap); kNoTime = whole session
     int64_t to = kNoTime;
     double y0 = -1, y1 = -1; // compacted address range (heatmap); -1 = all
     int64_t frame = -1;      // selected frame: histogram/memmap at its end, highlighted elsewhere
     int64_t at = kNoTime;    // instant for histogram/memmap when no frame is selected
     bool compare = true;     // histogram: overlay frame f-1
     int64_t selFrom = kNoTime, selTo = kNoTime; // selection band
-    int64_t selAlloc = -1;   // highlighted allocation id
+    int64_t selAlloc = -1;                      // highlighted allocation id
     int64_t marker = kNoTime; // an instant marked on the heatmap (the selected precursor)
     Theme theme = Theme::light();
     bool title = true;
@@ -79,7 +83,8 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
 RenderOptions resolved(const Scene& s, View v, RenderOptions o);
 
 // Free-fragment histogram: log2 size bins [2^k, 2^(k+1)).
-struct HistBin {
+struct HistBin
+{
     int log2lo = 0;
     int64_t count = 0;
     double bytes = 0;
@@ -87,7 +92,8 @@ struct HistBin {
 std::vector<HistBin> fragmentHistogram(const LevelData& ld, int64_t t);
 
 // Time-axis helpers shared with the QCustomPlot views: unit for a span and its divisor.
-struct TimeUnit {
+struct TimeUnit
+{
     const char* name;
     double divisor;
 };

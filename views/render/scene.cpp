@@ -17,15 +17,13 @@ namespace {
 
 void checkCancel(const LoadProgress& lp)
 {
-    if (lp.cancel && lp.cancel->load(std::memory_order_relaxed))
-        throw LoadCancelled{};
+    if (lp.cancel && lp.cancel->load(std::memory_order_relaxed)) throw LoadCancelled{};
 }
 
 void report(const LoadProgress& lp, int pct, const std::string& stage)
 {
     checkCancel(lp);
-    if (lp.progress)
-        lp.progress(pct, stage);
+    if (lp.progress) lp.progress(pct, stage);
 }
 
 // Size class of DESIGN.md's entropies: 2^n KiB, n = 2..12 (11 classes, clamped at both ends).
@@ -41,8 +39,7 @@ double entropyOf(const std::array<int64_t, 11>& counts)
     int64_t total = 0;
     for (int64_t c : counts)
         total += c;
-    if (total <= 0)
-        return 0;
+    if (total <= 0) return 0;
     double h = 0;
     for (int64_t c : counts) {
         if (c > 0) {
@@ -55,14 +52,16 @@ double entropyOf(const std::array<int64_t, 11>& counts)
 
 // Replays one level's regions and allocations in time order, keeping each region's free
 // fragments, so F, the largest fragment and the fragment entropy are exact at every sample.
-class Replay {
+class Replay
+{
 public:
     explicit Replay(const LevelData& ld) : ld_(ld) {}
 
     void run(const std::vector<int64_t>& sampleTimes, std::vector<StateSample>& out,
              const LoadProgress& lp)
     {
-        struct Ev {
+        struct Ev
+        {
             int64_t t;
             int order; // frees and destroys before allocs and creates at the same time
             int kind;  // 0 region create, 1 region destroy, 2 alloc, 3 free
@@ -77,8 +76,7 @@ public:
         }
         for (size_t i = 0; i < ld_.allocs.size(); ++i) {
             evs.push_back({ld_.allocs[i].allocNs, 1, 2, i});
-            if (ld_.allocs[i].freed)
-                evs.push_back({ld_.allocs[i].freeNs, 0, 3, i});
+            if (ld_.allocs[i].freed) evs.push_back({ld_.allocs[i].freeNs, 0, 3, i});
         }
         std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
             return a.t != b.t ? a.t < b.t : a.order < b.order;
@@ -88,16 +86,22 @@ public:
             const int64_t t = i < evs.size() ? evs[i].t : std::numeric_limits<int64_t>::max();
             while (si < sampleTimes.size() && sampleTimes[si] < t)
                 out.push_back(sample(sampleTimes[si++]));
-            if (i == evs.size())
-                break;
-            if ((i & 0xFFFF) == 0)
-                checkCancel(lp);
+            if (i == evs.size()) break;
+            if ((i & 0xFFFF) == 0) checkCancel(lp);
             const Ev& e = evs[i];
             switch (e.kind) {
-            case 0: regionCreate(ld_.regions[e.idx]); break;
-            case 1: regionDestroy(ld_.regions[e.idx]); break;
-            case 2: alloc(ld_.allocs[e.idx], e.t); break;
-            default: release(ld_.allocs[e.idx], e.t); break;
+            case 0:
+                regionCreate(ld_.regions[e.idx]);
+                break;
+            case 1:
+                regionDestroy(ld_.regions[e.idx]);
+                break;
+            case 2:
+                alloc(ld_.allocs[e.idx], e.t);
+                break;
+            default:
+                release(ld_.allocs[e.idx], e.t);
+                break;
             }
         }
     }
@@ -105,8 +109,7 @@ public:
 private:
     void addFrag(int64_t region, uint64_t a, uint64_t s)
     {
-        if (s == 0)
-            return;
+        if (s == 0) return;
         frags_[region][a] = s;
         sizes_.insert(s);
         ++classes_[static_cast<size_t>(sizeClass(s))];
@@ -127,8 +130,7 @@ private:
     {
         reserved_ -= static_cast<double>(r.size);
         auto it = frags_.find(r.id);
-        if (it == frags_.end())
-            return;
+        if (it == frags_.end()) return;
         for (auto f = it->second.begin(); f != it->second.end();) {
             free_ -= static_cast<double>(f->second);
             auto next = std::next(f);
@@ -152,15 +154,12 @@ private:
     {
         event(a.size, t);
         allocated_ += static_cast<double>(a.size);
-        if (a.regionId == 0)
-            return;
+        if (a.regionId == 0) return;
         auto rit = frags_.find(a.regionId);
-        if (rit == frags_.end())
-            return;
+        if (rit == frags_.end()) return;
         auto& m = rit->second;
         auto it = m.upper_bound(a.address);
-        if (it == m.begin())
-            return;
+        if (it == m.begin()) return;
         --it;
         const uint64_t fa = it->first, fsz = it->second;
         if (a.address + a.size > fa + fsz)
@@ -174,11 +173,9 @@ private:
     {
         event(a.size, t);
         allocated_ -= static_cast<double>(a.size);
-        if (a.regionId == 0)
-            return;
+        if (a.regionId == 0) return;
         auto rit = frags_.find(a.regionId);
-        if (rit == frags_.end())
-            return;
+        if (rit == frags_.end()) return;
         auto& m = rit->second;
         uint64_t lo = a.address, hi = a.address + a.size;
         auto it = m.lower_bound(lo);
@@ -246,11 +243,13 @@ void buildSpans(LevelData& ld)
         total += static_cast<double>(hi - lo);
     // Separators together take at most 12 % of the axis (each at most 1/150 of the mapped
     // bytes): visible between a few regions, never dominant between hundreds.
-    const double gap = merged.size() > 1 ? std::min(total / 150.0, total * 0.12 / static_cast<double>(merged.size() - 1)) : 0.0;
+    const double gap =
+        merged.size() > 1
+            ? std::min(total / 150.0, total * 0.12 / static_cast<double>(merged.size() - 1))
+            : 0.0;
     double y = 0;
     for (size_t i = 0; i < merged.size(); ++i) {
-        if (i > 0)
-            y += gap;
+        if (i > 0) y += gap;
         ld.spans.push_back({merged[i].first, merged[i].second - merged[i].first, y});
         y += static_cast<double>(merged[i].second - merged[i].first);
     }
@@ -268,11 +267,9 @@ double LevelData::addressToY(uint64_t addr) const
 {
     auto it = std::upper_bound(spans.begin(), spans.end(), addr,
                                [](uint64_t a, const Span& s) { return a < s.address; });
-    if (it == spans.begin())
-        return -1;
+    if (it == spans.begin()) return -1;
     --it;
-    if (addr > it->address + it->size)
-        return -1;
+    if (addr > it->address + it->size) return -1;
     return it->y0 + static_cast<double>(addr - it->address);
 }
 
@@ -280,19 +277,16 @@ int LevelData::spanAtY(double y) const
 {
     auto it = std::upper_bound(spans.begin(), spans.end(), y,
                                [](double v, const Span& s) { return v < s.y0; });
-    if (it == spans.begin())
-        return -1;
+    if (it == spans.begin()) return -1;
     --it;
-    if (y > it->y0 + static_cast<double>(it->size))
-        return -1;
+    if (y > it->y0 + static_cast<double>(it->size)) return -1;
     return static_cast<int>(it - spans.begin());
 }
 
 bool LevelData::yToAddress(double y, uint64_t& addr) const
 {
     const int i = spanAtY(y);
-    if (i < 0)
-        return false;
+    if (i < 0) return false;
     const Span& s = spans[static_cast<size_t>(i)];
     addr = s.address + static_cast<uint64_t>(std::max(0.0, y - s.y0));
     return true;
@@ -300,12 +294,10 @@ bool LevelData::yToAddress(double y, uint64_t& addr) const
 
 StateSample LevelData::stateAt(int64_t t) const
 {
-    if (samples.empty())
-        return {};
+    if (samples.empty()) return {};
     auto it = std::upper_bound(samples.begin(), samples.end(), t,
                                [](int64_t v, const StateSample& s) { return v < s.t; });
-    if (it == samples.begin())
-        return samples.front();
+    if (it == samples.begin()) return samples.front();
     return *std::prev(it);
 }
 
@@ -315,8 +307,7 @@ int64_t LevelData::allocAt(int64_t t, uint64_t addr) const
                                [](int64_t v, const AllocRec& a) { return v < a.allocNs; });
     for (auto it = hi; it != allocs.begin();) {
         --it;
-        if (it->allocNs < t - maxAllocDuration)
-            break;
+        if (it->allocNs < t - maxAllocDuration) break;
         if (it->freeNs > t && addr >= it->address && addr < it->address + it->size)
             return it - allocs.begin();
     }
@@ -335,8 +326,7 @@ std::vector<std::pair<uint64_t, uint64_t>> fragmentsAt(const LevelData& ld, int6
     std::vector<std::pair<uint64_t, uint64_t>> out;
     std::vector<const RegionRec*> regs;
     for (const auto& r : ld.regions)
-        if (r.createNs <= t && r.destroyNs > t)
-            regs.push_back(&r);
+        if (r.createNs <= t && r.destroyNs > t) regs.push_back(&r);
     std::sort(regs.begin(), regs.end(),
               [](const RegionRec* a, const RegionRec* b) { return a->address < b->address; });
     auto li = live.begin();
@@ -346,12 +336,10 @@ std::vector<std::pair<uint64_t, uint64_t>> fragmentsAt(const LevelData& ld, int6
         while (li != live.end() && li->second <= r->address)
             ++li;
         for (auto it = li; it != live.end() && it->first < end; ++it) {
-            if (it->first > cur)
-                out.emplace_back(cur, it->first - cur);
+            if (it->first > cur) out.emplace_back(cur, it->first - cur);
             cur = std::max(cur, it->second);
         }
-        if (cur < end)
-            out.emplace_back(cur, end - cur);
+        if (cur < end) out.emplace_back(cur, end - cur);
     }
     return out;
 }
@@ -374,9 +362,9 @@ int Scene::defaultLevel() const
 {
     int best = -1;
     for (size_t i = 0; i < levels.size(); ++i) {
-        if (levels[i].allocs.empty())
-            continue;
-        if (best < 0 || static_cast<int>(levels[i].level) > static_cast<int>(levels[static_cast<size_t>(best)].level))
+        if (levels[i].allocs.empty()) continue;
+        if (best < 0 || static_cast<int>(levels[i].level) >
+                            static_cast<int>(levels[static_cast<size_t>(best)].level))
             best = static_cast<int>(i);
     }
     return best < 0 && !levels.empty() ? 0 : best;
@@ -392,16 +380,14 @@ const FrameRow* Scene::frame(int64_t index) const
 const FrameRow* Scene::frameAt(int64_t t) const
 {
     for (const auto& f : frames)
-        if (t >= f.start && t < f.end)
-            return &f;
+        if (t >= f.start && t < f.end) return &f;
     return nullptr;
 }
 
 const Collapse* Scene::collapseOf(int64_t frameIndex) const
 {
     for (const auto& c : collapses)
-        if (frameIndex >= c.firstFrame && frameIndex <= c.lastFrame)
-            return &c;
+        if (frameIndex >= c.firstFrame && frameIndex <= c.lastFrame) return &c;
     return nullptr;
 }
 
@@ -413,12 +399,11 @@ void Scene::applyRules(const std::vector<CollapseRule>& r)
     for (auto& f : frames) {
         std::string reason;
         for (const auto& rule : rules) {
-            if (!rule.enabled)
-                continue;
+            if (!rule.enabled) continue;
             auto it = f.metrics.find(rule.metric);
-            if (it == f.metrics.end())
-                continue;
-            const bool broken = rule.below ? it->second < rule.threshold : it->second > rule.threshold;
+            if (it == f.metrics.end()) continue;
+            const bool broken =
+                rule.below ? it->second < rule.threshold : it->second > rule.threshold;
             if (broken) {
                 reason = fmt::format("{} {:.4g} {} {:.4g}", rule.metric, it->second,
                                      rule.below ? "<" : ">", rule.threshold);
@@ -443,8 +428,7 @@ StateDiff Scene::stateDiff(int64_t frameIndex, int li) const
 {
     StateDiff d;
     const FrameRow* f = frame(frameIndex);
-    if (!f || li < 0 || li >= static_cast<int>(levels.size()))
-        return d;
+    if (!f || li < 0 || li >= static_cast<int>(levels.size())) return d;
     const LevelData& ld = levels[static_cast<size_t>(li)];
     const FrameRow* prev = frame(frameIndex - 1);
     d.before = ld.stateAt(prev ? prev->end : f->start);
@@ -456,57 +440,58 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
 {
     std::vector<Precursor> out;
     const FrameRow* f = frame(frameIndex);
-    if (!f || li < 0 || li >= static_cast<int>(levels.size()))
-        return out;
+    if (!f || li < 0 || li >= static_cast<int>(levels.size())) return out;
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     if (engine) {
         const analysis::CollapseReport rep = engine->frameReport(frameIndex);
         for (const auto& p : rep.precursors)
-            out.push_back({p.time, analysis::precursorKindName(p.kind), p.description, p.score, p.address, p.size,
-                           p.allocationId});
+            out.push_back({p.time, analysis::precursorKindName(p.kind), p.description, p.score,
+                           p.address, p.size, p.allocationId});
         return out;
     }
 #endif
     const LevelData& ld = levels[static_cast<size_t>(li)];
     int64_t from = f->start;
     for (int k = 1; k <= lookbackFrames; ++k)
-        if (const FrameRow* p = frame(frameIndex - k))
-            from = std::min(from, p->start);
+        if (const FrameRow* p = frame(frameIndex - k)) from = std::min(from, p->start);
     const int64_t to = f->end;
     for (const auto& r : ld.regions) {
         if (r.createNs >= from && r.createNs <= to)
-            out.push_back({r.createNs, "region_created",
-                           fmt::format("new {} region {} at {}", regionKindName(r.kind),
-                                       formatBytes(static_cast<double>(r.size)), formatAddress(r.address)),
-                           100 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
+            out.push_back(
+                {r.createNs, "region_created",
+                 fmt::format("new {} region {} at {}", regionKindName(r.kind),
+                             formatBytes(static_cast<double>(r.size)), formatAddress(r.address)),
+                 100 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
         if (r.destroyNs >= from && r.destroyNs <= to)
-            out.push_back({r.destroyNs, "region_released",
-                           fmt::format("released region {} at {}", formatBytes(static_cast<double>(r.size)),
-                                       formatAddress(r.address)),
-                           95 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
+            out.push_back(
+                {r.destroyNs, "region_released",
+                 fmt::format("released region {} at {}", formatBytes(static_cast<double>(r.size)),
+                             formatAddress(r.address)),
+                 95 + std::log2(static_cast<double>(r.size) + 1), r.address, r.size, -1});
     }
     for (const auto& [t, req] : ooms)
         if (t >= from && t <= to)
-            out.push_back({t, "oom", fmt::format("out of memory asking {}", formatBytes(static_cast<double>(req))),
-                           200, 0, req, -1});
+            out.push_back(
+                {t, "oom",
+                 fmt::format("out of memory asking {}", formatBytes(static_cast<double>(req))), 200,
+                 0, req, -1});
     // Kernel variants that run in f but in no previous frame: the workspace-fallback mechanism.
     std::set<StringId> seen;
     for (const auto& fr : frames) {
-        if (fr.index >= frameIndex)
-            break;
+        if (fr.index >= frameIndex) break;
         seen.insert(fr.kernelNames.begin(), fr.kernelNames.end());
     }
     for (StringId k : f->kernelNames) {
-        if (seen.count(k) || frameIndex == frames.front().index)
-            continue;
+        if (seen.count(k) || frameIndex == frames.front().index) continue;
         int64_t t = f->start;
         for (const auto& kr : kernels)
             if (kr.name == k && kr.start >= f->start) {
                 t = kr.start;
                 break;
             }
-        out.push_back({t, "new_kernel_variant", fmt::format("kernel {} first runs in frame {}", str(k), frameIndex),
-                       180, 0, 0, -1});
+        out.push_back({t, "new_kernel_variant",
+                       fmt::format("kernel {} first runs in frame {}", str(k), frameIndex), 180, 0,
+                       0, -1});
     }
     // Allocations that split the region's largest fragment: large allocations in the window,
     // scored by their size relative to the largest fragment just before them.
@@ -516,20 +501,21 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     for (auto it = lo; it != ld.allocs.end() && it->allocNs <= to; ++it) {
         const double largest = std::max(1.0, ld.stateAt(it->allocNs - 1).largestFragment);
         const double share = static_cast<double>(it->size) / largest;
-        if (share < 0.01)
-            continue;
-        allocs.push_back({it->allocNs, share > 0.5 ? "split_largest_fragment" : "large_alloc",
-                          fmt::format("alloc {} at {}{}", formatBytes(static_cast<double>(it->size)),
-                                      formatAddress(it->address),
-                                      it->tag ? " (" + str(it->tag) + ")" : std::string()),
-                          50 * std::min(1.0, share) + std::log2(static_cast<double>(it->size) + 1) / 4,
-                          it->address, it->size, it->id});
+        if (share < 0.01) continue;
+        allocs.push_back(
+            {it->allocNs, share > 0.5 ? "split_largest_fragment" : "large_alloc",
+             fmt::format("alloc {} at {}{}", formatBytes(static_cast<double>(it->size)),
+                         formatAddress(it->address),
+                         it->tag ? " (" + str(it->tag) + ")" : std::string()),
+             50 * std::min(1.0, share) + std::log2(static_cast<double>(it->size) + 1) / 4,
+             it->address, it->size, it->id});
     }
-    std::sort(allocs.begin(), allocs.end(), [](const Precursor& a, const Precursor& b) { return a.score > b.score; });
-    if (allocs.size() > 40)
-        allocs.resize(40);
+    std::sort(allocs.begin(), allocs.end(),
+              [](const Precursor& a, const Precursor& b) { return a.score > b.score; });
+    if (allocs.size() > 40) allocs.resize(40);
     out.insert(out.end(), allocs.begin(), allocs.end());
-    std::stable_sort(out.begin(), out.end(), [](const Precursor& a, const Precursor& b) { return a.score > b.score; });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Precursor& a, const Precursor& b) { return a.score > b.score; });
     return out;
 }
 
@@ -542,26 +528,25 @@ std::string formatBytes(double b)
         v /= 1024;
         ++u;
     }
-    if (b < 0)
-        v = -v;
-    return u == 0 ? fmt::format("{:.0f} B", v) : fmt::format("{:.{}f} {}", v, v < 10 ? 2 : 1, units[u]);
+    if (b < 0) v = -v;
+    return u == 0 ? fmt::format("{:.0f} B", v)
+                  : fmt::format("{:.{}f} {}", v, v < 10 ? 2 : 1, units[u]);
 }
 
 std::string formatTime(int64_t ns, TimeAxis axis)
 {
-    if (axis == TimeAxis::Ordinal)
-        return fmt::format("#{}", ns);
+    if (axis == TimeAxis::Ordinal) return fmt::format("#{}", ns);
     const double a = std::fabs(static_cast<double>(ns));
-    if (a >= 1e9)
-        return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
-    if (a >= 1e6)
-        return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
-    if (a >= 1e3)
-        return fmt::format("{:.3f} µs", static_cast<double>(ns) / 1e3);
+    if (a >= 1e9) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
+    if (a >= 1e6) return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+    if (a >= 1e3) return fmt::format("{:.3f} µs", static_cast<double>(ns) / 1e3);
     return fmt::format("{} ns", ns);
 }
 
-std::string formatAddress(uint64_t a) { return fmt::format("0x{:x}", a); }
+std::string formatAddress(uint64_t a)
+{
+    return fmt::format("0x{:x}", a);
+}
 
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp, int samples)
 {
@@ -570,12 +555,12 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 0, "opening");
     Session s = Session::open(path);
     scene->summary = s.summary();
-    if (lp.summary)
-        lp.summary(scene->summary);
+    if (lp.summary) lp.summary(scene->summary);
     const int64_t tEnd = scene->summary.timeEnd;
     report(lp, 5, "frames");
     {
-        Stmt st = s.db().prepare("SELECT idx, start_ns, COALESCE(end_ns, ?1) FROM frames ORDER BY idx");
+        Stmt st =
+            s.db().prepare("SELECT idx, start_ns, COALESCE(end_ns, ?1) FROM frames ORDER BY idx");
         st.bind(1, tEnd);
         while (st.step())
             scene->frames.push_back({st.i64(0), st.i64(1), st.i64(2), false, {}, {}});
@@ -589,8 +574,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
                                        [](const FrameRow& f, int64_t v) { return f.index < v; });
             const std::string name = st.text(1);
             names.insert(name);
-            if (it != scene->frames.end() && it->index == fi)
-                it->metrics[name] = st.f64(2);
+            if (it != scene->frames.end() && it->index == fi) it->metrics[name] = st.f64(2);
         }
         scene->metricNames.assign(names.begin(), names.end());
     }
@@ -606,19 +590,21 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     }
     report(lp, 10, "kernels");
     {
-        Stmt st = s.db().prepare("SELECT start_ns, end_ns, name, COALESCE(stream,0), COALESCE(graph_id,0)"
-                                 " FROM kernels ORDER BY start_ns");
+        Stmt st =
+            s.db().prepare("SELECT start_ns, end_ns, name, COALESCE(stream,0), COALESCE(graph_id,0)"
+                           " FROM kernels ORDER BY start_ns");
         int64_t n = 0;
         while (st.step()) {
             scene->kernels.push_back({st.i64(0), st.i64(1), static_cast<StringId>(st.i64(2)),
                                       static_cast<uint32_t>(st.i64(3)), st.i64(4)});
-            if ((++n & 0xFFFF) == 0)
-                checkCancel(lp);
+            if ((++n & 0xFFFF) == 0) checkCancel(lp);
         }
-        Stmt g = s.db().prepare("SELECT start_ns, end_ns, COALESCE(graph_id,0) FROM graph_launches ORDER BY start_ns");
+        Stmt g = s.db().prepare(
+            "SELECT start_ns, end_ns, COALESCE(graph_id,0) FROM graph_launches ORDER BY start_ns");
         while (g.step())
             scene->graphLaunches.push_back({g.i64(0), g.i64(1), g.i64(2)});
-        Stmt o = s.db().prepare("SELECT time_ns, COALESCE(requested_bytes,0) FROM ooms ORDER BY time_ns");
+        Stmt o = s.db().prepare(
+            "SELECT time_ns, COALESCE(requested_bytes,0) FROM ooms ORDER BY time_ns");
         while (o.step())
             scene->ooms.emplace_back(o.i64(0), o.u64(1));
     }
@@ -637,8 +623,9 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 15, "regions");
     std::map<std::pair<uint32_t, int>, LevelData> byLevel;
     {
-        Stmt st = s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns"
-                                 " FROM regions ORDER BY create_ns");
+        Stmt st =
+            s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns"
+                           " FROM regions ORDER BY create_ns");
         while (st.step()) {
             const auto dev = static_cast<uint32_t>(st.i64(1));
             const int lvl = static_cast<int>(st.i64(2));
@@ -658,9 +645,10 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 20, "allocations");
     {
         const int64_t total = std::max<int64_t>(1, scene->summary.allocations);
-        Stmt st = s.db().prepare("SELECT id, device, level, COALESCE(region_id,0), address, size,"
-                                 " COALESCE(requested_size,0), COALESCE(stream,0), alloc_ns, free_ns,"
-                                 " COALESCE(tag,0) FROM allocations ORDER BY alloc_ns, id");
+        Stmt st =
+            s.db().prepare("SELECT id, device, level, COALESCE(region_id,0), address, size,"
+                           " COALESCE(requested_size,0), COALESCE(stream,0), alloc_ns, free_ns,"
+                           " COALESCE(tag,0) FROM allocations ORDER BY alloc_ns, id");
         int64_t n = 0;
         while (st.step()) {
             const auto dev = static_cast<uint32_t>(st.i64(1));

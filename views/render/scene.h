@@ -20,7 +20,8 @@ class Engine;
 namespace fs::render {
 
 // One allocation interval. freeNs is the session end for allocations alive at the end.
-struct AllocRec {
+struct AllocRec
+{
     int64_t allocNs = 0;
     int64_t freeNs = 0;
     uint64_t address = 0;
@@ -34,7 +35,8 @@ struct AllocRec {
 };
 static_assert(sizeof(AllocRec) <= 72, "AllocRec is a hot record");
 
-struct RegionRec {
+struct RegionRec
+{
     int64_t createNs = 0;
     int64_t destroyNs = 0; // session end when never destroyed
     uint64_t address = 0;
@@ -45,33 +47,36 @@ struct RegionRec {
 
 // The compacted address axis: the union of region ranges, concatenated, each hole between them
 // shrunk to a thin separator so the heatmap shows only memory that was ever reserved.
-struct Span {
+struct Span
+{
     uint64_t address = 0;
     uint64_t size = 0;
     double y0 = 0; // start on the compacted axis (bytes, separators included)
 };
 
 // Allocator state sampled over time (one device and level).
-struct StateSample {
+struct StateSample
+{
     int64_t t = 0;
     double reserved = 0;
     double allocated = 0;
     double freeInRegions = 0;
     double largestFragment = 0;
     double fragmentCount = 0;
-    double fragRatio = 0;         // F = 1 - largest / total free
-    double fragmentEntropy = 0;   // bits, size classes 2^n KiB n=2..12
-    double eventEntropy = 0;      // bits, sliding window of alloc/free events
+    double fragRatio = 0;       // F = 1 - largest / total free
+    double fragmentEntropy = 0; // bits, size classes 2^n KiB n=2..12
+    double eventEntropy = 0;    // bits, sliding window of alloc/free events
 };
 
-struct LevelData {
+struct LevelData
+{
     uint32_t device = 0;
     Level level = Level::Driver;
-    std::vector<RegionRec> regions;  // sorted by createNs
-    std::vector<AllocRec> allocs;    // sorted by allocNs
-    int64_t maxAllocDuration = 0;    // bounds the backward search for allocations in a window
+    std::vector<RegionRec> regions; // sorted by createNs
+    std::vector<AllocRec> allocs;   // sorted by allocNs
+    int64_t maxAllocDuration = 0;   // bounds the backward search for allocations in a window
     std::vector<Span> spans;
-    double compactSize = 0;          // total length of the compacted axis
+    double compactSize = 0;           // total length of the compacted axis
     std::vector<StateSample> samples; // sorted by t
     std::string label() const;
 
@@ -87,7 +92,8 @@ struct LevelData {
     int64_t allocAt(int64_t t, uint64_t addr) const;
 };
 
-struct FrameRow {
+struct FrameRow
+{
     int64_t index = 0;
     int64_t start = 0;
     int64_t end = 0;
@@ -97,7 +103,8 @@ struct FrameRow {
 };
 
 // A collapse rule: metric compared to a threshold (DESIGN.md "Frames and coherence metrics").
-struct CollapseRule {
+struct CollapseRule
+{
     std::string metric;
     bool below = true; // collapse when value < threshold; else when value > threshold
     double threshold = 0;
@@ -105,28 +112,32 @@ struct CollapseRule {
 };
 std::vector<CollapseRule> defaultCollapseRules();
 
-struct Collapse {
+struct Collapse
+{
     int64_t firstFrame = 0;
     int64_t lastFrame = 0;
     std::string reason; // the first broken rule, e.g. "coherence_score 0.009 < 0.05"
 };
 
-struct Precursor {
+struct Precursor
+{
     int64_t time = 0;
-    std::string kind;   // the engine's names: region_created, oom, new_kernel_variant, ...
-    std::string what;   // human description
-    double score = 0;   // higher = changed the allocator more
+    std::string kind; // the engine's names: region_created, oom, new_kernel_variant, ...
+    std::string what; // human description
+    double score = 0; // higher = changed the allocator more
     uint64_t address = 0;
     uint64_t size = 0;
     int64_t allocId = -1; // -1 when the precursor is not an allocation
 };
 
-struct StateDiff {
+struct StateDiff
+{
     StateSample before; // end of f-1
     StateSample after;  // end of f
 };
 
-struct KernelRec {
+struct KernelRec
+{
     int64_t start = 0;
     int64_t end = 0;
     StringId name = kNoString;
@@ -134,13 +145,15 @@ struct KernelRec {
     int64_t graphId = 0;
 };
 
-struct GraphLaunchRec {
+struct GraphLaunchRec
+{
     int64_t start = 0;
     int64_t end = 0;
     int64_t graphId = 0;
 };
 
-struct Scene {
+struct Scene
+{
     std::string path;
     SessionSummary summary;
     std::vector<LevelData> levels; // one per (device, level) with allocations or regions
@@ -178,7 +191,8 @@ struct Scene {
 // Free fragments alive at time t for one level: (address, size), sorted by address.
 std::vector<std::pair<uint64_t, uint64_t>> fragmentsAt(const LevelData& ld, int64_t t);
 
-struct LoadProgress {
+struct LoadProgress
+{
     std::function<void(int percent, const std::string& stage)> progress;
     // Called with the summary as soon as it is read (staged results).
     std::function<void(const SessionSummary&)> summary;
@@ -188,7 +202,9 @@ struct LoadProgress {
 };
 
 // Thrown when LoadProgress::cancel becomes true.
-struct LoadCancelled {};
+struct LoadCancelled
+{
+};
 
 // Reads and indexes a session. Throws SessionError for a bad file, LoadCancelled on cancel.
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp = {},

@@ -9,7 +9,8 @@
 
 namespace fs::views {
 
-class FramesModel : public QAbstractTableModel {
+class FramesModel : public QAbstractTableModel
+{
     Q_OBJECT
 public:
     enum Columns { Index, Start, Duration, Collapsed, LargestFree, Fragments, Ratio, FirstMetric };

@@ -25,8 +25,7 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
 
 HeatmapWidget::~HeatmapWidget()
 {
-    if (cancel_)
-        cancel_->store(true);
+    if (cancel_) cancel_->store(true);
 }
 
 void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
@@ -67,12 +66,14 @@ render::RenderOptions HeatmapWidget::options() const
     return o;
 }
 
-QRectF HeatmapWidget::plotArea() const { return render::plotRect(render::View::Heatmap, rect(), options()); }
+QRectF HeatmapWidget::plotArea() const
+{
+    return render::plotRect(render::View::Heatmap, rect(), options());
+}
 
 render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
 {
-    if (!scene_ || level_ < 0)
-        return vp;
+    if (!scene_ || level_ < 0) return vp;
     const render::Viewport full = render::fullViewport(*scene_, level_);
     const int64_t minT = std::min<int64_t>(1000, full.t1 - full.t0);
     int64_t span = std::clamp<int64_t>(vp.t1 - vp.t0, minT, full.t1 - full.t0);
@@ -88,8 +89,7 @@ render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
 void HeatmapWidget::setViewport(render::Viewport vp)
 {
     vp = clamp(vp);
-    if (vp == vp_ && (!raster_.isNull() || refined_))
-        return;
+    if (vp == vp_ && (!raster_.isNull() || refined_)) return;
     vp_ = vp;
     requestRaster();
     emit viewportChanged(vp_);
@@ -137,8 +137,7 @@ void HeatmapWidget::setSelection(const Selection& s)
 
 void HeatmapWidget::requestRaster()
 {
-    if (cancel_)
-        cancel_->store(true);
+    if (cancel_) cancel_->store(true);
     refined_ = false;
     if (!scene_ || level_ < 0) {
         update();
@@ -162,20 +161,19 @@ void HeatmapWidget::requestRaster()
     QThreadPool::globalInstance()->start([self, scene, cancel, vp, level, w, h, gen] {
         const auto& ld = scene->levels[static_cast<size_t>(level)];
         for (const int div : {4, 1}) {
-            QImage img = render::heatmapRaster(ld, vp, std::max(1, w / div), std::max(1, h / div), cancel.get());
-            if (img.isNull() || cancel->load())
-                return;
+            QImage img = render::heatmapRaster(ld, vp, std::max(1, w / div), std::max(1, h / div),
+                                               cancel.get());
+            if (img.isNull() || cancel->load()) return;
             const bool fine = div == 1;
             QMetaObject::invokeMethod(
-                qApp, [self, img, gen, vp, fine] {
-                    if (!self || self->generation_ != gen)
-                        return;
+                qApp,
+                [self, img, gen, vp, fine] {
+                    if (!self || self->generation_ != gen) return;
                     self->raster_ = img;
                     self->rasterVp_ = vp;
                     self->refined_ = fine;
                     self->update();
-                    if (fine)
-                        emit self->refinedChanged();
+                    if (fine) emit self->refinedChanged();
                 },
                 Qt::QueuedConnection);
         }
@@ -186,15 +184,15 @@ QImage HeatmapWidget::placeholder() const
 {
     // The last raster, moved and scaled to where its viewport lies in the current one.
     const QRectF plot = plotArea();
-    QImage img(std::max(1, static_cast<int>(plot.width())), std::max(1, static_cast<int>(plot.height())),
-               QImage::Format_RGB32);
+    QImage img(std::max(1, static_cast<int>(plot.width())),
+               std::max(1, static_cast<int>(plot.height())), QImage::Format_RGB32);
     img.fill(render::outsideColor());
-    if (raster_.isNull())
-        return img;
+    if (raster_.isNull()) return img;
     const double sx = img.width() / static_cast<double>(std::max<int64_t>(1, vp_.t1 - vp_.t0));
     const double sy = img.height() / std::max(1e-9, vp_.y1 - vp_.y0);
-    const QRectF target(static_cast<double>(rasterVp_.t0 - vp_.t0) * sx, (vp_.y1 - rasterVp_.y1) * sy,
-                        static_cast<double>(rasterVp_.t1 - rasterVp_.t0) * sx, (rasterVp_.y1 - rasterVp_.y0) * sy);
+    const QRectF target(
+        static_cast<double>(rasterVp_.t0 - vp_.t0) * sx, (vp_.y1 - rasterVp_.y1) * sy,
+        static_cast<double>(rasterVp_.t1 - rasterVp_.t0) * sx, (rasterVp_.y1 - rasterVp_.y0) * sy);
     QPainter p(&img);
     p.drawImage(target, raster_);
     return img;
@@ -224,15 +222,15 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
     }
     if (!refined_) {
         p.setPen(QColor(255, 255, 255));
-        p.drawText(plotArea().adjusted(6, 4, -6, -4), Qt::AlignRight | Qt::AlignBottom, tr("refining…"));
+        p.drawText(plotArea().adjusted(6, 4, -6, -4), Qt::AlignRight | Qt::AlignBottom,
+                   tr("refining…"));
     }
 }
 
 bool HeatmapWidget::toData(const QPointF& pt, int64_t& t, double& y) const
 {
     const QRectF plot = plotArea();
-    if (!plot.contains(pt))
-        return false;
+    if (!plot.contains(pt)) return false;
     const double fx = (pt.x() - plot.left()) / plot.width();
     const double fy = (plot.bottom() - pt.y()) / plot.height();
     t = vp_.t0 + static_cast<int64_t>(fx * static_cast<double>(vp_.t1 - vp_.t0));
@@ -272,7 +270,8 @@ void HeatmapWidget::mousePressEvent(QMouseEvent* e)
 {
     pressPos_ = e->position();
     pressVp_ = vp_;
-    boxing_ = e->button() == Qt::RightButton || (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+    boxing_ = e->button() == Qt::RightButton ||
+              (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
     dragging_ = !boxing_ && e->button() == Qt::LeftButton;
     box_ = QRectF(pressPos_, pressPos_);
     setFocus();
@@ -285,12 +284,12 @@ void HeatmapWidget::mouseMoveEvent(QMouseEvent* e)
         update();
         return;
     }
-    if (!dragging_)
-        return;
+    if (!dragging_) return;
     const QRectF plot = plotArea();
     const QPointF d = e->position() - pressPos_;
     render::Viewport vp = pressVp_;
-    const auto dt = static_cast<int64_t>(-d.x() / plot.width() * static_cast<double>(vp.t1 - vp.t0));
+    const auto dt =
+        static_cast<int64_t>(-d.x() / plot.width() * static_cast<double>(vp.t1 - vp.t0));
     const double dy = d.y() / plot.height() * (vp.y1 - vp.y0);
     vp.t0 += dt;
     vp.t1 += dt;
@@ -320,8 +319,7 @@ void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
         const auto& ld = scene_->levels[static_cast<size_t>(level_)];
         if (toData(e->position(), t, y) && ld.yToAddress(y, addr)) {
             const int64_t i = ld.allocAt(t, addr);
-            if (i >= 0)
-                emit allocationClicked(ld.allocs[static_cast<size_t>(i)].id);
+            if (i >= 0) emit allocationClicked(ld.allocs[static_cast<size_t>(i)].id);
         }
     }
 }
@@ -333,31 +331,49 @@ void HeatmapWidget::keyPressEvent(QKeyEvent* e)
     const double sy = vp.y1 - vp.y0;
     switch (e->key()) {
     case Qt::Key_F:
-    case Qt::Key_Home: fit(); return;
-    case Qt::Key_Left: vp.t0 -= st / 10; vp.t1 -= st / 10; break;
-    case Qt::Key_Right: vp.t0 += st / 10; vp.t1 += st / 10; break;
-    case Qt::Key_Up: vp.y0 += sy / 10; vp.y1 += sy / 10; break;
-    case Qt::Key_Down: vp.y0 -= sy / 10; vp.y1 -= sy / 10; break;
+    case Qt::Key_Home:
+        fit();
+        return;
+    case Qt::Key_Left:
+        vp.t0 -= st / 10;
+        vp.t1 -= st / 10;
+        break;
+    case Qt::Key_Right:
+        vp.t0 += st / 10;
+        vp.t1 += st / 10;
+        break;
+    case Qt::Key_Up:
+        vp.y0 += sy / 10;
+        vp.y1 += sy / 10;
+        break;
+    case Qt::Key_Down:
+        vp.y0 -= sy / 10;
+        vp.y1 -= sy / 10;
+        break;
     case Qt::Key_Plus:
-    case Qt::Key_Equal: zoomAround(0.5, 0.5, 0.5, 1.0); return;
-    case Qt::Key_Minus: zoomAround(0.5, 0.5, 2.0, 1.0); return;
-    default: QWidget::keyPressEvent(e); return;
+    case Qt::Key_Equal:
+        zoomAround(0.5, 0.5, 0.5, 1.0);
+        return;
+    case Qt::Key_Minus:
+        zoomAround(0.5, 0.5, 2.0, 1.0);
+        return;
+    default:
+        QWidget::keyPressEvent(e);
+        return;
     }
     setViewport(vp);
 }
 
 void HeatmapWidget::resizeEvent(QResizeEvent*)
 {
-    if (scene_)
-        requestRaster();
+    if (scene_) requestRaster();
 }
 
 QString HeatmapWidget::describeAt(const QPointF& pt) const
 {
     int64_t t;
     double y;
-    if (!scene_ || level_ < 0 || !toData(pt, t, y))
-        return {};
+    if (!scene_ || level_ < 0 || !toData(pt, t, y)) return {};
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
     const TimeAxis ax = scene_->summary.timeAxis;
     uint64_t addr;
@@ -367,17 +383,22 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
     const int64_t i = ld.allocAt(t, addr);
     if (i >= 0) {
         const auto& a = ld.allocs[static_cast<size_t>(i)];
-        QString s = tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")
-                        .arg(a.id)
-                        .arg(a.tag ? QStringLiteral(" (%1)").arg(QString::fromStdString(scene_->str(a.tag))) : QString())
-                        .arg(QString::fromStdString(render::formatAddress(a.address)),
-                             QString::fromStdString(render::formatBytes(static_cast<double>(a.size))),
-                             a.requested ? QString::fromStdString(render::formatBytes(static_cast<double>(a.requested)))
-                                         : tr("unknown"),
-                             QString::fromStdString(render::formatTime(a.allocNs - scene_->timeBegin(), ax)),
-                             a.freed ? QString::fromStdString(render::formatTime(a.freeNs - scene_->timeBegin(), ax))
-                                     : tr("end (never freed)"))
-                        .arg(a.stream);
+        QString s =
+            tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")
+                .arg(a.id)
+                .arg(a.tag ? QStringLiteral(" (%1)").arg(QString::fromStdString(scene_->str(a.tag)))
+                           : QString())
+                .arg(
+                    QString::fromStdString(render::formatAddress(a.address)),
+                    QString::fromStdString(render::formatBytes(static_cast<double>(a.size))),
+                    a.requested ? QString::fromStdString(
+                                      render::formatBytes(static_cast<double>(a.requested)))
+                                : tr("unknown"),
+                    QString::fromStdString(render::formatTime(a.allocNs - scene_->timeBegin(), ax)),
+                    a.freed ? QString::fromStdString(
+                                  render::formatTime(a.freeNs - scene_->timeBegin(), ax))
+                            : tr("end (never freed)"))
+                .arg(a.stream);
         return s;
     }
     for (const auto& [fa, fsz] : render::fragmentsAt(ld, t))
@@ -385,7 +406,8 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
             return tr("free fragment at %1, %2\nat %3")
                 .arg(QString::fromStdString(render::formatAddress(fa)),
                      QString::fromStdString(render::formatBytes(static_cast<double>(fsz))), when);
-    return tr("%1 at %2\n(outside any live region)").arg(QString::fromStdString(render::formatAddress(addr)), when);
+    return tr("%1 at %2\n(outside any live region)")
+        .arg(QString::fromStdString(render::formatAddress(addr)), when);
 }
 
 bool HeatmapWidget::event(QEvent* e)

@@ -14,7 +14,8 @@
 
 namespace fs::views {
 
-class HeatmapWidget : public QWidget {
+class HeatmapWidget : public QWidget
+{
     Q_OBJECT
 public:
     explicit HeatmapWidget(QWidget* parent = nullptr);

@@ -57,7 +57,10 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     });
 }
 
-QString CollapseInspector::headline() const { return head_->text(); }
+QString CollapseInspector::headline() const
+{
+    return head_->text();
+}
 
 void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
@@ -69,47 +72,54 @@ void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int
 
 void CollapseInspector::setSelection(const Selection& s)
 {
-    if (s.frame == shownFrame_)
-        return; // a precursor click keeps the list
+    if (s.frame == shownFrame_) return; // a precursor click keeps the list
     shownFrame_ = s.frame;
     diff_->setRowCount(0);
     if (!scene_ || level_ < 0 || !scene_->frame(s.frame)) {
-        head_->setText((scene_ && !scene_->collapses.empty())
-                           ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames table.")
-                                 .arg(scene_->collapses.size())
-                                 .arg(scene_->collapses.front().firstFrame)
-                                 .arg(scene_->collapses.front().lastFrame)
-                                 .arg(QString::fromStdString(scene_->collapses.front().reason).toHtmlEscaped())
-                       : scene_ && scene_->frames.empty()
-                           ? tr("This session has no frames ('frame N' markers), so no collapses: use the heatmap, "
-                                "timelines and histogram.")
-                           : tr("Select a frame (collapsed frames are red in the frames table)."));
+        head_->setText(
+            (scene_ && !scene_->collapses.empty())
+                ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames "
+                     "table.")
+                      .arg(scene_->collapses.size())
+                      .arg(scene_->collapses.front().firstFrame)
+                      .arg(scene_->collapses.front().lastFrame)
+                      .arg(QString::fromStdString(scene_->collapses.front().reason).toHtmlEscaped())
+            : scene_ && scene_->frames.empty()
+                ? tr("This session has no frames ('frame N' markers), so no collapses: use the "
+                     "heatmap, "
+                     "timelines and histogram.")
+                : tr("Select a frame (collapsed frames are red in the frames table)."));
         model_->resetData({}, 0, TimeAxis::Nanoseconds);
         return;
     }
     const render::Collapse* c = scene_->collapseOf(s.frame);
-    head_->setText(c ? tr("<b>Frame %1</b> is in collapse %2–%3: <span style='color:#d02020'>%4</span>. "
-                          "Precursors: events from two frames before to the end of the frame, ranked.")
-                           .arg(s.frame)
-                           .arg(c->firstFrame)
-                           .arg(c->lastFrame)
-                           .arg(QString::fromStdString(c->reason).toHtmlEscaped())
-                     : tr("<b>Frame %1</b> breaks no collapse rule; its precursor window is shown for comparison.")
-                           .arg(s.frame));
-    model_->resetData(scene_->precursors(s.frame, level_), scene_->timeBegin(), scene_->summary.timeAxis);
+    head_->setText(
+        c ? tr("<b>Frame %1</b> is in collapse %2–%3: <span style='color:#d02020'>%4</span>. "
+               "Precursors: events from two frames before to the end of the frame, ranked.")
+                .arg(s.frame)
+                .arg(c->firstFrame)
+                .arg(c->lastFrame)
+                .arg(QString::fromStdString(c->reason).toHtmlEscaped())
+          : tr("<b>Frame %1</b> breaks no collapse rule; its precursor window is shown for "
+               "comparison.")
+                .arg(s.frame));
+    model_->resetData(scene_->precursors(s.frame, level_), scene_->timeBegin(),
+                      scene_->summary.timeAxis);
     table_->resizeColumnsToContents();
     const render::StateDiff d = scene_->stateDiff(s.frame, level_);
-    struct Row {
+    struct Row
+    {
         QString name;
         double a, b;
         bool bytes;
     };
-    const Row rows[] = {{tr("reserved"), d.before.reserved, d.after.reserved, true},
-                        {tr("allocated"), d.before.allocated, d.after.allocated, true},
-                        {tr("free in regions"), d.before.freeInRegions, d.after.freeInRegions, true},
-                        {tr("fragments"), d.before.fragmentCount, d.after.fragmentCount, false},
-                        {tr("largest fragment"), d.before.largestFragment, d.after.largestFragment, true},
-                        {tr("F"), d.before.fragRatio, d.after.fragRatio, false}};
+    const Row rows[] = {
+        {tr("reserved"), d.before.reserved, d.after.reserved, true},
+        {tr("allocated"), d.before.allocated, d.after.allocated, true},
+        {tr("free in regions"), d.before.freeInRegions, d.after.freeInRegions, true},
+        {tr("fragments"), d.before.fragmentCount, d.after.fragmentCount, false},
+        {tr("largest fragment"), d.before.largestFragment, d.after.largestFragment, true},
+        {tr("F"), d.before.fragRatio, d.after.fragRatio, false}};
     diff_->setRowCount(static_cast<int>(std::size(rows)));
     int r = 0;
     for (const auto& row : rows) {
@@ -120,7 +130,8 @@ void CollapseInspector::setSelection(const Selection& s)
         diff_->setItem(r, 1, new QTableWidgetItem(fmt(row.a)));
         diff_->setItem(r, 2, new QTableWidgetItem(fmt(row.b)));
         const double delta = row.b - row.a;
-        diff_->setItem(r, 3, new QTableWidgetItem((delta > 0 ? QStringLiteral("+") : QString()) + fmt(delta)));
+        diff_->setItem(
+            r, 3, new QTableWidgetItem((delta > 0 ? QStringLiteral("+") : QString()) + fmt(delta)));
         ++r;
     }
     diff_->resizeColumnsToContents();
@@ -149,7 +160,8 @@ void AllocationDetails::setSelection(const Selection& s)
 {
     tree_->clear();
     if (!scene_ || level_ < 0 || s.allocId < 0) {
-        new QTreeWidgetItem(tree_, {tr("(none)"), tr("click an allocation on the heatmap or a precursor")});
+        new QTreeWidgetItem(
+            tree_, {tr("(none)"), tr("click an allocation on the heatmap or a precursor")});
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
@@ -160,30 +172,39 @@ void AllocationDetails::setSelection(const Selection& s)
             break;
         }
     if (!a) {
-        new QTreeWidgetItem(tree_, {tr("allocation"), tr("#%1 is not on this level").arg(s.allocId)});
+        new QTreeWidgetItem(tree_,
+                            {tr("allocation"), tr("#%1 is not on this level").arg(s.allocId)});
         return;
     }
     const TimeAxis ax = scene_->summary.timeAxis;
     auto add = [&](const QString& k, const QString& v) { new QTreeWidgetItem(tree_, {k, v}); };
     add(tr("id"), QString::number(a->id));
     add(tr("address"), QString::fromStdString(render::formatAddress(a->address)));
-    add(tr("size"), QStringLiteral("%1 (%2 B)").arg(QString::fromStdString(formatBytes(static_cast<double>(a->size)))).arg(a->size));
-    add(tr("requested"), a->requested ? QString::fromStdString(formatBytes(static_cast<double>(a->requested))) : tr("unknown"));
-    add(tr("level"), QString::fromUtf8(levelName(ld.level).data(), static_cast<int>(levelName(ld.level).size())));
+    add(tr("size"), QStringLiteral("%1 (%2 B)")
+                        .arg(QString::fromStdString(formatBytes(static_cast<double>(a->size))))
+                        .arg(a->size));
+    add(tr("requested"),
+        a->requested ? QString::fromStdString(formatBytes(static_cast<double>(a->requested)))
+                     : tr("unknown"));
+    add(tr("level"), QString::fromUtf8(levelName(ld.level).data(),
+                                       static_cast<int>(levelName(ld.level).size())));
     QString region = tr("outside any region");
     for (const auto& r : ld.regions)
         if (r.id == a->regionId)
             region = QStringLiteral("#%1 %2 at %3, %4")
                          .arg(r.id)
-                         .arg(QString::fromUtf8(regionKindName(r.kind).data(), static_cast<int>(regionKindName(r.kind).size())),
+                         .arg(QString::fromUtf8(regionKindName(r.kind).data(),
+                                                static_cast<int>(regionKindName(r.kind).size())),
                               QString::fromStdString(render::formatAddress(r.address)),
                               QString::fromStdString(formatBytes(static_cast<double>(r.size))));
     add(tr("region"), region);
     add(tr("stream"), QString::number(a->stream));
     add(tr("tag"), a->tag ? QString::fromStdString(scene_->str(a->tag)) : tr("(none)"));
-    add(tr("allocated at"), QString::fromStdString(render::formatTime(a->allocNs - scene_->timeBegin(), ax)));
-    add(tr("freed at"), a->freed ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
-                                 : tr("never (alive at the end)"));
+    add(tr("allocated at"),
+        QString::fromStdString(render::formatTime(a->allocNs - scene_->timeBegin(), ax)));
+    add(tr("freed at"),
+        a->freed ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
+                 : tr("never (alive at the end)"));
     auto* st = new QTreeWidgetItem(tree_, {tr("stack"), tr("(not recorded by this source)")});
     Q_UNUSED(st);
     tree_->resizeColumnToContents(0);
@@ -191,22 +212,26 @@ void AllocationDetails::setSelection(const Selection& s)
 
 // ---- rules editor ----------------------------------------------------------------------------
 
-RulesEditor::RulesEditor(const std::vector<render::CollapseRule>& initial, QWidget* parent) : QDialog(parent)
+RulesEditor::RulesEditor(const std::vector<render::CollapseRule>& initial, QWidget* parent)
+    : QDialog(parent)
 {
     setWindowTitle(tr("Collapse rules"));
     auto* lay = new QVBoxLayout(this);
-    lay->addWidget(new QLabel(tr("A frame collapses when any enabled rule is broken; following broken frames "
-                                 "belong to the same collapse. Rules are saved for your user."),
-                              this));
+    lay->addWidget(
+        new QLabel(tr("A frame collapses when any enabled rule is broken; following broken frames "
+                      "belong to the same collapse. Rules are saved for your user."),
+                   this));
     table_ = new QTableWidget(0, 4, this);
-    table_->setHorizontalHeaderLabels({tr("metric"), tr("collapse when"), tr("threshold"), tr("enabled")});
+    table_->setHorizontalHeaderLabels(
+        {tr("metric"), tr("collapse when"), tr("threshold"), tr("enabled")});
     table_->horizontalHeader()->setStretchLastSection(true);
     lay->addWidget(table_);
     for (const auto& r : initial)
         addRow(r);
     auto* add = new QPushButton(tr("Add rule"), this);
     auto* reset = new QPushButton(tr("Defaults"), this);
-    auto* bb = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Apply | QDialogButtonBox::Cancel, this);
+    auto* bb = new QDialogButtonBox(
+        QDialogButtonBox::Ok | QDialogButtonBox::Apply | QDialogButtonBox::Cancel, this);
     bb->addButton(add, QDialogButtonBox::ActionRole);
     bb->addButton(reset, QDialogButtonBox::ResetRole);
     lay->addWidget(bb);
@@ -253,9 +278,9 @@ std::vector<render::CollapseRule> RulesEditor::rules() const
     std::vector<render::CollapseRule> out;
     for (int r = 0; r < table_->rowCount(); ++r) {
         render::CollapseRule rule;
-        rule.metric = table_->item(r, 0) ? table_->item(r, 0)->text().trimmed().toStdString() : std::string();
-        if (rule.metric.empty())
-            continue;
+        rule.metric =
+            table_->item(r, 0) ? table_->item(r, 0)->text().trimmed().toStdString() : std::string();
+        if (rule.metric.empty()) continue;
         rule.below = qobject_cast<QComboBox*>(table_->cellWidget(r, 1))->currentIndex() == 0;
         rule.threshold = qobject_cast<QDoubleSpinBox*>(table_->cellWidget(r, 2))->value();
         rule.enabled = table_->item(r, 3) && table_->item(r, 3)->checkState() == Qt::Checked;
@@ -276,8 +301,7 @@ std::vector<render::CollapseRule> RulesEditor::load()
         r.below = s.value(QStringLiteral("below"), true).toBool();
         r.threshold = s.value(QStringLiteral("threshold")).toDouble();
         r.enabled = s.value(QStringLiteral("enabled"), true).toBool();
-        if (!r.metric.empty())
-            out.push_back(r);
+        if (!r.metric.empty()) out.push_back(r);
     }
     s.endArray();
     return n > 0 ? out : render::defaultCollapseRules();

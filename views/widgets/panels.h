@@ -15,7 +15,8 @@ class QTreeWidget;
 
 namespace fs::views {
 
-class CollapseInspector : public QWidget {
+class CollapseInspector : public QWidget
+{
     Q_OBJECT
 public:
     explicit CollapseInspector(QWidget* parent = nullptr);
@@ -39,7 +40,8 @@ private:
     PrecursorModel* model_ = nullptr;
 };
 
-class AllocationDetails : public QWidget {
+class AllocationDetails : public QWidget
+{
     Q_OBJECT
 public:
     explicit AllocationDetails(QWidget* parent = nullptr);
@@ -54,7 +56,8 @@ private:
 };
 
 // Collapse rules: metric, comparison, threshold; saved per user in QSettings.
-class RulesEditor : public QDialog {
+class RulesEditor : public QDialog
+{
     Q_OBJECT
 public:
     explicit RulesEditor(const std::vector<render::CollapseRule>& rules, QWidget* parent = nullptr);

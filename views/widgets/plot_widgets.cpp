@@ -12,7 +12,8 @@ namespace fs::views {
 
 namespace {
 
-QCPItemRect* band(QCustomPlot* plot, QCPAxisRect* r, double x0, double x1, const QColor& fill, const QPen& pen)
+QCPItemRect* band(QCustomPlot* plot, QCPAxisRect* r, double x0, double x1, const QColor& fill,
+                  const QPen& pen)
 {
     auto* item = new QCPItemRect(plot);
     item->setClipAxisRect(r);
@@ -48,7 +49,9 @@ void applyPlotTheme(QCustomPlot* plot, bool dark)
             ax->setLabelColor(fg);
             ax->grid()->setPen(QPen(grid, 1, Qt::DotLine));
         }
-        if (auto* leg = r->insetLayout()->elementCount() ? qobject_cast<QCPLegend*>(r->insetLayout()->elementAt(0)) : nullptr) {
+        if (auto* leg = r->insetLayout()->elementCount()
+                            ? qobject_cast<QCPLegend*>(r->insetLayout()->elementAt(0))
+                            : nullptr) {
             leg->setBrush(QColor(bg.red(), bg.green(), bg.blue(), 210));
             leg->setTextColor(fg);
             leg->setBorderPen(QPen(grid));
@@ -66,22 +69,27 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
     plot_->setAutoAddPlottableToLegend(false); // each panel has its own legend
     lay->addWidget(plot_);
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
-        if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton || !(e->modifiers() & Qt::ControlModifier))
+        if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton ||
+            !(e->modifiers() & Qt::ControlModifier))
             return;
         const double x = rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(e->position().x());
-        const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+        const auto u =
+            render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
         emit timeClicked(scene_->timeBegin() + static_cast<int64_t>(x * u.divisor));
     });
     connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent* e) {
-        if (!scene_ || rects_.empty())
-            return;
+        if (!scene_ || rects_.empty()) return;
         const double x = rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(e->position().x());
-        const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+        const auto u =
+            render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
         emit timeClicked(scene_->timeBegin() + static_cast<int64_t>(x * u.divisor));
     });
 }
 
-int TimelineWidget::graphCount() const { return plot_->graphCount(); }
+int TimelineWidget::graphCount() const
+{
+    return plot_->graphCount();
+}
 
 void TimelineWidget::setDark(bool dark)
 {
@@ -91,7 +99,8 @@ void TimelineWidget::setDark(bool dark)
 
 double TimelineWidget::toX(int64_t t) const
 {
-    const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+    const auto u =
+        render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
     return static_cast<double>(t - scene_->timeBegin()) / u.divisor;
 }
 
@@ -111,8 +120,7 @@ void TimelineWidget::setSelection(const Selection& s)
 
 void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
 {
-    if (!scene_ || rects_.empty())
-        return;
+    if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
     plot_->replot();
 }
@@ -121,8 +129,7 @@ void TimelineWidget::rebuild()
 {
     QCPRange keep;
     const bool hadRange = !rects_.empty();
-    if (hadRange)
-        keep = rects_.front()->axis(QCPAxis::atBottom)->range();
+    if (hadRange) keep = rects_.front()->axis(QCPAxis::atBottom)->range();
     plot_->clearItems();
     plot_->clearGraphs();
     plot_->plotLayout()->clear();
@@ -132,16 +139,17 @@ void TimelineWidget::rebuild()
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-    const auto u = render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+    const auto u =
+        render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
     const QString xlabel = scene_->summary.timeAxis == TimeAxis::Ordinal
                                ? tr("event number (ordinal)")
                                : tr("time since start (%1)").arg(QString::fromUtf8(u.name));
     std::string metric;
     for (const auto& r : scene_->rules)
-        if (metric.empty() && std::find(scene_->metricNames.begin(), scene_->metricNames.end(), r.metric) != scene_->metricNames.end())
+        if (metric.empty() && std::find(scene_->metricNames.begin(), scene_->metricNames.end(),
+                                        r.metric) != scene_->metricNames.end())
             metric = r.metric;
-    if (metric.empty() && !scene_->metricNames.empty())
-        metric = scene_->metricNames.front();
+    if (metric.empty() && !scene_->metricNames.empty()) metric = scene_->metricNames.front();
     const int n = metric.empty() ? 3 : 4;
     auto* group = new QCPMarginGroup(plot_);
     for (int i = 0; i < n; ++i) {
@@ -177,8 +185,10 @@ void TimelineWidget::rebuild()
     for (size_t i = 0; i < rects_.size(); ++i)
         for (size_t j = 0; j < rects_.size(); ++j)
             if (i != j)
-                connect(rects_[i]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
-                        rects_[j]->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::setRange));
+                connect(rects_[i]->axis(QCPAxis::atBottom),
+                        qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                        rects_[j]->axis(QCPAxis::atBottom),
+                        qOverload<const QCPRange&>(&QCPAxis::setRange));
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     double maxBytes = 1;
     for (const auto& s : ld.samples)
@@ -213,11 +223,15 @@ void TimelineWidget::rebuild()
     addGraph(rects_[0], tr("free in regions"), QColor(44, 160, 44), true)->setData(x, fre, true);
     rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(units[ui]));
     rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
-    addGraph(rects_[1], tr("fragmentation F = 1 − largest free / free (dashed: 0.35)"), QColor(214, 39, 40), false)->setData(x, fr, true);
+    addGraph(rects_[1], tr("fragmentation F = 1 − largest free / free (dashed: 0.35)"),
+             QColor(214, 39, 40), false)
+        ->setData(x, fr, true);
     rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("F"));
     rects_[1]->axis(QCPAxis::atLeft)->setRange(0, 1.05);
-    addGraph(rects_[2], tr("fragment entropy (bits)"), QColor(148, 103, 189), false)->setData(x, fe, true);
-    addGraph(rects_[2], tr("event-size entropy (300 s)"), QColor(255, 127, 14), true)->setData(x, ee, true);
+    addGraph(rects_[2], tr("fragment entropy (bits)"), QColor(148, 103, 189), false)
+        ->setData(x, fe, true);
+    addGraph(rects_[2], tr("event-size entropy (300 s)"), QColor(255, 127, 14), true)
+        ->setData(x, ee, true);
     rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("bits"));
     rects_[2]->axis(QCPAxis::atLeft)->setRange(0, 3.6);
     auto hline = [&](QCPAxisRect* r, double y) {
@@ -241,7 +255,8 @@ void TimelineWidget::rebuild()
                 my << it->second;
             }
         }
-        QCPGraph* g = addGraph(rects_[3], QString::fromStdString(metric), QColor(23, 190, 207), false);
+        QCPGraph* g =
+            addGraph(rects_[3], QString::fromStdString(metric), QColor(23, 190, 207), false);
         g->setData(mx, my, true);
         g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
         g->setLineStyle(QCPGraph::lsStepCenter);
@@ -265,15 +280,17 @@ void TimelineWidget::rebuild()
         for (const auto& c : scene_->collapses) {
             const auto* a = scene_->frame(c.firstFrame);
             const auto* b = scene_->frame(c.lastFrame);
-            if (a && b)
-                band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
+            if (a && b) band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
         }
         if (sel_.from != kNoTime && sel_.to != kNoTime)
-            band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45), QPen(QColor(0, 120, 255), 1.5));
+            band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45),
+                 QPen(QColor(0, 120, 255), 1.5));
     }
     applyPlotTheme(plot_, dark_);
     const double x1 = toX(scene_->timeEnd());
-    rects_.front()->axis(QCPAxis::atBottom)->setRange(hadRange && keep.size() > 0 ? keep : QCPRange(0, x1 > 0 ? x1 : 1));
+    rects_.front()
+        ->axis(QCPAxis::atBottom)
+        ->setRange(hadRange && keep.size() > 0 ? keep : QCPRange(0, x1 > 0 ? x1 : 1));
     plot_->replot();
 }
 
@@ -320,11 +337,13 @@ void HistogramWidget::rebuild()
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
     const render::FrameRow* f = scene_->frame(sel_.frame);
     // Without a selection: the end of the last frame (the session end often has nothing live).
-    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : !scene_->frames.empty() ? scene_->frames.back().end : scene_->timeEnd();
+    at_ = f                         ? f->end
+          : sel_.to != kNoTime      ? sel_.to
+          : !scene_->frames.empty() ? scene_->frames.back().end
+                                    : scene_->timeEnd();
     cur_ = render::fragmentHistogram(ld, at_);
     const render::FrameRow* p = f ? scene_->frame(f->index - 1) : nullptr;
-    if (p)
-        prev_ = render::fragmentHistogram(ld, p->end);
+    if (p) prev_ = render::fragmentHistogram(ld, p->end);
     int klo = 12, khi = 20;
     for (const auto* v : {&cur_, &prev_})
         for (const auto& b : *v) {
@@ -340,7 +359,8 @@ void HistogramWidget::rebuild()
     plot_->yAxis->setLabel(tr("fragments (count)"));
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
     bars->setName(f ? tr("frame %1 (end)").arg(f->index)
-                    : tr("at %1").arg(QString::fromStdString(render::formatTime(at_ - scene_->timeBegin(), scene_->summary.timeAxis))));
+                    : tr("at %1").arg(QString::fromStdString(render::formatTime(
+                          at_ - scene_->timeBegin(), scene_->summary.timeAxis))));
     bars->setBrush(QColor(31, 119, 180));
     bars->setPen(Qt::NoPen);
     bars->setWidth(0.7);
@@ -374,7 +394,10 @@ void HistogramWidget::rebuild()
 
 // ---- memory map ------------------------------------------------------------------------------
 
-MemMapWidget::MemMapWidget(QWidget* parent) : QWidget(parent) { setMinimumSize(240, 200); }
+MemMapWidget::MemMapWidget(QWidget* parent) : QWidget(parent)
+{
+    setMinimumSize(240, 200);
+}
 
 void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
@@ -406,8 +429,7 @@ void MemMapWidget::paintEvent(QPaintEvent*)
     render::RenderOptions o;
     o.level = level_;
     o.frame = sel_.frame;
-    if (sel_.frame < 0 && sel_.to != kNoTime)
-        o.at = sel_.to;
+    if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
     o.title = false;
     o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
     render::paint(p, rect(), *scene_, render::View::MemMap, o);
@@ -415,7 +437,10 @@ void MemMapWidget::paintEvent(QPaintEvent*)
 
 // ---- kernels lane ----------------------------------------------------------------------------
 
-KernelLaneWidget::KernelLaneWidget(QWidget* parent) : QWidget(parent) { setMinimumHeight(90); }
+KernelLaneWidget::KernelLaneWidget(QWidget* parent) : QWidget(parent)
+{
+    setMinimumHeight(90);
+}
 
 void KernelLaneWidget::setScene(std::shared_ptr<const render::Scene> scene)
 {
@@ -433,20 +458,16 @@ void KernelLaneWidget::setSelection(const Selection& s)
 QStringList KernelLaneWidget::newVariants() const
 {
     QStringList out;
-    if (!scene_)
-        return out;
+    if (!scene_) return out;
     const render::FrameRow* f = scene_->frame(sel_.frame);
-    if (!f || scene_->frames.empty() || f->index == scene_->frames.front().index)
-        return out;
+    if (!f || scene_->frames.empty() || f->index == scene_->frames.front().index) return out;
     std::set<StringId> seen;
     for (const auto& fr : scene_->frames) {
-        if (fr.index >= f->index)
-            break;
+        if (fr.index >= f->index) break;
         seen.insert(fr.kernelNames.begin(), fr.kernelNames.end());
     }
     for (StringId k : f->kernelNames)
-        if (!seen.count(k))
-            out << QString::fromStdString(scene_->str(k));
+        if (!seen.count(k)) out << QString::fromStdString(scene_->str(k));
     return out;
 }
 
@@ -470,36 +491,47 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     const QStringList fresh = newVariants();
     const QRectF lane(110, 22, width() - 120, 22), glane(110, 50, width() - 120, 14);
     p.drawText(QRectF(6, 4, width() - 12, 16), Qt::AlignLeft | Qt::AlignVCenter,
-               f ? tr("frame %1: %2 kernel name(s)%3").arg(f->index).arg(f->kernelNames.size())
-                       .arg(fresh.isEmpty() ? QString() : tr("; NEW variant: %1").arg(fresh.join(QStringLiteral(", "))))
+               f ? tr("frame %1: %2 kernel name(s)%3")
+                       .arg(f->index)
+                       .arg(f->kernelNames.size())
+                       .arg(fresh.isEmpty()
+                                ? QString()
+                                : tr("; NEW variant: %1").arg(fresh.join(QStringLiteral(", "))))
                  : tr("whole session (select a frame for its kernels)"));
-    p.drawText(QRectF(6, lane.top(), 100, lane.height()), Qt::AlignLeft | Qt::AlignVCenter, tr("kernels"));
-    p.drawText(QRectF(6, glane.top(), 100, glane.height()), Qt::AlignLeft | Qt::AlignVCenter, tr("graph launches"));
+    p.drawText(QRectF(6, lane.top(), 100, lane.height()), Qt::AlignLeft | Qt::AlignVCenter,
+               tr("kernels"));
+    p.drawText(QRectF(6, glane.top(), 100, glane.height()), Qt::AlignLeft | Qt::AlignVCenter,
+               tr("graph launches"));
     p.drawRect(lane);
     const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
-    auto X = [&](int64_t t) { return lane.left() + static_cast<double>(t - t0) / span * lane.width(); };
+    auto X = [&](int64_t t) {
+        return lane.left() + static_cast<double>(t - t0) / span * lane.width();
+    };
     auto lo = std::lower_bound(scene_->kernels.begin(), scene_->kernels.end(), t0,
                                [](const render::KernelRec& k, int64_t v) { return k.start < v; });
     std::set<QString> freshSet(fresh.begin(), fresh.end());
     double lastX = -1;
     for (auto it = lo; it != scene_->kernels.end() && it->start < t1; ++it) {
         const double x0 = X(it->start), x1 = std::max(x0 + 1, X(std::min(it->end, t1)));
-        if (x1 < lastX + 0.5)
-            continue; // narrower than a pixel behind the previous one: merged
+        if (x1 < lastX + 0.5) continue; // narrower than a pixel behind the previous one: merged
         lastX = x1;
         const bool isNew = freshSet.count(QString::fromStdString(scene_->str(it->name))) > 0;
-        p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4), isNew ? render::collapseColor() : QColor(90, 140, 200));
+        p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4),
+                   isNew ? render::collapseColor() : QColor(90, 140, 200));
     }
     for (const auto& g : scene_->graphLaunches)
         if (g.end >= t0 && g.start <= t1)
-            p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(), std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
+            p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(),
+                              std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
                               glane.height()),
                        QColor(120, 180, 90));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
                tr("%1 → %2   red = new kernel variant")
-                   .arg(QString::fromStdString(render::formatTime(t0 - scene_->timeBegin(), scene_->summary.timeAxis)),
-                        QString::fromStdString(render::formatTime(t1 - scene_->timeBegin(), scene_->summary.timeAxis))));
+                   .arg(QString::fromStdString(
+                            render::formatTime(t0 - scene_->timeBegin(), scene_->summary.timeAxis)),
+                        QString::fromStdString(render::formatTime(t1 - scene_->timeBegin(),
+                                                                  scene_->summary.timeAxis))));
 }
 
 } // namespace fs::views

@@ -12,7 +12,8 @@ class QCPAxisRect;
 
 namespace fs::views {
 
-class TimelineWidget : public QWidget {
+class TimelineWidget : public QWidget
+{
     Q_OBJECT
 public:
     explicit TimelineWidget(QWidget* parent = nullptr);
@@ -38,7 +39,8 @@ private:
     bool dark_ = false;
 };
 
-class HistogramWidget : public QWidget {
+class HistogramWidget : public QWidget
+{
     Q_OBJECT
 public:
     explicit HistogramWidget(QWidget* parent = nullptr);
@@ -63,7 +65,8 @@ private:
 };
 
 // Memory map at the selected frame's end (or the session end), painted by fragscope_render.
-class MemMapWidget : public QWidget {
+class MemMapWidget : public QWidget
+{
     Q_OBJECT
 public:
     explicit MemMapWidget(QWidget* parent = nullptr);
@@ -82,7 +85,8 @@ private:
 };
 
 // Kernels and graph launches of the selected frame as a lane, with new kernel variants marked.
-class KernelLaneWidget : public QWidget {
+class KernelLaneWidget : public QWidget
+{
     Q_OBJECT
 public:
     explicit KernelLaneWidget(QWidget* parent = nullptr);

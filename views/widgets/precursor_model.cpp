@@ -2,7 +2,8 @@
 
 namespace fs::views {
 
-void PrecursorModel::resetData(std::vector<render::Precursor> rows, int64_t timeBegin, TimeAxis axis)
+void PrecursorModel::resetData(std::vector<render::Precursor> rows, int64_t timeBegin,
+                               TimeAxis axis)
 {
     beginResetModel();
     rows_ = std::move(rows);
@@ -16,36 +17,39 @@ int PrecursorModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
-int PrecursorModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int PrecursorModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant PrecursorModel::data(const QModelIndex& index, int role) const
 {
-    if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount)
-        return {};
+    if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
     const auto& p = rows_[static_cast<size_t>(index.row())];
-    if (role == TimeRole)
-        return QVariant::fromValue<qlonglong>(p.time);
-    if (role == AllocIdRole)
-        return QVariant::fromValue<qlonglong>(p.allocId);
-    if (role == Qt::ToolTipRole)
-        return QString::fromStdString(p.what);
-    if (role != Qt::DisplayRole)
-        return {};
+    if (role == TimeRole) return QVariant::fromValue<qlonglong>(p.time);
+    if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocId);
+    if (role == Qt::ToolTipRole) return QString::fromStdString(p.what);
+    if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
-    case Rank: return index.row() + 1;
-    case Time: return QString::fromStdString(render::formatTime(p.time - timeBegin_, axis_));
-    case Kind: return QString::fromStdString(p.kind);
-    case What: return QString::fromStdString(p.what);
+    case Rank:
+        return index.row() + 1;
+    case Time:
+        return QString::fromStdString(render::formatTime(p.time - timeBegin_, axis_));
+    case Kind:
+        return QString::fromStdString(p.kind);
+    case What:
+        return QString::fromStdString(p.what);
     // The engine scores a precursor by the bytes of allocator state it changed.
-    case Score: return QString::fromStdString(render::formatBytes(p.score));
-    default: return {};
+    case Score:
+        return QString::fromStdString(render::formatBytes(p.score));
+    default:
+        return {};
     }
 }
 
 QVariant PrecursorModel::headerData(int section, Qt::Orientation o, int role) const
 {
-    if (o != Qt::Horizontal || role != Qt::DisplayRole)
-        return {};
+    if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
     static const char* names[] = {"#", "time", "kind", "event", "effect"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }

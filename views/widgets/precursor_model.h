@@ -7,7 +7,8 @@
 
 namespace fs::views {
 
-class PrecursorModel : public QAbstractTableModel {
+class PrecursorModel : public QAbstractTableModel
+{
     Q_OBJECT
 public:
     enum Columns { Rank, Time, Kind, What, Score, ColumnCount };

@@ -6,11 +6,9 @@ namespace fs::views {
 
 void SelectionModel::select(const Selection& s)
 {
-    if (s == cur_)
-        return;
+    if (s == cur_) return;
     back_.push_back(cur_);
-    if (back_.size() > 200)
-        back_.erase(back_.begin());
+    if (back_.size() > 200) back_.erase(back_.begin());
     forward_.clear();
     cur_ = s;
     emit changed(cur_);
@@ -19,8 +17,7 @@ void SelectionModel::select(const Selection& s)
 void SelectionModel::selectFrame(const render::Scene& scene, int64_t frame)
 {
     const render::FrameRow* f = scene.frame(frame);
-    if (!f)
-        return;
+    if (!f) return;
     Selection s;
     s.frame = frame;
     s.from = f->start;
@@ -38,8 +35,7 @@ void SelectionModel::clear()
 
 void SelectionModel::back()
 {
-    if (back_.empty())
-        return;
+    if (back_.empty()) return;
     forward_.push_back(cur_);
     cur_ = back_.back();
     back_.pop_back();
@@ -48,8 +44,7 @@ void SelectionModel::back()
 
 void SelectionModel::forward()
 {
-    if (forward_.empty())
-        return;
+    if (forward_.empty()) return;
     back_.push_back(cur_);
     cur_ = forward_.back();
     forward_.pop_back();

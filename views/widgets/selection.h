@@ -13,17 +13,19 @@ struct Scene;
 
 namespace fs::views {
 
-struct Selection {
+struct Selection
+{
     int64_t frame = -1;
-    int64_t from = kNoTime;  // selected time range
+    int64_t from = kNoTime; // selected time range
     int64_t to = kNoTime;
     int64_t allocId = -1;
-    int precursor = -1;      // row in the collapse inspector
+    int precursor = -1;       // row in the collapse inspector
     int64_t marker = kNoTime; // the selected precursor's instant, marked on the heatmap
     bool operator==(const Selection&) const = default;
 };
 
-class SelectionModel : public QObject {
+class SelectionModel : public QObject
+{
     Q_OBJECT
 public:
     explicit SelectionModel(QObject* parent = nullptr) : QObject(parent) {}
