@@ -5,8 +5,8 @@
 #include "command.h"
 #include "core/progress.h"
 
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <fmt/format.h>
 #include <thread>
 #include <unistd.h>
@@ -26,13 +26,13 @@ int runAttach(Args& a)
         throw UsageError("PID must be a process id, not '" + ps + "'");
     const pid_t pid = pidValue;
     const auto out = a.get("output");
-    if (!out || out->empty())
-        throw UsageError("attach needs -o OUT.fragscope");
+    if (!out || out->empty()) throw UsageError("attach needs -o OUT.fragscope");
     int64_t durationMs = 0;
     if (auto d = a.get("duration")) {
         durationMs = capture::parseDurationMs(*d);
         if (durationMs <= 0)
-            throw UsageError("--duration wants a positive time such as 30s, 500ms, 2m or 1h, not '" + *d + "'");
+            throw UsageError(
+                "--duration wants a positive time such as 30s, 500ms, 2m or 1h, not '" + *d + "'");
     }
     if (!proto::processAlive(pid)) {
         fmt::print(stderr, "fragscope attach: no process with pid {}\n", pid);
@@ -45,12 +45,17 @@ int runAttach(Args& a)
     std::string err;
     if (::access(path.c_str(), F_OK) != 0) {
         if (a.flag("no-inject")) {
-            fmt::print(stderr, "fragscope attach: pid {} has no fragscope control socket ({}) and --no-inject "
-                               "was given\n", pid, path);
+            fmt::print(
+                stderr,
+                "fragscope attach: pid {} has no fragscope control socket ({}) and --no-inject "
+                "was given\n",
+                pid, path);
             return Failure;
         }
-        fmt::print(stderr, "fragscope attach: pid {} was not started with the agent; loading it with gdb "
-                           "(allocations made before now will appear as pre-existing or be missing)…\n", pid);
+        fmt::print(stderr,
+                   "fragscope attach: pid {} was not started with the agent; loading it with gdb "
+                   "(allocations made before now will appear as pre-existing or be missing)…\n",
+                   pid);
         if (!capture::injectAgent(pid, err)) {
             fmt::print(stderr, "fragscope attach: {}\n", err);
             return Failure;
@@ -60,9 +65,11 @@ int runAttach(Args& a)
         for (int i = 0; i < 20 && ::access(path.c_str(), F_OK) != 0 && !stop.load(); ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         if (::access(path.c_str(), F_OK) != 0) {
-            fmt::print(stderr, "fragscope attach: the agent was loaded into pid {} but opened no control socket: "
-                               "it disabled itself (no CUDA driver or CUPTI refused; see the target's stderr)\n",
-                       pid);
+            fmt::print(
+                stderr,
+                "fragscope attach: the agent was loaded into pid {} but opened no control socket: "
+                "it disabled itself (no CUDA driver or CUPTI refused; see the target's stderr)\n",
+                pid);
             return Failure;
         }
     }
@@ -93,14 +100,17 @@ FRAGSCOPE_COMMAND({
     .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
     .options = {{"output", "FILE", "session file to write (also -o)"},
-                {"duration", "TIME", "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
-                {"no-inject", "", "fail instead of loading the agent with gdb when PID has no control socket"}},
-    .details = "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
-               "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"
-               "starts recording. Any other process gets the agent through `gdb --batch -p PID`\n"
-               "calling dlopen (like `heaptrack --pid`): this needs ptrace permission\n"
-               "(kernel.yama.ptrace_scope 0, or root), and allocations made before the attach are not\n"
-               "seen. Only the owner of a process may attach to it. See docs/capture.md.",
+                {"duration", "TIME",
+                 "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
+                {"no-inject", "",
+                 "fail instead of loading the agent with gdb when PID has no control socket"}},
+    .details =
+        "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
+        "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"
+        "starts recording. Any other process gets the agent through `gdb --batch -p PID`\n"
+        "calling dlopen (like `heaptrack --pid`): this needs ptrace permission\n"
+        "(kernel.yama.ptrace_scope 0, or root), and allocations made before the attach are not\n"
+        "seen. Only the owner of a process may attach to it. See docs/capture.md.",
     .run = runAttach,
     .order = 41,
 });

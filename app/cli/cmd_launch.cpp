@@ -19,7 +19,8 @@ int runLaunch(Args& a)
     if (a.rest().empty())
         throw UsageError("launch needs a command after -- (fragscope launch -- python gen.py)");
     if (!a.positional().empty())
-        throw UsageError("unexpected argument '" + a.positional()[0] + "' (put the command after --)");
+        throw UsageError("unexpected argument '" + a.positional()[0] +
+                         "' (put the command after --)");
     const std::atomic<bool>& stop = capture::installStopSignals();
     capture::LaunchOptions lo;
     lo.argv = a.rest();
@@ -34,8 +35,7 @@ int runLaunch(Args& a)
     bool reaped = false;
     bool forwarded = false;
     auto alive = [&] {
-        if (!reaped && ::waitpid(child, &status, WNOHANG) == child)
-            reaped = true;
+        if (!reaped && ::waitpid(child, &status, WNOHANG) == child) reaped = true;
         if (stop.load() && !forwarded && !reaped) {
             forwarded = true; // Ctrl-C reaches the child through the terminal; SIGTERM does not
             ::kill(child, SIGTERM);
@@ -44,14 +44,15 @@ int runLaunch(Args& a)
     };
     proto::ControlClient client;
     if (capture::connectToLaunched(child, client, alive, err)) {
-        fmt::print(stderr, "fragscope launch: pid {} is ready; record it with\n  fragscope attach {} -o run.fragscope\n",
+        fmt::print(stderr,
+                   "fragscope launch: pid {} is ready; record it with\n  fragscope attach {} -o "
+                   "run.fragscope\n",
                    client.info().pid, client.info().pid);
         client.close();
     }
     while (alive())
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : Failure;
 }
 
@@ -62,9 +63,10 @@ FRAGSCOPE_COMMAND({
     .synopsis = "-- CMD [ARGS…]",
     .summary = "Run a command with the capture agent loaded and idle, for a later `attach`",
     .options = {},
-    .details = "The agent opens its control socket at CMD's first CUDA call and records nothing\n"
-               "until `fragscope attach PID -o FILE` (or the GUI's Attach…) starts it; stopping the\n"
-               "recording leaves CMD running. The exit status is CMD's.",
+    .details =
+        "The agent opens its control socket at CMD's first CUDA call and records nothing\n"
+        "until `fragscope attach PID -o FILE` (or the GUI's Attach…) starts it; stopping the\n"
+        "recording leaves CMD running. The exit status is CMD's.",
     .run = runLaunch,
     .order = 42,
 });

@@ -12,8 +12,7 @@ namespace {
 
 int runPs(Args& a)
 {
-    if (!a.positional().empty())
-        throw UsageError("ps takes no arguments");
+    if (!a.positional().empty()) throw UsageError("ps takes no arguments");
     const auto targets = capture::listTargets();
     if (a.flag("json")) {
         JsonWriter j;
@@ -28,8 +27,7 @@ int runPs(Args& a)
             j.field("launched_by", static_cast<int64_t>(t.launchedBy));
             j.field("command_line", t.commandLine);
             j.field("socket", t.socketPath);
-            if (!t.error.empty())
-                j.field("error", t.error);
+            if (!t.error.empty()) j.field("error", t.error);
             j.endObject();
         }
         j.endArray();
@@ -43,8 +41,9 @@ int runPs(Args& a)
     }
     fmt::print("{:>8}  {:<11} {:<9} {:>12}  {}\n", "PID", "STATE", "KIND", "EVENTS", "COMMAND");
     for (const auto& t : targets)
-        fmt::print("{:>8}  {:<11} {:<9} {:>12}  {}{}\n", t.pid, t.state, t.kind.empty() ? "?" : t.kind,
-                   t.eventsSent, t.commandLine, t.error.empty() ? "" : "  (" + t.error + ")");
+        fmt::print("{:>8}  {:<11} {:<9} {:>12}  {}{}\n", t.pid, t.state,
+                   t.kind.empty() ? "?" : t.kind, t.eventsSent, t.commandLine,
+                   t.error.empty() ? "" : "  (" + t.error + ")");
     return Ok;
 }
 
@@ -55,9 +54,10 @@ FRAGSCOPE_COMMAND({
     .synopsis = "[--json]",
     .summary = "List this user's processes that can be attached to (agent or simulate --live)",
     .options = {{"json", "", "print a JSON array"}},
-    .details = "Looks for control sockets in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID),\n"
-               "asks each target for its state (idle, waiting, recording, disabled) and removes\n"
-               "sockets left by processes that died.",
+    .details =
+        "Looks for control sockets in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID),\n"
+        "asks each target for its state (idle, waiting, recording, disabled) and removes\n"
+        "sockets left by processes that died.",
     .run = runPs,
     .order = 43,
 });

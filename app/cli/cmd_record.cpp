@@ -30,22 +30,21 @@ std::string joinArgs(const std::vector<std::string>& v)
 // Exit status of the child the way a shell reports it.
 int childExit(int status)
 {
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return Failure;
 }
 
 int runRecord(Args& a)
 {
     const auto out = a.get("output");
-    if (!out || out->empty())
-        throw UsageError("record needs -o OUT.fragscope");
+    if (!out || out->empty()) throw UsageError("record needs -o OUT.fragscope");
     if (a.rest().empty())
-        throw UsageError("record needs a command after -- (fragscope record -o run.fragscope -- python gen.py)");
+        throw UsageError(
+            "record needs a command after -- (fragscope record -o run.fragscope -- python gen.py)");
     if (!a.positional().empty())
-        throw UsageError("unexpected argument '" + a.positional()[0] + "' (put the command after --)");
+        throw UsageError("unexpected argument '" + a.positional()[0] +
+                         "' (put the command after --)");
     const std::atomic<bool>& stop = capture::installStopSignals();
     capture::LaunchOptions lo;
     lo.argv = a.rest();
@@ -59,8 +58,7 @@ int runRecord(Args& a)
     int status = 0;
     bool reaped = false;
     auto childAlive = [&] {
-        if (reaped)
-            return false;
+        if (reaped) return false;
         if (::waitpid(child, &status, WNOHANG) == child) {
             reaped = true;
             return false;
@@ -75,8 +73,10 @@ int runRecord(Args& a)
         [&] {
             if (!told && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
                 told = true;
-                fmt::print(stderr, "fragscope record: waiting for pid {} to initialise CUDA (the agent "
-                                   "starts at the first CUDA call)…\n", child);
+                fmt::print(stderr,
+                           "fragscope record: waiting for pid {} to initialise CUDA (the agent "
+                           "starts at the first CUDA call)…\n",
+                           child);
             }
             return childAlive() && !stop.load();
         },
@@ -87,20 +87,26 @@ int runRecord(Args& a)
             ::waitpid(child, &status, 0);
             reaped = true;
         }
-        fmt::print(stderr, "fragscope record: no session written: {}{}\n",
-                   stop.load() ? "interrupted before the agent started" : err,
-                   stop.load() ? "" : " (did the command use CUDA? a process without CUDA never loads the agent)");
+        fmt::print(
+            stderr, "fragscope record: no session written: {}{}\n",
+            stop.load() ? "interrupted before the agent started" : err,
+            stop.load()
+                ? ""
+                : " (did the command use CUDA? a process without CUDA never loads the agent)");
         const int code = reaped ? childExit(status) : Failure;
         return code == 0 ? Failure : code;
     }
     if (a.flag("paused")) {
         const std::atomic<bool>& go = capture::installStartSignal();
-        fmt::print(stderr, "fragscope record: pid {} runs with the agent idle; start recording with "
-                           "`kill -USR1 {}`\n", client.info().pid, ::getpid());
+        fmt::print(stderr,
+                   "fragscope record: pid {} runs with the agent idle; start recording with "
+                   "`kill -USR1 {}`\n",
+                   client.info().pid, ::getpid());
         while (!go.load() && !stop.load() && childAlive())
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (!go.load()) {
-            fmt::print(stderr, "fragscope record: no session written: the recording was never started\n");
+            fmt::print(stderr,
+                       "fragscope record: no session written: the recording was never started\n");
             const int code = reaped ? childExit(status) : Failure;
             return code == 0 ? Failure : code;
         }
@@ -126,8 +132,7 @@ int runRecord(Args& a)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     fmt::print(stderr, "fragscope record: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
-    if (res.badStream)
-        return BadInput;
+    if (res.badStream) return BadInput;
     if (!reaped) {
         fmt::print(stderr, "fragscope record: recording stopped; pid {} is still running\n", child);
         return Ok;
@@ -142,14 +147,16 @@ FRAGSCOPE_COMMAND({
     .synopsis = "-o OUT.fragscope [--paused] -- CMD [ARGS…]",
     .summary = "Run a command with the capture agent and record its GPU memory events",
     .options = {{"output", "FILE", "session file to write (also -o)"},
-                {"paused", "", "load the agent idle; recording starts when the recorder gets SIGUSR1"}},
-    .details = "CMD runs with CUDA_INJECTION64_PATH pointing at libfragscope-inject.so (and\n"
-               "NVTX_INJECTION64_PATH at libcupti, so NVTX frames and metric marks are seen). The\n"
-               "agent starts at CMD's first CUDA call; events are ingested live, committed at least\n"
-               "once a second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
-               "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
-               "2 when the capture stream was malformed. A target killed midway still leaves a\n"
-               "session that opens, marked 'ended abruptly'. See docs/capture.md.",
+                {"paused", "",
+                 "load the agent idle; recording starts when the recorder gets SIGUSR1"}},
+    .details =
+        "CMD runs with CUDA_INJECTION64_PATH pointing at libfragscope-inject.so (and\n"
+        "NVTX_INJECTION64_PATH at libcupti, so NVTX frames and metric marks are seen). The\n"
+        "agent starts at CMD's first CUDA call; events are ingested live, committed at least\n"
+        "once a second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
+        "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
+        "2 when the capture stream was malformed. A target killed midway still leaves a\n"
+        "session that opens, marked 'ended abruptly'. See docs/capture.md.",
     .run = runRecord,
     .order = 40,
 });

@@ -23,9 +23,10 @@ using namespace fs;
 
 namespace {
 
-const char* const kNames[] = {"ampere_sgemm_128x64_nn", "flash_fwd_kernel", "layer_norm_kernel",
-                              "vectorized_elementwise_kernel", "softmax_warp_forward", "gemv2T_kernel",
-                              "reduce_kernel", "cat_batched_copy"};
+const char* const kNames[] = {"ampere_sgemm_128x64_nn", "flash_fwd_kernel",
+                              "layer_norm_kernel",      "vectorized_elementwise_kernel",
+                              "softmax_warp_forward",   "gemv2T_kernel",
+                              "reduce_kernel",          "cat_batched_copy"};
 
 template <class R> void put(std::vector<uint8_t>& b, const R& r)
 {
@@ -43,7 +44,10 @@ std::vector<uint8_t> makeBuffer(size_t records)
     for (size_t i = 0; i < records; ++i) {
         t += 700;
         switch (i % 8) {
-        case 0: case 1: case 2: case 3: {
+        case 0:
+        case 1:
+        case 2:
+        case 3: {
             CUpti_ActivityKernel10 k;
             std::memset(&k, 0, sizeof k);
             k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -57,7 +61,9 @@ std::vector<uint8_t> makeBuffer(size_t records)
             put(b, k);
             break;
         }
-        case 4: case 5: case 6: {
+        case 4:
+        case 5:
+        case 6: {
             CUpti_ActivityMemory4 m;
             std::memset(&m, 0, sizeof m);
             m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -86,7 +92,10 @@ std::vector<uint8_t> makeBuffer(size_t records)
     return b;
 }
 
-double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(std::chrono::steady_clock::duration d)
+{
+    return std::chrono::duration<double>(d).count();
+}
 
 } // namespace
 
@@ -94,7 +103,9 @@ int main(int argc, char** argv)
 {
     const size_t records = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 400000;
     std::vector<uint8_t> buf = makeBuffer(records);
-    const std::string dir = (std::filesystem::temp_directory_path() / ("fragscope-bench-" + std::to_string(::getpid()))).string();
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("fragscope-bench-" + std::to_string(::getpid())))
+            .string();
     constexpr int kReps = 5;
 
     // Baseline: the CUPTI walk alone.
@@ -121,7 +132,8 @@ int main(int argc, char** argv)
             return 1;
         }
         proto::ControlClient client;
-        if (!client.connect(server.path(), 5000, err) || !client.command(proto::MsgType::Start, {}, 5000, err)) {
+        if (!client.connect(server.path(), 5000, err) ||
+            !client.command(proto::MsgType::Start, {}, 5000, err)) {
             std::fprintf(stderr, "bench: %s\n", err.c_str());
             return 1;
         }
@@ -142,12 +154,15 @@ int main(int argc, char** argv)
     }
     std::filesystem::remove_all(dir);
     const double n = static_cast<double>(records);
-    std::printf("bench_capture_agent: %zu CUPTI records (%.1f MB buffer) -> %zu wire events, best of %d\n",
-                records, static_cast<double>(buf.size()) / 1e6, events, kReps);
+    std::printf(
+        "bench_capture_agent: %zu CUPTI records (%.1f MB buffer) -> %zu wire events, best of %d\n",
+        records, static_cast<double>(buf.size()) / 1e6, events, kReps);
     // (Buffering without a recorder is not timed: there the cost is first-touch page faults of
     // the growing buffer, which this VM makes ~2 us per event and a normal host ~0.1.)
-    std::printf("  baseline  cuptiActivityGetNextRecord walk      %7.1f ns/record\n", base * 1e9 / n);
-    std::printf("  agent     decode + encode + socket to recorder %6.1f ns/record   (target <= 200 ns)\n",
-                streamed * 1e9 / n);
+    std::printf("  baseline  cuptiActivityGetNextRecord walk      %7.1f ns/record\n",
+                base * 1e9 / n);
+    std::printf(
+        "  agent     decode + encode + socket to recorder %6.1f ns/record   (target <= 200 ns)\n",
+        streamed * 1e9 / n);
     return sink == 42 ? 2 : 0; // keep the baseline loop from being optimised away
 }

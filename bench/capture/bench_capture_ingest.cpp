@@ -70,7 +70,8 @@ IngestOptions options(const std::string& path)
 int main(int argc, char** argv)
 {
     const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
-    const auto dir = std::filesystem::temp_directory_path() / ("fragscope-bench-ingest-" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("fragscope-bench-ingest-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const std::vector<proto::WireEvent> events = makeEvents(n);
     const char* names[] = {"gemm_a", "gemm_b", "attn_fwd", "norm"};
@@ -104,7 +105,8 @@ int main(int argc, char** argv)
         }
         ingest.end();
     }
-    const double streamS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double streamS =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     // Baseline: direct Ingest::add.
     t0 = std::chrono::steady_clock::now();
@@ -128,12 +130,16 @@ int main(int argc, char** argv)
         }
         ingest.end();
     }
-    const double directS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double directS =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::filesystem::remove_all(dir);
     std::printf("bench_capture_ingest: %zu events, stream %.1f MB (%.1f B/event)\n", n,
-                static_cast<double>(enc.size()) / 1e6, static_cast<double>(enc.size()) / static_cast<double>(n));
-    std::printf("  baseline  Ingest::add directly          %8.0f events/s (%.2f s)\n", static_cast<double>(n) / directS, directS);
-    std::printf("  recorder  stream -> StreamIngest -> Ingest %5.0f events/s (%.2f s), %.2fx the baseline time\n",
+                static_cast<double>(enc.size()) / 1e6,
+                static_cast<double>(enc.size()) / static_cast<double>(n));
+    std::printf("  baseline  Ingest::add directly          %8.0f events/s (%.2f s)\n",
+                static_cast<double>(n) / directS, directS);
+    std::printf("  recorder  stream -> StreamIngest -> Ingest %5.0f events/s (%.2f s), %.2fx the "
+                "baseline time\n",
                 static_cast<double>(n) / streamS, streamS, streamS / directS);
     return 0;
 }

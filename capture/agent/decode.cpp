@@ -18,15 +18,12 @@ namespace {
 
 uint32_t nameId(const char* s, DecodeState& st, proto::TargetStream& out)
 {
-    if (!s || !*s)
-        return 0;
+    if (!s || !*s) return 0;
     auto it = st.namesByPtr.find(s);
-    if (it != st.namesByPtr.end())
-        return it->second;
+    if (it != st.namesByPtr.end()) return it->second;
     const uint32_t id = out.intern(s);
     // Only kernel/marker names are cached by pointer; CUPTI keeps those alive for the process.
-    if (st.namesByPtr.size() < (1u << 20))
-        st.namesByPtr.emplace(s, id);
+    if (st.namesByPtr.size() < (1u << 20)) st.namesByPtr.emplace(s, id);
     return id;
 }
 
@@ -45,7 +42,8 @@ void memory(const CUpti_ActivityMemory4& r, DecodeState& st, proto::TargetStream
         return;
     }
     const int64_t t = static_cast<int64_t>(r.timestamp) + st.clockOffsetNs;
-    const bool fromPool = r.memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
+    const bool fromPool =
+        r.memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
     const bool alloc = r.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
     if (!alloc && r.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
         ++st.skipped;
@@ -61,8 +59,7 @@ void memory(const CUpti_ActivityMemory4& r, DecodeState& st, proto::TargetStream
     e.level = fromPool ? ev::LevelPool : ev::LevelDriver;
     // The allocation source (cuptiActivityEnableAllocationSource) is not a stable pointer:
     // intern it by text, not by address.
-    if (alloc && r.source && *r.source)
-        e.name = out.intern(r.source);
+    if (alloc && r.source && *r.source) e.name = out.intern(r.source);
     if (!fromPool && alloc) {
         // A plain cudaMalloc is its own region (RegionKind::Driver hosts nothing above it).
         proto::WireEvent reg = make(ev::RegionCreate, t);
@@ -93,7 +90,8 @@ void pool(const CUpti_ActivityMemoryPool3& r, DecodeState& st, proto::TargetStre
     switch (r.memoryPoolOperationType) {
     case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
     case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED: {
-        const bool created = r.memoryPoolOperationType == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
+        const bool created =
+            r.memoryPoolOperationType == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
         proto::WireEvent e = make(created ? ev::RegionCreate : ev::RegionDestroy, t);
         e.address = r.address;
         e.size = created ? r.size : 0;
@@ -109,7 +107,8 @@ void pool(const CUpti_ActivityMemoryPool3& r, DecodeState& st, proto::TargetStre
         // A trim is a precursor candidate: keep it as a marker the analysis can find.
         char msg[160];
         std::snprintf(msg, sizeof msg, "cuda pool trim pool=%#llx size=%llu keep=%llu",
-                      static_cast<unsigned long long>(r.address), static_cast<unsigned long long>(r.size),
+                      static_cast<unsigned long long>(r.address),
+                      static_cast<unsigned long long>(r.size),
                       static_cast<unsigned long long>(r.minBytesToKeep));
         proto::WireEvent e = make(ev::Mark, t);
         e.name = out.intern(msg);
@@ -137,8 +136,7 @@ void kernel(const CUpti_ActivityKernel10& r, DecodeState& st, proto::TargetStrea
     e.block[0] = static_cast<uint32_t>(r.blockX);
     e.block[1] = static_cast<uint32_t>(r.blockY);
     e.block[2] = static_cast<uint32_t>(r.blockZ);
-    if (r.graphId != 0)
-        e.aux2 = (uint64_t{r.graphId} << 32) | (r.graphNodeId & 0xffffffffu);
+    if (r.graphId != 0) e.aux2 = (uint64_t{r.graphId} << 32) | (r.graphNodeId & 0xffffffffu);
     out.event(e);
 }
 
@@ -184,8 +182,9 @@ void device(const CUpti_ActivityDevice5& r, proto::TargetStream& out)
 {
     char uuid[40];
     const auto* b = reinterpret_cast<const unsigned char*>(r.uuid.bytes);
-    std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                  b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+    std::snprintf(uuid, sizeof uuid,
+                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
                   b[14], b[15]);
     out.device(r.id, r.globalMemorySize, r.name ? r.name : "", uuid);
 }
@@ -221,7 +220,8 @@ void decodeRecord(const void* record, DecodeState& st, proto::TargetStream& out)
     }
 }
 
-size_t decodeActivityBuffer(uint8_t* buffer, size_t validSize, DecodeState& st, proto::TargetStream& out)
+size_t decodeActivityBuffer(uint8_t* buffer, size_t validSize, DecodeState& st,
+                            proto::TargetStream& out)
 {
     size_t n = 0;
     CUpti_Activity* rec = nullptr;

@@ -11,21 +11,25 @@
 
 namespace fs::agent {
 
-struct DecodeState {
+struct DecodeState
+{
     int64_t clockOffsetNs = 0; // added to every CUPTI timestamp (GPU/host calibration)
-    struct OpenRange {
+    struct OpenRange
+    {
         uint32_t name;
         int64_t start;
     };
     std::unordered_map<uint32_t, OpenRange> openRanges; // NVTX start/end markers by id
-    std::unordered_map<const char*, uint32_t> namesByPtr; // CUPTI keeps names alive: cache by address
+    std::unordered_map<const char*, uint32_t>
+        namesByPtr; // CUPTI keeps names alive: cache by address
     uint64_t records = 0;
     uint64_t skipped = 0; // kinds or memory kinds we do not model
 };
 
 // Decodes every record in [buffer, buffer+validSize) (cuptiActivityGetNextRecord) into out.
 // Returns the number of records seen.
-size_t decodeActivityBuffer(uint8_t* buffer, size_t validSize, DecodeState& st, proto::TargetStream& out);
+size_t decodeActivityBuffer(uint8_t* buffer, size_t validSize, DecodeState& st,
+                            proto::TargetStream& out);
 
 // One record (exposed for the per-record benchmark).
 void decodeRecord(const void* record, DecodeState& st, proto::TargetStream& out);

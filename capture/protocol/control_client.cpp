@@ -12,12 +12,14 @@
 
 namespace fs::proto {
 
-ControlClient::~ControlClient() { close(); }
+ControlClient::~ControlClient()
+{
+    close();
+}
 
 void ControlClient::close()
 {
-    if (fd_ >= 0)
-        ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
 }
 
@@ -39,8 +41,9 @@ bool ControlClient::connect(const std::string& path, int timeoutMs, std::string&
     }
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         const int e = errno;
-        err = path + ": " + std::strerror(e) +
-              (e == EACCES ? " (the socket belongs to another user; only its owner may attach)" : "");
+        err =
+            path + ": " + std::strerror(e) +
+            (e == EACCES ? " (the socket belongs to another user; only its owner may attach)" : "");
         close();
         return false;
     }
@@ -76,26 +79,23 @@ bool ControlClient::connect(const std::string& path, int timeoutMs, std::string&
 
 int ControlClient::pump(int timeoutMs)
 {
-    if (fd_ < 0)
-        return -1;
+    if (fd_ < 0) return -1;
     pollfd pf{fd_, POLLIN, 0};
     const int r = ::poll(&pf, 1, timeoutMs);
-    if (r == 0)
-        return 0;
-    if (r < 0)
-        return errno == EINTR ? 0 : -1;
+    if (r == 0) return 0;
+    if (r < 0) return errno == EINTR ? 0 : -1;
     char buf[1 << 16];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n > 0) {
         reader_.feed(buf, static_cast<size_t>(n));
         return 1;
     }
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        return 0;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
     return -1;
 }
 
-bool ControlClient::waitFrame(FrameHeader& h, std::string_view& payload, int timeoutMs, std::string& err)
+bool ControlClient::waitFrame(FrameHeader& h, std::string_view& payload, int timeoutMs,
+                              std::string& err)
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
     while (!reader_.next(h, payload)) {
@@ -104,7 +104,8 @@ bool ControlClient::waitFrame(FrameHeader& h, std::string_view& payload, int tim
             return false;
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now()).count();
+                              deadline - std::chrono::steady_clock::now())
+                              .count();
         if (left <= 0) {
             err = path_ + ": no reply within " + std::to_string(timeoutMs) + " ms";
             return false;
@@ -131,21 +132,18 @@ bool ControlClient::send(MsgType t, std::string_view payload, std::string& err)
 bool ControlClient::command(MsgType t, std::string_view payload, int timeoutMs, std::string& err,
                             std::string* replyPayload)
 {
-    if (!send(t, payload, err))
-        return false;
+    if (!send(t, payload, err)) return false;
     while (true) {
         FrameHeader h{};
         std::string_view p;
-        if (!waitFrame(h, p, timeoutMs, err))
-            return false;
+        if (!waitFrame(h, p, timeoutMs, err)) return false;
         const auto type = static_cast<MsgType>(h.type);
         if (type == MsgType::Error) {
             err = path_ + ": " + std::string(p);
             return false;
         }
         if (type == MsgType::Ack || type == MsgType::StatusReply) {
-            if (replyPayload)
-                *replyPayload = std::string(p);
+            if (replyPayload) *replyPayload = std::string(p);
             return true;
         }
         pending_.push_back({h, std::string(p)}); // stream data that was already on its way

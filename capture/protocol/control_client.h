@@ -7,7 +7,8 @@
 
 namespace fs::proto {
 
-class ControlClient {
+class ControlClient
+{
 public:
     ControlClient() = default;
     ~ControlClient();
@@ -29,7 +30,8 @@ public:
     int pump(int timeoutMs);
     FrameReader& reader() { return reader_; }
     // Frames read by command() while waiting for its reply, to be processed first.
-    struct Pending {
+    struct Pending
+    {
         FrameHeader h;
         std::string payload;
     };

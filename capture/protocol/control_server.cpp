@@ -14,7 +14,8 @@
 
 namespace fs::proto {
 
-struct ControlServer::Conn {
+struct ControlServer::Conn
+{
     int fd = -1;
     uint32_t uid = 0;
     pid_t pid = 0;
@@ -23,8 +24,7 @@ struct ControlServer::Conn {
     std::mutex wmu; // every write to fd holds it, so frames never interleave
     ~Conn()
     {
-        if (fd >= 0)
-            ::close(fd);
+        if (fd >= 0) ::close(fd);
     }
 };
 
@@ -38,15 +38,12 @@ bool writeAll(int fd, const void* buf, size_t n, int timeoutMs)
             n -= static_cast<size_t>(w);
             continue;
         }
-        if (w < 0 && errno == EINTR)
-            continue;
+        if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             pollfd pf{fd, POLLOUT, 0};
             const int r = ::poll(&pf, 1, timeoutMs);
-            if (r == 0)
-                return false; // the reader stalled for timeoutMs: give up on it
-            if (r < 0 && errno != EINTR)
-                return false;
+            if (r == 0) return false; // the reader stalled for timeoutMs: give up on it
+            if (r < 0 && errno != EINTR) return false;
             continue;
         }
         return false;
@@ -56,24 +53,23 @@ bool writeAll(int fd, const void* buf, size_t n, int timeoutMs)
 
 ControlServer::ControlServer(Options opts) : opts_(std::move(opts))
 {
-    if (opts_.allowedUid == ~0u)
-        opts_.allowedUid = ::getuid();
-    if (opts_.dir.empty())
-        opts_.dir = socketDir();
+    if (opts_.allowedUid == ~0u) opts_.allowedUid = ::getuid();
+    if (opts_.dir.empty()) opts_.dir = socketDir();
 }
 
-ControlServer::~ControlServer() { close(); }
+ControlServer::~ControlServer()
+{
+    close();
+}
 
 void ControlServer::log(const std::string& msg)
 {
-    if (opts_.log)
-        opts_.log(msg.c_str());
+    if (opts_.log) opts_.log(msg.c_str());
 }
 
 bool ControlServer::open(std::string& err)
 {
-    if (!ensureSocketDir(opts_.dir, err))
-        return false;
+    if (!ensureSocketDir(opts_.dir, err)) return false;
     path_ = socketPath(opts_.dir, ::getpid());
     // Bind under a temporary name and rename once listening, so that a client never finds a
     // socket that refuses connections (ps would call it unreachable).
@@ -117,13 +113,11 @@ bool ControlServer::open(std::string& err)
 
 void ControlServer::close()
 {
-    if (listenFd_ < 0)
-        return;
+    if (listenFd_ < 0) return;
     stopping_ = true;
     const char c = 'q';
     [[maybe_unused]] ssize_t w = ::write(wake_[1], &c, 1);
-    if (thread_.joinable())
-        thread_.join();
+    if (thread_.joinable()) thread_.join();
     {
         std::lock_guard lk(streamMu_);
         stream_.reset();
@@ -149,22 +143,16 @@ void ControlServer::loop()
         for (const auto& c : conns_)
             pfs.push_back({c->fd, POLLIN, 0});
         const int r = ::poll(pfs.data(), pfs.size(), 500);
-        if (r < 0 && errno != EINTR)
-            break;
-        if (r <= 0)
-            continue;
-        if (pfs[0].revents)
-            break;
-        if (pfs[1].revents & POLLIN)
-            accept();
+        if (r < 0 && errno != EINTR) break;
+        if (r <= 0) continue;
+        if (pfs[0].revents) break;
+        if (pfs[1].revents & POLLIN) accept();
         // Connections accepted just now are not in pfs; iterate over the ones polled.
-        std::vector<std::shared_ptr<Conn>> polled(conns_.begin(),
-                                                  conns_.begin() + static_cast<std::ptrdiff_t>(pfs.size() - 2));
+        std::vector<std::shared_ptr<Conn>> polled(
+            conns_.begin(), conns_.begin() + static_cast<std::ptrdiff_t>(pfs.size() - 2));
         for (size_t i = 0; i < polled.size(); ++i) {
-            if (!pfs[i + 2].revents)
-                continue;
-            if (!handle(polled[i]))
-                drop(polled[i], nullptr);
+            if (!pfs[i + 2].revents) continue;
+            if (!handle(polled[i])) drop(polled[i], nullptr);
         }
     }
 }
@@ -173,17 +161,18 @@ void ControlServer::accept()
 {
     while (true) {
         const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            return;
+        if (fd < 0) return;
         auto c = std::make_shared<Conn>();
         c->fd = fd;
         ucred cred{};
         socklen_t len = sizeof cred;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != opts_.allowedUid) {
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+            cred.uid != opts_.allowedUid) {
             ++refused_;
             Encoder enc;
             enc.header(Role::Target);
-            enc.frame(MsgType::Error, "permission denied: only the owner of the target process may connect");
+            enc.frame(MsgType::Error,
+                      "permission denied: only the owner of the target process may connect");
             writeAll(fd, enc.bytes().data(), enc.size(), 100);
             log("refused a control connection from uid " + std::to_string(cred.uid));
             continue; // ~Conn closes fd
@@ -196,8 +185,7 @@ void ControlServer::accept()
         }
         Encoder enc;
         enc.header(Role::Target);
-        if (!writeAll(fd, enc.bytes().data(), enc.size(), 1000))
-            continue;
+        if (!writeAll(fd, enc.bytes().data(), enc.size(), 1000)) continue;
         conns_.push_back(std::move(c));
     }
 }
@@ -212,10 +200,8 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
 {
     char buf[16384];
     const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
-    if (n == 0)
-        return false;
-    if (n < 0)
-        return errno == EAGAIN || errno == EINTR;
+    if (n == 0) return false;
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
     c->reader.feed(buf, static_cast<size_t>(n));
     FrameHeader h{};
     std::string_view payload;
@@ -250,12 +236,12 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
         Encoder enc;
         switch (type) {
         case MsgType::Start: {
-            if (!payload.empty())
-                return false;
+            if (!payload.empty()) return false;
             std::lock_guard lk(streamMu_);
             if (stream_ || state() == TargetState::Disabled) {
-                enc.frame(MsgType::Error, stream_ ? "already recording: another recorder is attached"
-                                                  : "the agent disabled itself (see the target's stderr)");
+                enc.frame(MsgType::Error,
+                          stream_ ? "already recording: another recorder is attached"
+                                  : "the agent disabled itself (see the target's stderr)");
                 reply(*c, enc);
                 break;
             }
@@ -272,8 +258,7 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
             break;
         }
         case MsgType::Stop: {
-            if (!payload.empty())
-                return false;
+            if (!payload.empty()) return false;
             std::lock_guard lk(streamMu_);
             const auto t = static_cast<uint16_t>(MsgType::Stop);
             enc.frame(MsgType::Ack, &t, sizeof t);
@@ -288,8 +273,7 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
             break;
         }
         case MsgType::Status: {
-            if (!payload.empty())
-                return false;
+            if (!payload.empty()) return false;
             TargetStatus s;
             s.state = state_.load();
             s.eventsSent = eventsSent_.load();
@@ -300,17 +284,16 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
             break;
         }
         case MsgType::Mark: {
-            if (payload.size() > 4096)
-                return false;
-            if (opts_.onMark)
-                opts_.onMark(std::string(payload));
+            if (payload.size() > 4096) return false;
+            if (opts_.onMark) opts_.onMark(std::string(payload));
             const auto t = static_cast<uint16_t>(MsgType::Mark);
             enc.frame(MsgType::Ack, &t, sizeof t);
             reply(*c, enc);
             break;
         }
         default:
-            log("control connection: unexpected frame type " + std::to_string(h.type) + "; dropped");
+            log("control connection: unexpected frame type " + std::to_string(h.type) +
+                "; dropped");
             return false;
         }
     }
@@ -323,8 +306,7 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
 
 void ControlServer::drop(const std::shared_ptr<Conn>& c, const char* why)
 {
-    if (why)
-        log(why);
+    if (why) log(why);
     ++droppedConns_;
     {
         std::lock_guard lk(streamMu_);
@@ -342,8 +324,7 @@ void ControlServer::drop(const std::shared_ptr<Conn>& c, const char* why)
 bool ControlServer::sendStream(const void* p, size_t n, uint64_t epoch)
 {
     std::lock_guard lk(streamMu_);
-    if (!stream_ || epoch != epoch_.load())
-        return false;
+    if (!stream_ || epoch != epoch_.load()) return false;
     bool ok;
     {
         std::lock_guard wl(stream_->wmu);
@@ -364,8 +345,7 @@ bool ControlServer::sendStream(const void* p, size_t n, uint64_t epoch)
 void ControlServer::endStream(EndReason reason)
 {
     std::lock_guard lk(streamMu_);
-    if (!stream_)
-        return;
+    if (!stream_) return;
     Encoder enc;
     const auto r = static_cast<uint32_t>(reason);
     enc.frame(MsgType::StreamEnd, &r, sizeof r);
@@ -380,9 +360,9 @@ void ControlServer::endStream(EndReason reason)
 bool ControlServer::waitForStart(int timeoutMs)
 {
     std::unique_lock lk(streamMu_);
-    return startCv_.wait_for(lk, std::chrono::milliseconds(timeoutMs),
-                             [this] { return stream_ != nullptr || stopping_.load(); }) &&
-           stream_ != nullptr;
+    return startCv_.wait_for(lk, std::chrono::milliseconds(timeoutMs), [this] {
+        return stream_ != nullptr || stopping_.load();
+    }) && stream_ != nullptr;
 }
 
 void ControlServer::countEvents(uint64_t sent, uint64_t dropped)

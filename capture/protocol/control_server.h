@@ -18,16 +18,18 @@
 
 namespace fs::proto {
 
-class ControlServer {
+class ControlServer
+{
 public:
-    struct Options {
-        std::string dir;                 // socket directory (socketDir() when empty)
-        std::string kind = "agent";      // reported in the handshake
+    struct Options
+    {
+        std::string dir;            // socket directory (socketDir() when empty)
+        std::string kind = "agent"; // reported in the handshake
         std::string commandLine;
-        uint32_t launchedBy = 0;         // pid of the recorder that launched us, 0 if none
-        uint32_t allowedUid = ~0u;       // peer uid allowed to connect (getuid() when ~0u)
-        std::function<void(const std::string&)> onMark;  // called on the server thread
-        std::function<void(const char*)> log;            // one-line diagnostics
+        uint32_t launchedBy = 0;   // pid of the recorder that launched us, 0 if none
+        uint32_t allowedUid = ~0u; // peer uid allowed to connect (getuid() when ~0u)
+        std::function<void(const std::string&)> onMark; // called on the server thread
+        std::function<void(const char*)> log;           // one-line diagnostics
     };
 
     explicit ControlServer(Options opts);
@@ -76,7 +78,7 @@ private:
     std::thread thread_;
     std::vector<std::shared_ptr<Conn>> conns_; // server thread only
     std::mutex streamMu_;
-    std::shared_ptr<Conn> stream_;             // guarded by streamMu_
+    std::shared_ptr<Conn> stream_; // guarded by streamMu_
     std::condition_variable startCv_;
     std::atomic<uint64_t> epoch_{0};
     std::atomic<bool> streaming_{false};

@@ -33,8 +33,7 @@ void Encoder::put(const void* p, size_t n)
 {
     // resize + memcpy: the hot path appends 96-byte events millions of times.
     const size_t at = buf_.size();
-    if (buf_.capacity() < at + n)
-        buf_.reserve(std::max(at + n, buf_.capacity() * 2 + 4096));
+    if (buf_.capacity() < at + n) buf_.reserve(std::max(at + n, buf_.capacity() * 2 + 4096));
     buf_.resize(at + n);
     std::memcpy(buf_.data() + at, p, n);
 }
@@ -56,8 +55,7 @@ void Encoder::begin(MsgType t)
 
 void Encoder::end()
 {
-    if (!open_)
-        return;
+    if (!open_) return;
     size_t n = buf_.size() - frameStart_ - sizeof(FrameHeader);
     if (n > kMaxPayload) { // never emit a frame the reader would reject: cut the text
         buf_.resize(frameStart_ + sizeof(FrameHeader) + kMaxPayload);
@@ -95,23 +93,23 @@ void Encoder::event(const WireEvent& e)
     ++eventCount_;
     const auto size = static_cast<uint32_t>(eventCount_ * sizeof(WireEvent));
     std::memcpy(buf_.data() + eventFrame_, &size, sizeof size);
-    if (eventCount_ >= kPerFrame)
-        eventCount_ = 0;
+    if (eventCount_ >= kPerFrame) eventCount_ = 0;
 }
 
-void Encoder::flushEvents() { eventCount_ = 0; }
+void Encoder::flushEvents()
+{
+    eventCount_ = 0;
+}
 
 bool FrameReader::fail(std::string msg)
 {
-    if (error_.empty())
-        error_ = std::move(msg);
+    if (error_.empty()) error_ = std::move(msg);
     return false;
 }
 
 void FrameReader::feed(const void* p, size_t n)
 {
-    if (!error_.empty())
-        return;
+    if (!error_.empty()) return;
     if (pos_ > 0 && pos_ == buf_.size()) {
         buf_.clear();
         pos_ = 0;
@@ -125,8 +123,7 @@ void FrameReader::feed(const void* p, size_t n)
 
 bool FrameReader::next(FrameHeader& h, std::string_view& payload)
 {
-    if (!error_.empty())
-        return false;
+    if (!error_.empty()) return false;
     char msg[160];
     if (!headerSeen_) {
         if (buf_.size() - pos_ < sizeof(StreamHeader)) {
@@ -141,8 +138,9 @@ bool FrameReader::next(FrameHeader& h, std::string_view& payload)
         if (std::memcmp(sh.magic, kMagic, sizeof kMagic) != 0)
             return fail("offset 0: not a fragscope capture stream (bad magic)");
         if (sh.version != kVersion) {
-            std::snprintf(msg, sizeof msg, "offset 8: stream version %u, this build speaks version %u",
-                          sh.version, kVersion);
+            std::snprintf(msg, sizeof msg,
+                          "offset 8: stream version %u, this build speaks version %u", sh.version,
+                          kVersion);
             return fail(msg);
         }
         if (sh.role != static_cast<uint32_t>(peer_)) {
@@ -153,8 +151,7 @@ bool FrameReader::next(FrameHeader& h, std::string_view& payload)
         consumed_ += sizeof sh;
         headerSeen_ = true;
     }
-    if (buf_.size() - pos_ < sizeof(FrameHeader))
-        return false;
+    if (buf_.size() - pos_ < sizeof(FrameHeader)) return false;
     std::memcpy(&h, buf_.data() + pos_, sizeof h);
     if (h.size > kMaxPayload) {
         std::snprintf(msg, sizeof msg, "offset %llu: frame of %u bytes exceeds the %zu-byte limit",
@@ -166,9 +163,9 @@ bool FrameReader::next(FrameHeader& h, std::string_view& payload)
                       static_cast<unsigned long long>(consumed_));
         return fail(msg);
     }
-    if (buf_.size() - pos_ - sizeof h < h.size)
-        return false;
-    payload = std::string_view(reinterpret_cast<const char*>(buf_.data() + pos_ + sizeof h), h.size);
+    if (buf_.size() - pos_ - sizeof h < h.size) return false;
+    payload =
+        std::string_view(reinterpret_cast<const char*>(buf_.data() + pos_ + sizeof h), h.size);
     pos_ += sizeof h + h.size;
     consumed_ += sizeof h + h.size;
     return true;

@@ -22,14 +22,16 @@ inline constexpr size_t kMaxPayload = 1u << 20; // 1 MiB: larger frames are malf
 
 enum class Role : uint32_t { Target = 1, Client = 2 };
 
-struct StreamHeader {
+struct StreamHeader
+{
     char magic[8];
     uint32_t version;
     uint32_t role;
 };
 static_assert(sizeof(StreamHeader) == 16);
 
-struct FrameHeader {
+struct FrameHeader
+{
     uint32_t size; // payload bytes after this header
     uint16_t type; // MsgType
     uint16_t reserved;
@@ -69,7 +71,8 @@ const char* stateName(TargetState s);
 
 // Wire form of fs::Event (core/events.h): the same fields in a fixed, packed layout so that the
 // agent need not include core. Hot record: 96 bytes.
-struct WireEvent {
+struct WireEvent
+{
     int64_t time;
     int64_t endTime;
     uint64_t address;
@@ -92,23 +95,36 @@ static_assert(sizeof(WireEvent) == 96, "WireEvent is the hot record on the wire"
 // Mirrors of fs::EventType / Level / RegionKind values (checked against core in the recorder).
 namespace ev {
 enum : uint8_t {
-    RegionCreate = 0, RegionDestroy, RegionMap, RegionUnmap, Alloc, Free, Kernel, GraphLaunch, Mark,
-    Range, Oom, Health, Count
+    RegionCreate = 0,
+    RegionDestroy,
+    RegionMap,
+    RegionUnmap,
+    Alloc,
+    Free,
+    Kernel,
+    GraphLaunch,
+    Mark,
+    Range,
+    Oom,
+    Health,
+    Count
 };
 enum : uint8_t { LevelDriver = 0, LevelPool = 1, LevelFramework = 2, LevelCount = 3 };
 enum : uint8_t { KindSegment = 0, KindPool = 1, KindVmm = 2, KindDriver = 3, KindCount = 4 };
 } // namespace ev
 
-struct TargetInfo {
+struct TargetInfo
+{
     uint32_t version = kVersion;
     uint32_t pid = 0;
-    uint32_t state = 0;        // TargetState
-    uint32_t launchedBy = 0;   // pid of the `fragscope record` that started it, else 0
-    std::string kind;          // "agent" or "simulator"
+    uint32_t state = 0;      // TargetState
+    uint32_t launchedBy = 0; // pid of the `fragscope record` that started it, else 0
+    std::string kind;        // "agent" or "simulator"
     std::string commandLine;
 };
 
-struct TargetStatus {
+struct TargetStatus
+{
     uint32_t state = 0;
     uint64_t eventsSent = 0;
     uint64_t dropped = 0;
@@ -116,7 +132,8 @@ struct TargetStatus {
 };
 
 // Appends frames to a byte vector (one writer per stream; not thread-safe).
-class Encoder {
+class Encoder
+{
 public:
     std::vector<uint8_t>& bytes() { return buf_; }
     size_t size() const { return buf_.size(); }
@@ -148,7 +165,8 @@ private:
 
 // Incremental frame parser over a byte stream: feed() bytes, then next() frames until it returns
 // false. The header is checked first; any violation sets error() and the stream is unusable.
-class FrameReader {
+class FrameReader
+{
 public:
     explicit FrameReader(Role expectPeer) : peer_(expectPeer) {}
     void feed(const void* p, size_t n);
@@ -170,7 +188,8 @@ private:
 };
 
 // Reads fields out of a payload with bounds checks (ok() false after any overrun).
-class PayloadReader {
+class PayloadReader
+{
 public:
     explicit PayloadReader(std::string_view p) : p_(p) {}
     template <class T> T pod()

@@ -14,13 +14,15 @@ bool TargetStream::wanted()
     return server_.streaming() || (opts_.keepUntilFirstStart && !everStarted_);
 }
 
-bool TargetStream::active() { return wanted(); }
+bool TargetStream::active()
+{
+    return wanted();
+}
 
 void TargetStream::checkEpoch()
 {
     const uint64_t ep = server_.epoch();
-    if (ep == epoch_ || !server_.streaming())
-        return;
+    if (ep == epoch_ || !server_.streaming()) return;
     epoch_ = ep;
     Encoder pre;
     pre.begin(MsgType::StreamBegin);
@@ -58,21 +60,18 @@ void TargetStream::replay(Encoder& enc)
 uint32_t TargetStream::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
-    if (it != strings_.end())
-        return it->second;
+    if (it != strings_.end()) return it->second;
     const auto id = static_cast<uint32_t>(stringText_.size());
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
-    if (wanted())
-        enc_.string(id, s);
+    if (wanted()) enc_.string(id, s);
     return id;
 }
 
 uint64_t TargetStream::internStack(const std::vector<uint32_t>& frames)
 {
     auto it = stacks_.find(frames);
-    if (it != stacks_.end())
-        return it->second;
+    if (it != stacks_.end()) return it->second;
     const uint64_t id = stacks_.size() + 1;
     stacks_.emplace(frames, id);
     if (wanted()) {
@@ -84,7 +83,8 @@ uint64_t TargetStream::internStack(const std::vector<uint32_t>& frames)
     return id;
 }
 
-void TargetStream::device(uint32_t id, uint64_t capacity, std::string_view name, std::string_view uuid)
+void TargetStream::device(uint32_t id, uint64_t capacity, std::string_view name,
+                          std::string_view uuid)
 {
     Encoder e;
     e.begin(MsgType::Device);
@@ -94,8 +94,7 @@ void TargetStream::device(uint32_t id, uint64_t capacity, std::string_view name,
     e.putStr0(uuid.substr(0, 1024));
     e.end();
     tables_.emplace_back(e.bytes().begin(), e.bytes().end());
-    if (wanted())
-        enc_.put(e.bytes().data(), e.size());
+    if (wanted()) enc_.put(e.bytes().data(), e.size());
 }
 
 void TargetStream::process(int64_t pid, int64_t startNs, std::string_view commandLine)
@@ -107,8 +106,7 @@ void TargetStream::process(int64_t pid, int64_t startNs, std::string_view comman
     e.put(commandLine.data(), std::min<size_t>(commandLine.size(), 65536));
     e.end();
     tables_.emplace_back(e.bytes().begin(), e.bytes().end());
-    if (wanted())
-        enc_.put(e.bytes().data(), e.size());
+    if (wanted()) enc_.put(e.bytes().data(), e.size());
 }
 
 void TargetStream::meta(const std::string& key, const std::string& value)
@@ -125,8 +123,7 @@ void TargetStream::meta(const std::string& key, const std::string& value)
         metaIndex_[key] = tables_.size();
         tables_.push_back(frame);
     }
-    if (wanted())
-        enc_.put(frame.data(), frame.size());
+    if (wanted()) enc_.put(frame.data(), frame.size());
 }
 
 void TargetStream::event(const WireEvent& e)
@@ -142,14 +139,13 @@ void TargetStream::event(const WireEvent& e)
     }
     enc_.event(e);
     ++pendingEvents_;
-    if (enc_.size() >= opts_.flushBytes)
-        flush();
+    if (enc_.size() >= opts_.flushBytes) flush();
 }
 
-void TargetStream::frameMetric(int64_t frame, std::string_view name, double value, std::string_view source)
+void TargetStream::frameMetric(int64_t frame, std::string_view name, double value,
+                               std::string_view source)
 {
-    if (!wanted())
-        return;
+    if (!wanted()) return;
     enc_.begin(MsgType::FrameMetric);
     enc_.putPod(frame);
     enc_.putPod(value);
@@ -160,14 +156,13 @@ void TargetStream::frameMetric(int64_t frame, std::string_view name, double valu
 
 void TargetStream::warn(std::string_view text)
 {
-    if (wanted())
-        enc_.frame(MsgType::Warn, text.substr(0, 65536));
+    if (wanted()) enc_.frame(MsgType::Warn, text.substr(0, 65536));
 }
 
-void TargetStream::health(int64_t time, int64_t value, std::string_view kind, std::string_view detail)
+void TargetStream::health(int64_t time, int64_t value, std::string_view kind,
+                          std::string_view detail)
 {
-    if (!wanted())
-        return;
+    if (!wanted()) return;
     enc_.begin(MsgType::Health);
     enc_.putPod(time);
     enc_.putPod(value);
@@ -179,8 +174,7 @@ void TargetStream::health(int64_t time, int64_t value, std::string_view kind, st
 void TargetStream::flush()
 {
     checkEpoch();
-    if (enc_.size() == 0 || !server_.streaming())
-        return;
+    if (enc_.size() == 0 || !server_.streaming()) return;
     enc_.flushEvents();
     const uint64_t n = pendingEvents_;
     if (server_.sendStream(enc_.bytes().data(), enc_.size(), epoch_))

@@ -15,9 +15,11 @@
 
 namespace fs::proto {
 
-class TargetStream {
+class TargetStream
+{
 public:
-    struct Options {
+    struct Options
+    {
         // Keep what is produced before the first Start (up to bufferCap bytes) instead of
         // dropping it: `fragscope record` starts the target this way so nothing is lost.
         bool keepUntilFirstStart = false;

@@ -4,12 +4,12 @@
 #include "core/versions.h"
 
 #include <cerrno>
-#include <csignal>
-#include <fcntl.h>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -26,21 +26,22 @@ namespace stdfs = std::filesystem;
 std::string findAgent()
 {
     std::vector<std::string> candidates;
-    if (const char* p = std::getenv("FRAGSCOPE_AGENT"); p && *p)
-        candidates.emplace_back(p);
+    if (const char* p = std::getenv("FRAGSCOPE_AGENT"); p && *p) candidates.emplace_back(p);
     std::error_code ec;
     const stdfs::path exe = stdfs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
         candidates.push_back((exe.parent_path() / "libfragscope-inject.so").string());
-        candidates.push_back((exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
-        candidates.push_back((exe.parent_path().parent_path() / "capture" / "agent" / "libfragscope-inject.so").string());
+        candidates.push_back(
+            (exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
+        candidates.push_back(
+            (exe.parent_path().parent_path() / "capture" / "agent" / "libfragscope-inject.so")
+                .string());
     }
 #ifdef FRAGSCOPE_AGENT_BUILD_PATH
     candidates.emplace_back(FRAGSCOPE_AGENT_BUILD_PATH);
 #endif
     for (const auto& c : candidates)
-        if (stdfs::exists(c, ec))
-            return stdfs::absolute(c, ec).string();
+        if (stdfs::exists(c, ec)) return stdfs::absolute(c, ec).string();
     return {};
 }
 
@@ -107,15 +108,14 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err)
     return pid;
 }
 
-bool connectToLaunched(pid_t child, proto::ControlClient& client, const std::function<bool()>& keepWaiting,
-                       std::string& err)
+bool connectToLaunched(pid_t child, proto::ControlClient& client,
+                       const std::function<bool()>& keepWaiting, std::string& err)
 {
     const std::string dir = proto::socketDir();
     std::set<pid_t> rejected;
     while (keepWaiting()) {
         for (pid_t pid : proto::listSocketPids(dir)) {
-            if (rejected.count(pid) || !proto::processAlive(pid))
-                continue;
+            if (rejected.count(pid) || !proto::processAlive(pid)) continue;
             std::string e;
             if (!client.connect(proto::socketPath(dir, pid), 2000, e)) {
                 if (pid != child) // our child's socket may exist a moment before it listens
@@ -150,17 +150,19 @@ bool injectAgent(pid_t pid, std::string& err)
         f >> scope;
     }
     if (scope >= 3) {
-        err = "kernel.yama.ptrace_scope is 3: no process may be attached to with a debugger on this "
-              "system (a reboot is needed to change it). Start the target with `fragscope launch` instead.";
+        err =
+            "kernel.yama.ptrace_scope is 3: no process may be attached to with a debugger on this "
+            "system (a reboot is needed to change it). Start the target with `fragscope launch` "
+            "instead.";
         return false;
     }
     const std::string log = "/tmp/fragscope-gdb-" + std::to_string(::getpid()) + ".log";
     // dlopen(path, RTLD_NOW) then InitializeInjection(): the agent starts as if the CUDA driver
     // had loaded it. Allocations made before this point appear as pre-existing.
-    const std::string cmd =
-        "gdb --batch --nx -p " + std::to_string(pid) +
-        " -ex 'set confirm off' -ex 'call (void*)dlopen(\"" + agent + "\", 2)'" +
-        " -ex 'call (int)InitializeInjection()' -ex detach > " + log + " 2>&1";
+    const std::string cmd = "gdb --batch --nx -p " + std::to_string(pid) +
+                            " -ex 'set confirm off' -ex 'call (void*)dlopen(\"" + agent +
+                            "\", 2)'" + " -ex 'call (int)InitializeInjection()' -ex detach > " +
+                            log + " 2>&1";
     const int rc = std::system(cmd.c_str());
     std::string out;
     {
@@ -168,7 +170,8 @@ bool injectAgent(pid_t pid, std::string& err)
         out.assign(std::istreambuf_iterator<char>(f), {});
     }
     ::unlink(log.c_str());
-    if (rc != 0 && out.find("not found") != std::string::npos && out.find("gdb") != std::string::npos) {
+    if (rc != 0 && out.find("not found") != std::string::npos &&
+        out.find("gdb") != std::string::npos) {
         err = "gdb is not installed: install it, or start the target with `fragscope launch`";
         return false;
     }
@@ -181,10 +184,12 @@ bool injectAgent(pid_t pid, std::string& err)
         else if (scope == 2)
             err += " kernel.yama.ptrace_scope is 2: only root (CAP_SYS_PTRACE) may attach.";
         else
-            err += " Is it another user's process, or running in a container without CAP_SYS_PTRACE?";
+            err +=
+                " Is it another user's process, or running in a container without CAP_SYS_PTRACE?";
         return false;
     }
-    if (out.find("No symbol \"dlopen\"") != std::string::npos || out.find("InitializeInjection") == std::string::npos) {
+    if (out.find("No symbol \"dlopen\"") != std::string::npos ||
+        out.find("InitializeInjection") == std::string::npos) {
         // Fall through: the socket check below is the real verdict.
     }
     if (rc != 0 && out.empty()) {
@@ -197,13 +202,21 @@ bool injectAgent(pid_t pid, std::string& err)
 namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_start{false};
-extern "C" void onStopSignal(int) { g_stop.store(true); }
-extern "C" void onStartSignal(int) { g_start.store(true); }
+extern "C" void onStopSignal(int)
+{
+    g_stop.store(true);
+}
+extern "C" void onStartSignal(int)
+{
+    g_start.store(true);
+}
 } // namespace
 
 const std::atomic<bool>& installStartSignal()
 {
-    struct sigaction sa{};
+    struct sigaction sa
+    {
+    };
     sa.sa_handler = onStartSignal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGUSR1, &sa, nullptr);
@@ -212,7 +225,9 @@ const std::atomic<bool>& installStartSignal()
 
 const std::atomic<bool>& installStopSignals()
 {
-    struct sigaction sa{};
+    struct sigaction sa
+    {
+    };
     sa.sa_handler = onStopSignal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, nullptr);
@@ -222,12 +237,10 @@ const std::atomic<bool>& installStopSignals()
 
 int64_t parseDurationMs(const std::string& s)
 {
-    if (s.empty())
-        return -1;
+    if (s.empty()) return -1;
     double v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || v < 0)
-        return -1;
+    if (ec != std::errc() || v < 0) return -1;
     const std::string unit(p, s.data() + s.size());
     double scale;
     if (unit.empty() || unit == "s")

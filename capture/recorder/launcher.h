@@ -16,7 +16,8 @@ namespace fs::capture {
 // build tree. Empty when none exists.
 std::string findAgent();
 
-struct LaunchOptions {
+struct LaunchOptions
+{
     std::vector<std::string> argv;
     bool autostart = true; // the target keeps its events until the recorder connects
 };
@@ -27,8 +28,8 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err);
 
 // Waits until `child` (or a descendant that inherited FRAGSCOPE_LAUNCHED_BY=getpid()) opens its
 // control socket, and connects client to it. Gives up when keepWaiting() returns false.
-bool connectToLaunched(pid_t child, proto::ControlClient& client, const std::function<bool()>& keepWaiting,
-                       std::string& err);
+bool connectToLaunched(pid_t child, proto::ControlClient& client,
+                       const std::function<bool()>& keepWaiting, std::string& err);
 
 // Loads the agent into pid with `gdb --batch -p PID` (dlopen + InitializeInjection). err explains
 // ptrace refusals (kernel.yama.ptrace_scope) and a missing gdb.

@@ -12,9 +12,13 @@ namespace fs::capture {
 namespace {
 
 // Paces a sink: forwards everything, sleeping so that at most `rate` events pass per second.
-class PacedSink final : public EventSink {
+class PacedSink final : public EventSink
+{
 public:
-    PacedSink(EventSink& inner, int64_t rate) : inner_(inner), rate_(rate), t0_(std::chrono::steady_clock::now()) {}
+    PacedSink(EventSink& inner, int64_t rate)
+        : inner_(inner), rate_(rate), t0_(std::chrono::steady_clock::now())
+    {
+    }
     StringId intern(std::string_view s) override { return inner_.intern(s); }
     uint64_t internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
     void addDevice(const DeviceInfo& d) override { inner_.addDevice(d); }
@@ -55,8 +59,10 @@ int runSimulatorLive(const sim::Config& cfg, const LiveSimOptions& opts)
         fmt::print(stderr, "fragscope simulate --live: {}\n", err);
         return 1;
     }
-    fmt::print(stderr, "fragscope simulate --live: pid {} serves {}; waiting for a recorder "
-                       "(fragscope attach {} -o FILE)\n", ::getpid(), target.socketPath(), ::getpid());
+    fmt::print(stderr,
+               "fragscope simulate --live: pid {} serves {}; waiting for a recorder "
+               "(fragscope attach {} -o FILE)\n",
+               ::getpid(), target.socketPath(), ::getpid());
     // Nothing is worth simulating before someone records it: wait for the first Start.
     if (!target.waitForRecorder(opts.waitTimeoutMs)) {
         fmt::print(stderr, "fragscope simulate --live: no recorder started the run within {} s\n",
@@ -67,10 +73,11 @@ int runSimulatorLive(const sim::Config& cfg, const LiveSimOptions& opts)
     PacedSink paced(target, opts.rateEventsPerSec);
     const sim::Stats st = simulator.run(paced);
     target.finish();
-    fmt::print("Simulated {} events live (hash {:016x}): {} allocations, {} kernels, {} graph launches, "
-               "{} frames; {} events not delivered (no recorder attached at the time). SYNTHETIC data.\n",
-               st.events, st.eventHash, st.allocs, st.kernels, st.graphLaunches, st.frames,
-               target.eventsDropped());
+    fmt::print(
+        "Simulated {} events live (hash {:016x}): {} allocations, {} kernels, {} graph launches, "
+        "{} frames; {} events not delivered (no recorder attached at the time). SYNTHETIC data.\n",
+        st.events, st.eventHash, st.allocs, st.kernels, st.graphLaunches, st.frames,
+        target.eventsDropped());
     return 0;
 }
 

@@ -9,7 +9,8 @@
 
 namespace fs::capture {
 
-struct LiveSimOptions {
+struct LiveSimOptions
+{
     int64_t rateEventsPerSec = 0; // > 0: pace the run (tests, demos of live views)
     int waitTimeoutMs = 600000;   // give up when no recorder comes
     std::string commandLine;

@@ -24,25 +24,30 @@ LiveTarget::LiveTarget(Options opts) : opts_(std::move(opts))
     so.launchedBy = opts_.launchedBy;
     so.onMark = [this](const std::string& text) {
         std::lock_guard lk(markMu_);
-        if (marks_.size() < 4096)
-            marks_.push_back(text);
+        if (marks_.size() < 4096) marks_.push_back(text);
     };
     server_ = std::make_unique<proto::ControlServer>(so);
-    server_->setState(opts_.waitForRecorder ? proto::TargetState::WaitingForRecorder : proto::TargetState::Idle);
+    server_->setState(opts_.waitForRecorder ? proto::TargetState::WaitingForRecorder
+                                            : proto::TargetState::Idle);
     proto::TargetStream::Options to;
     to.keepUntilFirstStart = false; // the simulator waits for the recorder instead
     stream_ = std::make_unique<proto::TargetStream>(*server_, to);
     lastFlush_ = std::chrono::steady_clock::now();
 }
 
-LiveTarget::~LiveTarget() { finish(); }
+LiveTarget::~LiveTarget()
+{
+    finish();
+}
 
-bool LiveTarget::open(std::string& err) { return server_->open(err); }
+bool LiveTarget::open(std::string& err)
+{
+    return server_->open(err);
+}
 
 void LiveTarget::finish()
 {
-    if (finished_)
-        return;
+    if (finished_) return;
     finished_ = true;
     periodic();
     stream_->finish(proto::EndReason::TargetFinished);
@@ -67,15 +72,30 @@ void LiveTarget::periodic()
     lastFlush_ = std::chrono::steady_clock::now();
 }
 
-StringId LiveTarget::intern(std::string_view s) { return stream_->intern(s); }
+StringId LiveTarget::intern(std::string_view s)
+{
+    return stream_->intern(s);
+}
 
-uint64_t LiveTarget::internStack(const std::vector<StringId>& frames) { return stream_->internStack(frames); }
+uint64_t LiveTarget::internStack(const std::vector<StringId>& frames)
+{
+    return stream_->internStack(frames);
+}
 
-void LiveTarget::addDevice(const DeviceInfo& d) { stream_->device(d.id, d.capacityBytes, d.name, d.uuid); }
+void LiveTarget::addDevice(const DeviceInfo& d)
+{
+    stream_->device(d.id, d.capacityBytes, d.name, d.uuid);
+}
 
-void LiveTarget::addProcess(const ProcessInfo& p) { stream_->process(p.pid, p.startTime, p.commandLine); }
+void LiveTarget::addProcess(const ProcessInfo& p)
+{
+    stream_->process(p.pid, p.startTime, p.commandLine);
+}
 
-void LiveTarget::setMeta(const std::string& key, const std::string& value) { stream_->meta(key, value); }
+void LiveTarget::setMeta(const std::string& key, const std::string& value)
+{
+    stream_->meta(key, value);
+}
 
 void LiveTarget::add(const Event& e)
 {
@@ -108,11 +128,15 @@ void LiveTarget::add(const Event& e)
     }
 }
 
-void LiveTarget::addFrameMetric(int64_t frame, const std::string& name, double value, const std::string& source)
+void LiveTarget::addFrameMetric(int64_t frame, const std::string& name, double value,
+                                const std::string& source)
 {
     stream_->frameMetric(frame, name, value, source);
 }
 
-void LiveTarget::warn(const std::string& message) { stream_->warn(message); }
+void LiveTarget::warn(const std::string& message)
+{
+    stream_->warn(message);
+}
 
 } // namespace fs::capture

@@ -15,9 +15,11 @@
 
 namespace fs::capture {
 
-class LiveTarget final : public EventSink {
+class LiveTarget final : public EventSink
+{
 public:
-    struct Options {
+    struct Options
+    {
         std::string kind = "simulator";
         std::string commandLine;
         std::string socketDir; // default proto::socketDir()
@@ -46,7 +48,8 @@ public:
     void addProcess(const ProcessInfo& p) override;
     void setMeta(const std::string& key, const std::string& value) override;
     void add(const Event& e) override;
-    void addFrameMetric(int64_t frame, const std::string& name, double value, const std::string& source) override;
+    void addFrameMetric(int64_t frame, const std::string& name, double value,
+                        const std::string& source) override;
     void warn(const std::string& message) override;
 
     uint64_t eventsDropped() const { return stream_->eventsDropped(); }

@@ -36,7 +36,8 @@ std::vector<TargetEntry> listTargets(int timeoutMs)
         t.state = proto::stateName(static_cast<proto::TargetState>(c.info().state));
         std::string reply;
         proto::TargetStatus st;
-        if (c.command(proto::MsgType::Status, {}, timeoutMs, err, &reply) && proto::decodeStatus(reply, st)) {
+        if (c.command(proto::MsgType::Status, {}, timeoutMs, err, &reply) &&
+            proto::decodeStatus(reply, st)) {
             t.state = proto::stateName(static_cast<proto::TargetState>(st.state));
             t.eventsSent = st.eventsSent;
             t.dropped = st.dropped;
@@ -46,7 +47,8 @@ std::vector<TargetEntry> listTargets(int timeoutMs)
     return out;
 }
 
-RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts, const std::atomic<bool>& stop)
+RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
+                        const std::atomic<bool>& stop)
 {
     RecordResult res;
     const bool simulated = client.info().kind == "simulator";
@@ -81,8 +83,7 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     clock::time_point stopAt{};
     bool eof = false;
     auto handle = [&](const proto::FrameHeader& h, std::string_view p, uint64_t off) {
-        if (!si.frame(h, p, off))
-            return false;
+        if (!si.frame(h, p, off)) return false;
         return true;
     };
     bool bad = false;
@@ -93,12 +94,12 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
         }
     client.pending().clear();
     while (!bad && !si.ended()) {
-        const bool timeUp = opts.durationMs > 0 && clock::now() - t0 >= std::chrono::milliseconds(opts.durationMs);
+        const bool timeUp =
+            opts.durationMs > 0 && clock::now() - t0 >= std::chrono::milliseconds(opts.durationMs);
         if ((stop.load() || timeUp) && !stopSent) {
             stopSent = true;
             stopAt = clock::now();
-            if (!client.send(proto::MsgType::Stop, {}, err))
-                break;
+            if (!client.send(proto::MsgType::Stop, {}, err)) break;
         }
         if (stopSent && clock::now() - stopAt > std::chrono::seconds(10)) {
             ingest.warn("the target did not confirm the end of the recording within 10 s");
@@ -113,8 +114,7 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
         std::string_view payload;
         while (!si.ended()) {
             const uint64_t off = client.reader().offset();
-            if (!client.reader().next(h, payload))
-                break;
+            if (!client.reader().next(h, payload)) break;
             if (!handle(h, payload, off)) {
                 bad = true;
                 break;
@@ -134,22 +134,24 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     try {
         if (bad) {
             res.badStream = true;
-            if (res.error.empty())
-                res.error = si.error();
+            if (res.error.empty()) res.error = si.error();
             ingest.warn("capture stream rejected: " + res.error);
             ingest.markEndedAbruptly("malformed capture stream: " + res.error);
             res.endedAbruptly = true;
         } else if (!si.ended()) {
-            const std::string why = eof ? fmt::format("the target (pid {}) closed its stream without ending it "
-                                                      "(killed or crashed)", client.info().pid)
-                                        : "the recording was cut short";
+            const std::string why =
+                eof ? fmt::format("the target (pid {}) closed its stream without ending it "
+                                  "(killed or crashed)",
+                                  client.info().pid)
+                    : "the recording was cut short";
             ingest.markEndedAbruptly(why);
             res.endedAbruptly = true;
             res.error = why;
         } else {
             res.reason = si.endReason();
             if (res.reason == proto::EndReason::AgentDisabled)
-                ingest.warn("the agent disabled itself during the recording (see the target's stderr)");
+                ingest.warn(
+                    "the agent disabled itself during the recording (see the target's stderr)");
         }
         ingest.end();
         res.ok = true;
@@ -160,12 +162,12 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     return res;
 }
 
-std::unique_ptr<Recording> Recording::attach(pid_t pid, const std::string& out, std::string& err, int64_t durationMs)
+std::unique_ptr<Recording> Recording::attach(pid_t pid, const std::string& out, std::string& err,
+                                             int64_t durationMs)
 {
     std::unique_ptr<Recording> rec(new Recording());
     const std::string path = proto::socketPath(proto::socketDir(), pid);
-    if (!rec->client_.connect(path, 5000, err))
-        return nullptr;
+    if (!rec->client_.connect(path, 5000, err)) return nullptr;
     rec->opts_.output = out;
     rec->opts_.durationMs = durationMs;
     rec->opts_.progress = [r = rec.get()](int64_t n) { r->events_ = n; };
@@ -194,8 +196,7 @@ Recording::~Recording()
 
 RecordResult Recording::wait()
 {
-    if (thread_.joinable())
-        thread_.join();
+    if (thread_.joinable()) thread_.join();
     return result_;
 }
 

@@ -22,33 +22,36 @@
 
 namespace fs::capture {
 
-struct TargetEntry {
+struct TargetEntry
+{
     pid_t pid = 0;
     std::string socketPath;
     std::string commandLine;
-    std::string kind;   // agent, simulator
-    std::string state;  // idle, waiting, recording, disabled, unreachable, stale
+    std::string kind;  // agent, simulator
+    std::string state; // idle, waiting, recording, disabled, unreachable, stale
     uint64_t eventsSent = 0;
     uint64_t dropped = 0;
     uint32_t launchedBy = 0;
-    std::string error;  // why it is unreachable
+    std::string error; // why it is unreachable
 };
 
 // This user's targets (sockets in proto::socketDir()). Sockets of dead processes are removed.
 std::vector<TargetEntry> listTargets(int timeoutMs = 1000);
 
-struct RecordOptions {
-    std::string output;          // session file
-    std::string sourcePath;      // what was recorded (command line), for the sources table
-    int64_t durationMs = 0;      // > 0: stop after this long
-    bool sendStart = true;       // false: the caller already started the stream
+struct RecordOptions
+{
+    std::string output;     // session file
+    std::string sourcePath; // what was recorded (command line), for the sources table
+    int64_t durationMs = 0; // > 0: stop after this long
+    bool sendStart = true;  // false: the caller already started the stream
     std::function<void(int64_t events)> progress; // called about twice a second
 };
 
-struct RecordResult {
-    bool ok = false;               // a session was written
-    bool endedAbruptly = false;    // the target vanished without ending its stream
-    bool badStream = false;        // the stream was malformed (error says where)
+struct RecordResult
+{
+    bool ok = false;            // a session was written
+    bool endedAbruptly = false; // the target vanished without ending its stream
+    bool badStream = false;     // the stream was malformed (error says where)
     std::string error;
     int64_t events = 0;
     proto::EndReason reason = proto::EndReason::TargetFinished;
@@ -56,10 +59,12 @@ struct RecordResult {
 
 // Records from a connected client until the stream ends, `stop` becomes true (a Stop is sent and
 // the tail of the stream is still ingested) or the duration passes.
-RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts, const std::atomic<bool>& stop);
+RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
+                        const std::atomic<bool>& stop);
 
 // A recording running on its own thread (GUI).
-class Recording {
+class Recording
+{
 public:
     // Connects to pid's control socket and starts recording into out. nullptr with err when the
     // process has no reachable socket (see injectAgent() in launcher.h for the gdb path).

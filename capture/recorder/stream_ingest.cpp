@@ -18,11 +18,10 @@ namespace {
 // Meta keys the session writer owns; a target cannot overwrite them.
 bool reservedMeta(std::string_view k)
 {
-    for (std::string_view r : {"magic", "format_version", "created_at", "created_by", "state", "writer_pid",
-                               "writer_host", "event_count", "time_begin_ns", "time_end_ns", "time_axis",
-                               "address_view"})
-        if (k == r)
-            return true;
+    for (std::string_view r : {"magic", "format_version", "created_at", "created_by", "state",
+                               "writer_pid", "writer_host", "event_count", "time_begin_ns",
+                               "time_end_ns", "time_axis", "address_view"})
+        if (k == r) return true;
     return false;
 }
 
@@ -30,8 +29,7 @@ bool reservedMeta(std::string_view k)
 
 bool StreamIngest::fail(uint64_t offset, const std::string& what)
 {
-    if (error_.empty())
-        error_ = fmt::format("capture stream offset {}: {}", offset, what);
+    if (error_.empty()) error_ = fmt::format("capture stream offset {}: {}", offset, what);
     return false;
 }
 
@@ -55,24 +53,28 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         const std::string_view text = r.rest();
         if (!r.ok() || id == 0 || id > (1u << 28))
             return fail(offset, "malformed string definition");
-        if (id >= strings_.size())
-            strings_.resize(id + 1, kNoString);
+        if (id >= strings_.size()) strings_.resize(id + 1, kNoString);
         strings_[id] = ingest_.intern(text);
         return true;
     }
     case MsgType::Events: {
         if (payload.size() % sizeof(proto::WireEvent) != 0)
-            return fail(offset, fmt::format("event frame of {} bytes is not a whole number of {}-byte events",
-                                            payload.size(), sizeof(proto::WireEvent)));
+            return fail(
+                offset,
+                fmt::format("event frame of {} bytes is not a whole number of {}-byte events",
+                            payload.size(), sizeof(proto::WireEvent)));
         const size_t n = payload.size() / sizeof(proto::WireEvent);
         for (size_t i = 0; i < n; ++i) {
             proto::WireEvent w;
             std::memcpy(&w, payload.data() + i * sizeof w, sizeof w);
             if (w.type >= ev::Count || w.level >= ev::LevelCount || w.regionKind >= ev::KindCount)
-                return fail(offset, fmt::format("event {} of the frame has an invalid type/level/kind ({}/{}/{})",
-                                                i, w.type, w.level, w.regionKind));
+                return fail(
+                    offset,
+                    fmt::format("event {} of the frame has an invalid type/level/kind ({}/{}/{})",
+                                i, w.type, w.level, w.regionKind));
             if (w.name != 0 && (w.name >= strings_.size() || (strings_[w.name] == kNoString)))
-                return fail(offset, fmt::format("event {} names string id {} before defining it", i, w.name));
+                return fail(offset, fmt::format("event {} names string id {} before defining it", i,
+                                                w.name));
             Event e;
             e.time = w.time;
             e.endTime = w.endTime;
@@ -121,8 +123,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         d.capacityBytes = r.pod<uint64_t>();
         d.name = std::string(r.str0());
         d.uuid = std::string(r.str0());
-        if (!r.ok() || !r.atEnd())
-            return fail(offset, "malformed device frame");
+        if (!r.ok() || !r.atEnd()) return fail(offset, "malformed device frame");
         ingest_.addDevice(d);
         return true;
     }
@@ -131,17 +132,16 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         p.pid = r.pod<int64_t>();
         p.startTime = r.pod<int64_t>();
         p.commandLine = std::string(r.rest());
-        if (!r.ok())
-            return fail(offset, "malformed process frame");
+        if (!r.ok()) return fail(offset, "malformed process frame");
         ingest_.addProcess(p);
         return true;
     }
     case MsgType::Meta: {
         const std::string_view k = r.str0();
         const std::string_view v = r.rest();
-        if (!r.ok() || k.empty())
-            return fail(offset, "malformed meta frame");
-        ingest_.setMeta(reservedMeta(k) ? "target." + std::string(k) : std::string(k), std::string(v));
+        if (!r.ok() || k.empty()) return fail(offset, "malformed meta frame");
+        ingest_.setMeta(reservedMeta(k) ? "target." + std::string(k) : std::string(k),
+                        std::string(v));
         return true;
     }
     case MsgType::FrameMetric: {
@@ -149,8 +149,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         const auto value = r.pod<double>();
         const std::string_view name = r.str0();
         const std::string_view source = r.rest();
-        if (!r.ok() || name.empty())
-            return fail(offset, "malformed frame-metric frame");
+        if (!r.ok() || name.empty()) return fail(offset, "malformed frame-metric frame");
         ingest_.addFrameMetric(frame, std::string(name), value, std::string(source));
         return true;
     }
@@ -162,15 +161,13 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         const auto value = r.pod<int64_t>();
         const std::string_view kind = r.str0();
         const std::string_view detail = r.rest();
-        if (!r.ok() || kind.empty())
-            return fail(offset, "malformed health frame");
+        if (!r.ok() || kind.empty()) return fail(offset, "malformed health frame");
         ingest_.health(std::string(kind), value, std::string(detail), time);
         return true;
     }
     case MsgType::StreamEnd: {
         const auto reason = r.pod<uint32_t>();
-        if (!r.ok() || reason > 2)
-            return fail(offset, "malformed end-of-stream frame");
+        if (!r.ok() || reason > 2) return fail(offset, "malformed end-of-stream frame");
         ended_ = true;
         endReason_ = static_cast<proto::EndReason>(reason);
         return true;
@@ -183,8 +180,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
     default:
         return fail(offset, fmt::format("unexpected frame type {}", h.type));
     }
-    if (!r.ok())
-        return fail(offset, "malformed stream-begin frame");
+    if (!r.ok()) return fail(offset, "malformed stream-begin frame");
     return true;
 }
 

@@ -13,7 +13,8 @@
 namespace fstest {
 
 // Every frame the client received, decoded enough to assert on.
-struct Collected {
+struct Collected
+{
     std::vector<fs::proto::WireEvent> events;
     std::map<uint32_t, std::string> strings;
     std::vector<std::pair<uint16_t, std::string>> others; // (type, payload)
@@ -30,7 +31,8 @@ struct Collected {
         using fs::proto::MsgType;
         switch (static_cast<MsgType>(h.type)) {
         case MsgType::Events:
-            for (size_t i = 0; i + sizeof(fs::proto::WireEvent) <= p.size(); i += sizeof(fs::proto::WireEvent)) {
+            for (size_t i = 0; i + sizeof(fs::proto::WireEvent) <= p.size();
+                 i += sizeof(fs::proto::WireEvent)) {
                 fs::proto::WireEvent e;
                 std::memcpy(&e, p.data() + i, sizeof e);
                 events.push_back(e);
@@ -67,10 +69,8 @@ struct Collected {
                 error = c.reader().error();
                 return;
             }
-            if (r < 0)
-                return;
-            if (!untilEnd && r == 0)
-                return;
+            if (r < 0) return;
+            if (!untilEnd && r == 0) return;
         }
     }
 };

@@ -18,8 +18,7 @@ int threadCount()
     std::ifstream f("/proc/self/status");
     std::string line;
     while (std::getline(f, line))
-        if (line.rfind("Threads:", 0) == 0)
-            return std::stoi(line.substr(8));
+        if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
     return -1;
 }
 
@@ -40,7 +39,8 @@ template <class F> QByteArray captureStderr(const QString& file, F fn)
 
 } // namespace
 
-class TestCaptureAgent : public QObject {
+class TestCaptureAgent : public QObject
+{
     Q_OBJECT
 private slots:
     void exportsOnlyTheInjectionEntryPoint()
@@ -75,7 +75,8 @@ private slots:
         QVERIFY2(lines[0].contains("agent disabled, the process continues"), err);
         QVERIFY2(lines[0].contains("CUPTI error 999"), err); // CUPTI_ERROR_UNKNOWN without a driver
         // No control socket, no threads left behind.
-        QVERIFY(!QDir(QString::fromLocal8Bit(sockDir)).exists() || QDir(QString::fromLocal8Bit(sockDir)).isEmpty());
+        QVERIFY(!QDir(QString::fromLocal8Bit(sockDir)).exists() ||
+                QDir(QString::fromLocal8Bit(sockDir)).isEmpty());
         QCOMPARE(threadCount(), before);
         // And the process still works.
         std::vector<int> v(1000, 1);

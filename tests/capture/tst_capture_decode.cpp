@@ -19,7 +19,8 @@ namespace ev = fs::proto::ev;
 namespace {
 
 // CUPTI lays records out back to back at 8-byte alignment; so do we.
-struct BufferBuilder {
+struct BufferBuilder
+{
     alignas(8) std::vector<uint8_t> bytes;
     template <class R> void add(const R& r)
     {
@@ -29,7 +30,8 @@ struct BufferBuilder {
     }
 };
 
-CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, uint64_t ts, bool pool)
+CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, uint64_t ts,
+                                   bool pool)
 {
     CUpti_ActivityMemory4 m;
     std::memset(&m, 0, sizeof m);
@@ -52,31 +54,33 @@ CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, ui
 
 } // namespace
 
-class TestCaptureDecode : public QObject {
+class TestCaptureDecode : public QObject
+{
     Q_OBJECT
 
     // Runs buf through decodeActivityBuffer into a streaming TargetStream and collects it.
-    fstest::Collected decode(BufferBuilder& buf, int64_t offset, agent::DecodeState* stOut = nullptr)
+    fstest::Collected decode(BufferBuilder& buf, int64_t offset,
+                             agent::DecodeState* stOut = nullptr)
     {
         QTemporaryDir dir;
         proto::ControlServer::Options so;
         so.dir = dir.path().toStdString() + "/s";
         proto::ControlServer server(so);
         std::string err;
-        if (!server.open(err))
-            qFatal("server: %s", err.c_str());
+        if (!server.open(err)) qFatal("server: %s", err.c_str());
         proto::ControlClient client;
-        if (!client.connect(server.path(), 5000, err) || !client.command(proto::MsgType::Start, {}, 5000, err))
+        if (!client.connect(server.path(), 5000, err) ||
+            !client.command(proto::MsgType::Start, {}, 5000, err))
             qFatal("client: %s", err.c_str());
         proto::TargetStream stream(server, {});
         agent::DecodeState st;
         st.clockOffsetNs = offset;
-        const size_t n = agent::decodeActivityBuffer(buf.bytes.data(), buf.bytes.size(), st, stream);
+        const size_t n =
+            agent::decodeActivityBuffer(buf.bytes.data(), buf.bytes.size(), st, stream);
         stream.finish(proto::EndReason::TargetFinished);
         fstest::Collected c;
         c.drain(client, 5000);
-        if (stOut)
-            *stOut = st;
+        if (stOut) *stOut = st;
         c.others.emplace_back(0xffff, std::to_string(n));
         return c;
     }
@@ -266,7 +270,8 @@ private slots:
         const auto c = decode(b, 0, &st);
         QCOMPARE(c.events.size(), size_t{2});
         QCOMPARE(c.events[0].type, uint8_t{ev::Mark});
-        QCOMPARE(QString::fromStdString(c.name(c.events[0].name)), QStringLiteral("metric coherence_score=0.009"));
+        QCOMPARE(QString::fromStdString(c.name(c.events[0].name)),
+                 QStringLiteral("metric coherence_score=0.009"));
         QCOMPARE(c.events[1].type, uint8_t{ev::Range});
         QCOMPARE(c.events[1].time, int64_t{100});
         QCOMPARE(c.events[1].endTime, int64_t{300});

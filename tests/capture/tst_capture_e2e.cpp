@@ -12,8 +12,8 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
-#include <QTemporaryDir>
 #include <QScopeGuard>
+#include <QTemporaryDir>
 #include <QTest>
 #include <csignal>
 #include <thread>
@@ -49,13 +49,13 @@ fstest::CliResult run(const QString& sockDir, const QStringList& args, int timeo
 QJsonObject info(const QString& sockDir, const QString& file)
 {
     const auto r = run(sockDir, {"info", file, "--json"});
-    if (r.exitCode != 0)
-        qWarning("info failed: %s", r.err.constData());
+    if (r.exitCode != 0) qWarning("info failed: %s", r.err.constData());
     return QJsonDocument::fromJson(r.out).object();
 }
 
 // Waits until `fragscope ps --json` lists a target matching pred; returns it.
-QJsonObject waitForTarget(const QString& sockDir, const std::function<bool(const QJsonObject&)>& pred,
+QJsonObject waitForTarget(const QString& sockDir,
+                          const std::function<bool(const QJsonObject&)>& pred,
                           int timeoutMs = 30000)
 {
     QElapsedTimer t;
@@ -74,7 +74,8 @@ const QStringList kSim = {"simulate", "--live", "--frames", "6", "--steps", "4",
 
 } // namespace
 
-class TestCaptureE2E : public QObject {
+class TestCaptureE2E : public QObject
+{
     Q_OBJECT
     QTemporaryDir tmp_;
     QString sockDir() const { return tmp_.path() + "/sockets"; }
@@ -97,18 +98,22 @@ private slots:
     void recordEqualsTheSimulatorsOwnRun()
     {
         const auto r = run(sockDir(), QStringList{"record", "-o", file("rec.fragscope"), "--",
-                                                  QStringLiteral(FRAGSCOPE_CLI)} + kSim);
+                                                  QStringLiteral(FRAGSCOPE_CLI)} +
+                                          kSim);
         QVERIFY2(r.exitCode == 0, r.err + r.out);
         // The simulator's own log of what it emitted.
-        const QRegularExpressionMatch m = QRegularExpression("Simulated (\\d+) events live").match(QString(r.out));
+        const QRegularExpressionMatch m =
+            QRegularExpression("Simulated (\\d+) events live").match(QString(r.out));
         QVERIFY2(m.hasMatch(), r.out);
         const qint64 emitted = m.captured(1).toLongLong();
         const QJsonObject s = info(sockDir(), file("rec.fragscope"));
         QCOMPARE(s["events"].toInteger(), emitted);
-        for (const char* k : {"events", "regions", "allocations", "kernels", "graph_launches", "frames",
-                              "frame_metrics", "ooms", "time_begin_ns", "time_end_ns"})
+        for (const char* k : {"events", "regions", "allocations", "kernels", "graph_launches",
+                              "frames", "frame_metrics", "ooms", "time_begin_ns", "time_end_ns"})
             QVERIFY2(s[k].toInteger() == reference_[k].toInteger(),
-                     qPrintable(QString("%1: recorded %2, simulated %3").arg(k).arg(s[k].toInteger())
+                     qPrintable(QString("%1: recorded %2, simulated %3")
+                                    .arg(k)
+                                    .arg(s[k].toInteger())
                                     .arg(reference_[k].toInteger())));
         QCOMPARE(s["synthetic"].toBool(), true);
         QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false);
@@ -128,11 +133,13 @@ private slots:
             target.waitForFinished();
         });
         const qint64 pid = target.processId();
-        const QJsonObject t = waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; });
+        const QJsonObject t = waitForTarget(
+            sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; });
         QVERIFY2(!t.isEmpty(), "simulate --live never showed up in fragscope ps");
         QCOMPARE(t["kind"].toString(), QStringLiteral("simulator"));
         QCOMPARE(t["state"].toString(), QStringLiteral("idle"));
-        const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("att.fragscope")});
+        const auto r =
+            run(sockDir(), {"attach", QString::number(pid), "-o", file("att.fragscope")});
         QVERIFY2(r.exitCode == 0, r.err);
         QVERIFY(target.waitForFinished(60000));
         QCOMPARE(target.exitCode(), 0);
@@ -148,16 +155,20 @@ private slots:
         ::setenv("FRAGSCOPE_SOCKET_DIR", sockDir().toLocal8Bit().constData(), 1);
         QProcess target;
         target.setProcessEnvironment(testEnv(sockDir()));
-        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate" << "20000"); // runs ~1 s
+        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate"
+                                                                      << "20000"); // runs ~1 s
         QVERIFY(target.waitForStarted());
         auto reap = qScopeGuard([&] {
             target.kill();
             target.waitForFinished();
         });
         const pid_t pid = static_cast<pid_t>(target.processId());
-        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; }).isEmpty());
+        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) {
+                     return o["pid"].toInteger() == pid;
+                 }).isEmpty());
         const auto list = fs::capture::listTargets();
-        QVERIFY(std::any_of(list.begin(), list.end(), [&](const auto& t) { return t.pid == pid && t.kind == "simulator"; }));
+        QVERIFY(std::any_of(list.begin(), list.end(),
+                            [&](const auto& t) { return t.pid == pid && t.kind == "simulator"; }));
         std::string err;
         auto rec = fs::capture::Recording::attach(pid, file("api.fragscope").toStdString(), err);
         QVERIFY2(rec, err.c_str());
@@ -169,7 +180,8 @@ private slots:
         QVERIFY2(res.ok, res.error.c_str());
         QVERIFY(!rec->running());
         QCOMPARE(rec->events(), reference_["events"].toInteger());
-        QCOMPARE(info(sockDir(), file("api.fragscope"))["events"].toInteger(), reference_["events"].toInteger());
+        QCOMPARE(info(sockDir(), file("api.fragscope"))["events"].toInteger(),
+                 reference_["events"].toInteger());
     }
 
     void attachWithDurationStopsCleanly()
@@ -177,15 +189,19 @@ private slots:
         QProcess target;
         target.setProcessEnvironment(testEnv(sockDir()));
         // Paced so that a 1 s recording sees only part of the run.
-        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate" << "4000");
+        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate"
+                                                                      << "4000");
         QVERIFY(target.waitForStarted());
         auto reap = qScopeGuard([&] {
             target.kill();
             target.waitForFinished();
         });
         const qint64 pid = target.processId();
-        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) { return o["pid"].toInteger() == pid; }).isEmpty());
-        const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("dur.fragscope"), "--duration", "1s"});
+        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) {
+                     return o["pid"].toInteger() == pid;
+                 }).isEmpty());
+        const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("dur.fragscope"),
+                                       "--duration", "1s"});
         QVERIFY2(r.exitCode == 0, r.err);
         const QJsonObject s = info(sockDir(), file("dur.fragscope"));
         QVERIFY(s["events"].toInteger() > 0);
@@ -199,18 +215,26 @@ private slots:
     {
         QProcess rec;
         rec.setProcessEnvironment(testEnv(sockDir()));
-        rec.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{"record", "-o", file("kill.fragscope"), "--",
-                                                             QStringLiteral(FRAGSCOPE_CLI)}
-                                                     << "simulate" << "--live" << "--frames" << "200"
-                                                     << "--steps" << "4" << "--live-rate" << "5000");
+        rec.start(
+            QStringLiteral(FRAGSCOPE_CLI),
+            QStringList{"record", "-o", file("kill.fragscope"), "--", QStringLiteral(FRAGSCOPE_CLI)}
+                << "simulate"
+                << "--live"
+                << "--frames"
+                << "200"
+                << "--steps"
+                << "4"
+                << "--live-rate"
+                << "5000");
         QVERIFY(rec.waitForStarted());
         auto reap = qScopeGuard([&] {
             rec.kill();
             rec.waitForFinished();
         });
         const qint64 recPid = rec.processId();
-        const QJsonObject t = waitForTarget(
-            sockDir(), [&](const QJsonObject& o) { return o["launched_by"].toInteger() == recPid; });
+        const QJsonObject t = waitForTarget(sockDir(), [&](const QJsonObject& o) {
+            return o["launched_by"].toInteger() == recPid;
+        });
         QVERIFY2(!t.isEmpty(), "the recorded simulator never showed up");
         QTest::qWait(2500); // > 2 commits (at least one per second)
         QCOMPARE(::kill(static_cast<pid_t>(t["pid"].toInteger()), SIGKILL), 0);
@@ -218,7 +242,8 @@ private slots:
         QCOMPARE(rec.exitCode(), 128 + SIGKILL); // the target's fate is passed on
         const QJsonObject s = info(sockDir(), file("kill.fragscope"));
         // About 2.5 s at 5000 events/s were committed; the 200-frame run is far longer.
-        QVERIFY2(s["events"].toInteger() > 1000, qPrintable(QString::number(s["events"].toInteger())));
+        QVERIFY2(s["events"].toInteger() > 1000,
+                 qPrintable(QString::number(s["events"].toInteger())));
         QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), true);
         QCOMPARE(s["health"].toObject()["recording"].toBool(), false);
     }
@@ -234,7 +259,8 @@ private slots:
             target.kill();
             target.waitForFinished();
         });
-        const auto r = run(sockDir(), {"attach", QString::number(target.processId()), "-o", file("inj.fragscope")});
+        const auto r = run(sockDir(), {"attach", QString::number(target.processId()), "-o",
+                                       file("inj.fragscope")});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("disabled itself") || r.err.contains("refused to let gdb attach") ||
                      r.err.contains("gdb is not installed"),
@@ -242,15 +268,16 @@ private slots:
         QCOMPARE(target.state(), QProcess::Running); // unharmed
         QVERIFY(!QFile::exists(file("inj.fragscope")));
         // --no-inject refuses instead.
-        const auto r2 = run(sockDir(), {"attach", QString::number(target.processId()), "-o", file("inj.fragscope"),
-                                        "--no-inject"});
+        const auto r2 = run(sockDir(), {"attach", QString::number(target.processId()), "-o",
+                                        file("inj.fragscope"), "--no-inject"});
         QCOMPARE(r2.exitCode, 1);
         QVERIFY2(r2.err.contains("--no-inject"), r2.err);
     }
 
     void recordOfAMissingCommandFails()
     {
-        const auto r = run(sockDir(), {"record", "-o", file("none.fragscope"), "--", "/nonexistent/prog"});
+        const auto r =
+            run(sockDir(), {"record", "-o", file("none.fragscope"), "--", "/nonexistent/prog"});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("/nonexistent/prog"), r.err);
         QVERIFY(!QFile::exists(file("none.fragscope")));

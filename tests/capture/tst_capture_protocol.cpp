@@ -51,7 +51,8 @@ std::vector<uint8_t> helloBytes()
 
 } // namespace
 
-class TestCaptureProtocol : public QObject {
+class TestCaptureProtocol : public QObject
+{
     Q_OBJECT
 
     QTemporaryDir tmp_;
@@ -81,8 +82,7 @@ private slots:
                 ++frames;
                 if (h.type == static_cast<uint16_t>(MsgType::Events))
                     events += static_cast<int>(p.size() / sizeof(proto::WireEvent));
-                if (h.type == static_cast<uint16_t>(MsgType::Warn))
-                    warn = std::string(p);
+                if (h.type == static_cast<uint16_t>(MsgType::Warn)) warn = std::string(p);
             }
         }
         QVERIFY2(r.error().empty(), r.error().c_str());
@@ -99,7 +99,8 @@ private slots:
         proto::Encoder ok;
         ok.header(proto::Role::Target);
         const QByteArray hdr(reinterpret_cast<const char*>(ok.bytes().data()), 16);
-        QTest::newRow("bad magic") << QByteArray("SQLite format 3\0", 16) << "offset 0: not a fragscope capture stream";
+        QTest::newRow("bad magic")
+            << QByteArray("SQLite format 3\0", 16) << "offset 0: not a fragscope capture stream";
         QByteArray v = hdr;
         v[8] = 9;
         QTest::newRow("newer version") << v << "offset 8: stream version 9";
@@ -109,7 +110,9 @@ private slots:
         QTest::newRow("oversized frame") << big << "offset 16: frame of 1073741824 bytes exceeds";
         QByteArray res = hdr;
         const uint32_t four = 4;
-        res.append(reinterpret_cast<const char*>(&four), 4).append("\x22\0\1\0", 4).append("abcd", 4);
+        res.append(reinterpret_cast<const char*>(&four), 4)
+            .append("\x22\0\1\0", 4)
+            .append("abcd", 4);
         QTest::newRow("reserved bits") << res << "offset 16: malformed frame header";
     }
     void malformedStreamsNameTheOffset()
@@ -155,7 +158,9 @@ private slots:
         proto::ControlServer server(so);
         std::string err;
         QVERIFY2(server.open(err), err.c_str());
-        struct stat st{};
+        struct stat st
+        {
+        };
         QCOMPARE(::stat(so.dir.c_str(), &st), 0);
         QCOMPARE(st.st_mode & 0777, 0700u);
         QCOMPARE(::stat(server.path().c_str(), &st), 0);
@@ -247,8 +252,7 @@ private slots:
     void secondRealUserIsRefused()
     {
         // A real second account, as the issue asks: created here when missing (needs root).
-        if (::getuid() != 0)
-            QSKIP("needs root to create a second user and run a client as it");
+        if (::getuid() != 0) QSKIP("needs root to create a second user and run a client as it");
         if (QProcess::execute("id", {"fragscope-other"}) != 0 &&
             QProcess::execute("useradd", {"--system", "--no-create-home", "fragscope-other"}) != 0)
             QSKIP("useradd is not available to create a second user");
@@ -265,16 +269,17 @@ private slots:
         // The CLI's ps/attach connect through the same client code; python's socket is enough
         // to show what a foreign process receives.
         QProcess p;
-        p.start("runuser", {"-u", "fragscope-other", "--", "python3", "-c",
-                            "import socket,sys\n"
-                            "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)\n"
-                            "d=b''\n"
-                            "while True:\n"
-                            "  x=s.recv(4096)\n"
-                            "  if not x: break\n"
-                            "  d+=x\n"
-                            "print(b'permission denied' in d, len(d))\n",
-                            QString::fromStdString(server.path())});
+        p.start("runuser",
+                {"-u", "fragscope-other", "--", "python3", "-c",
+                 "import socket,sys\n"
+                 "s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)\n"
+                 "d=b''\n"
+                 "while True:\n"
+                 "  x=s.recv(4096)\n"
+                 "  if not x: break\n"
+                 "  d+=x\n"
+                 "print(b'permission denied' in d, len(d))\n",
+                 QString::fromStdString(server.path())});
         QVERIFY(p.waitForFinished(20000));
         const QByteArray out = p.readAllStandardOutput();
         QVERIFY2(out.startsWith("True"), out + p.readAllStandardError());
@@ -328,8 +333,10 @@ private slots:
                 msg = hello;
                 const uint32_t len = static_cast<uint32_t>(rng());
                 const uint16_t type = static_cast<uint16_t>(rng() % 64);
-                msg.insert(msg.end(), reinterpret_cast<const uint8_t*>(&len), reinterpret_cast<const uint8_t*>(&len) + 4);
-                msg.insert(msg.end(), reinterpret_cast<const uint8_t*>(&type), reinterpret_cast<const uint8_t*>(&type) + 2);
+                msg.insert(msg.end(), reinterpret_cast<const uint8_t*>(&len),
+                           reinterpret_cast<const uint8_t*>(&len) + 4);
+                msg.insert(msg.end(), reinterpret_cast<const uint8_t*>(&type),
+                           reinterpret_cast<const uint8_t*>(&type) + 2);
                 msg.push_back(0);
                 msg.push_back(0);
             }
@@ -357,12 +364,13 @@ private slots:
     {
         // packaging/python/fragscope_nvtx.py builds the messages; ingest must parse them back.
         QProcess p;
-        p.start("python3", {"-c",
-                            "import sys; sys.path.insert(0, sys.argv[1]); import fragscope_nvtx as f\n"
-                            "print(f.metric('coherence_score', 0.124, frame=16))\n"
-                            "print(f.metric('flow_l2_px', 8.75, id_match_rate=0.5))\n"
-                            "try:\n  f.metric('frame', 1)\nexcept ValueError: print('refused')\n",
-                            QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python")});
+        p.start("python3",
+                {"-c",
+                 "import sys; sys.path.insert(0, sys.argv[1]); import fragscope_nvtx as f\n"
+                 "print(f.metric('coherence_score', 0.124, frame=16))\n"
+                 "print(f.metric('flow_l2_px', 8.75, id_match_rate=0.5))\n"
+                 "try:\n  f.metric('frame', 1)\nexcept ValueError: print('refused')\n",
+                 QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python")});
         QVERIFY(p.waitForFinished(30000));
         const QList<QByteArray> lines = p.readAllStandardOutput().trimmed().split('\n');
         QCOMPARE(lines.size(), 3);
@@ -418,8 +426,7 @@ private slots:
             bool ok = true;
             while (ok && r.next(h, p))
                 ok = si.frame(h, p, r.offset());
-            if (!ok || !r.error().empty())
-                ++rejected;
+            if (!ok || !r.error().empty()) ++rejected;
             ing.end();
             Session::open(o.path); // whatever got in, the file opens
         }
