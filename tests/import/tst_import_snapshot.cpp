@@ -280,6 +280,45 @@ private slots:
         QVERIFY(warned);
     }
 
+    void segmentsCreatedAndFreed()
+    {
+        // Final: one 4096 B segment A at 0x10000, all free. Trace (µs): 1 segment_alloc B
+        // (0x20000, 2 MiB), 2 segment_free B, 3 segment_free C (0x400000, 2 MiB, created before
+        // the trace). Undoing: C existed at the start (type inferred 'small': <= 2 MiB), B did not.
+        PickleWriter w;
+        w.beginDict().key("segments").beginList();
+        w.beginDict().key("address").integer(0x10000).key("total_size").integer(4096).key("segment_type").str("large")
+            .key("blocks").beginList()
+            .beginDict().key("size").integer(4096).key("requested_size").integer(0).key("state").str("inactive").endDict()
+            .endList().endDict();
+        w.endList().key("device_traces").beginList().beginList();
+        auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
+            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
+                .key("time_us").integer(t).endDict();
+        };
+        entry("segment_alloc", 0x20000, 0x200000, 1);
+        entry("segment_free", 0x20000, 0x200000, 2);
+        entry("segment_free", 0x400000, 0x200000, 3);
+        w.endList().endList().endDict();
+        const QString in = tmp_.filePath("segments.pickle");
+        QVERIFY(writeFile(in, w.finish()));
+        const QString o = importOk(in, "segments");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=131072"),
+                 int64_t{1000 * 10000 + 2000});
+        QCOMPARE(s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=4194304"),
+                 int64_t{1000 * 10000 + 3000});
+        QCOMPARE(QString::fromStdString(s.db().scalarText(
+                     "SELECT s.text FROM regions r JOIN strings s ON s.id=r.segment_type WHERE r.address=4194304")),
+                 QString("small"));
+        const EndState e = endState(s.db(), 0);
+        QCOMPARE(e.reserved, uint64_t{4096});
+        QCOMPARE(e.fragments, int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t{0});
+    }
+
     void expandableSegments()
     {
         // Final: one expandable segment, mapped [0x200000, 0x400000), a 1 MiB block allocated
