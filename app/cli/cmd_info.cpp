@@ -1,5 +1,6 @@
 // fragscope info FILE [--json]: what a session holds and how healthy its capture was.
 #include "command.h"
+#include "core/format.h"
 #include "core/json.h"
 #include "core/session.h"
 
@@ -9,18 +10,6 @@ using namespace fs;
 using namespace fs::cli;
 
 namespace {
-
-std::string humanBytes(uint64_t b)
-{
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(b);
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
-}
 
 std::string toJson(const SessionSummary& s)
 {

@@ -9,23 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "core/format.h"
+
 namespace fs::analysis {
 
-namespace {
-
-std::string bytesText(uint64_t b)
-{
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(b);
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.2f} {}", v, units[u]);
-}
-
-} // namespace
 
 void Engine::Impl::loadFrames(const LoadOptions& o)
 {
@@ -362,13 +349,13 @@ CollapseReport Engine::frameReport(int64_t frame) const
                 p.push_back({PrecursorKind::RegionCreated, r.createNs, td.device, td.level, r.address,
                              r.size, -1, static_cast<double>(r.size),
                              fmt::format("new {} region of {} at {:#x}", regionKindName(r.kind),
-                                         bytesText(r.size), r.address)});
+                                         humanBytes(r.size), r.address)});
             if (r.destroyNs != kAlive && r.destroyNs >= rep.windowBegin && r.destroyNs <= rep.windowEnd)
                 p.push_back({PrecursorKind::RegionReleased, r.destroyNs, td.device, td.level, r.address,
                              r.size, -1, static_cast<double>(r.size),
                              fmt::format("{} {} region of {} at {:#x}",
                                          td.level == Level::Pool ? "pool trim: released" : "released",
-                                         regionKindName(r.kind), bytesText(r.size), r.address)});
+                                         regionKindName(r.kind), humanBytes(r.size), r.address)});
         }
         // Allocations that shrank the largest free fragment.
         Replayer r(td);
@@ -384,7 +371,7 @@ CollapseReport Engine::frameReport(int64_t frame) const
                              static_cast<double>(largest - now),
                              fmt::format("allocation of {} at {:#x} cut the largest free fragment from "
                                          "{} to {}",
-                                         bytesText(a.size), a.address, bytesText(largest), bytesText(now))});
+                                         humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now))});
             }
             largest = now;
         });
@@ -393,7 +380,7 @@ CollapseReport Engine::frameReport(int64_t frame) const
             if (j.distance >= j.size && j.distance > 0)
                 p.push_back({PrecursorKind::AddressJump, it->start, td.device, td.level, j.currentAddress,
                              j.size, j.currentId, static_cast<double>(j.size),
-                             fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, bytesText(j.distance),
+                             fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
                                          j.previousAddress, j.currentAddress)});
         // State diff end(f-1) -> end(f).
         StateDiff diff;
@@ -413,8 +400,8 @@ CollapseReport Engine::frameReport(int64_t frame) const
             p.push_back({PrecursorKind::Oom, st.i64(0), static_cast<uint32_t>(st.i64(1)),
                          static_cast<Level>(st.isNull(2) ? 0 : st.i64(2)), 0, req, -1,
                          4.0 * static_cast<double>(std::max<uint64_t>(req, 1)),
-                         fmt::format("out of memory: {} requested, {} free on the device", bytesText(req),
-                                     bytesText(st.isNull(4) ? 0 : st.u64(4)))});
+                         fmt::format("out of memory: {} requested, {} free on the device", humanBytes(req),
+                                     humanBytes(st.isNull(4) ? 0 : st.u64(4)))});
         }
     }
     // New kernel variants: scored by the dip of the largest fragment they coincide with.

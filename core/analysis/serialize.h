@@ -4,13 +4,14 @@
 
 #include "types.h"
 
+#include "core/format.h"
 #include "core/json.h"
 
 #include <string>
 
 namespace fs::analysis {
 
-std::string humanBytes(uint64_t b);
+using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
 void writeCaveats(JsonWriter& j, const Caveats& c);          // "caveats": [...]
