@@ -31,6 +31,9 @@ std::string findAgent()
     const stdfs::path exe = stdfs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
         candidates.push_back((exe.parent_path() / "libfragscope-inject.so").string());
+        // Installed layout (packaging/): bin/fragscope and lib/fragscope/libfragscope-inject.so.
+        candidates.push_back(
+            (exe.parent_path().parent_path() / "lib" / "fragscope" / "libfragscope-inject.so").string());
         candidates.push_back(
             (exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
         candidates.push_back(
