@@ -1,5 +1,6 @@
 // fragscope_render: known-answer rasters, scene loading, collapse rules, and every view exported
 // to PNG, SVG and PDF (by the library and by `fragscope export`).
+#include "core/ingest.h"
 #include "fixture.h"
 #include "render/render.h"
 #include "testutil.h"
@@ -161,6 +162,61 @@ private slots:
         // The replay's fragment count at a frame end matches a direct computation.
         const int64_t t = s.frame(17)->end;
         QCOMPARE(ld.stateAt(t).fragmentCount, double(fragmentsAt(ld, t).size()));
+    }
+
+    // Regions created (and released) at the same instant as the allocations inside them, as the
+    // simulator and PyTorch snapshots emit them: the replay must still carve every allocation out
+    // of its region. Known answer: at t = 1000 + 10i, regions 0..i exist (i+1 x 2 MiB) holding one
+    // live 1 MiB block each except those already freed, so allocated + free = reserved and the
+    // free bytes are exactly reserved - allocated.
+    void simultaneousRegionAndAllocation()
+    {
+        const std::string path = dir_.filePath("simultaneous.fragscope").toStdString();
+        {
+            IngestOptions o;
+            o.path = path;
+            o.sourceKind = "test";
+            Ingest in(o);
+            in.begin();
+            for (int i = 0; i < 200; ++i) {
+                const uint64_t base = 0x7f0000000000ull + (uint64_t(i) << 22);
+                const int64_t t = 1000 + 10 * i;
+                Event r;
+                r.type = EventType::RegionCreate;
+                r.level = Level::Framework;
+                r.time = t;
+                r.address = base;
+                r.size = 2 << 20;
+                in.add(r);
+                Event a = r;
+                a.type = EventType::Alloc;
+                a.size = 1 << 20;
+                in.add(a);
+                if (i % 2 == 1) { // freed and released together 5 ns later
+                    Event f = a;
+                    f.type = EventType::Free;
+                    f.time = t + 5;
+                    in.add(f);
+                    Event d = r;
+                    d.type = EventType::RegionDestroy;
+                    d.time = t + 5;
+                    in.add(d);
+                }
+            }
+            in.end();
+        }
+        const auto scene = loadScene(path);
+        QVERIFY(scene);
+        const LevelData& ld = scene->levels[size_t(scene->defaultLevel())];
+        for (const auto& smp : ld.samples)
+            QCOMPARE(smp.allocated + smp.freeInRegions, smp.reserved);
+        // At the last creation (i = 199, odd, not yet released): 100 even regions + region 199
+        // live = 101 x 2 MiB reserved, 101 x 1 MiB allocated, 101 fragments of 1 MiB.
+        const StateSample st = ld.stateAt(1000 + 10 * 199);
+        QCOMPARE(st.reserved, 101.0 * (2 << 20));
+        QCOMPARE(st.allocated, 101.0 * (1 << 20));
+        QCOMPARE(st.freeInRegions, 101.0 * (1 << 20));
+        QCOMPARE(st.fragmentCount, 101.0);
     }
 
     void collapsesAndRules()

@@ -63,23 +63,26 @@ public:
         struct Ev
         {
             int64_t t;
-            int order; // frees and destroys before allocs and creates at the same time
+            int order; // at one time: frees, then region destroys, region creates, allocs
             int kind;  // 0 region create, 1 region destroy, 2 alloc, 3 free
             size_t idx;
         };
         std::vector<Ev> evs;
         evs.reserve(ld_.regions.size() * 2 + ld_.allocs.size() * 2);
         for (size_t i = 0; i < ld_.regions.size(); ++i) {
-            evs.push_back({ld_.regions[i].createNs, 1, 0, i});
+            evs.push_back({ld_.regions[i].createNs, 2, 0, i});
             if (ld_.regions[i].destroyNs < std::numeric_limits<int64_t>::max())
-                evs.push_back({ld_.regions[i].destroyNs, 0, 1, i});
+                evs.push_back({ld_.regions[i].destroyNs, 1, 1, i});
         }
         for (size_t i = 0; i < ld_.allocs.size(); ++i) {
-            evs.push_back({ld_.allocs[i].allocNs, 1, 2, i});
+            evs.push_back({ld_.allocs[i].allocNs, 3, 2, i});
             if (ld_.allocs[i].freed) evs.push_back({ld_.allocs[i].freeNs, 0, 3, i});
         }
         std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
-            return a.t != b.t ? a.t < b.t : a.order < b.order;
+            // A region must exist before the allocations placed in it at the same instant (and
+            // outlive those freed then), or their bytes would be counted as free.
+            if (a.t != b.t) return a.t < b.t;
+            return a.order != b.order ? a.order < b.order : a.idx < b.idx;
         });
         size_t si = 0;
         for (size_t i = 0; i <= evs.size(); ++i) {
