@@ -3,6 +3,7 @@
 #include "capture/protocol/socket_dir.h"
 #include "core/versions.h"
 
+#include <dlfcn.h>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -57,6 +58,19 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err)
     const std::string agent = findAgent();
     if (agent.empty()) {
         err = "libfragscope-inject.so not found (set FRAGSCOPE_AGENT to its path)";
+        return -1;
+    }
+    // The agent links libcupti from the user's CUDA installation. Load it here first so that a
+    // missing libcupti is a clear error now, not a silent capture of nothing in the target. The
+    // dynamic linker searches LD_LIBRARY_PATH, then the agent's RUNPATH (the CUDA toolkit it was
+    // built against), then the system library cache.
+    if (void* h = dlopen(agent.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+        dlclose(h);
+    } else {
+        const char* why = dlerror();
+        err = "cannot load the capture agent " + agent + ": " + (why ? why : "unknown error") +
+              ". It needs libcupti from a CUDA installation: add the folder holding libcupti.so "
+              "(e.g. /usr/local/cuda/extras/CUPTI/lib64) to LD_LIBRARY_PATH";
         return -1;
     }
     // Build the child's environment before fork: only async-signal-safe calls after it.
