@@ -16,6 +16,9 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QInputDialog>
+#include <QJsonObject>
+#include <QJsonDocument>
+#include <QJsonArray>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -219,6 +222,9 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
     file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
                     &MainWindow::attachDialog);
+    stopRecordingAction_ = file->addAction(tr("S&top recording"), QKeySequence(tr("Ctrl+Shift+T")),
+                                           this, &MainWindow::stopRecording);
+    stopRecordingAction_->setEnabled(false);
     file->addSeparator();
     file->addAction(tr("&Export view…"), QKeySequence(tr("Ctrl+E")), this,
                     &MainWindow::showExportDialog);
@@ -538,25 +544,58 @@ void MainWindow::importDialog()
 
 void MainWindow::attachDialog()
 {
+    if (attachProc_) {
+        reportError_(tr("Attach"), tr("A recording is already running; stop it first (File › Stop recording)."));
+        return;
+    }
+    // Offer what `fragscope ps` finds (processes under `fragscope launch`, `simulate --live`);
+    // any other PID may be typed: the agent is then injected through gdb, best effort.
+    QStringList items;
+    {
+        QProcess ps;
+        ps.start(cliPath(), {QStringLiteral("ps"), QStringLiteral("--json")});
+        if (ps.waitForFinished(3000) && ps.exitCode() == 0) {
+            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput()).array();
+            for (const auto& v : arr) {
+                const QJsonObject o = v.toObject();
+                items << QStringLiteral("%1  [%2, %3]  %4")
+                             .arg(o.value("pid").toInteger())
+                             .arg(o.value("kind").toString(), o.value("state").toString(),
+                                  o.value("command_line").toString().left(80));
+            }
+        }
+    }
     bool ok = false;
-    const int pid = QInputDialog::getInt(
+    const QString choice = QInputDialog::getItem(
         this, tr("Attach to a running process"),
-        tr("Process id of a generation run (started under 'fragscope launch', or any\n"
-           "process: the agent is injected through a debugger, best effort).\n"
-           "fragscope records its allocator events into a session file and opens it."),
-        0, 1, 1 << 30, 1, &ok);
+        items.isEmpty()
+            ? tr("No process runs under 'fragscope launch' for this user. Type the process id of a\n"
+                 "generation run: the agent is injected through a debugger (best effort).")
+            : tr("Attachable processes (or type another process id; the agent is then injected\n"
+                 "through a debugger, best effort). fragscope records its allocator events into a\n"
+                 "session file and opens it when you stop the recording or the process ends."),
+        items, 0, true, &ok);
     if (!ok) return;
+    const qint64 pid = choice.section(QLatin1Char(' '), 0, 0).toLongLong();
+    if (pid <= 0) {
+        reportError_(tr("Attach failed"), tr("'%1' does not start with a process id").arg(choice));
+        return;
+    }
     const QString out = QFileDialog::getSaveFileName(this, tr("Record into"),
                                                      QStringLiteral("attach-%1.fragscope").arg(pid),
                                                      tr("fragscope sessions (*.fragscope)"));
     if (out.isEmpty()) return;
     auto* proc = new QProcess(this);
-    statusBar()->showMessage(
-        tr("Attached to %1, recording into %2 (stop the run or close the window to finish)")
-            .arg(pid)
-            .arg(out));
+    attachProc_ = proc;
+    stopRecordingAction_->setEnabled(true);
+    statusBar()->showMessage(tr("Recording process %1 into %2 — File › Stop recording (Ctrl+Shift+T) "
+                                "finishes the session and opens it")
+                                 .arg(pid)
+                                 .arg(out));
     connect(proc, &QProcess::finished, this, [this, proc, out](int code, QProcess::ExitStatus) {
         proc->deleteLater();
+        stopRecordingAction_->setEnabled(false);
+        statusBar()->clearMessage();
         if (code == 0)
             openFile(out);
         else
@@ -565,6 +604,13 @@ void MainWindow::attachDialog()
     });
     proc->start(cliPath(),
                 {QStringLiteral("attach"), QString::number(pid), QStringLiteral("-o"), out});
+}
+
+void MainWindow::stopRecording()
+{
+    // `fragscope attach` finishes the session on SIGTERM (the tail of the stream is still
+    // ingested), then exits; the finished() handler opens the file.
+    if (attachProc_) attachProc_->terminate();
 }
 
 } // namespace fs::gui

@@ -7,6 +7,8 @@
 #include "widgets/selection.h"
 
 #include <QMainWindow>
+#include <QPointer>
+#include <QProcess>
 #include <functional>
 #include <memory>
 
@@ -84,6 +86,7 @@ private:
     void exportReportDialog();
     void importDialog();
     void attachDialog();
+    void stopRecording();
     void editRules();
     void showShortcuts();
     void showAbout();
@@ -116,6 +119,8 @@ private:
     QPushButton* cancelButton_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QAction* backAction_ = nullptr;
+    QAction* stopRecordingAction_ = nullptr;
+    QPointer<QProcess> attachProc_; // `fragscope attach` while recording
     QAction* forwardAction_ = nullptr;
     bool syncing_ = false;
 };
