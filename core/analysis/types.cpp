@@ -1,5 +1,7 @@
 #include "types.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace fs::analysis {
@@ -35,18 +37,12 @@ const char* precursorKindName(PrecursorKind k)
 
 bool AddressLayout::toCompact(uint64_t addr, uint64_t& out) const
 {
-    // ranges are in address order: binary search the last range starting at or before addr.
-    size_t lo = 0, hi = ranges.size();
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (ranges[mid].addrBegin <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
+    // ranges are in address order: the last range starting at or before addr.
+    const auto it = std::upper_bound(ranges.begin(), ranges.end(), addr,
+                                     [](uint64_t v, const Range& r) { return v < r.addrBegin; });
+    if (it == ranges.begin())
         return false;
-    const Range& r = ranges[lo - 1];
+    const Range& r = *std::prev(it);
     if (addr >= r.addrEnd)
         return false;
     out = r.compactBegin + (addr - r.addrBegin);
@@ -55,17 +51,11 @@ bool AddressLayout::toCompact(uint64_t addr, uint64_t& out) const
 
 bool AddressLayout::toAddress(uint64_t compact, uint64_t& out) const
 {
-    size_t lo = 0, hi = ranges.size();
-    while (lo < hi) {
-        const size_t mid = (lo + hi) / 2;
-        if (ranges[mid].compactBegin <= compact)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
+    const auto it = std::upper_bound(ranges.begin(), ranges.end(), compact,
+                                     [](uint64_t v, const Range& r) { return v < r.compactBegin; });
+    if (it == ranges.begin())
         return false;
-    const Range& r = ranges[lo - 1];
+    const Range& r = *std::prev(it);
     if (compact >= r.compactBegin + (r.addrEnd - r.addrBegin))
         return false;
     out = r.addrBegin + (compact - r.compactBegin);
