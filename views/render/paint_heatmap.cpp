@@ -11,17 +11,6 @@ namespace fs::render::detail {
 
 namespace {
 
-QString subtitleOf(const Scene& s, const QString& extra)
-{
-    QString t = QFileInfo(QString::fromStdString(s.path)).fileName();
-    if (s.summary.synthetic)
-        t += QStringLiteral("  ·  SYNTHETIC DATA (simulated, not a measurement)");
-    if (s.summary.health.endedAbruptly || s.summary.health.droppedRecords > 0)
-        t += QStringLiteral("  ·  incomplete capture");
-    if (!extra.isEmpty()) t += QStringLiteral("  ·  ") + extra;
-    return t;
-}
-
 // Hilbert curve index -> (x, y) on an n×n grid (n a power of two).
 void d2xy(int n, int d, int& x, int& y)
 {
@@ -54,7 +43,7 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     if (o.title)
         drawTitle(p, rect,
                   QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
-                  subtitleOf(s, QStringLiteral("%1 allocations, %2 regions")
+                  reportSubtitle(s, QStringLiteral("%1 allocations, %2 regions")
                                     .arg(ld.allocs.size())
                                     .arg(ld.regions.size())),
                   th);
@@ -175,7 +164,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
         drawTitle(
             p, rect,
             QStringLiteral("Memory map — %1 at %2").arg(QString::fromStdString(ld.label()), when),
-            subtitleOf(
+            reportSubtitle(
                 s,
                 QStringLiteral(
                     "Hilbert curve over the regions' address space: nearby addresses stay nearby")),

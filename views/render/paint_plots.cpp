@@ -12,17 +12,6 @@ namespace fs::render::detail {
 
 namespace {
 
-QString subtitle(const Scene& s, const QString& extra)
-{
-    QString t = QFileInfo(QString::fromStdString(s.path)).fileName();
-    if (s.summary.synthetic)
-        t += QStringLiteral("  ·  SYNTHETIC DATA (simulated, not a measurement)");
-    if (s.summary.health.endedAbruptly || s.summary.health.droppedRecords > 0)
-        t += QStringLiteral("  ·  incomplete capture: figures may undercount");
-    if (!extra.isEmpty()) t += QStringLiteral("  ·  ") + extra;
-    return t;
-}
-
 struct Line
 {
     QColor color;
@@ -116,7 +105,7 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
         drawTitle(
             p, rect,
             QStringLiteral("Allocator timelines — %1").arg(QString::fromStdString(ld.label())),
-            subtitle(s, QStringLiteral("%1 frames, %2 collapse(s)")
+            reportSubtitle(s, QStringLiteral("%1 frames, %2 collapse(s)")
                             .arg(s.frames.size())
                             .arg(s.collapses.size())),
             th);
@@ -230,7 +219,7 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         drawTitle(p, rect,
                   QStringLiteral("Free-fragment histogram — %1 at %2")
                       .arg(QString::fromStdString(ld.label()), when),
-                  subtitle(s, QStringLiteral("%1 free fragments").arg(n)), th);
+                  reportSubtitle(s, QStringLiteral("%1 free fragments").arg(n)), th);
     const QRectF plot = plotRect(View::Histogram, rect, o);
     int klo = 12, khi = 20; // at least 4 KiB .. 1 MiB so a report reads the same every time
     int64_t maxCount = 1;

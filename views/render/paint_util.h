@@ -18,6 +18,8 @@ QString num(double v);
 
 QFont font(double px, bool bold = false);
 // Title line at the top of rect; returns the rect below it.
+// "file · SYNTHETIC DATA · incomplete capture · extra": the line under every report image's title.
+QString reportSubtitle(const Scene& s, const QString& extra);
 QRectF drawTitle(QPainter& p, const QRectF& rect, const QString& title, const QString& subtitle,
                  const Theme& th);
 

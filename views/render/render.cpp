@@ -391,6 +391,17 @@ static double scaleOf(const QRectF& r)
     return std::clamp(r.height() / 700.0, 0.8, 1.8);
 }
 
+QString reportSubtitle(const Scene& s, const QString& extra)
+{
+    QString t = QFileInfo(QString::fromStdString(s.path)).fileName();
+    if (s.summary.synthetic)
+        t += QStringLiteral("  ·  SYNTHETIC DATA (simulated, not a measurement)");
+    if (s.summary.health.endedAbruptly || s.summary.health.droppedRecords > 0)
+        t += QStringLiteral("  ·  incomplete capture: figures may undercount");
+    if (!extra.isEmpty()) t += QStringLiteral("  ·  ") + extra;
+    return t;
+}
+
 QRectF drawTitle(QPainter& p, const QRectF& rect, const QString& title, const QString& subtitle,
                  const Theme& th)
 {
