@@ -475,6 +475,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Ctrl+O</b></td><td>open a session</td></tr>"
            "<tr><td><b>Ctrl+I</b></td><td>import a PyTorch snapshot, Kineto trace or nsys "
            "export</td></tr>"
+           "<tr><td><b>Ctrl+Shift+A / Ctrl+Shift+T</b></td><td>attach to a process / stop "
+           "recording and open the session</td></tr>"
            "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export view / report</td></tr>"
            "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
            "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
