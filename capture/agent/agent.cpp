@@ -1,8 +1,14 @@
 // libfragscope-inject.so: loaded into a CUDA process through CUDA_INJECTION64_PATH (the driver
-// calls InitializeInjection at cuInit) or by `fragscope attach` through a debugger-driven dlopen.
-// It runs inside someone else's process, so it does little there: CUPTI fills fixed buffers, a
-// flush thread decodes them into compact frames and sends them to the recorder over the control
-// socket. Any failure logs one line and disables the agent; the host keeps running.
+// calls InitializeInjection at cuInit), through NVTX_INJECTION64_PATH (NVTX calls
+// InitializeInjectionNvtx2 at the first NVTX call; nvtx_inject.cpp), or by `fragscope attach`
+// through a debugger-driven dlopen. The control socket, the stream and the flush thread (the
+// core) start from whichever comes first; CUPTI is set up only by InitializeInjection, so a
+// process without a driver still records its NVTX events. It runs inside someone else's process,
+// so it does little there: CUPTI fills fixed buffers, a flush thread decodes them into compact
+// frames and sends them to the recorder over the control socket. Any failure logs one line and
+// disables the agent (or only its CUPTI part); the host keeps running.
+#include "agent_core.h"
+#include "callbacks.h"
 #include "decode.h"
 
 #include "capture/protocol/control_server.h"
@@ -18,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dlfcn.h>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
@@ -32,6 +39,8 @@ using namespace fs;
 
 constexpr size_t kBufferSize = 8u << 20; // CUPTI activity buffer
 constexpr size_t kMaxBuffers = 16;       // fixed pool: beyond it CUPTI drops and counts
+constexpr size_t kMaxSide = 1u << 20;    // host-thread events queued between two flushes
+constexpr int kExitWaitMs = 10000;       // at exit, how long to wait for a launching recorder
 
 void logLine(const char* msg)
 {
@@ -49,8 +58,9 @@ struct Agent
     agent::DecodeState decode;
     std::mutex mu; // stream + decode
     std::mutex sideMu;
-    std::vector<proto::WireEvent> side; // events from API callbacks and marks (host threads)
-    std::vector<std::string> sideMarks; // mark texts, interned on the flush thread
+    std::vector<agent::SideEvent> side; // from API callbacks, NVTX and control marks
+    uint64_t sideDropped = 0;           // guarded by sideMu; reported as a health row
+    agent::ApiState api;                // API-callback state (graph joins, resolvers)
     std::mutex bufMu;
     std::vector<uint8_t*> freeBuffers;
     size_t buffersAllocated = 0;
@@ -58,15 +68,27 @@ struct Agent
     std::mutex flushMu;
     std::condition_variable flushCv;
     bool quit = false;
-    bool activitiesOn = false;
-    bool autostart = false;
+    std::mutex cuptiMu;               // activity enable/disable
+    std::atomic<bool> cuptiOn{false}; // InitializeInjection set CUPTI up
+    bool activitiesOn = false;        // guarded by cuptiMu
+    std::atomic<bool> autostart{false};
+    uint32_t launchedBy = 0; // pid of the `fragscope record` that started us
     CUpti_SubscriberHandle subscriber = nullptr;
     uint64_t cuptiDropped = 0;
 };
 
 Agent* g_agent = nullptr;
 std::atomic<bool> g_disabled{false};
-std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_cuptiInitialized{false}; // InitializeInjection ran
+std::atomic<bool> g_coreUp{false};           // the socket, stream and flush thread run
+std::mutex g_startMu;                        // one start at a time (CUDA and NVTX threads)
+bool g_coreTried = false;                    // guarded by g_startMu
+
+bool agentDisabledByEnv()
+{
+    const char* off = std::getenv("FRAGSCOPE_AGENT_DISABLE");
+    return off && *off == '1';
+}
 
 void disable(const char* why, CUptiResult r = CUPTI_SUCCESS)
 {
@@ -115,64 +137,58 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
     a->freeBuffers.push_back(buffer);
 }
 
-void pushSide(const proto::WireEvent& e)
-{
-    std::lock_guard lk(g_agent->sideMu);
-    if (g_agent->side.size() < (1u << 20)) g_agent->side.push_back(e);
-}
-
 int64_t now()
 {
     uint64_t t = 0;
-    cuptiGetTimestamp(&t);
+    cuptiGetTimestamp(&t); // works without a driver too (host clock)
     return static_cast<int64_t>(t);
 }
 
-// VMM calls are invisible to the memory activity: catch them at API exit.
+// CUPTI lookups for the API callbacks (callbacks.h); each answers 0 when CUPTI cannot tell.
+uint32_t streamIdOf(CUcontext ctx, CUstream s)
+{
+    uint32_t id = 0;
+    return cuptiGetStreamIdEx(ctx, s, 0, &id) == CUPTI_SUCCESS ? id : 0;
+}
+uint32_t deviceIdOf(CUcontext ctx)
+{
+    uint32_t id = 0;
+    return ctx && cuptiGetDeviceId(ctx, &id) == CUPTI_SUCCESS ? id : 0;
+}
+uint64_t graphIdOf(CUgraph g)
+{
+    uint32_t id = 0;
+    return g && cuptiGetGraphId(g, &id) == CUPTI_SUCCESS ? id : 0;
+}
+uint64_t execIdOf(CUgraphExec x)
+{
+    uint32_t id = 0;
+    return x && cuptiGetGraphExecId(x, &id) == CUPTI_SUCCESS ? id : 0;
+}
+// Free device memory at an OOM, through the driver that loaded us (never linked: the agent
+// needs only CUPTI). The call happens on the failing thread, in its context, once per OOM.
+uint64_t deviceFreeBytesOf(CUcontext)
+{
+    using MemGetInfo = CUresult (*)(size_t*, size_t*);
+    static MemGetInfo fn = [] {
+        void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        return h ? reinterpret_cast<MemGetInfo>(::dlsym(h, "cuMemGetInfo_v2")) : nullptr;
+    }();
+    size_t freeBytes = 0, total = 0;
+    return fn && fn(&freeBytes, &total) == CUDA_SUCCESS ? freeBytes : 0;
+}
+
+// Driver-API exits: VMM calls, failed allocations, graph instantiations and launches
+// (callbacks.cpp has the logic; this only hands the result to the flush thread).
 void CUPTIAPI apiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data)
 {
-    if (g_disabled.load() || !g_agent || domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
-    const auto* info = static_cast<const CUpti_CallbackData*>(data);
-    if (info->callbackSite != CUPTI_API_EXIT || !info->functionReturnValue ||
-        *static_cast<const CUresult*>(info->functionReturnValue) != CUDA_SUCCESS)
-        return;
-    proto::WireEvent e{};
-    e.time = now() + g_agent->decode.clockOffsetNs;
-    e.level = proto::ev::LevelFramework; // VMM reservations host an allocator's blocks
-    e.regionKind = proto::ev::KindVmm;
-    switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve: {
-        const auto* p = static_cast<const cuMemAddressReserve_params*>(info->functionParams);
-        e.type = proto::ev::RegionCreate;
-        e.address = p->ptr ? *p->ptr : 0;
-        e.size = p->size;
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree: {
-        const auto* p = static_cast<const cuMemAddressFree_params*>(info->functionParams);
-        e.type = proto::ev::RegionDestroy;
-        e.address = p->ptr;
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
-        const auto* p = static_cast<const cuMemMap_params*>(info->functionParams);
-        e.type = proto::ev::RegionMap;
-        e.address = p->ptr;
-        e.size = p->size;
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
-        const auto* p = static_cast<const cuMemUnmap_params*>(info->functionParams);
-        e.type = proto::ev::RegionUnmap;
-        e.address = p->ptr;
-        e.size = p->size;
-        break;
-    }
-    default:
-        return;
-    }
-    pushSide(e);
+    Agent* a = g_agent;
+    if (g_disabled.load() || !a || domain != CUPTI_CB_DOMAIN_DRIVER_API || !data) return;
+    agent::SideEvent s;
+    if (agent::apiExitEvent(cbid, *static_cast<const CUpti_CallbackData*>(data),
+                            now() + a->decode.clockOffsetNs, a->api, s.e))
+        agent::coreEmit(std::move(s));
 }
 
 const CUpti_ActivityKind kKinds[] = {
@@ -182,7 +198,8 @@ const CUpti_ActivityKind kKinds[] = {
 
 bool setActivities(Agent& a, bool on)
 {
-    if (a.activitiesOn == on) return true;
+    std::lock_guard lk(a.cuptiMu);
+    if (!a.cuptiOn.load() || a.activitiesOn == on) return true;
     for (CUpti_ActivityKind k : kKinds) {
         const CUptiResult r = on ? cuptiActivityEnable(k) : cuptiActivityDisable(k);
         // MARKER needs NVTX_INJECTION64_PATH to point at libcupti; without it NVTX is not seen.
@@ -199,22 +216,21 @@ bool setActivities(Agent& a, bool on)
 
 void drainSide(Agent& a)
 {
-    std::vector<proto::WireEvent> side;
-    std::vector<std::string> marks;
+    std::vector<agent::SideEvent> side;
+    uint64_t dropped = 0;
     {
         std::lock_guard lk(a.sideMu);
         side.swap(a.side);
-        marks.swap(a.sideMarks);
+        std::swap(dropped, a.sideDropped);
     }
-    for (const auto& m : marks) {
-        proto::WireEvent e{};
-        e.type = proto::ev::Mark;
-        e.time = now() + a.decode.clockOffsetNs;
-        e.name = a.stream->intern(m);
-        a.stream->event(e);
+    for (auto& s : side) {
+        if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
+        a.stream->event(s.e);
     }
-    for (const auto& e : side)
-        a.stream->event(e);
+    if (dropped > 0)
+        a.stream->health(now() + a.decode.clockOffsetNs, static_cast<int64_t>(dropped),
+                         "dropped_records",
+                         "host-side events (NVTX, API callbacks) over the queue");
 }
 
 void flushLoop(Agent* a)
@@ -227,21 +243,22 @@ void flushLoop(Agent* a)
             if (a->quit) return;
         }
         if (g_disabled.load()) continue;
+        const bool cupti = a->cuptiOn.load();
         const bool wanted = a->server->streaming() || a->autostart;
         // Record only while someone listens: an idle agent costs the host nothing but the socket.
         if (wanted) {
             lastStreaming = std::chrono::steady_clock::now();
             if (!setActivities(*a, true)) continue;
-        } else if (a->activitiesOn &&
+        } else if (cupti && a->activitiesOn &&
                    std::chrono::steady_clock::now() - lastStreaming > std::chrono::seconds(2)) {
             cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
             setActivities(*a, false);
         }
-        if (a->activitiesOn) cuptiActivityFlushAll(0);
+        if (cupti && a->activitiesOn) cuptiActivityFlushAll(0);
         std::lock_guard lk(a->mu);
         drainSide(*a);
         size_t dropped = 0;
-        if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
+        if (cupti && cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS &&
             dropped > 0) {
             a->cuptiDropped += dropped;
             a->stream->health(now() + a->decode.clockOffsetNs, static_cast<int64_t>(dropped),
@@ -256,14 +273,18 @@ void flushLoop(Agent* a)
 void atExit()
 {
     Agent* a = g_agent;
-    if (!a) return;
+    if (!a || !g_coreUp.load()) return;
+    // Under `fragscope record` a short program can end before the recorder has connected: what
+    // it kept would be lost, so give the recorder a few seconds to come and take it.
+    if (a->autostart && a->launchedBy != 0 && !g_disabled.load() && !a->server->streaming())
+        a->server->waitForStart(kExitWaitMs);
     {
         std::lock_guard lk(a->flushMu);
         a->quit = true;
     }
     a->flushCv.notify_all();
     if (a->flusher.joinable()) a->flusher.join();
-    if (!g_disabled.load() && a->activitiesOn)
+    if (!g_disabled.load() && a->cuptiOn.load() && a->activitiesOn)
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     {
         std::lock_guard lk(a->mu);
@@ -273,35 +294,26 @@ void atExit()
     a->server->close();
 }
 
-int initialize()
+Agent& agentObject()
 {
-    if (g_initialized.exchange(true)) return 1;
-    if (const char* off = std::getenv("FRAGSCOPE_AGENT_DISABLE"); off && *off == '1') return 1;
+    if (!g_agent) {
+        g_agent = new Agent(); // lives until exit: CUPTI and NVTX may call back at any time
+        g_agent->decode.graphs = &g_agent->api.graphs;
+    }
+    return *g_agent;
+}
+
+// The socket, the stream and the flush thread. Caller holds g_startMu.
+bool startCoreLocked()
+{
+    if (g_coreTried) return g_coreUp.load() && !g_disabled.load();
+    g_coreTried = true;
+    if (g_disabled.load() || agentDisabledByEnv()) return false;
+    Agent* a = &agentObject();
     uint32_t version = 0;
-    if (CUptiResult r = cuptiGetVersion(&version); r != CUPTI_SUCCESS) {
-        disable("cannot load CUPTI", r);
-        return 1;
-    }
-    auto* a = new Agent(); // lives until exit: CUPTI may call back at any time
-    g_agent = a;
-    if (CUptiResult r = cuptiSubscribe(&a->subscriber,
-                                       reinterpret_cast<CUpti_CallbackFunc>(apiCallback), nullptr);
-        r != CUPTI_SUCCESS) {
-        disable("cannot subscribe to CUPTI callbacks (no CUDA driver or no GPU?)", r);
-        return 1;
-    }
-    for (CUpti_CallbackId id :
-         {CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree,
-          CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap})
-        cuptiEnableCallback(1, a->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    if (CUptiResult r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-        r != CUPTI_SUCCESS) {
-        disable("cannot register CUPTI activity buffers", r);
-        return 1;
-    }
-    cuptiActivityEnableAllocationSource(1);
-    // GPU/host clock calibration: CUPTI timestamps become the session clock, and the offset to
-    // the host's realtime clock is recorded so other sources can be aligned.
+    cuptiGetVersion(&version);
+    // Clock calibration: CUPTI timestamps are the session clock (host events use them too), and
+    // the offset to the host's realtime clock is recorded so other sources can be aligned.
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
     const int64_t host = ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -314,10 +326,14 @@ int initialize()
     so.kind = "agent";
     so.commandLine = proto::processCommandLine(::getpid());
     so.launchedBy = launched ? static_cast<uint32_t>(std::strtoul(launched, nullptr, 10)) : 0;
+    a->launchedBy = so.launchedBy;
     so.log = logLine;
-    so.onMark = [a](const std::string& text) {
-        std::lock_guard lk(a->sideMu);
-        if (a->sideMarks.size() < 4096) a->sideMarks.push_back(text);
+    so.onMark = [](const std::string& text) {
+        agent::SideEvent s;
+        s.e.type = proto::ev::Mark;
+        s.e.time = agent::coreNow();
+        s.text = text;
+        agent::coreEmit(std::move(s));
     };
     a->server = std::make_unique<proto::ControlServer>(so);
     proto::TargetStream::Options to;
@@ -334,9 +350,8 @@ int initialize()
     std::string err;
     if (!a->server->open(err)) {
         disable(("cannot open the control socket: " + err).c_str());
-        return 1;
+        return false;
     }
-    if (a->autostart && !setActivities(*a, true)) return 1;
     a->flusher = std::thread(flushLoop, a);
     // A forked child (DataLoader workers, multiprocessing) has none of our threads and cannot use
     // CUDA: the agent must do nothing there, least of all join a thread at exit.
@@ -345,11 +360,110 @@ int initialize()
         g_agent = nullptr;
     });
     std::atexit(atExit);
+    g_coreUp.store(true);
     logLine(("recording agent ready; control socket " + a->server->path()).c_str());
+    return true;
+}
+
+// CUPTI's part, from InitializeInjection. Without a driver cuptiSubscribe fails: when nothing
+// else started the agent that disables it (one line, nothing left behind); when NVTX already
+// started the core, only GPU activity is missing and NVTX keeps recording.
+int initialize()
+{
+    if (g_cuptiInitialized.exchange(true)) return 1;
+    if (agentDisabledByEnv()) return 1;
+    std::lock_guard lk(g_startMu);
+    const bool coreFirst = g_coreUp.load();
+    auto cuptiFailed = [&](const char* why, CUptiResult r) {
+        if (!coreFirst) {
+            disable(why, r);
+            return 1;
+        }
+        const char* s = nullptr;
+        cuptiGetResultString(r, &s);
+        char msg[400];
+        std::snprintf(msg, sizeof msg,
+                      "%s (CUPTI error %d: %s); GPU activity is not recorded, NVTX still is", why,
+                      static_cast<int>(r), s ? s : "?");
+        logLine(msg);
+        return 1;
+    };
+    uint32_t version = 0;
+    if (CUptiResult r = cuptiGetVersion(&version); r != CUPTI_SUCCESS)
+        return cuptiFailed("cannot load CUPTI", r);
+    Agent* a = &agentObject();
+    a->api.resolve = {streamIdOf, deviceIdOf, graphIdOf, execIdOf, deviceFreeBytesOf};
+    if (CUptiResult r = cuptiSubscribe(&a->subscriber,
+                                       reinterpret_cast<CUpti_CallbackFunc>(apiCallback), nullptr);
+        r != CUPTI_SUCCESS)
+        return cuptiFailed("cannot subscribe to CUPTI callbacks (no CUDA driver or no GPU?)", r);
+    for (size_t i = 0; i < agent::kApiCallbackCount; ++i)
+        cuptiEnableCallback(1, a->subscriber, CUPTI_CB_DOMAIN_DRIVER_API, agent::kApiCallbacks[i]);
+    if (CUptiResult r = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+        r != CUPTI_SUCCESS) {
+        cuptiUnsubscribe(a->subscriber);
+        return cuptiFailed("cannot register CUPTI activity buffers", r);
+    }
+    cuptiActivityEnableAllocationSource(1);
+    if (!startCoreLocked()) return 1;
+    a->cuptiOn.store(true);
+    if (a->autostart) setActivities(*a, true);
     return 1;
 }
 
 } // namespace
+
+namespace fs::agent {
+
+bool coreStart()
+{
+    if (g_coreUp.load()) return !g_disabled.load();
+    std::lock_guard lk(g_startMu);
+    return startCoreLocked();
+}
+
+bool coreActive()
+{
+    return g_coreUp.load(std::memory_order_acquire) && !g_disabled.load(std::memory_order_relaxed);
+}
+
+int64_t coreNow()
+{
+    Agent* a = g_agent;
+    return now() + (a ? a->decode.clockOffsetNs : 0);
+}
+
+void coreEmit(SideEvent&& e)
+{
+    Agent* a = g_agent;
+    if (!a || g_disabled.load()) return;
+    std::lock_guard lk(a->sideMu);
+    if (a->side.size() < kMaxSide)
+        a->side.push_back(std::move(e));
+    else
+        ++a->sideDropped;
+}
+
+void coreEmit(std::vector<SideEvent>& events)
+{
+    Agent* a = g_agent;
+    if (!a || g_disabled.load() || events.empty()) return;
+    std::lock_guard lk(a->sideMu);
+    for (auto& e : events) {
+        if (a->side.size() < kMaxSide)
+            a->side.push_back(std::move(e));
+        else
+            ++a->sideDropped;
+    }
+    events.clear();
+}
+
+void coreLog(const char* msg)
+{
+    logLine(msg);
+}
+
+} // namespace fs::agent
 
 extern "C" {
 // The CUDA driver's injection entry point (CUDA_INJECTION64_PATH). Never throws into the host.

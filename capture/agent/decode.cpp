@@ -1,5 +1,7 @@
 #include "decode.h"
 
+#include "callbacks.h"
+
 #include <cupti.h>
 
 #include <cstdio>
@@ -147,7 +149,11 @@ void graph(const CUpti_ActivityGraphTrace2& r, DecodeState& st, proto::TargetStr
     e.stream = r.streamId;
     e.device = r.deviceId;
     e.aux = r.graphId;
-    e.aux2 = 0; // the exec id is not in the activity record
+    // The record carries no exec id: the cuGraphLaunch callback left it under the correlation id.
+    if (st.graphs) {
+        e.aux2 = st.graphs->takeExec(r.correlationId);
+        if (e.aux == 0 && e.aux2 != 0) e.aux = st.graphs->graphOf(e.aux2);
+    }
     out.event(e);
 }
 

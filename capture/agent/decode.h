@@ -11,6 +11,8 @@
 
 namespace fs::agent {
 
+class GraphJoin;
+
 struct DecodeState
 {
     int64_t clockOffsetNs = 0; // added to every CUPTI timestamp (GPU/host calibration)
@@ -22,6 +24,8 @@ struct DecodeState
     std::unordered_map<uint32_t, OpenRange> openRanges; // NVTX start/end markers by id
     std::unordered_map<const char*, uint32_t>
         namesByPtr; // CUPTI keeps names alive: cache by address
+    // Fills GraphLaunch exec ids from the launches the API callbacks saw (agent.cpp); null: 0.
+    GraphJoin* graphs = nullptr;
     uint64_t records = 0;
     uint64_t skipped = 0; // kinds or memory kinds we do not model
 };

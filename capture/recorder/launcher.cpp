@@ -83,8 +83,10 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err)
         env.emplace_back(kv);
     }
     env.push_back("CUDA_INJECTION64_PATH=" + agent);
-    if (!std::getenv("NVTX_INJECTION64_PATH"))
-        env.push_back("NVTX_INJECTION64_PATH=" + findCupti()); // CUPTI sees NVTX only this way
+    // The agent is also the NVTX tool: it records marks, ranges and the NVTX memory extension
+    // (heaps and regions of custom sub-allocators) itself, with or without a GPU. A user who
+    // points NVTX at another tool keeps it (libcupti: the agent decodes CUPTI's MARKER records).
+    if (!std::getenv("NVTX_INJECTION64_PATH")) env.push_back("NVTX_INJECTION64_PATH=" + agent);
     env.push_back("FRAGSCOPE_LAUNCHED_BY=" + std::to_string(::getpid()));
     env.push_back(std::string("FRAGSCOPE_AUTOSTART=") + (opts.autostart ? "1" : "0"));
     std::vector<char*> envp, argv;

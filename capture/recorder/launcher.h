@@ -22,7 +22,8 @@ struct LaunchOptions
     bool autostart = true; // the target keeps its events until the recorder connects
 };
 
-// fork/exec with CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH (libcupti, for NVTX markers),
+// fork/exec with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (both the agent, unless the user
+// set NVTX_INJECTION64_PATH already),
 // FRAGSCOPE_LAUNCHED_BY and FRAGSCOPE_AUTOSTART set. Returns the child's pid or -1 with err.
 pid_t launchTarget(const LaunchOptions& opts, std::string& err);
 

@@ -48,6 +48,9 @@ private slots:
         void* h = ::dlopen(FRAGSCOPE_AGENT_PATH, RTLD_NOW | RTLD_LOCAL);
         QVERIFY2(h, ::dlerror());
         QVERIFY(::dlsym(h, "InitializeInjection") != nullptr);
+        // NVTX's injection entry points: the core (marks, ranges) and the extensions (memory).
+        QVERIFY(::dlsym(h, "InitializeInjectionNvtx2") != nullptr);
+        QVERIFY(::dlsym(h, "InitializeInjectionNvtxExtension") != nullptr);
         // Internal symbols (protocol, decode) stay hidden from the host process.
         QVERIFY(::dlsym(h, "_ZN2fs5proto7Encoder5eventERKNS0_9WireEventE") == nullptr);
     }

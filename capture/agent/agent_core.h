@@ -1,0 +1,35 @@
+// What the agent's entry points share (agent.cpp): the control socket, the stream and the flush
+// thread ("the core") start once, from whichever entry point runs first: the CUDA driver's
+// InitializeInjection (CUPTI) or NVTX's InitializeInjectionNvtx2 / InitializeInjectionNvtxExtension
+// (our own NVTX tool). A process without a CUDA driver thus still records its NVTX events.
+#pragma once
+
+#include "capture/protocol/protocol.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fs::agent {
+
+// An event produced on a host thread (API callback, NVTX call, control-socket mark). A non-empty
+// text is interned on the flush thread and becomes e.name.
+struct SideEvent
+{
+    proto::WireEvent e{};
+    std::string text;
+};
+
+// Starts the core once (socket, stream, flush thread); false when the agent is disabled.
+bool coreStart();
+// The core runs and the agent is not disabled: NVTX handlers return at once otherwise.
+bool coreActive();
+// Host time on the session clock (CUPTI's timestamp: it works without a driver).
+int64_t coreNow();
+// Queues events for the flush thread (bounded; beyond the bound they are dropped and counted).
+void coreEmit(SideEvent&& e);
+void coreEmit(std::vector<SideEvent>& events); // moves them out, keeps their order
+// One diagnostic line on stderr, prefixed with the agent's name and pid.
+void coreLog(const char* msg);
+
+} // namespace fs::agent
