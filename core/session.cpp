@@ -121,7 +121,7 @@ bool writerAlive(const std::string& writerPid, const std::string& writerHost)
     }
 }
 
-Session Session::open(const std::string& path)
+Session Session::open(const std::string& path, bool integrityCheck)
 {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
@@ -163,7 +163,7 @@ Session Session::open(const std::string& path)
     // quick_check reads every page: it finds corruption before any view does. It costs about
     // 3 s per 500 MB, so larger files skip it: truncation is still caught by the header check
     // above, and a corrupt page met later fails that query with a SessionError naming the file.
-    if (st.st_size < (64LL << 20)) {
+    if (integrityCheck && st.st_size < (64LL << 20)) {
         const std::string qc = db.scalarText("PRAGMA quick_check(1)", "ok");
         if (qc != "ok")
             throw SessionError(path, "corrupted session file (" + qc + ")");

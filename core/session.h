@@ -56,7 +56,9 @@ struct SessionSummary {
 // integrity; every failure is a SessionError whose what() is "FILE: problem".
 class Session {
 public:
-    static Session open(const std::string& path);
+    // integrityCheck=false skips PRAGMA quick_check: for re-reading a file that a live recording
+    // is still writing several times a second (its final read checks it).
+    static Session open(const std::string& path, bool integrityCheck = true);
 
     const std::string& path() const { return db_.path(); }
     Db& db() { return db_; }

@@ -1,4 +1,4 @@
-// fragscope-gui [FILE] | --screenshots DIR FILE | --version
+// fragscope-gui [FILE] | --attach PID [-o OUT] | --screenshots DIR FILE | --version
 #include "core/session.h"
 #include "core/versions.h"
 #include "main_window.h"
@@ -42,6 +42,14 @@ int main(int argc, char** argv)
         {QStringLiteral("screenshots"),
          QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
          QStringLiteral("DIR")});
+    cli.addOption({QStringLiteral("attach"),
+                   QStringLiteral("Record process PID (as File › Attach… does) and follow it live; "
+                                  "File › Stop recording finishes and opens the session."),
+                   QStringLiteral("PID")});
+    cli.addOption({{QStringLiteral("o"), QStringLiteral("output")},
+                   QStringLiteral("With --attach: the session file to record into (default: "
+                                  "attach-PID.fragscope in the current directory)."),
+                   QStringLiteral("OUT")});
     cli.addPositionalArgument(QStringLiteral("FILE"),
                               QStringLiteral("Session to open (.fragscope)."));
     cli.process(app);
@@ -77,6 +85,20 @@ int main(int argc, char** argv)
         return shots.isEmpty() ? 1 : 0;
     }
     w.show();
-    if (!files.isEmpty()) w.openFile(files.front());
+    if (cli.isSet(QStringLiteral("attach"))) {
+        bool ok = false;
+        const qint64 pid = cli.value(QStringLiteral("attach")).toLongLong(&ok);
+        if (!ok || pid <= 0) {
+            std::fprintf(stderr, "fragscope-gui: --attach needs a process id, not '%s'\n",
+                         qPrintable(cli.value(QStringLiteral("attach"))));
+            return 64;
+        }
+        const QString out = cli.isSet(QStringLiteral("o"))
+                                ? cli.value(QStringLiteral("o"))
+                                : QStringLiteral("attach-%1.fragscope").arg(pid);
+        w.startRecording(pid, out);
+    } else if (!files.isEmpty()) {
+        w.openFile(files.front());
+    }
     return app.exec();
 }

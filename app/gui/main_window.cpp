@@ -27,11 +27,13 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScopeGuard>
+#include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
 #include <QThreadPool>
+#include <QTimer>
 #include <QToolBar>
 
 namespace fs::gui {
@@ -64,6 +66,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         "QLabel { background: #c58a00; color: black; padding: 0 6px; font-weight: bold; }"));
     syntheticLabel_->hide();
     axisLabel_ = new QLabel(this);
+    liveLabel_ = new QLabel(this);
+    liveLabel_->setStyleSheet(QStringLiteral(
+        "QLabel { background: #c02020; color: white; padding: 0 6px; font-weight: bold; }"));
+    liveLabel_->hide();
+    liveTimer_ = new QTimer(this);
+    liveTimer_->setInterval(kLiveRefreshMs);
+    connect(liveTimer_, &QTimer::timeout, this, &MainWindow::refreshLive);
     progress_ = new QProgressBar(this);
     progress_->setMaximumWidth(220);
     progress_->setRange(0, 100);
@@ -71,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     cancelButton_ = new QPushButton(tr("Cancel"), this);
     cancelButton_->hide();
     sb->addWidget(healthLabel_, 1);
+    sb->addPermanentWidget(liveLabel_);
     sb->addPermanentWidget(syntheticLabel_);
     sb->addPermanentWidget(axisLabel_);
     sb->addPermanentWidget(progress_);
@@ -78,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     connect(cancelButton_, &QPushButton::clicked, loader_, &SessionLoader::cancel);
 
     connect(loader_, &SessionLoader::started, this, [this](const QString& p) {
+        if (loader_->live()) return; // live refreshes come and go several times a second
         progress_->setValue(0);
         progress_->show();
         cancelButton_->show();
@@ -89,12 +100,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     });
     connect(loader_, &SessionLoader::loaded, this,
             [this](const QString& p, std::shared_ptr<const render::Scene> s) {
+                if (s->live) {
+                    if (recording() && p == recordingPath_) showLive(p, std::move(s));
+                    return;
+                }
                 progress_->hide();
                 cancelButton_->hide();
                 statusBar()->clearMessage();
                 setScene(p, std::move(s));
             });
     connect(loader_, &SessionLoader::failed, this, [this](const QString& p, const QString& msg) {
+        if (loader_->live()) {
+            // Before the recorder's first commit the file is not a session yet: keep waiting.
+            if (recording()) statusBar()->showMessage(tr("Waiting for the first events…"), 2000);
+            return;
+        }
         progress_->hide();
         cancelButton_->hide();
         statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(p).fileName()), 8000);
@@ -136,7 +156,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             });
 
     QSettings st;
-    restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray());
+    // First start: most of the screen (the views need room), not the widgets' minimum size.
+    if (!restoreGeometry(st.value(QStringLiteral("window/geometry")).toByteArray()))
+        if (const QScreen* scr = QGuiApplication::primaryScreen())
+            resize(scr->availableGeometry().size() * 0.9);
     restoreState(st.value(QStringLiteral("window/state")).toByteArray());
     if (st.contains(QStringLiteral("view/dark")))
         dark_ = st.value(QStringLiteral("view/dark")).toBool();
@@ -446,6 +469,12 @@ void MainWindow::closeEvent(QCloseEvent* e)
     st.setValue(QStringLiteral("window/geometry"), saveGeometry());
     st.setValue(QStringLiteral("window/state"), saveState());
     loader_->cancel();
+    // A recording in progress is finished properly (SIGTERM), not killed with the window.
+    if (attachProc_) {
+        attachProc_->disconnect(this);
+        attachProc_->terminate();
+        attachProc_->waitForFinished(15000);
+    }
     e->accept();
 }
 
@@ -513,6 +542,8 @@ void MainWindow::showAbout()
 
 QString cliPath()
 {
+    // FRAGSCOPE_CLI: the CLI to run for Import and Attach (tests, side-by-side builds).
+    if (qEnvironmentVariableIsSet("FRAGSCOPE_CLI")) return qEnvironmentVariable("FRAGSCOPE_CLI");
     const QString here = QCoreApplication::applicationDirPath();
     for (const QString& c :
          {here + QStringLiteral("/../fragscope"), here + QStringLiteral("/fragscope")})
@@ -587,17 +618,36 @@ void MainWindow::attachDialog()
                                                      QStringLiteral("attach-%1.fragscope").arg(pid),
                                                      tr("fragscope sessions (*.fragscope)"));
     if (out.isEmpty()) return;
+    startRecording(pid, out);
+}
+
+bool MainWindow::startRecording(qint64 pid, const QString& out)
+{
+    if (attachProc_) return false;
     auto* proc = new QProcess(this);
     attachProc_ = proc;
+    recordingPath_ = out;
+    recordingPid_ = pid;
     stopRecordingAction_->setEnabled(true);
-    statusBar()->showMessage(tr("Recording process %1 into %2 — File › Stop recording (Ctrl+Shift+T) "
-                                "finishes the session and opens it")
+    liveLabel_->setText(tr("● REC pid %1").arg(pid));
+    liveLabel_->setToolTip(tr("Recording into %1; the views refresh every %2 ms. "
+                              "File › Stop recording (Ctrl+Shift+T) finishes the session.")
+                               .arg(out)
+                               .arg(kLiveRefreshMs));
+    liveLabel_->show();
+    statusBar()->showMessage(tr("Recording process %1 into %2 — the views follow it live; File › "
+                                "Stop recording (Ctrl+Shift+T) finishes the session")
                                  .arg(pid)
                                  .arg(out));
     connect(proc, &QProcess::finished, this, [this, proc, out](int code, QProcess::ExitStatus) {
         proc->deleteLater();
+        liveTimer_->stop();
+        liveLabel_->hide();
+        recordingPid_ = 0;
         stopRecordingAction_->setEnabled(false);
         statusBar()->clearMessage();
+        if (loader_->busy() && loader_->live()) loader_->cancel();
+        // The finished session, checked and with the analysis engine, replaces the live one.
         if (code == 0)
             openFile(out);
         else
@@ -606,6 +656,44 @@ void MainWindow::attachDialog()
     });
     proc->start(cliPath(),
                 {QStringLiteral("attach"), QString::number(pid), QStringLiteral("-o"), out});
+    liveTimer_->start();
+    return true;
+}
+
+void MainWindow::refreshLive()
+{
+    // One refresh at a time: a slow read skips ticks rather than queueing them, and a load the
+    // user started (File › Open) is never superseded by a refresh.
+    if (!recording() || loader_->busy() || !QFileInfo::exists(recordingPath_)) return;
+    loader_->load(recordingPath_, true);
+}
+
+void MainWindow::showLive(const QString& path, std::shared_ptr<const render::Scene> scene)
+{
+    if (!scene_ || !scene_->live || path_ != path) {
+        setScene(path, std::move(scene));
+    } else {
+        // Keep what the user looks at: the track, the selection, and a zoomed-in viewport. A
+        // heatmap showing the whole run keeps showing the whole (growing) run.
+        const QString track = levelBox_->currentText();
+        const render::Viewport vp = heatmap_->viewport();
+        const bool following = vp.t0 <= scene_->timeBegin() && vp.t1 >= scene_->timeEnd();
+        std::shared_ptr<const render::Scene> old = std::move(scene_);
+        scene_ = std::move(scene);
+        QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
+        levelBox_->clear();
+        for (size_t i = 0; i < scene_->levels.size(); ++i)
+            levelBox_->addItem(QString::fromStdString(scene_->levels[i].label()),
+                               static_cast<int>(i));
+        int idx = levelBox_->findText(track);
+        if (idx < 0) idx = std::max(0, levelBox_->findData(scene_->defaultLevel()));
+        levelBox_->setCurrentIndex(idx);
+        kernels_->setScene(scene_);
+        setLevel(levelBox_->itemData(idx).toInt());
+        if (!following) heatmap_->setViewport(vp);
+        updateStatus();
+    }
+    emit liveUpdated(scene_->summary.events);
 }
 
 void MainWindow::stopRecording()

@@ -19,6 +19,7 @@ class QPushButton;
 class QTableView;
 class QSortFilterProxyModel;
 class QMenu;
+class QTimer;
 
 namespace fs::views {
 class HeatmapWidget;
@@ -41,6 +42,13 @@ public:
     ~MainWindow() override;
 
     void openFile(const QString& path);
+    // Records process pid into out through `fragscope attach` (File › Attach… after its dialogs).
+    // While it runs the views refresh from the growing file every kLiveRefreshMs; when it ends
+    // (stopRecording, or the process exits) the finished session is opened.
+    bool startRecording(qint64 pid, const QString& out);
+    bool recording() const { return !attachProc_.isNull(); }
+    void stopRecording();
+    static constexpr int kLiveRefreshMs = 400;
     // How errors reach the user; tests replace it to avoid modal dialogs.
     using ErrorReporter = std::function<void(const QString& title, const QString& text)>;
     void setErrorReporter(ErrorReporter r) { reportError_ = std::move(r); }
@@ -69,6 +77,10 @@ public:
     void setDark(bool dark);
     bool isDark() const { return dark_; }
 
+signals:
+    // A live refresh reached the views (events committed so far).
+    void liveUpdated(qint64 events);
+
 protected:
     void closeEvent(QCloseEvent*) override;
     void dragEnterEvent(QDragEnterEvent*) override;
@@ -86,7 +98,8 @@ private:
     void exportReportDialog();
     void importDialog();
     void attachDialog();
-    void stopRecording();
+    void refreshLive();
+    void showLive(const QString& path, std::shared_ptr<const render::Scene> scene);
     void editRules();
     void showShortcuts();
     void showAbout();
@@ -121,6 +134,10 @@ private:
     QAction* backAction_ = nullptr;
     QAction* stopRecordingAction_ = nullptr;
     QPointer<QProcess> attachProc_; // `fragscope attach` while recording
+    QString recordingPath_;
+    qint64 recordingPid_ = 0;
+    QTimer* liveTimer_ = nullptr;
+    QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;
     bool syncing_ = false;
 };

@@ -26,23 +26,25 @@ void SessionLoader::cancel()
     if (cancel_) cancel_->store(true);
     ++generation_; // whatever the job still delivers is dropped
     busy_ = false;
-    emit cancelled(path_);
+    if (!live_) emit cancelled(path_); // a dropped live refresh is not news
+
 }
 
-void SessionLoader::load(const QString& path)
+void SessionLoader::load(const QString& path, bool live)
 {
     if (busy_) {
         if (cancel_) cancel_->store(true);
         ++generation_;
     }
     busy_ = true;
+    live_ = live;
     path_ = path;
     const uint64_t gen = ++generation_;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     emit started(path);
     QPointer<SessionLoader> self(this);
     auto cancel = cancel_;
-    pool_.start([self, cancel, path, gen, rules = rules_] {
+    pool_.start([self, cancel, path, gen, live, rules = rules_] {
         auto post = [self, gen](auto fn) {
             if (!self) return;
             QMetaObject::invokeMethod(
@@ -55,6 +57,7 @@ void SessionLoader::load(const QString& path)
         render::LoadProgress lp;
         lp.cancel = cancel.get();
         lp.rules = rules;
+        lp.live = live;
         int last = -1;
         lp.progress = [&](int pct, const std::string& stage) {
             if (pct == last) return;

@@ -20,11 +20,15 @@ class SessionLoader : public QObject
 public:
     explicit SessionLoader(QObject* parent = nullptr);
     ~SessionLoader() override;
-    void load(const QString& path);
+    // live: a refresh of a file a recording is still writing (render::LoadProgress::live); the
+    // window shows no progress for it and keeps its view state.
+    void load(const QString& path, bool live = false);
     // Rules the next loads evaluate on the worker (the user's saved rules).
     void setRules(std::vector<render::CollapseRule> rules) { rules_ = std::move(rules); }
     void cancel();
     bool busy() const { return busy_; }
+    // Whether the running (or else the last) job is a live refresh.
+    bool live() const { return live_; }
     // Blocks until no job runs (tests, shutdown).
     void wait();
 
@@ -41,6 +45,7 @@ private:
     std::shared_ptr<std::atomic<bool>> cancel_;
     QString path_;
     bool busy_ = false;
+    bool live_ = false;
     std::vector<render::CollapseRule> rules_;
 };
 

@@ -1,5 +1,6 @@
 // Event-loop stall while fragscope-gui loads a large session on its worker thread.
 //   bench_gui_load [ALLOCATIONS=1M] [SESSION]
+// Also prints how long a live refresh (a re-read while recording) takes on the same file.
 // Writes (when SESSION does not exist yet) a session of ALLOCATIONS allocations (two events each)
 // through fs::Ingest (or uses SESSION), then loads it with the GUI's SessionLoader while a 5 ms
 // QTimer ticks on the GUI thread, and prints the largest gap between ticks (target: < 50 ms).
@@ -13,6 +14,8 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -155,5 +158,32 @@ int main(int argc, char** argv)
     const QImage img = fs::render::heatmapRaster(scene->levels[static_cast<size_t>(li)],
                                                  fs::render::fullViewport(*scene, li), 1920, 1080);
     std::printf("full heatmap raster 1920x1080: %.1f ms\n", r.nsecsElapsed() / 1e6);
+
+    // Live views: while a recording runs the GUI re-reads the file every kLiveRefreshMs, one
+    // refresh at a time (LoadProgress::live: no integrity check, no analysis engine). A refresh
+    // that takes L ms lands every kLiveRefreshMs * ceil(L / kLiveRefreshMs) ms.
+    std::vector<double> liveMs, fullMs;
+    for (int i = 0; i < 5; ++i) {
+        fs::render::LoadProgress lp;
+        lp.live = true;
+        QElapsedTimer t;
+        t.start();
+        auto live = fs::render::loadScene(path, lp);
+        liveMs.push_back(t.nsecsElapsed() / 1e6);
+        t.restart();
+        auto full = fs::render::loadScene(path);
+        fullMs.push_back(t.nsecsElapsed() / 1e6);
+        if (live->summary.events != full->summary.events) return 1;
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    const double lm = median(liveMs), fm = median(fullMs);
+    const int period = fs::gui::MainWindow::kLiveRefreshMs;
+    const double every = period * std::max(1.0, std::ceil(lm / period));
+    std::printf("live refresh read: median %.1f ms of 5 (full load, baseline: %.1f ms; ratio "
+                "%.2f); at %d ms ticks the views refresh %.2f times per second (target >= 2)\n",
+                lm, fm, lm / fm, period, 1000.0 / every);
     return img.isNull() ? 1 : 0;
 }

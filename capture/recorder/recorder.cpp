@@ -60,6 +60,9 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     // CUPTI delivers records per buffer and kind, out of order by up to a flush period or so;
     // the simulator's stream is already ordered.
     io.reorderWindowNs = simulated ? 0 : 3'000'000'000;
+    // The GUI re-reads the file every 400 ms while it records: commit often enough that each
+    // refresh sees new events (a WAL commit without fsync costs well under a millisecond).
+    io.commitIntervalMs = 250;
     Ingest ingest(io);
     try {
         ingest.begin();

@@ -42,6 +42,9 @@ inline void makeFixtureSession(const std::string& path)
     const fs::StringId fallback = in.intern("gemm_fallback_kernel");
     const fs::StringId act = in.intern("activation");
     const fs::StringId keep = in.intern("kv_cache");
+    // Persistent blocks carry a call stack (innermost frame first, as sources record them).
+    const uint64_t keepStack = in.internStack(
+        {in.intern("cache_block (kv.py:88)"), in.intern("forward (model.py:412)")});
     for (int s = 0; s < 4; ++s) {
         fs::Event r = ev(fs::EventType::RegionCreate, kFixtureBegin);
         r.address = kBase + s * (256ull << 20); // holes between segments: separators on the axis
@@ -95,6 +98,7 @@ inline void makeFixtureSession(const std::string& path)
             a.size = size;
             a.requestedSize = size;
             a.name = keep;
+            a.aux = keepStack;
             in.add(a);
             kept.emplace_back(addr, size);
         }

@@ -10,8 +10,11 @@
 #include "widgets/precursor_model.h"
 
 #include <QAbstractItemModelTester>
+#include <QProcess>
+#include <QScopeGuard>
 #include <QApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QSet>
 #include <QSettings>
@@ -145,6 +148,42 @@ private slots:
         QCOMPARE(w.heatmap()->selection().marker, int64_t(pt));
         QVERIFY(w.heatmap()->viewport().t0 <= pt && w.heatmap()->viewport().t1 >= pt);
         QVERIFY(w.details()->tree()->topLevelItemCount() > 5);
+    }
+
+    void detailsShowTheStack()
+    {
+        // The fixture's kv_cache blocks carry a two-frame stack; the details panel lists it
+        // innermost first. The activations have none and say so.
+        gui::MainWindow w;
+        w.openFile(fixture_);
+        waitLoaded(w);
+        const auto& ld = w.scene()->levels[size_t(w.level())];
+        int64_t kept = -1, act = -1;
+        for (const auto& a : ld.allocs) {
+            const std::string tag = w.scene()->str(a.tag);
+            if (tag == "kv_cache" && kept < 0) kept = a.id;
+            if (tag == "activation" && act < 0) act = a.id;
+        }
+        QVERIFY(kept > 0 && act > 0);
+        auto stackItem = [&]() -> QTreeWidgetItem* {
+            const auto items = w.details()->tree()->findItems(QStringLiteral("stack"),
+                                                              Qt::MatchExactly, 0);
+            return items.size() == 1 ? items.front() : nullptr;
+        };
+        views::Selection sel;
+        sel.allocId = kept;
+        w.selection()->select(sel);
+        QTreeWidgetItem* st = stackItem();
+        QVERIFY(st);
+        QCOMPARE(st->childCount(), 2);
+        QCOMPARE(st->child(0)->text(1), QStringLiteral("cache_block (kv.py:88)"));
+        QCOMPARE(st->child(1)->text(1), QStringLiteral("forward (model.py:412)"));
+        sel.allocId = act;
+        w.selection()->select(sel);
+        st = stackItem();
+        QVERIFY(st);
+        QCOMPARE(st->childCount(), 0);
+        QVERIFY(st->text(1).contains(QStringLiteral("not recorded")));
     }
 
     void heatmapZoomAndPan()
@@ -370,6 +409,72 @@ private slots:
             QCOMPARE(w.inspector()->model()->rowCount(),
                      int(w.scene()->precursors(f, w.level()).size()));
         }
+    }
+
+    void liveViewsWhileRecording()
+    {
+        // File › Attach… on `simulate --live`: the views refresh from the growing file while it
+        // records (every MainWindow::kLiveRefreshMs), keep the user's selection across refreshes,
+        // and Stop leaves the finished, checked session open.
+        const QString sock = dir_.filePath("sockets");
+        qputenv("FRAGSCOPE_SOCKET_DIR", sock.toLocal8Bit());
+        qputenv("FRAGSCOPE_CLI", FRAGSCOPE_CLI);
+        QProcess target;
+        // 85,760 events paced at 15,000 per second: about 6 s of recording.
+        target.start(QStringLiteral(FRAGSCOPE_CLI),
+                     {"simulate", "--live", "--frames", "24", "--steps", "20", "--seed", "17",
+                      "--live-rate", "15000"});
+        QVERIFY(target.waitForStarted());
+        auto reap = qScopeGuard([&] {
+            target.kill();
+            target.waitForFinished();
+        });
+        const qint64 pid = target.processId();
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(sock + QStringLiteral("/%1.sock").arg(pid)),
+                                 30000);
+
+        gui::MainWindow w;
+        QString error;
+        w.setErrorReporter([&](const QString&, const QString& m) { error = m; });
+        QSignalSpy live(&w, &gui::MainWindow::liveUpdated);
+        const QString out = dir_.filePath("live.fragscope");
+        QVERIFY(w.startRecording(pid, out));
+        QVERIFY(w.recording());
+        QVERIFY(!w.startRecording(pid, out)); // one recording at a time
+        QTRY_VERIFY_WITH_TIMEOUT(live.count() >= 3, 60000);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(w.scene() && w.scene()->live);
+        QVERIFY2(w.statusText().contains(QStringLiteral("still recording")),
+                 qPrintable(w.statusText()));
+        // Refreshes never go back, and the recording visibly grows between them.
+        qint64 prev = -1, first = live.front().at(0).toLongLong();
+        for (const auto& args : live) {
+            QVERIFY(args.at(0).toLongLong() >= prev);
+            prev = args.at(0).toLongLong();
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(w.scene()->summary.events > first, 30000);
+
+        // A selected frame stays selected through the next refresh.
+        QTRY_VERIFY_WITH_TIMEOUT(!w.scene()->frames.empty(), 30000);
+        const int64_t f = w.scene()->frames.front().index;
+        w.selection()->selectFrame(*w.scene(), f);
+        const int before = live.count();
+        QTRY_VERIFY_WITH_TIMEOUT(live.count() > before, 30000);
+        QCOMPARE(w.selection()->current().frame, f);
+        QCOMPARE(w.framesModel()->rowOf(f) >= 0, true);
+
+        const qint64 lastLive = live.back().at(0).toLongLong();
+        w.stopRecording();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.recording(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.scene()->live, 60000);
+        waitLoaded(w);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(!w.scene()->summary.health.recording);
+        QVERIFY(!w.scene()->summary.health.endedAbruptly);
+        QVERIFY(w.scene()->summary.events >= lastLive);
+        QVERIFY(!w.statusText().contains(QStringLiteral("still recording")));
+        qunsetenv("FRAGSCOPE_CLI");
+        qunsetenv("FRAGSCOPE_SOCKET_DIR");
     }
 };
 

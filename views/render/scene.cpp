@@ -556,7 +556,11 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     auto scene = std::make_shared<Scene>();
     scene->path = path;
     report(lp, 0, "opening");
-    Session s = Session::open(path);
+    Session s = Session::open(path, !lp.live);
+    scene->live = lp.live;
+    // One read transaction: every table below comes from the same commit, even while a recorder
+    // keeps committing to the file (WAL readers see a fixed snapshot).
+    s.db().exec("BEGIN");
     scene->summary = s.summary();
     if (lp.summary) lp.summary(scene->summary);
     const int64_t tEnd = scene->summary.timeEnd;
@@ -651,7 +655,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
         Stmt st =
             s.db().prepare("SELECT id, device, level, COALESCE(region_id,0), address, size,"
                            " COALESCE(requested_size,0), COALESCE(stream,0), alloc_ns, free_ns,"
-                           " COALESCE(tag,0) FROM allocations ORDER BY alloc_ns, id");
+                           " COALESCE(tag,0), COALESCE(stack,0) FROM allocations ORDER BY alloc_ns, id");
         int64_t n = 0;
         while (st.step()) {
             const auto dev = static_cast<uint32_t>(st.i64(1));
@@ -670,6 +674,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
             a.freed = !st.isNull(9);
             a.freeNs = a.freed ? st.i64(9) : std::max(tEnd, a.allocNs);
             a.tag = static_cast<StringId>(st.i64(10));
+            a.stack = static_cast<uint32_t>(st.i64(11));
             ld.maxAllocDuration = std::max(ld.maxAllocDuration, a.freeNs - a.allocNs);
             ld.allocs.push_back(a);
             if ((++n & 0x3FFF) == 0)
@@ -695,8 +700,13 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
         scene->levels.push_back(std::move(ld));
         report(lp, 70 + 25 * ++done / static_cast<int>(byLevel.size()), "replay");
     }
+    s.db().exec("COMMIT");
     scene->applyRules(lp.rules.empty() ? defaultCollapseRules() : lp.rules);
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
+    if (lp.live) {
+        report(lp, 100, "done");
+        return scene;
+    }
     report(lp, 95, "analysis");
     analysis::LoadOptions ao;
     ao.cancel = lp.cancel;

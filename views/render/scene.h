@@ -31,6 +31,7 @@ struct AllocRec
     int64_t regionId = 0; // 0: outside any region
     uint32_t stream = 0;
     StringId tag = kNoString;
+    uint32_t stack = 0; // Scene::stacks key; 0: no stack recorded (ids count from 1 per session)
     bool freed = false;
 };
 static_assert(sizeof(AllocRec) <= 72, "AllocRec is a hot record");
@@ -169,6 +170,9 @@ struct Scene
     // The analysis engine over the same file (when this build has fragscope_analysis): the
     // collapse inspector's precursors are the engine's.
     std::shared_ptr<const analysis::Engine> engine;
+    // Read from a file a recording is still writing (LoadProgress::live): no engine, the views
+    // refresh it several times a second.
+    bool live = false;
 
     int64_t timeBegin() const { return summary.timeBegin; }
     int64_t timeEnd() const { return summary.timeEnd; }
@@ -199,6 +203,9 @@ struct LoadProgress
     const std::atomic<bool>* cancel = nullptr;
     // Collapse rules to evaluate (the user's saved rules); empty: DESIGN.md's defaults.
     std::vector<CollapseRule> rules;
+    // A snapshot of a session that is still being recorded: skips the integrity check and the
+    // analysis engine (both cost more than a refresh may), reads one consistent commit.
+    bool live = false;
 };
 
 // Thrown when LoadProgress::cancel becomes true.

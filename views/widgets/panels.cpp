@@ -205,8 +205,20 @@ void AllocationDetails::setSelection(const Selection& s)
     add(tr("freed at"),
         a->freed ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
                  : tr("never (alive at the end)"));
-    auto* st = new QTreeWidgetItem(tree_, {tr("stack"), tr("(not recorded by this source)")});
-    Q_UNUSED(st);
+    auto stack = scene_->stacks.find(a->stack);
+    if (a->stack == 0 || stack == scene_->stacks.end() || stack->second.empty()) {
+        add(tr("stack"), tr("(not recorded by this source)"));
+    } else {
+        // Innermost frame first, as debuggers show it; the full text is in the tooltip.
+        const auto& frames = stack->second;
+        auto* st = new QTreeWidgetItem(tree_, {tr("stack"), tr("%n frame(s)", "", int(frames.size()))});
+        for (size_t i = 0; i < frames.size(); ++i) {
+            const QString text = QString::fromStdString(frames[i]);
+            auto* item = new QTreeWidgetItem(st, {QStringLiteral("#%1").arg(i), text});
+            item->setToolTip(1, text);
+        }
+        st->setExpanded(true);
+    }
     tree_->resizeColumnToContents(0);
 }
 
