@@ -3,7 +3,7 @@
 #include "capture/agent/decode.h"
 #include "capture/protocol/control_server.h"
 #include "capture/protocol/target_stream.h"
-#include "capture_test_util.h"
+#include "decode_test_util.h"
 
 #include <cupti.h>
 
@@ -17,18 +17,6 @@ using namespace fs;
 namespace ev = fs::proto::ev;
 
 namespace {
-
-// CUPTI lays records out back to back at 8-byte alignment; so do we.
-struct BufferBuilder
-{
-    alignas(8) std::vector<uint8_t> bytes;
-    template <class R> void add(const R& r)
-    {
-        const size_t at = bytes.size();
-        bytes.resize(at + ((sizeof r + 7) & ~size_t{7}));
-        std::memcpy(bytes.data() + at, &r, sizeof r);
-    }
-};
 
 CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, uint64_t ts,
                                    bool pool)
@@ -58,33 +46,6 @@ class TestCaptureDecode : public QObject
 {
     Q_OBJECT
 
-    // Runs buf through decodeActivityBuffer into a streaming TargetStream and collects it.
-    fstest::Collected decode(BufferBuilder& buf, int64_t offset,
-                             agent::DecodeState* stOut = nullptr)
-    {
-        QTemporaryDir dir;
-        proto::ControlServer::Options so;
-        so.dir = dir.path().toStdString() + "/s";
-        proto::ControlServer server(so);
-        std::string err;
-        if (!server.open(err)) qFatal("server: %s", err.c_str());
-        proto::ControlClient client;
-        if (!client.connect(server.path(), 5000, err) ||
-            !client.command(proto::MsgType::Start, {}, 5000, err))
-            qFatal("client: %s", err.c_str());
-        proto::TargetStream stream(server, {});
-        agent::DecodeState st;
-        st.clockOffsetNs = offset;
-        const size_t n =
-            agent::decodeActivityBuffer(buf.bytes.data(), buf.bytes.size(), st, stream);
-        stream.finish(proto::EndReason::TargetFinished);
-        fstest::Collected c;
-        c.drain(client, 5000);
-        if (stOut) *stOut = st;
-        c.others.emplace_back(0xffff, std::to_string(n));
-        return c;
-    }
-
 private slots:
     void recordSizesMatchCuda13()
     {
@@ -97,10 +58,10 @@ private slots:
 
     void cudaMallocBecomesRegionAndDriverAllocation()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         b.add(memoryRecord(true, 0x7f1000000000, 2u << 20, 5000, false));
         b.add(memoryRecord(false, 0x7f1000000000, 2u << 20, 9000, false));
-        const auto c = decode(b, 1000);
+        const auto c = fstest::decodeBuffer(b, 1000);
         QVERIFY(c.ended);
         // alloc -> RegionCreate + Alloc; release -> Free + RegionDestroy: 4 events, times +1000.
         QCOMPARE(c.events.size(), size_t{4});
@@ -120,10 +81,10 @@ private slots:
 
     void poolAllocationIsPoolLevel()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         b.add(memoryRecord(true, 0x7f0000200000, 4096, 100, true));
         b.add(memoryRecord(false, 0x7f0000200000, 4096, 200, true));
-        const auto c = decode(b, 0);
+        const auto c = fstest::decodeBuffer(b, 0);
         QCOMPARE(c.events.size(), size_t{2}); // no region of its own: it lives in the pool's
         QCOMPARE(c.events[0].type, uint8_t{ev::Alloc});
         QCOMPARE(c.events[0].level, uint8_t{ev::LevelPool});
@@ -134,12 +95,12 @@ private slots:
 
     void hostMemoryIsSkipped()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         auto m = memoryRecord(true, 0x1000, 64, 1, false);
         m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
         b.add(m);
         agent::DecodeState st;
-        const auto c = decode(b, 0, &st);
+        const auto c = fstest::decodeBuffer(b, 0, &st);
         QCOMPARE(c.events.size(), size_t{0});
         QCOMPARE(st.records, uint64_t{1});
         QCOMPARE(st.skipped, uint64_t{1});
@@ -147,7 +108,7 @@ private slots:
 
     void memoryPoolLifecycle()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         CUpti_ActivityMemoryPool3 p;
         std::memset(&p, 0, sizeof p);
         p.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
@@ -166,7 +127,7 @@ private slots:
         p.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
         p.timestamp = 70;
         b.add(p);
-        const auto c = decode(b, 0);
+        const auto c = fstest::decodeBuffer(b, 0);
         QCOMPARE(c.events.size(), size_t{3});
         QCOMPARE(c.events[0].type, uint8_t{ev::RegionCreate});
         QCOMPARE(c.events[0].regionKind, uint8_t{ev::KindPool});
@@ -183,7 +144,7 @@ private slots:
 
     void kernelWithGraphNode()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         CUpti_ActivityKernel10 k;
         std::memset(&k, 0, sizeof k);
         k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -204,7 +165,7 @@ private slots:
         k.name = name;
         b.add(k);
         b.add(k); // the same name twice: one String definition
-        const auto c = decode(b, 0);
+        const auto c = fstest::decodeBuffer(b, 0);
         QCOMPARE(c.events.size(), size_t{2});
         const auto& e = c.events[0];
         QCOMPARE(e.type, uint8_t{ev::Kernel});
@@ -223,7 +184,7 @@ private slots:
 
     void graphLaunch()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         CUpti_ActivityGraphTrace2 g;
         std::memset(&g, 0, sizeof g);
         g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
@@ -233,7 +194,7 @@ private slots:
         g.streamId = 2;
         g.deviceId = 1;
         b.add(g);
-        const auto c = decode(b, 10);
+        const auto c = fstest::decodeBuffer(b, 10);
         QCOMPARE(c.events.size(), size_t{1});
         QCOMPARE(c.events[0].type, uint8_t{ev::GraphLaunch});
         QCOMPARE(c.events[0].time, int64_t{510});
@@ -245,7 +206,7 @@ private slots:
 
     void nvtxMarkersAndRanges()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         CUpti_ActivityMarker2 m;
         std::memset(&m, 0, sizeof m);
         m.kind = CUPTI_ACTIVITY_KIND_MARKER;
@@ -267,7 +228,7 @@ private slots:
         m.id = 99; // an end without a start is skipped, not invented
         b.add(m);
         agent::DecodeState st;
-        const auto c = decode(b, 0, &st);
+        const auto c = fstest::decodeBuffer(b, 0, &st);
         QCOMPARE(c.events.size(), size_t{2});
         QCOMPARE(c.events[0].type, uint8_t{ev::Mark});
         QCOMPARE(QString::fromStdString(c.name(c.events[0].name)),
@@ -281,7 +242,7 @@ private slots:
 
     void mixedBufferKeepsRecordOrder()
     {
-        BufferBuilder b;
+        fstest::BufferBuilder b;
         b.add(memoryRecord(true, 0x7f1000000000, 1u << 20, 10, false));
         CUpti_ActivityKernel10 k;
         std::memset(&k, 0, sizeof k);
@@ -292,7 +253,7 @@ private slots:
         b.add(k);
         b.add(memoryRecord(true, 0x7f0000000000, 256, 40, true));
         agent::DecodeState st;
-        const auto c = decode(b, 0, &st);
+        const auto c = fstest::decodeBuffer(b, 0, &st);
         // 3 records: cudaMalloc (2 events), kernel (1), pool alloc (1).
         QCOMPARE(st.records, uint64_t{3});
         QCOMPARE(c.events.size(), size_t{4});

@@ -28,22 +28,11 @@ QProcessEnvironment testEnv(const QString& sockDir)
     return env;
 }
 
+// The CLI with sockDir as its socket directory (fstest::runCli passes our environment on).
 fstest::CliResult run(const QString& sockDir, const QStringList& args, int timeoutMs = 120000)
 {
-    QProcess p;
-    p.setProcessEnvironment(testEnv(sockDir));
-    p.start(QStringLiteral(FRAGSCOPE_CLI), args);
-    fstest::CliResult r;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        r.err = "timed out";
-        return r;
-    }
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    return r;
+    qputenv("FRAGSCOPE_SOCKET_DIR", sockDir.toLocal8Bit());
+    return fstest::runCli(args, timeoutMs);
 }
 
 QJsonObject info(const QString& sockDir, const QString& file)
