@@ -74,11 +74,12 @@ say "CUDA $CUDA, CUPTI $CUPTI_LIB"
 
 step build-agent
 # Same sources and flags as capture/agent/CMakeLists.txt, without CMake's dependency checks.
+# (agent.cpp, decode.cpp, callbacks.cpp, nvtx_mem.cpp, nvtx_inject.cpp and the protocol.)
 run 120 g++ -std=c++20 -O2 -fPIC -shared -fvisibility=hidden -fvisibility-inlines-hidden -pthread \
     -I"$ROOT" -I"$CUPTI_INC" -I"$CUDA/include" \
-    "$ROOT"/capture/agent/agent.cpp "$ROOT"/capture/agent/decode.cpp "$ROOT"/capture/protocol/*.cpp \
+    "$ROOT"/capture/agent/*.cpp "$ROOT"/capture/protocol/*.cpp \
     -Wl,--version-script="$ROOT/capture/agent/exports.map" -static-libstdc++ -static-libgcc \
-    -L"$CUPTI_LIB" -lcupti -Wl,-rpath,"$CUPTI_LIB" -o "$WORK/libfragscope-inject.so" ||
+    -L"$CUPTI_LIB" -lcupti -ldl -Wl,-rpath,"$CUPTI_LIB" -o "$WORK/libfragscope-inject.so" ||
     fail "g++ could not build libfragscope-inject.so (see $LOG)"
 export FRAGSCOPE_AGENT=$WORK/libfragscope-inject.so
 
@@ -112,8 +113,12 @@ step baseline
 # Best of three without the agent: the workload times itself after CUDA is initialised.
 BEST=""
 for i in 1 2 3; do
-    line=$(timeout 60 "$WORK/workload" $FRAMES $REPLAYS 2>>"$LOG" | grep '^WORKLOAD') ||
-        fail "the workload failed without the agent (is there a GPU? see $LOG)"
+    timeout 60 "$WORK/workload" $FRAMES $REPLAYS >"$WORK/baseline.out" 2>>"$LOG"
+    rc=$?
+    line=$(grep '^WORKLOAD' "$WORK/baseline.out") ||
+        fail "the workload failed without the agent (exit $rc; is there a GPU? see $LOG)"
+    [[ $rc -eq 0 ]] ||
+        fail "the workload's own checks failed without the agent (exit $rc; 3: the 1 PiB allocations did not fail with out-of-memory; see $LOG)"
     say "without agent: $line"
     s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
     if [[ -z $BEST ]] || awk "BEGIN{exit !($s < $BEST)}"; then BEST=$s; fi
@@ -130,6 +135,7 @@ for i in 1 2 3; do
         >"$OUT/record.stdout" 2>"$OUT/record.stderr"
     rc=$?
     cat "$OUT/record.stderr" >>"$LOG"
+    [[ $rc -ne 3 ]] || fail "the workload under the agent: the 1 PiB allocations did not fail with out-of-memory (see $OUT/record.stderr)"
     [[ $rc -eq 0 ]] || fail "fragscope record exited with $rc (agent and recorder messages in $OUT/record.stderr)"
     line=$(grep '^WORKLOAD' "$OUT/record.stdout") || fail "the workload printed no counts under the agent"
     say "with agent:    $line"
@@ -140,29 +146,42 @@ grep -q "agent disabled" "$OUT/record.stderr" && fail "the agent disabled itself
 
 step verify
 "$FRAGSCOPE" info --json "$SESSION" >"$OUT/info.json" 2>>"$LOG" || fail "fragscope info could not open the session"
-python3 - "$OUT/info.json" "$REC_LINE" "$BEST" "$BEST_REC" <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
-import json, sys
+python3 - "$OUT/info.json" "$SESSION" "$REC_LINE" "$BEST" "$BEST_REC" <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
+import json, sqlite3, sys
 info = json.load(open(sys.argv[1]))
-w = dict(kv.split("=") for kv in sys.argv[2].split()[1:])
+db = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)  # the session is plain SQLite
+q = lambda sql: db.execute(sql).fetchone()[0] or 0
+w = dict(kv.split("=") for kv in sys.argv[3].split()[1:])
 w = {k: float(v) for k, v in w.items()}
-base, rec = float(sys.argv[3]), float(sys.argv[4])
+base, rec = float(sys.argv[4]), float(sys.argv[5])
 rows = [
-    # (what, session value, expected, exact?)
-    ("allocations (cudaMalloc + cudaMallocAsync)", info["allocations"], w["cuda_malloc"] + w["malloc_async"], True),
+    # (what, session value, expected, exact?)  levels: 0 driver, 1 pool, 2 framework
+    ("cudaMalloc allocations (driver level)", q("SELECT COUNT(*) FROM allocations WHERE level=0"), w["cuda_malloc"], True),
+    ("cudaMallocAsync allocations (pool level)", q("SELECT COUNT(*) FROM allocations WHERE level=1"), w["malloc_async"], True),
+    ("NVTX heaps (framework regions, kind pool)", q("SELECT COUNT(*) FROM regions WHERE level=2 AND kind=1"), w["nvtx_heaps"], True),
+    ("NVTX regions (framework allocations)", q("SELECT COUNT(*) FROM allocations WHERE level=2"), w["nvtx_regions"], True),
+    ("NVTX region bytes", q("SELECT SUM(size) FROM allocations WHERE level=2"), w["nvtx_region_bytes"], True),
+    ("NVTX region frees (unregister + reset + heap end)", q("SELECT COUNT(*) FROM allocations WHERE level=2 AND free_ns IS NOT NULL"), w["nvtx_region_frees"], True),
     ("graph launches", info["graph_launches"], w["graph_launches"], True),
+    ("graph launches with an exec id", q("SELECT COUNT(*) FROM graph_launches WHERE exec_id <> 0"), w["graph_launches"], True),
+    ("distinct graph exec ids", q("SELECT COUNT(DISTINCT exec_id) FROM graph_launches WHERE exec_id <> 0"), w["graph_execs"], True),
+    ("OOM events", q("SELECT COUNT(*) FROM ooms"), w["ooms"], True),
+    ("OOM events requesting 1 PiB", q("SELECT COUNT(*) FROM ooms WHERE requested_bytes = 1 << 50"), w["ooms"], True),
     ("frames (NVTX 'frame N')", info["frames"], w["frames"], True),
     ("frame metrics (NVTX 'metric')", info["frame_metrics"], w["metrics"], True),
     ("kernels (>= plain + 2 per graph launch)", info["kernels"], w["kernels"] + 2 * w["graph_launches"], False),
-    ("regions (>= cudaMalloc'd + pool + VMM)", info["regions"], w["cuda_malloc"] + w["vmm_reserves"], False),
+    ("regions (>= cudaMalloc'd + VMM + NVTX heaps)", info["regions"], w["cuda_malloc"] + w["vmm_reserves"] + w["nvtx_heaps"], False),
 ]
 bad = 0
-print(f"{'':45} {'session':>10} {'workload':>10}")
+print(f"{'':50} {'session':>10} {'workload':>10}")
 for name, got, want, exact in rows:
     ok = got == want if exact else got >= want
     bad += not ok
-    print(f"{name:45} {got:>10} {int(want):>10}  {'ok' if ok else 'MISMATCH'}")
+    print(f"{name:50} {got:>10} {int(want):>10}  {'ok' if ok else 'MISMATCH'}")
 h = info["health"]
 print(f"dropped records {h['dropped_records']}, anomalies {h['anomaly_total']}, ended abruptly {h['ended_abruptly']}")
+for kind, n in db.execute("SELECT kind, COUNT(*) FROM anomalies GROUP BY kind"):
+    print(f"  anomaly {kind}: {n}")
 print(f"agent overhead: workload {base:.3f} s without, {rec:.3f} s with the agent (best of 3): "
       f"{(rec / base - 1) * 100:+.1f} %")
 sys.exit(1 if bad else 0)

@@ -5,11 +5,15 @@
 //   - a VMM reservation (cuMemAddressReserve / cuMemCreate / cuMemMap / unmap / free)
 //   - a CUDA graph captured once and replayed N times
 //   - NVTX "frame N" ranges and "metric NAME=VALUE frame=N" marks
-//   - one deliberately large allocation that must fail (an OOM the user would see)
+//   - a custom sub-allocator reporting through the NVTX memory extension: one heap over a
+//     cudaMalloc'd arena, regions registered and unregistered per frame, a reset, an unregister
+//   - two deliberately impossible allocations (cudaMalloc and cudaMallocAsync of 1 PiB) that
+//     must fail with out-of-memory: the OOMs a user would see
 // Output: one line "WORKLOAD key=value ..." on stdout. Exit status 0 when CUDA worked.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtMem.h>
 
 #include <chrono>
 #include <cstdio>
@@ -34,6 +38,50 @@
         }                                                                                         \
     } while (0)
 
+// The NVTX memory extension's calls for a sub-allocator (addresses are device addresses).
+nvtxMemHeapHandle_t nvtxHeap(nvtxDomainHandle_t domain, void* base, size_t size)
+{
+    nvtxMemVirtualRangeDesc_t range = {size, base};
+    nvtxMemHeapDesc_t d = {};
+    d.extCompatID = NVTX_EXT_COMPATID_MEM;
+    d.structSize = sizeof d;
+    d.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
+    d.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    d.typeSpecificDescSize = sizeof range;
+    d.typeSpecificDesc = &range;
+    d.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    d.message.ascii = "workload arena";
+    return nvtxMemHeapRegister(domain, &d);
+}
+
+void nvtxRegion(nvtxDomainHandle_t domain, nvtxMemHeapHandle_t heap, void* p, size_t size)
+{
+    nvtxMemVirtualRangeDesc_t r = {size, p};
+    nvtxMemRegionsRegisterBatch_t b = {};
+    b.extCompatID = NVTX_EXT_COMPATID_MEM;
+    b.structSize = sizeof b;
+    b.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    b.heap = heap;
+    b.regionCount = 1;
+    b.regionDescElementSize = sizeof r;
+    b.regionDescElements = &r;
+    nvtxMemRegionsRegister(domain, &b);
+}
+
+void nvtxRegionFree(nvtxDomainHandle_t domain, void* p)
+{
+    nvtxMemRegionRef_t ref;
+    ref.pointer = p;
+    nvtxMemRegionsUnregisterBatch_t b = {};
+    b.extCompatID = NVTX_EXT_COMPATID_MEM;
+    b.structSize = sizeof b;
+    b.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
+    b.refCount = 1;
+    b.refElementSize = sizeof ref;
+    b.refElements = &ref;
+    nvtxMemRegionsUnregister(domain, &b);
+}
+
 __global__ void fill(float* p, size_t n, float v)
 {
     size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
@@ -53,7 +101,9 @@ int main(int argc, char** argv)
     const int frames = argc > 1 ? std::atoi(argv[1]) : 24;
     const int graphReplays = argc > 2 ? std::atoi(argv[2]) : 50;
     long mallocs = 0, frees = 0, asyncAllocs = 0, asyncFrees = 0, kernels = 0, graphLaunches = 0, metrics = 0;
-    long vmmReserves = 0, vmmMaps = 0, ooms = 0;
+    long vmmReserves = 0, vmmMaps = 0, ooms = 0, graphExecs = 0;
+    long nvtxHeaps = 0, nvtxRegions = 0, nvtxRegionFrees = 0;
+    unsigned long long nvtxRegionBytes = 0;
 
     CHECK(cudaSetDevice(0));
     CHECK(cudaFree(nullptr)); // context created (and the agent loaded) before the clock starts
@@ -107,6 +157,16 @@ int main(int argc, char** argv)
     axpy<<<(n + 255) / 256, 256, 0, stream>>>(gy, gx, n, 2.0f);
     CHECK(cudaStreamEndCapture(stream, &graph));
     CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    ++graphExecs;
+
+    // A custom sub-allocator over a 16 MiB arena, seen through the NVTX memory extension.
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("workload");
+    char* arena = nullptr;
+    const size_t arenaBytes = 16u << 20;
+    CHECK(cudaMalloc(&arena, arenaBytes));
+    ++mallocs;
+    nvtxMemHeapHandle_t heap = nvtxHeap(domain, arena, arenaBytes);
+    ++nvtxHeaps;
 
     std::vector<float*> keep;
     for (int f = 0; f < frames; ++f) {
@@ -140,6 +200,23 @@ int main(int argc, char** argv)
             CHECK(cudaFreeAsync(p, stream));
             ++asyncFrees;
         }
+        // Sub-allocator: 4 blocks of 64..256 KiB per frame at fixed slots; two go back at once.
+        for (int i = 0; i < 4; ++i) {
+            char* p = arena + (size_t(f % 8) * 4 + i) * (512u << 10);
+            const size_t bytes = size_t(64u << 10) * (i + 1);
+            nvtxRegion(domain, heap, p, bytes);
+            ++nvtxRegions;
+            nvtxRegionBytes += bytes;
+            if (i % 2 == 0) {
+                nvtxRegionFree(domain, p);
+                ++nvtxRegionFrees;
+            }
+        }
+        // Every 8 frames the sub-allocator starts afresh: the reset frees its live blocks.
+        if (f % 8 == 7) {
+            nvtxMemHeapReset(domain, heap);
+            nvtxRegionFrees += 2 * 8;
+        }
         // Graph replays spread over the frames.
         const int per = graphReplays / frames + (f < graphReplays % frames ? 1 : 0);
         for (int r = 0; r < per; ++r) {
@@ -157,15 +234,32 @@ int main(int argc, char** argv)
         CHECK(cudaFree(p));
         ++frees;
     }
-    // One deliberate, impossible allocation: 1 PiB.
+    // Blocks still live (frames since the last reset: 2 each) end with the heap.
+    nvtxRegionFrees += 2 * (frames % 8);
+    nvtxMemHeapUnregister(domain, heap);
+    CHECK(cudaFree(arena));
+    ++frees;
+    // Two deliberate, impossible allocations of 1 PiB: each must fail with out-of-memory (and
+    // the agent must report the driver's CUDA_ERROR_OUT_OF_MEMORY with the requested size).
+    long oomErrors = 0;
     {
         void* p = nullptr;
-        if (cudaMalloc(&p, size_t(1) << 50) != cudaSuccess) {
+        cudaError_t e = cudaMalloc(&p, size_t(1) << 50);
+        if (e == cudaErrorMemoryAllocation)
             ++ooms;
-            cudaGetLastError(); // clear the sticky-free error state
-        } else {
+        else if (e == cudaSuccess)
             cudaFree(p);
-        }
+        else
+            ++oomErrors, std::fprintf(stderr, "workload: 1 PiB cudaMalloc: %s\n", cudaGetErrorString(e));
+        cudaGetLastError(); // clear the error state
+        e = cudaMallocAsync(&p, size_t(1) << 50, stream);
+        if (e == cudaErrorMemoryAllocation)
+            ++ooms;
+        else if (e == cudaSuccess)
+            cudaFreeAsync(p, stream);
+        else
+            ++oomErrors, std::fprintf(stderr, "workload: 1 PiB cudaMallocAsync: %s\n", cudaGetErrorString(e));
+        cudaGetLastError();
     }
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(graph));
@@ -176,8 +270,10 @@ int main(int argc, char** argv)
     CHECK(cudaDeviceSynchronize());
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("WORKLOAD frames=%d cuda_malloc=%ld cuda_free=%ld malloc_async=%ld free_async=%ld kernels=%ld "
-                "graph_launches=%ld metrics=%ld vmm_reserves=%ld vmm_maps=%ld ooms=%ld seconds=%.3f\n",
-                frames, mallocs, frees, asyncAllocs, asyncFrees, kernels, graphLaunches, metrics, vmmReserves,
-                vmmMaps, ooms, secs);
-    return 0;
+                "graph_launches=%ld graph_execs=%ld metrics=%ld vmm_reserves=%ld vmm_maps=%ld ooms=%ld "
+                "nvtx_heaps=%ld nvtx_regions=%ld nvtx_region_frees=%ld nvtx_region_bytes=%llu seconds=%.3f\n",
+                frames, mallocs, frees, asyncAllocs, asyncFrees, kernels, graphLaunches, graphExecs, metrics,
+                vmmReserves, vmmMaps, ooms, nvtxHeaps, nvtxRegions, nvtxRegionFrees, nvtxRegionBytes, secs);
+    // Both impossible allocations must have failed with out-of-memory, nothing else.
+    return ooms == 2 && oomErrors == 0 ? 0 : 3;
 }
