@@ -64,7 +64,8 @@ FRAGSCOPE_COMMAND({
     .summary = "Run a command with the capture agent loaded and idle, for a later `attach`",
     .options = {},
     .details =
-        "The agent opens its control socket at CMD's first CUDA call and records nothing\n"
+        "The agent (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH) opens its control\n"
+        "socket at CMD's first CUDA or NVTX call and records nothing\n"
         "until `fragscope attach PID -o FILE` (or the GUI's Attach…) starts it; stopping the\n"
         "recording leaves CMD running. The exit status is CMD's.",
     .run = runLaunch,

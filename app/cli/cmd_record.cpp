@@ -87,12 +87,11 @@ int runRecord(Args& a)
             ::waitpid(child, &status, 0);
             reaped = true;
         }
-        fmt::print(
-            stderr, "fragscope record: no session written: {}{}\n",
-            stop.load() ? "interrupted before the agent started" : err,
-            stop.load()
-                ? ""
-                : " (did the command use CUDA? a process without CUDA never loads the agent)");
+        fmt::print(stderr, "fragscope record: no session written: {}{}\n",
+                   stop.load() ? "interrupted before the agent started" : err,
+                   stop.load() ? ""
+                               : " (did the command use CUDA or NVTX? a process with neither never "
+                                 "loads the agent)");
         const int code = reaped ? childExit(status) : Failure;
         return code == 0 ? Failure : code;
     }
@@ -150,10 +149,12 @@ FRAGSCOPE_COMMAND({
                 {"paused", "",
                  "load the agent idle; recording starts when the recorder gets SIGUSR1"}},
     .details =
-        "CMD runs with CUDA_INJECTION64_PATH pointing at libfragscope-inject.so (and\n"
-        "NVTX_INJECTION64_PATH at libcupti, so NVTX frames and metric marks are seen). The\n"
-        "agent starts at CMD's first CUDA call; events are ingested live, committed at least\n"
-        "once a second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
+        "CMD runs with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH pointing at\n"
+        "libfragscope-inject.so: the agent records CUDA allocations, pools, VMM, kernels,\n"
+        "graph launches and OOMs through CUPTI, and NVTX marks, ranges, frames, metric marks and\n"
+        "NVTX memory-extension heaps itself (also in a process without a GPU). It starts at\n"
+        "CMD's first CUDA or NVTX call; events are ingested live, committed at least once a\n"
+        "second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
         "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
         "2 when the capture stream was malformed. A target killed midway still leaves a\n"
         "session that opens, marked 'ended abruptly'. See docs/capture.md.",

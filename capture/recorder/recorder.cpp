@@ -108,11 +108,9 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
             ingest.warn("the target did not confirm the end of the recording within 10 s");
             break;
         }
+        // A target that ends quickly may send the rest of its stream and close at once: what is
+        // already buffered is read before the end of the connection counts.
         const int r = client.pump(200);
-        if (r < 0) {
-            eof = true;
-            break;
-        }
         proto::FrameHeader h{};
         std::string_view payload;
         while (!si.ended()) {
@@ -126,6 +124,10 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
         if (!client.reader().error().empty()) {
             bad = true;
             res.error = client.reader().error();
+        }
+        if (r < 0 && !bad && !si.ended()) {
+            eof = true;
+            break;
         }
         ingest.tick(); // commits at least once a second even when the target is quiet
         if (opts.progress && clock::now() - lastProgress >= std::chrono::milliseconds(500)) {
