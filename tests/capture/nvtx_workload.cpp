@@ -6,6 +6,8 @@
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtMem.h>
 
+#include "nvtx_mem_desc.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,45 +18,21 @@ nvtxDomainHandle_t g_domain = nullptr;
 
 nvtxMemHeapHandle_t heap(void* base, size_t size, uint32_t usage, const char* name)
 {
-    nvtxMemVirtualRangeDesc_t range{};
-    range.ptr = base;
-    range.size = size;
-    nvtxMemHeapDesc_t d{};
-    d.extCompatID = NVTX_EXT_COMPATID_MEM;
-    d.structSize = sizeof d;
-    d.usage = usage;
-    d.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    d.typeSpecificDescSize = sizeof range;
-    d.typeSpecificDesc = &range;
-    d.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    d.message.ascii = name;
+    nvtxMemVirtualRangeDesc_t range{size, base};
+    const nvtxMemHeapDesc_t d = fstest::heapDesc(range, usage, name);
     return nvtxMemHeapRegister(g_domain, &d);
 }
 
 void regions(nvtxMemHeapHandle_t h, const nvtxMemVirtualRangeDesc_t* r, size_t n,
              nvtxMemRegionHandle_t* handles = nullptr)
 {
-    nvtxMemRegionsRegisterBatch_t b{};
-    b.extCompatID = NVTX_EXT_COMPATID_MEM;
-    b.structSize = sizeof b;
-    b.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    b.heap = h;
-    b.regionCount = n;
-    b.regionDescElementSize = sizeof *r;
-    b.regionDescElements = r;
-    b.regionHandleElementsOut = handles;
+    const auto b = fstest::regionsBatch(h, r, n, handles);
     nvtxMemRegionsRegister(g_domain, &b);
 }
 
 void unregister(const nvtxMemRegionRef_t* refs, size_t n, uint32_t refType)
 {
-    nvtxMemRegionsUnregisterBatch_t b{};
-    b.extCompatID = NVTX_EXT_COMPATID_MEM;
-    b.structSize = sizeof b;
-    b.refType = refType;
-    b.refCount = n;
-    b.refElementSize = sizeof *refs;
-    b.refElements = refs;
+    const auto b = fstest::unregisterBatch(refs, n, refType);
     nvtxMemRegionsUnregister(g_domain, &b);
 }
 

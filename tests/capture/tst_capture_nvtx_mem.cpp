@@ -2,6 +2,7 @@
 // agent's handlers use, driven directly with the NVTX structs from the installed headers: the
 // corner cases the end-to-end test (tst_capture_nvtx) does not reach.
 #include "capture/agent/nvtx_mem.h"
+#include "nvtx_mem_desc.h"
 
 #include <QTest>
 #include <cwchar>
@@ -16,30 +17,12 @@ void* at(uintptr_t v)
     return reinterpret_cast<void*>(v);
 }
 
-nvtxMemHeapDesc_t heapDesc(nvtxMemVirtualRangeDesc_t& range, uint32_t usage, const char* name)
-{
-    nvtxMemHeapDesc_t d{};
-    d.extCompatID = NVTX_EXT_COMPATID_MEM;
-    d.structSize = sizeof d;
-    d.usage = usage;
-    d.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    d.typeSpecificDescSize = sizeof range;
-    d.typeSpecificDesc = &range;
-    d.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    d.message.ascii = name;
-    return d;
-}
+using fstest::heapDesc;
 
 template <size_t N>
 nvtxMemRegionsRegisterBatch_t batch(nvtxMemHeapHandle_t heap, nvtxMemVirtualRangeDesc_t (&r)[N])
 {
-    nvtxMemRegionsRegisterBatch_t b{};
-    b.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    b.heap = heap;
-    b.regionCount = N;
-    b.regionDescElementSize = sizeof r[0];
-    b.regionDescElements = r;
-    return b;
+    return fstest::regionsBatch(heap, r, N);
 }
 
 } // namespace

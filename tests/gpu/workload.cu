@@ -15,6 +15,8 @@
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtMem.h>
 
+#include "../capture/nvtx_mem_desc.h" // the NVTX memory-extension descriptors
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,29 +44,15 @@
 nvtxMemHeapHandle_t nvtxHeap(nvtxDomainHandle_t domain, void* base, size_t size)
 {
     nvtxMemVirtualRangeDesc_t range = {size, base};
-    nvtxMemHeapDesc_t d = {};
-    d.extCompatID = NVTX_EXT_COMPATID_MEM;
-    d.structSize = sizeof d;
-    d.usage = NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR;
-    d.type = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    d.typeSpecificDescSize = sizeof range;
-    d.typeSpecificDesc = &range;
-    d.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    d.message.ascii = "workload arena";
+    const nvtxMemHeapDesc_t d =
+        fstest::heapDesc(range, NVTX_MEM_HEAP_USAGE_TYPE_SUB_ALLOCATOR, "workload arena");
     return nvtxMemHeapRegister(domain, &d);
 }
 
 void nvtxRegion(nvtxDomainHandle_t domain, nvtxMemHeapHandle_t heap, void* p, size_t size)
 {
     nvtxMemVirtualRangeDesc_t r = {size, p};
-    nvtxMemRegionsRegisterBatch_t b = {};
-    b.extCompatID = NVTX_EXT_COMPATID_MEM;
-    b.structSize = sizeof b;
-    b.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-    b.heap = heap;
-    b.regionCount = 1;
-    b.regionDescElementSize = sizeof r;
-    b.regionDescElements = &r;
+    const nvtxMemRegionsRegisterBatch_t b = fstest::regionsBatch(heap, &r, 1);
     nvtxMemRegionsRegister(domain, &b);
 }
 
@@ -72,13 +60,8 @@ void nvtxRegionFree(nvtxDomainHandle_t domain, void* p)
 {
     nvtxMemRegionRef_t ref;
     ref.pointer = p;
-    nvtxMemRegionsUnregisterBatch_t b = {};
-    b.extCompatID = NVTX_EXT_COMPATID_MEM;
-    b.structSize = sizeof b;
-    b.refType = NVTX_MEM_REGION_REF_TYPE_POINTER;
-    b.refCount = 1;
-    b.refElementSize = sizeof ref;
-    b.refElements = &ref;
+    const nvtxMemRegionsUnregisterBatch_t b =
+        fstest::unregisterBatch(&ref, 1, NVTX_MEM_REGION_REF_TYPE_POINTER);
     nvtxMemRegionsUnregister(domain, &b);
 }
 
