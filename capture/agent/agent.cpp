@@ -40,6 +40,8 @@ using namespace fs;
 constexpr size_t kBufferSize = 8u << 20; // CUPTI activity buffer
 constexpr size_t kMaxBuffers = 16;       // fixed pool: beyond it CUPTI drops and counts
 constexpr size_t kMaxSide = 1u << 20;    // host-thread events queued between two flushes
+constexpr size_t kKeepSide = 1u << 17;   // queue capacity kept from one flush to the next
+constexpr size_t kWakeSide = 1u << 15;   // queue length that wakes the flush thread early
 constexpr int kExitWaitMs = 10000;       // at exit, how long to wait for a launching recorder
 
 void logLine(const char* msg)
@@ -59,8 +61,11 @@ struct Agent
     std::mutex mu; // stream + decode
     std::mutex sideMu;
     std::vector<agent::SideEvent> side; // from API callbacks, NVTX and control marks
-    uint64_t sideDropped = 0;           // guarded by sideMu; reported as a health row
-    agent::ApiState api;                // API-callback state (graph joins, resolvers)
+    // The flush thread's half of a double buffer: swapped with `side` at each drain and cleared,
+    // so host threads append into memory already mapped instead of regrowing a vector.
+    std::vector<agent::SideEvent> draining;
+    uint64_t sideDropped = 0; // guarded by sideMu; reported as a health row
+    agent::ApiState api;      // API-callback state (graph joins, resolvers)
     std::mutex bufMu;
     std::vector<uint8_t*> freeBuffers;
     size_t buffersAllocated = 0;
@@ -68,6 +73,7 @@ struct Agent
     std::mutex flushMu;
     std::condition_variable flushCv;
     bool quit = false;
+    std::atomic<bool> wake{false};    // host threads filled the queue: drain before the period ends
     std::mutex cuptiMu;               // activity enable/disable
     std::atomic<bool> cuptiOn{false}; // InitializeInjection set CUPTI up
     bool activitiesOn = false;        // guarded by cuptiMu
@@ -216,17 +222,19 @@ bool setActivities(Agent& a, bool on)
 
 void drainSide(Agent& a)
 {
-    std::vector<agent::SideEvent> side;
     uint64_t dropped = 0;
     {
         std::lock_guard lk(a.sideMu);
-        side.swap(a.side);
+        a.side.swap(a.draining);
         std::swap(dropped, a.sideDropped);
     }
-    for (auto& s : side) {
+    for (auto& s : a.draining) {
         if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
         a.stream->event(s.e);
     }
+    a.draining.clear();
+    // Keep a working set's worth of capacity, not the largest burst ever seen.
+    if (a.draining.capacity() > kKeepSide) std::vector<agent::SideEvent>().swap(a.draining);
     if (dropped > 0)
         a.stream->health(now() + a.decode.clockOffsetNs, static_cast<int64_t>(dropped),
                          "dropped_records",
@@ -239,8 +247,10 @@ void flushLoop(Agent* a)
     while (true) {
         {
             std::unique_lock lk(a->flushMu);
-            a->flushCv.wait_for(lk, std::chrono::milliseconds(200), [a] { return a->quit; });
+            a->flushCv.wait_for(lk, std::chrono::milliseconds(200),
+                                [a] { return a->quit || a->wake.load(); });
             if (a->quit) return;
+            a->wake.store(false);
         }
         if (g_disabled.load()) continue;
         const bool cupti = a->cuptiOn.load();
@@ -298,6 +308,8 @@ Agent& agentObject()
 {
     if (!g_agent) {
         g_agent = new Agent(); // lives until exit: CUPTI and NVTX may call back at any time
+        g_agent->side.reserve(kKeepSide);
+        g_agent->draining.reserve(kKeepSide);
         g_agent->decode.graphs = &g_agent->api.graphs;
     }
     return *g_agent;
@@ -411,6 +423,14 @@ int initialize()
     return 1;
 }
 
+// A busy host (a sub-allocator reporting every block) fills the queue faster than the flush
+// period drains it: drain early rather than let the queue regrow in the host's thread.
+void wakeFlusher(Agent& a)
+{
+    a.wake.store(true);
+    a.flushCv.notify_one();
+}
+
 } // namespace
 
 namespace fs::agent {
@@ -437,25 +457,36 @@ void coreEmit(SideEvent&& e)
 {
     Agent* a = g_agent;
     if (!a || g_disabled.load()) return;
-    std::lock_guard lk(a->sideMu);
-    if (a->side.size() < kMaxSide)
+    {
+        std::lock_guard lk(a->sideMu);
+        if (a->side.size() >= kMaxSide) {
+            ++a->sideDropped;
+            return;
+        }
         a->side.push_back(std::move(e));
-    else
-        ++a->sideDropped;
+        if (a->side.size() != kWakeSide) return;
+    }
+    wakeFlusher(*a);
 }
 
 void coreEmit(std::vector<SideEvent>& events)
 {
     Agent* a = g_agent;
     if (!a || g_disabled.load() || events.empty()) return;
-    std::lock_guard lk(a->sideMu);
-    for (auto& e : events) {
-        if (a->side.size() < kMaxSide)
-            a->side.push_back(std::move(e));
-        else
-            ++a->sideDropped;
+    bool wake = false;
+    {
+        std::lock_guard lk(a->sideMu);
+        const size_t before = a->side.size();
+        for (auto& e : events) {
+            if (a->side.size() < kMaxSide)
+                a->side.push_back(std::move(e));
+            else
+                ++a->sideDropped;
+        }
+        wake = before < kWakeSide && a->side.size() >= kWakeSide;
     }
     events.clear();
+    if (wake) wakeFlusher(*a);
 }
 
 void coreLog(const char* msg)
