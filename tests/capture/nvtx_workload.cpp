@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
 
 namespace {
 
@@ -46,11 +48,25 @@ void metric(const char* text)
     nvtxDomainMarkEx(g_domain, &a);
 }
 
+// What the CUDA driver does at cuInit under CUDA_INJECTION64_PATH: call the agent's
+// InitializeInjection (here the agent NVTX loaded; without a driver its CUPTI part must fail
+// quietly and leave the NVTX part running). Returns false when the agent is not loaded.
+bool initializeInjectionLikeTheDriver()
+{
+    const char* path = std::getenv("NVTX_INJECTION64_PATH");
+    void* h = path ? ::dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    auto* init = h ? reinterpret_cast<int (*)()>(::dlsym(h, "InitializeInjection")) : nullptr;
+    return init && init() == 1;
+}
+
 } // namespace
 
-int main()
+int main(int argc, char** argv)
 {
     g_domain = nvtxDomainCreateA("fragscope-test");
+    if (argc > 1 && std::strcmp(argv[1], "--cuda-init-after-nvtx") == 0 &&
+        !initializeInjectionLikeTheDriver())
+        return 4;
     char* a = static_cast<char*>(std::aligned_alloc(1 << 20, 1 << 20));
     char* bmem = static_cast<char*>(std::aligned_alloc(1 << 16, 1 << 16));
     // Heap A: a sub-allocator over 1 MiB.

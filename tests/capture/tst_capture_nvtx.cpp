@@ -32,13 +32,30 @@ private slots:
         qputenv("FRAGSCOPE_SOCKET_DIR", (tmp_.path() + "/sockets").toLocal8Bit());
     }
 
+    void recordedSessionEqualsWhatTheProgramDid_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<bool>("cudaAfterNvtx");
+        QTest::newRow("NVTX only") << QStringList{} << false;
+        // The driver's InitializeInjection after NVTX started the agent: without a driver its
+        // CUPTI part fails (one line) and the NVTX recording goes on unharmed.
+        QTest::newRow("CUDA injection after NVTX, no driver")
+            << QStringList{"--cuda-init-after-nvtx"} << true;
+    }
+
     void recordedSessionEqualsWhatTheProgramDid()
     {
-        const QString out = tmp_.path() + "/nvtx.fragscope";
-        const auto r = fstest::runCli({"record", "-o", out, "--", FRAGSCOPE_NVTX_WORKLOAD});
+        QFETCH(QStringList, args);
+        QFETCH(bool, cudaAfterNvtx);
+        const QString out = tmp_.path() + "/nvtx-" + QString::number(cudaAfterNvtx) + ".fragscope";
+        const auto r =
+            fstest::runCli(QStringList{"record", "-o", out, "--", FRAGSCOPE_NVTX_WORKLOAD} + args);
         // Exit 0 also says the program got region handles from the tool (it exits 3 without).
         QVERIFY2(r.exitCode == 0, r.err + r.out);
         QVERIFY2(r.out.contains("nvtx workload done"), r.out);
+        QCOMPARE(r.err.count("fragscope-agent["), cudaAfterNvtx ? 2 : 1); // ready (+ CUPTI line)
+        QCOMPARE(r.err.count("GPU activity is not recorded, NVTX still is"), cudaAfterNvtx ? 1 : 0);
+        QVERIFY(!r.err.contains("agent disabled"));
         fs::Db db(out.toStdString(), SQLITE_OPEN_READONLY);
 
         // Framework-level allocations (nvtx_workload.cpp):
