@@ -285,8 +285,11 @@ void atExit()
     Agent* a = g_agent;
     if (!a || !g_coreUp.load()) return;
     // Under `fragscope record` a short program can end before the recorder has connected: what
-    // it kept would be lost, so give the recorder a few seconds to come and take it.
-    if (a->autostart && a->launchedBy != 0 && !g_disabled.load() && !a->server->streaming())
+    // it kept would be lost, so give the recorder a few seconds to come and take it. Only the
+    // recorder's own child waits: other programs a recorded script runs inherit the environment
+    // but are not followed, and must not hang at exit.
+    if (a->autostart && a->launchedBy != 0 && a->launchedBy == static_cast<uint32_t>(::getppid()) &&
+        !g_disabled.load() && !a->server->streaming())
         a->server->waitForStart(kExitWaitMs);
     {
         std::lock_guard lk(a->flushMu);
@@ -308,8 +311,6 @@ Agent& agentObject()
 {
     if (!g_agent) {
         g_agent = new Agent(); // lives until exit: CUPTI and NVTX may call back at any time
-        g_agent->side.reserve(kKeepSide);
-        g_agent->draining.reserve(kKeepSide);
         g_agent->decode.graphs = &g_agent->api.graphs;
     }
     return *g_agent;
@@ -364,6 +365,11 @@ bool startCoreLocked()
         disable(("cannot open the control socket: " + err).c_str());
         return false;
     }
+    {
+        std::lock_guard lk(a->sideMu);
+        a->side.reserve(kKeepSide);
+    }
+    a->draining.reserve(kKeepSide);
     a->flusher = std::thread(flushLoop, a);
     // A forked child (DataLoader workers, multiprocessing) has none of our threads and cannot use
     // CUDA: the agent must do nothing there, least of all join a thread at exit.
