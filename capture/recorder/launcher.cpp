@@ -1,7 +1,6 @@
 #include "launcher.h"
 
 #include "capture/protocol/socket_dir.h"
-#include "core/versions.h"
 
 #include <dlfcn.h>
 #include <cerrno>
