@@ -566,6 +566,12 @@ void Ingest::commit()
     }
     sinceCommit_.clear();
     setMeta("last_commit_event_ns", std::to_string(released_ == kNoTime ? 0 : released_));
+    // Live viewers read these instead of scanning whole tables several times a second.
+    setMeta("committed_event_count", std::to_string(stats_.events - pending_.size()));
+    if (haveTime_) {
+        setMeta("committed_time_begin_ns", std::to_string(stats_.timeBegin));
+        setMeta("committed_time_end_ns", std::to_string(stats_.timeEnd));
+    }
     db_->exec("COMMIT");
     db_->exec("BEGIN");
     ++stats_.commits;

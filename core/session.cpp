@@ -47,7 +47,8 @@ constexpr std::array kSchema = {
     "CREATE TABLE capture_health(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
     " value INTEGER, detail TEXT)",
     "CREATE TABLE anomalies(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
-    " device INTEGER, level INTEGER, address INTEGER, size INTEGER, event_seq INTEGER, detail TEXT)",
+    " device INTEGER, level INTEGER, address INTEGER, size INTEGER, event_seq INTEGER, detail "
+    "TEXT)",
 };
 
 constexpr std::array kIndexes = {
@@ -68,8 +69,7 @@ std::string tableNameOf(const char* create)
 
 bool pidAlive(int64_t pid)
 {
-    if (pid <= 0)
-        return false;
+    if (pid <= 0) return false;
     return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
@@ -123,25 +123,28 @@ bool writerAlive(const std::string& writerPid, const std::string& writerHost)
 
 Session Session::open(const std::string& path, bool integrityCheck)
 {
-    struct stat st {};
+    struct stat st
+    {
+    };
     if (::stat(path.c_str(), &st) != 0)
         throw SessionError(path, std::string("cannot open: ") + std::strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        throw SessionError(path, "is a directory, not a session file");
+    if (S_ISDIR(st.st_mode)) throw SessionError(path, "is a directory, not a session file");
 
     // Check the header ourselves first: SQLite opens any file lazily and would report a
     // non-database only at the first query.
     std::ifstream in(path, std::ios::binary);
     std::array<unsigned char, 100> hdr{};
     in.read(reinterpret_cast<char*>(hdr.data()), hdr.size());
-    if (in.gcount() == 0)
-        throw SessionError(path, "empty file, not a fragscope session");
+    if (in.gcount() == 0) throw SessionError(path, "empty file, not a fragscope session");
     if (in.gcount() < 100 || std::memcmp(hdr.data(), "SQLite format 3", 16) != 0)
         throw SessionError(path, "not a fragscope session (not an SQLite database)");
     const uint32_t pageSize = (hdr[16] << 8 | hdr[17]) == 1 ? 65536u : (hdr[16] << 8 | hdr[17]);
-    const uint32_t pages = static_cast<uint32_t>(hdr[28] << 24 | hdr[29] << 16 | hdr[30] << 8 | hdr[31]);
-    const uint32_t changeCounter = static_cast<uint32_t>(hdr[24] << 24 | hdr[25] << 16 | hdr[26] << 8 | hdr[27]);
-    const uint32_t validFor = static_cast<uint32_t>(hdr[92] << 24 | hdr[93] << 16 | hdr[94] << 8 | hdr[95]);
+    const uint32_t pages =
+        static_cast<uint32_t>(hdr[28] << 24 | hdr[29] << 16 | hdr[30] << 8 | hdr[31]);
+    const uint32_t changeCounter =
+        static_cast<uint32_t>(hdr[24] << 24 | hdr[25] << 16 | hdr[26] << 8 | hdr[27]);
+    const uint32_t validFor =
+        static_cast<uint32_t>(hdr[92] << 24 | hdr[93] << 16 | hdr[94] << 8 | hdr[95]);
     if (pages != 0 && changeCounter == validFor &&
         static_cast<uint64_t>(pages) * pageSize > static_cast<uint64_t>(st.st_size))
         throw SessionError(path, "truncated: header says " +
@@ -165,10 +168,10 @@ Session Session::open(const std::string& path, bool integrityCheck)
     // above, and a corrupt page met later fails that query with a SessionError naming the file.
     if (integrityCheck && st.st_size < (64LL << 20)) {
         const std::string qc = db.scalarText("PRAGMA quick_check(1)", "ok");
-        if (qc != "ok")
-            throw SessionError(path, "corrupted session file (" + qc + ")");
+        if (qc != "ok") throw SessionError(path, "corrupted session file (" + qc + ")");
     }
-    if (!db.hasTable("meta") || db.scalarText("SELECT value FROM meta WHERE key='magic'") != "fragscope")
+    if (!db.hasTable("meta") ||
+        db.scalarText("SELECT value FROM meta WHERE key='magic'") != "fragscope")
         throw SessionError(path, "not a fragscope session (meta table missing or without magic)");
     return Session(std::move(db));
 }
@@ -187,7 +190,7 @@ std::string Session::string(StringId id) const
     return st.step() ? st.text(0) : std::string();
 }
 
-SessionSummary Session::summary() const
+SessionSummary Session::summary(bool exact) const
 {
     SessionSummary s;
     {
@@ -211,31 +214,46 @@ SessionSummary Session::summary() const
     {
         Stmt st = db_.prepare("SELECT id, name, capacity_bytes, uuid FROM devices ORDER BY id");
         while (st.step())
-            s.devices.push_back({static_cast<uint32_t>(st.i64(0)), st.text(1), st.u64(2), st.text(3)});
+            s.devices.push_back(
+                {static_cast<uint32_t>(st.i64(0)), st.text(1), st.u64(2), st.text(3)});
     }
-    s.regions = db_.scalar("SELECT COUNT(*) FROM regions");
-    s.allocations = db_.scalar("SELECT COUNT(*) FROM allocations");
-    s.kernels = db_.scalar("SELECT COUNT(*) FROM kernels");
-    s.graphLaunches = db_.scalar("SELECT COUNT(*) FROM graph_launches");
-    s.frames = db_.scalar("SELECT COUNT(*) FROM frames");
-    s.frameMetrics = db_.scalar("SELECT COUNT(*) FROM frame_metrics");
-    s.ooms = db_.scalar("SELECT COUNT(*) FROM ooms");
-    const std::string ev = m("event_count");
-    if (!ev.empty()) {
-        s.events = std::stoll(ev);
+    if (!exact && m("time_end_ns").empty() && !m("committed_time_end_ns").empty()) {
+        s.events = std::stoll(m("committed_event_count", "0"));
+        s.timeBegin = std::stoll(m("committed_time_begin_ns"));
+        s.timeEnd = std::stoll(m("committed_time_end_ns"));
     } else {
-        // Abrupt end: count what was committed (two events per freed allocation).
-        s.events = db_.scalar("SELECT COUNT(*) + COUNT(free_ns) FROM allocations") +
-                   2 * s.regions - db_.scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL") +
-                   s.kernels + s.graphLaunches + db_.scalar("SELECT COUNT(*) FROM markers") + s.ooms;
+        exact = true;
     }
-    s.timeBegin = std::stoll(m("time_begin_ns", "0"));
-    s.timeEnd = std::stoll(m("time_end_ns", "0"));
-    if (m("time_end_ns").empty()) {
-        s.timeBegin = db_.scalar("SELECT MIN(t) FROM (SELECT MIN(create_ns) t FROM regions UNION ALL "
-                                 "SELECT MIN(alloc_ns) FROM allocations UNION ALL SELECT MIN(start_ns) FROM kernels)");
-        s.timeEnd = db_.scalar("SELECT MAX(t) FROM (SELECT MAX(COALESCE(destroy_ns, create_ns)) t FROM regions UNION ALL "
-                               "SELECT MAX(COALESCE(free_ns, alloc_ns)) FROM allocations UNION ALL SELECT MAX(end_ns) FROM kernels)");
+    if (exact) {
+        s.regions = db_.scalar("SELECT COUNT(*) FROM regions");
+        s.allocations = db_.scalar("SELECT COUNT(*) FROM allocations");
+        s.kernels = db_.scalar("SELECT COUNT(*) FROM kernels");
+        s.graphLaunches = db_.scalar("SELECT COUNT(*) FROM graph_launches");
+        s.frames = db_.scalar("SELECT COUNT(*) FROM frames");
+        s.frameMetrics = db_.scalar("SELECT COUNT(*) FROM frame_metrics");
+        s.ooms = db_.scalar("SELECT COUNT(*) FROM ooms");
+        const std::string ev = m("event_count");
+        if (!ev.empty()) {
+            s.events = std::stoll(ev);
+        } else {
+            // Abrupt end: count what was committed (two events per freed allocation).
+            s.events =
+                db_.scalar("SELECT COUNT(*) + COUNT(free_ns) FROM allocations") + 2 * s.regions -
+                db_.scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL") + s.kernels +
+                s.graphLaunches + db_.scalar("SELECT COUNT(*) FROM markers") + s.ooms;
+        }
+        s.timeBegin = std::stoll(m("time_begin_ns", "0"));
+        s.timeEnd = std::stoll(m("time_end_ns", "0"));
+        if (m("time_end_ns").empty()) {
+            s.timeBegin =
+                db_.scalar("SELECT MIN(t) FROM (SELECT MIN(create_ns) t FROM regions UNION ALL "
+                           "SELECT MIN(alloc_ns) FROM allocations UNION ALL SELECT MIN(start_ns) "
+                           "FROM kernels)");
+            s.timeEnd = db_.scalar("SELECT MAX(t) FROM (SELECT MAX(COALESCE(destroy_ns, "
+                                   "create_ns)) t FROM regions UNION ALL "
+                                   "SELECT MAX(COALESCE(free_ns, alloc_ns)) FROM allocations UNION "
+                                   "ALL SELECT MAX(end_ns) FROM kernels)");
+        }
     }
     const std::string state = m("state");
     s.health.recording = state == "recording" && writerAlive(m("writer_pid"), m("writer_host"));
@@ -245,8 +263,8 @@ SessionSummary Session::summary() const
         while (st.step())
             s.health.anomalies[st.text(0)] = st.i64(1);
     }
-    s.health.droppedRecords =
-        db_.scalar("SELECT COALESCE(SUM(value),0) FROM capture_health WHERE kind='dropped_records'");
+    s.health.droppedRecords = db_.scalar(
+        "SELECT COALESCE(SUM(value),0) FROM capture_health WHERE kind='dropped_records'");
     {
         Stmt st = db_.prepare("SELECT detail FROM capture_health WHERE kind='warning' ORDER BY id");
         while (st.step())

@@ -64,7 +64,10 @@ public:
     Db& db() { return db_; }
     const Db& db() const { return db_; }
     std::string meta(const std::string& key, const std::string& fallback = {}) const;
-    SessionSummary summary() const;
+    // exact=false: for a file a recording is still writing, read several times a second. The
+    // table counts stay 0 (the caller counts what it read) and the event count and time range
+    // come from the last commit's meta keys instead of table scans, when the writer left them.
+    SessionSummary summary(bool exact = true) const;
     // Text of an interned string (empty when unknown).
     std::string string(StringId id) const;
 

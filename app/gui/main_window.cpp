@@ -628,6 +628,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
     attachProc_ = proc;
     recordingPath_ = out;
     recordingPid_ = pid;
+    live_ = std::make_shared<render::LiveScene>(out.toStdString());
     stopRecordingAction_->setEnabled(true);
     liveLabel_->setText(tr("● REC pid %1").arg(pid));
     liveLabel_->setToolTip(tr("Recording into %1; the views refresh every %2 ms. "
@@ -644,6 +645,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
         liveTimer_->stop();
         liveLabel_->hide();
         recordingPid_ = 0;
+        live_.reset();
         stopRecordingAction_->setEnabled(false);
         statusBar()->clearMessage();
         if (loader_->busy() && loader_->live()) loader_->cancel();
@@ -665,7 +667,7 @@ void MainWindow::refreshLive()
     // One refresh at a time: a slow read skips ticks rather than queueing them, and a load the
     // user started (File › Open) is never superseded by a refresh.
     if (!recording() || loader_->busy() || !QFileInfo::exists(recordingPath_)) return;
-    loader_->load(recordingPath_, true);
+    loader_->refresh(live_, recordingPath_);
 }
 
 void MainWindow::showLive(const QString& path, std::shared_ptr<const render::Scene> scene)

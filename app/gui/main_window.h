@@ -135,6 +135,7 @@ private:
     QAction* stopRecordingAction_ = nullptr;
     QPointer<QProcess> attachProc_; // `fragscope attach` while recording
     QString recordingPath_;
+    std::shared_ptr<render::LiveScene> live_; // the recording's scene, refreshed in increments
     qint64 recordingPid_ = 0;
     QTimer* liveTimer_ = nullptr;
     QLabel* liveLabel_ = nullptr;

@@ -27,11 +27,21 @@ void SessionLoader::cancel()
     ++generation_; // whatever the job still delivers is dropped
     busy_ = false;
     if (!live_) emit cancelled(path_); // a dropped live refresh is not news
-
 }
 
-void SessionLoader::load(const QString& path, bool live)
+void SessionLoader::load(const QString& path)
 {
+    start(path, nullptr);
+}
+
+void SessionLoader::refresh(std::shared_ptr<render::LiveScene> live, const QString& path)
+{
+    start(path, std::move(live));
+}
+
+void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene> liveScene)
+{
+    const bool live = liveScene != nullptr;
     if (busy_) {
         if (cancel_) cancel_->store(true);
         ++generation_;
@@ -44,7 +54,7 @@ void SessionLoader::load(const QString& path, bool live)
     emit started(path);
     QPointer<SessionLoader> self(this);
     auto cancel = cancel_;
-    pool_.start([self, cancel, path, gen, live, rules = rules_] {
+    pool_.start([self, cancel, path, gen, liveScene, rules = rules_] {
         auto post = [self, gen](auto fn) {
             if (!self) return;
             QMetaObject::invokeMethod(
@@ -57,7 +67,6 @@ void SessionLoader::load(const QString& path, bool live)
         render::LoadProgress lp;
         lp.cancel = cancel.get();
         lp.rules = rules;
-        lp.live = live;
         int last = -1;
         lp.progress = [&](int pct, const std::string& stage) {
             if (pct == last) return;
@@ -66,7 +75,8 @@ void SessionLoader::load(const QString& path, bool live)
             post([pct, st](SessionLoader* l) { emit l->progress(pct, st); });
         };
         try {
-            auto scene = render::loadScene(path.toStdString(), lp);
+            auto scene =
+                liveScene ? liveScene->refresh(rules) : render::loadScene(path.toStdString(), lp);
             post([path, scene](SessionLoader* l) {
                 l->busy_ = false;
                 emit l->loaded(path, scene);

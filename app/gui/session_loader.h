@@ -3,6 +3,7 @@
 // cancelled or superseded job's result is dropped, so the window keeps showing what it had.
 #pragma once
 
+#include "render/live_scene.h"
 #include "render/scene.h"
 
 #include <QObject>
@@ -20,9 +21,10 @@ class SessionLoader : public QObject
 public:
     explicit SessionLoader(QObject* parent = nullptr);
     ~SessionLoader() override;
-    // live: a refresh of a file a recording is still writing (render::LoadProgress::live); the
+    void load(const QString& path);
+    // A live refresh (render::LiveScene::refresh) of a file a recording is still writing; the
     // window shows no progress for it and keeps its view state.
-    void load(const QString& path, bool live = false);
+    void refresh(std::shared_ptr<render::LiveScene> live, const QString& path);
     // Rules the next loads evaluate on the worker (the user's saved rules).
     void setRules(std::vector<render::CollapseRule> rules) { rules_ = std::move(rules); }
     void cancel();
@@ -40,6 +42,8 @@ signals:
     void cancelled(const QString& path);
 
 private:
+    void start(const QString& path, std::shared_ptr<render::LiveScene> live);
+
     QThreadPool pool_;
     uint64_t generation_ = 0;
     std::shared_ptr<std::atomic<bool>> cancel_;

@@ -6,6 +6,7 @@
 
 #include "core/ingest.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,16 @@ inline int64_t fixtureFrameStart(int f)
     return kFixtureBegin + f * kFrameNs;
 }
 
-inline void makeFixtureSession(const std::string& path)
+// afterFrame: called after each frame's events have been committed (as a live viewer sees a
+// recording); empty: one commit at the end.
+inline void makeFixtureSession(const std::string& path,
+                               const std::function<void(int frame)>& afterFrame = {})
 {
     fs::IngestOptions o;
     o.path = path;
     o.sourceKind = "simulator";
     o.synthetic = true;
+    if (afterFrame) o.commitIntervalMs = 0;
     fs::Ingest in(o);
     in.begin();
     in.addDevice({0, "Fixture GPU", 80ull << 30, "GPU-fixture"});
@@ -113,6 +118,10 @@ inline void makeFixtureSession(const std::string& path)
                                            : 0.9 - f * 0.01;
         in.addFrameMetric(f, "coherence_score", coherence, "fixture");
         in.addFrameMetric(f, "flow_l2_px", f == 17 ? 11.5 : 2.0 + f * 0.1, "fixture");
+        if (afterFrame) {
+            in.tick();
+            afterFrame(f);
+        }
     }
     in.end();
 }

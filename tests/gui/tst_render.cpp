@@ -2,6 +2,7 @@
 // to PNG, SVG and PDF (by the library and by `fragscope export`).
 #include "core/ingest.h"
 #include "fixture.h"
+#include "render/live_scene.h"
 #include "render/render.h"
 #include "testutil.h"
 
@@ -62,6 +63,162 @@ private slots:
         scene_ = loadScene(fixture_.toStdString());
         QVERIFY(scene_);
     }
+
+    void liveSceneMatchesFullLoad()
+    {
+        // The fixture as a live viewer sees it while it is recorded: a LiveScene refreshed after
+        // each committed frame. The refreshes only grow; the last one (after the end) equals
+        // loadScene of the finished file; and every sample the incremental replay took equals
+        // the state recomputed from scratch (fragmentsAt) from the events up to its time. 16
+        // samples per level force the sample step to double several times on the way.
+        const std::string path = dir_.filePath("live.fragscope").toStdString();
+        LiveScene live(path, 16);
+        // Only the newest scene and frame 12's are kept: the others are let go, as the views
+        // do, so that refreshes bring a released scene up to date instead of copying it.
+        std::shared_ptr<const Scene> prev, at12;
+        int refreshes = 0;
+        fstest::makeFixtureSession(path, [&](int f) {
+            auto sc = live.refresh();
+            ++refreshes;
+            QVERIFY(sc->live);
+            QVERIFY(sc->engine == nullptr);
+            if (prev) {
+                QVERIFY(sc->summary.events >= prev->summary.events);
+                QVERIFY(sc->summary.allocations > prev->summary.allocations);
+                QVERIFY(sc->frames.size() >= prev->frames.size());
+            }
+            if (f == 12) at12 = sc;
+            prev = std::move(sc);
+        });
+        QCOMPARE(refreshes, fstest::kFixtureFrames);
+        // Frame 12's scene is unchanged by later refreshes: frame 12 is known and the fifth
+        // segment (created in frame 16) is not.
+        QVERIFY(at12->frame(12) != nullptr);
+        QVERIFY(at12->frame(13) == nullptr);
+        QCOMPARE(at12->levels.at(0).regions.size(), size_t(4));
+        prev.reset();
+        compareWithFullLoad(live, path, 16);
+    }
+
+    void liveSceneFollowsFreesAndRegionsAcrossCommits()
+    {
+        // Allocations that outlive a commit are written live (free_ns NULL) and freed later by
+        // an UPDATE; a region is created and destroyed in later commits. Ten commits, 100 ns
+        // apart: at step k, 1 MiB at base + k MiB is allocated at 100k and the block of step
+        // k-2 is freed at 100k + 50; a second region lives from 550 to 850.
+        const std::string path = dir_.filePath("live2.fragscope").toStdString();
+        LiveScene live(path, 16);
+        IngestOptions o;
+        o.path = path;
+        o.sourceKind = "test";
+        o.commitIntervalMs = 0;
+        Ingest in(o);
+        in.begin();
+        auto ev = [](EventType t, int64_t time, uint64_t addr, uint64_t size) {
+            Event e;
+            e.type = t;
+            e.time = time;
+            e.level = Level::Pool;
+            e.address = addr;
+            e.size = size;
+            return e;
+        };
+        constexpr uint64_t base = 0x10000000, mib = 1 << 20;
+        in.add(ev(EventType::RegionCreate, 0, base, 16 * mib));
+        int64_t lastEvents = -1;
+        for (int k = 0; k < 10; ++k) {
+            in.add(ev(EventType::Alloc, 100 * k, base + k * mib, mib));
+            if (k >= 2) in.add(ev(EventType::Free, 100 * k + 50, base + (k - 2) * mib, 0));
+            if (k == 5) in.add(ev(EventType::RegionCreate, 550, base + 32 * mib, 4 * mib));
+            if (k == 8) in.add(ev(EventType::RegionDestroy, 850, base + 32 * mib, 0));
+            in.tick();
+            const auto sc = live.refresh();
+            QVERIFY(sc->summary.events > lastEvents);
+            lastEvents = sc->summary.events;
+            // Two blocks are live after every step but the first.
+            const auto& ld = sc->levels.at(0);
+            int liveBlocks = 0;
+            for (const auto& a : ld.allocs)
+                liveBlocks += a.freed ? 0 : 1;
+            QCOMPARE(liveBlocks, k == 0 ? 1 : 2);
+            QCOMPARE(ld.regions.size(), size_t(k >= 5 ? 2 : 1));
+        }
+        in.end();
+        QVERIFY(live.stats().liveLookups > 0); // the frees came as UPDATEs of live rows
+        // Each scene was let go before the next refresh: only the first was a full copy, the
+        // others brought a released scene up to date.
+        QCOMPARE(live.stats().fullCopies, int64_t(1));
+        compareWithFullLoad(live, path, 16);
+    }
+
+    // The last refresh of a finished recording equals loadScene of the file, and every sample the
+    // incremental replay took equals the state recomputed from scratch (fragmentsAt).
+    static void compareWithFullLoad(LiveScene& live, const std::string& path, size_t samples)
+    {
+        const auto last = live.refresh();
+        const auto full = loadScene(path);
+        QCOMPARE(last->summary.events, full->summary.events);
+        QCOMPARE(last->summary.allocations, full->summary.allocations);
+        QCOMPARE(last->summary.kernels, full->summary.kernels);
+        QCOMPARE(last->summary.frames, full->summary.frames);
+        QCOMPARE(last->levels.size(), full->levels.size());
+        QCOMPARE(last->frames.size(), full->frames.size());
+        for (size_t i = 0; i < full->frames.size(); ++i) {
+            QCOMPARE(last->frames[i].start, full->frames[i].start);
+            QCOMPARE(last->frames[i].end, full->frames[i].end);
+            QCOMPARE(last->frames[i].collapsed, full->frames[i].collapsed);
+            QVERIFY(last->frames[i].metrics == full->frames[i].metrics);
+            QVERIFY(last->frames[i].kernelNames == full->frames[i].kernelNames);
+        }
+        QCOMPARE(last->collapses.size(), full->collapses.size());
+        QCOMPARE(last->kernels.size(), full->kernels.size());
+        for (size_t i = 0; i < full->kernels.size(); ++i)
+            QCOMPARE(last->kernels[i].start, full->kernels[i].start);
+        QVERIFY(last->stacks == full->stacks);
+        for (size_t li = 0; li < full->levels.size(); ++li) {
+            const LevelData& a = last->levels[li];
+            const LevelData& b = full->levels[li];
+            QCOMPARE(a.label(), b.label());
+            QCOMPARE(a.allocs.size(), b.allocs.size());
+            for (size_t i = 0; i < b.allocs.size(); ++i) {
+                QCOMPARE(a.allocs[i].id, b.allocs[i].id);
+                QCOMPARE(a.allocs[i].address, b.allocs[i].address);
+                QCOMPARE(a.allocs[i].size, b.allocs[i].size);
+                QCOMPARE(a.allocs[i].allocNs, b.allocs[i].allocNs);
+                QCOMPARE(a.allocs[i].freeNs, b.allocs[i].freeNs);
+                QCOMPARE(a.allocs[i].freed, b.allocs[i].freed);
+                QCOMPARE(a.allocs[i].stack, b.allocs[i].stack);
+            }
+            QCOMPARE(a.maxAllocDuration, b.maxAllocDuration);
+            QCOMPARE(a.regions.size(), b.regions.size());
+            QCOMPARE(a.spans.size(), b.spans.size());
+            QCOMPARE(a.compactSize, b.compactSize);
+            // Every sample against a from-scratch recomputation (a sample at t holds the events
+            // at or before t).
+            QVERIFY(a.samples.size() >= samples);
+            QVERIFY(a.samples.size() <= 2 * samples + 2 * full->frames.size() + 2);
+            QCOMPARE(a.samples.back().t, full->timeEnd());
+            QCOMPARE(a.samples.back().fragmentCount, b.stateAt(full->timeEnd()).fragmentCount);
+            QCOMPARE(a.samples.back().fragRatio, b.stateAt(full->timeEnd()).fragRatio);
+            for (const StateSample& smp : a.samples) {
+                // At the very end, allocations still live count as freed for fragmentsAt.
+                if (smp.t >= full->timeEnd()) continue;
+                const auto frags = fragmentsAt(b, smp.t);
+                double free = 0, largest = 0;
+                for (const auto& [addr, size] : frags) {
+                    free += double(size);
+                    largest = std::max(largest, double(size));
+                }
+                double allocated = 0;
+                for (const auto& al : b.allocs)
+                    if (al.allocNs <= smp.t && al.freeNs > smp.t) allocated += double(al.size);
+                QCOMPARE(smp.fragmentCount, double(frags.size()));
+                QCOMPARE(smp.largestFragment, largest);
+                QCOMPARE(smp.freeInRegions, free);
+                QCOMPARE(smp.allocated, allocated);
+            }
+        }
+        }
 
     void rasterKnownAnswer()
     {

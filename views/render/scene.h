@@ -170,8 +170,8 @@ struct Scene
     // The analysis engine over the same file (when this build has fragscope_analysis): the
     // collapse inspector's precursors are the engine's.
     std::shared_ptr<const analysis::Engine> engine;
-    // Read from a file a recording is still writing (LoadProgress::live): no engine, the views
-    // refresh it several times a second.
+    // Made by LiveScene from a file a recording is still writing: no engine, refreshed several
+    // times a second.
     bool live = false;
 
     int64_t timeBegin() const { return summary.timeBegin; }
@@ -203,9 +203,6 @@ struct LoadProgress
     const std::atomic<bool>* cancel = nullptr;
     // Collapse rules to evaluate (the user's saved rules); empty: DESIGN.md's defaults.
     std::vector<CollapseRule> rules;
-    // A snapshot of a session that is still being recorded: skips the integrity check and the
-    // analysis engine (both cost more than a refresh may), reads one consistent commit.
-    bool live = false;
 };
 
 // Thrown when LoadProgress::cancel becomes true.
