@@ -355,16 +355,35 @@ void MainWindow::setLevel(int level)
 
 void MainWindow::applyRules(const std::vector<render::CollapseRule>& rules)
 {
+    loader_->setRules(rules); // the next load and every live refresh evaluate them too
     if (!scene_) return;
-    auto copy = std::make_shared<render::Scene>(*scene_);
-    copy->applyRules(rules);
-    scene_ = copy;
-    const Selection keep = selection_->current();
-    kernels_->setScene(scene_);
-    setLevel(level_);
-    selection_->select(keep);
-    onSelection(keep);
-    updateStatus();
+    // The scene is immutable and shared with the views and their workers: the new collapses go
+    // into a copy, and copying millions of allocations is done on a worker, not here.
+    const std::shared_ptr<const render::Scene> from = scene_;
+    const uint64_t gen = ++rulesGeneration_;
+    statusBar()->showMessage(tr("Re-evaluating collapses…"));
+    QPointer<MainWindow> self(this);
+    QThreadPool::globalInstance()->start([self, from, rules, gen] {
+        auto copy = std::make_shared<render::Scene>(*from);
+        copy->applyRules(rules);
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, from, copy, gen]() mutable {
+                // A newer scene (a load, a live refresh) or newer rules make this one moot.
+                if (!self || self->rulesGeneration_ != gen || self->scene_ != from) return;
+                self->statusBar()->clearMessage();
+                std::shared_ptr<const render::Scene> old = std::move(self->scene_);
+                self->scene_ = std::move(copy);
+                const Selection keep = self->selection_->current();
+                self->kernels_->setScene(self->scene_);
+                self->setLevel(self->level_);
+                self->selection_->select(keep);
+                self->onSelection(keep);
+                self->updateStatus();
+                QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
+            },
+            Qt::QueuedConnection);
+    });
 }
 
 void MainWindow::onSelection(const Selection& s)
@@ -629,6 +648,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
     recordingPath_ = out;
     recordingPid_ = pid;
     live_ = std::make_shared<render::LiveScene>(out.toStdString());
+    loader_->setRules(views::RulesEditor::load());
     stopRecordingAction_->setEnabled(true);
     liveLabel_->setText(tr("● REC pid %1").arg(pid));
     liveLabel_->setToolTip(tr("Recording into %1; the views refresh every %2 ms. "

@@ -141,6 +141,7 @@ private:
     QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;
     bool syncing_ = false;
+    uint64_t rulesGeneration_ = 0;
 };
 
 } // namespace fs::gui

@@ -385,6 +385,36 @@ private slots:
         QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
     }
 
+    void rulesEditorReevaluatesCollapses()
+    {
+        // Collapse rules… then Apply: the collapses are re-evaluated (on a worker: the scene is
+        // copied there) and every view shows the new ones. coherence_score < 0.5 also breaks in
+        // frame 16 (0.124), so the collapse becomes 16-18 instead of the default 17-18.
+        gui::MainWindow w;
+        w.openFile(fixture_);
+        waitLoaded(w);
+        QCOMPARE(w.scene()->collapses.at(0).firstFrame, int64_t(17));
+        QAction* act = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->text() == QStringLiteral("Collapse &rules…")) act = a;
+        QVERIFY(act);
+        act->trigger();
+        auto* dlg = w.findChild<views::RulesEditor*>();
+        QVERIFY(dlg);
+        const auto before = w.scene();
+        emit dlg->rulesChanged({{"coherence_score", true, 0.5, true}});
+        QTRY_VERIFY(w.scene() != before);
+        QCOMPARE(w.scene()->collapses.size(), size_t(1));
+        QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
+        QCOMPARE(w.scene()->collapses[0].lastFrame, int64_t(18));
+        QVERIFY(w.framesModel()
+                    ->data(w.framesModel()->index(w.framesModel()->rowOf(16), 0),
+                           views::FramesModel::CollapsedRole)
+                    .toBool());
+        QCOMPARE(before->collapses[0].firstFrame, int64_t(17)); // the shown scene was not touched
+        dlg->close();
+    }
+
     void simulatedSession()
     {
         // The simulator's session, made by the CLI, opens and its views are populated.
