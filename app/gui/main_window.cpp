@@ -94,6 +94,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         cancelButton_->show();
         statusBar()->showMessage(tr("Loading %1…").arg(QFileInfo(p).fileName()));
     });
+    connect(loader_, &SessionLoader::summaryRead, this,
+            [this](const QString& p, const SessionSummary& sum) {
+                if (loader_->live()) return;
+                statusBar()->showMessage(
+                    tr("Loading %1: %2 events, %3 allocations, %4 frames, %5 device(s)%6…")
+                        .arg(QFileInfo(p).fileName())
+                        .arg(sum.events)
+                        .arg(sum.allocations)
+                        .arg(sum.frames)
+                        .arg(sum.devices.size())
+                        .arg(sum.synthetic ? tr(", synthetic") : QString()));
+            });
     connect(loader_, &SessionLoader::progress, this, [this](int pct, const QString& stage) {
         progress_->setValue(pct);
         progress_->setFormat(stage + QStringLiteral(" %p%"));

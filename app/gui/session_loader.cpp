@@ -74,6 +74,9 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             const QString st = QString::fromStdString(stage);
             post([pct, st](SessionLoader* l) { emit l->progress(pct, st); });
         };
+        lp.summary = [&](const SessionSummary& sum) {
+            post([path, sum](SessionLoader* l) { emit l->summaryRead(path, sum); });
+        };
         try {
             auto scene =
                 liveScene ? liveScene->refresh(rules) : render::loadScene(path.toStdString(), lp);

@@ -37,6 +37,8 @@ public:
 signals:
     void started(const QString& path);
     void progress(int percent, const QString& stage);
+    // Staged results: the summary as soon as it is read, long before the scene.
+    void summaryRead(const QString& path, const fs::SessionSummary& summary);
     void loaded(const QString& path, std::shared_ptr<const fs::render::Scene> scene);
     void failed(const QString& path, const QString& message);
     void cancelled(const QString& path);

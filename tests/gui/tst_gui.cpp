@@ -425,9 +425,19 @@ private slots:
         gui::MainWindow w;
         QString text;
         w.setErrorReporter([&](const QString&, const QString& m) { text = m; });
+        // Staged results: the summary arrives first, the whole scene after it.
+        QSignalSpy summary(w.loader(), &gui::SessionLoader::summaryRead);
+        QSignalSpy loaded(w.loader(), &gui::SessionLoader::loaded);
+        bool summaryFirst = false;
+        connect(w.loader(), &gui::SessionLoader::summaryRead, this,
+                [&] { summaryFirst = loaded.isEmpty(); });
         w.openFile(simulated_);
         waitLoaded(w);
         QVERIFY2(text.isEmpty(), qPrintable(text));
+        QCOMPARE(summary.count(), 1);
+        QVERIFY(summaryFirst);
+        QCOMPARE(summary.front().at(1).value<SessionSummary>().events,
+                 w.scene()->summary.events);
         QVERIFY(w.scene());
         QVERIFY(w.scene()->summary.synthetic);
         QVERIFY(w.framesModel()->rowCount() > 0);
