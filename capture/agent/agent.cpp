@@ -40,7 +40,8 @@ using namespace fs;
 constexpr size_t kBufferSize = 8u << 20; // CUPTI activity buffer
 constexpr size_t kMaxBuffers = 16;       // fixed pool: beyond it CUPTI drops and counts
 constexpr size_t kMaxSide = 1u << 20;    // host-thread events queued between two flushes
-constexpr size_t kKeepSide = 1u << 17;   // queue capacity kept from one flush to the next
+constexpr size_t kChunk = 4096;          // host-thread events per queue chunk
+constexpr size_t kSpareChunks = 32;      // empty chunks kept for reuse (128 k events)
 constexpr size_t kWakeSide = 1u << 15;   // queue length that wakes the flush thread early
 constexpr int kExitWaitMs = 10000;       // at exit, how long to wait for a launching recorder
 
@@ -60,10 +61,13 @@ struct Agent
     agent::DecodeState decode;
     std::mutex mu; // stream + decode
     std::mutex sideMu;
-    std::vector<agent::SideEvent> side; // from API callbacks, NVTX and control marks
-    // The flush thread's half of a double buffer: swapped with `side` at each drain and cleared,
-    // so host threads append into memory already mapped instead of regrowing a vector.
-    std::vector<agent::SideEvent> draining;
+    // Events from API callbacks, NVTX and control marks, in fixed chunks: a host thread appends
+    // into a chunk that is already allocated (reused from `spare`), never moving what is queued,
+    // however far the flush thread is behind. All three guarded by sideMu.
+    std::vector<std::vector<agent::SideEvent>> side;
+    std::vector<std::vector<agent::SideEvent>> spare;
+    size_t sideCount = 0;
+    std::vector<std::vector<agent::SideEvent>> draining; // flush thread only
     uint64_t sideDropped = 0; // guarded by sideMu; reported as a health row
     agent::ApiState api;      // API-callback state (graph joins, resolvers)
     std::mutex bufMu;
@@ -226,15 +230,23 @@ void drainSide(Agent& a)
     {
         std::lock_guard lk(a.sideMu);
         a.side.swap(a.draining);
+        a.sideCount = 0;
         std::swap(dropped, a.sideDropped);
     }
-    for (auto& s : a.draining) {
-        if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
-        a.stream->event(s.e);
+    for (auto& chunk : a.draining) {
+        for (auto& s : chunk) {
+            if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
+            a.stream->event(s.e);
+        }
+        chunk.clear(); // keeps its capacity
+    }
+    {
+        // Keep a working set's worth of chunks, not the largest burst ever seen.
+        std::lock_guard lk(a.sideMu);
+        for (auto& chunk : a.draining)
+            if (a.spare.size() < kSpareChunks) a.spare.push_back(std::move(chunk));
     }
     a.draining.clear();
-    // Keep a working set's worth of capacity, not the largest burst ever seen.
-    if (a.draining.capacity() > kKeepSide) std::vector<agent::SideEvent>().swap(a.draining);
     if (dropped > 0)
         a.stream->health(now() + a.decode.clockOffsetNs, static_cast<int64_t>(dropped),
                          "dropped_records",
@@ -365,11 +377,6 @@ bool startCoreLocked()
         disable(("cannot open the control socket: " + err).c_str());
         return false;
     }
-    {
-        std::lock_guard lk(a->sideMu);
-        a->side.reserve(kKeepSide);
-    }
-    a->draining.reserve(kKeepSide);
     a->flusher = std::thread(flushLoop, a);
     // A forked child (DataLoader workers, multiprocessing) has none of our threads and cannot use
     // CUDA: the agent must do nothing there, least of all join a thread at exit.
@@ -429,11 +436,37 @@ int initialize()
     return 1;
 }
 
+// Appends e to the host-side queue (caller holds sideMu); false when it is full (counted).
+bool queueLocked(Agent& a, agent::SideEvent&& e)
+{
+    if (a.sideCount >= kMaxSide) {
+        ++a.sideDropped;
+        return false;
+    }
+    if (a.side.empty() || a.side.back().size() == kChunk) {
+        if (!a.spare.empty()) {
+            a.side.push_back(std::move(a.spare.back()));
+            a.spare.pop_back();
+        } else {
+            a.side.emplace_back();
+            a.side.back().reserve(kChunk);
+        }
+    }
+    a.side.back().push_back(std::move(e));
+    ++a.sideCount;
+    return true;
+}
+
 // A busy host (a sub-allocator reporting every block) fills the queue faster than the flush
 // period drains it: drain early rather than let the queue regrow in the host's thread.
 void wakeFlusher(Agent& a)
 {
-    a.wake.store(true);
+    {
+        // Under the flusher's mutex: set between its predicate check and its wait, the flag
+        // and the notification would otherwise be missed until the next period.
+        std::lock_guard lk(a.flushMu);
+        a.wake.store(true);
+    }
     a.flushCv.notify_one();
 }
 
@@ -453,6 +486,13 @@ bool coreActive()
     return g_coreUp.load(std::memory_order_acquire) && !g_disabled.load(std::memory_order_relaxed);
 }
 
+bool coreRecording()
+{
+    Agent* a = g_agent;
+    return coreActive() && a &&
+           (a->autostart.load(std::memory_order_relaxed) || a->server->streaming());
+}
+
 int64_t coreNow()
 {
     Agent* a = g_agent;
@@ -465,12 +505,7 @@ void coreEmit(SideEvent&& e)
     if (!a || g_disabled.load()) return;
     {
         std::lock_guard lk(a->sideMu);
-        if (a->side.size() >= kMaxSide) {
-            ++a->sideDropped;
-            return;
-        }
-        a->side.push_back(std::move(e));
-        if (a->side.size() != kWakeSide) return;
+        if (!queueLocked(*a, std::move(e)) || a->sideCount != kWakeSide) return;
     }
     wakeFlusher(*a);
 }
@@ -482,14 +517,10 @@ void coreEmit(std::vector<SideEvent>& events)
     bool wake = false;
     {
         std::lock_guard lk(a->sideMu);
-        const size_t before = a->side.size();
-        for (auto& e : events) {
-            if (a->side.size() < kMaxSide)
-                a->side.push_back(std::move(e));
-            else
-                ++a->sideDropped;
-        }
-        wake = before < kWakeSide && a->side.size() >= kWakeSide;
+        const size_t before = a->sideCount;
+        for (auto& e : events)
+            queueLocked(*a, std::move(e));
+        wake = before < kWakeSide && a->sideCount >= kWakeSide;
     }
     events.clear();
     if (wake) wakeFlusher(*a);

@@ -24,6 +24,9 @@ struct SideEvent
 bool coreStart();
 // The core runs and the agent is not disabled: NVTX handlers return at once otherwise.
 bool coreActive();
+// Someone wants events now: a recorder streams, or `record` keeps them until it connects. An
+// idle agent (`fragscope launch`, after `attach` stopped) skips the NVTX work entirely.
+bool coreRecording();
 // Host time on the session clock (CUPTI's timestamp: it works without a driver).
 int64_t coreNow();
 // Queues events for the flush thread (bounded; beyond the bound they are dropped and counted).

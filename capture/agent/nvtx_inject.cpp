@@ -10,7 +10,9 @@
 #include "nvtx_mem.h"
 
 #include <atomic>
+#include <cstdint>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -87,11 +89,19 @@ void range(std::string text, int64_t start)
     coreEmit(std::move(s));
 }
 
-int push(const void* domain, std::string text)
+constexpr int64_t kIdle =
+    std::numeric_limits<int64_t>::min(); // start time of a range pushed while idle: never sent
+
+// Text is only made when someone records (message is a callable producing it).
+template <class M> int push(const void* domain, M message)
 {
     auto& st = stack(domain);
     if (st.size() >= kMaxDepth) return static_cast<int>(st.size());
-    st.push_back({std::move(text), coreNow()});
+    // Idle pushes still nest, so that pops stay paired, but cost no copy.
+    if (coreRecording())
+        st.push_back({message(), coreNow()});
+    else
+        st.push_back({{}, kIdle});
     return static_cast<int>(st.size()) - 1;
 }
 
@@ -101,17 +111,24 @@ int pop(const void* domain)
     if (st.empty()) return -1; // NVTX: a pop without a push returns a negative value
     OpenRange r = std::move(st.back());
     st.pop_back();
-    range(std::move(r.text), r.start);
+    if (r.start != kIdle && coreRecording()) range(std::move(r.text), r.start);
     return static_cast<int>(st.size());
 }
 
-nvtxRangeId_t start(std::string text)
+template <class M> nvtxRangeId_t start(M message)
 {
     NvtxState& s = state();
     const nvtxRangeId_t id = s.nextRangeId.fetch_add(1);
+    if (!coreRecording()) return id; // its end finds nothing and sends nothing
+    std::string text = message();
     std::lock_guard lk(s.mu);
     if (s.started.size() < kMaxStartEnd) s.started[id] = {std::move(text), coreNow()};
     return id;
+}
+
+template <class M> void markIfRecording(M message)
+{
+    if (coreRecording()) mark(message());
 }
 
 void end(nvtxRangeId_t id)
@@ -151,27 +168,28 @@ template <class F> auto guarded(F f, decltype(f()) fallback) -> decltype(f())
 // ---- CORE ----
 void NVTX_API markEx(const nvtxEventAttributes_t* a)
 {
-    guarded([&] { return mark(attrText(a)), 0; }, 0);
+    guarded([&] { return markIfRecording([&] { return attrText(a); }), 0; }, 0);
 }
 void NVTX_API markA(const char* m)
 {
-    guarded([&] { return mark(m ? m : ""), 0; }, 0);
+    guarded([&] { return markIfRecording([&] { return std::string(m ? m : ""); }), 0; }, 0);
 }
 void NVTX_API markW(const wchar_t* m)
 {
-    guarded([&] { return mark(wideText(m)), 0; }, 0);
+    guarded([&] { return markIfRecording([&] { return wideText(m); }), 0; }, 0);
 }
 nvtxRangeId_t NVTX_API rangeStartEx(const nvtxEventAttributes_t* a)
 {
-    return guarded([&] { return start(attrText(a)); }, nvtxRangeId_t{0});
+    return guarded([&] { return start([&] { return attrText(a); }); }, nvtxRangeId_t{0});
 }
 nvtxRangeId_t NVTX_API rangeStartA(const char* m)
 {
-    return guarded([&] { return start(m ? m : ""); }, nvtxRangeId_t{0});
+    return guarded([&] { return start([&] { return std::string(m ? m : ""); }); },
+                   nvtxRangeId_t{0});
 }
 nvtxRangeId_t NVTX_API rangeStartW(const wchar_t* m)
 {
-    return guarded([&] { return start(wideText(m)); }, nvtxRangeId_t{0});
+    return guarded([&] { return start([&] { return wideText(m); }); }, nvtxRangeId_t{0});
 }
 void NVTX_API rangeEnd(nvtxRangeId_t id)
 {
@@ -179,15 +197,15 @@ void NVTX_API rangeEnd(nvtxRangeId_t id)
 }
 int NVTX_API rangePushEx(const nvtxEventAttributes_t* a)
 {
-    return guarded([&] { return push(nullptr, attrText(a)); }, -1);
+    return guarded([&] { return push(nullptr, [&] { return attrText(a); }); }, -1);
 }
 int NVTX_API rangePushA(const char* m)
 {
-    return guarded([&] { return push(nullptr, m ? m : ""); }, -1);
+    return guarded([&] { return push(nullptr, [&] { return std::string(m ? m : ""); }); }, -1);
 }
 int NVTX_API rangePushW(const wchar_t* m)
 {
-    return guarded([&] { return push(nullptr, wideText(m)); }, -1);
+    return guarded([&] { return push(nullptr, [&] { return wideText(m); }); }, -1);
 }
 int NVTX_API rangePop()
 {
@@ -197,11 +215,11 @@ int NVTX_API rangePop()
 // ---- CORE2 (domains) ----
 void NVTX_API domainMarkEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a)
 {
-    guarded([&] { return mark(attrText(a)), 0; }, 0);
+    guarded([&] { return markIfRecording([&] { return attrText(a); }), 0; }, 0);
 }
 nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a)
 {
-    return guarded([&] { return start(attrText(a)); }, nvtxRangeId_t{0});
+    return guarded([&] { return start([&] { return attrText(a); }); }, nvtxRangeId_t{0});
 }
 void NVTX_API domainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id)
 {
@@ -209,7 +227,7 @@ void NVTX_API domainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id)
 }
 int NVTX_API domainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a)
 {
-    return guarded([&] { return push(d, attrText(a)); }, -1);
+    return guarded([&] { return push(d, [&] { return attrText(a); }); }, -1);
 }
 int NVTX_API domainRangePop(nvtxDomainHandle_t d)
 {
@@ -254,10 +272,13 @@ nvtxDomainHandle_t NVTX_API domainCreateW(const wchar_t* name)
 }
 
 // ---- MEM extension ----
+// Region traffic is skipped while idle (like CUDA allocations before an attach, regions
+// registered then are unknown to a later recording).
 template <class F> void memCall(F f)
 {
     guarded(
         [&] {
+            if (!coreRecording()) return 0;
             std::vector<SideEvent> out;
             f(coreNow(), out);
             coreEmit(out);
@@ -270,15 +291,23 @@ nvtxMemHeapHandle_t NVTX_API memHeapRegister(nvtxDomainHandle_t, const nvtxMemHe
     return guarded(
         [&] {
             std::vector<SideEvent> out;
+            // Heaps are tracked even while idle (rare calls; their handles must stay right).
             nvtxMemHeapHandle_t h = state().mem.heapRegister(d, coreNow(), out);
-            coreEmit(out);
+            if (coreRecording()) coreEmit(out);
             return h;
         },
         reinterpret_cast<nvtxMemHeapHandle_t>(intptr_t{-1})); // NVTX_MEM_HEAP_HANDLE_NO_TOOL
 }
 void NVTX_API memHeapUnregister(nvtxDomainHandle_t, nvtxMemHeapHandle_t h)
 {
-    memCall([&](int64_t t, std::vector<SideEvent>& out) { state().mem.heapUnregister(h, t, out); });
+    guarded(
+        [&] {
+            std::vector<SideEvent> out;
+            state().mem.heapUnregister(h, coreNow(), out);
+            if (coreRecording()) coreEmit(out);
+            return 0;
+        },
+        0);
 }
 void NVTX_API memHeapReset(nvtxDomainHandle_t, nvtxMemHeapHandle_t h)
 {
@@ -286,6 +315,8 @@ void NVTX_API memHeapReset(nvtxDomainHandle_t, nvtxMemHeapHandle_t h)
 }
 void NVTX_API memRegionsRegister(nvtxDomainHandle_t, const nvtxMemRegionsRegisterBatch_t* b)
 {
+    // Idle: no events, but the caller still gets its region handles.
+    if (coreActive() && !coreRecording()) return NvtxMemTracker::fillHandles(b);
     memCall(
         [&](int64_t t, std::vector<SideEvent>& out) { state().mem.regionsRegister(b, t, out); });
 }

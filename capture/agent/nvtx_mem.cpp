@@ -201,6 +201,17 @@ void NvtxMemTracker::regionsRegister(const nvtxMemRegionsRegisterBatch_t* b, int
     }
 }
 
+void NvtxMemTracker::fillHandles(const nvtxMemRegionsRegisterBatch_t* b)
+{
+    if (!b || b->regionType != NVTX_MEM_TYPE_VIRTUAL_ADDRESS || !b->regionHandleElementsOut) return;
+    for (size_t i = 0; i < b->regionCount; ++i) {
+        nvtxMemVirtualRangeDesc_t r{};
+        if (!element(b->regionDescElements, b->regionDescElementSize, i, r)) return;
+        b->regionHandleElementsOut[i] =
+            reinterpret_cast<nvtxMemRegionHandle_t>(static_cast<uintptr_t>(handleValue(r.ptr)));
+    }
+}
+
 void NvtxMemTracker::regionsResize(const nvtxMemRegionsResizeBatch_t* b, int64_t t,
                                    std::vector<SideEvent>& out)
 {

@@ -42,6 +42,10 @@ public:
     void regionsUnregister(const nvtxMemRegionsUnregisterBatch_t* b, int64_t t,
                            std::vector<SideEvent>& out);
 
+    // Writes each region's handle (its address) into b->regionHandleElementsOut, as
+    // regionsRegister does, without tracking anything: what an idle agent still owes the caller.
+    static void fillHandles(const nvtxMemRegionsRegisterBatch_t* b);
+
     size_t heaps() const;
     size_t liveRegions() const;
     uint64_t ignored() const; // malformed descriptors, unknown types

@@ -118,6 +118,17 @@ private slots:
                  4);
     }
 
+    void idleAgentStillHandsOutRegionHandles()
+    {
+        // Under `fragscope launch` the agent is idle until an attach: NVTX calls cost next to
+        // nothing and record nothing, but the program still gets its region handles (it exits 3
+        // without them).
+        const auto r = fstest::runCli({"launch", "--", FRAGSCOPE_NVTX_WORKLOAD});
+        QVERIFY2(r.exitCode == 0, r.err + r.out);
+        QVERIFY2(r.out.contains("nvtx workload done"), r.out);
+        QVERIFY2(r.err.contains("recording agent ready"), r.err);
+    }
+
     void disabledAgentMakesNvtxANoOp()
     {
         // FRAGSCOPE_AGENT_DISABLE=1: InitializeInjectionNvtx2 returns 0, NVTX calls become
