@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <set>
+#include <thread>
 
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
 #include "core/analysis/engine.h"
@@ -307,12 +308,70 @@ std::string formatAddress(uint64_t a)
     return fmt::format("0x{:x}", a);
 }
 
+#ifdef FRAGSCOPE_HAVE_ANALYSIS
+namespace {
+
+// Engine::open on its own thread. Destroying it unjoined (the scene load failed or was cancelled)
+// cancels the engine and waits for it.
+class EngineLoad
+{
+public:
+    EngineLoad(const std::string& path, const LoadProgress& lp) : userCancel_(lp.cancel)
+    {
+        thread_ = std::thread([this, path] {
+            analysis::LoadOptions ao;
+            ao.cancel = &cancel_;
+            ao.progress = [this](int64_t, int64_t) {
+                if (userCancel_ && userCancel_->load(std::memory_order_relaxed)) cancel_ = true;
+            };
+            try {
+                engine_ = analysis::Engine::open(path, ao);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        });
+    }
+    ~EngineLoad()
+    {
+        if (!thread_.joinable()) return;
+        cancel_ = true;
+        thread_.join();
+    }
+    std::shared_ptr<const analysis::Engine> join()
+    {
+        thread_.join();
+        if (error_) {
+            try {
+                std::rethrow_exception(error_);
+            } catch (const analysis::Cancelled&) {
+                throw LoadCancelled{};
+            }
+        }
+        return std::move(engine_);
+    }
+
+private:
+    const std::atomic<bool>* userCancel_;
+    std::atomic<bool> cancel_{false};
+    std::shared_ptr<const analysis::Engine> engine_;
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
+} // namespace
+#endif
+
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp, int samples)
 {
     auto scene = std::make_shared<Scene>();
     scene->path = path;
     report(lp, 0, "opening");
     Session s = Session::open(path);
+#ifdef FRAGSCOPE_HAVE_ANALYSIS
+    // The analysis engine indexes the same file on a second thread: the two loads take about as
+    // long each, and a machine has two cores or more.
+    EngineLoad engine(path, lp);
+#endif
     // One read transaction: every table below comes from the same commit, even while a recorder
     // keeps committing to the file (WAL readers see a fixed snapshot).
     s.db().exec("BEGIN");
@@ -419,13 +478,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     scene->applyRules(lp.rules.empty() ? defaultCollapseRules() : lp.rules);
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     report(lp, 95, "analysis");
-    analysis::LoadOptions ao;
-    ao.cancel = lp.cancel;
-    try {
-        scene->engine = analysis::Engine::open(path, ao);
-    } catch (const analysis::Cancelled&) {
-        throw LoadCancelled{};
-    }
+    scene->engine = engine.join();
 #endif
     report(lp, 100, "done");
     return scene;
