@@ -331,9 +331,9 @@ std::map<uint64_t, Ingest::LiveAlloc>& Ingest::live(uint32_t device, Level level
     return live_[{device, static_cast<int>(level)}];
 }
 
-int64_t Ingest::regionAt(uint32_t device, uint64_t addr, uint64_t size)
+int64_t Ingest::regionAt(uint32_t device, Level level, uint64_t addr, uint64_t size)
 {
-    auto dit = regions_.find(device);
+    auto dit = regions_.find({device, static_cast<int>(level)});
     if (dit == regions_.end() || dit->second.empty())
         return -1;
     auto it = dit->second.upper_bound(addr);
@@ -368,7 +368,7 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
         m.erase(j);
     }
     if (opts_.expectRegions) {
-        a.regionId = regionAt(e.device, e.address, e.size);
+        a.regionId = regionAt(e.device, e.level, e.address, e.size);
         if (a.regionId < 0)
             anomaly(anomaly::OutsideRegion, e, seq);
     }
@@ -421,7 +421,7 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
 
 void Ingest::onRegion(const Event& e, uint64_t seq)
 {
-    auto& regs = regions_[e.device];
+    auto& regs = regions_[{e.device, static_cast<int>(e.level)}];
     auto& s = *st_;
     switch (e.type) {
     case EventType::RegionCreate: {
@@ -456,7 +456,7 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
     }
     case EventType::RegionMap:
     case EventType::RegionUnmap: {
-        const int64_t rid = regionAt(e.device, e.address, e.size);
+        const int64_t rid = regionAt(e.device, e.level, e.address, e.size);
         if (rid < 0) {
             anomaly(anomaly::UnknownRegion, e, seq, "mapping outside any region");
             return;

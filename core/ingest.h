@@ -115,7 +115,7 @@ private:
     void maybeCommit();
     void closeFrame(int64_t t);
     std::map<uint64_t, LiveAlloc>& live(uint32_t device, Level level);
-    int64_t regionAt(uint32_t device, uint64_t addr, uint64_t size);
+    int64_t regionAt(uint32_t device, Level level, uint64_t addr, uint64_t size);
 
     IngestOptions opts_;
     std::unique_ptr<Db> db_;
@@ -135,7 +135,9 @@ private:
     std::vector<std::string> stringText_;
     std::map<std::vector<StringId>, uint64_t> stacks_;
     std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveAlloc>> live_;
-    std::map<uint32_t, std::map<uint64_t, LiveRegion>> regions_;
+    // Live regions per (device, level): a level's regions host that level's allocations, and a
+    // framework heap may lie inside a driver allocation without overlapping anything.
+    std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveRegion>> regions_;
     std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
     std::unordered_map<uint64_t, uint64_t> recentlyFreed_;       // addr -> seq
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;

@@ -81,6 +81,31 @@ private slots:
         QCOMPARE(sum.health.anomalyTotal(), int64_t{1});
     }
 
+    void regionsNestAcrossLevels()
+    {
+        // An NVTX heap (framework level) registered over a cudaMalloc (a driver-level region at
+        // the same address): neither overlaps the other, framework allocations land in the heap,
+        // and the cudaFree destroys the driver region only. No anomaly at all.
+        const auto f = path("nest.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 16 << 20, Level::Driver));
+        in.add(ev(EventType::RegionCreate, 1, kBase, 16 << 20, Level::Framework));
+        in.add(ev(EventType::Alloc, 2, kBase + 4096, 4096, Level::Framework));
+        in.add(ev(EventType::Free, 3, kBase + 4096, 0, Level::Framework));
+        in.add(ev(EventType::RegionDestroy, 4, kBase, 0, Level::Framework));
+        in.add(ev(EventType::RegionDestroy, 5, kBase, 0, Level::Driver));
+        in.end();
+        Session s = Session::open(f);
+        QCOMPARE(s.summary().health.anomalyTotal(), int64_t{0});
+        // Region 2 is the heap: the allocation is in it; each region ends at its own time.
+        QCOMPARE(s.db().scalar("SELECT region_id FROM allocations"), int64_t{2});
+        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=1"), int64_t{5});
+        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=2"), int64_t{4});
+        QCOMPARE(s.db().scalar("SELECT level FROM regions WHERE id=2"),
+                 int64_t{static_cast<int>(Level::Framework)});
+    }
+
     void internsStringsOnce()
     {
         const auto f = path("strings.fragscope");
