@@ -12,6 +12,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
@@ -220,6 +221,21 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
             inspector_->table()->selectRow(0);
             emit inspector_->table()->clicked(inspector_->model()->index(0, 0));
             shot(QStringLiteral("gui-precursor-selected.png"));
+        }
+    }
+    // The allocation details of the largest allocation that has a call stack (imported
+    // snapshots have them), in the dock's tab.
+    if (level_ >= 0) {
+        const render::AllocRec* pick = nullptr;
+        for (const auto& a : scene_->levels[static_cast<size_t>(level_)].allocs)
+            if (a.stack != 0 && (!pick || a.size > pick->size)) pick = &a;
+        if (pick) {
+            views::Selection sel = selection_->current();
+            sel.allocId = pick->id;
+            sel.marker = pick->allocNs;
+            selection_->select(sel);
+            if (auto* dock = findChild<QDockWidget*>(QStringLiteral("detailsDock"))) dock->raise();
+            shot(QStringLiteral("gui-allocation-stack.png"));
         }
     }
     QString err;
