@@ -121,7 +121,7 @@ bool writerAlive(const std::string& writerPid, const std::string& writerHost)
     }
 }
 
-Session Session::open(const std::string& path, bool integrityCheck)
+Session Session::open(const std::string& path, bool integrityCheck, int openFlags)
 {
     struct stat st
     {
@@ -151,7 +151,7 @@ Session Session::open(const std::string& path, bool integrityCheck)
                                      std::to_string(static_cast<uint64_t>(pages) * pageSize) +
                                      " bytes, file has " + std::to_string(st.st_size));
 
-    Db db(path, SQLITE_OPEN_READONLY);
+    Db db(path, SQLITE_OPEN_READONLY | openFlags);
     const int64_t appId = db.scalar("PRAGMA application_id");
     if (appId != kApplicationId)
         throw SessionError(path, "not a fragscope session (SQLite database without the fragscope "

@@ -58,7 +58,9 @@ class Session {
 public:
     // integrityCheck=false skips PRAGMA quick_check: for re-reading a file that a live recording
     // is still writing several times a second (its final read checks it).
-    static Session open(const std::string& path, bool integrityCheck = true);
+    // openFlags are added to SQLITE_OPEN_READONLY: SQLITE_OPEN_NOMUTEX for a connection that
+    // only ever one thread uses (no per-call mutex; loadScene reads millions of rows through it).
+    static Session open(const std::string& path, bool integrityCheck = true, int openFlags = 0);
 
     const std::string& path() const { return db_.path(); }
     Db& db() { return db_; }

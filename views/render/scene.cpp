@@ -2,7 +2,10 @@
 #include "scene_build.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fmt/format.h>
 #include <limits>
@@ -361,12 +364,31 @@ private:
 } // namespace
 #endif
 
+namespace {
+// FRAGSCOPE_LOAD_TIMING=1 prints each stage's wall time to stderr (for bench_gui_load runs).
+struct StageClock
+{
+    bool on = std::getenv("FRAGSCOPE_LOAD_TIMING") != nullptr;
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    void lap(const char* what)
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (on)
+            std::fprintf(stderr, "loadScene %-12s %8.1f ms\n", what,
+                         std::chrono::duration<double, std::milli>(now - last).count());
+        last = now;
+    }
+};
+} // namespace
+
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp, int samples)
 {
+    StageClock clk;
     auto scene = std::make_shared<Scene>();
     scene->path = path;
     report(lp, 0, "opening");
-    Session s = Session::open(path);
+    // Only this thread uses the connection: no SQLite mutex around each of millions of calls.
+    Session s = Session::open(path, true, SQLITE_OPEN_NOMUTEX);
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     // The analysis engine indexes the same file on a second thread: the two loads take about as
     // long each, and a machine has two cores or more.
@@ -378,6 +400,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     scene->summary = s.summary();
     if (lp.summary) lp.summary(scene->summary);
     const int64_t tEnd = scene->summary.timeEnd;
+    clk.lap("summary");
     report(lp, 5, "frames");
     detail::readFrames(s.db(), tEnd, scene->frames, scene->metricNames);
     detail::readStrings(s.db(), 0, *scene);
@@ -401,6 +424,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
             scene->ooms.emplace_back(o.i64(0), o.u64(1));
     }
     detail::frameKernelNames(scene->frames, 0, scene->kernels);
+    clk.lap("small tables");
     report(lp, 15, "regions");
     std::map<std::pair<uint32_t, int>, LevelData> byLevel;
     {
@@ -419,24 +443,40 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 20, "allocations");
     {
         const int64_t total = std::max<int64_t>(1, scene->summary.allocations);
-        Stmt st = s.db().prepare(fmt::format(
-            "SELECT {} FROM allocations ORDER BY alloc_ns, id", detail::kAllocColumns));
+        // Rowid order, a plain table scan: no index serves "ORDER BY alloc_ns, id" over all
+        // levels, and SQLite sorting millions of rows in a temporary B-tree was most of the load.
+        // Ingest writes rows in about allocation order; each level is sorted below if not.
+        Stmt st = s.db().prepare(fmt::format("SELECT {} FROM allocations", detail::kAllocColumns));
         int64_t n = 0;
+        LevelData* cur = nullptr;
+        uint32_t curDev = 0;
+        int curLvl = -1;
         while (st.step()) {
             uint32_t dev = 0;
             int lvl = 0;
             const AllocRec a = detail::readAlloc(st, tEnd, dev, lvl);
-            LevelData& ld = byLevel[{dev, lvl}];
-            // Untouched reserved pages cost no memory; regrowing a vector of millions does.
-            if (ld.allocs.empty()) ld.allocs.reserve(static_cast<size_t>(total));
-            ld.device = dev;
-            ld.level = static_cast<Level>(lvl);
-            ld.maxAllocDuration = std::max(ld.maxAllocDuration, a.freeNs - a.allocNs);
-            ld.allocs.push_back(a);
+            if (!cur || dev != curDev || lvl != curLvl) {
+                cur = &byLevel[{dev, lvl}];
+                curDev = dev;
+                curLvl = lvl;
+                // Untouched reserved pages cost no memory; regrowing a vector of millions does.
+                if (cur->allocs.empty()) cur->allocs.reserve(static_cast<size_t>(total));
+                cur->device = dev;
+                cur->level = static_cast<Level>(lvl);
+            }
+            cur->maxAllocDuration = std::max(cur->maxAllocDuration, a.freeNs - a.allocNs);
+            cur->allocs.push_back(a);
             if ((++n & 0x3FFF) == 0)
                 report(lp, 20 + static_cast<int>(50 * n / total), "allocations");
         }
+        const auto byTime = [](const AllocRec& x, const AllocRec& y) {
+            return x.allocNs != y.allocNs ? x.allocNs < y.allocNs : x.id < y.id;
+        };
+        for (auto& [key, ld] : byLevel)
+            if (!std::is_sorted(ld.allocs.begin(), ld.allocs.end(), byTime))
+                std::sort(ld.allocs.begin(), ld.allocs.end(), byTime);
     }
+    clk.lap("allocations");
     report(lp, 70, "replay");
     std::vector<int64_t> sampleTimes;
     const int64_t t0 = scene->summary.timeBegin;
@@ -452,33 +492,18 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     int done = 0;
     for (auto& [key, ld] : byLevel) {
         detail::buildSpans(ld);
-        std::vector<detail::ReplayEv> evs;
-        evs.reserve(ld.regions.size() * 2 + ld.allocs.size() * 2);
-        for (size_t i = 0; i < ld.regions.size(); ++i) {
-            evs.push_back(detail::replayEv(ld.regions[i].createNs, detail::ReplayEv::RegionCreate, i));
-            if (ld.regions[i].destroyNs < std::numeric_limits<int64_t>::max())
-                evs.push_back(
-                    detail::replayEv(ld.regions[i].destroyNs, detail::ReplayEv::RegionDestroy, i));
-        }
-        for (size_t i = 0; i < ld.allocs.size(); ++i) {
-            evs.push_back(detail::replayEv(ld.allocs[i].allocNs, detail::ReplayEv::Alloc, i));
-            if (ld.allocs[i].freed)
-                evs.push_back(detail::replayEv(ld.allocs[i].freeNs, detail::ReplayEv::Free, i));
-        }
-        detail::sortReplayEvents(evs);
         detail::Replay replay;
-        size_t next = 0;
-        replay.advance(ld, evs, sampleTimes, next, ld.samples, &lp);
-        while (next < sampleTimes.size())
-            ld.samples.push_back(replay.sample(sampleTimes[next++]));
+        replay.replayLevel(ld, sampleTimes, ld.samples, &lp);
         scene->levels.push_back(std::move(ld));
         report(lp, 70 + 25 * ++done / static_cast<int>(byLevel.size()), "replay");
     }
+    clk.lap("replay");
     s.db().exec("COMMIT");
     scene->applyRules(lp.rules.empty() ? defaultCollapseRules() : lp.rules);
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     report(lp, 95, "analysis");
     scene->engine = engine.join();
+    clk.lap("engine wait");
 #endif
     report(lp, 100, "done");
     return scene;

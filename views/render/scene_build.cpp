@@ -62,6 +62,25 @@ void sortReplayEvents(std::vector<ReplayEv>& evs)
     });
 }
 
+void Replay::apply(const LevelData& ld, int kind, size_t idx, int64_t t)
+{
+    switch (kind) {
+    case ReplayEv::RegionCreate:
+        regionCreate(ld.regions[idx]);
+        break;
+    case ReplayEv::RegionDestroy:
+        regionDestroy(ld.regions[idx]);
+        break;
+    case ReplayEv::Alloc:
+        alloc(ld.allocs[idx], t);
+        break;
+    default:
+        release(ld.allocs[idx], t);
+        break;
+    }
+    compactSizes();
+}
+
 void Replay::advance(const LevelData& ld, const std::vector<ReplayEv>& evs,
                      const std::vector<int64_t>& times, size_t& next, std::vector<StateSample>& out,
                      const LoadProgress* lp)
@@ -71,43 +90,122 @@ void Replay::advance(const LevelData& ld, const std::vector<ReplayEv>& evs,
         while (next < times.size() && times[next] < e.t)
             out.push_back(sample(times[next++]));
         if (lp && (i & 0xFFFF) == 0) checkCancel(*lp);
-        switch (e.kind) {
-        case ReplayEv::RegionCreate:
-            regionCreate(ld.regions[e.idx]);
-            break;
-        case ReplayEv::RegionDestroy:
-            regionDestroy(ld.regions[e.idx]);
-            break;
-        case ReplayEv::Alloc:
-            alloc(ld.allocs[e.idx], e.t);
-            break;
-        default:
-            release(ld.allocs[e.idx], e.t);
-            break;
-        }
+        apply(ld, e.kind, e.idx, e.t);
     }
 }
 
-void Replay::addFrag(int64_t region, uint64_t a, uint64_t s)
+void Replay::replayLevel(const LevelData& ld, const std::vector<int64_t>& times,
+                         std::vector<StateSample>& out, const LoadProgress* lp)
 {
-    if (s == 0) return;
-    frags_[region][a] = s;
-    sizes_.insert(s);
-    ++classes_[static_cast<size_t>(sizeClass(s))];
+    // Three streams, each sorted by (t, idx), merged by (t, order, idx) as sortReplayEvents
+    // sorts: the allocations as they are, their frees, and the (few) region events.
+    std::vector<ReplayEv> regs;
+    for (size_t i = 0; i < ld.regions.size(); ++i) {
+        regs.push_back(replayEv(ld.regions[i].createNs, ReplayEv::RegionCreate, i));
+        if (ld.regions[i].destroyNs < std::numeric_limits<int64_t>::max())
+            regs.push_back(replayEv(ld.regions[i].destroyNs, ReplayEv::RegionDestroy, i));
+    }
+    sortReplayEvents(regs);
+    struct FreeEv
+    {
+        int64_t t;
+        size_t idx;
+    };
+    std::vector<FreeEv> frees;
+    frees.reserve(ld.allocs.size());
+    for (size_t i = 0; i < ld.allocs.size(); ++i)
+        if (ld.allocs[i].freed) frees.push_back({ld.allocs[i].freeNs, i});
+    const auto freeLess = [](const FreeEv& x, const FreeEv& y) {
+        return x.t != y.t ? x.t < y.t : x.idx < y.idx;
+    };
+    // Short-lived allocations free in about the order they were made: often nothing to sort.
+    if (!std::is_sorted(frees.begin(), frees.end(), freeLess))
+        std::sort(frees.begin(), frees.end(), freeLess);
+
+    constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+    size_t ai = 0, fi = 0, ri = 0, next = 0, n = 0;
+    const size_t na = ld.allocs.size(), nf = frees.size(), nr = regs.size();
+    while (ai < na || fi < nf || ri < nr) {
+        // Free (order 0) < region event (order 1 or 2) < alloc (order 3) at the same time.
+        const int64_t tf = fi < nf ? frees[fi].t : kNever;
+        const int64_t ta = ai < na ? ld.allocs[ai].allocNs : kNever;
+        int64_t t;
+        int kind;
+        size_t idx;
+        if (ri < nr && (fi >= nf || regs[ri].t < tf) && regs[ri].t <= ta) {
+            t = regs[ri].t;
+            kind = regs[ri].kind;
+            idx = regs[ri].idx;
+            ++ri;
+        } else if (fi < nf && tf <= ta) {
+            t = tf;
+            kind = ReplayEv::Free;
+            idx = frees[fi].idx;
+            ++fi;
+        } else {
+            t = ta;
+            kind = ReplayEv::Alloc;
+            idx = ai;
+            ++ai;
+        }
+        while (next < times.size() && times[next] < t)
+            out.push_back(sample(times[next++]));
+        if (lp && (n++ & 0xFFFF) == 0) checkCancel(*lp);
+        apply(ld, kind, idx, t);
+    }
+    while (next < times.size())
+        out.push_back(sample(times[next++]));
 }
 
-void Replay::dropFrag(std::map<uint64_t, uint64_t>& m, std::map<uint64_t, uint64_t>::iterator it)
+void Replay::addSize(uint64_t s)
 {
-    sizes_.erase(sizes_.find(it->second));
-    --classes_[static_cast<size_t>(sizeClass(it->second))];
-    m.erase(it);
+    ++fragCount_;
+    ++classes_[static_cast<size_t>(sizeClass(s))];
+    heap_.push_back(s);
+    std::push_heap(heap_.begin(), heap_.end());
+}
+
+void Replay::dropSize(uint64_t s)
+{
+    --fragCount_;
+    --classes_[static_cast<size_t>(sizeClass(s))];
+    if (s == heap_.front()) {
+        std::pop_heap(heap_.begin(), heap_.end());
+        heap_.pop_back();
+    } else {
+        gone_.push_back(s);
+        std::push_heap(gone_.begin(), gone_.end());
+    }
+    // Keep the top live: a removed size equal to it is also still in the heap.
+    while (!gone_.empty() && !heap_.empty() && gone_.front() == heap_.front()) {
+        std::pop_heap(heap_.begin(), heap_.end());
+        heap_.pop_back();
+        std::pop_heap(gone_.begin(), gone_.end());
+        gone_.pop_back();
+    }
+}
+
+void Replay::compactSizes()
+{
+    // Removed sizes pile up below the top: rebuild from the live fragments now and then, so the
+    // heaps stay within a small multiple of the live count (amortised O(1) per removal). Only
+    // between events, when frags_ and the counts agree.
+    if (gone_.size() <= 1024 || gone_.size() <= 2 * fragCount_) return;
+    heap_.clear();
+    gone_.clear();
+    for (const auto& [region, m] : frags_)
+        for (const auto& [addr, size] : m)
+            heap_.push_back(size);
+    std::make_heap(heap_.begin(), heap_.end());
 }
 
 void Replay::regionCreate(const RegionRec& r)
 {
     reserved_ += static_cast<double>(r.size);
     free_ += static_cast<double>(r.size);
-    addFrag(r.id, r.address, r.size);
+    if (r.size == 0) return;
+    frags_[r.id][r.address] = r.size;
+    addSize(r.size);
 }
 
 void Replay::regionDestroy(const RegionRec& r)
@@ -115,11 +213,9 @@ void Replay::regionDestroy(const RegionRec& r)
     reserved_ -= static_cast<double>(r.size);
     auto it = frags_.find(r.id);
     if (it == frags_.end()) return;
-    for (auto f = it->second.begin(); f != it->second.end();) {
-        free_ -= static_cast<double>(f->second);
-        auto next = std::next(f);
-        dropFrag(it->second, f);
-        f = next;
+    for (const auto& [addr, size] : it->second) {
+        free_ -= static_cast<double>(size);
+        dropSize(size);
     }
     frags_.erase(it);
 }
@@ -143,16 +239,27 @@ void Replay::alloc(const AllocRec& a, int64_t t)
     if (a.regionId == 0) return;
     auto rit = frags_.find(a.regionId);
     if (rit == frags_.end()) return;
-    auto& m = rit->second;
+    FragMap& m = rit->second;
     auto it = m.upper_bound(a.address);
     if (it == m.begin()) return;
     --it;
     const uint64_t fa = it->first, fsz = it->second;
     if (a.address + a.size > fa + fsz)
         return; // overlaps a live allocation: an anomaly ingest already recorded
-    dropFrag(m, it);
-    addFrag(a.regionId, fa, a.address - fa);
-    addFrag(a.regionId, a.address + a.size, fa + fsz - (a.address + a.size));
+    // The fragment keeps its node for the part before the allocation (no tree rebalancing).
+    const uint64_t head = a.address - fa, tail = fa + fsz - (a.address + a.size);
+    dropSize(fsz);
+    if (head > 0) {
+        it->second = head;
+        addSize(head);
+        ++it;
+    } else {
+        it = m.erase(it);
+    }
+    if (tail > 0) {
+        m.emplace_hint(it, a.address + a.size, tail);
+        addSize(tail);
+    }
     free_ -= static_cast<double>(a.size);
 }
 
@@ -163,24 +270,31 @@ void Replay::release(const AllocRec& a, int64_t t)
     if (a.regionId == 0) return;
     auto rit = frags_.find(a.regionId);
     if (rit == frags_.end()) return;
-    auto& m = rit->second;
-    uint64_t lo = a.address, hi = a.address + a.size;
+    FragMap& m = rit->second;
+    const uint64_t lo = a.address;
+    uint64_t hi = a.address + a.size;
     auto it = m.lower_bound(lo);
     if (it != m.end() && it->first < hi)
         return; // would overlap an existing fragment: inconsistent input, keep state sane
-    if (it != m.begin()) {
-        auto prev = std::prev(it);
-        if (prev->first + prev->second == lo) {
-            lo = prev->first;
-            dropFrag(m, prev);
-        }
-    }
-    it = m.lower_bound(hi);
+    // A fragment starting at hi joins this one.
     if (it != m.end() && it->first == hi) {
         hi += it->second;
-        dropFrag(m, it);
+        dropSize(it->second);
+        it = m.erase(it);
     }
-    addFrag(a.regionId, lo, hi - lo);
+    if (hi == lo) return; // an empty allocation next to nothing: no fragment
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->first + prev->second == lo) { // grows the fragment ending at lo in place
+            dropSize(prev->second);
+            prev->second = hi - prev->first;
+            addSize(prev->second);
+            free_ += static_cast<double>(a.size);
+            return;
+        }
+    }
+    m.emplace_hint(it, lo, hi - lo);
+    addSize(hi - lo);
     free_ += static_cast<double>(a.size);
 }
 
@@ -191,8 +305,8 @@ StateSample Replay::sample(int64_t t) const
     s.reserved = reserved_;
     s.allocated = allocated_;
     s.freeInRegions = std::max(0.0, free_);
-    s.largestFragment = sizes_.empty() ? 0 : static_cast<double>(*sizes_.rbegin());
-    s.fragmentCount = static_cast<double>(sizes_.size());
+    s.largestFragment = fragCount_ == 0 ? 0 : static_cast<double>(heap_.front());
+    s.fragmentCount = static_cast<double>(fragCount_);
     s.fragRatio = s.freeInRegions > 0 ? 1.0 - s.largestFragment / s.freeInRegions : 0.0;
     s.fragmentEntropy = entropyOf(classes_);
     s.eventEntropy = entropyOf(evClasses_);

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fs::render::detail {
@@ -40,19 +41,31 @@ public:
     void advance(const LevelData& ld, const std::vector<ReplayEv>& evs,
                  const std::vector<int64_t>& times, size_t& next, std::vector<StateSample>& out,
                  const LoadProgress* lp = nullptr);
+    // The same over a whole level from an empty state, in the order sortReplayEvents gives,
+    // without building the event list: ld.allocs must be sorted by (allocNs, id) (loadScene's
+    // order), so only the frees and region events need sorting. Samples every time in times.
+    void replayLevel(const LevelData& ld, const std::vector<int64_t>& times,
+                     std::vector<StateSample>& out, const LoadProgress* lp = nullptr);
     StateSample sample(int64_t t) const;
 
 private:
-    void addFrag(int64_t region, uint64_t a, uint64_t s);
-    void dropFrag(std::map<uint64_t, uint64_t>& m, std::map<uint64_t, uint64_t>::iterator it);
+    using FragMap = std::map<uint64_t, uint64_t>; // address -> size, one region's free fragments
+    void apply(const LevelData& ld, int kind, size_t idx, int64_t t);
+    void addSize(uint64_t s);
+    void dropSize(uint64_t s);
+    void compactSizes();
     void regionCreate(const RegionRec& r);
     void regionDestroy(const RegionRec& r);
     void event(uint64_t size, int64_t t);
     void alloc(const AllocRec& a, int64_t t);
     void release(const AllocRec& a, int64_t t);
 
-    std::map<int64_t, std::map<uint64_t, uint64_t>> frags_;
-    std::multiset<uint64_t> sizes_;
+    std::unordered_map<int64_t, FragMap> frags_;
+    // Sizes of all live fragments as a max-heap with lazy deletion: gone_ holds removed sizes
+    // still in heap_; heap_'s top is never in gone_, so it is the largest live fragment. A
+    // multiset did the same at a tree node per fragment, most of the replay's time.
+    std::vector<uint64_t> heap_, gone_;
+    size_t fragCount_ = 0;
     std::array<int64_t, 11> classes_{};
     std::array<int64_t, 11> evClasses_{};
     std::deque<std::pair<int64_t, int>> window_;
