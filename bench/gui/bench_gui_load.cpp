@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +88,33 @@ int main(int argc, char** argv)
     auto scene = fs::render::loadScene(path);
     std::printf("baseline, same load on the GUI thread: stall %.3f s (%zu frames, %zu levels)\n",
                 b.elapsed() / 1000.0, scene->frames.size(), scene->levels.size());
+    // The replay's figures must stay exact: compare a few samples of every level with the free
+    // fragments recomputed from scratch (fragmentsAt). A mismatch fails the benchmark.
+    int checked = 0, wrong = 0;
+    for (const auto& ld : scene->levels) {
+        for (size_t k = 0; k < 16 && !ld.samples.empty(); ++k) {
+            const fs::render::StateSample& smp = ld.samples[k * (ld.samples.size() - 1) / 15];
+            const auto frags = fs::render::fragmentsAt(ld, smp.t);
+            double freeTotal = 0, largest = 0;
+            for (const auto& [addr, size] : frags) {
+                freeTotal += static_cast<double>(size);
+                largest = std::max(largest, static_cast<double>(size));
+            }
+            ++checked;
+            if (static_cast<double>(frags.size()) != smp.fragmentCount ||
+                largest != smp.largestFragment || freeTotal != smp.freeInRegions) {
+                ++wrong;
+                std::fprintf(stderr,
+                             "sample at %lld: replay %g fragments, largest %g, free %g; from "
+                             "scratch %zu, %g, %g\n",
+                             static_cast<long long>(smp.t), smp.fragmentCount,
+                             smp.largestFragment, smp.freeInRegions, frags.size(), largest, freeTotal);
+            }
+        }
+    }
+    std::printf("exactness: %d of %d samples match a from-scratch recomputation\n",
+                checked - wrong, checked);
+    if (wrong > 0) return 1;
     // First heatmap raster at 1920x1080 once loaded (the "first heatmap" figure).
     QElapsedTimer r;
     r.start();

@@ -327,11 +327,17 @@ public:
             ao.progress = [this](int64_t, int64_t) {
                 if (userCancel_ && userCancel_->load(std::memory_order_relaxed)) cancel_ = true;
             };
+            const auto start = std::chrono::steady_clock::now();
             try {
                 engine_ = analysis::Engine::open(path, ao);
             } catch (...) {
                 error_ = std::current_exception();
             }
+            if (std::getenv("FRAGSCOPE_LOAD_TIMING"))
+                std::fprintf(stderr, "engine load (own thread) %8.1f ms\n",
+                             std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count());
         });
     }
     ~EngineLoad()
@@ -460,7 +466,11 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
                 curDev = dev;
                 curLvl = lvl;
                 // Untouched reserved pages cost no memory; regrowing a vector of millions does.
-                if (cur->allocs.empty()) cur->allocs.reserve(static_cast<size_t>(total));
+                if (cur->allocs.empty()) {
+                    cur->allocs.reserve(static_cast<size_t>(total));
+                    detail::preferHugePages(cur->allocs.data(),
+                                            cur->allocs.capacity() * sizeof(AllocRec));
+                }
                 cur->device = dev;
                 cur->level = static_cast<Level>(lvl);
             }

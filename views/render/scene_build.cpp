@@ -5,6 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace fs::render::detail {
 
 void checkCancel(const LoadProgress& lp)
@@ -113,6 +117,7 @@ void Replay::replayLevel(const LevelData& ld, const std::vector<int64_t>& times,
     };
     std::vector<FreeEv> frees;
     frees.reserve(ld.allocs.size());
+    preferHugePages(frees.data(), frees.capacity() * sizeof(FreeEv));
     for (size_t i = 0; i < ld.allocs.size(); ++i)
         if (ld.allocs[i].freed) frees.push_back({ld.allocs[i].freeNs, i});
     const auto freeLess = [](const FreeEv& x, const FreeEv& y) {
@@ -311,6 +316,20 @@ StateSample Replay::sample(int64_t t) const
     s.fragmentEntropy = entropyOf(classes_);
     s.eventEntropy = entropyOf(evClasses_);
     return s;
+}
+
+void preferHugePages(const void* p, size_t bytes)
+{
+#ifdef __linux__
+    constexpr uintptr_t kHuge = 2u << 20;
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+    // Advice only: failure (no THP, old kernel) leaves ordinary pages, so the result is ignored.
+    if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 void buildSpans(LevelData& ld)
