@@ -14,6 +14,10 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -100,8 +104,34 @@ int main(int argc, char** argv)
                 freeTotal += static_cast<double>(size);
                 largest = std::max(largest, static_cast<double>(size));
             }
+            // Event-size entropy from scratch: alloc and free events in (last - 300 s, last],
+            // last being the latest event at or before the sample.
+            int64_t lastEv = std::numeric_limits<int64_t>::min();
+            for (const auto& a : ld.allocs) {
+                if (a.allocNs <= smp.t) lastEv = std::max(lastEv, a.allocNs);
+                if (a.freed && a.freeNs <= smp.t) lastEv = std::max(lastEv, a.freeNs);
+            }
+            std::array<double, 11> cls{};
+            const auto add = [&](int64_t t, uint64_t bytes) {
+                if (t > smp.t || t <= lastEv - 300'000'000'000) return;
+                const int c = bytes <= 4096 ? 2 : static_cast<int>(std::bit_width(bytes)) - 11;
+                cls[static_cast<size_t>(std::clamp(c, 2, 12) - 2)] += 1;
+            };
+            for (const auto& a : ld.allocs) {
+                add(a.allocNs, a.size);
+                if (a.freed) add(a.freeNs, a.size);
+            }
+            double events = 0, h = 0;
+            for (double c : cls)
+                events += c;
+            for (double c : cls)
+                if (c > 0) h -= c / events * std::log2(c / events);
             ++checked;
-            if (static_cast<double>(frags.size()) != smp.fragmentCount ||
+            if (std::fabs(h - smp.eventEntropy) > 1e-9) {
+                ++wrong;
+                std::fprintf(stderr, "sample at %lld: event entropy %.12g, from scratch %.12g\n",
+                             static_cast<long long>(smp.t), smp.eventEntropy, h);
+            } else if (static_cast<double>(frags.size()) != smp.fragmentCount ||
                 largest != smp.largestFragment || freeTotal != smp.freeInRegions) {
                 ++wrong;
                 std::fprintf(stderr,

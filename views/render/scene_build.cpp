@@ -129,6 +129,11 @@ void Replay::replayLevel(const LevelData& ld, const std::vector<int64_t>& times,
 
     constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
     size_t ai = 0, fi = 0, ri = 0, next = 0, n = 0;
+    // The event-size window's oldest allocation and free: two trailing cursors over the same
+    // streams replace the queue of every event in the window (millions over 300 s, a malloc per
+    // few dozen), which was half of the replay's time.
+    size_t wa = 0, wf = 0;
+    ownWindow_ = false;
     const size_t na = ld.allocs.size(), nf = frees.size(), nr = regs.size();
     while (ai < na || fi < nf || ri < nr) {
         // Free (order 0) < region event (order 1 or 2) < alloc (order 3) at the same time.
@@ -157,6 +162,14 @@ void Replay::replayLevel(const LevelData& ld, const std::vector<int64_t>& times,
             out.push_back(sample(times[next++]));
         if (lp && (n++ & 0xFFFF) == 0) checkCancel(*lp);
         apply(ld, kind, idx, t);
+        if (kind == ReplayEv::Alloc || kind == ReplayEv::Free) {
+            // As event() with its own queue: drop events at or before t - window (all replayed).
+            const int64_t cut = t - kEventWindow;
+            while (wa < ai && ld.allocs[wa].allocNs <= cut)
+                expire(ld.allocs[wa++].size);
+            while (wf < fi && frees[wf].t <= cut)
+                expire(ld.allocs[frees[wf++].idx].size);
+        }
     }
     while (next < times.size())
         out.push_back(sample(times[next++]));
@@ -227,14 +240,19 @@ void Replay::regionDestroy(const RegionRec& r)
 
 void Replay::event(uint64_t size, int64_t t)
 {
-    constexpr int64_t kWindow = 300'000'000'000; // 300 s, DESIGN.md default
     const int c = sizeClass(size);
-    window_.push_back({t, c});
     ++evClasses_[static_cast<size_t>(c)];
-    while (!window_.empty() && window_.front().first <= t - kWindow) {
+    if (!ownWindow_) return; // replayLevel expires old events itself
+    window_.push_back({t, c});
+    while (!window_.empty() && window_.front().first <= t - kEventWindow) {
         --evClasses_[static_cast<size_t>(window_.front().second)];
         window_.pop_front();
     }
+}
+
+void Replay::expire(uint64_t size)
+{
+    --evClasses_[static_cast<size_t>(sizeClass(size))];
 }
 
 void Replay::alloc(const AllocRec& a, int64_t t)

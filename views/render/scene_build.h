@@ -57,6 +57,7 @@ private:
     void regionCreate(const RegionRec& r);
     void regionDestroy(const RegionRec& r);
     void event(uint64_t size, int64_t t);
+    void expire(uint64_t size);
     void alloc(const AllocRec& a, int64_t t);
     void release(const AllocRec& a, int64_t t);
 
@@ -68,7 +69,9 @@ private:
     size_t fragCount_ = 0;
     std::array<int64_t, 11> classes_{};
     std::array<int64_t, 11> evClasses_{};
-    std::deque<std::pair<int64_t, int>> window_;
+    static constexpr int64_t kEventWindow = 300'000'000'000; // 300 s, DESIGN.md default
+    std::deque<std::pair<int64_t, int>> window_; // (time, size class) of the events in it
+    bool ownWindow_ = true;
     double reserved_ = 0, allocated_ = 0, free_ = 0;
 };
 
