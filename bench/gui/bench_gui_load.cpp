@@ -17,10 +17,10 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <string>
 
 int main(int argc, char** argv)
@@ -132,18 +132,18 @@ int main(int argc, char** argv)
                 std::fprintf(stderr, "sample at %lld: event entropy %.12g, from scratch %.12g\n",
                              static_cast<long long>(smp.t), smp.eventEntropy, h);
             } else if (static_cast<double>(frags.size()) != smp.fragmentCount ||
-                largest != smp.largestFragment || freeTotal != smp.freeInRegions) {
+                       largest != smp.largestFragment || freeTotal != smp.freeInRegions) {
                 ++wrong;
                 std::fprintf(stderr,
                              "sample at %lld: replay %g fragments, largest %g, free %g; from "
                              "scratch %zu, %g, %g\n",
-                             static_cast<long long>(smp.t), smp.fragmentCount,
-                             smp.largestFragment, smp.freeInRegions, frags.size(), largest, freeTotal);
+                             static_cast<long long>(smp.t), smp.fragmentCount, smp.largestFragment,
+                             smp.freeInRegions, frags.size(), largest, freeTotal);
             }
         }
     }
-    std::printf("exactness: %d of %d samples match a from-scratch recomputation\n",
-                checked - wrong, checked);
+    std::printf("exactness: %d of %d samples match a from-scratch recomputation\n", checked - wrong,
+                checked);
     if (wrong > 0) return 1;
     // First heatmap raster at 1920x1080 once loaded (the "first heatmap" figure).
     QElapsedTimer r;
