@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <fmt/format.h>
 
 namespace fs::cli {
@@ -12,7 +13,14 @@ std::vector<const Command*>& commands()
     return list;
 }
 
-Registrar::Registrar(Command c) { commands().push_back(new Command(std::move(c))); }
+// The commands themselves, at stable addresses, freed at exit (LeakSanitizer stays quiet).
+static std::deque<Command>& storage()
+{
+    static std::deque<Command> s;
+    return s;
+}
+
+Registrar::Registrar(Command c) { commands().push_back(&storage().emplace_back(std::move(c))); }
 
 Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
 {

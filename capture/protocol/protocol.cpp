@@ -32,6 +32,7 @@ void Encoder::header(Role role)
 void Encoder::put(const void* p, size_t n)
 {
     // resize + memcpy: the hot path appends 96-byte events millions of times.
+    if (n == 0) return; // an empty string_view may carry a null pointer: memcpy forbids it
     const size_t at = buf_.size();
     if (buf_.capacity() < at + n) buf_.reserve(std::max(at + n, buf_.capacity() * 2 + 4096));
     buf_.resize(at + n);
@@ -129,7 +130,7 @@ bool FrameReader::next(FrameHeader& h, std::string_view& payload)
         if (buf_.size() - pos_ < sizeof(StreamHeader)) {
             // Check the magic as soon as any byte is there, so that garbage fails fast.
             const size_t have = std::min(buf_.size() - pos_, sizeof kMagic);
-            if (std::memcmp(buf_.data() + pos_, kMagic, have) != 0)
+            if (have > 0 && std::memcmp(buf_.data() + pos_, kMagic, have) != 0)
                 return fail("offset 0: not a fragscope capture stream (bad magic)");
             return false;
         }
