@@ -186,6 +186,8 @@ void Engine::Impl::load(const LoadOptions& o)
                 a.size = ~uint64_t{0} - a.address;
             if (!st.isNull(3))
                 a.region = regionOf(st.i64(3), ti, a);
+            // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
+            if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
             tracks[ti].allocs.push_back(a);
             if ((++n & 0xfffff) == 0) {
                 checkCancel(o);
