@@ -362,6 +362,7 @@ void MainWindow::setLevel(int level)
     framesModel_->resetData(scene_, level);
     framesView_->resizeColumnsToContents();
     syncing_ = false;
+    timeline_->setTimeRange(heatmap_->viewport().t0, heatmap_->viewport().t1);
     onSelection(selection_->current());
 }
 

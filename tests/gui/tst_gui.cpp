@@ -493,6 +493,15 @@ private slots:
             prev = args.at(0).toLongLong();
         }
         QTRY_VERIFY_WITH_TIMEOUT(w.scene()->summary.events > first, 30000);
+        // The timelines follow the growing run with the heatmap (they once kept the first
+        // refresh's range): both end where the recording is now.
+        const int64_t span = w.scene()->timeEnd() - w.scene()->timeBegin();
+        QVERIFY(w.heatmap()->viewport().t1 >= w.scene()->timeEnd());
+        QVERIFY2(std::llabs(w.timeline()->timeRange().second - w.heatmap()->viewport().t1) <=
+                     span / 100 + 1,
+                 qPrintable(QStringLiteral("timeline ends at %1, heatmap at %2")
+                                .arg(w.timeline()->timeRange().second)
+                                .arg(w.heatmap()->viewport().t1)));
 
         // A selected frame stays selected through the next refresh.
         QTRY_VERIFY_WITH_TIMEOUT(!w.scene()->frames.empty(), 30000);

@@ -137,20 +137,29 @@ void HeatmapWidget::setSelection(const Selection& s)
 
 void HeatmapWidget::requestRaster()
 {
-    if (cancel_) cancel_->store(true);
     refined_ = false;
-    if (!scene_ || level_ < 0) {
-        update();
+    update(); // until the worker answers, paintEvent stretches the last raster onto vp_
+    if (!scene_ || level_ < 0) return;
+    // One raster job at a time. A request while one runs stops its full-resolution pass (its
+    // coarse image, if already out, stays on screen) and runs after it: each job shows at least
+    // its coarse image, so views refreshed faster than a raster takes (a live recording) still
+    // progress instead of cancelling every job before it delivers anything.
+    if (rasterBusy_) {
+        rasterPending_ = true;
+        if (cancel_) cancel_->store(true);
         return;
     }
+    startRaster();
+}
+
+void HeatmapWidget::startRaster()
+{
+    rasterBusy_ = true;
+    rasterPending_ = false;
     const QRectF plot = plotArea();
     const double dpr = devicePixelRatioF();
     const int w = std::max(1, static_cast<int>(plot.width() * dpr));
     const int h = std::max(1, static_cast<int>(plot.height() * dpr));
-    // Nothing heavy on the GUI thread: until the worker answers, paintEvent stretches the last
-    // raster onto the new viewport. The worker sends a coarse raster (a quarter of the pixels
-    // each way) first, then the full one.
-    update();
     const uint64_t gen = ++generation_;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     QPointer<HeatmapWidget> self(this);
@@ -158,25 +167,40 @@ void HeatmapWidget::requestRaster()
     auto cancel = cancel_;
     const render::Viewport vp = vp_;
     const int level = level_;
-    QThreadPool::globalInstance()->start([self, scene, cancel, vp, level, w, h, gen] {
-        const auto& ld = scene->levels[static_cast<size_t>(level)];
-        for (const int div : {4, 1}) {
-            QImage img = render::heatmapRaster(ld, vp, std::max(1, w / div), std::max(1, h / div),
-                                               cancel.get());
-            if (img.isNull() || cancel->load()) return;
-            const bool fine = div == 1;
-            QMetaObject::invokeMethod(
-                qApp,
-                [self, img, gen, vp, fine] {
-                    if (!self || self->generation_ != gen) return;
+    auto post = [self, gen, vp, path = scene_->path](QImage img, bool fine, bool last) {
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, img = std::move(img), gen, vp, fine, last, path] {
+                if (!self || self->generation_ != gen) return;
+                // An image of another session is never shown, one of an older refresh of the
+                // same recording is (stretched onto the current viewport, until the next).
+                if (!img.isNull() && self->scene_ && self->scene_->path == path) {
                     self->raster_ = img;
                     self->rasterVp_ = vp;
-                    self->refined_ = fine;
+                    self->refined_ = fine && !self->rasterPending_ && vp == self->vp_;
                     self->update();
-                    if (fine) emit self->refinedChanged();
-                },
-                Qt::QueuedConnection);
+                }
+                if (!last) return;
+                self->rasterBusy_ = false;
+                if (self->rasterPending_ && self->scene_ && self->level_ >= 0)
+                    self->startRaster();
+                else if (self->refined_)
+                    emit self->refinedChanged();
+            },
+            Qt::QueuedConnection);
+    };
+    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post] {
+        const auto& ld = scene->levels[static_cast<size_t>(level)];
+        // The coarse pass (a quarter of the pixels each way) always completes.
+        QImage coarse =
+            render::heatmapRaster(ld, vp, std::max(1, w / 4), std::max(1, h / 4), nullptr);
+        if (cancel->load()) {
+            post(std::move(coarse), false, true);
+            return;
         }
+        post(std::move(coarse), false, false);
+        QImage fine = render::heatmapRaster(ld, vp, w, h, cancel.get());
+        post(cancel->load() ? QImage() : std::move(fine), true, true);
     });
 }
 

@@ -56,6 +56,7 @@ private:
     render::RenderOptions options() const;
     render::Viewport clamp(render::Viewport vp) const;
     void requestRaster();
+    void startRaster();
     void zoomAround(double fx, double fy, double factorT, double factorY);
     QImage placeholder() const;
 
@@ -65,7 +66,9 @@ private:
     QImage raster_;
     render::Viewport rasterVp_; // the viewport raster_ was computed for
     bool refined_ = false;
-    uint64_t generation_ = 0;
+    uint64_t generation_ = 0; // of the running raster job; a destroyed widget drops its answer
+    bool rasterBusy_ = false;
+    bool rasterPending_ = false; // the viewport or scene changed while a job ran
     std::shared_ptr<std::atomic<bool>> cancel_;
     Selection sel_;
     bool dark_ = false;

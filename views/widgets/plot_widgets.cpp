@@ -109,6 +109,10 @@ void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int le
     scene_ = std::move(scene);
     level_ = level;
     sel_ = {};
+    // A new scene starts on its whole span, not the old range: that may be in another unit (a
+    // live recording grows from ms to s) or belong to another session. rebuild() deletes the
+    // old axis rects with the layout.
+    rects_.clear();
     rebuild();
 }
 
@@ -123,6 +127,16 @@ void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
     if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
     plot_->replot();
+}
+
+std::pair<int64_t, int64_t> TimelineWidget::timeRange() const
+{
+    if (!scene_ || rects_.empty()) return {0, 0};
+    const auto u =
+        render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
+    const QCPRange r = rects_.front()->axis(QCPAxis::atBottom)->range();
+    auto back = [&](double x) { return scene_->timeBegin() + static_cast<int64_t>(x * u.divisor); };
+    return {back(r.lower), back(r.upper)};
 }
 
 void TimelineWidget::rebuild()

@@ -21,6 +21,8 @@ public:
     void setSelection(const Selection& s);
     // Shows [t0, t1] (session time) on the shared axis.
     void setTimeRange(int64_t t0, int64_t t1);
+    // The range shown (session time); {0, 0} without a scene.
+    std::pair<int64_t, int64_t> timeRange() const;
     QCustomPlot* plot() const { return plot_; }
     int graphCount() const;
     void setDark(bool dark);
