@@ -16,9 +16,9 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QInputDialog>
-#include <QJsonObject>
-#include <QJsonDocument>
 #include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -26,7 +26,6 @@
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScopeGuard>
 #include <QScreen>
 #include <QSettings>
 #include <QSortFilterProxyModel>
@@ -327,25 +326,37 @@ void MainWindow::openFile(const QString& path)
 
 void MainWindow::setScene(const QString& path, std::shared_ptr<const render::Scene> scene)
 {
-    // The replaced scene (millions of records and the engine's index) is freed on a worker
-    // once every view has let go of it: freeing it here would stall the event loop.
-    std::shared_ptr<const render::Scene> old = std::move(scene_);
-    auto releaseOld = qScopeGuard([&old] {
-        if (old)
-            QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
-    });
-    scene_ = std::move(scene);
     path_ = path;
     addRecent(path);
     setWindowTitle(QStringLiteral("%1 — fragscope").arg(QFileInfo(path).fileName()));
+    replaceScene(std::move(scene), false);
+}
+
+void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView)
+{
+    // keepView: the same session again (a live refresh, new collapse rules): the track, the
+    // selection and a zoomed-in heatmap stay; a heatmap showing the whole run keeps showing the
+    // whole (growing) run. Otherwise the defaults of a freshly opened session.
+    const QString track = levelBox_->currentText();
+    const render::Viewport vp = heatmap_->viewport();
+    const bool following = !scene_ || (vp.t0 <= scene_->timeBegin() && vp.t1 >= scene_->timeEnd());
+    // The replaced scene (millions of records and the engine's index) is freed on a worker
+    // once every view has let go of it: freeing it here would stall the event loop.
+    std::shared_ptr<const render::Scene> old = std::move(scene_);
+    scene_ = std::move(scene);
+    if (old) QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
     levelBox_->clear();
     for (size_t i = 0; i < scene_->levels.size(); ++i)
         levelBox_->addItem(QString::fromStdString(scene_->levels[i].label()), static_cast<int>(i));
-    const int lvl = scene_->defaultLevel();
-    levelBox_->setCurrentIndex(std::max(0, levelBox_->findData(lvl)));
+    int idx = keepView ? levelBox_->findText(track) : -1;
+    if (idx < 0) idx = levelBox_->findData(scene_->defaultLevel());
+    levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
-    setLevel(lvl);
-    selection_->clear();
+    setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel());
+    if (!keepView)
+        selection_->clear();
+    else if (!following)
+        heatmap_->setViewport(vp);
     updateStatus();
 }
 
@@ -385,15 +396,7 @@ void MainWindow::applyRules(const std::vector<render::CollapseRule>& rules)
                 // A newer scene (a load, a live refresh) or newer rules make this one moot.
                 if (!self || self->rulesGeneration_ != gen || self->scene_ != from) return;
                 self->statusBar()->clearMessage();
-                std::shared_ptr<const render::Scene> old = std::move(self->scene_);
-                self->scene_ = std::move(copy);
-                const Selection keep = self->selection_->current();
-                self->kernels_->setScene(self->scene_);
-                self->setLevel(self->level_);
-                self->selection_->select(keep);
-                self->onSelection(keep);
-                self->updateStatus();
-                QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
+                self->replaceScene(std::move(copy), true);
             },
             Qt::QueuedConnection);
     });
@@ -610,7 +613,8 @@ void MainWindow::importDialog()
 void MainWindow::attachDialog()
 {
     if (attachProc_) {
-        reportError_(tr("Attach"), tr("A recording is already running; stop it first (File › Stop recording)."));
+        reportError_(tr("Attach"),
+                     tr("A recording is already running; stop it first (File › Stop recording)."));
         return;
     }
     // Offer what `fragscope ps` finds (processes under `fragscope launch`, `simulate --live`);
@@ -634,7 +638,8 @@ void MainWindow::attachDialog()
     const QString choice = QInputDialog::getItem(
         this, tr("Attach to a running process"),
         items.isEmpty()
-            ? tr("No process runs under 'fragscope launch' for this user. Type the process id of a\n"
+            ? tr("No process runs under 'fragscope launch' for this user. Type the process id of "
+                 "a\n"
                  "generation run: the agent is injected through a debugger (best effort).")
             : tr("Attachable processes (or type another process id; the agent is then injected\n"
                  "through a debugger, best effort). fragscope records its allocator events into a\n"
@@ -705,29 +710,10 @@ void MainWindow::refreshLive()
 
 void MainWindow::showLive(const QString& path, std::shared_ptr<const render::Scene> scene)
 {
-    if (!scene_ || !scene_->live || path_ != path) {
+    if (!scene_ || !scene_->live || path_ != path)
         setScene(path, std::move(scene));
-    } else {
-        // Keep what the user looks at: the track, the selection, and a zoomed-in viewport. A
-        // heatmap showing the whole run keeps showing the whole (growing) run.
-        const QString track = levelBox_->currentText();
-        const render::Viewport vp = heatmap_->viewport();
-        const bool following = vp.t0 <= scene_->timeBegin() && vp.t1 >= scene_->timeEnd();
-        std::shared_ptr<const render::Scene> old = std::move(scene_);
-        scene_ = std::move(scene);
-        QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
-        levelBox_->clear();
-        for (size_t i = 0; i < scene_->levels.size(); ++i)
-            levelBox_->addItem(QString::fromStdString(scene_->levels[i].label()),
-                               static_cast<int>(i));
-        int idx = levelBox_->findText(track);
-        if (idx < 0) idx = std::max(0, levelBox_->findData(scene_->defaultLevel()));
-        levelBox_->setCurrentIndex(idx);
-        kernels_->setScene(scene_);
-        setLevel(levelBox_->itemData(idx).toInt());
-        if (!following) heatmap_->setViewport(vp);
-        updateStatus();
-    }
+    else
+        replaceScene(std::move(scene), true);
     emit liveUpdated(scene_->summary.events);
 }
 

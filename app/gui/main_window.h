@@ -90,6 +90,7 @@ private:
     void buildDocks();
     void buildMenus();
     void setScene(const QString& path, std::shared_ptr<const render::Scene> scene);
+    void replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView);
     void onSelection(const views::Selection& s);
     void setLevel(int level);
     void addRecent(const QString& path);

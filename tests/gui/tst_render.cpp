@@ -129,6 +129,11 @@ private slots:
         for (int k = 0; k < 10; ++k) {
             in.add(ev(EventType::Alloc, 100 * k, base + k * mib, mib));
             if (k >= 2) in.add(ev(EventType::Free, 100 * k + 50, base + (k - 2) * mib, 0));
+            // A level without regions (its axis spans its allocations): a block 16 MiB further
+            // up at every step widens the axis each time.
+            Event d = ev(EventType::Alloc, 100 * k + 10, 0x90000000 + k * 16 * mib, mib);
+            d.level = Level::Driver;
+            in.add(d);
             if (k == 5) in.add(ev(EventType::RegionCreate, 550, base + 32 * mib, 4 * mib));
             if (k == 8) in.add(ev(EventType::RegionDestroy, 850, base + 32 * mib, 0));
             in.tick();
@@ -136,7 +141,9 @@ private slots:
             QVERIFY(sc->summary.events > lastEvents);
             lastEvents = sc->summary.events;
             // Two blocks are live after every step but the first.
-            const auto& ld = sc->levels.at(0);
+            QCOMPARE(sc->levels.size(), size_t(2));
+            QCOMPARE(sc->levels[0].spans.size(), size_t(k + 1)); // driver: one span per block
+            const auto& ld = sc->levels.at(1);
             int liveBlocks = 0;
             for (const auto& a : ld.allocs)
                 liveBlocks += a.freed ? 0 : 1;
@@ -218,7 +225,7 @@ private slots:
                 QCOMPARE(smp.allocated, allocated);
             }
         }
-        }
+    }
 
     void rasterKnownAnswer()
     {

@@ -52,7 +52,6 @@ struct LiveScene::Impl
     // Allocations without a free yet: id -> (level, index in its allocs).
     std::unordered_map<int64_t, std::pair<Key, size_t>> liveAllocs;
     int64_t lastAllocId = 0, lastKernelId = 0, lastGraphId = 0, lastStringId = 0, lastStackId = 0;
-    int64_t allocations = 0;
     int64_t version = 0; // refreshes so far
     // Kernels re-sorted from an index on: (refresh, first index that changed).
     std::vector<std::pair<int64_t, size_t>> kernelsDirty;
@@ -143,7 +142,6 @@ void LiveScene::Impl::readAllocations(Db& db, int64_t tEnd)
                 added.push_back({a.id, Key{dev, lvl}, i});
             }
             lastAllocId = std::max(lastAllocId, a.id);
-            ++allocations;
             ++stats.allocationRows;
         }
     }
@@ -364,8 +362,8 @@ std::shared_ptr<const Scene> LiveScene::Impl::snapshot(const SessionSummary& sum
         std::atomic_thread_fence(std::memory_order_acquire); // the last holder's reads are done
         catchUp(*p);
     } else {
-        p = !published[0].scene || (published[1].scene &&
-                                    published[0].version < published[1].version)
+        p = !published[0].scene ||
+                    (published[1].scene && published[0].version < published[1].version)
                 ? &published[0]
                 : &published[1];
         p->scene = copyAll();
@@ -431,10 +429,16 @@ std::shared_ptr<const Scene> LiveScene::refresh(const std::vector<CollapseRule>&
     d.frameKernels();
 
     for (auto& [k, ls] : d.levels) {
-        const bool regionsChanged = std::any_of(ls.evs.begin(), ls.evs.end(), [](const auto& e) {
-            return e.kind == detail::ReplayEv::RegionCreate;
+        // The compacted axis changes with a new region or, for a level without regions (its
+        // axis spans the allocations), with an allocation outside the current spans.
+        const LevelData& ld = ls.ld;
+        const bool axisChanged = std::any_of(ls.evs.begin(), ls.evs.end(), [&](const auto& e) {
+            if (e.kind == detail::ReplayEv::RegionCreate) return true;
+            if (e.kind != detail::ReplayEv::Alloc || !ld.regions.empty()) return false;
+            const AllocRec& a = ld.allocs[e.idx];
+            return ld.addressToY(a.address) < 0 || ld.addressToY(a.address + a.size) < 0;
         });
-        if (regionsChanged || ls.ld.regions.empty()) {
+        if (axisChanged) {
             ls.ld.spans.clear();
             detail::buildSpans(ls.ld);
         }
@@ -448,7 +452,7 @@ std::shared_ptr<const Scene> LiveScene::refresh(const std::vector<CollapseRule>&
     for (const auto& [k, ls] : d.levels) {
         sum.regions += static_cast<int64_t>(ls.ld.regions.size());
     }
-    sum.allocations = d.allocations;
+    sum.allocations = d.stats.allocationRows;
     sum.kernels = static_cast<int64_t>(d.base.kernels.size());
     sum.graphLaunches = static_cast<int64_t>(d.base.graphLaunches.size());
     sum.frames = static_cast<int64_t>(d.base.frames.size());

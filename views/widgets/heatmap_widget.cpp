@@ -160,18 +160,17 @@ void HeatmapWidget::startRaster()
     const double dpr = devicePixelRatioF();
     const int w = std::max(1, static_cast<int>(plot.width() * dpr));
     const int h = std::max(1, static_cast<int>(plot.height() * dpr));
-    const uint64_t gen = ++generation_;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     QPointer<HeatmapWidget> self(this);
     auto scene = scene_;
     auto cancel = cancel_;
     const render::Viewport vp = vp_;
     const int level = level_;
-    auto post = [self, gen, vp, path = scene_->path](QImage img, bool fine, bool last) {
+    auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last) {
         QMetaObject::invokeMethod(
             qApp,
-            [self, img = std::move(img), gen, vp, fine, last, path] {
-                if (!self || self->generation_ != gen) return;
+            [self, img = std::move(img), vp, fine, last, path] {
+                if (!self) return; // only one job runs: whatever it sends is for this widget
                 // An image of another session is never shown, one of an older refresh of the
                 // same recording is (stretched onto the current viewport, until the next).
                 if (!img.isNull() && self->scene_ && self->scene_->path == path) {

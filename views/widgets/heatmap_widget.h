@@ -66,7 +66,6 @@ private:
     QImage raster_;
     render::Viewport rasterVp_; // the viewport raster_ was computed for
     bool refined_ = false;
-    uint64_t generation_ = 0; // of the running raster job; a destroyed widget drops its answer
     bool rasterBusy_ = false;
     bool rasterPending_ = false; // the viewport or scene changed while a job ran
     std::shared_ptr<std::atomic<bool>> cancel_;
