@@ -60,7 +60,7 @@ void Engine::Impl::load(const LoadOptions& o)
     StageTimer stage;
     // No SQLite mutex on this connection: loading uses it from one thread, and every later
     // lookup holds dbMutex. SQLite's own locking cost ~7 % of a large load.
-    Session s = Session::open(path, true, SQLITE_OPEN_NOMUTEX);
+    Session s = Session::open(path, o.integrityCheck, SQLITE_OPEN_NOMUTEX);
     stage("validate (Session::open)");
     summary = s.summary();
     timeBegin = summary.timeBegin;

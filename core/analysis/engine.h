@@ -38,6 +38,9 @@ struct LoadOptions {
     std::vector<CollapseRule> rules = defaultCollapseRules();
     int64_t lookbackFrames = 2;   // precursor window: the two previous frames (DESIGN.md)
     bool useCache = true;         // read/write the per-frame cache in the session file
+    // PRAGMA quick_check on open (Session::open); false when the caller has just checked the
+    // same file itself (the GUI's loader opens it in parallel).
+    bool integrityCheck = true;
 };
 
 // How open() went (for tests, benchmarks and the GUI's status line).

@@ -324,6 +324,7 @@ public:
         thread_ = std::thread([this, path] {
             analysis::LoadOptions ao;
             ao.cancel = &cancel_;
+            ao.integrityCheck = false; // loadScene checked the file before starting this
             ao.progress = [this](int64_t, int64_t) {
                 if (userCancel_ && userCancel_->load(std::memory_order_relaxed)) cancel_ = true;
             };
