@@ -10,7 +10,8 @@
 
 namespace fs {
 
-class EventSink {
+class EventSink
+{
 public:
     virtual ~EventSink() = default;
     virtual StringId intern(std::string_view s) = 0;

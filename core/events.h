@@ -9,7 +9,7 @@
 
 namespace fs {
 
-using StringId = uint32_t;   // interned string; 0 is the empty string
+using StringId = uint32_t; // interned string; 0 is the empty string
 constexpr StringId kNoString = 0;
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
@@ -25,15 +25,16 @@ bool parseLevel(std::string_view s, Level& out);
 
 // Kind of reserved address range.
 enum class RegionKind : uint8_t {
-    Segment = 0,  // a cudaMalloc'd segment owned by a caching allocator
-    Pool = 1,     // CUDA memory-pool reservation
-    Vmm = 2,      // cuMemAddressReserve reservation
-    Driver = 3,   // a plain cudaMalloc seen by CUPTI (hosts nothing above it)
+    Segment = 0, // a cudaMalloc'd segment owned by a caching allocator
+    Pool = 1,    // CUDA memory-pool reservation
+    Vmm = 2,     // cuMemAddressReserve reservation
+    Driver = 3,  // a plain cudaMalloc seen by CUPTI (hosts nothing above it)
 };
 std::string_view regionKindName(RegionKind k);
 
 enum class EventType : uint8_t {
-    RegionCreate,  // address,size,level(=level of allocations it hosts),regionKind,stream,aux=pool id
+    RegionCreate,  // address,size,level(=level of allocations it hosts),regionKind,stream,aux=pool
+                   // id
     RegionDestroy, // address (device,level as created)
     RegionMap,     // VMM / expandable segment: [address,size) inside a region becomes backed
     RegionUnmap,   // ... and unbacked again
@@ -48,13 +49,14 @@ enum class EventType : uint8_t {
 };
 
 // One event. A plain fixed-size record: sources fill the fields their type uses.
-struct Event {
-    int64_t time = 0;        // ns on the session clock
-    int64_t endTime = 0;     // Kernel, GraphLaunch, Range
+struct Event
+{
+    int64_t time = 0;    // ns on the session clock
+    int64_t endTime = 0; // Kernel, GraphLaunch, Range
     uint64_t address = 0;
     uint64_t size = 0;
     uint64_t requestedSize = 0;
-    uint64_t aux = 0;        // see EventType comments
+    uint64_t aux = 0; // see EventType comments
     uint64_t aux2 = 0;
     StringId name = kNoString;
     uint32_t stream = 0;
@@ -68,14 +70,16 @@ struct Event {
 };
 static_assert(sizeof(Event) <= 112, "Event is a hot record: keep it small");
 
-struct DeviceInfo {
+struct DeviceInfo
+{
     uint32_t id = 0;
     std::string name;
     uint64_t capacityBytes = 0;
     std::string uuid;
 };
 
-struct ProcessInfo {
+struct ProcessInfo
+{
     int64_t pid = 0;
     std::string commandLine;
     int64_t startTime = 0;

@@ -14,12 +14,14 @@
 
 namespace fs {
 
-struct Ingest::Statements {
+struct Ingest::Statements
+{
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
         marker, frame, frameEnd, metric, oom, health, anomaly, meta;
 };
 
-struct Ingest::FrameMatcher {
+struct Ingest::FrameMatcher
+{
     std::regex re;
 };
 
@@ -50,28 +52,24 @@ bool parseMetricMessage(std::string_view msg, std::vector<std::pair<std::string,
     msg.remove_prefix(6);
     while (true) {
         skip();
-        if (msg.empty())
-            break;
+        if (msg.empty()) break;
         const size_t sp = msg.find_first_of(" \t");
         const std::string_view tok = msg.substr(0, sp);
         msg.remove_prefix(sp == std::string_view::npos ? msg.size() : sp);
         const size_t eq = tok.find('=');
-        if (eq == std::string_view::npos || eq == 0 || eq + 1 == tok.size())
-            return false;
+        if (eq == std::string_view::npos || eq == 0 || eq + 1 == tok.size()) return false;
         const std::string_view name = tok.substr(0, eq);
         const std::string_view val = tok.substr(eq + 1);
         if (name == "frame") {
             int64_t f = 0;
             auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), f);
-            if (ec != std::errc() || p != val.data() + val.size() || f < 0)
-                return false;
+            if (ec != std::errc() || p != val.data() + val.size() || f < 0) return false;
             frame = f;
             continue;
         }
         double v = 0;
         auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), v);
-        if (ec != std::errc() || p != val.data() + val.size())
-            return false;
+        if (ec != std::errc() || p != val.data() + val.size()) return false;
         out.emplace_back(std::string(name), v);
     }
     return !out.empty();
@@ -110,37 +108,48 @@ void Ingest::begin()
     createSchema(db);
     frameMatcher_ = std::make_unique<FrameMatcher>();
     try {
-        frameMatcher_->re = std::regex(opts_.framePattern, std::regex::ECMAScript | std::regex::icase);
+        frameMatcher_->re =
+            std::regex(opts_.framePattern, std::regex::ECMAScript | std::regex::icase);
     } catch (const std::regex_error& e) {
-        throw SessionError(opts_.path, "invalid frame pattern '" + opts_.framePattern + "': " + e.what());
+        throw SessionError(opts_.path,
+                           "invalid frame pattern '" + opts_.framePattern + "': " + e.what());
     }
     st_ = std::make_unique<Statements>();
     auto& s = *st_;
     s.string = db.prepare("INSERT INTO strings(id, text) VALUES(?1, ?2)");
-    s.region = db.prepare("INSERT INTO regions(id, device, level, kind, address, size, create_ns,"
-                          " stream, pool_id, segment_type, expandable) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+    s.region = db.prepare(
+        "INSERT INTO regions(id, device, level, kind, address, size, create_ns,"
+        " stream, pool_id, segment_type, expandable) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
     s.regionDestroy = db.prepare("UPDATE regions SET destroy_ns=?2 WHERE id=?1");
-    s.mapping = db.prepare("INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
+    s.mapping = db.prepare(
+        "INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
     s.unmapping = db.prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
     s.alloc = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size,"
                          " requested_size, stream, alloc_ns, free_ns, tag, stack)"
                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
     s.allocFree = db.prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = db.prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
-    s.kernel = db.prepare("INSERT INTO kernels(device, stream, start_ns, end_ns, name, correlation_id,"
-                          " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id, graph_node_id)"
-                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
-    s.graph = db.prepare("INSERT INTO graph_launches(device, stream, graph_id, exec_id, start_ns, end_ns)"
-                         " VALUES(?1,?2,?3,?4,?5,?6)");
-    s.marker = db.prepare("INSERT INTO markers(time_ns, end_ns, message, device) VALUES(?1,?2,?3,?4)");
+    s.kernel =
+        db.prepare("INSERT INTO kernels(device, stream, start_ns, end_ns, name, correlation_id,"
+                   " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id, graph_node_id)"
+                   " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    s.graph =
+        db.prepare("INSERT INTO graph_launches(device, stream, graph_id, exec_id, start_ns, end_ns)"
+                   " VALUES(?1,?2,?3,?4,?5,?6)");
+    s.marker =
+        db.prepare("INSERT INTO markers(time_ns, end_ns, message, device) VALUES(?1,?2,?3,?4)");
     s.frame = db.prepare("INSERT OR REPLACE INTO frames(idx, start_ns, end_ns) VALUES(?1,?2,?3)");
     s.frameEnd = db.prepare("UPDATE frames SET end_ns=?2 WHERE idx=?1");
-    s.metric = db.prepare("INSERT OR REPLACE INTO frame_metrics(frame, name, value, source) VALUES(?1,?2,?3,?4)");
-    s.oom = db.prepare("INSERT INTO ooms(time_ns, device, level, stream, requested_bytes, device_free_bytes)"
-                       " VALUES(?1,?2,?3,?4,?5,?6)");
-    s.health = db.prepare("INSERT INTO capture_health(time_ns, kind, value, detail) VALUES(?1,?2,?3,?4)");
-    s.anomaly = db.prepare("INSERT INTO anomalies(time_ns, kind, device, level, address, size, event_seq, detail)"
-                           " VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    s.metric = db.prepare(
+        "INSERT OR REPLACE INTO frame_metrics(frame, name, value, source) VALUES(?1,?2,?3,?4)");
+    s.oom = db.prepare(
+        "INSERT INTO ooms(time_ns, device, level, stream, requested_bytes, device_free_bytes)"
+        " VALUES(?1,?2,?3,?4,?5,?6)");
+    s.health =
+        db.prepare("INSERT INTO capture_health(time_ns, kind, value, detail) VALUES(?1,?2,?3,?4)");
+    s.anomaly = db.prepare(
+        "INSERT INTO anomalies(time_ns, kind, device, level, address, size, event_seq, detail)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
     s.meta = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
     strings_.emplace(std::string(), kNoString);
     stringText_.emplace_back();
@@ -177,8 +186,7 @@ void Ingest::addSource(const std::string& kind, const std::string& path, const s
 StringId Ingest::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
-    if (it != strings_.end())
-        return it->second;
+    if (it != strings_.end()) return it->second;
     const auto id = static_cast<StringId>(strings_.size());
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
@@ -189,8 +197,7 @@ StringId Ingest::intern(std::string_view s)
 uint64_t Ingest::internStack(const std::vector<StringId>& frames)
 {
     auto it = stacks_.find(frames);
-    if (it != stacks_.end())
-        return it->second;
+    if (it != stacks_.end()) return it->second;
     const uint64_t id = stacks_.size() + 1;
     stacks_.emplace(frames, id);
     for (size_t i = 0; i < frames.size(); ++i)
@@ -200,17 +207,22 @@ uint64_t Ingest::internStack(const std::vector<StringId>& frames)
 
 void Ingest::addDevice(const DeviceInfo& d)
 {
-    Stmt st = db_->prepare("INSERT OR REPLACE INTO devices(id, name, capacity_bytes, uuid) VALUES(?1,?2,?3,?4)");
+    Stmt st = db_->prepare(
+        "INSERT OR REPLACE INTO devices(id, name, capacity_bytes, uuid) VALUES(?1,?2,?3,?4)");
     st.bind(1, d.id).bind(2, d.name).bind(3, d.capacityBytes).bind(4, d.uuid).run();
 }
 
 void Ingest::addProcess(const ProcessInfo& p)
 {
-    Stmt st = db_->prepare("INSERT OR REPLACE INTO processes(pid, command_line, start_ns) VALUES(?1,?2,?3)");
+    Stmt st = db_->prepare(
+        "INSERT OR REPLACE INTO processes(pid, command_line, start_ns) VALUES(?1,?2,?3)");
     st.bind(1, p.pid).bind(2, p.commandLine).bind(3, p.startTime).run();
 }
 
-void Ingest::warn(const std::string& message) { health("warning", 0, message); }
+void Ingest::warn(const std::string& message)
+{
+    health("warning", 0, message);
+}
 
 void Ingest::health(const std::string& kind, int64_t value, const std::string& detail, int64_t time)
 {
@@ -222,7 +234,8 @@ void Ingest::health(const std::string& kind, int64_t value, const std::string& d
     st.bind(2, kind).bind(3, value).bind(4, detail).run();
 }
 
-void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value, const std::string& source)
+void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value,
+                            const std::string& source)
 {
     st_->metric.bind(1, frame).bind(2, name).bind(3, value).bind(4, source).run();
 }
@@ -230,16 +243,14 @@ void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value
 void Ingest::add(const Event& e)
 {
     ++stats_.events;
-    if (progress_ && (stats_.events & 0xffff) == 0)
-        progress_(stats_.events);
+    if (progress_ && (stats_.events & 0xffff) == 0) progress_(stats_.events);
     const uint64_t seq = seq_++;
     if (opts_.reorderWindowNs <= 0) {
         process(e, seq);
         maybeCommit();
         return;
     }
-    if (maxSeen_ == kNoTime || e.time > maxSeen_)
-        maxSeen_ = e.time;
+    if (maxSeen_ == kNoTime || e.time > maxSeen_) maxSeen_ = e.time;
     pending_.push_back({e, seq});
     if (pending_.size() >= releaseAt_) {
         release(maxSeen_ - opts_.reorderWindowNs);
@@ -247,7 +258,8 @@ void Ingest::add(const Event& e)
             release(pending_[pending_.size() / 2].e.time);
         // When the window holds more than 4096 events, sorting on every add would be quadratic:
         // wait until the buffer has doubled (amortised O(log n) per event).
-        releaseAt_ = std::min(std::max<size_t>(4096, pending_.size() * 2), std::max<size_t>(opts_.reorderMaxEvents, 1));
+        releaseAt_ = std::min(std::max<size_t>(4096, pending_.size() * 2),
+                              std::max<size_t>(opts_.reorderMaxEvents, 1));
     }
     maybeCommit();
 }
@@ -267,8 +279,7 @@ void Ingest::release(int64_t upTo)
 
 void Ingest::drain()
 {
-    if (!pending_.empty())
-        release(std::numeric_limits<int64_t>::max());
+    if (!pending_.empty()) release(std::numeric_limits<int64_t>::max());
 }
 
 void Ingest::process(const Event& e, uint64_t seq)
@@ -277,8 +288,7 @@ void Ingest::process(const Event& e, uint64_t seq)
         ++stats_.lateEvents;
         anomaly(anomaly::LateEvent, e, seq, "arrived after the reorder window had passed it");
     }
-    if (released_ == kNoTime || e.time > released_)
-        released_ = e.time;
+    if (released_ == kNoTime || e.time > released_) released_ = e.time;
     if (!haveTime_) {
         stats_.timeBegin = stats_.timeEnd = e.time;
         haveTime_ = true;
@@ -300,28 +310,46 @@ void Ingest::process(const Event& e, uint64_t seq)
         onRegion(e, seq);
         break;
     case EventType::Kernel:
-        s.kernel.bind(1, e.device).bind(2, e.stream).bind(3, e.time).bind(4, e.endTime).bind(5, e.name)
-            .bind(6, e.aux).bind(7, e.grid[0]).bind(8, e.grid[1]).bind(9, e.grid[2])
-            .bind(10, e.block[0]).bind(11, e.block[1]).bind(12, e.block[2]);
-        if (e.aux2 != 0)
-            s.kernel.bind(13, e.aux2 >> 32).bind(14, e.aux2 & 0xffffffffu);
+        s.kernel.bind(1, e.device)
+            .bind(2, e.stream)
+            .bind(3, e.time)
+            .bind(4, e.endTime)
+            .bind(5, e.name)
+            .bind(6, e.aux)
+            .bind(7, e.grid[0])
+            .bind(8, e.grid[1])
+            .bind(9, e.grid[2])
+            .bind(10, e.block[0])
+            .bind(11, e.block[1])
+            .bind(12, e.block[2]);
+        if (e.aux2 != 0) s.kernel.bind(13, e.aux2 >> 32).bind(14, e.aux2 & 0xffffffffu);
         s.kernel.run();
         break;
     case EventType::GraphLaunch:
-        s.graph.bind(1, e.device).bind(2, e.stream).bind(3, e.aux).bind(4, e.aux2).bind(5, e.time)
-            .bind(6, e.endTime).run();
+        s.graph.bind(1, e.device)
+            .bind(2, e.stream)
+            .bind(3, e.aux)
+            .bind(4, e.aux2)
+            .bind(5, e.time)
+            .bind(6, e.endTime)
+            .run();
         break;
     case EventType::Mark:
     case EventType::Range:
         onMarker(e);
         break;
     case EventType::Oom:
-        s.oom.bind(1, e.time).bind(2, e.device).bind(3, static_cast<int>(e.level)).bind(4, e.stream)
-            .bind(5, e.size).bind(6, e.aux).run();
+        s.oom.bind(1, e.time)
+            .bind(2, e.device)
+            .bind(3, static_cast<int>(e.level))
+            .bind(4, e.stream)
+            .bind(5, e.size)
+            .bind(6, e.aux)
+            .run();
         break;
     case EventType::Health:
-        health(e.name < stringText_.size() ? stringText_[e.name] : "unknown", static_cast<int64_t>(e.aux),
-               {}, e.time);
+        health(e.name < stringText_.size() ? stringText_[e.name] : "unknown",
+               static_cast<int64_t>(e.aux), {}, e.time);
         break;
     }
 }
@@ -334,14 +362,11 @@ std::map<uint64_t, Ingest::LiveAlloc>& Ingest::live(uint32_t device, Level level
 int64_t Ingest::regionAt(uint32_t device, Level level, uint64_t addr, uint64_t size)
 {
     auto dit = regions_.find({device, static_cast<int>(level)});
-    if (dit == regions_.end() || dit->second.empty())
-        return -1;
+    if (dit == regions_.end() || dit->second.empty()) return -1;
     auto it = dit->second.upper_bound(addr);
-    if (it == dit->second.begin())
-        return -1;
+    if (it == dit->second.begin()) return -1;
     --it;
-    if (addr >= it->first && addr + size <= it->first + it->second.size)
-        return it->second.id;
+    if (addr >= it->first && addr + size <= it->first + it->second.size) return it->second.id;
     return -1;
 }
 
@@ -357,8 +382,7 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
                e.address < j->first + std::max<uint64_t>(j->second.size, 1);
     };
     std::vector<std::map<uint64_t, LiveAlloc>::iterator> hits;
-    if (it != m.begin() && overlaps(std::prev(it)))
-        hits.push_back(std::prev(it));
+    if (it != m.begin() && overlaps(std::prev(it))) hits.push_back(std::prev(it));
     for (auto j = it; overlaps(j); ++j)
         hits.push_back(j);
     for (auto j : hits) {
@@ -369,8 +393,7 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
     }
     if (opts_.expectRegions) {
         a.regionId = regionAt(e.device, e.level, e.address, e.size);
-        if (a.regionId < 0)
-            anomaly(anomaly::OutsideRegion, e, seq);
+        if (a.regionId < 0) anomaly(anomaly::OutsideRegion, e, seq);
     }
     m.emplace(e.address, a);
     sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
@@ -382,40 +405,36 @@ void Ingest::onFree(const Event& e, uint64_t seq)
     auto& m = live(e.device, e.level);
     auto it = m.find(e.address);
     if (it == m.end()) {
-        anomaly(recentlyFreed_.count(e.address) ? anomaly::DoubleFree : anomaly::UnknownFree, e, seq);
+        anomaly(recentlyFreed_.count(e.address) ? anomaly::DoubleFree : anomaly::UnknownFree, e,
+                seq);
         return;
     }
     if (e.size != 0 && e.size != it->second.size)
         anomaly(anomaly::SizeMismatch, e, seq,
-                "allocated " + std::to_string(it->second.size) + " B, freed " + std::to_string(e.size) + " B");
+                "allocated " + std::to_string(it->second.size) + " B, freed " +
+                    std::to_string(e.size) + " B");
     writeAllocation(e.device, e.level, e.address, it->second, e.time);
     m.erase(it);
-    if (recentlyFreed_.size() > (1u << 16))
-        recentlyFreed_.clear();
+    if (recentlyFreed_.size() > (1u << 16)) recentlyFreed_.clear();
     recentlyFreed_[e.address] = seq;
 }
 
-void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a, int64_t freeTime)
+void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a,
+                             int64_t freeTime)
 {
     if (a.persisted) {
-        if (freeTime != kNoTime)
-            st_->allocFree.bind(1, a.id).bind(2, freeTime).run();
+        if (freeTime != kNoTime) st_->allocFree.bind(1, a.id).bind(2, freeTime).run();
         return;
     }
     auto& s = st_->alloc;
     s.bind(1, a.id).bind(2, device).bind(3, static_cast<int>(level));
-    if (a.regionId >= 0)
-        s.bind(4, a.regionId);
+    if (a.regionId >= 0) s.bind(4, a.regionId);
     s.bind(5, addr).bind(6, a.size);
-    if (a.requested)
-        s.bind(7, a.requested);
+    if (a.requested) s.bind(7, a.requested);
     s.bind(8, a.stream).bind(9, a.time);
-    if (freeTime != kNoTime)
-        s.bind(10, freeTime);
-    if (a.tag)
-        s.bind(11, a.tag);
-    if (a.stack)
-        s.bind(12, a.stack);
+    if (freeTime != kNoTime) s.bind(10, freeTime);
+    if (a.tag) s.bind(11, a.tag);
+    if (a.stack) s.bind(12, a.stack);
     s.run();
 }
 
@@ -427,20 +446,25 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
     case EventType::RegionCreate: {
         auto it = regs.lower_bound(e.address);
         const bool overlapNext = it != regs.end() && it->first < e.address + e.size;
-        const bool overlapPrev = it != regs.begin() && std::prev(it)->first + std::prev(it)->second.size > e.address;
+        const bool overlapPrev =
+            it != regs.begin() && std::prev(it)->first + std::prev(it)->second.size > e.address;
         if (overlapNext || overlapPrev) {
             anomaly(anomaly::Overlap, e, seq, "region overlaps a live region");
-            if (overlapNext && it->first == e.address)
-                regs.erase(it);
+            if (overlapNext && it->first == e.address) regs.erase(it);
         }
         const int64_t id = ++regionSeq_;
         ++stats_.regions;
         regs[e.address] = {id, e.size, e.level};
-        s.region.bind(1, id).bind(2, e.device).bind(3, static_cast<int>(e.level))
-            .bind(4, static_cast<int>(e.regionKind)).bind(5, e.address).bind(6, e.size).bind(7, e.time)
-            .bind(8, e.stream).bind(9, e.aux);
-        if (e.name)
-            s.region.bind(10, e.name);
+        s.region.bind(1, id)
+            .bind(2, e.device)
+            .bind(3, static_cast<int>(e.level))
+            .bind(4, static_cast<int>(e.regionKind))
+            .bind(5, e.address)
+            .bind(6, e.size)
+            .bind(7, e.time)
+            .bind(8, e.stream)
+            .bind(9, e.aux);
+        if (e.name) s.region.bind(10, e.name);
         s.region.bind(11, static_cast<int>(e.flags & 1)).run();
         break;
     }
@@ -463,7 +487,8 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
         }
         if (e.type == EventType::RegionMap) {
             s.mapping.bind(1, rid).bind(2, e.address).bind(3, e.size).bind(4, e.time).run();
-            mappings_[{static_cast<uint32_t>(rid), e.address}] = sqlite3_last_insert_rowid(db_->raw());
+            mappings_[{static_cast<uint32_t>(rid), e.address}] =
+                sqlite3_last_insert_rowid(db_->raw());
         } else {
             auto it = mappings_.find({static_cast<uint32_t>(rid), e.address});
             if (it == mappings_.end()) {
@@ -492,8 +517,7 @@ void Ingest::onMarker(const Event& e)
 {
     auto& s = *st_;
     s.marker.bind(1, e.time);
-    if (e.type == EventType::Range)
-        s.marker.bind(2, e.endTime);
+    if (e.type == EventType::Range) s.marker.bind(2, e.endTime);
     s.marker.bind(3, e.name).bind(4, e.device).run();
     // Frames and metrics are read from the message (DESIGN.md "Frames and coherence metrics").
     const std::string& msg = e.name < stringText_.size() ? stringText_[e.name] : stringText_[0];
@@ -507,21 +531,17 @@ void Ingest::onMarker(const Event& e)
         }
         closeFrame(e.time);
         s.frame.bind(1, idx).bind(2, e.time);
-        if (e.type == EventType::Range)
-            s.frame.bind(3, e.endTime);
+        if (e.type == EventType::Range) s.frame.bind(3, e.endTime);
         s.frame.run();
-        if (e.type == EventType::Mark)
-            openFrame_ = idx;
+        if (e.type == EventType::Mark) openFrame_ = idx;
         currentFrame_ = idx;
         return;
     }
     std::vector<std::pair<std::string, double>> metrics;
     int64_t frame = -1;
     if (parseMetricMessage(msg, metrics, frame)) {
-        if (frame < 0)
-            frame = currentFrame_;
-        if (frame < 0)
-            return; // a metric before any frame has nothing to belong to
+        if (frame < 0) frame = currentFrame_;
+        if (frame < 0) return; // a metric before any frame has nothing to belong to
         for (const auto& [name, v] : metrics)
             addFrameMetric(frame, name, v, "nvtx");
     }
@@ -530,20 +550,27 @@ void Ingest::onMarker(const Event& e)
 void Ingest::anomaly(std::string_view kind, const Event& e, uint64_t seq, const std::string& detail)
 {
     ++stats_.anomalies;
-    st_->anomaly.bind(1, e.time).bind(2, kind).bind(3, e.device).bind(4, static_cast<int>(e.level))
-        .bind(5, e.address).bind(6, e.size).bind(7, seq).bind(8, detail).run();
+    st_->anomaly.bind(1, e.time)
+        .bind(2, kind)
+        .bind(3, e.device)
+        .bind(4, static_cast<int>(e.level))
+        .bind(5, e.address)
+        .bind(6, e.size)
+        .bind(7, seq)
+        .bind(8, detail)
+        .run();
 }
 
 void Ingest::maybeCommit()
 {
-    if ((stats_.events & 0xfff) != 0)
-        return;
+    if ((stats_.events & 0xfff) != 0) return;
     tick();
 }
 
 void Ingest::tick()
 {
-    if (std::chrono::steady_clock::now() - lastCommit_ >= std::chrono::milliseconds(opts_.commitIntervalMs)) {
+    if (std::chrono::steady_clock::now() - lastCommit_ >=
+        std::chrono::milliseconds(opts_.commitIntervalMs)) {
         // A live source may go quiet with events still buffered: those older than the reorder
         // window can no longer be overtaken, so release them into this commit.
         if (opts_.reorderWindowNs > 0 && !pending_.empty() && maxSeen_ != kNoTime)
@@ -580,8 +607,7 @@ void Ingest::commit()
 
 void Ingest::end()
 {
-    if (!begun_ || ended_)
-        return;
+    if (!begun_ || ended_) return;
     drain();
     closeFrame(stats_.timeEnd);
     // Live allocations stay in the file with free_ns NULL.
@@ -595,7 +621,8 @@ void Ingest::end()
                 e.level = static_cast<Level>(key.second);
                 e.address = addr;
                 e.size = a.size;
-                anomaly(anomaly::AliveAtEnd, e, 0, "allocated at " + std::to_string(a.time) + " ns");
+                anomaly(anomaly::AliveAtEnd, e, 0,
+                        "allocated at " + std::to_string(a.time) + " ns");
             }
         }
     }
@@ -616,8 +643,7 @@ void Ingest::end()
 
 void Ingest::markEndedAbruptly(const std::string& why)
 {
-    if (!begun_ || ended_ || abrupt_)
-        return;
+    if (!begun_ || ended_ || abrupt_) return;
     abrupt_ = true;
     health("ended_abruptly", 1, why);
 }

@@ -16,11 +16,12 @@
 
 namespace fs {
 
-struct IngestOptions {
-    std::string path;                 // output .fragscope file (replaced if it exists)
+struct IngestOptions
+{
+    std::string path;                   // output .fragscope file (replaced if it exists)
     std::string sourceKind = "unknown"; // simulator, agent, pytorch-snapshot, kineto, nsys-sqlite
-    std::string sourcePath;           // input file or command line, for the sources table
-    bool synthetic = false;           // simulated data: never presented as measurements
+    std::string sourcePath;             // input file or command line, for the sources table
+    bool synthetic = false;             // simulated data: never presented as measurements
     TimeAxis timeAxis = TimeAxis::Nanoseconds;
     bool addressViewAvailable = true;
     // Events may arrive out of order by up to this much (event time); older ones are released
@@ -34,7 +35,8 @@ struct IngestOptions {
     std::string framePattern = R"(^\s*frame\s*[ =:]\s*(\d+)\s*$)";
 };
 
-struct IngestStats {
+struct IngestStats
+{
     int64_t events = 0;
     int64_t allocations = 0;
     int64_t regions = 0;
@@ -45,7 +47,8 @@ struct IngestStats {
     int64_t timeEnd = 0;
 };
 
-class Ingest final : public EventSink {
+class Ingest final : public EventSink
+{
 public:
     explicit Ingest(IngestOptions opts);
     ~Ingest() override;
@@ -58,14 +61,17 @@ public:
     uint64_t internStack(const std::vector<StringId>& frames) override;
     void addDevice(const DeviceInfo& d) override;
     void addProcess(const ProcessInfo& p) override;
-    void addSource(const std::string& kind, const std::string& path, const std::string& detail = {});
+    void addSource(const std::string& kind, const std::string& path,
+                   const std::string& detail = {});
     void setMeta(const std::string& key, const std::string& value) override;
     void add(const Event& e) override;
     // A per-frame metric computed elsewhere (CSV/JSON import) or decoded by a source.
-    void addFrameMetric(int64_t frame, const std::string& name, double value, const std::string& source) override;
+    void addFrameMetric(int64_t frame, const std::string& name, double value,
+                        const std::string& source) override;
     // A note for the session's capture health (incomplete input, missing tables, ...).
     void warn(const std::string& message) override;
-    void health(const std::string& kind, int64_t value, const std::string& detail = {}, int64_t time = kNoTime);
+    void health(const std::string& kind, int64_t value, const std::string& detail = {},
+                int64_t time = kNoTime);
     // Commits if the commit interval has passed; live sources call it when idle.
     void tick();
     // Releases every buffered event (the source knows nothing older can still come).
@@ -83,7 +89,8 @@ public:
     void setProgress(std::function<void(int64_t)> cb) { progress_ = std::move(cb); }
 
 private:
-    struct LiveAlloc {
+    struct LiveAlloc
+    {
         int64_t id;
         uint64_t size;
         uint64_t requested;
@@ -94,12 +101,14 @@ private:
         uint32_t stream;
         bool persisted;
     };
-    struct LiveRegion {
+    struct LiveRegion
+    {
         int64_t id;
         uint64_t size;
         Level level;
     };
-    struct Pending {
+    struct Pending
+    {
         Event e;
         uint64_t seq;
     };
@@ -109,8 +118,10 @@ private:
     void onFree(const Event& e, uint64_t seq);
     void onRegion(const Event& e, uint64_t seq);
     void onMarker(const Event& e);
-    void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a, int64_t freeTime);
-    void anomaly(std::string_view kind, const Event& e, uint64_t seq, const std::string& detail = {});
+    void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a,
+                         int64_t freeTime);
+    void anomaly(std::string_view kind, const Event& e, uint64_t seq,
+                 const std::string& detail = {});
     void commit();
     void maybeCommit();
     void closeFrame(int64_t t);
@@ -139,12 +150,12 @@ private:
     // framework heap may lie inside a driver allocation without overlapping anything.
     std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveRegion>> regions_;
     std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
-    std::unordered_map<uint64_t, uint64_t> recentlyFreed_;       // addr -> seq
+    std::unordered_map<uint64_t, uint64_t> recentlyFreed_;      // addr -> seq
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
     int64_t allocSeq_ = 0;
     int64_t regionSeq_ = 0;
-    int64_t openFrame_ = -1;       // frame opened by a mark, waiting for its end
-    int64_t currentFrame_ = -1;    // frame that metric marks without frame= belong to
+    int64_t openFrame_ = -1;    // frame opened by a mark, waiting for its end
+    int64_t currentFrame_ = -1; // frame that metric marks without frame= belong to
     std::chrono::steady_clock::time_point lastCommit_;
     std::function<void(int64_t)> progress_;
     struct FrameMatcher;

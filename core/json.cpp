@@ -11,11 +11,21 @@ std::string JsonWriter::escape(std::string_view s)
     r.reserve(s.size() + 2);
     for (const char c : s) {
         switch (c) {
-        case '"': r += "\\\""; break;
-        case '\\': r += "\\\\"; break;
-        case '\n': r += "\\n"; break;
-        case '\r': r += "\\r"; break;
-        case '\t': r += "\\t"; break;
+        case '"':
+            r += "\\\"";
+            break;
+        case '\\':
+            r += "\\\\";
+            break;
+        case '\n':
+            r += "\\n";
+            break;
+        case '\r':
+            r += "\\r";
+            break;
+        case '\t':
+            r += "\\t";
+            break;
         default:
             if (static_cast<unsigned char>(c) < 0x20)
                 r += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -28,8 +38,7 @@ std::string JsonWriter::escape(std::string_view s)
 
 void JsonWriter::newline()
 {
-    if (!pretty_)
-        return;
+    if (!pretty_) return;
     out_ += '\n';
     out_.append(first_.size() * 2, ' ');
 }
@@ -41,8 +50,7 @@ void JsonWriter::separator()
         return;
     }
     if (!first_.empty()) {
-        if (!first_.back())
-            out_ += ',';
+        if (!first_.back()) out_ += ',';
         first_.back() = false;
         newline();
     }
@@ -60,8 +68,7 @@ JsonWriter& JsonWriter::endObject()
 {
     const bool empty = first_.back();
     first_.pop_back();
-    if (!empty)
-        newline();
+    if (!empty) newline();
     out_ += '}';
     return *this;
 }
@@ -78,8 +85,7 @@ JsonWriter& JsonWriter::endArray()
 {
     const bool empty = first_.back();
     first_.pop_back();
-    if (!empty)
-        newline();
+    if (!empty) newline();
     out_ += ']';
     return *this;
 }

@@ -8,7 +8,8 @@
 
 namespace fs {
 
-class JsonWriter {
+class JsonWriter
+{
 public:
     explicit JsonWriter(bool pretty = true) : pretty_(pretty) {}
     JsonWriter& beginObject();
@@ -26,7 +27,11 @@ public:
     JsonWriter& value(double v);
     JsonWriter& value(bool v);
     JsonWriter& null();
-    template <typename T> JsonWriter& field(std::string_view k, const T& v) { key(k); return value(v); }
+    template <typename T> JsonWriter& field(std::string_view k, const T& v)
+    {
+        key(k);
+        return value(v);
+    }
     const std::string& str() const { return out_; }
     static std::string escape(std::string_view s);
 

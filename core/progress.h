@@ -7,7 +7,8 @@
 
 namespace fs {
 
-class Progress {
+class Progress
+{
 public:
     // total <= 0: unknown total (shows a count and rate only).
     Progress(std::string label, int64_t total, std::string unit = "events");

@@ -22,16 +22,18 @@ void createIndexes(Db& db);
 // Every table the format defines, in documentation order (tests check the docs cover them).
 const std::vector<std::string>& schemaTables();
 
-struct HealthSummary {
+struct HealthSummary
+{
     int64_t droppedRecords = 0;
     bool endedAbruptly = false;
-    bool recording = false;  // a writer is still appending (live session)
-    std::map<std::string, int64_t> anomalies;  // kind -> count
-    std::vector<std::string> warnings;         // capture_health rows of kind 'warning'
+    bool recording = false;                   // a writer is still appending (live session)
+    std::map<std::string, int64_t> anomalies; // kind -> count
+    std::vector<std::string> warnings;        // capture_health rows of kind 'warning'
     int64_t anomalyTotal() const;
 };
 
-struct SessionSummary {
+struct SessionSummary
+{
     int formatVersion = 0;
     bool synthetic = false;
     std::vector<std::string> sources;
@@ -54,7 +56,8 @@ struct SessionSummary {
 
 // A session opened for reading. Opening validates the magic, the format version and the file's
 // integrity; every failure is a SessionError whose what() is "FILE: problem".
-class Session {
+class Session
+{
 public:
     // integrityCheck=false skips PRAGMA quick_check: for re-reading a file that a live recording
     // is still writing several times a second (its final read checks it).

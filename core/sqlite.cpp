@@ -34,7 +34,10 @@ Stmt::Stmt(sqlite3* db, std::string_view sql, const std::string& path) : path_(p
     }
 }
 
-Stmt::~Stmt() { sqlite3_finalize(st_); }
+Stmt::~Stmt()
+{
+    sqlite3_finalize(st_);
+}
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept
 {
@@ -49,7 +52,8 @@ Stmt& Stmt::operator=(Stmt&& o) noexcept
 Stmt& Stmt::bind(int i, std::string_view v)
 {
     // An empty view may have a null data pointer, which SQLite would store as NULL.
-    check(sqlite3_bind_text(st_, i, v.data() ? v.data() : "", static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    check(sqlite3_bind_text(st_, i, v.data() ? v.data() : "", static_cast<int>(v.size()),
+                            SQLITE_TRANSIENT));
     return *this;
 }
 
@@ -62,10 +66,8 @@ void Stmt::check(int rc)
 bool Stmt::step()
 {
     const int rc = sqlite3_step(st_);
-    if (rc == SQLITE_ROW)
-        return true;
-    if (rc == SQLITE_DONE)
-        return false;
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
     const std::string err = describeSqliteError(rc, sqlite3_errmsg(sqlite3_db_handle(st_)));
     sqlite3_reset(st_);
     throw SessionError(path_, err);
@@ -100,7 +102,10 @@ Db::Db(const std::string& path, int flags) : path_(path)
     sqlite3_busy_timeout(db_, 5000);
 }
 
-Db::~Db() { sqlite3_close(db_); }
+Db::~Db()
+{
+    sqlite3_close(db_);
+}
 
 Db& Db::operator=(Db&& o) noexcept
 {
@@ -112,7 +117,10 @@ Db& Db::operator=(Db&& o) noexcept
     return *this;
 }
 
-void Db::fail(const std::string& what) const { throw SessionError(path_, what); }
+void Db::fail(const std::string& what) const
+{
+    throw SessionError(path_, what);
+}
 
 void Db::exec(std::string_view sql)
 {

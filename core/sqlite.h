@@ -11,18 +11,19 @@
 namespace fs {
 
 // Error with the file it concerns; what() is "FILE: problem", one line, as the CLI prints it.
-class SessionError : public std::runtime_error {
+class SessionError : public std::runtime_error
+{
 public:
     SessionError(const std::string& path, const std::string& problem)
-        : std::runtime_error(path + ": " + oneLine(problem)), path_(path), problem_(oneLine(problem))
+        : std::runtime_error(path + ": " + oneLine(problem)), path_(path),
+          problem_(oneLine(problem))
     {
     }
     // Messages are printed as one line; multi-line diagnostics (quick_check) are joined.
     static std::string oneLine(std::string s)
     {
         for (char& c : s)
-            if (c == '\n' || c == '\r')
-                c = ' ';
+            if (c == '\n' || c == '\r') c = ' ';
         return s;
     }
     const std::string& path() const { return path_; }
@@ -33,7 +34,8 @@ private:
     std::string problem_;
 };
 
-class Stmt {
+class Stmt
+{
 public:
     Stmt() = default;
     Stmt(sqlite3* db, std::string_view sql, const std::string& path);
@@ -43,13 +45,25 @@ public:
     Stmt(const Stmt&) = delete;
     Stmt& operator=(const Stmt&) = delete;
 
-    Stmt& bind(int i, int64_t v) { check(sqlite3_bind_int64(st_, i, v)); return *this; }
+    Stmt& bind(int i, int64_t v)
+    {
+        check(sqlite3_bind_int64(st_, i, v));
+        return *this;
+    }
     Stmt& bind(int i, uint64_t v) { return bind(i, static_cast<int64_t>(v)); }
     Stmt& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
     Stmt& bind(int i, uint32_t v) { return bind(i, static_cast<int64_t>(v)); }
-    Stmt& bind(int i, double v) { check(sqlite3_bind_double(st_, i, v)); return *this; }
+    Stmt& bind(int i, double v)
+    {
+        check(sqlite3_bind_double(st_, i, v));
+        return *this;
+    }
     Stmt& bind(int i, std::string_view v);
-    Stmt& bindNull(int i) { check(sqlite3_bind_null(st_, i)); return *this; }
+    Stmt& bindNull(int i)
+    {
+        check(sqlite3_bind_null(st_, i));
+        return *this;
+    }
 
     // Returns true while a row is available; throws SessionError on failure.
     bool step();
@@ -70,7 +84,8 @@ private:
     std::string path_;
 };
 
-class Db {
+class Db
+{
 public:
     Db() = default;
     // flags: SQLITE_OPEN_READONLY or SQLITE_OPEN_READWRITE|SQLITE_OPEN_CREATE.

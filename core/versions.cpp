@@ -11,8 +11,14 @@
 
 namespace fs {
 
-std::string fragscopeVersion() { return FRAGSCOPE_VERSION; }
-std::string sqliteVersion() { return sqlite3_libversion(); }
+std::string fragscopeVersion()
+{
+    return FRAGSCOPE_VERSION;
+}
+std::string sqliteVersion()
+{
+    return sqlite3_libversion();
+}
 std::string fmtVersion()
 {
     return fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
@@ -21,8 +27,7 @@ std::string fmtVersion()
 std::string findCupti()
 {
     std::vector<std::string> candidates;
-    if (const char* p = std::getenv("FRAGSCOPE_CUPTI"))
-        candidates.emplace_back(p);
+    if (const char* p = std::getenv("FRAGSCOPE_CUPTI")) candidates.emplace_back(p);
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
         if (const char* p = std::getenv(var)) {
             candidates.push_back(std::string(p) + "/extras/CUPTI/lib64/libcupti.so");
@@ -34,8 +39,7 @@ std::string findCupti()
     candidates.emplace_back("/usr/lib/x86_64-linux-gnu/libcupti.so");
     for (const auto& c : candidates) {
         std::error_code ec;
-        if (std::filesystem::exists(c, ec))
-            return c;
+        if (std::filesystem::exists(c, ec)) return c;
     }
     return "libcupti.so"; // last resort: the dynamic linker's own search path
 }
@@ -43,14 +47,12 @@ std::string findCupti()
 std::string cuptiVersion()
 {
     void* h = dlopen(findCupti().c_str(), RTLD_LAZY | RTLD_LOCAL);
-    if (!h)
-        return "not found";
+    if (!h) return "not found";
     using Fn = int (*)(uint32_t*);
     auto fn = reinterpret_cast<Fn>(dlsym(h, "cuptiGetVersion"));
     uint32_t v = 0;
     std::string out = "unknown";
-    if (fn && fn(&v) == 0)
-        out = fmt::format("API {}", v);
+    if (fn && fn(&v) == 0) out = fmt::format("API {}", v);
     dlclose(h);
     return out;
 }

@@ -17,8 +17,7 @@ namespace {
 int runCollapse(Args& a)
 {
     a.expectPositional(1, "FILE");
-    if (!a.get("frame"))
-        throw UsageError("--frame N is required");
+    if (!a.get("frame")) throw UsageError("--frame N is required");
     const int64_t frame = a.getInt("frame", -1);
     const int64_t limit = a.getInt("top", 20);
     const auto engine = Engine::open(a.positional()[0]);
@@ -26,8 +25,8 @@ int runCollapse(Args& a)
     for (const FrameInfo& f : engine->frames())
         known = known || f.index == frame;
     if (!known) {
-        fmt::print(stderr, "{}: no frame {} in this session ({} frames)\n", a.positional()[0], frame,
-                   engine->frames().size());
+        fmt::print(stderr, "{}: no frame {} in this session ({} frames)\n", a.positional()[0],
+                   frame, engine->frames().size());
         return Failure;
     }
     std::optional<CollapseReport> rep = engine->collapseReport(frame);
@@ -36,12 +35,12 @@ int runCollapse(Args& a)
         for (const CollapseRule& r : engine->rules())
             rules += (rules.empty() ? "" : ", ") + r.describe();
         fmt::print(stderr,
-                   "{}: frame {} is not part of a collapse (rules: {}); --any reports its precursors anyway\n",
+                   "{}: frame {} is not part of a collapse (rules: {}); --any reports its "
+                   "precursors anyway\n",
                    a.positional()[0], frame, rules);
         return Failure;
     }
-    if (!rep)
-        rep = engine->frameReport(frame);
+    if (!rep) rep = engine->frameReport(frame);
     if (limit >= 0 && rep->precursors.size() > static_cast<size_t>(limit))
         rep->precursors.resize(static_cast<size_t>(limit));
     const bool ordinal = engine->summary().timeAxis == TimeAxis::Ordinal;
@@ -50,7 +49,8 @@ int runCollapse(Args& a)
         writeCollapseReport(j, *rep);
         fmt::print("{}\n", j.str());
     } else {
-        fmt::print("{}", collapseReportText(*rep, engine->timeBegin(), ordinal, rep->precursors.size()));
+        fmt::print("{}",
+                   collapseReportText(*rep, engine->timeBegin(), ordinal, rep->precursors.size()));
     }
     return Ok;
 }
@@ -60,15 +60,17 @@ int runCollapse(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "collapse",
     .synopsis = "FILE --frame N [--top K] [--any] [--json]",
-    .summary = "What the allocator did before a collapse: ranked precursors and the f-1 -> f state diff",
+    .summary =
+        "What the allocator did before a collapse: ranked precursors and the f-1 -> f state diff",
     .options = {{"frame", "N", "a frame inside the collapse"},
                 {"top", "K", "show the K highest-ranked precursors (default 20)"},
                 {"any", "", "report frame N even when no collapse rule breaks there"},
                 {"json", "", "print one JSON object instead of text"}},
-    .details = "Collapse rules (DESIGN.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
-               "flow_l2_px > 8.7, clip_entropy_bits > 2.95. The precursor window runs from the start\n"
-               "of the frame two frames before the collapse to the end of its first frame.\n"
-               "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
+    .details =
+        "Collapse rules (DESIGN.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
+        "flow_l2_px > 8.7, clip_entropy_bits > 2.95. The precursor window runs from the start\n"
+        "of the frame two frames before the collapse to the end of its first frame.\n"
+        "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
     .run = runCollapse,
     .order = 42,
 });

@@ -20,30 +20,33 @@ namespace {
 bool looksLikeMetricsTable(const std::string& path)
 {
     const std::string head = import::sniff(path, 4096);
-    if (head.empty() || head.rfind("SQLite format 3", 0) == 0 || static_cast<unsigned char>(head[0]) >= 0x80)
+    if (head.empty() || head.rfind("SQLite format 3", 0) == 0 ||
+        static_cast<unsigned char>(head[0]) >= 0x80)
         return false;
     size_t i = 0;
     while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i])))
         ++i;
     if (i < head.size() && (head[i] == '{' || head[i] == '['))
-        return head.find("traceEvents") == std::string::npos && head.find("\"ph\"") == std::string::npos &&
+        return head.find("traceEvents") == std::string::npos &&
+               head.find("\"ph\"") == std::string::npos &&
                head.find("\"frame") != std::string::npos;
     std::string first = head.substr(i, head.find('\n', i) - i);
-    std::transform(first.begin(), first.end(), first.begin(), [](unsigned char c) { return std::tolower(c); });
-    return first.find("frame") != std::string::npos && first.find_first_of(",;\t") != std::string::npos;
+    std::transform(first.begin(), first.end(), first.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    return first.find("frame") != std::string::npos &&
+           first.find_first_of(",;\t") != std::string::npos;
 }
 
 int runImport(Args& a)
 {
-    if (a.positional().empty())
-        throw UsageError("import needs at least one INPUT file");
+    if (a.positional().empty()) throw UsageError("import needs at least one INPUT file");
     const auto out = a.get("output");
-    if (!out || out->empty())
-        throw UsageError("import needs -o OUT.fragscope");
+    if (!out || out->empty()) throw UsageError("import needs -o OUT.fragscope");
     import::Format format = import::Format::Auto;
     const std::string fmtName = a.get("format", "auto");
     if (!import::parseFormat(fmtName, format))
-        throw UsageError("unknown --format '" + fmtName + "' (auto, pytorch-snapshot, kineto, nsys-sqlite)");
+        throw UsageError("unknown --format '" + fmtName +
+                         "' (auto, pytorch-snapshot, kineto, nsys-sqlite)");
     for (const auto& in : a.positional())
         if (std::filesystem::absolute(in) == std::filesystem::absolute(*out))
             throw UsageError("the output would overwrite the input " + in);
@@ -56,10 +59,12 @@ int runImport(Args& a)
             metricsTables.push_back(in);
             continue;
         }
-        auto progress = std::make_shared<Progress>("reading " + std::filesystem::path(in).filename().string(),
-                                                   0, "bytes");
+        auto progress = std::make_shared<Progress>(
+            "reading " + std::filesystem::path(in).filename().string(), 0, "bytes");
         import::ImportOptions io;
-        io.progress = [progress](uint64_t done, uint64_t) { progress->update(static_cast<int64_t>(done)); };
+        io.progress = [progress](uint64_t done, uint64_t) {
+            progress->update(static_cast<int64_t>(done));
+        };
         auto imp = import::makeImporter(format, in, io);
         imp->prepare();
         progress->finish();
@@ -67,8 +72,9 @@ int runImport(Args& a)
     }
 
     if (importers.empty())
-        throw UsageError("import needs at least one trace input (a snapshot, Kineto trace or nsys export); "
-                         "a metrics table alone goes to `fragscope metrics import SESSION TABLE`");
+        throw UsageError(
+            "import needs at least one trace input (a snapshot, Kineto trace or nsys export); "
+            "a metrics table alone goes to `fragscope metrics import SESSION TABLE`");
     IngestOptions opts;
     opts.path = *out;
     importers.front()->configure(opts);
@@ -104,7 +110,8 @@ int runImport(Args& a)
     // one is bad, the new session is removed so that no partial output is left.
     for (const auto& table : metricsTables) {
         const auto& cmds = commands();
-        auto it = std::find_if(cmds.begin(), cmds.end(), [](const Command* c) { return c->name == "metrics import"; });
+        auto it = std::find_if(cmds.begin(), cmds.end(),
+                               [](const Command* c) { return c->name == "metrics import"; });
         if (it == cmds.end())
             throw std::runtime_error("this build has no `metrics import` command for " + table);
         int rc = Failure;
@@ -127,8 +134,8 @@ int runImport(Args& a)
     for (const auto& imp : importers)
         for (const auto& w : imp->report().warnings)
             fmt::print(stderr, "warning: {}: {}\n", imp->path(), w);
-    fmt::print("{}: {} events, {} allocations, {} regions, {} anomalies\n", *out, st.events, st.allocations,
-               st.regions, st.anomalies);
+    fmt::print("{}: {} events, {} allocations, {} regions, {} anomalies\n", *out, st.events,
+               st.allocations, st.regions, st.anomalies);
     return Ok;
 }
 
@@ -138,18 +145,25 @@ FRAGSCOPE_COMMAND({
     .name = "import",
     .synopsis = "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite]",
     .summary = "Import PyTorch allocator snapshots, Kineto traces or Nsight Systems SQLite exports",
-    .options = {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
-                {"format", "F", "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"}},
+    .options =
+        {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
+         {"format", "F",
+          "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"}},
     .details = "Formats (docs/importers.md):\n"
-               "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain data, never\n"
-               "                    executed. The trace is replayed from a reconstructed start state so the\n"
+               "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain "
+               "data, never\n"
+               "                    executed. The trace is replayed from a reconstructed start "
+               "state so the\n"
                "                    session ends in exactly the snapshot's final state.\n"
-               "  kineto            torch.profiler Chrome-trace JSON (.json or .json.gz): [memory] events,\n"
+               "  kineto            torch.profiler Chrome-trace JSON (.json or .json.gz): [memory] "
+               "events,\n"
                "                    kernels, 'frame N' annotations.\n"
-               "  nsys-sqlite       `nsys export --type sqlite` files: memory usage, kernels, graphs, NVTX.\n"
+               "  nsys-sqlite       `nsys export --type sqlite` files: memory usage, kernels, "
+               "graphs, NVTX.\n"
                "  CSV/JSON tables of per-frame metrics given as extra inputs are attached through\n"
                "                    `fragscope metrics import`.\n"
-               "Several inputs go into one session. A truncated, corrupt or hostile input gives one error\n"
+               "Several inputs go into one session. A truncated, corrupt or hostile input gives "
+               "one error\n"
                "naming the file and the offset or table, exit status 2, and no output file.",
     .run = runImport,
     .order = 30,

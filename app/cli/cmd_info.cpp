@@ -23,7 +23,11 @@ std::string toJson(const SessionSummary& s)
     j.endArray();
     j.key("devices").beginArray();
     for (const auto& d : s.devices) {
-        j.beginObject().field("id", d.id).field("name", d.name).field("capacity", d.capacityBytes).endObject();
+        j.beginObject()
+            .field("id", d.id)
+            .field("name", d.name)
+            .field("capacity", d.capacityBytes)
+            .endObject();
     }
     j.endArray();
     j.field("time_axis", s.timeAxis == TimeAxis::Ordinal ? "ordinal" : "ns");
@@ -70,20 +74,24 @@ std::string toText(const std::string& path, const SessionSummary& s)
         out += fmt::format("  device {}      {} ({})\n", d.id, d.name, humanBytes(d.capacityBytes));
     const double span = static_cast<double>(s.timeEnd - s.timeBegin);
     if (s.timeAxis == TimeAxis::Ordinal)
-        out += fmt::format("  time span     {} entries (ordinal time axis: the source has no timestamps)\n",
-                           s.timeEnd - s.timeBegin);
+        out += fmt::format(
+            "  time span     {} entries (ordinal time axis: the source has no timestamps)\n",
+            s.timeEnd - s.timeBegin);
     else
         out += fmt::format("  time span     {:.3f} s\n", span / 1e9);
-    out += fmt::format("  events        {}\n  regions       {}\n  allocations   {}\n  kernels       {}\n"
-                       "  graph launch  {}\n  frames        {}\n  frame metrics {}\n  OOMs          {}\n",
-                       s.events, s.regions, s.allocations, s.kernels, s.graphLaunches, s.frames,
-                       s.frameMetrics, s.ooms);
+    out += fmt::format(
+        "  events        {}\n  regions       {}\n  allocations   {}\n  kernels       {}\n"
+        "  graph launch  {}\n  frames        {}\n  frame metrics {}\n  OOMs          {}\n",
+        s.events, s.regions, s.allocations, s.kernels, s.graphLaunches, s.frames, s.frameMetrics,
+        s.ooms);
     if (!s.addressViewAvailable)
         out += "  address view  unavailable (the source has no addresses)\n";
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);
-    out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly ? "YES (writer stopped before finishing)"
-                                                    : s.health.recording ? "no (still recording)" : "no");
+    out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly
+                                                        ? "YES (writer stopped before finishing)"
+                                                    : s.health.recording ? "no (still recording)"
+                                                                         : "no");
     out += fmt::format("    anomalies        {}\n", s.health.anomalyTotal());
     for (const auto& [k, v] : s.health.anomalies)
         out += fmt::format("      {:<16} {}\n", k, v);

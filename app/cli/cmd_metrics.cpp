@@ -20,7 +20,8 @@ using namespace fs::cli;
 
 namespace {
 
-struct Row {
+struct Row
+{
     int64_t frame;
     std::string name;
     double value;
@@ -34,8 +35,7 @@ std::string trim(std::string s)
     while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
         ++i;
     s.erase(0, i);
-    if (s.size() >= 2 && s.front() == '"' && s.back() == '"')
-        s = s.substr(1, s.size() - 2);
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
     return s;
 }
 
@@ -45,8 +45,7 @@ std::vector<std::string> splitCsv(const std::string& line)
     std::string cur;
     bool quoted = false;
     for (char c : line) {
-        if (c == '"')
-            quoted = !quoted;
+        if (c == '"') quoted = !quoted;
         if (c == ',' && !quoted) {
             out.push_back(trim(cur));
             cur.clear();
@@ -61,11 +60,11 @@ std::vector<std::string> splitCsv(const std::string& line)
 bool parseFrame(const std::string& s, int64_t& out)
 {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    if (ec == std::errc() && p == s.data() + s.size() && out >= 0)
-        return true;
+    if (ec == std::errc() && p == s.data() + s.size() && out >= 0) return true;
     double d = 0; // "17.0" from spreadsheets
     auto [q, ec2] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec2 == std::errc() && q == s.data() + s.size() && d >= 0 && d == std::floor(d) && d < 9e15) {
+    if (ec2 == std::errc() && q == s.data() + s.size() && d >= 0 && d == std::floor(d) &&
+        d < 9e15) {
         out = static_cast<int64_t>(d);
         return true;
     }
@@ -80,11 +79,9 @@ bool parseValue(const std::string& s, double& out)
 
 bool validName(const std::string& n)
 {
-    if (n.empty() || n.size() > 200)
-        return false;
+    if (n.empty() || n.size() > 200) return false;
     for (char c : n)
-        if (std::iscntrl(static_cast<unsigned char>(c)))
-            return false;
+        if (std::iscntrl(static_cast<unsigned char>(c))) return false;
     return true;
 }
 
@@ -98,12 +95,9 @@ void readCsv(const std::string& text, std::vector<Row>& rows, std::vector<std::s
     bool longForm = false;
     while (std::getline(in, line)) {
         ++lineNo;
-        if (!line.empty() && line.back() == '\r')
-            line.pop_back();
-        if (lineNo == 1 && line.starts_with("\xEF\xBB\xBF"))
-            line.erase(0, 3);
-        if (trim(line).empty() || line.starts_with("#"))
-            continue;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (lineNo == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
+        if (trim(line).empty() || line.starts_with("#")) continue;
         const auto cells = splitCsv(line);
         if (header.empty()) {
             header = cells;
@@ -124,21 +118,23 @@ void readCsv(const std::string& text, std::vector<Row>& rows, std::vector<std::s
             }
             longForm = metricCol >= 0 && valueCol >= 0;
             if (!longForm && header.size() < 2) {
-                errors.push_back(fmt::format("line {}: header needs frame,metric,value or frame plus "
-                                             "one column per metric",
-                                             lineNo));
+                errors.push_back(
+                    fmt::format("line {}: header needs frame,metric,value or frame plus "
+                                "one column per metric",
+                                lineNo));
                 return;
             }
             continue;
         }
         if (cells.size() != header.size()) {
-            errors.push_back(fmt::format("line {}: {} fields, the header has {}", lineNo, cells.size(),
-                                         header.size()));
+            errors.push_back(fmt::format("line {}: {} fields, the header has {}", lineNo,
+                                         cells.size(), header.size()));
             continue;
         }
         int64_t frame = 0;
         if (!parseFrame(cells[static_cast<size_t>(frameCol)], frame)) {
-            errors.push_back(fmt::format("line {}: invalid frame '{}'", lineNo, cells[static_cast<size_t>(frameCol)]));
+            errors.push_back(fmt::format("line {}: invalid frame '{}'", lineNo,
+                                         cells[static_cast<size_t>(frameCol)]));
             continue;
         }
         if (longForm) {
@@ -147,7 +143,8 @@ void readCsv(const std::string& text, std::vector<Row>& rows, std::vector<std::s
             if (!validName(name))
                 errors.push_back(fmt::format("line {}: invalid metric name '{}'", lineNo, name));
             else if (!parseValue(cells[static_cast<size_t>(valueCol)], v))
-                errors.push_back(fmt::format("line {}: invalid value '{}'", lineNo, cells[static_cast<size_t>(valueCol)]));
+                errors.push_back(fmt::format("line {}: invalid value '{}'", lineNo,
+                                             cells[static_cast<size_t>(valueCol)]));
             else
                 rows.push_back({frame, name, v});
             continue;
@@ -157,23 +154,28 @@ void readCsv(const std::string& text, std::vector<Row>& rows, std::vector<std::s
                 continue; // an empty cell: that metric was not measured for this frame
             double v = 0;
             if (!validName(header[i]))
-                errors.push_back(fmt::format("line {}: invalid metric name '{}' in the header", lineNo, header[i]));
+                errors.push_back(fmt::format("line {}: invalid metric name '{}' in the header",
+                                             lineNo, header[i]));
             else if (!parseValue(cells[i], v))
-                errors.push_back(fmt::format("line {}: column '{}': invalid value '{}'", lineNo, header[i], cells[i]));
+                errors.push_back(fmt::format("line {}: column '{}': invalid value '{}'", lineNo,
+                                             header[i], cells[i]));
             else
                 rows.push_back({frame, header[i], v});
         }
     }
     if (header.empty())
-        errors.push_back("no header line (expected frame,metric,value or frame plus one column per metric)");
+        errors.push_back(
+            "no header line (expected frame,metric,value or frame plus one column per metric)");
 }
 
 // A small JSON reader for the two accepted shapes; it tracks lines for error messages.
-class JsonReader {
+class JsonReader
+{
 public:
     explicit JsonReader(const std::string& s) : s_(s) {}
 
-    struct Value {
+    struct Value
+    {
         enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
         double number = 0;
         std::string text;
@@ -186,29 +188,28 @@ public:
     {
         Value v = value(0);
         ws();
-        if (i_ != s_.size())
-            fail("unexpected text after the JSON value");
+        if (i_ != s_.size()) fail("unexpected text after the JSON value");
         return v;
     }
     int line() const { return line_; }
 
 private:
-    [[noreturn]] void fail(const std::string& what) { throw std::runtime_error(fmt::format("line {}: {}", line_, what)); }
+    [[noreturn]] void fail(const std::string& what)
+    {
+        throw std::runtime_error(fmt::format("line {}: {}", line_, what));
+    }
     void ws()
     {
         while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) {
-            if (s_[i_] == '\n')
-                ++line_;
+            if (s_[i_] == '\n') ++line_;
             ++i_;
         }
     }
     Value value(int depth)
     {
-        if (depth > 64)
-            fail("nesting too deep");
+        if (depth > 64) fail("nesting too deep");
         ws();
-        if (i_ >= s_.size())
-            fail("unexpected end of file");
+        if (i_ >= s_.size()) fail("unexpected end of file");
         Value v;
         v.line = line_;
         const char c = s_[i_];
@@ -222,12 +223,10 @@ private:
             }
             while (true) {
                 ws();
-                if (i_ >= s_.size() || s_[i_] != '"')
-                    fail("expected a string key");
+                if (i_ >= s_.size() || s_[i_] != '"') fail("expected a string key");
                 std::string k = str();
                 ws();
-                if (i_ >= s_.size() || s_[i_] != ':')
-                    fail("expected ':'");
+                if (i_ >= s_.size() || s_[i_] != ':') fail("expected ':'");
                 ++i_;
                 v.fields.emplace_back(std::move(k), value(depth + 1));
                 ws();
@@ -279,12 +278,11 @@ private:
             }
         }
         size_t j = i_;
-        while (j < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[j])) || s_[j] == '-' || s_[j] == '+' ||
-                                 s_[j] == '.' || s_[j] == 'e' || s_[j] == 'E'))
+        while (j < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[j])) || s_[j] == '-' ||
+                                 s_[j] == '+' || s_[j] == '.' || s_[j] == 'e' || s_[j] == 'E'))
             ++j;
         auto [p, ec] = std::from_chars(s_.data() + i_, s_.data() + j, v.number);
-        if (j == i_ || ec != std::errc() || p != s_.data() + j)
-            fail("invalid value");
+        if (j == i_ || ec != std::errc() || p != s_.data() + j) fail("invalid value");
         v.kind = Value::Number;
         i_ = j;
         return v;
@@ -295,26 +293,29 @@ private:
         std::string out;
         while (i_ < s_.size() && s_[i_] != '"') {
             char c = s_[i_++];
-            if (c == '\n')
-                fail("newline inside a string");
+            if (c == '\n') fail("newline inside a string");
             if (c == '\\') {
-                if (i_ >= s_.size())
-                    break;
+                if (i_ >= s_.size()) break;
                 const char e = s_[i_++];
                 switch (e) {
-                case 'n': c = '\n'; break;
-                case 't': c = '\t'; break;
+                case 'n':
+                    c = '\n';
+                    break;
+                case 't':
+                    c = '\t';
+                    break;
                 case 'u': // keep \uXXXX escapes as '?': metric names are plain ASCII in practice
                     i_ = std::min(s_.size(), i_ + 4);
                     c = '?';
                     break;
-                default: c = e; break;
+                default:
+                    c = e;
+                    break;
                 }
             }
             out += c;
         }
-        if (i_ >= s_.size())
-            fail("unterminated string");
+        if (i_ >= s_.size()) fail("unterminated string");
         ++i_;
         return out;
     }
@@ -336,15 +337,17 @@ void readJson(const std::string& text, std::vector<Row>& rows, std::vector<std::
     if (root.kind == JsonReader::Value::Object) {
         list = nullptr;
         for (const auto& [k, v] : root.fields)
-            if (k == "frames")
-                list = &v;
+            if (k == "frames") list = &v;
         if (!list) {
-            errors.push_back(fmt::format("line {}: expected an array of per-frame objects or {{\"frames\": [...]}}", root.line));
+            errors.push_back(fmt::format(
+                "line {}: expected an array of per-frame objects or {{\"frames\": [...]}}",
+                root.line));
             return;
         }
     }
     if (list->kind != JsonReader::Value::Array) {
-        errors.push_back(fmt::format("line {}: 'frames' must be an array of per-frame objects", list->line));
+        errors.push_back(
+            fmt::format("line {}: 'frames' must be an array of per-frame objects", list->line));
         return;
     }
     for (size_t i = 0; i < list->items.size(); ++i) {
@@ -357,20 +360,20 @@ void readJson(const std::string& text, std::vector<Row>& rows, std::vector<std::
         int64_t frame = static_cast<int64_t>(i);
         for (const auto& [k, v] : obj.fields)
             if (k == "frame" || k == "index") {
-                if (v.kind != JsonReader::Value::Number || v.number < 0 || v.number != std::floor(v.number)) {
+                if (v.kind != JsonReader::Value::Number || v.number < 0 ||
+                    v.number != std::floor(v.number)) {
                     errors.push_back(fmt::format("line {}: invalid frame number", v.line));
                     frame = -1;
                 } else {
                     frame = static_cast<int64_t>(v.number);
                 }
             }
-        if (frame < 0)
-            continue;
+        if (frame < 0) continue;
         for (const auto& [k, v] : obj.fields) {
-            if (k == "frame" || k == "index" || v.kind == JsonReader::Value::Null)
-                continue;
+            if (k == "frame" || k == "index" || v.kind == JsonReader::Value::Null) continue;
             if (v.kind != JsonReader::Value::Number || !std::isfinite(v.number))
-                errors.push_back(fmt::format("line {}: metric '{}' of frame {} is not a number", v.line, k, frame));
+                errors.push_back(fmt::format("line {}: metric '{}' of frame {} is not a number",
+                                             v.line, k, frame));
             else if (!validName(k))
                 errors.push_back(fmt::format("line {}: invalid metric name '{}'", v.line, k));
             else
@@ -388,25 +391,21 @@ int runImport(Args& a)
         (void)s;
     }
     std::ifstream in(metrics, std::ios::binary);
-    if (!in)
-        throw SessionError(metrics, "cannot open the metrics file");
+    if (!in) throw SessionError(metrics, "cannot open the metrics file");
     std::stringstream buf;
     buf << in.rdbuf();
     const std::string text = buf.str();
-    if (text.size() > (1u << 30))
-        throw SessionError(metrics, "metrics file larger than 1 GiB");
+    if (text.size() > (1u << 30)) throw SessionError(metrics, "metrics file larger than 1 GiB");
     std::vector<Row> rows;
     std::vector<std::string> errors;
     size_t first = text.find_first_not_of(" \t\r\n");
-    if (text.starts_with("\xEF\xBB\xBF"))
-        first = text.find_first_not_of(" \t\r\n", 3);
+    if (text.starts_with("\xEF\xBB\xBF")) first = text.find_first_not_of(" \t\r\n", 3);
     const bool json = first != std::string::npos && (text[first] == '[' || text[first] == '{');
     if (json)
         readJson(text, rows, errors);
     else
         readCsv(text, rows, errors);
-    if (rows.empty() && errors.empty())
-        errors.push_back("no metric values found");
+    if (rows.empty() && errors.empty()) errors.push_back("no metric values found");
     if (!errors.empty()) {
         constexpr size_t kShown = 20;
         for (size_t i = 0; i < errors.size() && i < kShown; ++i)
@@ -422,7 +421,8 @@ int runImport(Args& a)
     db.exec("PRAGMA busy_timeout=5000");
     db.exec("BEGIN IMMEDIATE");
     try {
-        Stmt st = db.prepare("INSERT OR REPLACE INTO frame_metrics(frame, name, value, source) VALUES(?1,?2,?3,?4)");
+        Stmt st = db.prepare(
+            "INSERT OR REPLACE INTO frame_metrics(frame, name, value, source) VALUES(?1,?2,?3,?4)");
         for (const Row& r : rows)
             st.bind(1, r.frame).bind(2, r.name).bind(3, r.value).bind(4, source).run();
         db.exec("COMMIT");
@@ -448,12 +448,13 @@ FRAGSCOPE_COMMAND({
     .synopsis = "FILE METRICS.csv|METRICS.json",
     .summary = "Attach per-frame quality metrics computed elsewhere (CSV or JSON) to a session",
     .options = {},
-    .details = "CSV: a header 'frame,metric,value' (one value per line), or 'frame' plus one column per\n"
-               "metric (empty cells are skipped). JSON: an array of per-frame objects, or\n"
-               "{\"frames\": [...]}; each object's 'frame' field (else its position) is the frame.\n"
-               "Every row is checked first: bad rows are listed with their line numbers and nothing\n"
-               "is written (exit status 2). Values replace earlier ones of the same frame and metric;\n"
-               "the source column records the file name.",
+    .details =
+        "CSV: a header 'frame,metric,value' (one value per line), or 'frame' plus one column per\n"
+        "metric (empty cells are skipped). JSON: an array of per-frame objects, or\n"
+        "{\"frames\": [...]}; each object's 'frame' field (else its position) is the frame.\n"
+        "Every row is checked first: bad rows are listed with their line numbers and nothing\n"
+        "is written (exit status 2). Values replace earlier ones of the same frame and metric;\n"
+        "the source column records the file name.",
     .run = runImport,
     .order = 43,
 });

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <fmt/format.h>
+#include <set>
 
 using namespace fs;
 using namespace fs::cli;
@@ -17,10 +17,12 @@ using namespace fs::analysis;
 
 namespace {
 
-struct TrackSummary {
+struct TrackSummary
+{
     Track track;
     State end;
-    double peakReserved = 0, peakAllocated = 0, peakOutside = 0, maxRatio = 0, minLargest = 0, maxFragments = 0;
+    double peakReserved = 0, peakAllocated = 0, peakOutside = 0, maxRatio = 0, minLargest = 0,
+           maxFragments = 0;
     int64_t maxRatioTime = 0;
     Trend ratioTrend, entropyTrend;
     size_t bursts = 0;
@@ -46,8 +48,7 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
         s.peakAllocated = std::max(s.peakAllocated, tl.allocated[i]);
         s.peakOutside = std::max(s.peakOutside, tl.allocatedOutside[i]);
         s.maxFragments = std::max(s.maxFragments, tl.fragmentCount[i]);
-        if (tl.reserved[i] > 0)
-            s.minLargest = std::min(s.minLargest, tl.largestFragment[i]);
+        if (tl.reserved[i] > 0) s.minLargest = std::min(s.minLargest, tl.largestFragment[i]);
         if (tl.fragmentationRatio[i] > s.maxRatio) {
             s.maxRatio = tl.fragmentationRatio[i];
             s.maxRatioTime = tl.time[i];
@@ -66,8 +67,13 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
 
 void writeTrend(JsonWriter& j, const char* name, const Trend& t)
 {
-    j.key(name).beginObject().field("slope_per_hour", t.slope).field("intercept", t.intercept)
-        .field("r2", t.r2).field("n", t.n).endObject();
+    j.key(name)
+        .beginObject()
+        .field("slope_per_hour", t.slope)
+        .field("intercept", t.intercept)
+        .field("r2", t.r2)
+        .field("n", t.n)
+        .endObject();
 }
 
 int runReport(Args& a)
@@ -92,8 +98,7 @@ int runReport(Args& a)
         }
     std::vector<Correlation> corr;
     for (const Correlation& c : e.correlations())
-        if (c.n >= 3)
-            corr.push_back(c);
+        if (c.n >= 3) corr.push_back(c);
 
     if (a.flag("json")) {
         JsonWriter j;
@@ -161,8 +166,7 @@ int runReport(Args& a)
             j.field("kernels", f.kernels);
             j.field("new_kernel_variants", f.newKernelVariants);
             for (const FrameAllocator& fa : f.allocator) {
-                if (!def || fa.device != def->device || fa.level != def->level)
-                    continue;
+                if (!def || fa.device != def->device || fa.level != def->level) continue;
                 j.key("allocator").beginObject();
                 j.field("device", fa.device).field("level", std::string(levelName(fa.level)));
                 j.field("largest_fragment_end", fa.atEnd.largestFreeFragmentBytes);
@@ -171,7 +175,9 @@ int runReport(Args& a)
                 j.field("fragment_entropy_end", fa.atEnd.fragmentEntropyBits);
                 j.field("min_largest_fragment", fa.minLargestFragment);
                 j.field("max_fragmentation_ratio", fa.maxRatio);
-                j.field("allocs", fa.allocs).field("frees", fa.frees).field("alloc_bytes", fa.allocBytes);
+                j.field("allocs", fa.allocs)
+                    .field("frees", fa.frees)
+                    .field("alloc_bytes", fa.allocBytes);
                 j.endObject();
             }
             j.endObject();
@@ -195,8 +201,7 @@ int runReport(Args& a)
     }
 
     fmt::print("fragscope report: {}\n", a.positional()[0]);
-    if (sum.synthetic)
-        fmt::print("SYNTHETIC DATA (simulated, not a measurement)\n");
+    if (sum.synthetic) fmt::print("SYNTHETIC DATA (simulated, not a measurement)\n");
     fmt::print("\nCapture health\n");
     fmt::print("  span {} .. {}, {} events\n", formatTime(e.timeBegin(), e.timeBegin(), ordinal),
                formatTime(e.timeEnd(), e.timeBegin(), ordinal), sum.events);
@@ -208,26 +213,33 @@ int runReport(Args& a)
     for (const TrackSummary& t : tracks) {
         fmt::print("  device {} level {}: {} allocations, {} regions\n", t.track.device,
                    levelName(t.track.level), t.track.allocations, t.track.regions);
-        fmt::print("    peak reserved {}, peak allocated {}\n", humanBytes(static_cast<uint64_t>(t.peakReserved)),
+        fmt::print("    peak reserved {}, peak allocated {}\n",
+                   humanBytes(static_cast<uint64_t>(t.peakReserved)),
                    humanBytes(static_cast<uint64_t>(t.peakAllocated)));
         if (t.peakOutside > 0)
-            fmt::print("    peak allocated outside any region {}\n", humanBytes(static_cast<uint64_t>(t.peakOutside)));
-        fmt::print("    max F {:.4f} at {}, min largest fragment {}, max fragments {}\n", t.maxRatio,
-                   formatTime(t.maxRatioTime, e.timeBegin(), ordinal),
-                   humanBytes(static_cast<uint64_t>(t.minLargest)), static_cast<int64_t>(t.maxFragments));
-        fmt::print("    trend of F: {:+.6f}/h (R² {:.3f}, n {}); event-size entropy: {:+.6f} bits/h (R² {:.3f})\n",
-                   t.ratioTrend.slope, t.ratioTrend.r2, t.ratioTrend.n, t.entropyTrend.slope, t.entropyTrend.r2);
-        fmt::print("    bursts (gap < 5 ms): {}, largest {} allocations\n", t.bursts, t.largestBurst);
+            fmt::print("    peak allocated outside any region {}\n",
+                       humanBytes(static_cast<uint64_t>(t.peakOutside)));
+        fmt::print("    max F {:.4f} at {}, min largest fragment {}, max fragments {}\n",
+                   t.maxRatio, formatTime(t.maxRatioTime, e.timeBegin(), ordinal),
+                   humanBytes(static_cast<uint64_t>(t.minLargest)),
+                   static_cast<int64_t>(t.maxFragments));
+        fmt::print("    trend of F: {:+.6f}/h (R² {:.3f}, n {}); event-size entropy: {:+.6f} "
+                   "bits/h (R² {:.3f})\n",
+                   t.ratioTrend.slope, t.ratioTrend.r2, t.ratioTrend.n, t.entropyTrend.slope,
+                   t.entropyTrend.r2);
+        fmt::print("    bursts (gap < 5 ms): {}, largest {} allocations\n", t.bursts,
+                   t.largestBurst);
         fmt::print("    at end: F {:.4f}, {} fragments, largest {}, entropy {:.4f} bits\n",
-                   t.end.fragmentationRatio, t.end.fragmentCount, humanBytes(t.end.largestFreeFragmentBytes),
-                   t.end.fragmentEntropyBits);
+                   t.end.fragmentationRatio, t.end.fragmentCount,
+                   humanBytes(t.end.largestFreeFragmentBytes), t.end.fragmentEntropyBits);
     }
     if (!e.frames().empty()) {
         std::set<std::string> names;
         for (const FrameInfo& f : e.frames())
             for (const auto& [k, v] : f.metrics)
                 names.insert(k);
-        fmt::print("\nFrames ({})\n  {:>6} {:>12} {:>8} {:>12}", e.frames().size(), "frame", "largest", "F", "new kernels");
+        fmt::print("\nFrames ({})\n  {:>6} {:>12} {:>8} {:>12}", e.frames().size(), "frame",
+                   "largest", "F", "new kernels");
         for (const auto& n : names)
             fmt::print(" {:>18}", n);
         fmt::print("\n");
@@ -241,7 +253,8 @@ int runReport(Args& a)
             fmt::print("  {:>6} {:>12} {:>8} {:>12}", f.index, largest, ratio, f.newKernelVariants);
             for (const auto& n : names) {
                 auto it = f.metrics.find(n);
-                fmt::print(" {:>18}", it == f.metrics.end() ? std::string("-") : fmt::format("{:.4g}", it->second));
+                fmt::print(" {:>18}", it == f.metrics.end() ? std::string("-")
+                                                            : fmt::format("{:.4g}", it->second));
             }
             fmt::print("{}\n", f.collapse >= 0 ? "  COLLAPSE" : "");
         }
@@ -252,8 +265,10 @@ int runReport(Args& a)
     if (!corr.empty()) {
         fmt::print("\nCorrelations (per frame, default track)\n");
         for (const Correlation& c : corr)
-            fmt::print("  {:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g})  Spearman {:+.3f} (p {:.3g})\n",
-                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.spearman, c.spearmanP);
+            fmt::print("  {:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g})  Spearman {:+.3f} "
+                       "(p {:.3g})\n",
+                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.spearman,
+                       c.spearmanP);
     }
     return Ok;
 }
@@ -263,11 +278,13 @@ int runReport(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "report",
     .synopsis = "FILE [--top K] [--json]",
-    .summary = "Summary for people and CI: health, allocator over time, frames, collapses, correlations",
+    .summary =
+        "Summary for people and CI: health, allocator over time, frames, collapses, correlations",
     .options = {{"top", "K", "precursors shown per collapse (default 5)"},
                 {"json", "", "print one JSON object instead of text"}},
-    .details = "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
-               "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.",
+    .details =
+        "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
+        "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.",
     .run = runReport,
     .order = 41,
 });

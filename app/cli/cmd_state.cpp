@@ -18,11 +18,9 @@ int runState(Args& a)
 {
     a.expectPositional(1, "FILE");
     const auto at = a.get("at");
-    if (!at)
-        throw UsageError("--at TIME is required (ns, 12.5s, 300ms, end, or frame:N)");
+    if (!at) throw UsageError("--at TIME is required (ns, 12.5s, 300ms, end, or frame:N)");
     std::optional<uint32_t> device;
-    if (auto d = a.get("device"))
-        device = static_cast<uint32_t>(a.getInt("device", 0));
+    if (auto d = a.get("device")) device = static_cast<uint32_t>(a.getInt("device", 0));
     std::optional<Level> level;
     if (auto l = a.get("level")) {
         Level lv;
@@ -39,8 +37,7 @@ int runState(Args& a)
     }
     std::vector<State> states;
     for (const Track& tr : engine->tracks()) {
-        if ((device && tr.device != *device) || (level && tr.level != *level))
-            continue;
+        if ((device && tr.device != *device) || (level && tr.level != *level)) continue;
         states.push_back(engine->stateAt(tr.device, tr.level, t));
     }
     if (device && level && states.empty()) // asked for a track with no data: report zeros
@@ -63,7 +60,8 @@ int runState(Args& a)
         fmt::print("{}\n", j.str());
         return Ok;
     }
-    fmt::print("{}{}\n", a.positional()[0], sum.synthetic ? "   SYNTHETIC DATA (simulated, not a measurement)" : "");
+    fmt::print("{}{}\n", a.positional()[0],
+               sum.synthetic ? "   SYNTHETIC DATA (simulated, not a measurement)" : "");
     if (states.empty())
         fmt::print("  no allocator data{}\n", device || level ? " for this device/level" : "");
     for (const State& s : states)
@@ -78,19 +76,22 @@ int runState(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "state",
     .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json]",
-    .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, histogram",
-    .options = {{"at", "TIME", "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
-                               "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
-                               "frame:N (the end of frame N)"},
+    .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
+               "histogram",
+    .options = {{"at", "TIME",
+                 "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
+                 "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
+                 "frame:N (the end of frame N)"},
                 {"device", "D", "only this device (default: every device)"},
                 {"level", "L", "only this level: driver, pool or framework (default: every level)"},
                 {"json", "", "print one JSON object instead of text"}},
-    .details = "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
-               "range inside one region not covered by a live allocation of the level the region\n"
-               "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
-               "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
-               "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
-               "fragment_entropy_bits, histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.",
+    .details =
+        "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
+        "range inside one region not covered by a live allocation of the level the region\n"
+        "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
+        "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
+        "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
+        "fragment_entropy_bits, histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.",
     .run = runState,
     .order = 40,
 });

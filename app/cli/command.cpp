@@ -20,7 +20,10 @@ static std::deque<Command>& storage()
     return s;
 }
 
-Registrar::Registrar(Command c) { commands().push_back(&storage().emplace_back(std::move(c))); }
+Registrar::Registrar(Command c)
+{
+    commands().push_back(&storage().emplace_back(std::move(c)));
+}
 
 Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
 {
@@ -40,10 +43,10 @@ Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
             auto opt = std::find_if(cmd.options.begin(), cmd.options.end(),
                                     [&](const Option& o) { return o.name == name; });
             if (opt == cmd.options.end())
-                throw UsageError(fmt::format("unknown option --{} (see fragscope {} --help)", name, cmd.name));
+                throw UsageError(
+                    fmt::format("unknown option --{} (see fragscope {} --help)", name, cmd.name));
             if (opt->arg.empty()) {
-                if (inlineValue)
-                    throw UsageError(fmt::format("option --{} takes no value", name));
+                if (inlineValue) throw UsageError(fmt::format("option --{} takes no value", name));
                 values_[name] = "1";
             } else if (inlineValue) {
                 values_[name] = *inlineValue;
@@ -55,15 +58,15 @@ Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
         } else if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
             // Short forms: -o FILE only.
             if (a == "-o") {
-                if (i + 1 >= argv.size())
-                    throw UsageError("option -o needs a value (FILE)");
+                if (i + 1 >= argv.size()) throw UsageError("option -o needs a value (FILE)");
                 auto opt = std::find_if(cmd.options.begin(), cmd.options.end(),
                                         [&](const Option& o) { return o.name == "output"; });
                 if (opt == cmd.options.end())
                     throw UsageError(fmt::format("fragscope {} has no -o option", cmd.name));
                 values_["output"] = argv[++i];
             } else {
-                throw UsageError(fmt::format("unknown option {} (see fragscope {} --help)", a, cmd.name));
+                throw UsageError(
+                    fmt::format("unknown option {} (see fragscope {} --help)", a, cmd.name));
             }
         } else {
             positional_.push_back(a);
@@ -74,8 +77,7 @@ Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
 std::optional<std::string> Args::get(const std::string& name) const
 {
     auto it = values_.find(name);
-    if (it == values_.end())
-        return std::nullopt;
+    if (it == values_.end()) return std::nullopt;
     return it->second;
 }
 
@@ -93,8 +95,7 @@ int64_t Args::getInt(const std::string& name, int64_t fallback) const
 double Args::getDouble(const std::string& name, double fallback) const
 {
     auto v = get(name);
-    if (!v)
-        return fallback;
+    if (!v) return fallback;
     double d = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
     if (ec != std::errc() || p != v->data() + v->size())
@@ -105,10 +106,11 @@ double Args::getDouble(const std::string& name, double fallback) const
 void Args::expectPositional(size_t n, const std::string& what) const
 {
     if (positional_.size() < n)
-        throw UsageError(fmt::format("missing {} (usage: fragscope {} {})", what, cmd_.name, cmd_.synopsis));
+        throw UsageError(
+            fmt::format("missing {} (usage: fragscope {} {})", what, cmd_.name, cmd_.synopsis));
     if (positional_.size() > n)
-        throw UsageError(fmt::format("unexpected argument '{}' (usage: fragscope {} {})", positional_[n],
-                                     cmd_.name, cmd_.synopsis));
+        throw UsageError(fmt::format("unexpected argument '{}' (usage: fragscope {} {})",
+                                     positional_[n], cmd_.name, cmd_.synopsis));
 }
 
 int64_t parseCount(const std::string& s, const std::string& what)
@@ -128,9 +130,9 @@ int64_t parseCount(const std::string& s, const std::string& what)
     else if (suffix == "G")
         mul = 1000 * 1000 * 1000;
     else
-        throw UsageError(fmt::format("{}: unknown suffix '{}' in '{}' (use k, M or G)", what, suffix, s));
-    if (v < 0)
-        throw UsageError(fmt::format("{}: '{}' must not be negative", what, s));
+        throw UsageError(
+            fmt::format("{}: unknown suffix '{}' in '{}' (use k, M or G)", what, suffix, s));
+    if (v < 0) throw UsageError(fmt::format("{}: '{}' must not be negative", what, s));
     return v * mul;
 }
 
@@ -141,14 +143,12 @@ std::string helpText(const Command& c)
         out += "\nOptions:\n";
         for (const auto& o : c.options) {
             std::string left = "--" + o.name + (o.arg.empty() ? "" : " " + o.arg);
-            if (o.name == "output")
-                left = "-o, " + left;
+            if (o.name == "output") left = "-o, " + left;
             out += fmt::format("  {:<26} {}\n", left, o.help);
         }
     }
     out += fmt::format("  {:<26} {}\n", "--help", "show this help");
-    if (!c.details.empty())
-        out += "\n" + c.details + "\n";
+    if (!c.details.empty()) out += "\n" + c.details + "\n";
     return out;
 }
 

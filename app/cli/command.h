@@ -14,30 +14,34 @@ namespace fs::cli {
 // Exit codes shared by every command.
 enum Exit : int { Ok = 0, Failure = 1, BadInput = 2, Usage = 64 };
 
-class UsageError : public std::runtime_error {
+class UsageError : public std::runtime_error
+{
 public:
     using std::runtime_error::runtime_error;
 };
 
-struct Option {
-    std::string name;   // without the leading dashes
-    std::string arg;    // empty for a flag
+struct Option
+{
+    std::string name; // without the leading dashes
+    std::string arg;  // empty for a flag
     std::string help;
 };
 
 class Args;
 
-struct Command {
+struct Command
+{
     std::string name;     // may contain a space for sub-commands ("metrics import")
     std::string synopsis; // "FILE [--json]"
     std::string summary;  // one line for the command list
     std::vector<Option> options;
-    std::string details;  // free text after the options in --help
+    std::string details; // free text after the options in --help
     int (*run)(Args&) = nullptr;
-    int order = 100;      // position in `fragscope --help`
+    int order = 100; // position in `fragscope --help`
 };
 
-class Args {
+class Args
+{
 public:
     Args(const Command& cmd, std::vector<std::string> argv); // throws UsageError
     const std::vector<std::string>& positional() const { return positional_; }
@@ -59,7 +63,8 @@ private:
 };
 
 std::vector<const Command*>& commands();
-struct Registrar {
+struct Registrar
+{
     explicit Registrar(Command c);
 };
 std::string helpText(const Command& c);
@@ -69,7 +74,8 @@ int64_t parseCount(const std::string& s, const std::string& what);
 
 #define FRAGSCOPE_CONCAT2(a, b) a##b
 #define FRAGSCOPE_CONCAT(a, b) FRAGSCOPE_CONCAT2(a, b)
-#define FRAGSCOPE_COMMAND(...) \
-    static const ::fs::cli::Registrar FRAGSCOPE_CONCAT(fragscopeCommand_, __LINE__)(::fs::cli::Command __VA_ARGS__)
+#define FRAGSCOPE_COMMAND(...)                                                                     \
+    static const ::fs::cli::Registrar FRAGSCOPE_CONCAT(fragscopeCommand_,                          \
+                                                       __LINE__)(::fs::cli::Command __VA_ARGS__)
 
 } // namespace fs::cli

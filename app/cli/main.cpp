@@ -1,7 +1,7 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
-#include "core/sqlite.h"
 #include "core/session.h"
+#include "core/sqlite.h"
 #include "core/versions.h"
 
 #ifdef FRAGSCOPE_HAVE_QT
@@ -23,7 +23,8 @@ void printUsage()
                "quality collapses in the generated frames to the allocator events before them.\n\n"
                "Commands:\n");
     auto list = commands();
-    std::stable_sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->order < b->order; });
+    std::stable_sort(list.begin(), list.end(),
+                     [](auto* a, auto* b) { return a->order < b->order; });
     for (const Command* c : list)
         fmt::print("  {:<18} {}\n", c->name, c->summary);
     fmt::print("\nRun 'fragscope COMMAND --help' for a command's options.\n"
@@ -33,8 +34,8 @@ void printUsage()
 
 void printVersion()
 {
-    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\n", fragscopeVersion(),
-               kFormatVersion,
+    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\n",
+               fragscopeVersion(), kFormatVersion,
 #ifdef FRAGSCOPE_HAVE_QT
                qVersion(),
 #else
@@ -65,8 +66,7 @@ int main(int argc, char** argv)
     size_t words = 0;
     for (const Command* c : commands()) {
         size_t n = static_cast<size_t>(std::count(c->name.begin(), c->name.end(), ' ')) + 1;
-        if (n > args.size() || n <= words)
-            continue;
+        if (n > args.size() || n <= words) continue;
         std::string joined = args[0];
         for (size_t i = 1; i < n; ++i)
             joined += " " + args[i];
@@ -76,13 +76,15 @@ int main(int argc, char** argv)
         }
     }
     if (!cmd) {
-        fmt::print(stderr, "fragscope: unknown command '{}'. Run 'fragscope --help' for the list.\n", args[0]);
+        fmt::print(stderr,
+                   "fragscope: unknown command '{}'. Run 'fragscope --help' for the list.\n",
+                   args[0]);
         return Usage;
     }
     std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(words), args.end());
     const auto dashdash = std::find(rest.begin(), rest.end(), "--");
-    if (std::find_if(rest.begin(), dashdash, [](const std::string& a) { return a == "--help" || a == "-h"; }) !=
-        dashdash) {
+    if (std::find_if(rest.begin(), dashdash,
+                     [](const std::string& a) { return a == "--help" || a == "-h"; }) != dashdash) {
         fmt::print("{}", helpText(*cmd));
         return Ok;
     }

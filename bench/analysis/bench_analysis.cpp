@@ -55,7 +55,8 @@ double median(std::vector<double> v)
 int main(int argc, char** argv)
 {
     int64_t events = 10'000'000;
-    std::string path = (std::filesystem::temp_directory_path() / "bench_analysis.fragscope").string();
+    std::string path =
+        (std::filesystem::temp_directory_path() / "bench_analysis.fragscope").string();
     bool keep = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
@@ -78,8 +79,8 @@ int main(int argc, char** argv)
         sim::Simulator s(cfg);
         const auto st = s.run(in);
         in.end();
-        std::printf("simulated %lld events into %s in %.1f s\n", static_cast<long long>(st.events), path.c_str(),
-                    msSince(t0) / 1000);
+        std::printf("simulated %lld events into %s in %.1f s\n", static_cast<long long>(st.events),
+                    path.c_str(), msSince(t0) / 1000);
         keep = keep || false;
     }
     const double rssBefore = peakRssMiB();
@@ -90,7 +91,8 @@ int main(int argc, char** argv)
     {
         const auto t0 = Clock::now();
         Session s = Session::open(path);
-        Stmt st = s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns FROM allocations");
+        Stmt st = s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, "
+                                 "free_ns FROM allocations");
         uint64_t sink = 0;
         while (st.step()) {
             sink += st.u64(4) + st.u64(5);
@@ -98,7 +100,8 @@ int main(int argc, char** argv)
         }
         bareMs = msSince(t0);
         std::printf("baseline: bare SELECT of %lld allocation rows: %.0f ms (checksum %llu)\n",
-                    static_cast<long long>(rows), bareMs, static_cast<unsigned long long>(sink & 0xff));
+                    static_cast<long long>(rows), bareMs,
+                    static_cast<unsigned long long>(sink & 0xff));
     }
 
     // Cold open to the first heatmap.
@@ -120,11 +123,13 @@ int main(int argc, char** argv)
     const HeatmapRaster first = e->heatmap(hr);
     const double firstHeat = msSince(t0);
     const double firstCpu = cpuMs() - c0;
-    std::printf("cold open: Engine::open %.0f ms (cpu %.0f ms, per-frame cache %s) + first 1920x1080 heatmap "
-                "%.0f ms (cpu %.0f ms) = %.0f ms (target <= 2000 ms; %lld allocations, %lld in view)\n",
-                openMs, openCpu, e->loadInfo().frameCacheUsed ? "used" : "computed", firstHeat, firstCpu,
-                openMs + firstHeat, static_cast<long long>(track->allocations),
-                static_cast<long long>(first.allocationsInView));
+    std::printf(
+        "cold open: Engine::open %.0f ms (cpu %.0f ms, per-frame cache %s) + first 1920x1080 "
+        "heatmap "
+        "%.0f ms (cpu %.0f ms) = %.0f ms (target <= 2000 ms; %lld allocations, %lld in view)\n",
+        openMs, openCpu, e->loadInfo().frameCacheUsed ? "used" : "computed", firstHeat, firstCpu,
+        openMs + firstHeat, static_cast<long long>(track->allocations),
+        static_cast<long long>(first.allocationsInView));
     std::printf("peak RSS after open: %.0f MiB (before: %.0f MiB)\n", peakRssMiB(), rssBefore);
 
     // Warm heatmaps: full view, and zoomed windows of 10% and 1% of the span (pan positions).
@@ -144,9 +149,10 @@ int main(int argc, char** argv)
             cpu.push_back(cpuMs() - c0);
             inView += h.allocationsInView;
         }
-        std::printf("warm heatmap 1920x1080, %.0f%% of the span: median %.1f ms (cpu %.1f ms) over 7 pans "
-                    "(target <= 50 ms; %lld allocations in view on average)\n",
-                    frac * 100, median(ms), median(cpu), static_cast<long long>(inView / 7));
+        std::printf(
+            "warm heatmap 1920x1080, %.0f%% of the span: median %.1f ms (cpu %.1f ms) over 7 pans "
+            "(target <= 50 ms; %lld allocations in view on average)\n",
+            frac * 100, median(ms), median(cpu), static_cast<long long>(inView / 7));
     }
 
     // Full metrics timeline.
@@ -169,7 +175,9 @@ int main(int argc, char** argv)
     std::mt19937_64 rng(7);
     std::vector<double> q, full;
     for (int k = 0; k < 50; ++k) {
-        const int64_t t = e->timeBegin() + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(span, 1)));
+        const int64_t t =
+            e->timeBegin() +
+            static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(span, 1)));
         t0 = Clock::now();
         const State s = e->stateAt(track->device, track->level, t);
         q.push_back(msSince(t0));
@@ -185,7 +193,6 @@ int main(int argc, char** argv)
                 "(baseline full replay: median %.0f ms)\n",
                 median(q), *std::max_element(q.begin(), q.end()), median(full));
     std::printf("peak RSS: %.0f MiB\n", peakRssMiB());
-    if (!keep)
-        std::filesystem::remove(path);
+    if (!keep) std::filesystem::remove(path);
     return 0;
 }

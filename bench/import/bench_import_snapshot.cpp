@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Run {
+struct Run
+{
     double seconds = 0;
     long peakRssKb = 0;
     int status = -1;
@@ -59,8 +60,7 @@ int importFile(const std::string& in, const std::string& out, const std::string&
         ing.end();
         int64_t entries = 0;
         for (const auto& [k, v] : imp->report().counts)
-            if (k.rfind("trace.", 0) == 0)
-                entries += v;
+            if (k.rfind("trace.", 0) == 0) entries += v;
         if (FILE* f = std::fopen(countsFile.c_str(), "w")) {
             fmt::print(f, "{} {}\n", entries, ing.stats().events);
             std::fclose(f);
@@ -85,26 +85,27 @@ int bench(const std::string& file, const stdfs::path& tmp)
     }
     long long entries = 0, events = 0;
     if (FILE* f = std::fopen(counts.c_str(), "r")) {
-        if (std::fscanf(f, "%lld %lld", &entries, &events) != 2)
-            entries = events = 0;
+        if (std::fscanf(f, "%lld %lld", &entries, &events) != 2) entries = events = 0;
         std::fclose(f);
     }
-    fmt::print("  fragscope import  {:8.2f} s  {:8.1f} MB/s  {:10.0f} trace entries/s  {:10.0f} events/s  "
-               "peak RSS {:.0f} MiB  ({} entries, {} events, session {:.1f} MiB)\n",
-               imp.seconds, mb / imp.seconds, static_cast<double>(entries) / imp.seconds,
-               static_cast<double>(events) / imp.seconds, static_cast<double>(imp.peakRssKb) / 1024, entries,
-               events, static_cast<double>(stdfs::file_size(out)) / (1 << 20));
+    fmt::print(
+        "  fragscope import  {:8.2f} s  {:8.1f} MB/s  {:10.0f} trace entries/s  {:10.0f} events/s  "
+        "peak RSS {:.0f} MiB  ({} entries, {} events, session {:.1f} MiB)\n",
+        imp.seconds, mb / imp.seconds, static_cast<double>(entries) / imp.seconds,
+        static_cast<double>(events) / imp.seconds, static_cast<double>(imp.peakRssKb) / 1024,
+        entries, events, static_cast<double>(stdfs::file_size(out)) / (1 << 20));
     const Run py = inChild([&] {
-        execlp("python3", "python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", file.c_str(),
-               static_cast<char*>(nullptr));
+        execlp("python3", "python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
+               file.c_str(), static_cast<char*>(nullptr));
         return 127;
     });
     if (py.status != 0) {
         fmt::print("  python3 pickle.load FAILED (exit {})\n", py.status);
         return 1;
     }
-    fmt::print("  python3 pickle.load {:6.2f} s  {:8.1f} MB/s  peak RSS {:.0f} MiB (baseline, same run)\n",
-               py.seconds, mb / py.seconds, static_cast<double>(py.peakRssKb) / 1024);
+    fmt::print(
+        "  python3 pickle.load {:6.2f} s  {:8.1f} MB/s  peak RSS {:.0f} MiB (baseline, same run)\n",
+        py.seconds, mb / py.seconds, static_cast<double>(py.peakRssKb) / 1024);
     fmt::print("  import / pickle.load time: {:.2f}x  ({})\n", imp.seconds / py.seconds,
                imp.seconds < py.seconds ? "fragscope is faster" : "fragscope is SLOWER");
     return 0;
@@ -115,12 +116,14 @@ int bench(const std::string& file, const stdfs::path& tmp)
 int main(int argc, char** argv)
 {
     const std::string arg = argc > 1 ? argv[1] : "--real";
-    const stdfs::path tmp = stdfs::temp_directory_path() / fmt::format("fragscope-bench-import-{}", getpid());
+    const stdfs::path tmp =
+        stdfs::temp_directory_path() / fmt::format("fragscope-bench-import-{}", getpid());
     stdfs::create_directories(tmp);
     int rc = 0;
     if (arg == "--real") {
         const char* env = std::getenv("FRAGSCOPE_DATA");
-        const stdfs::path dir = stdfs::path(env && *env ? env : FRAGSCOPE_DEFAULT_DATA) / "pytorch-snapshots";
+        const stdfs::path dir =
+            stdfs::path(env && *env ? env : FRAGSCOPE_DEFAULT_DATA) / "pytorch-snapshots";
         std::string largest;
         uintmax_t best = 0;
         std::error_code ec;

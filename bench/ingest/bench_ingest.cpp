@@ -17,7 +17,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Row {
+struct Row
+{
     int64_t id, region;
     uint64_t addr, size;
     int64_t t0, t1;
@@ -40,14 +41,19 @@ void makeWorkload(int64_t events, std::vector<Event>& out, std::vector<Row>& row
         e.size = regionSize;
         out.push_back(e);
     }
-    struct Live { uint64_t addr, size; int64_t t0, id, region; };
+    struct Live
+    {
+        uint64_t addr, size;
+        int64_t t0, id, region;
+    };
     std::vector<Live> live;
     int64_t t = 1000, id = 0;
     // Slots of 32 KiB per region so live blocks never overlap.
     std::vector<std::vector<uint64_t>> freeSlots(regions);
     for (int r = 0; r < regions; ++r)
         for (uint64_t s = 0; s < regionSize / (32 << 10); ++s)
-            freeSlots[static_cast<size_t>(r)].push_back(base + static_cast<uint64_t>(r) * (128ull << 20) + s * (32 << 10));
+            freeSlots[static_cast<size_t>(r)].push_back(
+                base + static_cast<uint64_t>(r) * (128ull << 20) + s * (32 << 10));
     while (static_cast<int64_t>(out.size()) < events) {
         t += 500 + static_cast<int64_t>(rng() % 1000);
         const bool doAlloc = live.size() < 1000 || (live.size() < 3000 && rng() % 2 == 0);
@@ -57,8 +63,7 @@ void makeWorkload(int64_t events, std::vector<Event>& out, std::vector<Row>& row
         if (doAlloc) {
             const int r = static_cast<int>(rng() % regions);
             auto& slots = freeSlots[static_cast<size_t>(r)];
-            if (slots.empty())
-                continue;
+            if (slots.empty()) continue;
             const uint64_t addr = slots.back();
             slots.pop_back();
             const uint64_t size = 512ull << (rng() % 7);
@@ -85,8 +90,7 @@ uint64_t fileBytes(const std::string& p)
     std::error_code ec;
     uint64_t n = 0;
     for (const char* s : {"", "-wal"})
-        if (std::filesystem::exists(p + s, ec))
-            n += std::filesystem::file_size(p + s, ec);
+        if (std::filesystem::exists(p + s, ec)) n += std::filesystem::file_size(p + s, ec);
     return n;
 }
 
@@ -120,14 +124,22 @@ double runBare(const std::string& path, const std::vector<Row>& rows)
     db.exec("PRAGMA temp_store=MEMORY");
     db.exec("PRAGMA threads=2");
     db.exec("CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
-            " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER NOT NULL,"
+            " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER "
+            "NOT NULL,"
             " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
             " tag INTEGER, stack INTEGER)");
     db.exec("BEGIN");
-    Stmt st = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size, stream,"
-                         " alloc_ns, free_ns) VALUES(?1,0,2,?2,?3,?4,0,?5,?6)");
+    Stmt st =
+        db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size, stream,"
+                   " alloc_ns, free_ns) VALUES(?1,0,2,?2,?3,?4,0,?5,?6)");
     for (const auto& r : rows)
-        st.bind(1, r.id).bind(2, r.region).bind(3, r.addr).bind(4, r.size).bind(5, r.t0).bind(6, r.t1).run();
+        st.bind(1, r.id)
+            .bind(2, r.region)
+            .bind(3, r.addr)
+            .bind(4, r.size)
+            .bind(5, r.t0)
+            .bind(6, r.t1)
+            .run();
     db.exec("CREATE INDEX allocations_time ON allocations(device, level, alloc_ns)");
     db.exec("CREATE INDEX allocations_address ON allocations(device, address)");
     db.exec("COMMIT");
@@ -163,12 +175,17 @@ int main(int argc, char** argv)
     }
     const double mi = median(ti), mb = median(tb);
     const auto n = static_cast<double>(ev.size());
-    fmt::print("bench_ingest: {} events ({} allocation rows), {} runs, medians\n", ev.size(), rows.size(), repeats);
-    fmt::print("  ingest            {:8.3f} s  {:6.2f} M events/s  {:5.1f} bytes/event ({} B file)\n", mi,
-               n / mi / 1e6, static_cast<double>(bytes) / n, bytes);
-    fmt::print("  bare SQLite insert{:8.3f} s  {:6.2f} M events/s  ({} rows, same pragmas and indexes)\n", mb,
-               n / mb / 1e6, rows.size());
-    fmt::print("  ratio ingest/bare {:8.2f}x   (targets: >= 1 M events/s, <= 1.5x, <= 40 B/event)\n", mi / mb);
+    fmt::print("bench_ingest: {} events ({} allocation rows), {} runs, medians\n", ev.size(),
+               rows.size(), repeats);
+    fmt::print(
+        "  ingest            {:8.3f} s  {:6.2f} M events/s  {:5.1f} bytes/event ({} B file)\n", mi,
+        n / mi / 1e6, static_cast<double>(bytes) / n, bytes);
+    fmt::print(
+        "  bare SQLite insert{:8.3f} s  {:6.2f} M events/s  ({} rows, same pragmas and indexes)\n",
+        mb, n / mb / 1e6, rows.size());
+    fmt::print(
+        "  ratio ingest/bare {:8.2f}x   (targets: >= 1 M events/s, <= 1.5x, <= 40 B/event)\n",
+        mi / mb);
     std::error_code ec;
     std::filesystem::remove(pIngest, ec);
     std::filesystem::remove(pBare, ec);

@@ -2,13 +2,13 @@
 
 #include "capture/protocol/socket_dir.h"
 
-#include <dlfcn.h>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +33,8 @@ std::string findAgent()
         candidates.push_back((exe.parent_path() / "libfragscope-inject.so").string());
         // Installed layout (packaging/): bin/fragscope and lib/fragscope/libfragscope-inject.so.
         candidates.push_back(
-            (exe.parent_path().parent_path() / "lib" / "fragscope" / "libfragscope-inject.so").string());
+            (exe.parent_path().parent_path() / "lib" / "fragscope" / "libfragscope-inject.so")
+                .string());
         candidates.push_back(
             (exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
         candidates.push_back(

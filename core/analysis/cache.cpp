@@ -17,23 +17,28 @@ constexpr const char* kFrameKey = "frames";
 // stamp: its content can still change, so nothing is cached for it.
 std::string stamp(Db& db)
 {
-    if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete")
-        return {};
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
-                       db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
-                       db.scalar("SELECT COUNT(*) FROM frames"),
-                       db.scalarText("SELECT COALESCE(SUM(start_ns), 0) || ',' || COALESCE(SUM(end_ns), 0) FROM frames"),
-                       db.scalar("SELECT COUNT(*) FROM allocations"), db.scalar("SELECT COUNT(*) FROM regions"),
-                       db.scalar("SELECT COUNT(*) FROM region_mappings"), db.scalar("SELECT COUNT(*) FROM kernels"),
-                       db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
+    if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete") return {};
+    return fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}",
+        db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
+        db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
+        db.scalar("SELECT COUNT(*) FROM frames"),
+        db.scalarText(
+            "SELECT COALESCE(SUM(start_ns), 0) || ',' || COALESCE(SUM(end_ns), 0) FROM frames"),
+        db.scalar("SELECT COUNT(*) FROM allocations"), db.scalar("SELECT COUNT(*) FROM regions"),
+        db.scalar("SELECT COUNT(*) FROM region_mappings"),
+        db.scalar("SELECT COUNT(*) FROM kernels"),
+        db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
 }
 
-struct Writer {
+struct Writer
+{
     std::string out;
     template <typename T> void put(T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 };
 
-struct Reader {
+struct Reader
+{
     const char* p;
     const char* end;
     bool ok = true;
@@ -84,12 +89,11 @@ bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
 {
     Db& db = session->db();
     cacheStamp = stamp(db);
-    if (cacheStamp.empty() || !db.hasTable("analysis_cache"))
-        return false;
-    Stmt st = db.prepare("SELECT value FROM analysis_cache WHERE key=?1 AND engine_version=?2 AND stamp=?3");
+    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return false;
+    Stmt st = db.prepare(
+        "SELECT value FROM analysis_cache WHERE key=?1 AND engine_version=?2 AND stamp=?3");
     st.bind(1, std::string_view(kFrameKey)).bind(2, kEngineVersion).bind(3, cacheStamp);
-    if (!st.step())
-        return false;
+    if (!st.step()) return false;
     const auto* blob = static_cast<const char*>(sqlite3_column_blob(st.raw(), 0));
     const int n = sqlite3_column_bytes(st.raw(), 0);
     Reader r{blob, blob + n};
@@ -98,8 +102,7 @@ bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
     std::vector<FrameInfo> copy = frames;
     for (size_t fi : timed) {
         FrameInfo& f = copy[fi];
-        if (r.get<int64_t>() != f.index)
-            return false;
+        if (r.get<int64_t>() != f.index) return false;
         f.kernels = r.get<int64_t>();
         f.distinctKernels = r.get<int64_t>();
         f.newKernelVariants = r.get<int64_t>();
@@ -108,7 +111,8 @@ bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
             FrameAllocator fa;
             fa.device = td.device;
             fa.level = td.level;
-            if (r.get<uint32_t>() != td.device || r.get<uint32_t>() != static_cast<uint32_t>(td.level))
+            if (r.get<uint32_t>() != td.device ||
+                r.get<uint32_t>() != static_cast<uint32_t>(td.level))
                 return false;
             getState(r, fa.atEnd);
             fa.atEnd.device = td.device;
@@ -126,8 +130,7 @@ bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
             f.allocator.push_back(std::move(fa));
         }
     }
-    if (!r.ok || r.p != r.end)
-        return false;
+    if (!r.ok || r.p != r.end) return false;
     frames = std::move(copy);
     loadInfo.frameCacheUsed = true;
     return true;
@@ -137,8 +140,7 @@ void Engine::Impl::writeFrameCache(const std::vector<size_t>& timed)
 {
     // Written through a separate read-write connection, only when the file is writable: the
     // GUI's connection stays read-only and a read-only file simply gets no cache.
-    if (cacheStamp.empty() || ::access(path.c_str(), W_OK) != 0)
-        return;
+    if (cacheStamp.empty() || ::access(path.c_str(), W_OK) != 0) return;
     Writer w;
     w.put<uint64_t>(timed.size());
     w.put<uint64_t>(tracks.size());
@@ -166,11 +168,14 @@ void Engine::Impl::writeFrameCache(const std::vector<size_t>& timed)
     try {
         Db db(path, SQLITE_OPEN_READWRITE);
         db.exec("PRAGMA busy_timeout=2000");
-        db.exec("CREATE TABLE IF NOT EXISTS analysis_cache(key TEXT PRIMARY KEY, engine_version INTEGER NOT NULL,"
+        db.exec("CREATE TABLE IF NOT EXISTS analysis_cache(key TEXT PRIMARY KEY, engine_version "
+                "INTEGER NOT NULL,"
                 " stamp TEXT NOT NULL, value BLOB NOT NULL)");
-        Stmt st = db.prepare("INSERT OR REPLACE INTO analysis_cache(key, engine_version, stamp, value) VALUES(?1,?2,?3,?4)");
+        Stmt st = db.prepare("INSERT OR REPLACE INTO analysis_cache(key, engine_version, stamp, "
+                             "value) VALUES(?1,?2,?3,?4)");
         st.bind(1, std::string_view(kFrameKey)).bind(2, kEngineVersion).bind(3, cacheStamp);
-        sqlite3_bind_blob(st.raw(), 4, w.out.data(), static_cast<int>(w.out.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st.raw(), 4, w.out.data(), static_cast<int>(w.out.size()),
+                          SQLITE_TRANSIENT);
         st.run();
         loadInfo.frameCacheWritten = true;
     } catch (const SessionError&) {

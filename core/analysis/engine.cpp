@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -18,8 +18,7 @@ namespace {
 
 void checkCancel(const LoadOptions& o)
 {
-    if (o.cancel && o.cancel->load(std::memory_order_relaxed))
-        throw Cancelled();
+    if (o.cancel && o.cancel->load(std::memory_order_relaxed)) throw Cancelled();
 }
 
 } // namespace
@@ -39,13 +38,13 @@ std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions 
 namespace {
 
 // FRAGSCOPE_ANALYSIS_TIMING=1 prints how long each stage of open() took (stderr).
-struct StageTimer {
+struct StageTimer
+{
     bool on = std::getenv("FRAGSCOPE_ANALYSIS_TIMING") != nullptr;
     std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
     void operator()(const char* stage)
     {
-        if (!on)
-            return;
+        if (!on) return;
         const auto now = std::chrono::steady_clock::now();
         std::fprintf(stderr, "analysis open: %-28s %8.1f ms\n", stage,
                      std::chrono::duration<double, std::milli>(now - last).count());
@@ -72,8 +71,7 @@ void Engine::Impl::load(const LoadOptions& o)
     caveats.endedAbruptly = summary.health.endedAbruptly;
     caveats.ordinalTime = summary.timeAxis == TimeAxis::Ordinal;
     caveats.noAddresses = !summary.addressViewAvailable;
-    if (caveats.synthetic)
-        caveats.notes.push_back("synthetic data: simulated, not a measurement");
+    if (caveats.synthetic) caveats.notes.push_back("synthetic data: simulated, not a measurement");
     if (caveats.droppedRecords > 0)
         caveats.notes.push_back(fmt::format("{} records were dropped during capture: figures are "
                                             "computed over incomplete data",
@@ -117,20 +115,24 @@ void Engine::Impl::load(const LoadOptions& o)
     }
     std::unordered_map<int64_t, std::vector<std::pair<size_t, uint32_t>>> regionById;
     {
-        Stmt st = s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns,"
-                                 " expandable FROM regions ORDER BY create_ns, id");
+        Stmt st =
+            s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns,"
+                           " expandable FROM regions ORDER BY create_ns, id");
         std::vector<std::pair<size_t, RegionRec>> recs;
         while (st.step()) {
             const int level = static_cast<int>(st.i64(2));
             if (level < 0 || level >= kLevelCount)
-                throw SessionError(path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
+                throw SessionError(
+                    path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
             const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
-            RegionRec r{st.i64(0), st.u64(4), st.u64(5), st.i64(6),
-                        st.isNull(7) ? kAlive : st.i64(7), static_cast<RegionKind>(st.i64(3))};
-            if (r.destroyNs < r.createNs)
-                r.destroyNs = r.createNs;
-            if (r.address + r.size < r.address)
-                r.size = ~uint64_t{0} - r.address;
+            RegionRec r{st.i64(0),
+                        st.u64(4),
+                        st.u64(5),
+                        st.i64(6),
+                        st.isNull(7) ? kAlive : st.i64(7),
+                        static_cast<RegionKind>(st.i64(3))};
+            if (r.destroyNs < r.createNs) r.destroyNs = r.createNs;
+            if (r.address + r.size < r.address) r.size = ~uint64_t{0} - r.address;
             if (st.i64(8) != 0) {
                 for (RegionRec m : mapped[r.id]) {
                     m.kind = r.kind;
@@ -153,17 +155,13 @@ void Engine::Impl::load(const LoadOptions& o)
     // The range of a block's region that holds it (several for an expandable segment).
     auto regionOf = [&](int64_t regionId, size_t ti, const Alloc& a) -> uint32_t {
         auto it = regionById.find(regionId);
-        if (it == regionById.end())
-            return kNoRegion;
+        if (it == regionById.end()) return kNoRegion;
         uint32_t best = kNoRegion;
         for (const auto& [t, i] : it->second) {
-            if (t != ti)
-                continue;
+            if (t != ti) continue;
             const RegionRec& r = tracks[t].regions[i];
-            if (a.address < r.address || a.address >= r.address + r.size)
-                continue;
-            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs)
-                return i;
+            if (a.address < r.address || a.address >= r.address + r.size) continue;
+            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs) return i;
             best = i;
         }
         return best;
@@ -172,29 +170,28 @@ void Engine::Impl::load(const LoadOptions& o)
     stage("regions");
     const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
     {
-        Stmt st = s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns"
-                                 " FROM allocations");
+        Stmt st =
+            s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns"
+                           " FROM allocations");
         int64_t n = 0;
         while (st.step()) {
             const int level = static_cast<int>(st.i64(2));
             if (level < 0 || level >= kLevelCount)
-                throw SessionError(path, fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
+                throw SessionError(
+                    path, fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
             const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
-            Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7), st.i64(0),
-                    kNoRegion, 0};
-            if (a.freeNs < a.allocNs)
-                a.freeNs = a.allocNs;
+            Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7),
+                    st.i64(0), kNoRegion, 0};
+            if (a.freeNs < a.allocNs) a.freeNs = a.allocNs;
             if (a.address + a.size < a.address) // hostile size: clip at the top of the space
                 a.size = ~uint64_t{0} - a.address;
-            if (!st.isNull(3))
-                a.region = regionOf(st.i64(3), ti, a);
+            if (!st.isNull(3)) a.region = regionOf(st.i64(3), ti, a);
             // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
             if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
             tracks[ti].allocs.push_back(a);
             if ((++n & 0xfffff) == 0) {
                 checkCancel(o);
-                if (o.progress)
-                    o.progress(n, total * 2);
+                if (o.progress) o.progress(n, total * 2);
             }
         }
     }
@@ -214,22 +211,19 @@ void Engine::Impl::load(const LoadOptions& o)
         }
         t.byFree.clear();
         for (uint32_t i = 0; i < t.allocs.size(); ++i)
-            if (t.allocs[i].freeNs != kAlive)
-                t.byFree.push_back(i);
+            if (t.allocs[i].freeNs != kAlive) t.byFree.push_back(i);
         std::stable_sort(t.byFree.begin(), t.byFree.end(), [&](uint32_t a, uint32_t b) {
             return t.allocs[a].freeNs < t.allocs[b].freeNs;
         });
         for (uint32_t i = 0; i < t.regions.size(); ++i)
-            if (t.regions[i].destroyNs != kAlive)
-                t.regionsByEnd.push_back(i);
+            if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);
         std::stable_sort(t.regionsByEnd.begin(), t.regionsByEnd.end(), [&](uint32_t a, uint32_t b) {
             return t.regions[a].destroyNs < t.regions[b].destroyNs;
         });
         buildCheckpoints(t);
         buildLayout(t);
         done += static_cast<int64_t>(t.allocs.size());
-        if (o.progress)
-            o.progress(total + done, total * 2);
+        if (o.progress) o.progress(total + done, total * 2);
     }
     stage("sort, checkpoints, layout");
     session.emplace(std::move(s));
@@ -240,15 +234,13 @@ void Engine::Impl::load(const LoadOptions& o)
 const TrackData* Engine::Impl::track(uint32_t device, Level level) const
 {
     for (const TrackData& t : tracks)
-        if (t.device == device && t.level == level)
-            return &t;
+        if (t.device == device && t.level == level) return &t;
     return nullptr;
 }
 
 const TrackData& Engine::Impl::trackOrThrow(uint32_t device, Level level) const
 {
-    if (const TrackData* t = track(device, level))
-        return *t;
+    if (const TrackData* t = track(device, level)) return *t;
     static const TrackData empty;
     return empty;
 }
@@ -256,8 +248,7 @@ const TrackData& Engine::Impl::trackOrThrow(uint32_t device, Level level) const
 Caveats Engine::Impl::resultCaveats(const std::string& extra) const
 {
     Caveats c = caveats;
-    if (!extra.empty())
-        c.notes.push_back(extra);
+    if (!extra.empty()) c.notes.push_back(extra);
     return c;
 }
 
@@ -273,16 +264,14 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
     i.allocNs = a.allocNs;
     i.freeNs = a.freeNs;
     std::lock_guard lock(dbMutex);
-    if (!session)
-        return i;
+    if (!session) return i;
     Db& db = session->db();
     Stmt st = db.prepare("SELECT requested_size, stream, tag, stack FROM allocations WHERE id=?1");
     st.bind(1, a.id);
     if (st.step()) {
         i.requestedSize = st.isNull(0) ? 0 : st.u64(0);
         i.stream = static_cast<uint32_t>(st.i64(1));
-        if (!st.isNull(2))
-            i.tag = session->string(static_cast<StringId>(st.i64(2)));
+        if (!st.isNull(2)) i.tag = session->string(static_cast<StringId>(st.i64(2)));
         if (!st.isNull(3)) {
             Stmt fr = db.prepare("SELECT s.text FROM stacks k JOIN strings s ON s.id = k.frame"
                                  " WHERE k.id=?1 ORDER BY k.depth");
@@ -294,12 +283,30 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
     return i;
 }
 
-const std::string& Engine::path() const { return d_->path; }
-const SessionSummary& Engine::summary() const { return d_->summary; }
-const Caveats& Engine::caveats() const { return d_->caveats; }
-const LoadInfo& Engine::loadInfo() const { return d_->loadInfo; }
-int64_t Engine::timeBegin() const { return d_->timeBegin; }
-int64_t Engine::timeEnd() const { return d_->timeEnd; }
+const std::string& Engine::path() const
+{
+    return d_->path;
+}
+const SessionSummary& Engine::summary() const
+{
+    return d_->summary;
+}
+const Caveats& Engine::caveats() const
+{
+    return d_->caveats;
+}
+const LoadInfo& Engine::loadInfo() const
+{
+    return d_->loadInfo;
+}
+int64_t Engine::timeBegin() const
+{
+    return d_->timeBegin;
+}
+int64_t Engine::timeEnd() const
+{
+    return d_->timeEnd;
+}
 
 std::vector<Track> Engine::tracks() const
 {
@@ -314,12 +321,9 @@ std::optional<Track> Engine::defaultTrack(uint32_t device) const
 {
     std::optional<Track> withRegions, withAllocs;
     for (const Track& t : tracks()) {
-        if (t.device != device)
-            continue;
-        if (t.regions > 0)
-            withRegions = t; // ascending level: the last one is the highest
-        if (t.allocations > 0)
-            withAllocs = t;
+        if (t.device != device) continue;
+        if (t.regions > 0) withRegions = t; // ascending level: the last one is the highest
+        if (t.allocations > 0) withAllocs = t;
     }
     return withRegions ? withRegions : withAllocs;
 }
@@ -329,7 +333,8 @@ std::vector<RegionInfo> Engine::regions(uint32_t device, Level level) const
     std::vector<RegionInfo> out;
     if (const TrackData* t = d_->track(device, level))
         for (const RegionRec& r : t->regions)
-            out.push_back({r.id, device, level, r.kind, r.address, r.size, r.createNs, r.destroyNs});
+            out.push_back(
+                {r.id, device, level, r.kind, r.address, r.size, r.createNs, r.destroyNs});
     return out;
 }
 
@@ -364,8 +369,7 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
     }
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> inRegion(td.regions.size());
     for (const Alloc& a : td.allocs) {
-        if (!a.occupies() || a.allocNs > t || a.freeNs <= t)
-            continue;
+        if (!a.occupies() || a.allocNs > t || a.freeNs <= t) continue;
         ++s.liveAllocations;
         if (a.region == kNoRegion) {
             s.allocatedOutsideBytes += a.size;
@@ -381,19 +385,16 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
     }
     std::vector<uint64_t> frags;
     for (size_t r = 0; r < td.regions.size(); ++r) {
-        if (!alive[r])
-            continue;
+        if (!alive[r]) continue;
         auto& v = inRegion[r];
         std::sort(v.begin(), v.end());
         const RegionRec& rr = td.regions[r];
         uint64_t pos = rr.address;
         for (const auto& [a, e] : v) {
-            if (a > pos)
-                frags.push_back(a - pos);
+            if (a > pos) frags.push_back(a - pos);
             pos = std::max(pos, e);
         }
-        if (rr.address + rr.size > pos)
-            frags.push_back(rr.address + rr.size - pos);
+        if (rr.address + rr.size > pos) frags.push_back(rr.address + rr.size - pos);
     }
     SizeClassCounts classes;
     for (uint64_t f : frags) {
@@ -402,9 +403,10 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
         classes.add(f);
     }
     s.fragmentCount = static_cast<int64_t>(frags.size());
-    s.fragmentationRatio =
-        s.freeBytes == 0 ? 0.0
-                         : 1.0 - static_cast<double>(s.largestFreeFragmentBytes) / static_cast<double>(s.freeBytes);
+    s.fragmentationRatio = s.freeBytes == 0
+                               ? 0.0
+                               : 1.0 - static_cast<double>(s.largestFreeFragmentBytes) /
+                                           static_cast<double>(s.freeBytes);
     s.fragmentEntropyBits = classes.bits();
     s.histogram = makeHistogram(frags);
     return s;
@@ -434,8 +436,9 @@ std::vector<AllocationInfo> Engine::liveAllocationsAt(uint32_t device, Level lev
         info.freeNs = a.freeNs;
         out.push_back(std::move(info));
     }
-    std::sort(out.begin(), out.end(),
-              [](const AllocationInfo& a, const AllocationInfo& b) { return a.address < b.address; });
+    std::sort(out.begin(), out.end(), [](const AllocationInfo& a, const AllocationInfo& b) {
+        return a.address < b.address;
+    });
     return out;
 }
 
@@ -445,8 +448,7 @@ std::optional<AllocationInfo> Engine::allocationAt(uint32_t device, Level level,
     const TrackData& td = d_->trackOrThrow(device, level);
     for (uint32_t i : d_->liveAt(td, t, t)) {
         const Alloc& a = td.allocs[i];
-        if (a.address <= address && address < a.end())
-            return d_->info(td, a);
+        if (a.address <= address && address < a.end()) return d_->info(td, a);
     }
     return std::nullopt;
 }
@@ -458,25 +460,23 @@ std::optional<AllocationInfo> Engine::allocation(int64_t id) const
     int64_t allocNs = 0;
     {
         std::lock_guard lock(d_->dbMutex);
-        if (!d_->session)
-            return std::nullopt;
-        Stmt st = d_->session->db().prepare("SELECT device, level, alloc_ns FROM allocations WHERE id=?1");
+        if (!d_->session) return std::nullopt;
+        Stmt st = d_->session->db().prepare(
+            "SELECT device, level, alloc_ns FROM allocations WHERE id=?1");
         st.bind(1, id);
-        if (!st.step())
-            return std::nullopt;
+        if (!st.step()) return std::nullopt;
         device = static_cast<uint32_t>(st.i64(0));
         level = static_cast<int>(st.i64(1));
         allocNs = st.i64(2);
     }
     const TrackData* td = d_->track(device, static_cast<Level>(level));
-    if (!td)
-        return std::nullopt;
-    auto it = std::lower_bound(td->allocs.begin(), td->allocs.end(), std::make_pair(allocNs, id),
-                               [](const Alloc& a, const std::pair<int64_t, int64_t>& k) {
-                                   return a.allocNs != k.first ? a.allocNs < k.first : a.id < k.second;
-                               });
-    if (it == td->allocs.end() || it->id != id)
-        return std::nullopt;
+    if (!td) return std::nullopt;
+    auto it =
+        std::lower_bound(td->allocs.begin(), td->allocs.end(), std::make_pair(allocNs, id),
+                         [](const Alloc& a, const std::pair<int64_t, int64_t>& k) {
+                             return a.allocNs != k.first ? a.allocNs < k.first : a.id < k.second;
+                         });
+    if (it == td->allocs.end() || it->id != id) return std::nullopt;
     return d_->info(*td, *it);
 }
 
@@ -485,10 +485,8 @@ int64_t parseTime(const Engine& e, const std::string& text)
     std::string s = text;
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
         s.pop_back();
-    if (s == "end")
-        return e.timeEnd();
-    if (s == "begin" || s == "start")
-        return e.timeBegin();
+    if (s == "end") return e.timeEnd();
+    if (s == "begin" || s == "start") return e.timeBegin();
     if (s.starts_with("frame:")) {
         int64_t n = 0;
         const std::string num = s.substr(6);
@@ -496,17 +494,15 @@ int64_t parseTime(const Engine& e, const std::string& text)
         if (ec != std::errc() || p != num.data() + num.size() || num.empty())
             throw std::invalid_argument("invalid frame number in '" + text + "'");
         for (const FrameInfo& f : e.frames())
-            if (f.index == n)
-                return f.end;
-        throw std::invalid_argument(fmt::format("the session has no frame {} ({} frames)", n,
-                                                e.frames().size()));
+            if (f.index == n) return f.end;
+        throw std::invalid_argument(
+            fmt::format("the session has no frame {} ({} frames)", n, e.frames().size()));
     }
     // Plain integer: absolute session time (ns, or the ordinal).
     {
         int64_t v = 0;
         auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec == std::errc() && p == s.data() + s.size() && !s.empty())
-            return v;
+        if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return v;
     }
     // Number with a unit: an offset from the session's beginning.
     double v = 0;
@@ -517,7 +513,8 @@ int64_t parseTime(const Engine& e, const std::string& text)
                                     "'end', or frame:N)");
     const std::string unit(p, static_cast<const char*>(s.data() + s.size()));
     if (e.summary().timeAxis == TimeAxis::Ordinal)
-        throw std::invalid_argument("'" + text + "': this session has an ordinal time axis (no timestamps); "
+        throw std::invalid_argument("'" + text +
+                                    "': this session has an ordinal time axis (no timestamps); "
                                     "give the ordinal as a plain integer");
     double scale = 0;
     if (unit == "ns")

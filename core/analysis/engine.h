@@ -21,35 +21,39 @@
 namespace fs {
 class Session;
 struct SessionSummary;
-}
+} // namespace fs
 
 namespace fs::analysis {
 
 // Thrown by open() when the cancel flag was raised.
-class Cancelled : public std::exception {
+class Cancelled : public std::exception
+{
 public:
     const char* what() const noexcept override { return "cancelled"; }
 };
 
-struct LoadOptions {
+struct LoadOptions
+{
     // Called with (done, total) units of work, from the loading thread; may be empty.
     std::function<void(int64_t done, int64_t total)> progress;
     const std::atomic<bool>* cancel = nullptr; // raised -> open() throws Cancelled
     std::vector<CollapseRule> rules = defaultCollapseRules();
-    int64_t lookbackFrames = 2;   // precursor window: the two previous frames (DESIGN.md)
-    bool useCache = true;         // read/write the per-frame cache in the session file
+    int64_t lookbackFrames = 2; // precursor window: the two previous frames (DESIGN.md)
+    bool useCache = true;       // read/write the per-frame cache in the session file
     // PRAGMA quick_check on open (Session::open); false when the caller has just checked the
     // same file itself (the GUI's loader opens it in parallel).
     bool integrityCheck = true;
 };
 
 // How open() went (for tests, benchmarks and the GUI's status line).
-struct LoadInfo {
+struct LoadInfo
+{
     bool frameCacheUsed = false;    // per-frame figures came from the session's analysis_cache
     bool frameCacheWritten = false; // ... or were computed and stored there
 };
 
-class Engine {
+class Engine
+{
 public:
     // Opens and indexes a session. Throws fs::SessionError (bad file: "FILE: problem") or
     // Cancelled.
@@ -60,11 +64,11 @@ public:
 
     const std::string& path() const;
     const SessionSummary& summary() const;
-    const Caveats& caveats() const;         // session-wide caveats (every result copies them)
+    const Caveats& caveats() const; // session-wide caveats (every result copies them)
     const LoadInfo& loadInfo() const;
     int64_t timeBegin() const;
     int64_t timeEnd() const;
-    std::vector<Track> tracks() const;      // (device, level) pairs with data, device then level
+    std::vector<Track> tracks() const; // (device, level) pairs with data, device then level
     // The track views default to: the highest level that has regions on the device, else the
     // highest level with allocations.
     std::optional<Track> defaultTrack(uint32_t device = 0) const;

@@ -18,12 +18,13 @@ namespace fs::analysis {
 constexpr uint32_t kNoRegion = 0xffffffffu;
 
 // One allocation of a track: a packed hot record (10 M of them must fit comfortably).
-struct Alloc {
+struct Alloc
+{
     uint64_t address;
     uint64_t size;
     int64_t allocNs;
-    int64_t freeNs; // kAlive when never freed
-    int64_t id;     // allocations.id
+    int64_t freeNs;  // kAlive when never freed
+    int64_t id;      // allocations.id
     uint32_t region; // index into TrackData::regions, kNoRegion when outside any region
     uint32_t pad;
     uint64_t end() const { return address + size; }
@@ -33,7 +34,8 @@ struct Alloc {
 };
 static_assert(sizeof(Alloc) == 48, "Alloc is a hot record");
 
-struct RegionRec {
+struct RegionRec
+{
     int64_t id;
     uint64_t address;
     uint64_t size;
@@ -43,34 +45,38 @@ struct RegionRec {
 };
 
 // Live allocation set at a checkpoint time: state after every event with time <= time.
-struct Checkpoint {
+struct Checkpoint
+{
     int64_t time = 0;
-    size_t allocPos = 0;   // first alloc (allocs order) with allocNs > time
-    size_t freePos = 0;    // first entry of byFree with freeNs > time
-    size_t regionPos = 0;  // first region (creation order) with createNs > time
+    size_t allocPos = 0;  // first alloc (allocs order) with allocNs > time
+    size_t freePos = 0;   // first entry of byFree with freeNs > time
+    size_t regionPos = 0; // first region (creation order) with createNs > time
     size_t regionEndPos = 0;
     std::vector<uint32_t> live; // indices into allocs, ascending
 };
 
-struct TrackData {
+struct TrackData
+{
     uint32_t device = 0;
     Level level = Level::Framework;
-    std::vector<Alloc> allocs;            // sorted by (allocNs, id)
-    std::vector<uint32_t> byFree;         // indices of freed allocs, sorted by (freeNs, index)
-    std::vector<RegionRec> regions;       // sorted by (createNs, id)
-    std::vector<uint32_t> regionsByEnd;   // indices of released regions by destroyNs
-    std::vector<Checkpoint> checkpoints;  // ascending time; the first is the empty state
+    std::vector<Alloc> allocs;           // sorted by (allocNs, id)
+    std::vector<uint32_t> byFree;        // indices of freed allocs, sorted by (freeNs, index)
+    std::vector<RegionRec> regions;      // sorted by (createNs, id)
+    std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs
+    std::vector<Checkpoint> checkpoints; // ascending time; the first is the empty state
     AddressLayout layout;
     int64_t events() const
     {
-        return static_cast<int64_t>(allocs.size() + byFree.size() + regions.size() + regionsByEnd.size());
+        return static_cast<int64_t>(allocs.size() + byFree.size() + regions.size() +
+                                    regionsByEnd.size());
     }
 };
 
 // Incremental allocator state of one track: live allocations per region and the free fragments
 // between them, with running totals so that every figure of a State costs O(1) (largest
 // fragment: O(log distinct sizes)).
-class FragState {
+class FragState
+{
 public:
     explicit FragState(const TrackData& t);
     void regionCreate(uint32_t r);
@@ -90,8 +96,9 @@ public:
     uint64_t largest() const { return sizes_.empty() ? 0 : sizes_.rbegin()->first; }
     double ratio() const
     {
-        return freeBytes == 0 ? 0.0
-                              : 1.0 - static_cast<double>(largest()) / static_cast<double>(freeBytes);
+        return freeBytes == 0
+                   ? 0.0
+                   : 1.0 - static_cast<double>(largest()) / static_cast<double>(freeBytes);
     }
     double entropy() const { return classes_.bits(); }
     State snapshot(int64_t t, bool withHistogram) const;
@@ -99,7 +106,8 @@ public:
     std::vector<Fragment> fragments() const;
 
 private:
-    struct RegionLive {
+    struct RegionLive
+    {
         bool alive = false;
         std::map<uint64_t, uint64_t> allocs; // address -> end
     };
@@ -122,7 +130,8 @@ enum class ReplayEvent : uint8_t { RegionCreate, Free, Alloc, RegionDestroy };
 // Walks a track's four sorted streams forward in time, in the order region creations, frees,
 // allocations, region releases at equal times (ingest ends an overlapped block when the new one
 // arrives, and a block cannot be freed before it exists).
-class Replayer {
+class Replayer
+{
 public:
     explicit Replayer(const TrackData& t) : t_(t), state_(t) {}
     // State after every event <= time, starting from the nearest checkpoint (or the empty
@@ -159,8 +168,7 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
         const int64_t ta = allocPos_ < A.size() ? A[allocPos_].allocNs : kNone;
         const int64_t te = regionEndPos_ < RE.size() ? R[RE[regionEndPos_]].destroyNs : kNone;
         const int64_t t = std::min(std::min(tr, tf), std::min(ta, te));
-        if (t == kNone || t > limit)
-            break;
+        if (t == kNone || t > limit) break;
         ++processed_;
         if (tr == t) {
             const auto i = static_cast<uint32_t>(regionPos_++);
@@ -168,13 +176,11 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
             hook(ReplayEvent::RegionCreate, i, t);
         } else if (tf == t) {
             const uint32_t i = F[freePos_++];
-            if (A[i].occupies())
-                state_.free(A[i]);
+            if (A[i].occupies()) state_.free(A[i]);
             hook(ReplayEvent::Free, i, t);
         } else if (ta == t) {
             const auto i = static_cast<uint32_t>(allocPos_++);
-            if (A[i].occupies())
-                state_.alloc(A[i]);
+            if (A[i].occupies()) state_.alloc(A[i]);
             hook(ReplayEvent::Alloc, i, t);
         } else {
             const uint32_t i = RE[regionEndPos_++];
@@ -185,13 +191,15 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     time_ = std::max(time_, limit);
 }
 
-struct FrameRow {
+struct FrameRow
+{
     int64_t index;
     int64_t start;
     int64_t end;
 };
 
-struct Engine::Impl {
+struct Engine::Impl
+{
     std::string path;
     mutable std::mutex dbMutex;
     mutable std::optional<Session> session; // for lazy lookups (strings, stacks, kernels)

@@ -13,7 +13,6 @@
 
 namespace fs::analysis {
 
-
 void Engine::Impl::loadFrames(const LoadOptions& o)
 {
     frames.clear();
@@ -51,14 +50,12 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     }
     for (auto& [idx, f] : byIndex)
         frames.push_back(std::move(f));
-    if (frames.empty())
-        return;
+    if (frames.empty()) return;
 
     // Timed frames in time order (frames are few compared with events).
     std::vector<size_t> timed;
     for (size_t i = 0; i < frames.size(); ++i)
-        if (frames[i].start != kNoTime)
-            timed.push_back(i);
+        if (frames[i].start != kNoTime) timed.push_back(i);
     std::stable_sort(timed.begin(), timed.end(),
                      [&](size_t a, size_t b) { return frames[a].start < frames[b].start; });
 
@@ -67,13 +64,12 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         // Allocator figures per frame and track: one forward replay per track; the hook keeps the
         // extremes inside each frame.
         for (const TrackData& td : tracks) {
-            if (o.cancel && o.cancel->load())
-                throw Cancelled();
+            if (o.cancel && o.cancel->load()) throw Cancelled();
             Replayer r(td);
             for (size_t fi : timed) {
                 FrameInfo& f = frames[fi];
-                // A frame's events are those in (start, end]: adjacent frames (start = previous end)
-                // then replay strictly forward, never rebuilding from a checkpoint.
+                // A frame's events are those in (start, end]: adjacent frames (start = previous
+                // end) then replay strictly forward, never rebuilding from a checkpoint.
                 r.seek(f.start);
                 FrameAllocator fa;
                 fa.device = td.device;
@@ -109,7 +105,8 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             for (size_t fi : timed)
                 starts.push_back(frames[fi].start);
             std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-            Stmt st = db.prepare("SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
+            Stmt st = db.prepare(
+                "SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
             st.bind(1, frames[timed.front()].start);
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
@@ -118,11 +115,9 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             while (st.step()) {
                 const int64_t t = st.i64(0);
                 auto it = std::upper_bound(starts.begin(), starts.end(), t);
-                if (it == starts.begin())
-                    continue;
+                if (it == starts.begin()) continue;
                 const auto k = static_cast<size_t>(it - starts.begin() - 1);
-                if (t >= frames[timed[k]].end)
-                    continue;
+                if (t >= frames[timed[k]].end) continue;
                 ++names[k][st.i64(1)];
             }
             std::unordered_set<int64_t> seen;
@@ -131,16 +126,14 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                 f.distinctKernels = static_cast<int64_t>(names[k].size());
                 for (const auto& [name, n] : names[k]) {
                     f.kernels += n;
-                    if (k > 0 && !seen.count(name))
-                        ++f.newKernelVariants;
+                    if (k > 0 && !seen.count(name)) ++f.newKernelVariants;
                 }
                 for (const auto& [name, n] : names[k])
                     seen.insert(name);
             }
         }
 
-        if (o.useCache)
-            writeFrameCache(timed);
+        if (o.useCache) writeFrameCache(timed);
     }
 
     collapses = computeCollapses(o.rules);
@@ -151,8 +144,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     for (FrameInfo& f : frames)
         for (const CollapseRule& rule : o.rules) {
             auto it = f.metrics.find(rule.metric);
-            if (it != f.metrics.end() && rule.broken(it->second))
-                f.breaksRule = true;
+            if (it != f.metrics.end() && rule.broken(it->second)) f.breaksRule = true;
         }
 }
 
@@ -166,7 +158,8 @@ std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseR
         for (const CollapseRule& rule : rules) {
             auto it = f.metrics.find(rule.metric);
             if (it != f.metrics.end() && rule.broken(it->second))
-                broken.push_back(fmt::format("{} = {} ({})", rule.metric, it->second, rule.describe()));
+                broken.push_back(
+                    fmt::format("{} = {} ({})", rule.metric, it->second, rule.describe()));
         }
         const bool consecutive = prev != std::numeric_limits<int64_t>::min() && f.index == prev + 1;
         if (broken.empty()) {
@@ -182,9 +175,18 @@ std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseR
     return out;
 }
 
-const std::vector<FrameInfo>& Engine::frames() const { return d_->frames; }
-const std::vector<CollapseRule>& Engine::rules() const { return d_->options.rules; }
-const std::vector<Collapse>& Engine::collapses() const { return d_->collapses; }
+const std::vector<FrameInfo>& Engine::frames() const
+{
+    return d_->frames;
+}
+const std::vector<CollapseRule>& Engine::rules() const
+{
+    return d_->options.rules;
+}
+const std::vector<Collapse>& Engine::collapses() const
+{
+    return d_->collapses;
+}
 
 std::vector<Collapse> Engine::collapsesWith(const std::vector<CollapseRule>& rules) const
 {
@@ -208,13 +210,12 @@ std::optional<CollapseReport> Engine::collapseReport(int64_t frame) const
 std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
 {
     const auto& fr = d_->frames;
-    auto it = std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
-    if (it == fr.end() || it->start == kNoTime)
-        return {};
+    auto it =
+        std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
+    if (it == fr.end() || it->start == kNoTime) return {};
     int64_t firstStart = it->start;
     for (const FrameInfo& f : fr)
-        if (f.start != kNoTime)
-            firstStart = std::min(firstStart, f.start);
+        if (f.start != kNoTime) firstStart = std::min(firstStart, f.start);
     std::lock_guard lock(d_->dbMutex);
     Db& db = d_->session->db();
     if (!d_->kernelIndexReady) {
@@ -222,16 +223,18 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
         Stmt dv = db.prepare("SELECT DISTINCT device FROM kernels");
         while (dv.step())
             d_->kernelDevices.push_back(dv.i64(0));
-        Stmt fs = db.prepare("SELECT name, MIN(start_ns) FROM kernels WHERE start_ns >= ?1 GROUP BY name");
+        Stmt fs = db.prepare(
+            "SELECT name, MIN(start_ns) FROM kernels WHERE start_ns >= ?1 GROUP BY name");
         fs.bind(1, firstStart);
         while (fs.step())
             d_->kernelFirstStart.emplace(fs.i64(0), fs.i64(1));
         d_->kernelIndexReady = true;
     }
     std::map<int64_t, KernelSummary> byName;
-    Stmt st = db.prepare("SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
-                         " LEFT JOIN strings s ON s.id = k.name"
-                         " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name");
+    Stmt st =
+        db.prepare("SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
+                   " LEFT JOIN strings s ON s.id = k.name"
+                   " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name");
     for (int64_t device : d_->kernelDevices) {
         st.reset();
         st.bind(1, it->start).bind(2, it->end).bind(3, device);
@@ -242,7 +245,8 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
             k.totalNs += st.i64(3);
             // New: no kernel of this name started between the first frame and this one.
             auto f = d_->kernelFirstStart.find(st.i64(0));
-            k.newInFrame = it->start != firstStart && f != d_->kernelFirstStart.end() && f->second >= it->start;
+            k.newInFrame = it->start != firstStart && f != d_->kernelFirstStart.end() &&
+                           f->second >= it->start;
         }
     }
     std::vector<KernelSummary> out;
@@ -257,17 +261,17 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
 std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
 {
     const auto& fr = d_->frames;
-    auto it = std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
-    if (it == fr.end() || it->start == kNoTime)
-        return {};
+    auto it =
+        std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
+    if (it == fr.end() || it->start == kNoTime) return {};
     // The previous frame in time.
     const FrameInfo* prev = nullptr;
     for (const FrameInfo& f : fr)
         if (f.start != kNoTime && f.start < it->start && (!prev || f.start > prev->start))
             prev = &f;
-    if (!prev)
-        return {};
-    struct Row {
+    if (!prev) return {};
+    struct Row
+    {
         int64_t id;
         uint64_t address, size;
         std::string role;
@@ -298,8 +302,7 @@ std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int6
     std::vector<AddressJump> out;
     for (const Row& r : now) {
         auto b = byRole.find(r.role);
-        if (b == byRole.end())
-            continue;
+        if (b == byRole.end()) continue;
         AddressJump j;
         j.frame = frame;
         j.role = r.role;
@@ -322,22 +325,25 @@ CollapseReport Engine::frameReport(int64_t frame) const
     rep.collapse = {frame, frame, {}};
     rep.caveats = d_->resultCaveats();
     const auto& fr = d_->frames;
-    auto it = std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
+    auto it =
+        std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
     if (it == fr.end() || it->start == kNoTime) {
-        rep.caveats.notes.push_back(fmt::format("frame {} has no time range in this session", frame));
+        rep.caveats.notes.push_back(
+            fmt::format("frame {} has no time range in this session", frame));
         return rep;
     }
     // Frames in time order; the window starts lookback frames earlier (session begin when the
     // frame has fewer predecessors).
     std::vector<const FrameInfo*> timed;
     for (const FrameInfo& f : fr)
-        if (f.start != kNoTime)
-            timed.push_back(&f);
+        if (f.start != kNoTime) timed.push_back(&f);
     std::stable_sort(timed.begin(), timed.end(),
                      [](const FrameInfo* a, const FrameInfo* b) { return a->start < b->start; });
-    const auto pos = static_cast<int64_t>(std::find(timed.begin(), timed.end(), &*it) - timed.begin());
+    const auto pos =
+        static_cast<int64_t>(std::find(timed.begin(), timed.end(), &*it) - timed.begin());
     const int64_t lookback = std::max<int64_t>(d_->options.lookbackFrames, 0);
-    rep.windowBegin = pos - lookback >= 0 ? timed[static_cast<size_t>(pos - lookback)]->start : d_->timeBegin;
+    rep.windowBegin =
+        pos - lookback >= 0 ? timed[static_cast<size_t>(pos - lookback)]->start : d_->timeBegin;
     rep.windowEnd = it->end;
     const FrameInfo* prev = pos > 0 ? timed[static_cast<size_t>(pos - 1)] : nullptr;
 
@@ -346,16 +352,18 @@ CollapseReport Engine::frameReport(int64_t frame) const
         // Region changes in the window.
         for (const RegionRec& r : td.regions) {
             if (r.createNs >= rep.windowBegin && r.createNs <= rep.windowEnd)
-                p.push_back({PrecursorKind::RegionCreated, r.createNs, td.device, td.level, r.address,
-                             r.size, -1, static_cast<double>(r.size),
+                p.push_back({PrecursorKind::RegionCreated, r.createNs, td.device, td.level,
+                             r.address, r.size, -1, static_cast<double>(r.size),
                              fmt::format("new {} region of {} at {:#x}", regionKindName(r.kind),
                                          humanBytes(r.size), r.address)});
-            if (r.destroyNs != kAlive && r.destroyNs >= rep.windowBegin && r.destroyNs <= rep.windowEnd)
-                p.push_back({PrecursorKind::RegionReleased, r.destroyNs, td.device, td.level, r.address,
-                             r.size, -1, static_cast<double>(r.size),
-                             fmt::format("{} {} region of {} at {:#x}",
-                                         td.level == Level::Pool ? "pool trim: released" : "released",
-                                         regionKindName(r.kind), humanBytes(r.size), r.address)});
+            if (r.destroyNs != kAlive && r.destroyNs >= rep.windowBegin &&
+                r.destroyNs <= rep.windowEnd)
+                p.push_back(
+                    {PrecursorKind::RegionReleased, r.destroyNs, td.device, td.level, r.address,
+                     r.size, -1, static_cast<double>(r.size),
+                     fmt::format("{} {} region of {} at {:#x}",
+                                 td.level == Level::Pool ? "pool trim: released" : "released",
+                                 regionKindName(r.kind), humanBytes(r.size), r.address)});
         }
         // Allocations that shrank the largest free fragment.
         Replayer r(td);
@@ -367,21 +375,24 @@ CollapseReport Engine::frameReport(int64_t frame) const
             // exactly uses it rather than splitting it.
             if (kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest) {
                 const Alloc& a = td.allocs[i];
-                p.push_back({PrecursorKind::SplitLargest, t, td.device, td.level, a.address, a.size, a.id,
-                             static_cast<double>(largest - now),
-                             fmt::format("allocation of {} at {:#x} cut the largest free fragment from "
-                                         "{} to {}",
-                                         humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now))});
+                p.push_back(
+                    {PrecursorKind::SplitLargest, t, td.device, td.level, a.address, a.size, a.id,
+                     static_cast<double>(largest - now),
+                     fmt::format("allocation of {} at {:#x} cut the largest free fragment from "
+                                 "{} to {}",
+                                 humanBytes(a.size), a.address, humanBytes(largest),
+                                 humanBytes(now))});
             }
             largest = now;
         });
         // Same-role allocations that moved further than their own size.
         for (const AddressJump& j : addressJumps(td.device, td.level, frame))
             if (j.distance >= j.size && j.distance > 0)
-                p.push_back({PrecursorKind::AddressJump, it->start, td.device, td.level, j.currentAddress,
-                             j.size, j.currentId, static_cast<double>(j.size),
-                             fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
-                                         j.previousAddress, j.currentAddress)});
+                p.push_back(
+                    {PrecursorKind::AddressJump, it->start, td.device, td.level, j.currentAddress,
+                     j.size, j.currentId, static_cast<double>(j.size),
+                     fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
+                                 j.previousAddress, j.currentAddress)});
         // State diff end(f-1) -> end(f).
         StateDiff diff;
         diff.device = td.device;
@@ -392,16 +403,17 @@ CollapseReport Engine::frameReport(int64_t frame) const
     }
     {
         std::lock_guard lock(d_->dbMutex);
-        Stmt st = d_->session->db().prepare("SELECT time_ns, device, level, requested_bytes, device_free_bytes"
-                                            " FROM ooms WHERE time_ns >= ?1 AND time_ns <= ?2");
+        Stmt st = d_->session->db().prepare(
+            "SELECT time_ns, device, level, requested_bytes, device_free_bytes"
+            " FROM ooms WHERE time_ns >= ?1 AND time_ns <= ?2");
         st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
         while (st.step()) {
             const uint64_t req = st.isNull(3) ? 0 : st.u64(3);
             p.push_back({PrecursorKind::Oom, st.i64(0), static_cast<uint32_t>(st.i64(1)),
                          static_cast<Level>(st.isNull(2) ? 0 : st.i64(2)), 0, req, -1,
                          4.0 * static_cast<double>(std::max<uint64_t>(req, 1)),
-                         fmt::format("out of memory: {} requested, {} free on the device", humanBytes(req),
-                                     humanBytes(st.isNull(4) ? 0 : st.u64(4)))});
+                         fmt::format("out of memory: {} requested, {} free on the device",
+                                     humanBytes(req), humanBytes(st.isNull(4) ? 0 : st.u64(4)))});
         }
     }
     // New kernel variants: scored by the dip of the largest fragment they coincide with.
@@ -423,12 +435,12 @@ CollapseReport Engine::frameReport(int64_t frame) const
     for (int64_t q = std::max<int64_t>(0, pos - lookback); q <= pos; ++q) {
         const FrameInfo* wf = timed[static_cast<size_t>(q)];
         for (const KernelSummary& k : kernelsInFrame(wf->index)) {
-            if (!k.newInFrame)
-                continue;
+            if (!k.newInFrame) continue;
             rep.newKernels.push_back(k);
-            p.push_back({PrecursorKind::NewKernelVariant, wf->start, 0, Level::Driver, 0, 0, -1, dip,
-                         fmt::format("kernel '{}' ran {}x in frame {} and in no earlier frame", k.name,
-                                     k.count, wf->index)});
+            p.push_back({PrecursorKind::NewKernelVariant, wf->start, 0, Level::Driver, 0, 0, -1,
+                         dip,
+                         fmt::format("kernel '{}' ran {}x in frame {} and in no earlier frame",
+                                     k.name, k.count, wf->index)});
         }
     }
     // Graph launches that overlapped the precursors above.
@@ -436,8 +448,9 @@ CollapseReport Engine::frameReport(int64_t frame) const
         std::vector<Precursor> graphs;
         std::lock_guard lock(d_->dbMutex);
         // Launches that start inside the window (an index range on start_ns).
-        Stmt st = d_->session->db().prepare("SELECT start_ns, end_ns, device, graph_id FROM graph_launches"
-                                            " WHERE start_ns >= ?1 AND start_ns <= ?2");
+        Stmt st = d_->session->db().prepare(
+            "SELECT start_ns, end_ns, device, graph_id FROM graph_launches"
+            " WHERE start_ns >= ?1 AND start_ns <= ?2");
         st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
         while (st.step()) {
             const int64_t s = st.i64(0), e = st.i64(1);
@@ -451,9 +464,10 @@ CollapseReport Engine::frameReport(int64_t frame) const
                     ++n;
                 }
             if (n > 0)
-                graphs.push_back({PrecursorKind::GraphLaunch, s, static_cast<uint32_t>(st.i64(2)),
-                                  Level::Driver, 0, 0, -1, score / 2,
-                                  fmt::format("graph {} launch overlapped {} of these events", st.i64(3), n)});
+                graphs.push_back(
+                    {PrecursorKind::GraphLaunch, s, static_cast<uint32_t>(st.i64(2)), Level::Driver,
+                     0, 0, -1, score / 2,
+                     fmt::format("graph {} launch overlapped {} of these events", st.i64(3), n)});
         }
         p.insert(p.end(), graphs.begin(), graphs.end());
     }
@@ -461,21 +475,29 @@ CollapseReport Engine::frameReport(int64_t frame) const
         return a.score != b.score ? a.score > b.score : a.time < b.time;
     });
     constexpr size_t kMaxPrecursors = 200;
-    if (p.size() > kMaxPrecursors)
-        p.resize(kMaxPrecursors);
+    if (p.size() > kMaxPrecursors) p.resize(kMaxPrecursors);
     rep.precursors = std::move(p);
     return rep;
 }
 
 std::vector<std::string> Engine::frameAllocatorMetrics()
 {
-    return {"largest_fragment_end",  "fragmentation_ratio_end", "fragment_count_end",
-            "fragment_entropy_end",  "free_end",                "allocated_end",
-            "reserved_end",          "min_largest_fragment",    "max_fragmentation_ratio",
-            "allocs",                "alloc_bytes",             "new_kernel_variants"};
+    return {"largest_fragment_end",
+            "fragmentation_ratio_end",
+            "fragment_count_end",
+            "fragment_entropy_end",
+            "free_end",
+            "allocated_end",
+            "reserved_end",
+            "min_largest_fragment",
+            "max_fragmentation_ratio",
+            "allocs",
+            "alloc_bytes",
+            "new_kernel_variants"};
 }
 
-std::vector<double> Engine::frameSeries(uint32_t device, Level level, const std::string& metric) const
+std::vector<double> Engine::frameSeries(uint32_t device, Level level,
+                                        const std::string& metric) const
 {
     std::vector<double> out;
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -486,8 +508,7 @@ std::vector<double> Engine::frameSeries(uint32_t device, Level level, const std:
         }
         const FrameAllocator* fa = nullptr;
         for (const FrameAllocator& a : f.allocator)
-            if (a.device == device && a.level == level)
-                fa = &a;
+            if (a.device == device && a.level == level) fa = &a;
         if (!fa) {
             out.push_back(nan);
             continue;
@@ -542,8 +563,7 @@ std::vector<Correlation> Engine::correlations() const
 {
     std::vector<Correlation> out;
     const auto def = defaultTrack(0);
-    if (!def)
-        return out;
+    if (!def) return out;
     std::set<std::string> names;
     for (const FrameInfo& f : d_->frames)
         for (const auto& [k, v] : f.metrics)

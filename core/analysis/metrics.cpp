@@ -12,8 +12,7 @@ int sizeClass(uint64_t bytes)
     // Class n holds (2^(n-1), 2^n] KiB: bytes - 1 lies in [2^(n-1) KiB, 2^n KiB), so n is the bit
     // width of (bytes - 1) / 1 KiB. Checked against CATALOGUE.md's fragment entropies (the floor
     // rule, [2^n, 2^(n+1)) KiB, gives other figures).
-    if (bytes == 0)
-        return 0;
+    if (bytes == 0) return 0;
     const int n = static_cast<int>(std::bit_width((bytes - 1) >> 10));
     return std::clamp(n, 2, 12) - 2;
 }
@@ -23,12 +22,10 @@ double entropyBits(std::span<const int64_t> counts)
     int64_t total = 0;
     for (int64_t c : counts)
         total += c > 0 ? c : 0;
-    if (total <= 0)
-        return 0;
+    if (total <= 0) return 0;
     double h = 0;
     for (int64_t c : counts) {
-        if (c <= 0)
-            continue;
+        if (c <= 0) continue;
         const double p = static_cast<double>(c) / static_cast<double>(total);
         h -= p * std::log2(p);
     }
@@ -42,12 +39,9 @@ int log2Bin(uint64_t bytes)
 
 int clusterOf(uint64_t bytes)
 {
-    if (bytes >= (8u << 10) && bytes <= (32u << 10))
-        return 0;
-    if (bytes >= (64u << 10) && bytes <= (128u << 10))
-        return 1;
-    if (bytes >= (256u << 10))
-        return 2;
+    if (bytes >= (8u << 10) && bytes <= (32u << 10)) return 0;
+    if (bytes >= (64u << 10) && bytes <= (128u << 10)) return 1;
+    if (bytes >= (256u << 10)) return 2;
     return -1;
 }
 
@@ -57,8 +51,7 @@ Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<u
 {
     Histogram h;
     for (int k = 0; k < 64; ++k) {
-        if (count[static_cast<size_t>(k)] == 0)
-            continue;
+        if (count[static_cast<size_t>(k)] == 0) continue;
         HistogramBin b;
         b.lo = k == 0 ? 0 : uint64_t{1} << k;
         b.hi = k == 63 ? 0 : uint64_t{1} << (k + 1);
@@ -99,20 +92,17 @@ Trend fitTrend(std::span<const double> x, std::span<const double> y)
     double sx = 0, sy = 0;
     size_t m = 0;
     for (size_t i = 0; i < n; ++i) {
-        if (std::isnan(x[i]) || std::isnan(y[i]))
-            continue;
+        if (std::isnan(x[i]) || std::isnan(y[i])) continue;
         sx += x[i];
         sy += y[i];
         ++m;
     }
     t.n = static_cast<int64_t>(m);
-    if (m < 2)
-        return t;
+    if (m < 2) return t;
     const double mx = sx / static_cast<double>(m), my = sy / static_cast<double>(m);
     double sxx = 0, sxy = 0, syy = 0;
     for (size_t i = 0; i < n; ++i) {
-        if (std::isnan(x[i]) || std::isnan(y[i]))
-            continue;
+        if (std::isnan(x[i]) || std::isnan(y[i])) continue;
         sxx += (x[i] - mx) * (x[i] - mx);
         sxy += (x[i] - mx) * (y[i] - my);
         syy += (y[i] - my) * (y[i] - my);
@@ -134,8 +124,7 @@ double betaContinuedFraction(double a, double b, double x)
 {
     constexpr double tiny = 1e-300, eps = 1e-15;
     double c = 1, d = 1 - (a + b) * x / (a + 1);
-    if (std::fabs(d) < tiny)
-        d = tiny;
+    if (std::fabs(d) < tiny) d = tiny;
     d = 1 / d;
     double h = d;
     for (int m = 1; m <= 300; ++m) {
@@ -155,23 +144,19 @@ double betaContinuedFraction(double a, double b, double x)
         d = 1 / d;
         const double del = d * c;
         h *= del;
-        if (std::fabs(del - 1) < eps)
-            break;
+        if (std::fabs(del - 1) < eps) break;
     }
     return h;
 }
 
 double regularizedBeta(double a, double b, double x)
 {
-    if (x <= 0)
-        return 0;
-    if (x >= 1)
-        return 1;
-    const double lbt = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
-                       b * std::log1p(-x);
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    const double lbt =
+        std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
     const double bt = std::exp(lbt);
-    if (x < (a + 1) / (a + b + 2))
-        return bt * betaContinuedFraction(a, b, x) / a;
+    if (x < (a + 1) / (a + b + 2)) return bt * betaContinuedFraction(a, b, x) / a;
     return 1 - bt * betaContinuedFraction(b, a, 1 - x) / b;
 }
 
@@ -191,8 +176,7 @@ double pearsonOf(std::span<const double> x, std::span<const double> y)
         syy += (y[i] - my) * (y[i] - my);
         sxy += (x[i] - mx) * (y[i] - my);
     }
-    if (sxx == 0 || syy == 0)
-        return 0;
+    if (sxx == 0 || syy == 0) return 0;
     return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
 }
 
@@ -200,11 +184,9 @@ double pearsonOf(std::span<const double> x, std::span<const double> y)
 
 double correlationPValue(double r, int64_t n)
 {
-    if (n < 3)
-        return 1;
+    if (n < 3) return 1;
     const double df = static_cast<double>(n - 2);
-    if (std::fabs(r) >= 1)
-        return 0;
+    if (std::fabs(r) >= 1) return 0;
     const double t2 = r * r * df / (1 - r * r);
     // Two-sided p of Student's t: I_{df/(df+t^2)}(df/2, 1/2).
     return std::clamp(regularizedBeta(df / 2, 0.5, df / (df + t2)), 0.0, 1.0);
@@ -234,14 +216,12 @@ Correlation correlate(std::span<const double> x, std::span<const double> y)
     std::vector<double> a, b;
     const size_t n = std::min(x.size(), y.size());
     for (size_t i = 0; i < n; ++i) {
-        if (std::isnan(x[i]) || std::isnan(y[i]))
-            continue;
+        if (std::isnan(x[i]) || std::isnan(y[i])) continue;
         a.push_back(x[i]);
         b.push_back(y[i]);
     }
     c.n = static_cast<int64_t>(a.size());
-    if (c.n < 3)
-        return c;
+    if (c.n < 3) return c;
     c.pearson = pearsonOf(a, b);
     c.pearsonP = correlationPValue(c.pearson, c.n);
     const auto ra = averageRanks(a), rb = averageRanks(b);

@@ -20,7 +20,8 @@ int sizeClass(uint64_t bytes); // 0..10 (class index = n - 2)
 double entropyBits(std::span<const int64_t> counts);
 
 // Running class counts for entropy (event-size and fragment entropy).
-struct SizeClassCounts {
+struct SizeClassCounts
+{
     std::array<int64_t, kSizeClasses> counts{};
     void add(uint64_t bytes) { ++counts[static_cast<size_t>(sizeClass(bytes))]; }
     void remove(uint64_t bytes) { --counts[static_cast<size_t>(sizeClass(bytes))]; }
@@ -35,7 +36,8 @@ Histogram makeHistogram(std::span<const uint64_t> fragmentSizes);
 Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<uint64_t, 64>& bytes,
                         const std::array<int64_t, 3>& clusterCount,
                         const std::array<uint64_t, 3>& clusterBytes);
-// Which seed cluster a fragment size falls in: 0 = 8-32 KiB, 1 = 64-128 KiB, 2 = >= 256 KiB, -1 none.
+// Which seed cluster a fragment size falls in: 0 = 8-32 KiB, 1 = 64-128 KiB, 2 = >= 256 KiB, -1
+// none.
 int clusterOf(uint64_t bytes);
 
 // Least-squares fit with R^2.

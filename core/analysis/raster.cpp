@@ -16,8 +16,7 @@ void Engine::Impl::buildLayout(TrackData& t)
 {
     std::vector<std::pair<uint64_t, uint64_t>> spans;
     for (const RegionRec& r : t.regions)
-        if (r.size > 0)
-            spans.emplace_back(r.address, r.address + r.size);
+        if (r.size > 0) spans.emplace_back(r.address, r.address + r.size);
     std::sort(spans.begin(), spans.end());
     std::vector<std::pair<uint64_t, uint64_t>> merged;
     for (const auto& s : spans) {
@@ -55,7 +54,8 @@ AddressLayout Engine::layout(uint32_t device, Level level) const
 namespace {
 
 // One axis of a rectangle in pixel units [a, b) clipped to [0, n): the terms of its coverage.
-struct AxisTerms {
+struct AxisTerms
+{
     int n = 0;
     int lo[3], hi[3];
     double w[3];
@@ -65,8 +65,7 @@ bool axisTerms(double a, double b, int n, AxisTerms& out)
 {
     a = std::max(a, 0.0);
     b = std::min(b, static_cast<double>(n));
-    if (!(b > a))
-        return false;
+    if (!(b > a)) return false;
     int c0 = static_cast<int>(std::floor(a));
     int c1 = static_cast<int>(std::ceil(b)) - 1;
     c0 = std::clamp(c0, 0, n - 1);
@@ -76,15 +75,21 @@ bool axisTerms(double a, double b, int n, AxisTerms& out)
     if (c0 == c1) {
         out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (b - a) - 1.0;
     } else {
-        out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (static_cast<double>(c0 + 1) - a) - 1.0;
-        out.lo[out.n] = c1, out.hi[out.n] = c1, out.w[out.n++] = (b - static_cast<double>(c1)) - 1.0;
+        out.lo[out.n] = c0, out.hi[out.n] = c0,
+        out.w[out.n++] = (static_cast<double>(c0 + 1) - a) - 1.0;
+        out.lo[out.n] = c1, out.hi[out.n] = c1,
+        out.w[out.n++] = (b - static_cast<double>(c1)) - 1.0;
     }
     return true;
 }
 
-class DiffGrid {
+class DiffGrid
+{
 public:
-    DiffGrid(int w, int h) : w_(w), h_(h), d_(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0) {}
+    DiffGrid(int w, int h)
+        : w_(w), h_(h), d_(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0)
+    {
+    }
     // Adds weight times the coverage of [x0, x1) x [y0, y1) (pixel units).
     void addRect(double x0, double x1, double y0, double y1, double weight = 1.0)
     {
@@ -95,19 +100,17 @@ public:
             if (x1 <= cx + 1 && y1 <= cy + 1) {
                 if (cell_.empty())
                     cell_.assign(static_cast<size_t>(w_) * static_cast<size_t>(h_), 0.0);
-                cell_[static_cast<size_t>(cy) * static_cast<size_t>(w_) + static_cast<size_t>(cx)] +=
-                    weight * (x1 - x0) * (y1 - y0);
+                cell_[static_cast<size_t>(cy) * static_cast<size_t>(w_) +
+                      static_cast<size_t>(cx)] += weight * (x1 - x0) * (y1 - y0);
                 return;
             }
         }
         AxisTerms tx, ty;
-        if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty))
-            return;
+        if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty)) return;
         for (int i = 0; i < tx.n; ++i)
             for (int j = 0; j < ty.n; ++j) {
                 const double v = weight * tx.w[i] * ty.w[j];
-                if (v != 0)
-                    box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
+                if (v != 0) box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
             }
     }
     // Resolves the differences into per-cell values (row-major, h rows of w).
@@ -120,7 +123,8 @@ public:
             for (int x = 0; x < w_; ++x) {
                 col[static_cast<size_t>(x)] += d_[idx(x, y)];
                 run += col[static_cast<size_t>(x)];
-                const size_t k = static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x);
+                const size_t k =
+                    static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x);
                 out[k] = cell_.empty() ? run : run + cell_[k];
             }
         }
@@ -148,8 +152,7 @@ private:
 std::vector<bool> separatorMask(const AddressLayout& L, double y0, double dy, int n)
 {
     std::vector<bool> m(static_cast<size_t>(n), false);
-    if (L.separators.empty())
-        return m;
+    if (L.separators.empty()) return m;
     for (int r = 0; r < n; ++r) {
         const double c = y0 + (r + 0.5) * dy;
         // Separators are sorted: binary search the last one starting at or before c.
@@ -175,13 +178,11 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
     h.height = std::clamp(rq.height, 1, 16384);
     h.t0 = rq.t0 == kNoTime ? d_->timeBegin : rq.t0;
     h.t1 = rq.t1 == kNoTime ? d_->timeEnd : rq.t1;
-    if (h.t1 <= h.t0)
-        h.t1 = h.t0 + 1;
+    if (h.t1 <= h.t0) h.t1 = h.t0 + 1;
     h.layout = td.layout;
     h.y0 = rq.y0;
     h.y1 = rq.y1 == 0 ? td.layout.compactSize : rq.y1;
-    if (h.y1 <= h.y0)
-        h.y1 = h.y0 + 1;
+    if (h.y1 <= h.y0) h.y1 = h.y0 + 1;
     h.caveats = d_->resultCaveats();
     const double dt = static_cast<double>(h.t1 - h.t0) / h.width;
     const double dy = static_cast<double>(h.y1 - h.y0) / h.height;
@@ -191,26 +192,21 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
     DiffGrid occ(h.width, h.height), reg(h.width, h.height);
     const int64_t far = h.t1 + 1;
     for (const RegionRec& r : td.regions) {
-        if (r.createNs >= h.t1 || r.destroyNs <= h.t0)
-            continue;
+        if (r.createNs >= h.t1 || r.destroyNs <= h.t0) continue;
         uint64_t c = 0;
-        if (!td.layout.toCompact(r.address, c))
-            continue;
-        reg.addRect(px(std::max(r.createNs, h.t0)), px(std::min(r.destroyNs, far)), py(static_cast<double>(c)),
-                    py(static_cast<double>(c + r.size)));
+        if (!td.layout.toCompact(r.address, c)) continue;
+        reg.addRect(px(std::max(r.createNs, h.t0)), px(std::min(r.destroyNs, far)),
+                    py(static_cast<double>(c)), py(static_cast<double>(c + r.size)));
     }
     for (uint32_t i : d_->liveAt(td, h.t0, h.t1 - 1)) {
         const Alloc& a = td.allocs[i];
-        if (a.region == kNoRegion || a.allocNs >= h.t1)
-            continue;
+        if (a.region == kNoRegion || a.allocNs >= h.t1) continue;
         uint64_t c = 0;
-        if (!td.layout.toCompact(a.address, c))
-            continue;
-        if (c + a.size <= h.y0 || c >= h.y1)
-            continue;
+        if (!td.layout.toCompact(a.address, c)) continue;
+        if (c + a.size <= h.y0 || c >= h.y1) continue;
         ++h.allocationsInView;
-        occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)), py(static_cast<double>(c)),
-                    py(static_cast<double>(c + a.size)));
+        occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
+                    py(static_cast<double>(c)), py(static_cast<double>(c + a.size)));
     }
     const std::vector<double> o = occ.resolve(), g = reg.resolve();
     const std::vector<bool> sep = separatorMask(td.layout, ty0, dy, h.height);
@@ -220,7 +216,8 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
     h.state.resize(n);
     for (int y = 0; y < h.height; ++y)
         for (int x = 0; x < h.width; ++x) {
-            const size_t k = static_cast<size_t>(y) * static_cast<size_t>(h.width) + static_cast<size_t>(x);
+            const size_t k =
+                static_cast<size_t>(y) * static_cast<size_t>(h.width) + static_cast<size_t>(x);
             const double ov = o[k] < kEps ? 0.0 : std::min(o[k], 1.0);
             const double gv = g[k] < kEps ? 0.0 : std::min(g[k], 1.0);
             h.occupancy[k] = static_cast<float>(ov);
@@ -249,8 +246,7 @@ MemmapRaster Engine::memmap(const MemmapRequest& rq) const
     const int n = static_cast<int>(cells);
     DiffGrid occ(n, 1), reg(n, 1);
     for (const RegionRec& r : td.regions) {
-        if (r.createNs > m.time || r.destroyNs <= m.time)
-            continue;
+        if (r.createNs > m.time || r.destroyNs <= m.time) continue;
         uint64_t c = 0;
         if (td.layout.toCompact(r.address, c))
             reg.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + r.size) / bpc, 0, 1);
@@ -268,15 +264,17 @@ MemmapRaster Engine::memmap(const MemmapRequest& rq) const
     for (uint64_t d = 0; d < cells; ++d) {
         int x = 0, y = 0;
         hilbertXY(m.side, d, x, y);
-        const size_t k = static_cast<size_t>(y) * static_cast<size_t>(m.side) + static_cast<size_t>(x);
+        const size_t k =
+            static_cast<size_t>(y) * static_cast<size_t>(m.side) + static_cast<size_t>(x);
         const double ov = o[d] < kEps ? 0.0 : std::min(o[d], 1.0);
         const double gv = g[d] < kEps ? 0.0 : std::min(g[d], 1.0);
         m.occupancy[k] = static_cast<float>(ov);
-        m.state[k] = sep[d] && static_cast<double>(d) * bpc < static_cast<double>(td.layout.compactSize)
-                         ? CellState::Separator
-                     : ov > 0 ? CellState::Allocated
-                     : gv > 0 ? CellState::Free
-                              : CellState::Outside;
+        m.state[k] =
+            sep[d] && static_cast<double>(d) * bpc < static_cast<double>(td.layout.compactSize)
+                ? CellState::Separator
+            : ov > 0 ? CellState::Allocated
+            : gv > 0 ? CellState::Free
+                     : CellState::Outside;
     }
     return m;
 }

@@ -9,8 +9,7 @@ FragState::FragState(const TrackData& t) : td_(&t), regions_(t.regions.size()) {
 
 void FragState::addFragment(uint64_t size)
 {
-    if (size == 0)
-        return;
+    if (size == 0) return;
     ++fragCount;
     freeBytes += size;
     ++sizes_[size];
@@ -27,13 +26,11 @@ void FragState::addFragment(uint64_t size)
 
 void FragState::removeFragment(uint64_t size)
 {
-    if (size == 0)
-        return;
+    if (size == 0) return;
     --fragCount;
     freeBytes -= size;
     auto it = sizes_.find(size);
-    if (it != sizes_.end() && --it->second == 0)
-        sizes_.erase(it);
+    if (it != sizes_.end() && --it->second == 0) sizes_.erase(it);
     classes_.remove(size);
     const auto k = static_cast<size_t>(log2Bin(size));
     --binCount_[k];
@@ -56,15 +53,13 @@ void FragState::gapsOf(uint32_t r, bool add)
             add ? addFragment(std::min(a, end) - pos) : removeFragment(std::min(a, end) - pos);
         pos = std::max(pos, e);
     }
-    if (end > pos)
-        add ? addFragment(end - pos) : removeFragment(end - pos);
+    if (end > pos) add ? addFragment(end - pos) : removeFragment(end - pos);
 }
 
 void FragState::regionCreate(uint32_t r)
 {
     RegionLive& R = regions_[r];
-    if (R.alive)
-        return;
+    if (R.alive) return;
     R.alive = true;
     ++regionCount;
     reserved += td_->regions[r].size;
@@ -79,8 +74,7 @@ void FragState::regionCreate(uint32_t r)
 void FragState::regionDestroy(uint32_t r)
 {
     RegionLive& R = regions_[r];
-    if (!R.alive)
-        return;
+    if (!R.alive) return;
     gapsOf(r, false);
     R.alive = false;
     --regionCount;
@@ -113,15 +107,13 @@ void FragState::alloc(const Alloc& a)
         return;
     }
     allocatedIn += end - a.address;
-    const uint64_t prevEnd = it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
+    const uint64_t prevEnd =
+        it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
     const auto next = std::next(it);
     const uint64_t nextStart = next == R.allocs.end() ? rEnd : next->first;
-    if (nextStart > prevEnd)
-        removeFragment(nextStart - prevEnd);
-    if (a.address > prevEnd)
-        addFragment(a.address - prevEnd);
-    if (nextStart > end)
-        addFragment(nextStart - end);
+    if (nextStart > prevEnd) removeFragment(nextStart - prevEnd);
+    if (a.address > prevEnd) addFragment(a.address - prevEnd);
+    if (nextStart > end) addFragment(nextStart - end);
 }
 
 void FragState::free(const Alloc& a)
@@ -133,8 +125,7 @@ void FragState::free(const Alloc& a)
     }
     RegionLive& R = regions_[a.region];
     auto it = R.allocs.find(a.address);
-    if (it == R.allocs.end())
-        return; // never inserted (see alloc())
+    if (it == R.allocs.end()) return; // never inserted (see alloc())
     --live;
     const uint64_t end = it->second;
     if (!R.alive) {
@@ -145,15 +136,13 @@ void FragState::free(const Alloc& a)
     const RegionRec& rr = td_->regions[a.region];
     const uint64_t rEnd = rr.address + rr.size;
     allocatedIn -= end - a.address;
-    const uint64_t prevEnd = it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
+    const uint64_t prevEnd =
+        it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
     const auto next = std::next(it);
     const uint64_t nextStart = next == R.allocs.end() ? rEnd : next->first;
-    if (a.address > prevEnd)
-        removeFragment(a.address - prevEnd);
-    if (nextStart > end)
-        removeFragment(nextStart - end);
-    if (nextStart > prevEnd)
-        addFragment(nextStart - prevEnd);
+    if (a.address > prevEnd) removeFragment(a.address - prevEnd);
+    if (nextStart > end) removeFragment(nextStart - end);
+    if (nextStart > prevEnd) addFragment(nextStart - prevEnd);
     R.allocs.erase(it);
 }
 
@@ -185,8 +174,7 @@ void FragState::rebuild(const Checkpoint& c)
         (R.alive ? allocatedIn : allocatedOut) += end - a.address;
     }
     for (uint32_t r = 0; r < regions_.size(); ++r)
-        if (regions_[r].alive)
-            gapsOf(r, true);
+        if (regions_[r].alive) gapsOf(r, true);
 }
 
 State FragState::snapshot(int64_t t, bool withHistogram) const
@@ -214,18 +202,15 @@ std::vector<Fragment> FragState::fragments() const
 {
     std::vector<Fragment> out;
     for (uint32_t r = 0; r < regions_.size(); ++r) {
-        if (!regions_[r].alive)
-            continue;
+        if (!regions_[r].alive) continue;
         const RegionRec& rr = td_->regions[r];
         uint64_t pos = rr.address;
         const uint64_t end = rr.address + rr.size;
         for (const auto& [a, e] : regions_[r].allocs) {
-            if (a > pos)
-                out.push_back({rr.id, pos, std::min(a, end) - pos});
+            if (a > pos) out.push_back({rr.id, pos, std::min(a, end) - pos});
             pos = std::max(pos, e);
         }
-        if (end > pos)
-            out.push_back({rr.id, pos, end - pos});
+        if (end > pos) out.push_back({rr.id, pos, end - pos});
     }
     return out;
 }
@@ -237,8 +222,7 @@ void Replayer::seek(int64_t time, bool useCheckpoints)
         // Last checkpoint at or before time.
         auto it = std::upper_bound(t_.checkpoints.begin(), t_.checkpoints.end(), time,
                                    [](int64_t v, const Checkpoint& c) { return v < c.time; });
-        if (it != t_.checkpoints.begin())
-            best = &*std::prev(it);
+        if (it != t_.checkpoints.begin()) best = &*std::prev(it);
     }
     // Continuing forward from where we are is cheaper than a rebuild when it is closer.
     const bool forward = time >= time_ && (!best || best->time <= time_);
@@ -276,10 +260,10 @@ void Engine::Impl::buildCheckpoints(TrackData& t)
         const int64_t tr = ri < t.regions.size() ? t.regions[ri].createNs : kNone;
         const int64_t tf = fi < t.byFree.size() ? A[t.byFree[fi]].freeNs : kNone;
         const int64_t ta = ai < A.size() ? A[ai].allocNs : kNone;
-        const int64_t te = rei < t.regionsByEnd.size() ? t.regions[t.regionsByEnd[rei]].destroyNs : kNone;
+        const int64_t te =
+            rei < t.regionsByEnd.size() ? t.regions[t.regionsByEnd[rei]].destroyNs : kNone;
         const int64_t now = std::min(std::min(tr, tf), std::min(ta, te));
-        if (now == kNone)
-            break;
+        if (now == kNone) break;
         // Consume every event at this instant so the checkpoint sits between two instants.
         while (ri < t.regions.size() && t.regions[ri].createNs == now)
             ++ri;
@@ -322,12 +306,10 @@ std::vector<uint32_t> Engine::Impl::liveAt(const TrackData& t, int64_t time, int
     std::vector<uint32_t> out;
     out.reserve(c.live.size());
     for (uint32_t i : c.live)
-        if (t.allocs[i].freeNs > time)
-            out.push_back(i);
+        if (t.allocs[i].freeNs > time) out.push_back(i);
     for (size_t i = c.allocPos; i < t.allocs.size() && t.allocs[i].allocNs <= until; ++i) {
         const Alloc& a = t.allocs[i];
-        if (a.occupies() && a.freeNs > time)
-            out.push_back(static_cast<uint32_t>(i));
+        if (a.occupies() && a.freeNs > time) out.push_back(static_cast<uint32_t>(i));
     }
     return out;
 }

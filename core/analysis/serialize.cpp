@@ -6,8 +6,7 @@ namespace fs::analysis {
 
 std::string formatTime(int64_t t, int64_t begin, bool ordinal)
 {
-    if (ordinal)
-        return fmt::format("#{}", t);
+    if (ordinal) return fmt::format("#{}", t);
     return fmt::format("{:.6f} s", static_cast<double>(t - begin) / 1e9);
 }
 
@@ -70,8 +69,7 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     j.field("level", std::string(levelName(p.level)));
     j.field("address", p.address);
     j.field("size", p.size);
-    if (p.allocationId >= 0)
-        j.field("allocation_id", p.allocationId);
+    if (p.allocationId >= 0) j.field("allocation_id", p.allocationId);
     j.field("score", p.score);
     j.field("description", p.description);
     j.endObject();
@@ -118,7 +116,9 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
         j.key("after");
         writeState(j, d.after);
         j.key("delta").beginObject();
-        auto delta = [](uint64_t a, uint64_t b) { return static_cast<int64_t>(b) - static_cast<int64_t>(a); };
+        auto delta = [](uint64_t a, uint64_t b) {
+            return static_cast<int64_t>(b) - static_cast<int64_t>(a);
+        };
         j.field("reserved_bytes", delta(d.before.reservedBytes, d.after.reservedBytes));
         j.field("allocated_bytes", delta(d.before.allocatedBytes, d.after.allocatedBytes));
         j.field("free_bytes", delta(d.before.freeBytes, d.after.freeBytes));
@@ -132,7 +132,11 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
     j.endArray();
     j.key("new_kernels").beginArray();
     for (const KernelSummary& k : r.newKernels)
-        j.beginObject().field("name", k.name).field("count", k.count).field("total_ns", k.totalNs).endObject();
+        j.beginObject()
+            .field("name", k.name)
+            .field("count", k.count)
+            .field("total_ns", k.totalNs)
+            .endObject();
     j.endArray();
     writeCaveats(j, r.caveats);
     j.endObject();
@@ -144,8 +148,10 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
                                   formatTime(s.time, begin, ordinal));
     out += fmt::format("  regions            {}\n", s.regionCount);
     out += fmt::format("  live allocations   {}\n", s.liveAllocations);
-    out += fmt::format("  reserved           {} ({} B)\n", humanBytes(s.reservedBytes), s.reservedBytes);
-    out += fmt::format("  allocated          {} ({} B)\n", humanBytes(s.allocatedBytes), s.allocatedBytes);
+    out += fmt::format("  reserved           {} ({} B)\n", humanBytes(s.reservedBytes),
+                       s.reservedBytes);
+    out += fmt::format("  allocated          {} ({} B)\n", humanBytes(s.allocatedBytes),
+                       s.allocatedBytes);
     if (s.allocatedOutsideBytes)
         out += fmt::format("  outside regions    {} ({} B)\n", humanBytes(s.allocatedOutsideBytes),
                            s.allocatedOutsideBytes);
@@ -154,13 +160,15 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     out += fmt::format("  largest fragment   {} ({} B)\n", humanBytes(s.largestFreeFragmentBytes),
                        s.largestFreeFragmentBytes);
     out += fmt::format("  fragmentation F    {:.6f}{}\n", s.fragmentationRatio,
-                       s.fragmentationRatio > 0.35 ? "   (> 0.35: fragmented by the seed's rule)" : "");
+                       s.fragmentationRatio > 0.35 ? "   (> 0.35: fragmented by the seed's rule)"
+                                                   : "");
     out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
     if (!s.histogram.log2.empty()) {
         out += "  histogram (free fragments)\n";
         for (const HistogramBin& b : s.histogram.log2)
             out += fmt::format("    [{:>10}, {:>10})  {:>8}  {}\n", humanBytes(b.lo),
-                               b.hi ? humanBytes(b.hi) : std::string("inf"), b.count, humanBytes(b.bytes));
+                               b.hi ? humanBytes(b.hi) : std::string("inf"), b.count,
+                               humanBytes(b.bytes));
         out += "  seed clusters\n";
         const char* names[] = {"8-32 KiB", "64-128 KiB", ">= 256 KiB"};
         for (size_t i = 0; i < s.histogram.clusters.size() && i < 3; ++i)
@@ -170,29 +178,35 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     return out;
 }
 
-std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal, size_t maxPrecursors)
+std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
+                               size_t maxPrecursors)
 {
-    std::string out = fmt::format("collapse frames {}-{} (asked: frame {})\n", r.collapse.firstFrame,
-                                  r.collapse.lastFrame, r.frame);
+    std::string out = fmt::format("collapse frames {}-{} (asked: frame {})\n",
+                                  r.collapse.firstFrame, r.collapse.lastFrame, r.frame);
     for (const auto& b : r.collapse.brokenRules)
         out += fmt::format("  broken: {}\n", b);
     out += fmt::format("  window {} .. {}\n", formatTime(r.windowBegin, begin, ordinal),
                        formatTime(r.windowEnd, begin, ordinal));
-    out += fmt::format("  precursors ({} found, ranked by effect on the allocator)\n", r.precursors.size());
+    out += fmt::format("  precursors ({} found, ranked by effect on the allocator)\n",
+                       r.precursors.size());
     for (size_t i = 0; i < r.precursors.size() && i < maxPrecursors; ++i) {
         const Precursor& p = r.precursors[i];
-        out += fmt::format("    {:>2}. {:<12} {:<24} {}\n", i + 1, formatTime(p.time, begin, ordinal),
-                           precursorKindName(p.kind), p.description);
+        out +=
+            fmt::format("    {:>2}. {:<12} {:<24} {}\n", i + 1, formatTime(p.time, begin, ordinal),
+                        precursorKindName(p.kind), p.description);
     }
     for (const StateDiff& d : r.diff) {
-        out += fmt::format("  state diff device {} level {} (end of previous frame -> end of frame {})\n",
-                           d.device, levelName(d.level), r.collapse.firstFrame);
+        out += fmt::format(
+            "  state diff device {} level {} (end of previous frame -> end of frame {})\n",
+            d.device, levelName(d.level), r.collapse.firstFrame);
         out += fmt::format("    reserved          {} -> {}\n", humanBytes(d.before.reservedBytes),
                            humanBytes(d.after.reservedBytes));
         out += fmt::format("    allocated         {} -> {}\n", humanBytes(d.before.allocatedBytes),
                            humanBytes(d.after.allocatedBytes));
-        out += fmt::format("    fragments         {} -> {}\n", d.before.fragmentCount, d.after.fragmentCount);
-        out += fmt::format("    largest fragment  {} -> {}\n", humanBytes(d.before.largestFreeFragmentBytes),
+        out += fmt::format("    fragments         {} -> {}\n", d.before.fragmentCount,
+                           d.after.fragmentCount);
+        out += fmt::format("    largest fragment  {} -> {}\n",
+                           humanBytes(d.before.largestFreeFragmentBytes),
                            humanBytes(d.after.largestFreeFragmentBytes));
         out += fmt::format("    F                 {:.4f} -> {:.4f}\n", d.before.fragmentationRatio,
                            d.after.fragmentationRatio);

@@ -14,15 +14,16 @@ namespace fs::analysis {
 using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
-void writeCaveats(JsonWriter& j, const Caveats& c);          // "caveats": [...]
+void writeCaveats(JsonWriter& j, const Caveats& c); // "caveats": [...]
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
-void writeStateFields(JsonWriter& j, const State& s);        // fields of one state object
-void writeState(JsonWriter& j, const State& s);              // {...}
+void writeStateFields(JsonWriter& j, const State& s); // fields of one state object
+void writeState(JsonWriter& j, const State& s);       // {...}
 void writePrecursor(JsonWriter& j, const Precursor& p);
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
 void writeCorrelation(JsonWriter& j, const Correlation& c);
 
 std::string stateText(const State& s, int64_t begin, bool ordinal);
-std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal, size_t maxPrecursors);
+std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
+                               size_t maxPrecursors);
 
 } // namespace fs::analysis

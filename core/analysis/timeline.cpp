@@ -19,14 +19,14 @@ Timeline Engine::timeline(const TimelineOptions& o) const
     step = std::max<int64_t>(step, 1);
     // Bound the number of samples: a caller asking for 1 ns steps over hours gets 10 M samples.
     constexpr int64_t kMaxSamples = 10'000'000;
-    if ((to - from) / step >= kMaxSamples)
-        step = (to - from) / (kMaxSamples - 1) + 1;
+    if ((to - from) / step >= kMaxSamples) step = (to - from) / (kMaxSamples - 1) + 1;
     const int64_t window = std::max<int64_t>(o.entropyWindowNs, 1);
     tl.step = step;
     tl.entropyWindowNs = window;
     const auto samples = static_cast<size_t>((to - from) / step + 1);
-    for (auto* v : {&tl.reserved, &tl.allocated, &tl.allocatedOutside, &tl.freeInRegions, &tl.fragmentCount,
-                    &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
+    for (auto* v :
+         {&tl.reserved, &tl.allocated, &tl.allocatedOutside, &tl.freeInRegions, &tl.fragmentCount,
+          &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
         v->reserve(samples);
     tl.time.reserve(samples);
 
@@ -38,11 +38,13 @@ Timeline Engine::timeline(const TimelineOptions& o) const
     // remove those at or before t - window.
     const int64_t start = from - window;
     size_t ah = static_cast<size_t>(
-        std::upper_bound(A.begin(), A.end(), start, [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
+        std::upper_bound(A.begin(), A.end(), start,
+                         [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
         A.begin());
-    size_t fh = static_cast<size_t>(std::upper_bound(F.begin(), F.end(), start, [&](int64_t v, uint32_t i) {
-                                        return v < A[i].freeNs;
-                                    }) - F.begin());
+    size_t fh = static_cast<size_t>(
+        std::upper_bound(F.begin(), F.end(), start,
+                         [&](int64_t v, uint32_t i) { return v < A[i].freeNs; }) -
+        F.begin());
     size_t at = ah, ft = fh;
     SizeClassCounts events;
     for (size_t k = 0; k < samples; ++k) {
@@ -76,15 +78,12 @@ std::vector<Burst> Engine::bursts(uint32_t device, Level level, int64_t from, in
                                   int64_t gapNs) const
 {
     const TrackData& td = d_->trackOrThrow(device, level);
-    if (from == kNoTime)
-        from = std::numeric_limits<int64_t>::min();
-    if (to == kNoTime)
-        to = std::numeric_limits<int64_t>::max();
+    if (from == kNoTime) from = std::numeric_limits<int64_t>::min();
+    if (to == kNoTime) to = std::numeric_limits<int64_t>::max();
     std::vector<int64_t> times;
     std::vector<uint64_t> sizes;
     for (const Alloc& a : td.allocs) {
-        if (a.allocNs < from || a.allocNs > to)
-            continue;
+        if (a.allocNs < from || a.allocNs > to) continue;
         times.push_back(a.allocNs);
         sizes.push_back(a.size);
     }
@@ -95,24 +94,15 @@ namespace {
 
 const std::vector<double>* seriesByName(const Timeline& tl, const std::string& name)
 {
-    if (name == "fragmentation_ratio")
-        return &tl.fragmentationRatio;
-    if (name == "event_entropy")
-        return &tl.eventEntropy;
-    if (name == "fragment_entropy")
-        return &tl.fragmentEntropy;
-    if (name == "largest_fragment")
-        return &tl.largestFragment;
-    if (name == "fragment_count")
-        return &tl.fragmentCount;
-    if (name == "reserved")
-        return &tl.reserved;
-    if (name == "allocated")
-        return &tl.allocated;
-    if (name == "free")
-        return &tl.freeInRegions;
-    if (name == "allocated_outside")
-        return &tl.allocatedOutside;
+    if (name == "fragmentation_ratio") return &tl.fragmentationRatio;
+    if (name == "event_entropy") return &tl.eventEntropy;
+    if (name == "fragment_entropy") return &tl.fragmentEntropy;
+    if (name == "largest_fragment") return &tl.largestFragment;
+    if (name == "fragment_count") return &tl.fragmentCount;
+    if (name == "reserved") return &tl.reserved;
+    if (name == "allocated") return &tl.allocated;
+    if (name == "free") return &tl.freeInRegions;
+    if (name == "allocated_outside") return &tl.allocatedOutside;
     return nullptr;
 }
 
@@ -121,12 +111,10 @@ const std::vector<double>* seriesByName(const Timeline& tl, const std::string& n
 Trend Engine::trend(const Timeline& tl, const std::string& series, int64_t from, int64_t to) const
 {
     const std::vector<double>* y = seriesByName(tl, series);
-    if (!y)
-        throw std::invalid_argument("unknown timeline series '" + series + "'");
+    if (!y) throw std::invalid_argument("unknown timeline series '" + series + "'");
     std::vector<double> xs, ys;
     for (size_t i = 0; i < tl.time.size(); ++i) {
-        if ((from != kNoTime && tl.time[i] < from) || (to != kNoTime && tl.time[i] > to))
-            continue;
+        if ((from != kNoTime && tl.time[i] < from) || (to != kNoTime && tl.time[i] > to)) continue;
         xs.push_back(static_cast<double>(tl.time[i] - d_->timeBegin) / 3.6e12);
         ys.push_back((*y)[i]);
     }
@@ -138,13 +126,13 @@ Histogram Engine::histogramOver(uint32_t device, Level level, int64_t from, int6
 {
     const TrackData& td = d_->trackOrThrow(device, level);
     samples = std::max(samples, 2);
-    if (to < from)
-        std::swap(from, to);
+    if (to < from) std::swap(from, to);
     Replayer r(td);
     std::map<uint64_t, HistogramBin> bins;
     Histogram out;
     for (int k = 0; k < samples; ++k) {
-        const int64_t t = from + static_cast<int64_t>(static_cast<double>(to - from) * k / (samples - 1));
+        const int64_t t =
+            from + static_cast<int64_t>(static_cast<double>(to - from) * k / (samples - 1));
         r.seek(t);
         const Histogram h = r.state().snapshot(t, true).histogram;
         for (const HistogramBin& b : h.log2) {

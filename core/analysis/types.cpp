@@ -24,13 +24,20 @@ std::vector<CollapseRule> defaultCollapseRules()
 const char* precursorKindName(PrecursorKind k)
 {
     switch (k) {
-    case PrecursorKind::Oom: return "oom";
-    case PrecursorKind::NewKernelVariant: return "new_kernel_variant";
-    case PrecursorKind::RegionCreated: return "region_created";
-    case PrecursorKind::RegionReleased: return "region_released";
-    case PrecursorKind::SplitLargest: return "split_largest_fragment";
-    case PrecursorKind::AddressJump: return "address_jump";
-    case PrecursorKind::GraphLaunch: return "graph_launch";
+    case PrecursorKind::Oom:
+        return "oom";
+    case PrecursorKind::NewKernelVariant:
+        return "new_kernel_variant";
+    case PrecursorKind::RegionCreated:
+        return "region_created";
+    case PrecursorKind::RegionReleased:
+        return "region_released";
+    case PrecursorKind::SplitLargest:
+        return "split_largest_fragment";
+    case PrecursorKind::AddressJump:
+        return "address_jump";
+    case PrecursorKind::GraphLaunch:
+        return "graph_launch";
     }
     return "unknown";
 }
@@ -40,11 +47,9 @@ bool AddressLayout::toCompact(uint64_t addr, uint64_t& out) const
     // ranges are in address order: the last range starting at or before addr.
     const auto it = std::upper_bound(ranges.begin(), ranges.end(), addr,
                                      [](uint64_t v, const Range& r) { return v < r.addrBegin; });
-    if (it == ranges.begin())
-        return false;
+    if (it == ranges.begin()) return false;
     const Range& r = *std::prev(it);
-    if (addr >= r.addrEnd)
-        return false;
+    if (addr >= r.addrEnd) return false;
     out = r.compactBegin + (addr - r.addrBegin);
     return true;
 }
@@ -53,11 +58,9 @@ bool AddressLayout::toAddress(uint64_t compact, uint64_t& out) const
 {
     const auto it = std::upper_bound(ranges.begin(), ranges.end(), compact,
                                      [](uint64_t v, const Range& r) { return v < r.compactBegin; });
-    if (it == ranges.begin())
-        return false;
+    if (it == ranges.begin()) return false;
     const Range& r = *std::prev(it);
-    if (compact >= r.compactBegin + (r.addrEnd - r.addrBegin))
-        return false;
+    if (compact >= r.compactBegin + (r.addrEnd - r.addrBegin)) return false;
     out = r.addrBegin + (compact - r.compactBegin);
     return true;
 }
@@ -89,7 +92,8 @@ uint64_t hilbertD(int side, int x, int y)
     for (int s = side / 2; s > 0; s /= 2) {
         const int rx = (x & s) > 0 ? 1 : 0;
         const int ry = (y & s) > 0 ? 1 : 0;
-        d += static_cast<uint64_t>(s) * static_cast<uint64_t>(s) * static_cast<uint64_t>((3 * rx) ^ ry);
+        d += static_cast<uint64_t>(s) * static_cast<uint64_t>(s) *
+             static_cast<uint64_t>((3 * rx) ^ ry);
         if (ry == 0) {
             if (rx == 1) {
                 x = side - 1 - x;

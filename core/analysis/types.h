@@ -20,19 +20,22 @@ constexpr int kEngineVersion = 1;
 constexpr int64_t kAlive = std::numeric_limits<int64_t>::max(); // free time of a never-freed block
 
 // What a result computed over this session must be read with (DESIGN.md "Reliability").
-struct Caveats {
-    bool synthetic = false;          // simulated data, not a measurement
-    int64_t droppedRecords = 0;      // capture lost records: figures are lower bounds
-    int64_t anomalies = 0;           // ingest repaired inconsistent input (see anomalies table)
-    bool endedAbruptly = false;      // the writer died: data stops at the last commit
-    bool ordinalTime = false;        // the time axis is an event ordinal, not nanoseconds
-    bool noAddresses = false;        // the source has no addresses: no address-space figures
-    std::vector<std::string> notes;  // one human sentence per caveat above, plus result-specific ones
+struct Caveats
+{
+    bool synthetic = false;     // simulated data, not a measurement
+    int64_t droppedRecords = 0; // capture lost records: figures are lower bounds
+    int64_t anomalies = 0;      // ingest repaired inconsistent input (see anomalies table)
+    bool endedAbruptly = false; // the writer died: data stops at the last commit
+    bool ordinalTime = false;   // the time axis is an event ordinal, not nanoseconds
+    bool noAddresses = false;   // the source has no addresses: no address-space figures
+    std::vector<std::string>
+        notes; // one human sentence per caveat above, plus result-specific ones
     bool any() const { return !notes.empty(); }
 };
 
 // One histogram bin [lo, hi) in bytes; hi == 0 means unbounded above.
-struct HistogramBin {
+struct HistogramBin
+{
     uint64_t lo = 0;
     uint64_t hi = 0;
     int64_t count = 0;
@@ -42,45 +45,49 @@ struct HistogramBin {
 // Fragment-cluster histogram: log2 bins ([2^k, 2^(k+1)) for every k that holds a fragment, in
 // ascending order) and the seed's cluster ranges 8-32 KiB, 64-128 KiB, >= 256 KiB (inclusive
 // ranges, as the seed states them: [8 KiB, 32 KiB], [64 KiB, 128 KiB], [256 KiB, inf)).
-struct Histogram {
+struct Histogram
+{
     std::vector<HistogramBin> log2;
     std::vector<HistogramBin> clusters;
 };
 
 // Allocator state of one (device, level) at one instant: after every event with time <= t.
-struct State {
+struct State
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t time = 0;
-    int regionCount = 0;                   // regions hosting this level alive at t
-    int64_t liveAllocations = 0;           // live allocations of this level (inside regions or not)
-    uint64_t reservedBytes = 0;            // sum of the sizes of the live regions
-    uint64_t allocatedBytes = 0;           // live allocations of this level inside those regions
-    uint64_t allocatedOutsideBytes = 0;    // live allocations of this level outside any region
-    uint64_t freeBytes = 0;                // reserved - allocated (inside regions)
+    int regionCount = 0;                // regions hosting this level alive at t
+    int64_t liveAllocations = 0;        // live allocations of this level (inside regions or not)
+    uint64_t reservedBytes = 0;         // sum of the sizes of the live regions
+    uint64_t allocatedBytes = 0;        // live allocations of this level inside those regions
+    uint64_t allocatedOutsideBytes = 0; // live allocations of this level outside any region
+    uint64_t freeBytes = 0;             // reserved - allocated (inside regions)
     int64_t fragmentCount = 0;
     uint64_t largestFreeFragmentBytes = 0;
-    double fragmentationRatio = 0;         // 1 - largest / free, 0 when nothing is free
-    double fragmentEntropyBits = 0;        // entropy of the fragments' size classes
+    double fragmentationRatio = 0;  // 1 - largest / free, 0 when nothing is free
+    double fragmentEntropyBits = 0; // entropy of the fragments' size classes
     Histogram histogram;
 };
 
 // One free fragment (for the memory map, tooltips and tests).
-struct Fragment {
+struct Fragment
+{
     int64_t regionId = 0;
     uint64_t address = 0;
     uint64_t size = 0;
 };
 
 // One allocation as the views show it (hover tooltip, selection).
-struct AllocationInfo {
-    int64_t id = 0;                 // allocations.id
+struct AllocationInfo
+{
+    int64_t id = 0; // allocations.id
     uint32_t device = 0;
     Level level = Level::Framework;
-    int64_t regionId = -1;          // -1: outside any region
+    int64_t regionId = -1; // -1: outside any region
     uint64_t address = 0;
     uint64_t size = 0;
-    uint64_t requestedSize = 0;     // 0 when unknown
+    uint64_t requestedSize = 0; // 0 when unknown
     uint32_t stream = 0;
     int64_t allocNs = 0;
     int64_t freeNs = kAlive;        // kAlive: never freed in the session
@@ -88,7 +95,8 @@ struct AllocationInfo {
     std::vector<std::string> stack; // outermost last; empty when unknown
 };
 
-struct RegionInfo {
+struct RegionInfo
+{
     int64_t id = 0;
     uint32_t device = 0;
     Level level = Level::Framework; // level of the allocations it hosts
@@ -100,7 +108,8 @@ struct RegionInfo {
 };
 
 // A (device, level) pair that holds regions or allocations.
-struct Track {
+struct Track
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t allocations = 0;
@@ -109,7 +118,8 @@ struct Track {
 
 // ---- timelines -------------------------------------------------------------------------------
 
-struct TimelineOptions {
+struct TimelineOptions
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t from = kNoTime;                    // kNoTime: session begin
@@ -119,16 +129,17 @@ struct TimelineOptions {
 };
 
 // Samples at time[i] (state after every event <= time[i]); all series have time.size() entries.
-struct Timeline {
+struct Timeline
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t step = 0;
     int64_t entropyWindowNs = 0;
     std::vector<int64_t> time;
-    std::vector<double> reserved;           // bytes
-    std::vector<double> allocated;          // bytes inside regions
-    std::vector<double> allocatedOutside;   // bytes of live blocks outside any region
-    std::vector<double> freeInRegions;      // bytes
+    std::vector<double> reserved;         // bytes
+    std::vector<double> allocated;        // bytes inside regions
+    std::vector<double> allocatedOutside; // bytes of live blocks outside any region
+    std::vector<double> freeInRegions;    // bytes
     std::vector<double> fragmentCount;
     std::vector<double> largestFragment;    // bytes
     std::vector<double> fragmentationRatio; // F
@@ -139,27 +150,30 @@ struct Timeline {
 };
 
 // A run of allocations whose gaps are under the burst gap (DESIGN.md: 5 ms).
-struct Burst {
-    int64_t begin = 0;     // first allocation's time
-    int64_t end = 0;       // last allocation's time
+struct Burst
+{
+    int64_t begin = 0; // first allocation's time
+    int64_t end = 0;   // last allocation's time
     int64_t allocations = 0;
     uint64_t bytes = 0;
 };
 
 // Least-squares line y = slope * x + intercept.
-struct Trend {
+struct Trend
+{
     int64_t n = 0;
     double slope = 0;
     double intercept = 0;
     double r2 = 0; // 0 when y is constant or n < 2
 };
 
-struct Correlation {
+struct Correlation
+{
     std::string allocatorMetric;
     std::string frameMetric;
-    int64_t n = 0;               // frames with both values; never show a coefficient without it
+    int64_t n = 0; // frames with both values; never show a coefficient without it
     double pearson = 0;
-    double pearsonP = 1;         // two-sided, Student t with n - 2 degrees of freedom
+    double pearsonP = 1; // two-sided, Student t with n - 2 degrees of freedom
     double spearman = 0;
     double spearmanP = 1;
 };
@@ -168,37 +182,40 @@ struct Correlation {
 
 // Allocator figures of one frame for one (device, level): the value at frame end plus the
 // extremes inside the frame.
-struct FrameAllocator {
+struct FrameAllocator
+{
     uint32_t device = 0;
     Level level = Level::Framework;
-    State atEnd;                      // histogram left empty (ask stateAt for it)
+    State atEnd; // histogram left empty (ask stateAt for it)
     uint64_t minLargestFragment = 0;
     uint64_t maxLargestFragment = 0;
     double minRatio = 0;
     double maxRatio = 0;
     int64_t minFragmentCount = 0;
     int64_t maxFragmentCount = 0;
-    int64_t allocs = 0;               // alloc events in the frame
+    int64_t allocs = 0; // alloc events in the frame
     int64_t frees = 0;
     uint64_t allocBytes = 0;
 };
 
-struct FrameInfo {
+struct FrameInfo
+{
     int64_t index = 0;
     int64_t start = 0;
     int64_t end = 0;
-    std::map<std::string, double> metrics;  // frame_metrics by name
-    std::vector<FrameAllocator> allocator;  // one per track
+    std::map<std::string, double> metrics; // frame_metrics by name
+    std::vector<FrameAllocator> allocator; // one per track
     int64_t kernels = 0;
     int64_t distinctKernels = 0;
-    int64_t newKernelVariants = 0;          // names never seen in a previous frame
-    int collapse = -1;                      // index into collapses(), -1 when none
+    int64_t newKernelVariants = 0; // names never seen in a previous frame
+    int collapse = -1;             // index into collapses(), -1 when none
     bool breaksRule = false;
 };
 
 enum class Compare : uint8_t { Less, Greater };
 
-struct CollapseRule {
+struct CollapseRule
+{
     std::string metric;
     Compare compare = Compare::Less;
     double threshold = 0;
@@ -211,7 +228,8 @@ struct CollapseRule {
 std::vector<CollapseRule> defaultCollapseRules();
 
 // A run of consecutive rule-breaking frames (the first starts the collapse).
-struct Collapse {
+struct Collapse
+{
     int64_t firstFrame = 0;
     int64_t lastFrame = 0;
     std::vector<std::string> brokenRules; // rules broken at the first frame, with values
@@ -228,7 +246,8 @@ enum class PrecursorKind : uint8_t {
 };
 const char* precursorKindName(PrecursorKind k);
 
-struct Precursor {
+struct Precursor
+{
     PrecursorKind kind = PrecursorKind::Oom;
     int64_t time = 0;
     uint32_t device = 0;
@@ -240,36 +259,40 @@ struct Precursor {
     std::string description;
 };
 
-struct StateDiff {
+struct StateDiff
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     State before; // end of frame f-1 (or start of f when f has no predecessor)
     State after;  // end of frame f
 };
 
-struct AddressJump {
+struct AddressJump
+{
     int64_t frame = 0;
-    std::string role;          // "tag:NAME" or "size:BYTES#ORDINAL"
+    std::string role; // "tag:NAME" or "size:BYTES#ORDINAL"
     int64_t previousId = 0;
     int64_t currentId = 0;
     uint64_t previousAddress = 0;
     uint64_t currentAddress = 0;
     uint64_t size = 0;
-    uint64_t distance = 0;     // |addr(f) - addr(f-1)|
+    uint64_t distance = 0; // |addr(f) - addr(f-1)|
 };
 
-struct KernelSummary {
+struct KernelSummary
+{
     std::string name;
     int64_t count = 0;
     int64_t totalNs = 0;
     bool newInFrame = false; // ran in none of the previous frames
 };
 
-struct CollapseReport {
+struct CollapseReport
+{
     Collapse collapse;
-    int64_t frame = 0;           // the frame asked about (inside the collapse)
-    int64_t windowBegin = 0;     // start(first frame) - lookback
-    int64_t windowEnd = 0;       // end(first frame)
+    int64_t frame = 0;                 // the frame asked about (inside the collapse)
+    int64_t windowBegin = 0;           // start(first frame) - lookback
+    int64_t windowEnd = 0;             // end(first frame)
     std::vector<Precursor> precursors; // ranked, highest score first
     std::vector<StateDiff> diff;       // one per track
     std::vector<KernelSummary> newKernels;
@@ -280,8 +303,10 @@ struct CollapseReport {
 
 // The compacted address space of one track: the union of its regions' ranges, in address order,
 // laid end to end with a separator between neighbours that are not contiguous.
-struct AddressLayout {
-    struct Range {
+struct AddressLayout
+{
+    struct Range
+    {
         uint64_t addrBegin = 0;
         uint64_t addrEnd = 0;      // exclusive
         uint64_t compactBegin = 0; // where addrBegin lands in compacted space
@@ -303,12 +328,13 @@ enum class CellState : uint8_t {
     Separator = 3, // the gap drawn between two non-contiguous regions
 };
 
-struct HeatmapRequest {
+struct HeatmapRequest
+{
     uint32_t device = 0;
     Level level = Level::Framework;
-    int64_t t0 = kNoTime;  // kNoTime: session begin
-    int64_t t1 = kNoTime;  // kNoTime: session end (exclusive)
-    uint64_t y0 = 0;       // compacted address range [y0, y1); y1 == 0: the whole layout
+    int64_t t0 = kNoTime; // kNoTime: session begin
+    int64_t t1 = kNoTime; // kNoTime: session end (exclusive)
+    uint64_t y0 = 0;      // compacted address range [y0, y1); y1 == 0: the whole layout
     uint64_t y1 = 0;
     int width = 1920;
     int height = 1080;
@@ -317,14 +343,15 @@ struct HeatmapRequest {
 // Cell (x, y) is at index y * width + x; column x spans time [t0 + x*dt, t0 + (x+1)*dt), row y
 // spans compacted addresses [y0 + y*dy, y0 + (y+1)*dy): row 0 is the LOWEST address (renderers
 // flip it to draw high addresses at the top).
-struct HeatmapRaster {
+struct HeatmapRaster
+{
     int width = 0;
     int height = 0;
     int64_t t0 = 0;
     int64_t t1 = 0;
     uint64_t y0 = 0;
     uint64_t y1 = 0;
-    std::vector<float> occupancy;  // allocated byte-time / cell byte-time, 0..1
+    std::vector<float> occupancy;        // allocated byte-time / cell byte-time, 0..1
     std::vector<float> reservedFraction; // region byte-time / cell byte-time, 0..1
     std::vector<CellState> state;
     AddressLayout layout;
@@ -332,7 +359,8 @@ struct HeatmapRaster {
     Caveats caveats;
 };
 
-struct MemmapRequest {
+struct MemmapRequest
+{
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t time = kNoTime; // kNoTime: session end
@@ -341,11 +369,12 @@ struct MemmapRequest {
 
 // The track's compacted address space at one instant laid along a Hilbert curve: curve position
 // d covers compacted bytes [d * bytesPerCell, (d + 1) * bytesPerCell); hilbertXY gives its cell.
-struct MemmapRaster {
+struct MemmapRaster
+{
     int side = 0;
     int64_t time = 0;
     uint64_t bytesPerCell = 0;
-    std::vector<float> occupancy;  // index y * side + x
+    std::vector<float> occupancy; // index y * side + x
     std::vector<CellState> state;
     AddressLayout layout;
     Caveats caveats;

@@ -10,7 +10,10 @@
 namespace fs::import {
 
 namespace {
-gzFile gzOf(void* p) { return static_cast<gzFile>(p); }
+gzFile gzOf(void* p)
+{
+    return static_cast<gzFile>(p);
+}
 } // namespace
 
 ByteReader::ByteReader(const std::string& path, size_t bufferSize) : path_(path), buf_(bufferSize)
@@ -19,8 +22,7 @@ ByteReader::ByteReader(const std::string& path, size_t bufferSize) : path_(path)
     if (std::filesystem::is_directory(path, ec))
         throw ImportError(path, "is a directory, not a trace file");
     fileSize_ = std::filesystem::file_size(path, ec);
-    if (ec)
-        throw ImportError(path, "cannot read: " + ec.message());
+    if (ec) throw ImportError(path, "cannot read: " + ec.message());
     // Peek at the magic ourselves: gzdirect() is only reliable after the first read.
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
         unsigned char m[2] = {0, 0};
@@ -30,21 +32,18 @@ ByteReader::ByteReader(const std::string& path, size_t bufferSize) : path_(path)
         throw ImportError(path, std::string("cannot open: ") + std::strerror(errno));
     }
     gz_ = gzopen(path.c_str(), "rb");
-    if (!gz_)
-        throw ImportError(path, std::string("cannot open: ") + std::strerror(errno));
+    if (!gz_) throw ImportError(path, std::string("cannot open: ") + std::strerror(errno));
     gzbuffer(gzOf(gz_), 1 << 18);
 }
 
 ByteReader::~ByteReader()
 {
-    if (gz_)
-        gzclose(gzOf(gz_));
+    if (gz_) gzclose(gzOf(gz_));
 }
 
 bool ByteReader::fill()
 {
-    if (eof_)
-        return false;
+    if (eof_) return false;
     base_ += len_;
     pos_ = len_ = 0;
     const int n = gzread(gzOf(gz_), buf_.data(), static_cast<unsigned>(buf_.size()));
@@ -68,8 +67,7 @@ bool ByteReader::fill()
 bool ByteReader::readSlow(char* out, size_t n)
 {
     while (n > 0) {
-        if (pos_ == len_ && !fill())
-            return false;
+        if (pos_ == len_ && !fill()) return false;
         const size_t k = std::min(n, len_ - pos_);
         std::memcpy(out, buf_.data() + pos_, k);
         pos_ += k;
@@ -84,8 +82,7 @@ bool ByteReader::readString(std::string& out, size_t n)
     // Grow in steps so that a hostile length does not allocate gigabytes up front.
     out.clear();
     while (n > 0) {
-        if (pos_ == len_ && !fill())
-            return false;
+        if (pos_ == len_ && !fill()) return false;
         const size_t k = std::min(n, len_ - pos_);
         out.append(buf_.data() + pos_, k);
         pos_ += k;
@@ -94,19 +91,22 @@ bool ByteReader::readString(std::string& out, size_t n)
     return true;
 }
 
-void ByteReader::fail(const std::string& problem) const { failAt(offset(), problem); }
+void ByteReader::fail(const std::string& problem) const
+{
+    failAt(offset(), problem);
+}
 
 void ByteReader::failAt(uint64_t off, const std::string& problem) const
 {
-    throw ImportError(path_, fmt::format("offset {}{}: {}", off, compressed_ ? " (uncompressed)" : "", problem));
+    throw ImportError(
+        path_, fmt::format("offset {}{}: {}", off, compressed_ ? " (uncompressed)" : "", problem));
 }
 
 std::string sniff(const std::string& path, size_t n)
 {
     std::string out;
     gzFile g = gzopen(path.c_str(), "rb");
-    if (!g)
-        return out;
+    if (!g) return out;
     out.resize(n);
     const int got = gzread(g, out.data(), static_cast<unsigned>(n));
     gzclose(g);

@@ -12,12 +12,14 @@
 namespace fs::import {
 
 // Bad input: what() is "FILE: offset N: problem" (a SessionError, so the CLI exits with 2).
-class ImportError : public SessionError {
+class ImportError : public SessionError
+{
 public:
     using SessionError::SessionError;
 };
 
-class ByteReader {
+class ByteReader
+{
 public:
     // Opens path; throws ImportError when it cannot be read.
     explicit ByteReader(const std::string& path, size_t bufferSize = 1 << 20);
@@ -35,14 +37,12 @@ public:
     // Next byte or -1 at the end.
     int get()
     {
-        if (pos_ == len_ && !fill())
-            return -1;
+        if (pos_ == len_ && !fill()) return -1;
         return static_cast<unsigned char>(buf_[pos_++]);
     }
     int peek()
     {
-        if (pos_ == len_ && !fill())
-            return -1;
+        if (pos_ == len_ && !fill()) return -1;
         return static_cast<unsigned char>(buf_[pos_]);
     }
     // Reads exactly n bytes into out or returns false (end of input).

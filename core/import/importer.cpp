@@ -8,10 +8,14 @@ namespace fs::import {
 std::string_view formatName(Format f)
 {
     switch (f) {
-    case Format::Auto: return "auto";
-    case Format::PytorchSnapshot: return "pytorch-snapshot";
-    case Format::Kineto: return "kineto";
-    case Format::NsysSqlite: return "nsys-sqlite";
+    case Format::Auto:
+        return "auto";
+    case Format::PytorchSnapshot:
+        return "pytorch-snapshot";
+    case Format::Kineto:
+        return "kineto";
+    case Format::NsysSqlite:
+        return "nsys-sqlite";
     }
     return "?";
 }
@@ -32,38 +36,42 @@ Format detectFormat(const std::string& path)
     ByteReader probe(path); // clear error for a missing or unreadable file
     const std::string head = sniff(path, 4096);
     if (head.empty())
-        throw ImportError(path, "offset 0: empty file: expected a PyTorch snapshot, a Kineto trace or an nsys SQLite export");
-    if (head.rfind("SQLite format 3", 0) == 0 && !probe.compressed())
-        return Format::NsysSqlite;
+        throw ImportError(path, "offset 0: empty file: expected a PyTorch snapshot, a Kineto trace "
+                                "or an nsys SQLite export");
+    if (head.rfind("SQLite format 3", 0) == 0 && !probe.compressed()) return Format::NsysSqlite;
     const auto b0 = static_cast<unsigned char>(head[0]);
     // Pickles start with PROTO (0x80) from protocol 2 on; protocol 0/1 dicts start with '(' or '}'.
-    if (b0 == 0x80 || ((b0 == '}' || b0 == ']') && head.size() > 1 && static_cast<unsigned char>(head[1]) >= 0x80))
+    if (b0 == 0x80 || ((b0 == '}' || b0 == ']') && head.size() > 1 &&
+                       static_cast<unsigned char>(head[1]) >= 0x80))
         return Format::PytorchSnapshot;
     size_t i = 0;
     while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i])))
         ++i;
-    if (i < head.size() && (head[i] == '{' || head[i] == '['))
-        return Format::Kineto;
-    throw ImportError(path, "offset 0: unrecognised content: expected a PyTorch snapshot pickle (starts with 0x80), "
-                            "a Kineto/Chrome trace JSON (optionally gzip) or an nsys SQLite export");
+    if (i < head.size() && (head[i] == '{' || head[i] == '[')) return Format::Kineto;
+    throw ImportError(
+        path,
+        "offset 0: unrecognised content: expected a PyTorch snapshot pickle (starts with 0x80), "
+        "a Kineto/Chrome trace JSON (optionally gzip) or an nsys SQLite export");
 }
 
 void Importer::warn(Ingest* ingest, const std::string& message)
 {
     report_.warnings.push_back(message);
-    if (ingest)
-        ingest->warn(message);
+    if (ingest) ingest->warn(message);
 }
 
 std::unique_ptr<Importer> makeImporter(Format f, const std::string& path, ImportOptions opts)
 {
-    if (f == Format::Auto)
-        f = detectFormat(path);
+    if (f == Format::Auto) f = detectFormat(path);
     switch (f) {
-    case Format::PytorchSnapshot: return makePytorchSnapshotImporter(path, std::move(opts));
-    case Format::Kineto: return makeKinetoImporter(path, std::move(opts));
-    case Format::NsysSqlite: return makeNsysImporter(path, std::move(opts));
-    case Format::Auto: break;
+    case Format::PytorchSnapshot:
+        return makePytorchSnapshotImporter(path, std::move(opts));
+    case Format::Kineto:
+        return makeKinetoImporter(path, std::move(opts));
+    case Format::NsysSqlite:
+        return makeNsysImporter(path, std::move(opts));
+    case Format::Auto:
+        break;
     }
     throw ImportError(path, "no importer for this format");
 }

@@ -22,18 +22,21 @@ bool parseFormat(std::string_view s, Format& out);
 // Detects the format from the content (never the extension); throws ImportError when unknown.
 Format detectFormat(const std::string& path);
 
-struct ImportOptions {
+struct ImportOptions
+{
     // Progress: bytes of input read so far (0 total when unknown).
     std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // What an import found, for the CLI's summary and the tests.
-struct ImportReport {
+struct ImportReport
+{
     std::map<std::string, int64_t> counts; // e.g. "trace.alloc", "memory_events", "kernels"
     std::vector<std::string> warnings;
 };
 
-class Importer {
+class Importer
+{
 public:
     virtual ~Importer() = default;
     virtual Format format() const = 0;
@@ -44,7 +47,9 @@ public:
     const ImportReport& report() const { return report_; }
 
 protected:
-    Importer(std::string path, ImportOptions opts) : path_(std::move(path)), opts_(std::move(opts)) {}
+    Importer(std::string path, ImportOptions opts) : path_(std::move(path)), opts_(std::move(opts))
+    {
+    }
     // Records a warning in the report and, once emit() runs, in the session's capture health.
     void warn(Ingest* ingest, const std::string& message);
     std::string path_;

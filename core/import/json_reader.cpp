@@ -14,54 +14,44 @@ constexpr size_t kMaxString = 64u << 20;
 
 std::string describe(int c)
 {
-    if (c < 0)
-        return "the end of the input";
-    if (c >= 0x20 && c < 0x7f)
-        return fmt::format("'{}'", static_cast<char>(c));
+    if (c < 0) return "the end of the input";
+    if (c >= 0x20 && c < 0x7f) return fmt::format("'{}'", static_cast<char>(c));
     return fmt::format("byte 0x{:02x}", c);
 }
 } // namespace
 
 uint32_t JsonDoc::member(uint32_t obj, std::string_view key) const
 {
-    if (obj == kNone || nodes_[obj].type != JType::Object)
-        return kNone;
+    if (obj == kNone || nodes_[obj].type != JType::Object) return kNone;
     uint32_t found = kNone;
     for (uint32_t c = nodes_[obj].first; c != kNone; c = nodes_[c].next)
-        if (nodes_[c].key == key)
-            found = c;
+        if (nodes_[c].key == key) found = c;
     return found;
 }
 
 uint32_t JsonDoc::child(uint32_t arr, size_t index) const
 {
-    if (arr == kNone || nodes_[arr].type != JType::Array)
-        return kNone;
+    if (arr == kNone || nodes_[arr].type != JType::Array) return kNone;
     for (uint32_t c = nodes_[arr].first; c != kNone; c = nodes_[c].next, --index)
-        if (index == 0)
-            return c;
+        if (index == 0) return c;
     return kNone;
 }
 
 bool JsonDoc::toInt(uint32_t n, int64_t& out) const
 {
-    if (n == kNone || nodes_[n].type != JType::Number)
-        return false;
+    if (n == kNone || nodes_[n].type != JType::Number) return false;
     const std::string& t = nodes_[n].text;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
-    if (ec == std::errc() && p == t.data() + t.size())
-        return true;
+    if (ec == std::errc() && p == t.data() + t.size()) return true;
     double d = 0;
-    if (!toDouble(n, d) || d != static_cast<double>(static_cast<int64_t>(d)))
-        return false;
+    if (!toDouble(n, d) || d != static_cast<double>(static_cast<int64_t>(d))) return false;
     out = static_cast<int64_t>(d);
     return true;
 }
 
 bool JsonDoc::toDouble(uint32_t n, double& out) const
 {
-    if (n == kNone || nodes_[n].type != JType::Number)
-        return false;
+    if (n == kNone || nodes_[n].type != JType::Number) return false;
     const std::string& t = nodes_[n].text;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
     return ec == std::errc() && p == t.data() + t.size();
@@ -69,15 +59,12 @@ bool JsonDoc::toDouble(uint32_t n, double& out) const
 
 bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
 {
-    if (n == kNone || nodes_[n].type != JType::Number)
-        return false;
+    if (n == kNone || nodes_[n].type != JType::Number) return false;
     const std::string& t = nodes_[n].text;
     if (t.find_first_of("eE") != std::string::npos) {
         double d = 0;
-        if (!toDouble(n, d))
-            return false;
-        if (!(std::abs(d) < 9.0e15))
-            return false;
+        if (!toDouble(n, d)) return false;
+        if (!(std::abs(d) < 9.0e15)) return false;
         out = static_cast<int64_t>(d * 1000.0 + (d >= 0 ? 0.5 : -0.5));
         return true;
     }
@@ -86,10 +73,10 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
     int64_t whole = 0;
     const std::string_view w(t.data(), dot == std::string::npos ? t.size() : dot);
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), whole);
-    if (ec != std::errc() || p != w.data() + w.size())
-        return false;
+    if (ec != std::errc() || p != w.data() + w.size()) return false;
     // Beyond ~292 years in ns the value cannot be a timestamp (and would overflow).
-    if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1 || whole < std::numeric_limits<int64_t>::min() / 1000 + 1)
+    if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1 ||
+        whole < std::numeric_limits<int64_t>::min() / 1000 + 1)
         return false;
     int64_t frac = 0;
     if (dot != std::string::npos) {
@@ -105,12 +92,14 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
 
 std::string_view JsonDoc::str(uint32_t n) const
 {
-    if (n == kNone || nodes_[n].type != JType::String)
-        return {};
+    if (n == kNone || nodes_[n].type != JType::String) return {};
     return nodes_[n].text;
 }
 
-int JsonReader::next() { return r_.get(); }
+int JsonReader::next()
+{
+    return r_.get();
+}
 
 int JsonReader::peekToken()
 {
@@ -128,8 +117,7 @@ void JsonReader::expect(char c, const char* what)
 {
     const int got = peekToken();
     if (got != c) {
-        if (got < 0)
-            fail(fmt::format("truncated: the input ends where {} was expected", what));
+        if (got < 0) fail(fmt::format("truncated: the input ends where {} was expected", what));
         fail(fmt::format("expected {}, found {}", what, describe(got)));
     }
     r_.get();
@@ -147,8 +135,7 @@ bool JsonReader::accept(char c)
 void JsonReader::expectEnd()
 {
     const int c = peekToken();
-    if (c >= 0)
-        fail(fmt::format("unexpected {} after the end of the JSON document", describe(c)));
+    if (c >= 0) fail(fmt::format("unexpected {} after the end of the JSON document", describe(c)));
 }
 
 std::string JsonReader::readString()
@@ -165,32 +152,49 @@ void JsonReader::readStringInto(std::string& out)
     out.clear();
     while (true) {
         int c = next();
-        if (c < 0)
-            fail("truncated: the input ends inside a string");
-        if (c == '"')
-            return;
-        if (c < 0x20)
-            fail(fmt::format("control character {} inside a string", describe(c)));
+        if (c < 0) fail("truncated: the input ends inside a string");
+        if (c == '"') return;
+        if (c < 0x20) fail(fmt::format("control character {} inside a string", describe(c)));
         if (c == '\\') {
             c = next();
             switch (c) {
-            case '"': out.push_back('"'); break;
-            case '\\': out.push_back('\\'); break;
-            case '/': out.push_back('/'); break;
-            case 'b': out.push_back('\b'); break;
-            case 'f': out.push_back('\f'); break;
-            case 'n': out.push_back('\n'); break;
-            case 'r': out.push_back('\r'); break;
-            case 't': out.push_back('\t'); break;
+            case '"':
+                out.push_back('"');
+                break;
+            case '\\':
+                out.push_back('\\');
+                break;
+            case '/':
+                out.push_back('/');
+                break;
+            case 'b':
+                out.push_back('\b');
+                break;
+            case 'f':
+                out.push_back('\f');
+                break;
+            case 'n':
+                out.push_back('\n');
+                break;
+            case 'r':
+                out.push_back('\r');
+                break;
+            case 't':
+                out.push_back('\t');
+                break;
             case 'u': {
                 uint32_t cp = 0;
                 for (int i = 0; i < 4; ++i) {
                     const int h = next();
                     cp <<= 4;
-                    if (h >= '0' && h <= '9') cp |= static_cast<uint32_t>(h - '0');
-                    else if (h >= 'a' && h <= 'f') cp |= static_cast<uint32_t>(h - 'a' + 10);
-                    else if (h >= 'A' && h <= 'F') cp |= static_cast<uint32_t>(h - 'A' + 10);
-                    else fail(fmt::format("bad \\u escape: {} is not a hex digit", describe(h)));
+                    if (h >= '0' && h <= '9')
+                        cp |= static_cast<uint32_t>(h - '0');
+                    else if (h >= 'a' && h <= 'f')
+                        cp |= static_cast<uint32_t>(h - 'a' + 10);
+                    else if (h >= 'A' && h <= 'F')
+                        cp |= static_cast<uint32_t>(h - 'A' + 10);
+                    else
+                        fail(fmt::format("bad \\u escape: {} is not a hex digit", describe(h)));
                 }
                 // UTF-8 encode (surrogate pairs are kept as two code points: names only).
                 if (cp < 0x80) {
@@ -206,13 +210,13 @@ void JsonReader::readStringInto(std::string& out)
                 break;
             }
             default:
-                fail(fmt::format("bad escape \\{} in a string", c < 0 ? std::string("<end>") : describe(c)));
+                fail(fmt::format("bad escape \\{} in a string",
+                                 c < 0 ? std::string("<end>") : describe(c)));
             }
         } else {
             out.push_back(static_cast<char>(c));
         }
-        if (out.size() > kMaxString)
-            fail("string longer than 64 MiB");
+        if (out.size() > kMaxString) fail("string longer than 64 MiB");
     }
 }
 
@@ -224,8 +228,7 @@ void JsonReader::readLiteral(std::string& out)
         if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ||
             (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
             out.push_back(static_cast<char>(r_.get()));
-            if (out.size() > 64)
-                fail("number or literal longer than 64 characters");
+            if (out.size() > 64) fail("number or literal longer than 64 characters");
         } else {
             return;
         }
@@ -240,8 +243,7 @@ void JsonReader::readValue(JsonDoc& doc)
 
 uint32_t JsonReader::parse(JsonDoc& doc, int depth)
 {
-    if (depth > kMaxDepth)
-        fail("JSON nested deeper than 128 levels");
+    if (depth > kMaxDepth) fail("JSON nested deeper than 128 levels");
     const int c = peekToken();
     const auto idx = static_cast<uint32_t>(doc.nodes_.size());
     doc.nodes_.emplace_back();
@@ -250,8 +252,7 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
         r_.get();
         doc.nodes_[idx].type = JType::Object;
         uint32_t last = JsonDoc::kNone;
-        if (accept('}'))
-            return idx;
+        if (accept('}')) return idx;
         while (true) {
             std::string key = readString();
             expect(':', "':' after an object key");
@@ -262,8 +263,7 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
             else
                 doc.nodes_[last].next = child;
             last = child;
-            if (accept(','))
-                continue;
+            if (accept(',')) continue;
             expect('}', "',' or '}' in an object");
             return idx;
         }
@@ -272,8 +272,7 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
         r_.get();
         doc.nodes_[idx].type = JType::Array;
         uint32_t last = JsonDoc::kNone;
-        if (accept(']'))
-            return idx;
+        if (accept(']')) return idx;
         while (true) {
             const uint32_t child = parse(doc, depth + 1);
             if (last == JsonDoc::kNone)
@@ -281,8 +280,7 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
             else
                 doc.nodes_[last].next = child;
             last = child;
-            if (accept(','))
-                continue;
+            if (accept(',')) continue;
             expect(']', "',' or ']' in an array");
             return idx;
         }
@@ -296,8 +294,7 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
         return idx;
     }
     default: {
-        if (c < 0)
-            fail("truncated: the input ends where a value was expected");
+        if (c < 0) fail("truncated: the input ends where a value was expected");
         std::string lit;
         readLiteral(lit);
         if (lit == "true" || lit == "false") {
@@ -308,14 +305,16 @@ uint32_t JsonReader::parse(JsonDoc& doc, int depth)
         } else if (!lit.empty() && (lit[0] == '-' || (lit[0] >= '0' && lit[0] <= '9'))) {
             double d = 0;
             auto [p, ec] = std::from_chars(lit.data(), lit.data() + lit.size(), d);
-            if (p != lit.data() + lit.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
+            if (p != lit.data() + lit.size() ||
+                (ec != std::errc() && ec != std::errc::result_out_of_range))
                 fail(fmt::format("'{}' is not a number", lit));
             doc.nodes_[idx].type = JType::Number;
             doc.nodes_[idx].text = std::move(lit);
         } else if (lit == "NaN" || lit == "Infinity") {
             doc.nodes_[idx].type = JType::Null;
         } else {
-            fail(fmt::format("expected a value, found {}", lit.empty() ? describe(c) : "'" + lit + "'"));
+            fail(fmt::format("expected a value, found {}",
+                             lit.empty() ? describe(c) : "'" + lit + "'"));
         }
         return idx;
     }

@@ -15,10 +15,12 @@ namespace fs::import {
 enum class JType : uint8_t { Null, Bool, Number, String, Array, Object };
 
 // One parsed element: nodes in a flat vector, children linked by index.
-class JsonDoc {
+class JsonDoc
+{
 public:
     static constexpr uint32_t kNone = 0xffffffffu;
-    struct Node {
+    struct Node
+    {
         JType type = JType::Null;
         bool boolean = false;
         uint32_t first = kNone; // first child (Array/Object)
@@ -44,7 +46,8 @@ private:
     std::vector<Node> nodes_;
 };
 
-class JsonReader {
+class JsonReader
+{
 public:
     explicit JsonReader(ByteReader& r) : r_(r) {}
     // Skips whitespace and returns the next significant byte without consuming it (-1 at end).

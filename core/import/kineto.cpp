@@ -17,7 +17,8 @@ namespace fs::import {
 
 namespace {
 
-struct MemEvent {
+struct MemEvent
+{
     int64_t time;
     uint64_t seq;
     uint64_t addr;
@@ -28,16 +29,18 @@ struct MemEvent {
     bool hasTotal;
 };
 
-struct DeviceMem {
+struct DeviceMem
+{
     int64_t allocs = 0, frees = 0;
     bool haveTotals = false;
-    int64_t baseline = 0;       // Total Allocated before the first event
+    int64_t baseline = 0; // Total Allocated before the first event
     int64_t lastTotal = 0, peakTotal = 0;
     int64_t preexistingFrees = 0;
     int64_t preexistingFreedBytes = 0;
 };
 
-class KinetoImporter final : public Importer {
+class KinetoImporter final : public Importer
+{
 public:
     KinetoImporter(const std::string& path, ImportOptions opts) : Importer(path, std::move(opts)) {}
     Format format() const override { return Format::Kineto; }
@@ -47,8 +50,7 @@ public:
         ByteReader r(path_);
         JsonReader j(r);
         const int c = j.peekToken();
-        if (c != '{' && c != '[')
-            j.fail("expected a Chrome-trace JSON object or array");
+        if (c != '{' && c != '[') j.fail("expected a Chrome-trace JSON object or array");
     }
     void configure(IngestOptions& o) const override
     {
@@ -76,12 +78,10 @@ private:
 
 void KinetoImporter::onDevices(const JsonDoc& d, Ingest& ing)
 {
-    if (d.node(d.root()).type != JType::Array)
-        return;
+    if (d.node(d.root()).type != JType::Array) return;
     for (uint32_t c = d.node(d.root()).first; c != JsonDoc::kNone; c = d.node(c).next) {
         int64_t id = 0, mem = 0;
-        if (!d.toInt(d.member(c, "id"), id) || id < 0)
-            continue;
+        if (!d.toInt(d.member(c, "id"), id) || id < 0) continue;
         d.toInt(d.member(c, "totalGlobalMem"), mem);
         DeviceInfo info;
         info.id = static_cast<uint32_t>(id);
@@ -100,15 +100,15 @@ void KinetoImporter::onTimelineRow(const JsonDoc& d)
     const uint32_t root = d.root();
     // The first field is named time_us by the catalogue, but PyTorch writes nanoseconds
     // (values ~1.7e18 for 2023), so it is taken as ns.
-    if (!d.toInt(d.child(root, 1), action) || !d.toInt(d.child(root, 2), bytes) || !d.toInt(d.child(root, 0), t))
+    if (!d.toInt(d.child(root, 1), action) || !d.toInt(d.child(root, 2), bytes) ||
+        !d.toInt(d.child(root, 0), t))
         return;
     if (action == 1) {
         ++timelinePreexisting_;
         timelinePreexistingBytes_ += bytes;
         return;
     }
-    if (action != 2 && action != 4)
-        return;
+    if (action != 2 && action != 4) return;
     mem_.push_back({t, seq_++, 0, bytes, 0, 0, false, false});
     anyNoAddr_ = true;
     ++memoryEvents_;
@@ -118,8 +118,7 @@ void KinetoImporter::onTimelineRow(const JsonDoc& d)
 void KinetoImporter::onEvent(const JsonDoc& d, Ingest& ing)
 {
     const uint32_t root = d.root();
-    if (d.node(root).type != JType::Object)
-        return;
+    if (d.node(root).type != JType::Object) return;
     const std::string_view name = d.str(d.member(root, "name"));
     const std::string_view cat = d.str(d.member(root, "cat"));
     const uint32_t args = d.member(root, "args");
@@ -159,18 +158,13 @@ void KinetoImporter::onEvent(const JsonDoc& d, Ingest& ing)
         e.endTime = t + std::max<int64_t>(dur, 0);
         e.name = ing.intern(name);
         int64_t v = 0;
-        if (d.toInt(d.member(args, "device"), v) && v >= 0)
-            e.device = static_cast<uint32_t>(v);
-        if (d.toInt(d.member(args, "stream"), v) && v >= 0)
-            e.stream = static_cast<uint32_t>(v);
-        if (d.toInt(d.member(args, "correlation"), v) && v >= 0)
-            e.aux = static_cast<uint64_t>(v);
+        if (d.toInt(d.member(args, "device"), v) && v >= 0) e.device = static_cast<uint32_t>(v);
+        if (d.toInt(d.member(args, "stream"), v) && v >= 0) e.stream = static_cast<uint32_t>(v);
+        if (d.toInt(d.member(args, "correlation"), v) && v >= 0) e.aux = static_cast<uint64_t>(v);
         const uint32_t grid = d.member(args, "grid"), block = d.member(args, "block");
         for (size_t i = 0; i < 3; ++i) {
-            if (d.toInt(d.child(grid, i), v) && v >= 0)
-                e.grid[i] = static_cast<uint32_t>(v);
-            if (d.toInt(d.child(block, i), v) && v >= 0)
-                e.block[i] = static_cast<uint32_t>(v);
+            if (d.toInt(d.child(grid, i), v) && v >= 0) e.grid[i] = static_cast<uint32_t>(v);
+            if (d.toInt(d.child(block, i), v) && v >= 0) e.block[i] = static_cast<uint32_t>(v);
         }
         other_.push_back(e);
     } else if (cat == "user_annotation" || cat == "gpu_user_annotation") {
@@ -199,8 +193,7 @@ void KinetoImporter::emit(Ingest& ing)
     };
     auto readEvents = [&] {
         j.expect('[', "'[' starting the traceEvents array");
-        if (j.accept(']'))
-            return;
+        if (j.accept(']')) return;
         while (true) {
             j.readValue(doc);
             if (doc.node(doc.root()).type == JType::Array)
@@ -208,8 +201,7 @@ void KinetoImporter::emit(Ingest& ing)
             else
                 onEvent(doc, ing);
             progress();
-            if (j.accept(','))
-                continue;
+            if (j.accept(',')) continue;
             j.expect(']', "',' or ']' in the traceEvents array");
             return;
         }
@@ -233,23 +225,21 @@ void KinetoImporter::emit(Ingest& ing)
                 } else {
                     j.skipValue();
                 }
-                if (j.accept(','))
-                    continue;
+                if (j.accept(',')) continue;
                 j.expect('}', "',' or '}' in the top-level object");
                 break;
             }
         }
     }
     j.expectEnd();
-    if (!sawEvents)
-        throw ImportError(path_, "not a Kineto/Chrome trace: no 'traceEvents' array");
+    if (!sawEvents) throw ImportError(path_, "not a Kineto/Chrome trace: no 'traceEvents' array");
 
     // Memory events in time order (the file's order is by thread, not time); pairing follows.
     std::stable_sort(mem_.begin(), mem_.end(), [](const MemEvent& a, const MemEvent& b) {
         return a.time != b.time ? a.time < b.time : a.seq < b.seq;
     });
-    std::map<uint32_t, std::map<uint64_t, uint64_t>> live;                 // addr -> size
-    std::map<uint32_t, std::map<uint64_t, std::vector<uint64_t>>> bySize;  // no Addr: size -> addrs
+    std::map<uint32_t, std::map<uint64_t, uint64_t>> live;                // addr -> size
+    std::map<uint32_t, std::map<uint64_t, std::vector<uint64_t>>> bySize; // no Addr: size -> addrs
     uint64_t synthetic = 0x1000; // addresses for traces without Addr: a bump pointer, never reused
     std::vector<Event> memEvents;
     memEvents.reserve(mem_.size());
@@ -257,8 +247,7 @@ void KinetoImporter::emit(Ingest& ing)
         DeviceMem& dm = dev_[m.device];
         if (m.hasTotal) {
             // Baseline: what was allocated just before the first event in time order.
-            if (!dm.haveTotals)
-                dm.baseline = m.total - m.bytes;
+            if (!dm.haveTotals) dm.baseline = m.total - m.bytes;
             dm.haveTotals = true;
             dm.lastTotal = m.total;
             dm.peakTotal = std::max(dm.peakTotal, m.total);
@@ -310,8 +299,10 @@ void KinetoImporter::emit(Ingest& ing)
     // Everything in one time order (ties: memory first, as it came first in the file order).
     std::vector<Event> all;
     all.reserve(memEvents.size() + other_.size());
-    std::stable_sort(other_.begin(), other_.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
-    std::merge(memEvents.begin(), memEvents.end(), other_.begin(), other_.end(), std::back_inserter(all),
+    std::stable_sort(other_.begin(), other_.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
+    std::merge(memEvents.begin(), memEvents.end(), other_.begin(), other_.end(),
+               std::back_inserter(all),
                [](const Event& a, const Event& b) { return a.time < b.time; });
     memEvents.clear();
     other_.clear();
@@ -326,14 +317,17 @@ void KinetoImporter::emit(Ingest& ing)
     report_.counts["cpu_frees"] = cpuFrees_;
     JsonWriter jw(false);
     jw.beginObject();
-    jw.field("memory_events", memoryEvents_).field("kernels", kernels_).field("cpu_allocs", cpuAllocs_)
+    jw.field("memory_events", memoryEvents_)
+        .field("kernels", kernels_)
+        .field("cpu_allocs", cpuAllocs_)
         .field("cpu_frees", cpuFrees_);
     jw.key("cuda").beginObject();
     for (const auto& [id, dm] : dev_) {
         jw.key(std::to_string(id)).beginObject();
         jw.field("allocs", dm.allocs).field("frees", dm.frees);
         if (dm.haveTotals)
-            jw.field("baseline_allocated_bytes", dm.baseline).field("last_total_allocated", dm.lastTotal)
+            jw.field("baseline_allocated_bytes", dm.baseline)
+                .field("last_total_allocated", dm.lastTotal)
                 .field("peak_total_allocated", dm.peakTotal);
         jw.field("preexisting_frees", dm.preexistingFrees);
         jw.endObject();
@@ -344,14 +338,17 @@ void KinetoImporter::emit(Ingest& ing)
             report_.counts[fmt::format("cuda{}.last_total", id)] = dm.lastTotal;
             report_.counts[fmt::format("cuda{}.peak_total", id)] = dm.peakTotal;
             // The baseline is reported, not invented as allocations (their addresses are unknown).
-            ing.health("preexisting_baseline", dm.baseline,
-                       fmt::format("device {}: {} B were allocated before the trace started (from 'Total "
-                                   "Allocated'); they are not in the allocations table",
-                                   id, dm.baseline));
+            ing.health(
+                "preexisting_baseline", dm.baseline,
+                fmt::format("device {}: {} B were allocated before the trace started (from 'Total "
+                            "Allocated'); they are not in the allocations table",
+                            id, dm.baseline));
         }
         if (dm.preexistingFrees > 0)
-            warn(&ing, fmt::format("device {}: {} frees ({} B) release memory allocated before the trace started",
-                                   id, dm.preexistingFrees, dm.preexistingFreedBytes));
+            warn(&ing,
+                 fmt::format(
+                     "device {}: {} frees ({} B) release memory allocated before the trace started",
+                     id, dm.preexistingFrees, dm.preexistingFreedBytes));
     }
     jw.endObject().endObject();
     ing.setMeta("kineto.summary", jw.str());
@@ -361,17 +358,22 @@ void KinetoImporter::emit(Ingest& ing)
         report_.counts["timeline_rows"] = timelineRows_;
         report_.counts["timeline_preexisting"] = timelinePreexisting_;
         ing.setMeta("kineto.format", "torch.profiler memory timeline (export_memory_timeline)");
-        ing.setMeta("kineto.timeline", fmt::format(R"({{"rows":{},"preexisting":{},"preexisting_bytes":{}}})",
-                                                   timelineRows_, timelinePreexisting_, timelinePreexistingBytes_));
-        ing.health("preexisting_baseline", timelinePreexistingBytes_,
-                   fmt::format("{} tensors ({} B) existed before profiling (action PREEXISTING); they are not in "
-                               "the allocations table",
-                               timelinePreexisting_, timelinePreexistingBytes_));
+        ing.setMeta("kineto.timeline",
+                    fmt::format(R"({{"rows":{},"preexisting":{},"preexisting_bytes":{}}})",
+                                timelineRows_, timelinePreexisting_, timelinePreexistingBytes_));
+        ing.health(
+            "preexisting_baseline", timelinePreexistingBytes_,
+            fmt::format(
+                "{} tensors ({} B) existed before profiling (action PREEXISTING); they are not in "
+                "the allocations table",
+                timelinePreexisting_, timelinePreexistingBytes_));
     }
     if (anyNoAddr_) {
         ing.setMeta("address_view", "unavailable");
-        warn(&ing, "the trace's [memory] events have no 'Addr': the address view is unavailable; allocations "
-                   "carry placeholder addresses, frees are paired with the latest live allocation of the same size");
+        warn(&ing, "the trace's [memory] events have no 'Addr': the address view is unavailable; "
+                   "allocations "
+                   "carry placeholder addresses, frees are paired with the latest live allocation "
+                   "of the same size");
     }
     if (memoryEvents_ == 0 && timelineRows_ == 0)
         warn(&ing, "the trace has no [memory] events (profile with profile_memory=True)");

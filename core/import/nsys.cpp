@@ -12,7 +12,8 @@ namespace fs::import {
 
 namespace {
 
-class NsysImporter final : public Importer {
+class NsysImporter final : public Importer
+{
 public:
     NsysImporter(const std::string& path, ImportOptions opts) : Importer(path, std::move(opts)) {}
     Format format() const override { return Format::NsysSqlite; }
@@ -36,7 +37,8 @@ private:
     }
     // Label-based lookup of an enum value (ENUM_* tables), with a fallback.
     int64_t enumValue(const std::string& table, const std::string& needle, int64_t fallback) const;
-    void query(const std::string& table, const std::string& sql, const std::function<void(Stmt&)>& row) const;
+    void query(const std::string& table, const std::string& sql,
+               const std::function<void(Stmt&)>& row) const;
 
     Db db_;
     std::set<std::string> tables_;
@@ -55,14 +57,23 @@ void NsysImporter::prepare()
         throw ImportError(path_, "not a readable SQLite file: " + e.problem());
     }
     if (tables_.count("meta") && tables_.count("allocations") && !tables_.count("StringIds"))
-        throw ImportError(path_, "this is a fragscope session, not an nsys export (open it directly)");
-    static const char* known[] = {"StringIds", "CUDA_GPU_MEMORY_USAGE_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL",
-                                  "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "NVTX_EVENTS", "TARGET_INFO_GPU",
-                                  "CUDA_GPU_MEMORY_POOL_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"};
+        throw ImportError(path_,
+                          "this is a fragscope session, not an nsys export (open it directly)");
+    static const char* known[] = {"StringIds",
+                                  "CUDA_GPU_MEMORY_USAGE_EVENTS",
+                                  "CUPTI_ACTIVITY_KIND_KERNEL",
+                                  "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                                  "NVTX_EVENTS",
+                                  "TARGET_INFO_GPU",
+                                  "CUDA_GPU_MEMORY_POOL_EVENTS",
+                                  "CUPTI_ACTIVITY_KIND_RUNTIME"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* t) { return has(t); }))
-        throw ImportError(path_, "table StringIds: missing, and no CUPTI/NVTX table either: not an nsys SQLite export");
+        throw ImportError(
+            path_,
+            "table StringIds: missing, and no CUPTI/NVTX table either: not an nsys SQLite export");
     if (has("StringIds")) {
-        query("StringIds", "SELECT id, value FROM StringIds", [&](Stmt& s) { strings_[s.i64(0)] = s.text(1); });
+        query("StringIds", "SELECT id, value FROM StringIds",
+              [&](Stmt& s) { strings_[s.i64(0)] = s.text(1); });
     }
 }
 
@@ -76,7 +87,8 @@ std::set<std::string> NsysImporter::columns(const std::string& table) const
     return cols;
 }
 
-void NsysImporter::query(const std::string& table, const std::string& sql, const std::function<void(Stmt&)>& row) const
+void NsysImporter::query(const std::string& table, const std::string& sql,
+                         const std::function<void(Stmt&)>& row) const
 {
     try {
         auto st = db_.prepare(sql);
@@ -89,18 +101,18 @@ void NsysImporter::query(const std::string& table, const std::string& sql, const
     }
 }
 
-int64_t NsysImporter::enumValue(const std::string& table, const std::string& needle, int64_t fallback) const
+int64_t NsysImporter::enumValue(const std::string& table, const std::string& needle,
+                                int64_t fallback) const
 {
-    if (!has(table))
-        return fallback;
+    if (!has(table)) return fallback;
     const auto cols = columns(table);
-    if (!cols.count("id") || !(cols.count("name") || cols.count("label")))
-        return fallback;
+    if (!cols.count("id") || !(cols.count("name") || cols.count("label"))) return fallback;
     int64_t found = fallback;
     const std::string col = cols.count("name") ? "name" : "label";
     query(table, "SELECT id, " + col + " FROM " + table, [&](Stmt& s) {
         std::string label = s.text(1);
-        std::transform(label.begin(), label.end(), label.begin(), [](unsigned char c) { return std::toupper(c); });
+        std::transform(label.begin(), label.end(), label.begin(),
+                       [](unsigned char c) { return std::toupper(c); });
         // "DEALLOCATION" contains "ALLOCATION": match the whole word at the end.
         if (label == needle || label.ends_with("_" + needle) || label.ends_with(" " + needle))
             found = s.i64(0);
@@ -115,8 +127,10 @@ void NsysImporter::emit(Ingest& ing)
         const auto have = columns(table);
         for (const char* c : cols)
             if (!have.count(c))
-                throw ImportError(path_, fmt::format("table {}: column '{}' is missing (expected the nsys export schema)",
-                                                     table, c));
+                throw ImportError(
+                    path_, fmt::format(
+                               "table {}: column '{}' is missing (expected the nsys export schema)",
+                               table, c));
         return have;
     };
 
@@ -138,11 +152,13 @@ void NsysImporter::emit(Ingest& ing)
 
     int64_t memEvents = 0;
     if (has("CUDA_GPU_MEMORY_USAGE_EVENTS")) {
-        const auto cols = need("CUDA_GPU_MEMORY_USAGE_EVENTS", {"start", "address", "bytes", "memoryOperationType"});
+        const auto cols = need("CUDA_GPU_MEMORY_USAGE_EVENTS",
+                               {"start", "address", "bytes", "memoryOperationType"});
         const int64_t opAlloc = enumValue("ENUM_CUDA_DEV_MEM_EVENT_OPER", "ALLOCATION", 0);
         const int64_t opFree = enumValue("ENUM_CUDA_DEV_MEM_EVENT_OPER", "DEALLOCATION", 1);
         const std::string sql = fmt::format(
-            "SELECT start, address, bytes, memoryOperationType, {}, {}, {} FROM CUDA_GPU_MEMORY_USAGE_EVENTS",
+            "SELECT start, address, bytes, memoryOperationType, {}, {}, {} FROM "
+            "CUDA_GPU_MEMORY_USAGE_EVENTS",
             cols.count("deviceId") ? "deviceId" : "0", cols.count("streamId") ? "streamId" : "0",
             cols.count("localMemoryPoolAddress") ? "localMemoryPoolAddress" : "0");
         query("CUDA_GPU_MEMORY_USAGE_EVENTS", sql, [&](Stmt& s) {
@@ -167,8 +183,10 @@ void NsysImporter::emit(Ingest& ing)
     }
     report_.counts["memory_events"] = memEvents;
     if (memEvents == 0)
-        warn(&ing, "memory usage events were not captured: the export has no CUDA_GPU_MEMORY_USAGE_EVENTS rows "
-                   "(profile with `nsys profile --cuda-memory-usage=true`); kernels, graphs and NVTX are imported");
+        warn(&ing, "memory usage events were not captured: the export has no "
+                   "CUDA_GPU_MEMORY_USAGE_EVENTS rows "
+                   "(profile with `nsys profile --cuda-memory-usage=true`); kernels, graphs and "
+                   "NVTX are imported");
 
     int64_t kernels = 0;
     if (has("CUPTI_ACTIVITY_KIND_KERNEL")) {
@@ -177,10 +195,12 @@ void NsysImporter::emit(Ingest& ing)
         const std::string nameCol = cols.count("demangledName") ? "demangledName"
                                     : cols.count("shortName")   ? "shortName"
                                                                 : "0";
-        const std::string sql = fmt::format(
-            "SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
-            col("deviceId"), col("streamId"), col("correlationId"), nameCol, col("gridX"), col("gridY"),
-            col("gridZ"), col("blockX"), col("blockY"), col("blockZ"), col("graphId"), col("graphNodeId"));
+        const std::string sql =
+            fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM "
+                        "CUPTI_ACTIVITY_KIND_KERNEL",
+                        col("deviceId"), col("streamId"), col("correlationId"), nameCol,
+                        col("gridX"), col("gridY"), col("gridZ"), col("blockX"), col("blockY"),
+                        col("blockZ"), col("graphId"), col("graphNodeId"));
         query("CUPTI_ACTIVITY_KIND_KERNEL", sql, [&](Stmt& s) {
             Event e;
             e.type = EventType::Kernel;
@@ -206,8 +226,9 @@ void NsysImporter::emit(Ingest& ing)
     if (has("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")) {
         const auto cols = need("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {"start", "end"});
         auto col = [&](const char* c) { return cols.count(c) ? std::string(c) : std::string("0"); };
-        const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-                                            col("deviceId"), col("streamId"), col("graphId"), col("graphExecId"));
+        const std::string sql =
+            fmt::format("SELECT start, end, {}, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                        col("deviceId"), col("streamId"), col("graphId"), col("graphExecId"));
         query("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", sql, [&](Stmt& s) {
             Event e;
             e.type = EventType::GraphLaunch;
@@ -226,16 +247,15 @@ void NsysImporter::emit(Ingest& ing)
     int64_t nvtx = 0;
     if (has("NVTX_EVENTS")) {
         const auto cols = need("NVTX_EVENTS", {"start"});
-        const std::string sql = fmt::format("SELECT start, {}, {}, {}, {} FROM NVTX_EVENTS",
-                                            cols.count("end") ? "end" : "NULL",
-                                            cols.count("eventType") ? "eventType" : "34",
-                                            cols.count("text") ? "text" : "NULL",
-                                            cols.count("textId") ? "textId" : "NULL");
+        const std::string sql = fmt::format(
+            "SELECT start, {}, {}, {}, {} FROM NVTX_EVENTS", cols.count("end") ? "end" : "NULL",
+            cols.count("eventType") ? "eventType" : "34", cols.count("text") ? "text" : "NULL",
+            cols.count("textId") ? "textId" : "NULL");
         query("NVTX_EVENTS", sql, [&](Stmt& s) {
-            // 34 mark, 59 push/pop range, 60 start/end range; the others (domains, names) carry no time.
+            // 34 mark, 59 push/pop range, 60 start/end range; the others (domains, names) carry no
+            // time.
             const int64_t type = s.i64(2);
-            if (type != 34 && type != 59 && type != 60)
-                return;
+            if (type != 34 && type != 59 && type != 60) return;
             std::string text = s.isNull(3) ? stringOf(s.isNull(4) ? -1 : s.i64(4)) : s.text(3);
             Event e;
             e.time = s.i64(0);
@@ -249,9 +269,11 @@ void NsysImporter::emit(Ingest& ing)
     }
     report_.counts["nvtx_events"] = nvtx;
     if (has("CUDA_GPU_MEMORY_POOL_EVENTS"))
-        warn(&ing, "CUDA_GPU_MEMORY_POOL_EVENTS rows are not imported yet (pool reservations are not shown)");
+        warn(&ing, "CUDA_GPU_MEMORY_POOL_EVENTS rows are not imported yet (pool reservations are "
+                   "not shown)");
 
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
     for (const Event& e : events)
         ing.add(e);
 }

@@ -12,19 +12,32 @@ namespace fs::import {
 std::string_view ptypeName(PType t)
 {
     switch (t) {
-    case PType::Invalid: return "invalid";
-    case PType::None: return "None";
-    case PType::Bool: return "bool";
-    case PType::Int: return "int";
-    case PType::BigInt: return "int";
-    case PType::Float: return "float";
-    case PType::Str: return "str";
-    case PType::Bytes: return "bytes";
-    case PType::List: return "list";
-    case PType::Tuple: return "tuple";
-    case PType::Dict: return "dict";
-    case PType::Set: return "set";
-    case PType::FrozenSet: return "frozenset";
+    case PType::Invalid:
+        return "invalid";
+    case PType::None:
+        return "None";
+    case PType::Bool:
+        return "bool";
+    case PType::Int:
+        return "int";
+    case PType::BigInt:
+        return "int";
+    case PType::Float:
+        return "float";
+    case PType::Str:
+        return "str";
+    case PType::Bytes:
+        return "bytes";
+    case PType::List:
+        return "list";
+    case PType::Tuple:
+        return "tuple";
+    case PType::Dict:
+        return "dict";
+    case PType::Set:
+        return "set";
+    case PType::FrozenSet:
+        return "frozenset";
     }
     return "?";
 }
@@ -32,75 +45,144 @@ std::string_view ptypeName(PType t)
 std::string_view pickleOpcodeName(uint8_t op)
 {
     switch (op) {
-    case '(': return "MARK";
-    case '.': return "STOP";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    case 'F': return "FLOAT";
-    case 'I': return "INT";
-    case 'J': return "BININT";
-    case 'K': return "BININT1";
-    case 'L': return "LONG";
-    case 'M': return "BININT2";
-    case 'N': return "NONE";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 'R': return "REDUCE";
-    case 'S': return "STRING";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE";
-    case 'X': return "BINUNICODE";
-    case 'a': return "APPEND";
-    case 'b': return "BUILD";
-    case 'c': return "GLOBAL";
-    case 'd': return "DICT";
-    case '}': return "EMPTY_DICT";
-    case 'e': return "APPENDS";
-    case 'g': return "GET";
-    case 'h': return "BINGET";
-    case 'i': return "INST";
-    case 'j': return "LONG_BINGET";
-    case 'l': return "LIST";
-    case ']': return "EMPTY_LIST";
-    case 'o': return "OBJ";
-    case 'p': return "PUT";
-    case 'q': return "BINPUT";
-    case 'r': return "LONG_BINPUT";
-    case 's': return "SETITEM";
-    case 't': return "TUPLE";
-    case ')': return "EMPTY_TUPLE";
-    case 'u': return "SETITEMS";
-    case 'G': return "BINFLOAT";
-    case 0x80: return "PROTO";
-    case 0x81: return "NEWOBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x85: return "TUPLE1";
-    case 0x86: return "TUPLE2";
-    case 0x87: return "TUPLE3";
-    case 0x88: return "NEWTRUE";
-    case 0x89: return "NEWFALSE";
-    case 0x8a: return "LONG1";
-    case 0x8b: return "LONG4";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x8c: return "SHORT_BINUNICODE";
-    case 0x8d: return "BINUNICODE8";
-    case 0x8e: return "BINBYTES8";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x93: return "STACK_GLOBAL";
-    case 0x94: return "MEMOIZE";
-    case 0x95: return "FRAME";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return "";
+    case '(':
+        return "MARK";
+    case '.':
+        return "STOP";
+    case '0':
+        return "POP";
+    case '1':
+        return "POP_MARK";
+    case '2':
+        return "DUP";
+    case 'F':
+        return "FLOAT";
+    case 'I':
+        return "INT";
+    case 'J':
+        return "BININT";
+    case 'K':
+        return "BININT1";
+    case 'L':
+        return "LONG";
+    case 'M':
+        return "BININT2";
+    case 'N':
+        return "NONE";
+    case 'P':
+        return "PERSID";
+    case 'Q':
+        return "BINPERSID";
+    case 'R':
+        return "REDUCE";
+    case 'S':
+        return "STRING";
+    case 'T':
+        return "BINSTRING";
+    case 'U':
+        return "SHORT_BINSTRING";
+    case 'V':
+        return "UNICODE";
+    case 'X':
+        return "BINUNICODE";
+    case 'a':
+        return "APPEND";
+    case 'b':
+        return "BUILD";
+    case 'c':
+        return "GLOBAL";
+    case 'd':
+        return "DICT";
+    case '}':
+        return "EMPTY_DICT";
+    case 'e':
+        return "APPENDS";
+    case 'g':
+        return "GET";
+    case 'h':
+        return "BINGET";
+    case 'i':
+        return "INST";
+    case 'j':
+        return "LONG_BINGET";
+    case 'l':
+        return "LIST";
+    case ']':
+        return "EMPTY_LIST";
+    case 'o':
+        return "OBJ";
+    case 'p':
+        return "PUT";
+    case 'q':
+        return "BINPUT";
+    case 'r':
+        return "LONG_BINPUT";
+    case 's':
+        return "SETITEM";
+    case 't':
+        return "TUPLE";
+    case ')':
+        return "EMPTY_TUPLE";
+    case 'u':
+        return "SETITEMS";
+    case 'G':
+        return "BINFLOAT";
+    case 0x80:
+        return "PROTO";
+    case 0x81:
+        return "NEWOBJ";
+    case 0x82:
+        return "EXT1";
+    case 0x83:
+        return "EXT2";
+    case 0x84:
+        return "EXT4";
+    case 0x85:
+        return "TUPLE1";
+    case 0x86:
+        return "TUPLE2";
+    case 0x87:
+        return "TUPLE3";
+    case 0x88:
+        return "NEWTRUE";
+    case 0x89:
+        return "NEWFALSE";
+    case 0x8a:
+        return "LONG1";
+    case 0x8b:
+        return "LONG4";
+    case 'B':
+        return "BINBYTES";
+    case 'C':
+        return "SHORT_BINBYTES";
+    case 0x8c:
+        return "SHORT_BINUNICODE";
+    case 0x8d:
+        return "BINUNICODE8";
+    case 0x8e:
+        return "BINBYTES8";
+    case 0x8f:
+        return "EMPTY_SET";
+    case 0x90:
+        return "ADDITEMS";
+    case 0x91:
+        return "FROZENSET";
+    case 0x92:
+        return "NEWOBJ_EX";
+    case 0x93:
+        return "STACK_GLOBAL";
+    case 0x94:
+        return "MEMOIZE";
+    case 0x95:
+        return "FRAME";
+    case 0x96:
+        return "BYTEARRAY8";
+    case 0x97:
+        return "NEXT_BUFFER";
+    case 0x98:
+        return "READONLY_BUFFER";
+    default:
+        return "";
     }
 }
 
@@ -131,8 +213,7 @@ bool PickleDoc::toI64(PValue v, int64_t& out) const
         return true;
     case PType::BigInt: {
         const std::string_view le = strs_[v.payload()];
-        if (le.size() > 8)
-            return false;
+        if (le.size() > 8) return false;
         uint64_t u = 0;
         for (size_t i = 0; i < le.size(); ++i)
             u |= static_cast<uint64_t>(static_cast<unsigned char>(le[i])) << (8 * i);
@@ -155,8 +236,7 @@ bool PickleDoc::toU64(PValue v, uint64_t& out) const
             le = le.substr(0, 8);
         else if (le.size() >= 8 && (static_cast<unsigned char>(le.back()) & 0x80))
             return false;
-        if (le.size() > 8)
-            return false;
+        if (le.size() > 8) return false;
         uint64_t u = 0;
         for (size_t i = 0; i < le.size(); ++i)
             u |= static_cast<uint64_t>(static_cast<unsigned char>(le[i])) << (8 * i);
@@ -166,8 +246,7 @@ bool PickleDoc::toU64(PValue v, uint64_t& out) const
         return true;
     }
     int64_t s = 0;
-    if (!toI64(v, s) || s < 0)
-        return false;
+    if (!toI64(v, s) || s < 0) return false;
     out = static_cast<uint64_t>(s);
     return true;
 }
@@ -179,26 +258,22 @@ bool PickleDoc::toDouble(PValue v, double& out) const
         return true;
     }
     int64_t i = 0;
-    if (!toI64(v, i))
-        return false;
+    if (!toI64(v, i)) return false;
     out = static_cast<double>(i);
     return true;
 }
 
 std::string_view PickleDoc::str(PValue v) const
 {
-    if (v.type() == PType::Str || v.type() == PType::Bytes)
-        return strs_[v.payload()];
+    if (v.type() == PType::Str || v.type() == PType::Bytes) return strs_[v.payload()];
     return {};
 }
 
 size_t PickleDoc::size(PValue c) const
 {
-    if (!isContainer(c))
-        return 0;
+    if (!isContainer(c)) return 0;
     const auto& k = containers_[c.payload()];
-    if (k.compact)
-        return k.compact;
+    if (k.compact) return k.compact;
     return k.type == PType::Dict ? k.count / 2 : k.count;
 }
 
@@ -206,19 +281,16 @@ PValue PickleDoc::get(PValue dict, std::string_view key) const
 {
     PValue found;
     forEachItem(dict, [&](PValue k, PValue v) {
-        if (k.type() == PType::Str && strs_[k.payload()] == key)
-            found = v;
+        if (k.type() == PType::Str && strs_[k.payload()] == key) found = v;
     });
     return found;
 }
 
 PValue PickleDoc::at(PValue c, size_t i) const
 {
-    if (!isContainer(c) || containers_[c.payload()].compact)
-        return {};
+    if (!isContainer(c) || containers_[c.payload()].compact) return {};
     for (uint32_t ch = containers_[c.payload()].first; ch != kNone; ch = chunks_[ch].next) {
-        if (i < chunks_[ch].count)
-            return arena_[chunks_[ch].block][chunks_[ch].start + i];
+        if (i < chunks_[ch].count) return arena_[chunks_[ch].block][chunks_[ch].start + i];
         i -= chunks_[ch].count;
     }
     return {};
@@ -248,8 +320,7 @@ void PickleDoc::reserveFor(uint64_t inputBytes)
 
 int PickleDoc::keyIndex(PValue key) const
 {
-    if (key.type() != PType::Str)
-        return -1;
+    if (key.type() != PType::Str) return -1;
     const uint64_t id = key.payload();
     if (id >= keyIndex_.size())
         keyIndex_.resize(std::max<size_t>(id + 1, keyIndex_.size() * 2), -2);
@@ -257,8 +328,7 @@ int PickleDoc::keyIndex(PValue key) const
     if (slot == -2) {
         slot = -1;
         for (size_t i = 0; i < compactKeys_.size(); ++i)
-            if (compactKeys_[i] == strs_[id])
-                slot = static_cast<int8_t>(i);
+            if (compactKeys_[i] == strs_[id]) slot = static_cast<int8_t>(i);
     }
     return slot;
 }
@@ -266,14 +336,16 @@ int PickleDoc::keyIndex(PValue key) const
 bool PickleDoc::tryCompact(PValue dict, const PValue* items, size_t n)
 {
     Container& k = containers_[dict.payload()];
-    if (compactKeys_.empty() || k.count != 0 || k.compact || n == 0 || n % 2 != 0 || n / 2 > compactKeys_.size())
+    if (compactKeys_.empty() || k.count != 0 || k.compact || n == 0 || n % 2 != 0 ||
+        n / 2 > compactKeys_.size())
         return false;
     uint32_t mask = 0;
     PValue sorted[32];
     for (size_t i = 0; i < n; i += 2) {
         const int bit = keyIndex(items[i]);
         if (bit < 0 || (mask & (1u << bit)))
-            return false; // unknown key, or a duplicate (Python keeps the last: keep the general path)
+            return false; // unknown key, or a duplicate (Python keeps the last: keep the general
+                          // path)
         mask |= 1u << bit;
         sorted[bit] = items[i + 1];
     }
@@ -298,8 +370,7 @@ bool PickleDoc::tryCompact(PValue dict, const PValue* items, size_t n)
 void PickleDoc::materialize(PValue dict)
 {
     Container& k = containers_[dict.payload()];
-    if (!k.compact)
-        return;
+    if (!k.compact) return;
     std::vector<PValue> pairs;
     forEachItem(dict, [&](PValue key, PValue v) {
         pairs.push_back(key);
@@ -312,8 +383,7 @@ void PickleDoc::materialize(PValue dict)
 
 void PickleDoc::append(PValue c, const PValue* items, size_t n)
 {
-    if (containers_[c.payload()].compact)
-        materialize(c);
+    if (containers_[c.payload()].compact) materialize(c);
     Container& k = containers_[c.payload()];
     while (n > 0) {
         if (arenaUsed_ == kBlock) {
@@ -360,8 +430,7 @@ PValue PickleDoc::newString(PType t, std::string_view s)
         std::memcpy(pool_.back().get(), s.data(), s.size());
         p = pool_.back().get();
         // Keep appending to the previous small-string block.
-        if (pool_.size() >= 2)
-            std::swap(pool_[pool_.size() - 1], pool_[pool_.size() - 2]);
+        if (pool_.size() >= 2) std::swap(pool_[pool_.size() - 1], pool_[pool_.size() - 2]);
     } else {
         if (poolCap_ - poolUsed_ < s.size() || pool_.empty()) {
             pool_.push_back(std::make_unique<char[]>(kPoolBlock));
@@ -369,8 +438,7 @@ PValue PickleDoc::newString(PType t, std::string_view s)
             poolCap_ = kPoolBlock;
         }
         char* dst = pool_.back().get() + poolUsed_;
-        if (!s.empty())
-            std::memcpy(dst, s.data(), s.size());
+        if (!s.empty()) std::memcpy(dst, s.data(), s.size());
         poolUsed_ += s.size();
         p = dst;
     }
@@ -394,8 +462,7 @@ PValue PickleDoc::newBigInt(std::string_view le)
         if (!le.empty() && le.size() < 8 && (static_cast<unsigned char>(le.back()) & 0x80))
             u |= ~uint64_t{0} << (8 * le.size());
         const auto s = static_cast<int64_t>(u);
-        if (PValue::fitsInline(s))
-            return PValue::makeInt(s);
+        if (PValue::fitsInline(s)) return PValue::makeInt(s);
     }
     PValue v = newString(PType::Bytes, le);
     return PValue::make(PType::BigInt, v.payload());
@@ -403,12 +470,14 @@ PValue PickleDoc::newBigInt(std::string_view le)
 
 // ---- PickleReader -------------------------------------------------------------------------
 
-class PickleVm {
+class PickleVm
+{
 public:
     PickleVm(ByteReader& r, PickleDoc& d, const PickleOptions& o) : r_(r), d_(d), opts_(o)
     {
         // Most objects in a snapshot are memoized; reserve (virtually) so the memo never copies.
-        memo_.reserve(static_cast<size_t>(std::min<uint64_t>(r.fileSize() / 6 + 1024, uint64_t{1} << 30)));
+        memo_.reserve(
+            static_cast<size_t>(std::min<uint64_t>(r.fileSize() / 6 + 1024, uint64_t{1} << 30)));
     }
 
     void run();
@@ -427,7 +496,8 @@ private:
     void need(void* out, size_t n)
     {
         if (!r_.read(out, n))
-            r_.fail(fmt::format("truncated: the input ends inside {} that started at offset {}", opName(), opOff_));
+            r_.fail(fmt::format("truncated: the input ends inside {} that started at offset {}",
+                                opName(), opOff_));
     }
     template <typename T> T le()
     {
@@ -441,7 +511,8 @@ private:
     std::string_view bytes(uint64_t n)
     {
         if (!r_.readString(tmp_, n))
-            r_.fail(fmt::format("truncated: {} declares {} bytes but the input ends first", opName(), n));
+            r_.fail(fmt::format("truncated: {} declares {} bytes but the input ends first",
+                                opName(), n));
         return tmp_;
     }
     std::string line()
@@ -449,55 +520,47 @@ private:
         std::string s;
         while (true) {
             const int c = r_.get();
-            if (c < 0)
-                r_.fail(fmt::format("truncated: the input ends inside {}", opName()));
-            if (c == '\n')
-                return s;
+            if (c < 0) r_.fail(fmt::format("truncated: the input ends inside {}", opName()));
+            if (c == '\n') return s;
             s.push_back(static_cast<char>(c));
-            if (s.size() > 4096)
-                fail("text argument longer than 4096 bytes");
+            if (s.size() > 4096) fail("text argument longer than 4096 bytes");
         }
     }
     void push(PValue v) { stack_.push_back(v); }
     PValue pop()
     {
-        if (stack_.size() <= markFloor())
-            fail("stack underflow (no value to take)");
+        if (stack_.size() <= markFloor()) fail("stack underflow (no value to take)");
         PValue v = stack_.back();
         stack_.pop_back();
         return v;
     }
     PValue& top()
     {
-        if (stack_.size() <= markFloor())
-            fail("stack underflow (no value on the stack)");
+        if (stack_.size() <= markFloor()) fail("stack underflow (no value on the stack)");
         return stack_.back();
     }
     size_t markFloor() const { return marks_.empty() ? 0 : marks_.back(); }
     size_t popMark()
     {
-        if (marks_.empty())
-            fail("no MARK before this opcode");
+        if (marks_.empty()) fail("no MARK before this opcode");
         const size_t m = marks_.back();
         marks_.pop_back();
         return m;
     }
     PValue containerAt(size_t idx, PType want1, PType want2 = PType::Invalid)
     {
-        if (idx >= stack_.size())
-            fail("stack underflow (no container)");
+        if (idx >= stack_.size()) fail("stack underflow (no container)");
         const PValue c = stack_[idx];
         if (c.type() != want1 && c.type() != want2)
-            fail(fmt::format("expected a {} on the stack, found a {}", ptypeName(want1), ptypeName(c.type())));
+            fail(fmt::format("expected a {} on the stack, found a {}", ptypeName(want1),
+                             ptypeName(c.type())));
         return c;
     }
     void memoPut(uint64_t idx, PValue v)
     {
-        if (!memoHas(idx))
-            ++memoCount_;
+        if (!memoHas(idx)) ++memoCount_;
         if (idx < memo_.size() || idx < memo_.size() + (1u << 20)) {
-            if (idx >= memo_.size())
-                memo_.resize(idx + 1);
+            if (idx >= memo_.size()) memo_.resize(idx + 1);
             memo_[idx] = v;
         } else {
             sparseMemo_[idx] = v;
@@ -509,11 +572,9 @@ private:
     }
     PValue memoGet(uint64_t idx)
     {
-        if (idx < memo_.size() && memo_[idx].valid())
-            return memo_[idx];
+        if (idx < memo_.size() && memo_[idx].valid()) return memo_[idx];
         auto it = sparseMemo_.find(idx);
-        if (it == sparseMemo_.end())
-            fail(fmt::format("memo key {} was never stored", idx));
+        if (it == sparseMemo_.end()) fail(fmt::format("memo key {} was never stored", idx));
         return it->second;
     }
     PValue makeTuple(size_t from)
@@ -548,27 +609,23 @@ void PickleVm::run()
         }
         const int c = r_.get();
         if (c < 0) {
-            if (opOff_ == 0)
-                r_.failAt(0, "empty file: expected a pickle");
+            if (opOff_ == 0) r_.failAt(0, "empty file: expected a pickle");
             r_.failAt(opOff_, "truncated: the input ends before the pickle's STOP opcode");
         }
         op_ = static_cast<uint8_t>(c);
         switch (op_) {
         case 0x80: { // PROTO
             const uint8_t p = le<uint8_t>();
-            if (p > 5)
-                fail(fmt::format("pickle protocol {} is newer than 5", p));
+            if (p > 5) fail(fmt::format("pickle protocol {} is newer than 5", p));
             break;
         }
         case 0x95: // FRAME: length of the next frame; we read sequentially anyway
             (void)le<uint64_t>();
             break;
         case '.': // STOP
-            if (!marks_.empty())
-                fail("STOP inside an unclosed MARK");
+            if (!marks_.empty()) fail("STOP inside an unclosed MARK");
             // Like Python, the result is the top of the stack (anything below is ignored).
-            if (stack_.empty())
-                fail("STOP with an empty stack");
+            if (stack_.empty()) fail("STOP with an empty stack");
             d_.root_ = stack_.back();
             return;
         case '(':
@@ -613,15 +670,14 @@ void PickleVm::run()
         }
         case 0x8b: { // LONG4
             const int32_t n = static_cast<int32_t>(le<uint32_t>());
-            if (n < 0)
-                fail("negative length");
+            if (n < 0) fail("negative length");
             push(d_.newBigInt(bytes(static_cast<uint64_t>(n))));
             break;
         }
-        case 'I': case 'L': { // text INT / LONG (protocol 0)
+        case 'I':
+        case 'L': { // text INT / LONG (protocol 0)
             std::string s = line();
-            if (op_ == 'L' && !s.empty() && s.back() == 'L')
-                s.pop_back();
+            if (op_ == 'L' && !s.empty() && s.back() == 'L') s.pop_back();
             if (op_ == 'I' && (s == "00" || s == "01")) {
                 push(PValue::make(PType::Bool, s == "01" ? 1 : 0));
                 break;
@@ -635,7 +691,8 @@ void PickleVm::run()
             } else {
                 std::string leb(8, '\0');
                 for (int i = 0; i < 8; ++i)
-                    leb[static_cast<size_t>(i)] = static_cast<char>(static_cast<uint64_t>(v) >> (8 * i));
+                    leb[static_cast<size_t>(i)] =
+                        static_cast<char>(static_cast<uint64_t>(v) >> (8 * i));
                 push(d_.newBigInt(leb));
             }
             break;
@@ -644,8 +701,7 @@ void PickleVm::run()
             const std::string s = line();
             double v = 0;
             auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-            if (ec != std::errc() || p != s.data() + s.size())
-                fail("'" + s + "' is not a float");
+            if (ec != std::errc() || p != s.data() + s.size()) fail("'" + s + "' is not a float");
             push(d_.newFloat(v));
             break;
         }
@@ -663,38 +719,65 @@ void PickleVm::run()
             push(d_.newFloat(v));
             break;
         }
-        case 'X': push(d_.newString(PType::Str, bytes(le<uint32_t>()))); break;
-        case 0x8c: push(d_.newString(PType::Str, bytes(le<uint8_t>()))); break;
-        case 0x8d: push(d_.newString(PType::Str, bytes(le<uint64_t>()))); break;
+        case 'X':
+            push(d_.newString(PType::Str, bytes(le<uint32_t>())));
+            break;
+        case 0x8c:
+            push(d_.newString(PType::Str, bytes(le<uint8_t>())));
+            break;
+        case 0x8d:
+            push(d_.newString(PType::Str, bytes(le<uint64_t>())));
+            break;
         case 'T': { // BINSTRING: py2 str, decoded as str like pickle's default encoding
             const int32_t n = static_cast<int32_t>(le<uint32_t>());
-            if (n < 0)
-                fail("negative length");
+            if (n < 0) fail("negative length");
             push(d_.newString(PType::Str, bytes(static_cast<uint64_t>(n))));
             break;
         }
-        case 'U': push(d_.newString(PType::Str, bytes(le<uint8_t>()))); break;
-        case 'B': push(d_.newString(PType::Bytes, bytes(le<uint32_t>()))); break;
-        case 'C': push(d_.newString(PType::Bytes, bytes(le<uint8_t>()))); break;
-        case 0x8e: push(d_.newString(PType::Bytes, bytes(le<uint64_t>()))); break;
-        case 0x96: push(d_.newString(PType::Bytes, bytes(le<uint64_t>()))); break; // BYTEARRAY8
-        case ')': push(d_.newContainer(PType::Tuple)); break;
-        case ']': push(d_.newContainer(PType::List)); break;
-        case '}': push(d_.newContainer(PType::Dict)); break;
-        case 0x8f: push(d_.newContainer(PType::Set)); break;
+        case 'U':
+            push(d_.newString(PType::Str, bytes(le<uint8_t>())));
+            break;
+        case 'B':
+            push(d_.newString(PType::Bytes, bytes(le<uint32_t>())));
+            break;
+        case 'C':
+            push(d_.newString(PType::Bytes, bytes(le<uint8_t>())));
+            break;
+        case 0x8e:
+            push(d_.newString(PType::Bytes, bytes(le<uint64_t>())));
+            break;
+        case 0x96:
+            push(d_.newString(PType::Bytes, bytes(le<uint64_t>())));
+            break; // BYTEARRAY8
+        case ')':
+            push(d_.newContainer(PType::Tuple));
+            break;
+        case ']':
+            push(d_.newContainer(PType::List));
+            break;
+        case '}':
+            push(d_.newContainer(PType::Dict));
+            break;
+        case 0x8f:
+            push(d_.newContainer(PType::Set));
+            break;
         case 't': {
             const size_t m = popMark();
             push(makeTuple(m));
             break;
         }
-        case 0x85: case 0x86: case 0x87: {
+        case 0x85:
+        case 0x86:
+        case 0x87: {
             const size_t n = static_cast<size_t>(op_ - 0x84);
             if (stack_.size() < markFloor() + n)
                 fail("stack underflow (not enough values for the tuple)");
             push(makeTuple(stack_.size() - n));
             break;
         }
-        case 'l': case 'd': case 0x91: { // LIST, DICT, FROZENSET from a MARK
+        case 'l':
+        case 'd':
+        case 0x91: { // LIST, DICT, FROZENSET from a MARK
             const size_t m = popMark();
             const PType t = op_ == 'l' ? PType::List : op_ == 'd' ? PType::Dict : PType::FrozenSet;
             if (t == PType::Dict && (stack_.size() - m) % 2 != 0)
@@ -714,11 +797,12 @@ void PickleVm::run()
             d_.append(containerAt(stack_.size() - 1, PType::List), &v, 1);
             break;
         }
-        case 'e': case 0x90: { // APPENDS, ADDITEMS
+        case 'e':
+        case 0x90: { // APPENDS, ADDITEMS
             const size_t m = popMark();
-            if (m == 0)
-                fail("no list below the MARK");
-            const PValue l = op_ == 'e' ? containerAt(m - 1, PType::List) : containerAt(m - 1, PType::Set);
+            if (m == 0) fail("no list below the MARK");
+            const PValue l =
+                op_ == 'e' ? containerAt(m - 1, PType::List) : containerAt(m - 1, PType::Set);
             d_.append(l, stack_.data() + m, stack_.size() - m);
             stack_.resize(m);
             break;
@@ -733,8 +817,7 @@ void PickleVm::run()
         }
         case 'u': { // SETITEMS
             const size_t m = popMark();
-            if (m == 0)
-                fail("no dict below the MARK");
+            if (m == 0) fail("no dict below the MARK");
             if ((stack_.size() - m) % 2 != 0)
                 fail("odd number of values for a dict's keys and values");
             const PValue dct = containerAt(m - 1, PType::Dict);
@@ -743,12 +826,23 @@ void PickleVm::run()
             stack_.resize(m);
             break;
         }
-        case 0x94: memoPut(memoCount_, top()); break; // MEMOIZE
-        case 'q': memoPut(le<uint8_t>(), top()); break;
-        case 'r': memoPut(le<uint32_t>(), top()); break;
-        case 'h': push(memoGet(le<uint8_t>())); break;
-        case 'j': push(memoGet(le<uint32_t>())); break;
-        case 'p': case 'g': {
+        case 0x94:
+            memoPut(memoCount_, top());
+            break; // MEMOIZE
+        case 'q':
+            memoPut(le<uint8_t>(), top());
+            break;
+        case 'r':
+            memoPut(le<uint32_t>(), top());
+            break;
+        case 'h':
+            push(memoGet(le<uint8_t>()));
+            break;
+        case 'j':
+            push(memoGet(le<uint32_t>()));
+            break;
+        case 'p':
+        case 'g': {
             const std::string s = line();
             uint64_t idx = 0;
             auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), idx);
@@ -761,15 +855,33 @@ void PickleVm::run()
             break;
         }
         // Everything that would import a name, call it, or hand us out-of-band objects.
-        case 'c': case 0x93: case 'R': case 'b': case 'i': case 'o': case 0x81: case 0x92:
-        case 0x82: case 0x83: case 0x84: case 'P': case 'Q': case 0x97: case 0x98:
-            r_.failAt(opOff_, fmt::format("refused opcode {} ({}): this pickle asks to import or call code, "
-                                          "which a trace reader never does; only plain data is accepted",
-                                          pickleOpcodeName(op_), hexOp()));
-        case 'S': case 'V':
+        case 'c':
+        case 0x93:
+        case 'R':
+        case 'b':
+        case 'i':
+        case 'o':
+        case 0x81:
+        case 0x92:
+        case 0x82:
+        case 0x83:
+        case 0x84:
+        case 'P':
+        case 'Q':
+        case 0x97:
+        case 0x98:
+            r_.failAt(
+                opOff_,
+                fmt::format("refused opcode {} ({}): this pickle asks to import or call code, "
+                            "which a trace reader never does; only plain data is accepted",
+                            pickleOpcodeName(op_), hexOp()));
+        case 'S':
+        case 'V':
             fail("protocol-0 text strings are not supported (PyTorch writes protocol 2 or newer)");
         default:
-            r_.failAt(opOff_, fmt::format("unknown opcode (byte 0x{:02x}): not a pickle, or a corrupt one", op_));
+            r_.failAt(
+                opOff_,
+                fmt::format("unknown opcode (byte 0x{:02x}): not a pickle, or a corrupt one", op_));
         }
     }
 }

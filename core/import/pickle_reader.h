@@ -22,15 +22,31 @@
 namespace fs::import {
 
 enum class PType : uint8_t {
-    Invalid = 0, None, Bool, Int, BigInt, Float, Str, Bytes, List, Tuple, Dict, Set, FrozenSet,
+    Invalid = 0,
+    None,
+    Bool,
+    Int,
+    BigInt,
+    Float,
+    Str,
+    Bytes,
+    List,
+    Tuple,
+    Dict,
+    Set,
+    FrozenSet,
 };
 std::string_view ptypeName(PType t);
 
 // One decoded value: a 4-bit type and a 60-bit payload (inline int, or an index).
-class PValue {
+class PValue
+{
 public:
     PValue() = default;
-    static PValue make(PType t, uint64_t payload) { return PValue((static_cast<uint64_t>(t) << 60) | (payload & kMask)); }
+    static PValue make(PType t, uint64_t payload)
+    {
+        return PValue((static_cast<uint64_t>(t) << 60) | (payload & kMask));
+    }
     static PValue makeInt(int64_t v) { return make(PType::Int, static_cast<uint64_t>(v)); }
     static bool fitsInline(int64_t v) { return v >= -(int64_t{1} << 59) && v < (int64_t{1} << 59); }
     PType type() const { return static_cast<PType>(bits_ >> 60); }
@@ -48,11 +64,15 @@ static_assert(sizeof(PValue) == 8);
 
 class PickleVm;
 
-class PickleDoc {
+class PickleDoc
+{
 public:
     PValue root() const { return root_; }
     PType type(PValue v) const { return v.type(); }
-    bool isInt(PValue v) const { return v.type() == PType::Int || v.type() == PType::BigInt || v.type() == PType::Bool; }
+    bool isInt(PValue v) const
+    {
+        return v.type() == PType::Int || v.type() == PType::BigInt || v.type() == PType::Bool;
+    }
     bool isContainer(PValue v) const;
     // Integer value; false when v is not an int or does not fit in 64 bits (signed, or unsigned
     // for toU64).
@@ -64,8 +84,7 @@ public:
     // Calls f(value) for every item of a list/tuple/set (for a dict: keys and values alternate).
     template <typename F> void forEach(PValue c, F&& f) const
     {
-        if (!isContainer(c))
-            return;
+        if (!isContainer(c)) return;
         const Container& k = containers_[c.payload()];
         if (k.compact) {
             forEachItem(c, [&](PValue key, PValue v) {
@@ -83,8 +102,7 @@ public:
     // Calls f(key, value) for every item of a dict.
     template <typename F> void forEachItem(PValue d, F&& f) const
     {
-        if (d.type() != PType::Dict)
-            return;
+        if (d.type() != PType::Dict) return;
         const Container& k = containers_[d.payload()];
         if (k.compact) {
             // Compact dict: values only, in key-list order; keys come from the option's list.
@@ -113,21 +131,24 @@ private:
     friend class PickleVm;
     static constexpr uint32_t kNone = 0xffffffffu;
     static constexpr uint32_t kBlock = 1u << 16; // values per arena block (even: dict pairs)
-    struct Container {
+    struct Container
+    {
         uint32_t first = kNone; // chunk index (compact dict: arena block)
         uint32_t last = kNone;  // chunk index (compact dict: bit mask of the keys present)
-        uint32_t count = 0;     // values stored, dict keys included (compact dict: start in the block)
+        uint32_t count = 0; // values stored, dict keys included (compact dict: start in the block)
         PType type = PType::List;
-        uint8_t compact = 0;    // values of a compact dict (0: normal storage)
+        uint8_t compact = 0; // values of a compact dict (0: normal storage)
     };
     static_assert(sizeof(Container) == 16);
-    struct Chunk {
+    struct Chunk
+    {
         uint32_t block;
         uint32_t start;
         uint32_t count;
         uint32_t next;
     };
-    struct StrRef {
+    struct StrRef
+    {
         uint64_t offset;
         uint64_t length;
     };
@@ -157,7 +178,8 @@ private:
     mutable std::vector<int8_t> keyIndex_; // per string id: -2 unknown, -1 none, else index
 };
 
-struct PickleOptions {
+struct PickleOptions
+{
     // Dicts whose keys all come from this list (at most 32) are stored without their keys:
     // PyTorch's millions of trace entries then cost their values only. Transparent to readers.
     std::vector<std::string> compactKeys;
@@ -165,7 +187,8 @@ struct PickleOptions {
     std::function<void(uint64_t)> progress;
 };
 
-class PickleReader {
+class PickleReader
+{
 public:
     // Reads one pickle from r until STOP; throws ImportError on malformed or refused input.
     static std::unique_ptr<PickleDoc> read(ByteReader& r, const PickleOptions& opts = {});

@@ -20,19 +20,27 @@ namespace fs::import {
 namespace {
 
 enum class Act : uint8_t {
-    Alloc, FreeRequested, FreeCompleted, SegmentAlloc, SegmentFree, SegmentMap, SegmentUnmap, Oom,
-    Snapshot, Unknown,
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Oom,
+    Snapshot,
+    Unknown,
 };
 constexpr std::array<std::string_view, 9> kActNames = {
-    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map", "segment_unmap", "oom", "snapshot",
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "oom",
+    "snapshot",
 };
 
 Act actOf(std::string_view s)
 {
     for (size_t i = 0; i < kActNames.size(); ++i)
-        if (s == kActNames[i])
-            return static_cast<Act>(i);
+        if (s == kActNames[i]) return static_cast<Act>(i);
     if (s == "free") // older PyTorch: one free action
         return Act::FreeCompleted;
     return Act::Unknown;
@@ -41,27 +49,47 @@ Act actOf(std::string_view s)
 // Keys of trace entries, blocks and frames: dicts with only these keys are stored compactly
 // (PickleOptions::compactKeys), and decoding switches on the key's index in this list.
 enum Key : int {
-    kAction, kAddr, kSize, kStream, kTimeUs, kFrames, kDeviceFree, kCompileContext, kUserMetadata,
-    kAddress, kRequestedSize, kState, kHistory, kName, kFilename, kLine, kRealSize,
+    kAction,
+    kAddr,
+    kSize,
+    kStream,
+    kTimeUs,
+    kFrames,
+    kDeviceFree,
+    kCompileContext,
+    kUserMetadata,
+    kAddress,
+    kRequestedSize,
+    kState,
+    kHistory,
+    kName,
+    kFilename,
+    kLine,
+    kRealSize,
 };
 const std::vector<std::string> kCompactKeys = {
-    "action", "addr", "size", "stream", "time_us", "frames", "device_free", "compile_context",
-    "user_metadata", "address", "requested_size", "state", "history", "name", "filename", "line",
+    "action",        "addr",    "size",           "stream",
+    "time_us",       "frames",  "device_free",    "compile_context",
+    "user_metadata", "address", "requested_size", "state",
+    "history",       "name",    "filename",       "line",
     "real_size",
 };
 
-struct Entry {
+struct Entry
+{
     int64_t time = 0;
     uint64_t addr = 0;
     uint64_t size = 0;
-    uint64_t extra = 0; // alloc: requested size (known only for blocks alive at the end); oom: device_free
+    uint64_t extra =
+        0; // alloc: requested size (known only for blocks alive at the end); oom: device_free
     PValue frames;
     uint32_t stream = 0;
     Act act = Act::Unknown;
     bool hasTime = false;
 };
 
-struct SegInfo {
+struct SegInfo
+{
     uint64_t size = 0;
     uint32_t stream = 0;
     uint64_t pool = 0;
@@ -69,7 +97,8 @@ struct SegInfo {
     bool expandable = false;
 };
 
-struct AllocInfo {
+struct AllocInfo
+{
     uint64_t size = 0;
     uint64_t requested = 0;
     uint32_t stream = 0;
@@ -82,12 +111,10 @@ using Ranges = std::map<uint64_t, uint64_t>;
 
 void addRange(Ranges& r, uint64_t a, uint64_t s)
 {
-    if (s == 0)
-        return;
+    if (s == 0) return;
     uint64_t lo = a, hi = a + s;
     auto it = r.lower_bound(a);
-    if (it != r.begin() && std::prev(it)->first + std::prev(it)->second >= a)
-        --it;
+    if (it != r.begin() && std::prev(it)->first + std::prev(it)->second >= a) --it;
     while (it != r.end() && it->first <= hi) {
         lo = std::min(lo, it->first);
         hi = std::max(hi, it->first + it->second);
@@ -100,8 +127,7 @@ void removeRange(Ranges& r, uint64_t a, uint64_t s)
 {
     const uint64_t end = a + s;
     auto it = r.lower_bound(a);
-    if (it != r.begin())
-        --it;
+    if (it != r.begin()) --it;
     while (it != r.end() && it->first < end) {
         const uint64_t pa = it->first, pe = it->first + it->second;
         if (pe <= a) {
@@ -109,14 +135,13 @@ void removeRange(Ranges& r, uint64_t a, uint64_t s)
             continue;
         }
         it = r.erase(it);
-        if (pa < a)
-            r[pa] = a - pa;
-        if (pe > end)
-            r[end] = pe - end;
+        if (pa < a) r[pa] = a - pa;
+        if (pe > end) r[end] = pe - end;
     }
 }
 
-struct DeviceState {
+struct DeviceState
+{
     std::map<uint64_t, SegInfo> finalSegs;
     std::map<uint64_t, AllocInfo> finalAllocs;
     Ranges finalMapped;
@@ -133,9 +158,13 @@ struct DeviceState {
     bool hasCompleted = false, hasRequested = false;
 };
 
-class PytorchSnapshotImporter final : public Importer {
+class PytorchSnapshotImporter final : public Importer
+{
 public:
-    PytorchSnapshotImporter(const std::string& path, ImportOptions opts) : Importer(path, std::move(opts)) {}
+    PytorchSnapshotImporter(const std::string& path, ImportOptions opts)
+        : Importer(path, std::move(opts))
+    {
+    }
     Format format() const override { return Format::PytorchSnapshot; }
     void prepare() override;
     void configure(IngestOptions& o) const override
@@ -149,12 +178,16 @@ public:
     void emit(Ingest& ingest) override;
 
 private:
-    [[noreturn]] void bad(const std::string& what) const { throw ImportError(path_, "snapshot structure: " + what); }
+    [[noreturn]] void bad(const std::string& what) const
+    {
+        throw ImportError(path_, "snapshot structure: " + what);
+    }
     uint64_t u64(PValue v, const char* what) const
     {
         uint64_t out = 0;
         if (!doc_->toU64(v, out))
-            bad(fmt::format("'{}' should be a non-negative integer, found {}", what, ptypeName(v.type())));
+            bad(fmt::format("'{}' should be a non-negative integer, found {}", what,
+                            ptypeName(v.type())));
         return out;
     }
     uint32_t streamId(PValue v)
@@ -165,8 +198,7 @@ private:
             uraw = static_cast<uint64_t>(raw);
         else if (!doc_->toU64(v, uraw))
             return 0;
-        if (uraw == 0)
-            return 0;
+        if (uraw == 0) return 0;
         auto [it, inserted] = streams_.emplace(uraw, static_cast<uint32_t>(streams_.size() + 1));
         return it->second;
     }
@@ -198,8 +230,7 @@ void PytorchSnapshotImporter::prepare()
     PickleOptions po;
     po.compactKeys = kCompactKeys;
     const uint64_t total = r.fileSize();
-    if (opts_.progress)
-        po.progress = [&](uint64_t off) { opts_.progress(off, total); };
+    if (opts_.progress) po.progress = [&](uint64_t off) { opts_.progress(off, total); };
     doc_ = PickleReader::read(r, po);
     const PValue root = doc_->root();
     PValue segs, traces;
@@ -211,10 +242,10 @@ void PytorchSnapshotImporter::prepare()
     } else if (root.type() == PType::List) {
         segs = root; // torch.cuda.memory_snapshot(): a bare list of segments
     } else {
-        bad(fmt::format("the pickle holds a {}, expected a dict with 'segments'", ptypeName(root.type())));
+        bad(fmt::format("the pickle holds a {}, expected a dict with 'segments'",
+                        ptypeName(root.type())));
     }
-    if (segs.type() != PType::List)
-        bad("'segments' should be a list");
+    if (segs.type() != PType::List) bad("'segments' should be a list");
     decodeSegments(segs);
     if (traces.valid() && traces.type() != PType::None) {
         if (traces.type() != PType::List)
@@ -227,8 +258,7 @@ void PytorchSnapshotImporter::prepare()
     for (auto& [id, d] : devices_)
         reconstruct(id, d);
     for (size_t i = 0; i < kActNames.size(); ++i)
-        if (actCounts_[i])
-            report_.counts["trace." + std::string(kActNames[i])] = actCounts_[i];
+        if (actCounts_[i]) report_.counts["trace." + std::string(kActNames[i])] = actCounts_[i];
 }
 
 void PytorchSnapshotImporter::decodeSegments(PValue segs)
@@ -263,8 +293,7 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
             } else if (key == "blocks")
                 blocks = v;
         });
-        if (!haveAddr || !haveSize)
-            bad("a segment lacks 'address' or 'total_size'");
+        if (!haveAddr || !haveSize) bad("a segment lacks 'address' or 'total_size'");
         DeviceState& d = devices_[device];
         if (info.expandable) {
             addRange(d.finalMapped, addr, info.size);
@@ -275,8 +304,7 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
         }
         uint64_t cursor = addr;
         doc_->forEach(blocks, [&](PValue b) {
-            if (b.type() != PType::Dict)
-                bad("a block should be a dict");
+            if (b.type() != PType::Dict) bad("a block should be a dict");
             AllocInfo a;
             a.stream = info.stream;
             a.fromFinal = true;
@@ -292,37 +320,46 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
                 else if (key == "requested_size")
                     a.requested = u64(v, "requested_size");
                 else if (key == "state")
-                    active = doc_->str(v).starts_with("active"); // active_allocated, active_awaiting_free
+                    active = doc_->str(v).starts_with(
+                        "active"); // active_allocated, active_awaiting_free
                 else if (key == "frames")
                     a.frames = v;
                 else if (key == "history")
                     history = v;
             });
             if (doc_->get(b, "address").valid() == false)
-                derivedAddresses_ = true; // ~2.0 format: address = segment address + sizes before it
+                derivedAddresses_ =
+                    true; // ~2.0 format: address = segment address + sizes before it
             if (!a.frames.valid() && history.type() == PType::List && doc_->size(history) > 0)
                 a.frames = doc_->get(doc_->at(history, doc_->size(history) - 1), "frames");
-            if (active)
-                d.finalAllocs[baddr] = a;
+            if (active) d.finalAllocs[baddr] = a;
             cursor = baddr + a.size;
         });
-        if (doc_->size(blocks) > 0 && cursor != addr + info.size)
-            ++untiledSegments_;
+        if (doc_->size(blocks) > 0 && cursor != addr + info.size) ++untiledSegments_;
     });
 }
 
 Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
 {
     if (ev.type() != PType::Dict)
-        bad(fmt::format("a trace entry of device {} should be a dict, found {}", device, ptypeName(ev.type())));
+        bad(fmt::format("a trace entry of device {} should be a dict, found {}", device,
+                        ptypeName(ev.type())));
     Entry e;
     std::string_view action;
     doc_->forEachItem(ev, [&](PValue k, PValue v) {
         switch (doc_->keyIndex(k)) {
-        case kAction: action = doc_->str(v); break;
-        case kAddr: e.addr = u64(v, "addr"); break;
-        case kSize: e.size = u64(v, "size"); break;
-        case kStream: e.stream = streamId(v); break;
+        case kAction:
+            action = doc_->str(v);
+            break;
+        case kAddr:
+            e.addr = u64(v, "addr");
+            break;
+        case kSize:
+            e.size = u64(v, "size");
+            break;
+        case kStream:
+            e.stream = streamId(v);
+            break;
         case kTimeUs: {
             int64_t t = 0;
             // Kept in a range where x1000 (ns) cannot overflow.
@@ -332,9 +369,14 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
             }
             break;
         }
-        case kFrames: e.frames = v; break;
-        case kDeviceFree: doc_->toU64(v, e.extra); break;
-        default: break;
+        case kFrames:
+            e.frames = v;
+            break;
+        case kDeviceFree:
+            doc_->toU64(v, e.extra);
+            break;
+        default:
+            break;
         }
     });
     e.act = actOf(action);
@@ -343,8 +385,7 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
 
 void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
 {
-    if (list.type() != PType::List)
-        bad(fmt::format("device_traces[{}] should be a list", device));
+    if (list.type() != PType::List) bad(fmt::format("device_traces[{}] should be a list", device));
     DeviceState& d = devices_[device];
     d.trace.reserve(doc_->size(list));
     doc_->forEach(list, [&](PValue ev) {
@@ -352,8 +393,7 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
         if (e.act == Act::Unknown) {
             std::string_view action;
             doc_->forEachItem(ev, [&](PValue k, PValue v) {
-                if (doc_->keyIndex(k) == kAction)
-                    action = doc_->str(v);
+                if (doc_->keyIndex(k) == kAction) action = doc_->str(v);
             });
             ++unknownActs_[std::string(action)];
             ++actCounts_.back();
@@ -394,26 +434,24 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
                 // The instance alive at the end: its block size is authoritative (the trace
                 // records the caller's size when the allocator hands out an unsplit block).
                 AllocInfo fin = it->second;
-                if (e.frames.valid())
-                    fin.frames = e.frames;
+                if (e.frames.valid()) fin.frames = e.frames;
                 d.finalInstance[i] = fin;
             }
             allocs.erase(it);
         } else if (e.act == d.freeAct) {
-            if (allocs.count(e.addr))
-                ++d.inconsistent;
+            if (allocs.count(e.addr)) ++d.inconsistent;
             AllocInfo a;
             a.size = e.size;
             a.stream = e.stream;
             allocs[e.addr] = a; // allocated before the trace began: its stack is unknown
         } else if (e.act == Act::SegmentAlloc) {
-            if (!segs.erase(e.addr))
-                ++d.inconsistent;
+            if (!segs.erase(e.addr)) ++d.inconsistent;
         } else if (e.act == Act::SegmentFree) {
             SegInfo s;
             s.size = e.size;
             s.stream = e.stream;
-            s.type = e.size <= (2u << 20) ? "small" : "large"; // inferred: small-pool segments are 2 MiB
+            s.type =
+                e.size <= (2u << 20) ? "small" : "large"; // inferred: small-pool segments are 2 MiB
             segs[e.addr] = s;
         } else if (e.act == Act::SegmentMap) {
             removeRange(mapped, e.addr, e.size);
@@ -429,8 +467,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
 StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
 {
     auto it = frameCache_.find(frame.payload());
-    if (it != frameCache_.end())
-        return it->second;
+    if (it != frameCache_.end()) return it->second;
     std::string_view name, file;
     int64_t line = 0;
     doc_->forEachItem(frame, [&](PValue k, PValue v) {
@@ -452,8 +489,7 @@ StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
 
 uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
 {
-    if (frames.type() != PType::List || doc_->size(frames) == 0)
-        return 0;
+    if (frames.type() != PType::List || doc_->size(frames) == 0) return 0;
     // Every entry has its own frames list, but the frame dicts in it are memo references
     // shared across entries: the list of their ids is the cache key (few distinct stacks).
     stackKey_.clear();
@@ -462,13 +498,11 @@ uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
         stackKey_.append(reinterpret_cast<const char*>(&bits), sizeof bits);
     });
     auto it = stackCache_.find(stackKey_);
-    if (it != stackCache_.end())
-        return it->second;
+    if (it != stackCache_.end()) return it->second;
     std::vector<StringId> ids;
     ids.reserve(doc_->size(frames));
     doc_->forEach(frames, [&](PValue f) {
-        if (f.type() == PType::Dict)
-            ids.push_back(frameString(f, ing));
+        if (f.type() == PType::Dict) ids.push_back(frameString(f, ing));
     });
     const uint64_t id = ids.empty() ? 0 : ing.internStack(ids);
     stackCache_.emplace(stackKey_, id);
@@ -504,7 +538,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         base.time = t0;
         std::map<uint64_t, uint64_t> curSegs;   // addr -> size, mirrors what ingest was told
         std::map<uint64_t, uint64_t> curAllocs; // addr -> size
-        Ranges pieces;                           // expandable mapped pieces as ingest knows them
+        Ranges pieces;                          // expandable mapped pieces as ingest knows them
         const bool hasExpandable = d.expHi > d.expLo;
         auto regionCreate = [&](uint64_t a, const SegInfo& s, int64_t t) {
             Event e = base;
@@ -543,12 +577,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         auto unmap = [&](uint64_t a, uint64_t s, int64_t t) {
             const uint64_t end = a + s;
             auto it = pieces.lower_bound(a);
-            if (it != pieces.begin())
-                --it;
+            if (it != pieces.begin()) --it;
             std::vector<std::pair<uint64_t, uint64_t>> hit;
             for (; it != pieces.end() && it->first < end; ++it)
-                if (it->first + it->second > a)
-                    hit.emplace_back(*it);
+                if (it->first + it->second > a) hit.emplace_back(*it);
             for (auto [pa, ps] : hit) {
                 Event e = base;
                 e.type = EventType::RegionUnmap;
@@ -557,13 +589,12 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 e.size = ps;
                 ing.add(e);
                 pieces.erase(pa);
-                if (pa < a)
-                    mapPiece(pa, a - pa, t);
-                if (pa + ps > end)
-                    mapPiece(end, pa + ps - end, t);
+                if (pa < a) mapPiece(pa, a - pa, t);
+                if (pa + ps > end) mapPiece(end, pa + ps - end, t);
             }
         };
-        auto alloc = [&](uint64_t a, uint64_t size, uint64_t req, uint32_t stream, PValue frames, int64_t t) {
+        auto alloc = [&](uint64_t a, uint64_t size, uint64_t req, uint32_t stream, PValue frames,
+                         int64_t t) {
             Event e = base;
             e.type = EventType::Alloc;
             e.time = t;
@@ -610,8 +641,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             if (ordinal_) {
                 t = static_cast<int64_t>(i) + 1;
             } else if (e.hasTime) {
-                if (!haveUs)
-                    firstUs = e.time;
+                if (!haveUs) firstUs = e.time;
                 haveUs = true;
                 lastUs = e.time;
                 const int64_t ns = e.time * 1000;
@@ -626,7 +656,8 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 break;
             case Act::SegmentAlloc: {
                 auto fit = d.finalSegs.find(e.addr);
-                SegInfo s = fit != d.finalSegs.end() && fit->second.size == e.size ? fit->second : SegInfo{};
+                SegInfo s = fit != d.finalSegs.end() && fit->second.size == e.size ? fit->second
+                                                                                   : SegInfo{};
                 if (s.size == 0) {
                     s.size = e.size;
                     s.stream = e.stream;
@@ -670,13 +701,11 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 break;
             }
             default:
-                if (e.act == d.freeAct)
-                    free(e.addr, e.size, e.stream, t);
+                if (e.act == d.freeAct) free(e.addr, e.size, e.stream, t);
                 break;
             }
         }
-        if (haveUs)
-            spanUs = std::max(spanUs, lastUs - firstUs);
+        if (haveUs) spanUs = std::max(spanUs, lastUs - firstUs);
 
         // The replay must end in the snapshot's final state; where the trace disagrees with it
         // (entries lost from the ring buffer's middle, inconsistent dumps), correct at the end
@@ -731,19 +760,20 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
     JsonWriter j(false);
     j.beginObject();
     for (size_t i = 0; i < kActNames.size(); ++i)
-        if (actCounts_[i])
-            j.field(kActNames[i], actCounts_[i]);
+        if (actCounts_[i]) j.field(kActNames[i], actCounts_[i]);
     for (const auto& [name, n] : unknownActs_)
         j.field(name, n);
     j.endObject();
     ing.setMeta("pytorch.trace_actions", j.str());
-    ing.setMeta("pytorch.free_event", devices_.empty() || devices_.begin()->second.freeAct == Act::FreeCompleted
-                                          ? "free_completed" : "free_requested");
+    ing.setMeta("pytorch.free_event",
+                devices_.empty() || devices_.begin()->second.freeAct == Act::FreeCompleted
+                    ? "free_completed"
+                    : "free_requested");
     ing.setMeta("pytorch.preexisting_allocations", std::to_string(preexisting));
-    if (spanUs >= 0)
-        ing.setMeta("pytorch.trace_span_us", std::to_string(spanUs));
+    if (spanUs >= 0) ing.setMeta("pytorch.trace_span_us", std::to_string(spanUs));
     if (derivedAddresses_)
-        ing.setMeta("pytorch.block_addresses", "derived from segment address and preceding block sizes (PyTorch ~2.0 format)");
+        ing.setMeta("pytorch.block_addresses",
+                    "derived from segment address and preceding block sizes (PyTorch ~2.0 format)");
     report_.counts["preexisting_allocations"] = preexisting;
     report_.counts["inconsistent_entries"] = inconsistent;
     report_.counts["end_corrections"] = fixed;
@@ -753,16 +783,25 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
     for (const auto& [name, n] : unknownActs_)
         warn(&ing, fmt::format("{} trace entries with unknown action '{}' were skipped", n, name));
     if (inconsistent > 0)
-        warn(&ing, fmt::format("{} trace entries disagree with the state reconstructed from the final segments "
-                               "(the ring buffer may have lost entries)", inconsistent));
+        warn(&ing,
+             fmt::format(
+                 "{} trace entries disagree with the state reconstructed from the final segments "
+                 "(the ring buffer may have lost entries)",
+                 inconsistent));
     if (fixed > 0)
-        warn(&ing, fmt::format("{} allocations or segments were corrected at the end so that the session's final "
-                               "state equals the snapshot's", fixed));
+        warn(&ing,
+             fmt::format(
+                 "{} allocations or segments were corrected at the end so that the session's final "
+                 "state equals the snapshot's",
+                 fixed));
     if (nonMonotonic_ > 0)
-        warn(&ing, fmt::format("{} trace entries went back in time; kept in trace order at the previous time",
-                               nonMonotonic_));
+        warn(&ing,
+             fmt::format(
+                 "{} trace entries went back in time; kept in trace order at the previous time",
+                 nonMonotonic_));
     if (untiledSegments_ > 0)
-        warn(&ing, fmt::format("{} segments' blocks do not add up to the segment size", untiledSegments_));
+        warn(&ing, fmt::format("{} segments' blocks do not add up to the segment size",
+                               untiledSegments_));
     doc_.reset(); // the document can be large; the session now has everything
 }
 

@@ -16,7 +16,8 @@ using namespace fs;
 using namespace antest;
 using fstest::runCli;
 
-class TstAnalysisCli : public QObject {
+class TstAnalysisCli : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -87,9 +88,11 @@ private slots:
         // frame:0 is the end of frame 0 (t = 2000): only A is live -> one 768 KiB fragment.
         const auto f0 = json(runCli({"state", session_, "--at", "frame:0", "--json"}));
         QCOMPARE(f0["time"].toInteger(), qint64(2000));
-        QCOMPARE(f0["states"].toArray()[0].toObject()["largest_free_fragment_bytes"].toDouble(), double(768 * KiB));
+        QCOMPARE(f0["states"].toArray()[0].toObject()["largest_free_fragment_bytes"].toDouble(),
+                 double(768 * KiB));
         // 1.5us from the beginning (t = 0) = 1500 ns: same state as frame 0's end.
-        const auto us = json(runCli({"state", session_, "--at", "1.5us", "--json", "--level", "framework"}));
+        const auto us =
+            json(runCli({"state", session_, "--at", "1.5us", "--json", "--level", "framework"}));
         QCOMPARE(us["time"].toInteger(), qint64(1500));
 
         // Text output names the figures.
@@ -101,9 +104,9 @@ private slots:
 
     void stateErrors()
     {
-        QCOMPARE(runCli({"state", session_}).exitCode, 64);                        // no --at
-        QCOMPARE(runCli({"state", session_, "--at", "soon"}).exitCode, 64);        // bad TIME
-        QCOMPARE(runCli({"state", session_, "--at", "frame:99"}).exitCode, 64);    // no such frame
+        QCOMPARE(runCli({"state", session_}).exitCode, 64);                     // no --at
+        QCOMPARE(runCli({"state", session_, "--at", "soon"}).exitCode, 64);     // bad TIME
+        QCOMPARE(runCli({"state", session_, "--at", "frame:99"}).exitCode, 64); // no such frame
         QCOMPARE(runCli({"state", session_, "--at", "end", "--level", "x"}).exitCode, 64);
         const QString junk = file("junk.fragscope", QByteArray(200, 'x'));
         const auto r = runCli({"state", junk, "--at", "end"});
@@ -119,7 +122,8 @@ private slots:
         QVERIFY(QFile::copy(session_, s));
 
         // A bad row: reported with its line number, nothing written.
-        const QString bad = file("bad.csv", "frame,metric,value\n0,coherence_score,0.9\n1,coherence_score,abc\n");
+        const QString bad =
+            file("bad.csv", "frame,metric,value\n0,coherence_score,0.9\n1,coherence_score,abc\n");
         auto r = runCli({"metrics", "import", s, bad});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("line 3"), r.err.constData());
@@ -128,24 +132,30 @@ private slots:
             QCOMPARE(sess.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{0});
         }
         // Wide CSV: frame plus one column per metric, an empty cell skipped.
-        const QString wide = file("wide.csv", "frame,coherence_score,flow_l2_px\n0,0.9,1.0\n1,0.8,\n");
+        const QString wide =
+            file("wide.csv", "frame,coherence_score,flow_l2_px\n0,0.9,1.0\n1,0.8,\n");
         r = runCli({"metrics", "import", s, wide});
         QCOMPARE(r.exitCode, 0);
         // JSON {"frames": [...]}: the position is the frame; frame 2 collapses (0.009 < 0.05).
-        const QString js = file("m.json", R"({"frames": [{"coherence_score": 0.9}, {"coherence_score": 0.124},
+        const QString js =
+            file("m.json", R"({"frames": [{"coherence_score": 0.9}, {"coherence_score": 0.124},
                                               {"coherence_score": 0.009}]})");
         r = runCli({"metrics", "import", s, js});
         QCOMPARE(r.exitCode, 0);
         {
             Session sess = Session::open(s.toStdString());
             QCOMPARE(sess.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
-            QCOMPARE(sess.db().scalarText("SELECT source FROM frame_metrics WHERE name='flow_l2_px'"),
-                     std::string("wide.csv"));
-            QCOMPARE(sess.db().scalarText("SELECT value FROM frame_metrics WHERE frame=1 AND name='coherence_score'"),
-                     std::string("0.124"));
+            QCOMPARE(
+                sess.db().scalarText("SELECT source FROM frame_metrics WHERE name='flow_l2_px'"),
+                std::string("wide.csv"));
+            QCOMPARE(
+                sess.db().scalarText(
+                    "SELECT value FROM frame_metrics WHERE frame=1 AND name='coherence_score'"),
+                std::string("0.124"));
         }
         // Bad JSON: the line of the problem is named.
-        const QString badJson = file("bad.json", "[\n {\"coherence_score\": 0.5},\n {\"coherence_score\": \"x\"}\n]\n");
+        const QString badJson =
+            file("bad.json", "[\n {\"coherence_score\": 0.5},\n {\"coherence_score\": \"x\"}\n]\n");
         r = runCli({"metrics", "import", s, badJson});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("line 3"), r.err.constData());
@@ -167,8 +177,10 @@ private slots:
         QCOMPARE(p[0].toObject()["time"].toInteger(), qint64(3100));
         QCOMPARE(p[0].toObject()["score"].toDouble(), double(384 * KiB));
         const QJsonObject diff = c["state_diff"].toArray()[0].toObject();
-        QCOMPARE(diff["before"].toObject()["largest_free_fragment_bytes"].toDouble(), double(512 * KiB));
-        QCOMPARE(diff["after"].toObject()["largest_free_fragment_bytes"].toDouble(), double(256 * KiB));
+        QCOMPARE(diff["before"].toObject()["largest_free_fragment_bytes"].toDouble(),
+                 double(512 * KiB));
+        QCOMPARE(diff["after"].toObject()["largest_free_fragment_bytes"].toDouble(),
+                 double(256 * KiB));
         // Frame 1 is not in a collapse: exit 1 without --any, 0 with it.
         QCOMPARE(runCli({"collapse", s, "--frame", "1"}).exitCode, 1);
         QCOMPARE(runCli({"collapse", s, "--frame", "1", "--any", "--json"}).exitCode, 0);
@@ -181,7 +193,9 @@ private slots:
         QCOMPARE(rep["tracks"].toArray().size(), 1);
         QCOMPARE(rep["frames"].toArray().size(), 3);
         QCOMPARE(rep["collapses"].toArray().size(), 1);
-        QCOMPARE(rep["tracks"].toArray()[0].toObject()["end_state"].toObject()["fragment_count"].toInt(), 2);
+        QCOMPARE(
+            rep["tracks"].toArray()[0].toObject()["end_state"].toObject()["fragment_count"].toInt(),
+            2);
         const QJsonArray corr = rep["correlations"].toArray();
         QVERIFY(!corr.isEmpty());
         for (const auto& v : corr)

@@ -21,7 +21,11 @@ namespace {
 bool sameState(const State& a, const State& b, QString& why)
 {
     auto diff = [&](const char* what, double x, double y) {
-        why = QString("%1: %2 vs %3 at t=%4").arg(what).arg(x, 0, 'g', 17).arg(y, 0, 'g', 17).arg(a.time);
+        why = QString("%1: %2 vs %3 at t=%4")
+                  .arg(what)
+                  .arg(x, 0, 'g', 17)
+                  .arg(y, 0, 'g', 17)
+                  .arg(a.time);
         return false;
     };
     if (a.reservedBytes != b.reservedBytes)
@@ -30,32 +34,34 @@ bool sameState(const State& a, const State& b, QString& why)
         return diff("allocated", double(a.allocatedBytes), double(b.allocatedBytes));
     if (a.allocatedOutsideBytes != b.allocatedOutsideBytes)
         return diff("outside", double(a.allocatedOutsideBytes), double(b.allocatedOutsideBytes));
-    if (a.freeBytes != b.freeBytes)
-        return diff("free", double(a.freeBytes), double(b.freeBytes));
+    if (a.freeBytes != b.freeBytes) return diff("free", double(a.freeBytes), double(b.freeBytes));
     if (a.fragmentCount != b.fragmentCount)
         return diff("fragments", double(a.fragmentCount), double(b.fragmentCount));
     if (a.largestFreeFragmentBytes != b.largestFreeFragmentBytes)
-        return diff("largest", double(a.largestFreeFragmentBytes), double(b.largestFreeFragmentBytes));
+        return diff("largest", double(a.largestFreeFragmentBytes),
+                    double(b.largestFreeFragmentBytes));
     if (a.liveAllocations != b.liveAllocations)
         return diff("live", double(a.liveAllocations), double(b.liveAllocations));
-    if (a.regionCount != b.regionCount)
-        return diff("regions", a.regionCount, b.regionCount);
+    if (a.regionCount != b.regionCount) return diff("regions", a.regionCount, b.regionCount);
     if (std::fabs(a.fragmentationRatio - b.fragmentationRatio) > 1e-12)
         return diff("F", a.fragmentationRatio, b.fragmentationRatio);
     if (std::fabs(a.fragmentEntropyBits - b.fragmentEntropyBits) > 1e-9)
         return diff("entropy", a.fragmentEntropyBits, b.fragmentEntropyBits);
     if (a.histogram.log2.size() != b.histogram.log2.size())
-        return diff("histogram bins", double(a.histogram.log2.size()), double(b.histogram.log2.size()));
+        return diff("histogram bins", double(a.histogram.log2.size()),
+                    double(b.histogram.log2.size()));
     for (size_t i = 0; i < a.histogram.log2.size(); ++i)
         if (a.histogram.log2[i].count != b.histogram.log2[i].count ||
             a.histogram.log2[i].bytes != b.histogram.log2[i].bytes)
-            return diff("histogram bin", double(a.histogram.log2[i].lo), double(b.histogram.log2[i].lo));
+            return diff("histogram bin", double(a.histogram.log2[i].lo),
+                        double(b.histogram.log2[i].lo));
     return true;
 }
 
 } // namespace
 
-class TstAnalysisEngine : public QObject {
+class TstAnalysisEngine : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -147,10 +153,10 @@ private slots:
         QVERIFY(!e->allocationAt(0, Level::Framework, 45, kBase + 300 * KiB).has_value());
         QVERIFY(e->allocation(hit->id).has_value());
 
-        for (int64_t t : {0, 5, 10, 25, 35, 40, 45, 50, 100})
-        {
+        for (int64_t t : {0, 5, 10, 25, 35, 40, 45, 50, 100}) {
             QString why;
-            QVERIFY2(sameState(e->stateAt(0, Level::Framework, t), e->stateAtFullReplay(0, Level::Framework, t), why),
+            QVERIFY2(sameState(e->stateAt(0, Level::Framework, t),
+                               e->stateAtFullReplay(0, Level::Framework, t), why),
                      qPrintable(why));
         }
     }
@@ -216,7 +222,8 @@ private slots:
             for (int x = 0; x < 4; ++x) {
                 const size_t k = static_cast<size_t>(y * 4 + x);
                 const bool hit = x == 1 && y == 1;
-                QVERIFY2(std::fabs(h.occupancy[k] - (hit ? 1.0f : 0.0f)) < 1e-6, qPrintable(QString("cell %1,%2").arg(x).arg(y)));
+                QVERIFY2(std::fabs(h.occupancy[k] - (hit ? 1.0f : 0.0f)) < 1e-6,
+                         qPrintable(QString("cell %1,%2").arg(x).arg(y)));
                 QCOMPARE(h.state[k], hit ? CellState::Allocated : CellState::Free);
                 QVERIFY(std::fabs(h.reservedFraction[k] - 1.0f) < 1e-6);
             }
@@ -273,7 +280,7 @@ private slots:
         QCOMPARE(c, 64 * KiB + 13107 + 5);
         QVERIFY(L.toAddress(c, a));
         QCOMPARE(a, kBase + MiB + 5);
-        QVERIFY(!L.toAddress(64 * KiB + 10, a)); // inside the separator
+        QVERIFY(!L.toAddress(64 * KiB + 10, a));     // inside the separator
         QVERIFY(!L.toCompact(kBase + 100 * KiB, c)); // in the hole
     }
 
@@ -362,7 +369,8 @@ private slots:
         QCOMPARE(runs.size(), size_t{1});
         QCOMPARE(runs[0].lastFrame, int64_t{1});
         // Correlation of the largest fragment at frame end with coherence over 4 frames has n = 4.
-        QCOMPARE(e->correlation(0, Level::Framework, "largest_fragment_end", "coherence_score").n, int64_t{4});
+        QCOMPARE(e->correlation(0, Level::Framework, "largest_fragment_end", "coherence_score").n,
+                 int64_t{4});
     }
 
     void indexEqualsFullReplayOnLongRandomRun()
@@ -379,7 +387,8 @@ private slots:
             Ingest in(options(f));
             in.begin();
             for (int r = 0; r < 3; ++r)
-                in.add(ev(EventType::RegionCreate, 0, kBase + static_cast<uint64_t>(r) * 16 * MiB, regionSize));
+                in.add(ev(EventType::RegionCreate, 0, kBase + static_cast<uint64_t>(r) * 16 * MiB,
+                          regionSize));
             for (int op = 0; op < 90000; ++op) {
                 t += static_cast<int64_t>(rng() % 3);
                 const size_t r = rng() % 3;
@@ -401,16 +410,15 @@ private slots:
                         placed = true;
                         break;
                     }
-                    if (it == m.end())
-                        break;
+                    if (it == m.end()) break;
                     pos = it->first + it->second;
                 }
-                if (!placed)
-                    continue;
+                if (!placed) continue;
                 in.add(ev(EventType::Alloc, t, pos, size));
                 m[pos] = size;
             }
-            in.add(ev(EventType::RegionDestroy, t + 1, kBase + 32 * MiB)); // with live blocks inside
+            in.add(
+                ev(EventType::RegionDestroy, t + 1, kBase + 32 * MiB)); // with live blocks inside
             in.end();
         }
         const auto e = Engine::open(f);
@@ -427,11 +435,9 @@ private slots:
                 for (const Fragment& fr : e->fragmentsAt(0, Level::Framework, q))
                     perRegion[fr.regionId] += fr.size;
                 for (const AllocationInfo& al : e->liveAllocationsAt(0, Level::Framework, q))
-                    if (al.regionId >= 0)
-                        perRegion[al.regionId] += al.size;
+                    if (al.regionId >= 0) perRegion[al.regionId] += al.size;
                 for (const RegionInfo& ri : e->regions(0, Level::Framework))
-                    if (ri.createNs <= q && ri.destroyNs > q)
-                        QCOMPARE(perRegion[ri.id], ri.size);
+                    if (ri.createNs <= q && ri.destroyNs > q) QCOMPARE(perRegion[ri.id], ri.size);
             }
         }
         // The timeline replays the same figures as point queries.
@@ -488,11 +494,9 @@ private slots:
                 for (const Fragment& fr : e->fragmentsAt(tr->device, tr->level, q))
                     perRegion[fr.regionId] += fr.size;
                 for (const AllocationInfo& al : e->liveAllocationsAt(tr->device, tr->level, q))
-                    if (al.regionId >= 0)
-                        perRegion[al.regionId] += al.size;
+                    if (al.regionId >= 0) perRegion[al.regionId] += al.size;
                 for (const RegionInfo& ri : e->regions(tr->device, tr->level))
-                    if (ri.createNs <= q && ri.destroyNs > q)
-                        QCOMPARE(perRegion[ri.id], ri.size);
+                    if (ri.createNs <= q && ri.destroyNs > q) QCOMPARE(perRegion[ri.id], ri.size);
             }
         }
         QCOMPARE(static_cast<int64_t>(e->frames().size()), st.frames);
@@ -606,7 +610,8 @@ private slots:
         const auto f = path("not-a-session.fragscope");
         {
             FILE* fp = std::fopen(f.c_str(), "wb");
-            std::fputs("hello, this is not SQLite at all, just text padding it out to over a hundred bytes "
+            std::fputs("hello, this is not SQLite at all, just text padding it out to over a "
+                       "hundred bytes "
                        "so the header check is what rejects it.\n",
                        fp);
             std::fclose(fp);

@@ -8,7 +8,8 @@
 
 using namespace fs::analysis;
 
-class TstAnalysisMetrics : public QObject {
+class TstAnalysisMetrics : public QObject
+{
     Q_OBJECT
 private slots:
     void sizeClasses_data()
@@ -18,11 +19,11 @@ private slots:
         // Class n = 2..12 holds (2^(n-1), 2^n] KiB; index = n - 2.
         QTest::newRow("0 B") << 0ULL << 0;
         QTest::newRow("1 B") << 1ULL << 0;
-        QTest::newRow("4 KiB") << 4096ULL << 0;      // <= 4 KiB: first class
-        QTest::newRow("4 KiB + 1") << 4097ULL << 1;  // (4, 8] KiB
+        QTest::newRow("4 KiB") << 4096ULL << 0;     // <= 4 KiB: first class
+        QTest::newRow("4 KiB + 1") << 4097ULL << 1; // (4, 8] KiB
         QTest::newRow("8 KiB") << 8192ULL << 1;
         QTest::newRow("8 KiB + 1") << 8193ULL << 2;
-        QTest::newRow("256 KiB") << 262144ULL << 6;  // n = 8
+        QTest::newRow("256 KiB") << 262144ULL << 6;     // n = 8
         QTest::newRow("2 MiB + 1") << 2097153ULL << 10; // (2, 4] MiB: last class
         QTest::newRow("4 MiB") << 4194304ULL << 10;
         QTest::newRow("1 GiB") << 1073741824ULL << 10; // > 4 MiB: last class too
@@ -38,8 +39,8 @@ private slots:
     {
         // Two equally frequent classes: -2 * 0.5 log2 0.5 = exactly 1 bit.
         SizeClassCounts c;
-        c.add(3000);    // class 0
-        c.add(100000);  // (64, 128] KiB
+        c.add(3000);   // class 0
+        c.add(100000); // (64, 128] KiB
         QCOMPARE(c.bits(), 1.0);
         // Four equal classes: 2 bits; one class: 0 bits.
         c.add(5000);
@@ -162,8 +163,7 @@ private slots:
         for (uint64_t d = 0; d < 256; ++d) {
             hilbertXY(16, d, x, y);
             QCOMPARE(hilbertD(16, x, y), d);
-            if (d > 0)
-                QCOMPARE(std::abs(x - px) + std::abs(y - py), 1);
+            if (d > 0) QCOMPARE(std::abs(x - px) + std::abs(y - py), 1);
             px = x;
             py = y;
         }

@@ -10,7 +10,8 @@
 
 namespace fstest {
 
-struct CliResult {
+struct CliResult
+{
     int exitCode = -1;
     QByteArray out;
     QByteArray err;

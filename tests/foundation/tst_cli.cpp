@@ -11,7 +11,8 @@
 
 using fstest::runCli;
 
-class TstCli : public QObject {
+class TstCli : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -37,10 +38,10 @@ private slots:
                 inList = true;
                 continue;
             }
-            if (!inList || !line.startsWith("  "))
-                continue;
+            if (!inList || !line.startsWith("  ")) continue;
             const QString name = QString::fromUtf8(line.mid(2, 18)).trimmed();
-            const auto h = runCli({name.split(' ')[0], name.contains(' ') ? name.split(' ')[1] : "--help", "--help"});
+            const auto h = runCli(
+                {name.split(' ')[0], name.contains(' ') ? name.split(' ')[1] : "--help", "--help"});
             QVERIFY2(h.exitCode == 0, qPrintable(name));
             QVERIFY2(h.out.startsWith("Usage: fragscope "), qPrintable(name + ": " + h.out));
             ++commands;
@@ -52,7 +53,8 @@ private slots:
     {
         const auto r = runCli({"--version"});
         QCOMPARE(r.exitCode, 0);
-        for (const char* lib : {"fragscope ", "session format 1", "Qt ", "SQLite ", "fmt ", "CUPTI "})
+        for (const char* lib :
+             {"fragscope ", "session format 1", "Qt ", "SQLite ", "fmt ", "CUPTI "})
             QVERIFY2(r.out.contains(lib), lib);
     }
 

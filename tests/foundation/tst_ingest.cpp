@@ -7,8 +7,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
-#include <QThread>
 #include <QTest>
+#include <QThread>
 #include <algorithm>
 #include <csignal>
 #include <random>
@@ -23,7 +23,8 @@ namespace {
 constexpr uint64_t kBase = 0x7f0000000000;
 }
 
-class TstIngest : public QObject {
+class TstIngest : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -58,9 +59,10 @@ private slots:
         in.end();
 
         Session s = Session::open(f);
-        Stmt st = s.db().prepare("SELECT a.region_id, a.address, a.size, a.requested_size, a.stream,"
-                                 " a.alloc_ns, a.free_ns, t.text FROM allocations a"
-                                 " LEFT JOIN strings t ON t.id = a.tag ORDER BY a.id");
+        Stmt st =
+            s.db().prepare("SELECT a.region_id, a.address, a.size, a.requested_size, a.stream,"
+                           " a.alloc_ns, a.free_ns, t.text FROM allocations a"
+                           " LEFT JOIN strings t ON t.id = a.tag ORDER BY a.id");
         QVERIFY(st.step());
         QCOMPARE(st.i64(0), int64_t{1});
         QCOMPARE(st.u64(1), kBase + 512);
@@ -72,7 +74,7 @@ private slots:
         QCOMPARE(st.text(7), std::string("attn.kv_cache"));
         QVERIFY(st.step());
         QCOMPARE(st.i64(0), int64_t{2}); // second region
-        QVERIFY(st.isNull(6));            // alive at the end
+        QVERIFY(st.isNull(6));           // alive at the end
         QVERIFY(!st.step());
         QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=1"), int64_t{30});
         QVERIFY(s.db().scalar("SELECT destroy_ns IS NULL FROM regions WHERE id=2") == 1);
@@ -119,7 +121,8 @@ private slots:
         in.end();
         Session s = Session::open(f);
         QCOMPARE(s.string(a), std::string("gemm_kernel"));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"), int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"),
+                 int64_t{1});
     }
 
     // Events shuffled within the reorder window give exactly the same session as ordered ones.
@@ -128,7 +131,8 @@ private slots:
         std::vector<Event> events;
         events.push_back(ev(EventType::RegionCreate, 0, kBase, 64 << 20));
         for (int i = 0; i < 5000; ++i) {
-            events.push_back(ev(EventType::Alloc, 1000 + 10 * i, kBase + 4096ull * (i % 100), 4096));
+            events.push_back(
+                ev(EventType::Alloc, 1000 + 10 * i, kBase + 4096ull * (i % 100), 4096));
             events.push_back(ev(EventType::Free, 1005 + 10 * i, kBase + 4096ull * (i % 100)));
         }
         auto dump = [&](const std::vector<Event>& in, const char* name, int64_t window) {
@@ -142,9 +146,11 @@ private slots:
             ing.end();
             Session s = Session::open(f);
             std::string out;
-            Stmt st = s.db().prepare("SELECT address, size, alloc_ns, free_ns FROM allocations ORDER BY alloc_ns");
+            Stmt st = s.db().prepare(
+                "SELECT address, size, alloc_ns, free_ns FROM allocations ORDER BY alloc_ns");
             while (st.step())
-                out += std::to_string(st.u64(0)) + "," + std::to_string(st.i64(2)) + "," + std::to_string(st.i64(3)) + ";";
+                out += std::to_string(st.u64(0)) + "," + std::to_string(st.i64(2)) + "," +
+                       std::to_string(st.i64(3)) + ";";
             out += "anomalies=" + std::to_string(s.summary().health.anomalyTotal());
             return out;
         };
@@ -153,7 +159,8 @@ private slots:
         std::vector<Event> shuffled = events;
         std::mt19937 rng(42);
         for (size_t i = 1; i + 40 < shuffled.size(); i += 40)
-            std::shuffle(shuffled.begin() + static_cast<long>(i), shuffled.begin() + static_cast<long>(i + 40), rng);
+            std::shuffle(shuffled.begin() + static_cast<long>(i),
+                         shuffled.begin() + static_cast<long>(i + 40), rng);
         const std::string reordered = dump(shuffled, "shuffled.fragscope", 1000);
         QCOMPARE(reordered, ordered);
         QVERIFY(ordered.ends_with("anomalies=0"));
@@ -170,12 +177,12 @@ private slots:
         in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
         in.add(ev(EventType::Alloc, 1, kBase, 4096));
         in.add(ev(EventType::Free, 2, kBase));
-        in.add(ev(EventType::Free, 3, kBase));              // double free
-        in.add(ev(EventType::Free, 4, kBase + 0x100000));   // unknown address
+        in.add(ev(EventType::Free, 3, kBase));            // double free
+        in.add(ev(EventType::Free, 4, kBase + 0x100000)); // unknown address
         in.add(ev(EventType::Alloc, 5, kBase + 8192, 8192));
-        in.add(ev(EventType::Alloc, 6, kBase + 12288, 4096)); // overlaps the previous one
-        in.add(ev(EventType::Alloc, 7, kBase + (8 << 20), 4096)); // outside any region
-        in.add(ev(EventType::RegionDestroy, 8, kBase + (16 << 20)));  // unknown region
+        in.add(ev(EventType::Alloc, 6, kBase + 12288, 4096));        // overlaps the previous one
+        in.add(ev(EventType::Alloc, 7, kBase + (8 << 20), 4096));    // outside any region
+        in.add(ev(EventType::RegionDestroy, 8, kBase + (16 << 20))); // unknown region
         in.end();
         Session s = Session::open(f);
         const auto a = s.summary().health.anomalies;
@@ -187,11 +194,13 @@ private slots:
         // Alive at the end: the overlapping one and the outside one (the overlapped one was ended).
         QCOMPARE(a.at("alive_at_end"), int64_t{2});
         // The anomaly row names the event that caused it.
-        QCOMPARE(s.db().scalar("SELECT time_ns FROM anomalies WHERE kind='double_free'"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT time_ns FROM anomalies WHERE kind='double_free'"),
+                 int64_t{3});
         QCOMPARE(s.db().scalar("SELECT address FROM anomalies WHERE kind='unknown_free'"),
                  static_cast<int64_t>(kBase + 0x100000));
         // The overlapped allocation was ended at the overlapping allocation's time.
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=" + std::to_string(kBase + 8192)),
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=" +
+                               std::to_string(kBase + 8192)),
                  int64_t{6});
     }
 
@@ -210,9 +219,9 @@ private slots:
         };
         mark(EventType::Range, 100, 200, "frame 0");
         mark(EventType::Mark, 150, 0, "metric coherence_score=0.93");
-        mark(EventType::Mark, 210, 0, "frame=1");                          // opens frame 1
+        mark(EventType::Mark, 210, 0, "frame=1"); // opens frame 1
         mark(EventType::Mark, 250, 0, "metric flow_l2_px=3.5 id_match_rate=0.9");
-        mark(EventType::Mark, 300, 0, "frame:2");                          // ends 1, opens 2
+        mark(EventType::Mark, 300, 0, "frame:2"); // ends 1, opens 2
         mark(EventType::Mark, 310, 0, "metric coherence_score=0.01 frame=1");
         mark(EventType::Mark, 320, 0, "not a frame 3");
         mark(EventType::Mark, 400, 0, "metric broken");
@@ -222,9 +231,11 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=0"), int64_t{200});
         QCOMPARE(s.db().scalar("SELECT start_ns FROM frames WHERE idx=1"), int64_t{210});
         QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=1"), int64_t{300});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=2"), int64_t{400}); // session end
+        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=2"),
+                 int64_t{400}); // session end
         QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
-        Stmt st = s.db().prepare("SELECT frame, name, value FROM frame_metrics ORDER BY frame, name");
+        Stmt st =
+            s.db().prepare("SELECT frame, name, value FROM frame_metrics ORDER BY frame, name");
         QVERIFY(st.step());
         QCOMPARE(st.i64(0), int64_t{0});
         QCOMPARE(st.text(1), std::string("coherence_score"));
@@ -297,10 +308,8 @@ private slots:
                 in.add(ev(EventType::Alloc, 10 + 2 * i, addr + ((i / 1000) << 22), 4096));
                 if (i % 1000 != 0)
                     in.add(ev(EventType::Free, 11 + 2 * i, addr + ((i / 1000) << 22)));
-                if (i % 5000 == 0)
-                    in.tick();
-                if (i % 20000 == 0)
-                    usleep(2000);
+                if (i % 5000 == 0) in.tick();
+                if (i % 20000 == 0) usleep(2000);
             }
         }
         // Wait until a few commits are visible, then kill.
@@ -325,13 +334,15 @@ private slots:
         QVERIFY(!sum.health.recording);
         QVERIFY(sum.allocations >= seen);
         // Every committed row is exactly what the writer produced (a consistent prefix).
-        Stmt st = s.db().prepare("SELECT id, address, size, alloc_ns, free_ns FROM allocations ORDER BY id");
+        Stmt st = s.db().prepare(
+            "SELECT id, address, size, alloc_ns, free_ns FROM allocations ORDER BY id");
         int64_t rows = 0, maxId = 0, liveKept = 0;
         while (st.step()) {
             ++rows;
             const int64_t i = st.i64(0) - 1;
             maxId = std::max(maxId, i + 1);
-            const uint64_t addr = kBase + 4096ull * static_cast<uint64_t>(i % 1000) + ((static_cast<uint64_t>(i) / 1000) << 22);
+            const uint64_t addr = kBase + 4096ull * static_cast<uint64_t>(i % 1000) +
+                                  ((static_cast<uint64_t>(i) / 1000) << 22);
             QCOMPARE(st.u64(1), addr);
             QCOMPARE(st.u64(2), uint64_t{4096});
             QCOMPARE(st.i64(3), 10 + 2 * i);

@@ -11,7 +11,8 @@
 
 using namespace fs;
 
-class TstSession : public QObject {
+class TstSession : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir dir_;
@@ -91,7 +92,8 @@ private slots:
         QTest::addColumn<QByteArray>("content");
         QTest::addColumn<QString>("needle");
         QTest::newRow("empty") << QByteArray() << "empty";
-        QTest::newRow("text") << QByteArray("frame,metric,value\n1,coherence_score,0.5\n") << "not an SQLite";
+        QTest::newRow("text") << QByteArray("frame,metric,value\n1,coherence_score,0.5\n")
+                              << "not an SQLite";
         QTest::newRow("binary") << QByteArray(4096, '\x7f') << "not an SQLite";
     }
     void nonDatabaseRefused()
@@ -159,11 +161,13 @@ private slots:
         while (st.step()) {
             const QString table = QString::fromStdString(st.text(0));
             ++tables;
-            const QRegularExpression head("^### `" + table + "`$", QRegularExpression::MultilineOption);
+            const QRegularExpression head("^### `" + table + "`$",
+                                          QRegularExpression::MultilineOption);
             const auto m = head.match(text);
             QVERIFY2(m.hasMatch(), qPrintable("table not documented: " + table));
             const int next = text.indexOf("\n### ", m.capturedEnd());
-            const QString section = text.mid(m.capturedEnd(), next < 0 ? -1 : next - m.capturedEnd());
+            const QString section =
+                text.mid(m.capturedEnd(), next < 0 ? -1 : next - m.capturedEnd());
             Stmt cols = s.db().prepare("SELECT name FROM pragma_table_info(?1)");
             cols.bind(1, table.toStdString());
             while (cols.step()) {

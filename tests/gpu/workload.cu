@@ -22,22 +22,23 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            std::fprintf(stderr, "workload: %s failed: %s (line %d)\n", #x, cudaGetErrorString(e_), \
-                         __LINE__);                                                               \
-            std::exit(2);                                                                         \
-        }                                                                                         \
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "workload: %s failed: %s (line %d)\n", #x,                        \
+                         cudaGetErrorString(e_), __LINE__);                                        \
+            std::exit(2);                                                                          \
+        }                                                                                          \
     } while (0)
-#define CHECK_CU(x)                                                                               \
-    do {                                                                                          \
-        CUresult r_ = (x);                                                                        \
-        if (r_ != CUDA_SUCCESS) {                                                                 \
-            std::fprintf(stderr, "workload: %s failed: %d (line %d)\n", #x, static_cast<int>(r_), __LINE__); \
-            std::exit(2);                                                                         \
-        }                                                                                         \
+#define CHECK_CU(x)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (x);                                                                         \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            std::fprintf(stderr, "workload: %s failed: %d (line %d)\n", #x, static_cast<int>(r_),  \
+                         __LINE__);                                                                \
+            std::exit(2);                                                                          \
+        }                                                                                          \
     } while (0)
 
 // The NVTX memory extension's calls for a sub-allocator (addresses are device addresses).
@@ -68,22 +69,21 @@ void nvtxRegionFree(nvtxDomainHandle_t domain, void* p)
 __global__ void fill(float* p, size_t n, float v)
 {
     size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-    if (i < n)
-        p[i] = v;
+    if (i < n) p[i] = v;
 }
 
 __global__ void axpy(float* y, const float* x, size_t n, float a)
 {
     size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-    if (i < n)
-        y[i] += a * x[i];
+    if (i < n) y[i] += a * x[i];
 }
 
 int main(int argc, char** argv)
 {
     const int frames = argc > 1 ? std::atoi(argv[1]) : 24;
     const int graphReplays = argc > 2 ? std::atoi(argv[2]) : 50;
-    long mallocs = 0, frees = 0, asyncAllocs = 0, asyncFrees = 0, kernels = 0, graphLaunches = 0, metrics = 0;
+    long mallocs = 0, frees = 0, asyncAllocs = 0, asyncFrees = 0, kernels = 0, graphLaunches = 0,
+         metrics = 0;
     long vmmReserves = 0, vmmMaps = 0, ooms = 0, graphExecs = 0;
     long nvtxHeaps = 0, nvtxRegions = 0, nvtxRegionFrees = 0;
     unsigned long long nvtxRegionBytes = 0;
@@ -208,7 +208,8 @@ int main(int argc, char** argv)
         }
         CHECK(cudaStreamSynchronize(stream));
         nvtxRangePop();
-        std::snprintf(msg, sizeof msg, "metric coherence_score=%.3f frame=%d", f == frames / 2 ? 0.009 : 0.9, f);
+        std::snprintf(msg, sizeof msg, "metric coherence_score=%.3f frame=%d",
+                      f == frames / 2 ? 0.009 : 0.9, f);
         nvtxMarkA(msg);
         ++metrics;
     }
@@ -233,7 +234,8 @@ int main(int argc, char** argv)
         else if (e == cudaSuccess)
             cudaFree(p);
         else
-            ++oomErrors, std::fprintf(stderr, "workload: 1 PiB cudaMalloc: %s\n", cudaGetErrorString(e));
+            ++oomErrors,
+                std::fprintf(stderr, "workload: 1 PiB cudaMalloc: %s\n", cudaGetErrorString(e));
         cudaGetLastError(); // clear the error state
         e = cudaMallocAsync(&p, size_t(1) << 50, stream);
         if (e == cudaErrorMemoryAllocation)
@@ -241,7 +243,8 @@ int main(int argc, char** argv)
         else if (e == cudaSuccess)
             cudaFreeAsync(p, stream);
         else
-            ++oomErrors, std::fprintf(stderr, "workload: 1 PiB cudaMallocAsync: %s\n", cudaGetErrorString(e));
+            ++oomErrors, std::fprintf(stderr, "workload: 1 PiB cudaMallocAsync: %s\n",
+                                      cudaGetErrorString(e));
         cudaGetLastError();
     }
     CHECK(cudaGraphExecDestroy(exec));
@@ -251,12 +254,17 @@ int main(int argc, char** argv)
     frees += 2;
     CHECK(cudaStreamDestroy(stream));
     CHECK(cudaDeviceSynchronize());
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("WORKLOAD frames=%d cuda_malloc=%ld cuda_free=%ld malloc_async=%ld free_async=%ld kernels=%ld "
-                "graph_launches=%ld graph_execs=%ld metrics=%ld vmm_reserves=%ld vmm_maps=%ld ooms=%ld "
-                "nvtx_heaps=%ld nvtx_regions=%ld nvtx_region_frees=%ld nvtx_region_bytes=%llu seconds=%.3f\n",
-                frames, mallocs, frees, asyncAllocs, asyncFrees, kernels, graphLaunches, graphExecs, metrics,
-                vmmReserves, vmmMaps, ooms, nvtxHeaps, nvtxRegions, nvtxRegionFrees, nvtxRegionBytes, secs);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf(
+        "WORKLOAD frames=%d cuda_malloc=%ld cuda_free=%ld malloc_async=%ld free_async=%ld "
+        "kernels=%ld "
+        "graph_launches=%ld graph_execs=%ld metrics=%ld vmm_reserves=%ld vmm_maps=%ld ooms=%ld "
+        "nvtx_heaps=%ld nvtx_regions=%ld nvtx_region_frees=%ld nvtx_region_bytes=%llu "
+        "seconds=%.3f\n",
+        frames, mallocs, frees, asyncAllocs, asyncFrees, kernels, graphLaunches, graphExecs,
+        metrics, vmmReserves, vmmMaps, ooms, nvtxHeaps, nvtxRegions, nvtxRegionFrees,
+        nvtxRegionBytes, secs);
     // Both impossible allocations must have failed with out-of-memory, nothing else.
     return ooms == 2 && oomErrors == 0 ? 0 : 3;
 }

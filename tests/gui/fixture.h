@@ -48,8 +48,8 @@ inline void makeFixtureSession(const std::string& path,
     const fs::StringId act = in.intern("activation");
     const fs::StringId keep = in.intern("kv_cache");
     // Persistent blocks carry a call stack (innermost frame first, as sources record them).
-    const uint64_t keepStack = in.internStack(
-        {in.intern("cache_block (kv.py:88)"), in.intern("forward (model.py:412)")});
+    const uint64_t keepStack =
+        in.internStack({in.intern("cache_block (kv.py:88)"), in.intern("forward (model.py:412)")});
     for (int s = 0; s < 4; ++s) {
         fs::Event r = ev(fs::EventType::RegionCreate, kFixtureBegin);
         r.address = kBase + s * (256ull << 20); // holes between segments: separators on the axis

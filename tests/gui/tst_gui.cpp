@@ -10,12 +10,12 @@
 #include "widgets/precursor_model.h"
 
 #include <QAbstractItemModelTester>
-#include <QProcess>
-#include <QScopeGuard>
 #include <QApplication>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QProcess>
+#include <QScopeGuard>
 #include <QSet>
 #include <QSettings>
 #include <QSignalSpy>
@@ -166,8 +166,8 @@ private slots:
         }
         QVERIFY(kept > 0 && act > 0);
         auto stackItem = [&]() -> QTreeWidgetItem* {
-            const auto items = w.details()->tree()->findItems(QStringLiteral("stack"),
-                                                              Qt::MatchExactly, 0);
+            const auto items =
+                w.details()->tree()->findItems(QStringLiteral("stack"), Qt::MatchExactly, 0);
             return items.size() == 1 ? items.front() : nullptr;
         };
         views::Selection sel;
@@ -436,8 +436,7 @@ private slots:
         QVERIFY2(text.isEmpty(), qPrintable(text));
         QCOMPARE(summary.count(), 1);
         QVERIFY(summaryFirst);
-        QCOMPARE(summary.front().at(1).value<SessionSummary>().events,
-                 w.scene()->summary.events);
+        QCOMPARE(summary.front().at(1).value<SessionSummary>().events, w.scene()->summary.events);
         QVERIFY(w.scene());
         QVERIFY(w.scene()->summary.synthetic);
         QVERIFY(w.framesModel()->rowCount() > 0);

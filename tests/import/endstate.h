@@ -12,7 +12,8 @@
 
 namespace fstest {
 
-struct EndState {
+struct EndState
+{
     uint64_t reserved = 0;
     uint64_t allocated = 0;
     uint64_t free = 0;
@@ -36,7 +37,8 @@ inline EndState endState(fs::Db& db, int64_t device)
 {
     std::vector<std::pair<uint64_t, uint64_t>> ranges; // backed address ranges
     {
-        auto st = db.prepare("SELECT address, size, expandable, id FROM regions WHERE device=?1 AND destroy_ns IS NULL");
+        auto st = db.prepare("SELECT address, size, expandable, id FROM regions WHERE device=?1 "
+                             "AND destroy_ns IS NULL");
         st.bind(1, device);
         std::vector<int64_t> expandable;
         while (st.step()) {
@@ -46,7 +48,8 @@ inline EndState endState(fs::Db& db, int64_t device)
                 ranges.emplace_back(st.u64(0), st.u64(1));
         }
         for (int64_t id : expandable) {
-            auto m = db.prepare("SELECT address, size FROM region_mappings WHERE region_id=?1 AND unmap_ns IS NULL");
+            auto m = db.prepare("SELECT address, size FROM region_mappings WHERE region_id=?1 AND "
+                                "unmap_ns IS NULL");
             m.bind(1, id);
             while (m.step())
                 ranges.emplace_back(m.u64(0), m.u64(1));
@@ -55,7 +58,8 @@ inline EndState endState(fs::Db& db, int64_t device)
     std::sort(ranges.begin(), ranges.end());
     std::map<uint64_t, uint64_t> allocs;
     {
-        auto st = db.prepare("SELECT address, size FROM allocations WHERE device=?1 AND level=2 AND free_ns IS NULL");
+        auto st = db.prepare("SELECT address, size FROM allocations WHERE device=?1 AND level=2 "
+                             "AND free_ns IS NULL");
         st.bind(1, device);
         while (st.step())
             allocs[st.u64(0)] = st.u64(1);
@@ -67,8 +71,7 @@ inline EndState endState(fs::Db& db, int64_t device)
         uint64_t cursor = ra;
         const uint64_t end = ra + rs;
         auto addGap = [&](uint64_t lo, uint64_t hi) {
-            if (hi <= lo)
-                return;
+            if (hi <= lo) return;
             ++e.fragments;
             e.free += hi - lo;
             e.largest = std::max(e.largest, hi - lo);

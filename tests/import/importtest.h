@@ -21,8 +21,7 @@ namespace fstest {
 inline QJsonObject reference()
 {
     QFile f(dataDir() + "/reference.json");
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
+    if (!f.open(QIODevice::ReadOnly)) return {};
     return QJsonDocument::fromJson(f.readAll()).object();
 }
 
@@ -34,7 +33,8 @@ inline bool writeFile(const QString& path, const QByteArray& data)
 
 // Writes protocol-2 pickles of plain data: containers are opened with begin*() and closed
 // with end*(); inside a dict, call key() before each value.
-class PickleWriter {
+class PickleWriter
+{
 public:
     PickleWriter() { b_.append("\x80\x02", 2); }
     PickleWriter& str(const std::string& s)
@@ -57,10 +57,26 @@ public:
         b_.append(static_cast<char>(v ? 0x88 : 0x89));
         return *this;
     }
-    PickleWriter& beginDict() { b_.append("}(", 2); return *this; }
-    PickleWriter& endDict() { b_.append('u'); return *this; }
-    PickleWriter& beginList() { b_.append("](", 2); return *this; }
-    PickleWriter& endList() { b_.append('e'); return *this; }
+    PickleWriter& beginDict()
+    {
+        b_.append("}(", 2);
+        return *this;
+    }
+    PickleWriter& endDict()
+    {
+        b_.append('u');
+        return *this;
+    }
+    PickleWriter& beginList()
+    {
+        b_.append("](", 2);
+        return *this;
+    }
+    PickleWriter& endList()
+    {
+        b_.append('e');
+        return *this;
+    }
     QByteArray finish() { return b_ + '.'; }
 
 private:
@@ -72,6 +88,9 @@ private:
     QByteArray b_;
 };
 
-inline int64_t scalar(fs::Session& s, const char* sql) { return s.db().scalar(sql, -1); }
+inline int64_t scalar(fs::Session& s, const char* sql)
+{
+    return s.db().scalar(sql, -1);
+}
 
 } // namespace fstest

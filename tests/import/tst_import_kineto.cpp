@@ -11,7 +11,8 @@
 
 using namespace fstest;
 
-class TestImportKineto : public QObject {
+class TestImportKineto : public QObject
+{
     Q_OBJECT
     QTemporaryDir tmp_;
     QJsonObject ref_;
@@ -44,10 +45,12 @@ private slots:
         const QJsonObject want = ref_["kineto"].toObject()[rel].toObject();
         QVERIFY2(!want.isEmpty(), qPrintable("no reference for " + rel));
         const QString o = out(QFileInfo(rel).baseName());
-        const CliResult r = runCli({"import", dataDir() + "/" + rel, "-o", o, "--format", "kineto"});
+        const CliResult r =
+            runCli({"import", dataDir() + "/" + rel, "-o", o, "--format", "kineto"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        const QJsonObject sum = QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.summary"))).object();
+        const QJsonObject sum =
+            QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.summary"))).object();
         QCOMPARE(sum["memory_events"].toInteger(), want["memory_events"].toInteger());
         QCOMPARE(sum["kernels"].toInteger(), want["kernels"].toInteger());
         QCOMPARE(sum["cpu_allocs"].toInteger(), want["cpu_allocs"].toInteger());
@@ -57,21 +60,29 @@ private slots:
         QCOMPARE(cuda["allocs"].toInteger(), want["cuda_allocs"].toInteger());
         QCOMPARE(cuda["frees"].toInteger(), want["cuda_frees"].toInteger());
         // Every kernel lands in the kernels table, every CUDA alloc in allocations.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM kernels"), static_cast<int64_t>(want["kernels"].toInteger()));
-        QCOMPARE(s.db().scalar(("SELECT count(*) FROM allocations WHERE device=" + dev.toStdString()).c_str()),
-                 static_cast<int64_t>(want["cuda_allocs"].toInteger()));
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM kernels"),
+                 static_cast<int64_t>(want["kernels"].toInteger()));
+        QCOMPARE(
+            s.db().scalar(
+                ("SELECT count(*) FROM allocations WHERE device=" + dev.toStdString()).c_str()),
+            static_cast<int64_t>(want["cuda_allocs"].toInteger()));
         const bool hasAddr = want["has_addr"].toBool();
         QCOMPARE(s.summary().addressViewAvailable, hasAddr);
         if (hasAddr) {
-            QCOMPARE(cuda["last_total_allocated"].toInteger(), want["last_total_allocated"].toInteger());
-            QCOMPARE(cuda["peak_total_allocated"].toInteger(), want["peak_total_allocated"].toInteger());
+            QCOMPARE(cuda["last_total_allocated"].toInteger(),
+                     want["last_total_allocated"].toInteger());
+            QCOMPARE(cuda["peak_total_allocated"].toInteger(),
+                     want["peak_total_allocated"].toInteger());
             // Baseline: the earliest [memory] event (ts 1669783687…, a 25165824 B alloc) reports
             // Total Allocated 4121780224, so 4121780224 - 25165824 = 4096614400 B existed before.
-            QCOMPARE(s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
-                     int64_t{4096614400});
+            QCOMPARE(
+                s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+                int64_t{4096614400});
             // Allocations alive at the end + baseline = the last Total Allocated (4096614400):
             // here every allocation of the trace is freed again.
-            QCOMPARE(s.db().scalar("SELECT coalesce(sum(size),0) FROM allocations WHERE free_ns IS NULL"), int64_t{0});
+            QCOMPARE(s.db().scalar(
+                         "SELECT coalesce(sum(size),0) FROM allocations WHERE free_ns IS NULL"),
+                     int64_t{0});
         } else {
             QVERIFY(!s.summary().health.warnings.empty());
         }
@@ -84,19 +95,24 @@ private slots:
         // rows become allocations, DESTROY (4) rows frees, INCREMENT_VERSION (3) pairs only
         // move bytes between categories; the pre-existing bytes are the baseline.
         const QString o = out("timeline");
-        const CliResult r = runCli({"import", dataDir() + "/torch-memory-timeline/hta-memory-timeline.raw.gz", "-o", o});
+        const CliResult r = runCli(
+            {"import", dataDir() + "/torch-memory-timeline/hta-memory-timeline.raw.gz", "-o", o});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        const QJsonObject t = QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.timeline"))).object();
+        const QJsonObject t =
+            QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.timeline"))).object();
         QCOMPARE(t["rows"].toInteger(), qint64{16845});
         QCOMPARE(t["preexisting"].toInteger(), qint64{645});
-        QCOMPARE(s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
-                 static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
+        QCOMPARE(
+            s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+            static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
         QVERIFY(!s.summary().addressViewAvailable);
         QVERIFY(s.db().scalar("SELECT count(*) FROM allocations") > 0);
         // Row times are ns since the epoch (1696966047096289294 is in October 2023): kept as is.
-        QVERIFY(s.db().scalar("SELECT min(alloc_ns) FROM allocations") > int64_t{1600000000000000000});
-        QVERIFY(s.db().scalar("SELECT max(alloc_ns) FROM allocations") <= int64_t{1696966048083248105});
+        QVERIFY(s.db().scalar("SELECT min(alloc_ns) FROM allocations") >
+                int64_t{1600000000000000000});
+        QVERIFY(s.db().scalar("SELECT max(alloc_ns) FROM allocations") <=
+                int64_t{1696966048083248105});
     }
 
     void truncatedRealFiles_data()
@@ -129,7 +145,8 @@ private slots:
         // Times in µs: frame 0 = [100, 200), frame 1 = [200.5, 300) (fractional µs -> 200500 ns);
         // one kernel in frame 1; memory on device 0: alloc A (64 B, Total Allocated 1064, so the
         // baseline is 1000 B), free of B (allocated before the trace), alloc C, free A.
-        const QByteArray json = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU X", "totalGlobalMem": 1024}],
+        const QByteArray json =
+            R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU X", "totalGlobalMem": 1024}],
  "traceEvents": [
   {"ph": "X", "cat": "user_annotation", "name": "frame 1", "ts": 200.5, "dur": 99.5},
   {"ph": "X", "cat": "user_annotation", "name": "frame 0", "ts": 100, "dur": 100},
@@ -155,19 +172,27 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT correlation_id FROM kernels"), int64_t{42});
         QCOMPARE(s.db().scalar("SELECT grid_x*100+grid_y*10+grid_z FROM kernels"), int64_t{234});
         QCOMPARE(s.db().scalar("SELECT end_ns-start_ns FROM kernels"), int64_t{10000});
-        QCOMPARE(QString::fromStdString(s.db().scalarText("SELECT s.text FROM kernels k JOIN strings s ON s.id=k.name")),
+        QCOMPARE(QString::fromStdString(s.db().scalarText(
+                     "SELECT s.text FROM kernels k JOIN strings s ON s.id=k.name")),
                  QString::fromUtf8("gemm_\xc3\xa9"));
-        // A (4096) lives 110..220 µs, C (12288) stays; B's free is part of the baseline, not an event.
+        // A (4096) lives 110..220 µs, C (12288) stays; B's free is part of the baseline, not an
+        // event.
         QCOMPARE(s.db().scalar("SELECT count(*) FROM allocations"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=4096"), int64_t{220000});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM allocations WHERE free_ns IS NULL AND address=12288"), int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"), int64_t{1000});
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=4096"),
+                 int64_t{220000});
+        QCOMPARE(s.db().scalar(
+                     "SELECT count(*) FROM allocations WHERE free_ns IS NULL AND address=12288"),
+                 int64_t{1});
+        QCOMPARE(
+            s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+            int64_t{1000});
         QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t{0});
         QCOMPARE(s.db().scalar("SELECT capacity_bytes FROM devices WHERE id=0"), int64_t{1024});
         QVERIFY(s.summary().addressViewAvailable);
         bool warned = false;
         for (const auto& w : s.summary().health.warnings)
-            warned = warned || w.find("1 frees (16 B) release memory allocated before the trace") != std::string::npos;
+            warned = warned || w.find("1 frees (16 B) release memory allocated before the trace") !=
+                                   std::string::npos;
         QVERIFY(warned);
     }
 
@@ -192,20 +217,27 @@ private slots:
         QVERIFY(!s.summary().addressViewAvailable);
         // 100 B freed at 3 µs, 200 B alive: allocated at the end = 200.
         QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE size=100"), int64_t{3000});
-        QCOMPARE(s.db().scalar("SELECT sum(size) FROM allocations WHERE free_ns IS NULL"), int64_t{200});
+        QCOMPARE(s.db().scalar("SELECT sum(size) FROM allocations WHERE free_ns IS NULL"),
+                 int64_t{200});
     }
 
     void badJson_data()
     {
         QTest::addColumn<QByteArray>("json");
         QTest::addColumn<QString>("error");
-        // Offsets count bytes from 0: in the first row the stray '}' (where a key must come) is at 28.
-        QTest::newRow("trailing comma") << QByteArray(R"({"traceEvents": [{"ph": "X",}]})") << "offset 28: expected a string, found '}'";
+        // Offsets count bytes from 0: in the first row the stray '}' (where a key must come) is
+        // at 28.
+        QTest::newRow("trailing comma") << QByteArray(R"({"traceEvents": [{"ph": "X",}]})")
+                                        << "offset 28: expected a string, found '}'";
         QTest::newRow("cut") << QByteArray(R"({"traceEvents": [{"ph": "X")") << "truncated";
-        QTest::newRow("no events") << QByteArray(R"({"schemaVersion": 1})") << "no 'traceEvents' array";
-        QTest::newRow("garbage after") << QByteArray(R"({"traceEvents": []} x)") << "after the end of the JSON document";
-        QTest::newRow("bad literal") << QByteArray(R"({"traceEvents": [tru]})") << "expected a value, found 'tru'";
-        QTest::newRow("too deep") << QByteArray(R"({"traceEvents": [)") + QByteArray(200, '[') << "nested deeper than 128";
+        QTest::newRow("no events")
+            << QByteArray(R"({"schemaVersion": 1})") << "no 'traceEvents' array";
+        QTest::newRow("garbage after")
+            << QByteArray(R"({"traceEvents": []} x)") << "after the end of the JSON document";
+        QTest::newRow("bad literal")
+            << QByteArray(R"({"traceEvents": [tru]})") << "expected a value, found 'tru'";
+        QTest::newRow("too deep") << QByteArray(R"({"traceEvents": [)") + QByteArray(200, '[')
+                                  << "nested deeper than 128";
     }
     void badJson()
     {

@@ -11,7 +11,8 @@
 
 using namespace fstest;
 
-class TestImportSnapshot : public QObject {
+class TestImportSnapshot : public QObject
+{
     Q_OBJECT
     QTemporaryDir tmp_;
     QJsonObject ref_;
@@ -23,18 +24,18 @@ class TestImportSnapshot : public QObject {
     {
         const QString o = out(name);
         const CliResult r = runCli({"import", input, "-o", o});
-        if (r.exitCode != 0)
-            qWarning("import failed: %s", r.err.constData());
+        if (r.exitCode != 0) qWarning("import failed: %s", r.err.constData());
         return r.exitCode == 0 ? o : QString();
     }
 
 private slots:
     void initTestCase()
     {
-        QVERIFY2(QDir(dataDir()).exists(), qPrintable("real-data folder missing: " + dataDir() +
-                                                      " (set FRAGSCOPE_DATA)"));
+        QVERIFY2(QDir(dataDir()).exists(),
+                 qPrintable("real-data folder missing: " + dataDir() + " (set FRAGSCOPE_DATA)"));
         ref_ = reference();
-        QVERIFY2(ref_.contains("pytorch-snapshots"), "reference.json missing or without pytorch-snapshots");
+        QVERIFY2(ref_.contains("pytorch-snapshots"),
+                 "reference.json missing or without pytorch-snapshots");
     }
 
     void realSnapshots_data()
@@ -61,7 +62,8 @@ private slots:
 
         // Trace actions as the importer counted them.
         const QJsonObject actions =
-            QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("pytorch.trace_actions"))).object();
+            QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("pytorch.trace_actions")))
+                .object();
         QCOMPARE(actions, want["trace_actions"].toObject());
         // Span and time axis: time_us x 1000 when present, else ordinal.
         if (want["trace_span_us"].isNull()) {
@@ -71,7 +73,8 @@ private slots:
             QCOMPARE(QString::fromStdString(s.meta("pytorch.trace_span_us")).toLongLong(),
                      want["trace_span_us"].toInteger());
         }
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='alive_at_end'"), int64_t{0});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='alive_at_end'"),
+                 int64_t{0});
 
         const QJsonObject devices = want["devices"].toObject();
         QVERIFY(!devices.isEmpty());
@@ -97,11 +100,13 @@ private slots:
                     x.toObject()["level"].toString() == "framework")
                     engine = x.toObject();
             QVERIFY2(!engine.isEmpty(), st.out.constData());
-            for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes", "fragment_count",
-                                  "largest_free_fragment_bytes"})
+            for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes",
+                                  "fragment_count", "largest_free_fragment_bytes"})
                 QCOMPARE(engine[k].toInteger(), w[k].toInteger());
-            QVERIFY(std::abs(engine["fragmentation_ratio"].toDouble() - w["fragmentation_ratio"].toDouble()) < 5e-7);
-            QVERIFY(std::abs(engine["fragment_entropy_bits"].toDouble() - w["fragment_entropy_bits"].toDouble()) < 5e-7);
+            QVERIFY(std::abs(engine["fragmentation_ratio"].toDouble() -
+                             w["fragmentation_ratio"].toDouble()) < 5e-7);
+            QVERIFY(std::abs(engine["fragment_entropy_bits"].toDouble() -
+                             w["fragment_entropy_bits"].toDouble()) < 5e-7);
         }
     }
 
@@ -156,7 +161,9 @@ private slots:
     {
         // A classic payload: os.system('id') through GLOBAL/REDUCE. Byte 2 is GLOBAL.
         const QString in = tmp_.filePath("evil.pickle");
-        QVERIFY(writeFile(in, QByteArray("\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.", 24)));
+        QVERIFY(writeFile(in, QByteArray("\x80\x02"
+                                         "cos\nsystem\nX\x02\x00\x00\x00id\x85R.",
+                                         24)));
         const QString o = out("evil");
         const CliResult r = runCli({"import", in, "-o", o});
         QCOMPARE(r.exitCode, 2);
@@ -180,21 +187,25 @@ private slots:
         // A snapshot plus a per-frame metrics CSV in one session (the CSV goes through
         // `fragscope metrics import`); a bad table leaves no output behind.
         const QString csv = tmp_.filePath("metrics.csv");
-        QVERIFY(writeFile(csv, "frame,metric,value\n16,coherence_score,0.124\n17,coherence_score,0.009\n"));
+        QVERIFY(writeFile(
+            csv, "frame,metric,value\n16,coherence_score,0.124\n17,coherence_score,0.009\n"));
         const QString o = out("withmetrics");
         const CliResult r =
-            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", csv, "-o", o});
+            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", csv,
+                    "-o", o});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
         QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=17 AND value=0.009"), int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=17 AND value=0.009"),
+                 int64_t{1});
         QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{9});
 
         const QString bad = tmp_.filePath("bad.csv");
         QVERIFY(writeFile(bad, "frame,metric,value\n16,coherence_score,notanumber\n"));
         const QString o2 = out("badmetrics");
         const CliResult r2 =
-            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", bad, "-o", o2});
+            runCli({"import", dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle", bad,
+                    "-o", o2});
         QCOMPARE(r2.exitCode, 2);
         QVERIFY(!QFile::exists(o2));
     }
@@ -207,18 +218,57 @@ private slots:
         // 40 alloc 0x10000 (the final block).
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict().key("device").integer(0).key("address").integer(0x10000).key("total_size").integer(4096)
-            .key("stream").integer(0).key("segment_type").str("small").key("is_expandable").boolean(false)
-            .key("blocks").beginList()
-            .beginDict().key("address").integer(0x10000).key("size").integer(1024).key("requested_size").integer(1000)
-            .key("state").str("active_allocated").endDict()
-            .beginDict().key("address").integer(0x10400).key("size").integer(3072).key("requested_size").integer(0)
-            .key("state").str("inactive").endDict()
-            .endList().endDict();
+        w.beginDict()
+            .key("device")
+            .integer(0)
+            .key("address")
+            .integer(0x10000)
+            .key("total_size")
+            .integer(4096)
+            .key("stream")
+            .integer(0)
+            .key("segment_type")
+            .str("small")
+            .key("is_expandable")
+            .boolean(false)
+            .key("blocks")
+            .beginList()
+            .beginDict()
+            .key("address")
+            .integer(0x10000)
+            .key("size")
+            .integer(1024)
+            .key("requested_size")
+            .integer(1000)
+            .key("state")
+            .str("active_allocated")
+            .endDict()
+            .beginDict()
+            .key("address")
+            .integer(0x10400)
+            .key("size")
+            .integer(3072)
+            .key("requested_size")
+            .integer(0)
+            .key("state")
+            .str("inactive")
+            .endDict()
+            .endList()
+            .endDict();
         w.endList().key("device_traces").beginList().beginList();
         auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
-            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
-                .key("stream").integer(0).key("time_us").integer(t).endDict();
+            w.beginDict()
+                .key("action")
+                .str(action)
+                .key("addr")
+                .integer(addr)
+                .key("size")
+                .integer(size)
+                .key("stream")
+                .integer(0)
+                .key("time_us")
+                .integer(t)
+                .endDict();
         };
         entry("free_requested", 0x10800, 256, 9);
         entry("free_completed", 0x10800, 256, 10);
@@ -232,17 +282,23 @@ private slots:
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
         // 0x10800 existed before the trace: placed at the first entry (9 µs), freed at 10 µs.
-        QCOMPARE(s.db().scalar("SELECT alloc_ns FROM allocations WHERE address=67584"), int64_t{9000});
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=67584"), int64_t{10000});
+        QCOMPARE(s.db().scalar("SELECT alloc_ns FROM allocations WHERE address=67584"),
+                 int64_t{9000});
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=67584"),
+                 int64_t{10000});
         QCOMPARE(QString::fromStdString(s.meta("pytorch.preexisting_allocations")), QString("1"));
         // 0x90000 lies outside every segment: kept, and flagged.
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=589824"), int64_t{30000});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='outside_region' AND address=589824"),
-                 int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=589824"),
+                 int64_t{30000});
+        QCOMPARE(
+            s.db().scalar(
+                "SELECT count(*) FROM anomalies WHERE kind='outside_region' AND address=589824"),
+            int64_t{1});
         // The final block keeps its block size (1024) and requested size (1000), not the
         // trace's 1000, so the end state is the snapshot's: 1024 allocated, one 3072 B fragment.
         QCOMPARE(s.db().scalar("SELECT size FROM allocations WHERE address=65536"), int64_t{1024});
-        QCOMPARE(s.db().scalar("SELECT requested_size FROM allocations WHERE address=65536"), int64_t{1000});
+        QCOMPARE(s.db().scalar("SELECT requested_size FROM allocations WHERE address=65536"),
+                 int64_t{1000});
         const EndState e = endState(s.db(), 0);
         QCOMPARE(e.reserved, uint64_t{4096});
         QCOMPARE(e.allocated, uint64_t{1024});
@@ -258,13 +314,42 @@ private slots:
         // warns, and the end state still equals the snapshot's (1024 allocated of 4096).
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict().key("address").integer(0x10000).key("total_size").integer(4096).key("blocks").beginList()
-            .beginDict().key("size").integer(1024).key("requested_size").integer(1024).key("state").str("active_allocated").endDict()
-            .beginDict().key("size").integer(3072).key("requested_size").integer(0).key("state").str("inactive").endDict()
-            .endList().endDict();
+        w.beginDict()
+            .key("address")
+            .integer(0x10000)
+            .key("total_size")
+            .integer(4096)
+            .key("blocks")
+            .beginList()
+            .beginDict()
+            .key("size")
+            .integer(1024)
+            .key("requested_size")
+            .integer(1024)
+            .key("state")
+            .str("active_allocated")
+            .endDict()
+            .beginDict()
+            .key("size")
+            .integer(3072)
+            .key("requested_size")
+            .integer(0)
+            .key("state")
+            .str("inactive")
+            .endDict()
+            .endList()
+            .endDict();
         w.endList().key("device_traces").beginList().beginList();
-        w.beginDict().key("action").str("free_completed").key("addr").integer(0x10000).key("size").integer(1024)
-            .key("time_us").integer(5).endDict();
+        w.beginDict()
+            .key("action")
+            .str("free_completed")
+            .key("addr")
+            .integer(0x10000)
+            .key("size")
+            .integer(1024)
+            .key("time_us")
+            .integer(5)
+            .endDict();
         w.endList().endList().endDict();
         const QString in = tmp_.filePath("inconsistent.pickle");
         QVERIFY(writeFile(in, w.finish()));
@@ -287,14 +372,37 @@ private slots:
         // the trace). Undoing: C existed at the start (type inferred 'small': <= 2 MiB), B did not.
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict().key("address").integer(0x10000).key("total_size").integer(4096).key("segment_type").str("large")
-            .key("blocks").beginList()
-            .beginDict().key("size").integer(4096).key("requested_size").integer(0).key("state").str("inactive").endDict()
-            .endList().endDict();
+        w.beginDict()
+            .key("address")
+            .integer(0x10000)
+            .key("total_size")
+            .integer(4096)
+            .key("segment_type")
+            .str("large")
+            .key("blocks")
+            .beginList()
+            .beginDict()
+            .key("size")
+            .integer(4096)
+            .key("requested_size")
+            .integer(0)
+            .key("state")
+            .str("inactive")
+            .endDict()
+            .endList()
+            .endDict();
         w.endList().key("device_traces").beginList().beginList();
         auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
-            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
-                .key("time_us").integer(t).endDict();
+            w.beginDict()
+                .key("action")
+                .str(action)
+                .key("addr")
+                .integer(addr)
+                .key("size")
+                .integer(size)
+                .key("time_us")
+                .integer(t)
+                .endDict();
         };
         entry("segment_alloc", 0x20000, 0x200000, 1);
         entry("segment_free", 0x20000, 0x200000, 2);
@@ -306,12 +414,15 @@ private slots:
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
         QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=131072"),
-                 int64_t{1000 * 10000 + 2000});
-        QCOMPARE(s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=4194304"),
-                 int64_t{1000 * 10000 + 3000});
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
-                     "SELECT s.text FROM regions r JOIN strings s ON s.id=r.segment_type WHERE r.address=4194304")),
+        QCOMPARE(
+            s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=131072"),
+            int64_t{1000 * 10000 + 2000});
+        QCOMPARE(
+            s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=4194304"),
+            int64_t{1000 * 10000 + 3000});
+        QCOMPARE(QString::fromStdString(
+                     s.db().scalarText("SELECT s.text FROM regions r JOIN strings s ON "
+                                       "s.id=r.segment_type WHERE r.address=4194304")),
                  QString("small"));
         const EndState e = endState(s.db(), 0);
         QCOMPARE(e.reserved, uint64_t{4096});
@@ -326,17 +437,51 @@ private slots:
         // [0x400000, 0x600000) at 3 µs. Undoing it, nothing was mapped before the trace.
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict().key("address").integer(0x200000).key("total_size").integer(0x200000)
-            .key("is_expandable").boolean(true).key("segment_type").str("large").key("blocks").beginList()
-            .beginDict().key("address").integer(0x200000).key("size").integer(0x100000).key("requested_size").integer(0x100000)
-            .key("state").str("active_allocated").endDict()
-            .beginDict().key("address").integer(0x300000).key("size").integer(0x100000).key("requested_size").integer(0)
-            .key("state").str("inactive").endDict()
-            .endList().endDict();
+        w.beginDict()
+            .key("address")
+            .integer(0x200000)
+            .key("total_size")
+            .integer(0x200000)
+            .key("is_expandable")
+            .boolean(true)
+            .key("segment_type")
+            .str("large")
+            .key("blocks")
+            .beginList()
+            .beginDict()
+            .key("address")
+            .integer(0x200000)
+            .key("size")
+            .integer(0x100000)
+            .key("requested_size")
+            .integer(0x100000)
+            .key("state")
+            .str("active_allocated")
+            .endDict()
+            .beginDict()
+            .key("address")
+            .integer(0x300000)
+            .key("size")
+            .integer(0x100000)
+            .key("requested_size")
+            .integer(0)
+            .key("state")
+            .str("inactive")
+            .endDict()
+            .endList()
+            .endDict();
         w.endList().key("device_traces").beginList().beginList();
         auto entry = [&](const char* action, int64_t addr, int64_t size, int64_t t) {
-            w.beginDict().key("action").str(action).key("addr").integer(addr).key("size").integer(size)
-                .key("time_us").integer(t).endDict();
+            w.beginDict()
+                .key("action")
+                .str(action)
+                .key("addr")
+                .integer(addr)
+                .key("size")
+                .integer(size)
+                .key("time_us")
+                .integer(t)
+                .endDict();
         };
         entry("segment_map", 0x200000, 0x400000, 1);
         entry("alloc", 0x200000, 0x100000, 2);
@@ -352,8 +497,10 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT size FROM regions WHERE expandable=1"), int64_t{0x400000});
         // Mapped parts: the 4 MiB mapping ends at 3 µs, its first half is mapped again then.
         QCOMPARE(s.db().scalar("SELECT count(*) FROM region_mappings"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT unmap_ns FROM region_mappings WHERE size=4194304"), int64_t{3000});
-        QCOMPARE(s.db().scalar("SELECT map_ns FROM region_mappings WHERE size=2097152 AND unmap_ns IS NULL"),
+        QCOMPARE(s.db().scalar("SELECT unmap_ns FROM region_mappings WHERE size=4194304"),
+                 int64_t{3000});
+        QCOMPARE(s.db().scalar(
+                     "SELECT map_ns FROM region_mappings WHERE size=2097152 AND unmap_ns IS NULL"),
                  int64_t{3000});
         const EndState e = endState(s.db(), 0);
         QCOMPARE(e.reserved, uint64_t{0x200000});

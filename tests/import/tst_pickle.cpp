@@ -16,45 +16,48 @@ namespace {
 std::string repr(const PickleDoc& d, PValue v)
 {
     switch (v.type()) {
-    case PType::None: return "None";
-    case PType::Bool: return v.payload() ? "True" : "False";
+    case PType::None:
+        return "None";
+    case PType::Bool:
+        return v.payload() ? "True" : "False";
     case PType::Int:
     case PType::BigInt: {
         int64_t i = 0;
         uint64_t u = 0;
-        if (d.toI64(v, i))
-            return std::to_string(i);
-        if (d.toU64(v, u))
-            return std::to_string(u);
-        return fmt::format("<int of {} bytes>", d.str(PValue::make(PType::Bytes, v.payload())).size());
+        if (d.toI64(v, i)) return std::to_string(i);
+        if (d.toU64(v, u)) return std::to_string(u);
+        return fmt::format("<int of {} bytes>",
+                           d.str(PValue::make(PType::Bytes, v.payload())).size());
     }
     case PType::Float: {
         double x = 0;
         d.toDouble(v, x);
         return fmt::format("{}", x);
     }
-    case PType::Str: return "'" + std::string(d.str(v)) + "'";
-    case PType::Bytes: return "b'" + std::string(d.str(v)) + "'";
+    case PType::Str:
+        return "'" + std::string(d.str(v)) + "'";
+    case PType::Bytes:
+        return "b'" + std::string(d.str(v)) + "'";
     case PType::List:
     case PType::Tuple:
     case PType::Set:
     case PType::FrozenSet: {
         std::string out;
         d.forEach(v, [&](PValue x) { out += (out.empty() ? "" : ", ") + repr(d, x); });
-        if (v.type() == PType::List)
-            return "[" + out + "]";
-        if (v.type() == PType::Tuple)
-            return "(" + out + (d.size(v) == 1 ? ",)" : ")");
-        if (v.type() == PType::Set)
-            return "{" + out + "}";
+        if (v.type() == PType::List) return "[" + out + "]";
+        if (v.type() == PType::Tuple) return "(" + out + (d.size(v) == 1 ? ",)" : ")");
+        if (v.type() == PType::Set) return "{" + out + "}";
         return "frozenset({" + out + "})";
     }
     case PType::Dict: {
         std::string out;
-        d.forEachItem(v, [&](PValue k, PValue x) { out += (out.empty() ? "" : ", ") + repr(d, k) + ": " + repr(d, x); });
+        d.forEachItem(v, [&](PValue k, PValue x) {
+            out += (out.empty() ? "" : ", ") + repr(d, k) + ": " + repr(d, x);
+        });
         return "{" + out + "}";
     }
-    default: return "<invalid>";
+    default:
+        return "<invalid>";
     }
 }
 
@@ -68,7 +71,8 @@ QByteArray bytes(std::initializer_list<int> b)
 
 } // namespace
 
-class TestPickle : public QObject {
+class TestPickle : public QObject
+{
     Q_OBJECT
     QTemporaryDir dir_;
 
@@ -89,55 +93,70 @@ private slots:
         QTest::addColumn<QString>("expected");
         // Protocol 2 header 0x80 0x02, STOP is '.'.
         QTest::newRow("none") << bytes({0x80, 2, 'N', '.'}) << "None";
-        QTest::newRow("true/false tuple") << bytes({0x80, 2, 0x88, 0x89, 0x86, '.'}) << "(True, False)";
+        QTest::newRow("true/false tuple")
+            << bytes({0x80, 2, 0x88, 0x89, 0x86, '.'}) << "(True, False)";
         // BININT 0xfffffffe little-endian = -2; BININT1 255; BININT2 0x0102 = 258.
-        QTest::newRow("binint") << bytes({0x80, 2, 'J', 0xfe, 0xff, 0xff, 0xff, 'K', 255, 'M', 2, 1, 0x87, '.'})
+        QTest::newRow("binint") << bytes({0x80, 2, 'J', 0xfe, 0xff, 0xff, 0xff, 'K', 255, 'M', 2, 1,
+                                          0x87, '.'})
                                 << "(-2, 255, 258)";
         // LONG1 with 8 bytes 0x00..0x80 = -2^63; LONG1 9 bytes ff*8 00 = 2^64-1 (unsigned).
-        QTest::newRow("long1") << bytes({0x80, 2, 0x8a, 8, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x8a, 9, 0xff, 0xff, 0xff, 0xff,
+        QTest::newRow("long1") << bytes({0x80, 2,    0x8a, 8,    0, 0,    0,    0,    0,
+                                         0,    0,    0x80, 0x8a, 9, 0xff, 0xff, 0xff, 0xff,
                                          0xff, 0xff, 0xff, 0xff, 0, 0x86, '.'})
                                << "(-9223372036854775808, 18446744073709551615)";
         // LONG1 of 2 bytes 0x00 0xff = -256; LONG1 of 0 bytes = 0.
-        QTest::newRow("long1 small") << bytes({0x80, 2, 0x8a, 2, 0x00, 0xff, 0x8a, 0, 0x86, '.'}) << "(-256, 0)";
+        QTest::newRow("long1 small")
+            << bytes({0x80, 2, 0x8a, 2, 0x00, 0xff, 0x8a, 0, 0x86, '.'}) << "(-256, 0)";
         // LONG4: 4-byte length 3, bytes 01 00 01 = 65537.
         QTest::newRow("long4") << bytes({0x80, 2, 0x8b, 3, 0, 0, 0, 1, 0, 1, '.'}) << "65537";
-        QTest::newRow("long4 huge") << bytes({0x80, 2, 0x8b, 10, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, '.'})
-                                    << "<int of 10 bytes>";
+        QTest::newRow("long4 huge")
+            << bytes({0x80, 2, 0x8b, 10, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, '.'})
+            << "<int of 10 bytes>";
         // BINFLOAT is big-endian IEEE: 0x3ff8000000000000 = 1.5.
-        QTest::newRow("binfloat") << bytes({0x80, 2, 'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, '.'}) << "1.5";
+        QTest::newRow("binfloat") << bytes({0x80, 2, 'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, '.'})
+                                  << "1.5";
         QTest::newRow("text int/long/float/bool")
             << QByteArray("(I42\nL-7L\nF0.25\nI01\nt.") << "(42, -7, 0.25, True)";
-        QTest::newRow("strings") << bytes({0x80, 4, 0x8c, 1, 'a', 'X', 2, 0, 0, 0, 'b', 'c', 0x8d, 1, 0, 0, 0, 0, 0, 0,
-                                           0, 'd', 0x87, '.'})
+        QTest::newRow("strings") << bytes({0x80, 4, 0x8c, 1, 'a', 'X', 2, 0, 0, 0,   'b',  'c',
+                                           0x8d, 1, 0,    0, 0,   0,   0, 0, 0, 'd', 0x87, '.'})
                                  << "('a', 'bc', 'd')";
         // BINSTRING/SHORT_BINSTRING are Python 2 str: decoded as str (pickle's default ASCII).
-        QTest::newRow("bytes") << bytes({0x80, 4, '(', 'C', 1, 'x', 'B', 1, 0, 0, 0, 'y', 0x8e, 1, 0, 0, 0, 0, 0, 0, 0, 'z',
-                                         0x96, 1, 0, 0, 0, 0, 0, 0, 0, 'w', 'U', 1, 'v', 'T', 1, 0, 0, 0, 'u',
-                                         't', '.'})
+        QTest::newRow("bytes") << bytes({0x80, 4,    '(', 'C', 1, 'x', 'B', 1,   0,   0,   0,
+                                         'y',  0x8e, 1,   0,   0, 0,   0,   0,   0,   0,   'z',
+                                         0x96, 1,    0,   0,   0, 0,   0,   0,   0,   'w', 'U',
+                                         1,    'v',  'T', 1,   0, 0,   0,   'u', 't', '.'})
                                << "(b'x', b'y', b'z', b'w', 'v', 'u')";
         // '(' MARK ... 't' TUPLE builds the tuple from everything since the MARK.
-        QTest::newRow("tuples") << bytes({0x80, 2, ')', 'K', 1, 0x85, '(', 'K', 1, 'K', 2, 'K', 3, 'K', 4, 't', 0x87, '.'})
+        QTest::newRow("tuples") << bytes({0x80, 2, ')', 'K', 1, 0x85, '(', 'K', 1, 'K', 2, 'K', 3,
+                                          'K', 4, 't', 0x87, '.'})
                                 << "((), (1,), (1, 2, 3, 4))";
-        QTest::newRow("lists") << bytes({0x80, 2, ']', 'K', 1, 'a', '(', 'K', 2, 'K', 3, 'e', '(', 'K', 9, 'l', 'a', '.'})
+        QTest::newRow("lists") << bytes({0x80, 2, ']', 'K', 1, 'a', '(', 'K', 2, 'K', 3, 'e', '(',
+                                         'K', 9, 'l', 'a', '.'})
                                << "[1, 2, 3, [9]]";
-        QTest::newRow("dicts") << bytes({0x80, 2, '}', 0x8c, 1, 'a', 'K', 1, 's', '(', 0x8c, 1, 'b', 'K', 2, 0x8c, 1,
-                                         'c', '(', 0x8c, 1, 'd', 'N', 'd', 'u', '.'})
+        QTest::newRow("dicts") << bytes({0x80, 2,    '}', 0x8c, 1,   'a', 'K',  1,  's',
+                                         '(',  0x8c, 1,   'b',  'K', 2,   0x8c, 1,  'c',
+                                         '(',  0x8c, 1,   'd',  'N', 'd', 'u',  '.'})
                                << "{'a': 1, 'b': 2, 'c': {'d': None}}";
-        QTest::newRow("sets") << bytes({0x80, 4, 0x8f, '(', 'K', 1, 'K', 2, 0x90, '(', 'K', 3, 0x91, 0x86, '.'})
+        QTest::newRow("sets") << bytes({0x80, 4, 0x8f, '(', 'K', 1, 'K', 2, 0x90, '(', 'K', 3, 0x91,
+                                        0x86, '.'})
                               << "({1, 2}, frozenset({3}))";
         // MEMOIZE stores the list at index 0; BINGET 0 fetches the same list, so the APPEND
         // through the reference shows in both places, as in Python.
-        QTest::newRow("memo shared") << bytes({0x80, 4, ']', 0x94, 'h', 0, 'K', 5, 'a', 0x86, '.'}) << "([5], [5])";
-        QTest::newRow("binput/long_binget") << bytes({0x80, 2, 'K', 7, 'q', 5, 'r', 0, 1, 0, 0, '0', 'h', 5, 'j', 0, 1,
-                                                      0, 0, 0x86, '.'})
-                                            << "(7, 7)";
+        QTest::newRow("memo shared")
+            << bytes({0x80, 4, ']', 0x94, 'h', 0, 'K', 5, 'a', 0x86, '.'}) << "([5], [5])";
+        QTest::newRow("binput/long_binget")
+            << bytes({0x80, 2,   'K', 7,   'q', 5, 'r', 0, 1,    0,  0,
+                      '0',  'h', 5,   'j', 0,   1, 0,   0, 0x86, '.'})
+            << "(7, 7)";
         QTest::newRow("text put/get") << QByteArray("(I5\np3\n0g3\ng3\nt.") << "(5, 5)";
-        QTest::newRow("pop/pop_mark/dup") << bytes({0x80, 2, 'K', 1, 'K', 2, '0', '(', 'K', 8, 'K', 9, '1', '2', 0x86, '.'})
-                                          << "(1, 1)";
+        QTest::newRow("pop/pop_mark/dup")
+            << bytes({0x80, 2, 'K', 1, 'K', 2, '0', '(', 'K', 8, 'K', 9, '1', '2', 0x86, '.'})
+            << "(1, 1)";
         QTest::newRow("frame") << bytes({0x95, 3, 0, 0, 0, 0, 0, 0, 0, 'K', 3, '.'}) << "3";
         QTest::newRow("protocol 5") << bytes({0x80, 5, 'N', '.'}) << "None";
         // Protocol 0 DICT/LIST/SETITEM opcodes.
-        QTest::newRow("text containers") << QByteArray("(dI1\n(lI2\nasI3\nI4\ns.") << "{1: [2], 3: 4}";
+        QTest::newRow("text containers")
+            << QByteArray("(dI1\n(lI2\nasI3\nI4\ns.") << "{1: [2], 3: 4}";
     }
     void decodes()
     {
@@ -154,27 +173,37 @@ private slots:
         QTest::addColumn<QString>("error");
         // Each refused opcode sits at offset 2, after PROTO 2.
         const std::pair<const char*, int> refused[] = {
-            {"GLOBAL", 'c'}, {"STACK_GLOBAL", 0x93}, {"REDUCE", 'R'}, {"BUILD", 'b'}, {"INST", 'i'}, {"OBJ", 'o'},
-            {"NEWOBJ", 0x81}, {"NEWOBJ_EX", 0x92}, {"EXT1", 0x82}, {"EXT2", 0x83}, {"EXT4", 0x84},
-            {"PERSID", 'P'}, {"BINPERSID", 'Q'}, {"NEXT_BUFFER", 0x97}, {"READONLY_BUFFER", 0x98},
+            {"GLOBAL", 'c'},    {"STACK_GLOBAL", 0x93}, {"REDUCE", 'R'},
+            {"BUILD", 'b'},     {"INST", 'i'},          {"OBJ", 'o'},
+            {"NEWOBJ", 0x81},   {"NEWOBJ_EX", 0x92},    {"EXT1", 0x82},
+            {"EXT2", 0x83},     {"EXT4", 0x84},         {"PERSID", 'P'},
+            {"BINPERSID", 'Q'}, {"NEXT_BUFFER", 0x97},  {"READONLY_BUFFER", 0x98},
         };
         for (auto [name, op] : refused)
-            QTest::newRow(name) << bytes({0x80, 2, op, 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'})
+            QTest::newRow(name) << bytes({0x80, 2, op, 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm',
+                                          '\n', '.'})
                                 << QString("offset 2: refused opcode %1 ").arg(name);
         // A realistic payload: os.system via GLOBAL after some data (offset 5: 0x80 2 'K' 1 '0').
-        QTest::newRow("global after data") << QByteArray("\x80\x02K\x01" "0cos\nsystem\n(S'id'\ntR.", 23)
+        QTest::newRow("global after data") << QByteArray("\x80\x02K\x01"
+                                                         "0cos\nsystem\n(S'id'\ntR.",
+                                                         23)
                                            << "offset 5: refused opcode GLOBAL";
         QTest::newRow("empty") << QByteArray() << "offset 0: empty file";
         QTest::newRow("truncated string") << bytes({0x80, 2, 'X', 10, 0, 0, 0, 'a', 'b'})
                                           << "truncated: opcode BINUNICODE declares 10 bytes";
-        QTest::newRow("no stop") << bytes({0x80, 2, 'N'}) << "offset 3: truncated: the input ends before the pickle's STOP";
-        QTest::newRow("unknown opcode") << bytes({0x80, 2, 0xff}) << "offset 2: unknown opcode (byte 0xff)";
+        QTest::newRow("no stop") << bytes({0x80, 2, 'N'})
+                                 << "offset 3: truncated: the input ends before the pickle's STOP";
+        QTest::newRow("unknown opcode")
+            << bytes({0x80, 2, 0xff}) << "offset 2: unknown opcode (byte 0xff)";
         QTest::newRow("underflow") << bytes({0x80, 2, 'a', '.'}) << "offset 2: opcode APPEND";
-        QTest::newRow("missing memo") << bytes({0x80, 2, 'h', 3, '.'}) << "memo key 3 was never stored";
-        QTest::newRow("protocol 6") << bytes({0x80, 6, 'N', '.'}) << "pickle protocol 6 is newer than 5";
+        QTest::newRow("missing memo")
+            << bytes({0x80, 2, 'h', 3, '.'}) << "memo key 3 was never stored";
+        QTest::newRow("protocol 6")
+            << bytes({0x80, 6, 'N', '.'}) << "pickle protocol 6 is newer than 5";
         QTest::newRow("setitems on list") << bytes({0x80, 2, ']', '(', 'K', 1, 'K', 2, 'u', '.'})
                                           << "expected a dict on the stack, found a list";
-        QTest::newRow("stop inside mark") << bytes({0x80, 2, '(', 'N', '.'}) << "STOP inside an unclosed MARK";
+        QTest::newRow("stop inside mark")
+            << bytes({0x80, 2, '(', 'N', '.'}) << "STOP inside an unclosed MARK";
     }
     void refuses()
     {
@@ -199,11 +228,10 @@ private slots:
         // SETITEM onto a compact dict turns it back into general storage, keeping every item.
         PickleOptions opts;
         opts.compactKeys = {"a", "b"};
-        const QByteArray p = bytes({0x80, 4, '(',
-                                    '}', '(', 0x8c, 1, 'b', 'K', 2, 0x8c, 1, 'a', 'K', 1, 'u',
-                                    '}', '(', 0x8c, 1, 'a', 'K', 1, 0x8c, 1, 'c', 'K', 3, 'u',
-                                    '}', '(', 0x8c, 1, 'a', 'K', 1, 'u', 0x8c, 1, 'z', 'K', 9, 's',
-                                    't', '.'});
+        const QByteArray p = bytes({0x80, 4,   '(', '}', '(', 0x8c, 1, 'b', 'K', 2, 0x8c, 1,    'a',
+                                    'K',  1,   'u', '}', '(', 0x8c, 1, 'a', 'K', 1, 0x8c, 1,    'c',
+                                    'K',  3,   'u', '}', '(', 0x8c, 1, 'a', 'K', 1, 'u',  0x8c, 1,
+                                    'z',  'K', 9,   's', 't', '.'});
         ByteReader r(write(p).toStdString());
         auto doc = PickleReader::read(r, opts);
         QCOMPARE(QString::fromStdString(repr(*doc, doc->root())),

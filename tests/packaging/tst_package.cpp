@@ -11,21 +11,21 @@
 
 namespace {
 
-struct Run {
+struct Run
+{
     int code = -1;
     QByteArray out;
 };
 
-Run run(const QString& prog, const QStringList& args, const QString& cwd = {}, int timeoutMs = 480000)
+Run run(const QString& prog, const QStringList& args, const QString& cwd = {},
+        int timeoutMs = 480000)
 {
     QProcess p;
-    if (!cwd.isEmpty())
-        p.setWorkingDirectory(cwd);
+    if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
     p.setProcessChannelMode(QProcess::MergedChannels);
     p.start(prog, args);
     Run r;
-    if (!p.waitForStarted(10000))
-        return r;
+    if (!p.waitForStarted(10000)) return r;
     if (!p.waitForFinished(timeoutMs)) {
         p.kill();
         p.waitForFinished();
@@ -38,7 +38,8 @@ Run run(const QString& prog, const QStringList& args, const QString& cwd = {}, i
 
 } // namespace
 
-class TstPackage : public QObject {
+class TstPackage : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir work_;
@@ -49,8 +50,9 @@ private slots:
     void buildsDeb()
     {
         QVERIFY(work_.isValid());
-        const Run r = run("cpack", {"-G", "DEB", "-B", work_.path(), "--config",
-                                    QStringLiteral(FRAGSCOPE_BINARY_DIR "/CPackConfig.cmake")},
+        const Run r = run("cpack",
+                          {"-G", "DEB", "-B", work_.path(), "--config",
+                           QStringLiteral(FRAGSCOPE_BINARY_DIR "/CPackConfig.cmake")},
                           QStringLiteral(FRAGSCOPE_BINARY_DIR));
         QVERIFY2(r.code == 0, r.out.constData());
         const QStringList debs = QDir(work_.path()).entryList({"*.deb"});
@@ -68,9 +70,9 @@ private slots:
         QCOMPARE(r.code, 0);
         // dpkg-shlibdeps found the shared libraries the binaries really link.
         for (const char* lib : {"libsqlite3", "libfmt", "libc6", "libqt6core6"})
-            QVERIFY2(r.out.contains(lib), qPrintable(QString("Depends lacks %1: %2").arg(lib, r.out)));
-        if (FRAGSCOPE_HAVE_GUI)
-            QVERIFY2(r.out.contains("libqt6widgets6"), r.out.constData());
+            QVERIFY2(r.out.contains(lib),
+                     qPrintable(QString("Depends lacks %1: %2").arg(lib, r.out)));
+        if (FRAGSCOPE_HAVE_GUI) QVERIFY2(r.out.contains("libqt6widgets6"), r.out.constData());
     }
 
     void layout()
@@ -86,11 +88,11 @@ private slots:
                                 "usr/share/man/man1/fragscope.1",
                                 "usr/share/doc/fragscope/README.md",
                                 "usr/share/doc/fragscope/session-format.md"};
-        if (FRAGSCOPE_HAVE_GUI)
-            expected << "usr/bin/fragscope-gui";
+        if (FRAGSCOPE_HAVE_GUI) expected << "usr/bin/fragscope-gui";
         if (QFile::exists(QStringLiteral(FRAGSCOPE_SOURCE_DIR "/capture/agent/CMakeLists.txt")))
             expected << "usr/lib/fragscope/libfragscope-inject.so";
-        if (QFile::exists(QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python/fragscope_nvtx.py")))
+        if (QFile::exists(
+                QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python/fragscope_nvtx.py")))
             expected << "usr/share/fragscope/python/fragscope_nvtx.py";
         for (const QString& f : expected)
             QVERIFY2(QFile::exists(root_ + "/" + f), qPrintable("missing in package: " + f));
@@ -105,9 +107,12 @@ private slots:
     void desktopIntegrationValidates()
     {
         QVERIFY(!root_.isEmpty());
-        const Run d = run("desktop-file-validate", {root_ + "/usr/share/applications/org.fragscope.Fragscope.desktop"});
+        const Run d = run("desktop-file-validate",
+                          {root_ + "/usr/share/applications/org.fragscope.Fragscope.desktop"});
         QVERIFY2(d.code == 0 && d.out.trimmed().isEmpty(), d.out.constData());
-        const Run a = run("appstreamcli", {"validate", "--no-net", root_ + "/usr/share/metainfo/org.fragscope.Fragscope.metainfo.xml"});
+        const Run a = run("appstreamcli",
+                          {"validate", "--no-net",
+                           root_ + "/usr/share/metainfo/org.fragscope.Fragscope.metainfo.xml"});
         QVERIFY2(a.code == 0, a.out.constData());
     }
 

@@ -44,8 +44,8 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         drawTitle(p, rect,
                   QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
                   reportSubtitle(s, QStringLiteral("%1 allocations, %2 regions")
-                                    .arg(ld.allocs.size())
-                                    .arg(ld.regions.size())),
+                                        .arg(ld.allocs.size())
+                                        .arg(ld.regions.size())),
                   th);
     const QRectF plot = plotRect(View::Heatmap, rect, o);
     const Viewport vp{o.from, o.to, o.y0, o.y1};

@@ -106,8 +106,8 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
             p, rect,
             QStringLiteral("Allocator timelines — %1").arg(QString::fromStdString(ld.label())),
             reportSubtitle(s, QStringLiteral("%1 frames, %2 collapse(s)")
-                            .arg(s.frames.size())
-                            .arg(s.collapses.size())),
+                                  .arg(s.frames.size())
+                                  .arg(s.collapses.size())),
             th);
     const QRectF area = plotRect(View::Timeline, rect, o);
     // Metrics with a collapse rule come first: they are what the bands are made of.

@@ -435,8 +435,8 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 15, "regions");
     std::map<std::pair<uint32_t, int>, LevelData> byLevel;
     {
-        Stmt st = s.db().prepare(fmt::format("SELECT {} FROM regions ORDER BY create_ns",
-                                             detail::kRegionColumns));
+        Stmt st = s.db().prepare(
+            fmt::format("SELECT {} FROM regions ORDER BY create_ns", detail::kRegionColumns));
         while (st.step()) {
             uint32_t dev = 0;
             int lvl = 0;

@@ -211,7 +211,8 @@ void AllocationDetails::setSelection(const Selection& s)
     } else {
         // Innermost frame first, as debuggers show it; the full text is in the tooltip.
         const auto& frames = stack->second;
-        auto* st = new QTreeWidgetItem(tree_, {tr("stack"), tr("%n frame(s)", "", int(frames.size()))});
+        auto* st =
+            new QTreeWidgetItem(tree_, {tr("stack"), tr("%n frame(s)", "", int(frames.size()))});
         for (size_t i = 0; i < frames.size(); ++i) {
             const QString text = QString::fromStdString(frames[i]);
             auto* item = new QTreeWidgetItem(st, {QStringLiteral("#%1").arg(i), text});

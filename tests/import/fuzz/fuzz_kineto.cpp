@@ -19,8 +19,7 @@ void onEvent(const fs::import::JsonDoc& d)
 {
     using fs::import::JsonDoc;
     const uint32_t root = d.root();
-    if (root == JsonDoc::kNone)
-        return;
+    if (root == JsonDoc::kNone) return;
     const uint32_t args = d.member(root, "args");
     int64_t v = 0;
     double x = 0;
@@ -28,7 +27,8 @@ void onEvent(const fs::import::JsonDoc& d)
     (void)d.str(d.member(root, "cat"));
     (void)d.toNanosFromMicros(d.member(root, "ts"), v);
     (void)d.toNanosFromMicros(d.member(root, "dur"), v);
-    for (const char* k : {"Device Type", "Device Id", "Bytes", "Addr", "Total Allocated", "stream", "correlation"})
+    for (const char* k :
+         {"Device Type", "Device Id", "Bytes", "Addr", "Total Allocated", "stream", "correlation"})
         (void)d.toInt(d.member(args, k), v);
     (void)d.toDouble(d.member(args, "Bytes"), x);
     for (size_t i = 0; i < 3; ++i)
@@ -40,8 +40,7 @@ void onEvent(const fs::import::JsonDoc& d)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     FILE* f = std::fopen(tempPath().c_str(), "wb");
-    if (!f)
-        return 0;
+    if (!f) return 0;
     std::fwrite(data, 1, size, f);
     std::fclose(f);
     try {
@@ -50,8 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         fs::import::JsonDoc doc;
         auto events = [&] {
             j.expect('[', "'['");
-            if (j.accept(']'))
-                return;
+            if (j.accept(']')) return;
             do {
                 j.readValue(doc);
                 onEvent(doc);

@@ -17,8 +17,7 @@ std::string tempPath()
 
 void walk(const fs::import::PickleDoc& d, fs::import::PValue v, int depth, long& budget)
 {
-    if (depth > 64 || --budget < 0)
-        return;
+    if (depth > 64 || --budget < 0) return;
     int64_t i = 0;
     uint64_t u = 0;
     double x = 0;
@@ -40,14 +39,14 @@ void walk(const fs::import::PickleDoc& d, fs::import::PValue v, int depth, long&
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     FILE* f = std::fopen(tempPath().c_str(), "wb");
-    if (!f)
-        return 0;
+    if (!f) return 0;
     std::fwrite(data, 1, size, f);
     std::fclose(f);
     try {
         fs::import::ByteReader r(tempPath(), 4096);
         fs::import::PickleOptions opts;
-        opts.compactKeys = {"action", "addr", "size", "stream", "time_us", "frames", "state", "address"};
+        opts.compactKeys = {"action",  "addr",   "size",  "stream",
+                            "time_us", "frames", "state", "address"};
         auto doc = fs::import::PickleReader::read(r, opts);
         long budget = 100000;
         walk(*doc, doc->root(), 0, budget);
