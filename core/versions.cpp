@@ -24,6 +24,18 @@ std::string fmtVersion()
     return fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
 }
 
+bool captureBuilt()
+{
+    return FRAGSCOPE_CAPTURE;
+}
+
+const char* noCaptureReason()
+{
+    return "this fragscope was built without capture (FRAGSCOPE_CAPTURE=OFF: CUPTI was not found "
+           "at build time). Install the CUDA Toolkit (or: apt-get install nvidia-cuda-toolkit "
+           "libcupti-dev) and rebuild";
+}
+
 std::string findCupti()
 {
     std::vector<std::string> candidates;

@@ -10,6 +10,11 @@ std::string sqliteVersion();
 std::string fmtVersion();
 // CUPTI is looked up at run time (the user's CUDA installation); "not found" when absent.
 std::string cuptiVersion();
+// False when this build has no capture agent (configured with FRAGSCOPE_CAPTURE=OFF, or CUPTI was
+// not found): record, launch, attach and ps are then unavailable.
+bool captureBuilt();
+// Why capture is unavailable in such a build, with what to install.
+const char* noCaptureReason();
 // Search order for libcupti, documented in the user guide.
 std::string findCupti();
 

@@ -113,4 +113,5 @@ FRAGSCOPE_COMMAND({
         "seen. Only the owner of a process may attach to it. See docs/capture.md.",
     .run = runAttach,
     .order = 41,
+    .needsCapture = true,
 });

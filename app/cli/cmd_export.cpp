@@ -1,6 +1,5 @@
 // fragscope export heatmap|memmap|histogram|timeline FILE -o OUT.png|.svg|.pdf: report-ready
 // images drawn by fragscope_render (the same code the GUI's export dialog uses).
-#ifdef FRAGSCOPE_HAVE_RENDER
 #include "command.h"
 #include "render/render.h"
 
@@ -168,4 +167,3 @@ FRAGSCOPE_COMMAND({
     .run = runExport,
     .order = 60,
 });
-#endif

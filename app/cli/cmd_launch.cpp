@@ -70,4 +70,5 @@ FRAGSCOPE_COMMAND({
         "recording leaves CMD running. The exit status is CMD's.",
     .run = runLaunch,
     .order = 42,
+    .needsCapture = true,
 });

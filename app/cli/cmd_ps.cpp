@@ -60,4 +60,5 @@ FRAGSCOPE_COMMAND({
         "sockets left by processes that died.",
     .run = runPs,
     .order = 43,
+    .needsCapture = true,
 });

@@ -160,4 +160,5 @@ FRAGSCOPE_COMMAND({
         "session that opens, marked 'ended abruptly'. See docs/capture.md.",
     .run = runRecord,
     .order = 40,
+    .needsCapture = true,
 });

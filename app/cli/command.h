@@ -38,6 +38,9 @@ struct Command
     std::string details; // free text after the options in --help
     int (*run)(Args&) = nullptr;
     int order = 100; // position in `fragscope --help`
+    // Needs the CUPTI agent: unavailable, with a reason, in a build without capture
+    // (fs::captureBuilt()).
+    bool needsCapture = false;
 };
 
 class Args

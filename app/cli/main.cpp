@@ -4,9 +4,7 @@
 #include "core/sqlite.h"
 #include "core/versions.h"
 
-#ifdef FRAGSCOPE_HAVE_QT
 #include <QtGlobal>
-#endif
 #include <algorithm>
 #include <cstdio>
 #include <fmt/format.h>
@@ -26,7 +24,8 @@ void printUsage()
     std::stable_sort(list.begin(), list.end(),
                      [](auto* a, auto* b) { return a->order < b->order; });
     for (const Command* c : list)
-        fmt::print("  {:<18} {}\n", c->name, c->summary);
+        fmt::print("  {:<18} {}{}\n", c->name, c->summary,
+                   c->needsCapture && !captureBuilt() ? " (not in this build: no capture)" : "");
     fmt::print("\nRun 'fragscope COMMAND --help' for a command's options.\n"
                "Other options: --version, --help.\n"
                "Exit status: 0 success, 1 failure, 2 bad input file, 64 usage error.\n");
@@ -34,14 +33,9 @@ void printUsage()
 
 void printVersion()
 {
-    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\n",
-               fragscopeVersion(), kFormatVersion,
-#ifdef FRAGSCOPE_HAVE_QT
-               qVersion(),
-#else
-               "not linked (Qt-free build)",
-#endif
-               sqliteVersion(), fmtVersion(), cuptiVersion());
+    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\ncapture {}\n",
+               fragscopeVersion(), kFormatVersion, qVersion(), sqliteVersion(), fmtVersion(),
+               cuptiVersion(), captureBuilt() ? "built" : "not built (FRAGSCOPE_CAPTURE=OFF)");
 }
 
 } // namespace
@@ -87,6 +81,10 @@ int main(int argc, char** argv)
                      [](const std::string& a) { return a == "--help" || a == "-h"; }) != dashdash) {
         fmt::print("{}", helpText(*cmd));
         return Ok;
+    }
+    if (cmd->needsCapture && !captureBuilt()) {
+        fmt::print(stderr, "fragscope {}: unavailable: {}.\n", cmd->name, noCaptureReason());
+        return Failure;
     }
     try {
         Args parsed(*cmd, rest);

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
+#include <QIcon>
 #include <QThread>
 
 #include <cstdio>
@@ -32,6 +33,11 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName(QStringLiteral("fragscope"));
     QApplication::setApplicationName(QStringLiteral("fragscope"));
     QApplication::setApplicationVersion(QString::fromStdString(fs::fragscopeVersion()));
+    QApplication::setDesktopFileName(QStringLiteral("org.fragscope.Fragscope"));
+    QIcon icon;
+    for (int size : {16, 32, 48, 64, 128, 256})
+        icon.addFile(QStringLiteral(":/icons/fragscope-%1.png").arg(size), QSize(size, size));
+    QApplication::setWindowIcon(icon);
 
     QCommandLineParser cli;
     cli.setApplicationDescription(
@@ -92,6 +98,11 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "fragscope-gui: --attach needs a process id, not '%s'\n",
                          qPrintable(cli.value(QStringLiteral("attach"))));
             return 64;
+        }
+        if (!fs::captureBuilt()) {
+            std::fprintf(stderr, "fragscope-gui: --attach is unavailable: %s.\n",
+                         fs::noCaptureReason());
+            return 1;
         }
         const QString out = cli.isSet(QStringLiteral("o"))
                                 ? cli.value(QStringLiteral("o"))

@@ -254,8 +254,13 @@ void MainWindow::buildMenus()
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
-    file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
-                    &MainWindow::attachDialog);
+    QAction* attach = file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
+                                      &MainWindow::attachDialog);
+    if (!fs::captureBuilt()) {
+        attach->setEnabled(false);
+        attach->setToolTip(QString::fromUtf8(fs::noCaptureReason()));
+        file->setToolTipsVisible(true);
+    }
     stopRecordingAction_ = file->addAction(tr("S&top recording"), QKeySequence(tr("Ctrl+Shift+T")),
                                            this, &MainWindow::stopRecording);
     stopRecordingAction_->setEnabled(false);

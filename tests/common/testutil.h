@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
@@ -45,4 +46,27 @@ inline QString dataDir()
     return env.isEmpty() ? QStringLiteral(FRAGSCOPE_DEFAULT_DATA) : QString::fromLocal8Bit(env);
 }
 
+// Whether the real-data file or folder `rel` (relative to dataDir()) exists; otherwise the reason,
+// naming FRAGSCOPE_DATA, for FSTEST_REQUIRE_DATA.
+inline QString missingData(const QString& rel)
+{
+    const QString p = dataDir() + "/" + rel;
+    if (QFileInfo::exists(p)) return {};
+    return "real-data " + p +
+           " not found: set FRAGSCOPE_DATA to the folder of real public traces "
+           "(shared/data beside our checkouts; see README, 'Tests')";
+}
+
 } // namespace fstest
+
+// Real public traces live outside the repository. A test (or its _data function) that needs
+// them starts with FSTEST_REQUIRE_DATA("pytorch-snapshots"): it skips with the reason when they
+// are missing, and fails instead when the CI variable is set, since CI must run every test.
+#define FSTEST_REQUIRE_DATA(rel)                                                                   \
+    do {                                                                                           \
+        const QString why_ = fstest::missingData(rel);                                             \
+        if (!why_.isEmpty()) {                                                                     \
+            if (!qEnvironmentVariableIsEmpty("CI")) QFAIL(qPrintable(why_));                       \
+            QSKIP(qPrintable(why_));                                                               \
+        }                                                                                          \
+    } while (false)

@@ -1,5 +1,6 @@
 // fragscope-gui: item models under QAbstractItemModelTester, the linked views on a session,
 // heatmap zoom/pan by synthetic input, exports, cancelled and failed loads. Runs offscreen.
+#include "core/versions.h"
 #include "fixture.h"
 #include "main_window.h"
 #include "testutil.h"
@@ -452,6 +453,8 @@ private slots:
 
     void liveViewsWhileRecording()
     {
+        if (!fs::captureBuilt())
+            QSKIP("attach is not in a build without capture (FRAGSCOPE_CAPTURE=OFF)");
         // File › Attach… on `simulate --live`: the views refresh from the growing file while it
         // records (every MainWindow::kLiveRefreshMs), keep the user's selection across refreshes,
         // and Stop leaves the finished, checked session open.

@@ -418,7 +418,7 @@ private slots:
         // from the pickle's final segments: decomfl.pickle reserved 1897922560 B, free
         // 883492352 B in 71 fragments, largest 155189248 B, F = 1 - 155189248/883492352 = 0.824346.
         const QString snap = fstest::dataDir() + "/pytorch-snapshots/decomfl.pickle";
-        QVERIFY2(QFile::exists(snap), qPrintable(snap + " missing: set FRAGSCOPE_DATA"));
+        FSTEST_REQUIRE_DATA("pytorch-snapshots/decomfl.pickle");
         const QString out = dir_.filePath("decomfl.fragscope");
         const auto r = fstest::runCli({"import", snap, "-o", out});
         QVERIFY2(r.exitCode == 0, r.err.constData());

@@ -17,7 +17,7 @@
 
 namespace fstest {
 
-// reference.json of the real-data folder; fails the calling test when it is missing.
+// reference.json of the real-data folder (empty when it is missing: see FSTEST_REQUIRE_DATA).
 inline QJsonObject reference()
 {
     QFile f(dataDir() + "/reference.json");

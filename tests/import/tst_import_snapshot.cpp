@@ -31,15 +31,15 @@ class TestImportSnapshot : public QObject
 private slots:
     void initTestCase()
     {
-        QVERIFY2(QDir(dataDir()).exists(),
-                 qPrintable("real-data folder missing: " + dataDir() + " (set FRAGSCOPE_DATA)"));
         ref_ = reference();
-        QVERIFY2(ref_.contains("pytorch-snapshots"),
-                 "reference.json missing or without pytorch-snapshots");
+        if (missingData("reference.json").isEmpty())
+            QVERIFY2(ref_.contains("pytorch-snapshots"),
+                     "reference.json without pytorch-snapshots");
     }
 
     void realSnapshots_data()
     {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots");
         QTest::addColumn<QString>("rel");
         // Every pickle in the folder, so a new file without a reference entry fails here.
         QDirIterator it(dataDir() + "/pytorch-snapshots", {"*.pickle"}, QDir::Files);
@@ -112,6 +112,7 @@ private slots:
 
     void stacksAreKept()
     {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots/decomfl.pickle");
         // decomfl's trace entries carry Python frames: allocations must point at interned stacks.
         const QString o = importOk(dataDir() + "/pytorch-snapshots/decomfl.pickle", "stacks");
         QVERIFY(!o.isEmpty());
@@ -126,6 +127,7 @@ private slots:
 
     void truncatedRealFiles_data()
     {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots");
         QTest::addColumn<QString>("rel");
         QTest::addColumn<double>("fraction");
         QDirIterator it(dataDir() + "/pytorch-snapshots", {"*.pickle"}, QDir::Files);
@@ -184,6 +186,7 @@ private slots:
 
     void withMetricsTable()
     {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots/cs336-silmont2000-small.pickle");
         // A snapshot plus a per-frame metrics CSV in one session (the CSV goes through
         // `fragscope metrics import`); a bad table leaves no output behind.
         const QString csv = tmp_.filePath("metrics.csv");

@@ -72,7 +72,7 @@ private slots:
         for (const char* lib : {"libsqlite3", "libfmt", "libc6", "libqt6core6"})
             QVERIFY2(r.out.contains(lib),
                      qPrintable(QString("Depends lacks %1: %2").arg(lib, r.out)));
-        if (FRAGSCOPE_HAVE_GUI) QVERIFY2(r.out.contains("libqt6widgets6"), r.out.constData());
+        QVERIFY2(r.out.contains("libqt6widgets6"), r.out.constData());
     }
 
     void layout()
@@ -88,12 +88,10 @@ private slots:
                                 "usr/share/man/man1/fragscope.1",
                                 "usr/share/doc/fragscope/README.md",
                                 "usr/share/doc/fragscope/session-format.md"};
-        if (FRAGSCOPE_HAVE_GUI) expected << "usr/bin/fragscope-gui";
-        if (QFile::exists(QStringLiteral(FRAGSCOPE_SOURCE_DIR "/capture/agent/CMakeLists.txt")))
-            expected << "usr/lib/fragscope/libfragscope-inject.so";
-        if (QFile::exists(
-                QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python/fragscope_nvtx.py")))
-            expected << "usr/share/fragscope/python/fragscope_nvtx.py";
+        expected << "usr/bin/fragscope-gui"
+                 << "usr/share/fragscope/python/fragscope_nvtx.py";
+        // The agent is packaged when capture was built (FRAGSCOPE_CAPTURE).
+        if (FRAGSCOPE_HAVE_AGENT) expected << "usr/lib/fragscope/libfragscope-inject.so";
         for (const QString& f : expected)
             QVERIFY2(QFile::exists(root_ + "/" + f), qPrintable("missing in package: " + f));
         // The man page documents every command the CLI lists.
@@ -123,13 +121,10 @@ private slots:
         QVERIFY2(v.code == 0, v.out.constData());
         QVERIFY(v.out.startsWith("fragscope "));
         QVERIFY(v.out.contains("SQLite"));
-        QStringList bins = {root_ + "/usr/bin/fragscope"};
-        if (FRAGSCOPE_HAVE_GUI) {
-            const Run g = run(root_ + "/usr/bin/fragscope-gui", {"--version"});
-            QVERIFY2(g.code == 0, g.out.constData());
-            QVERIFY(g.out.contains("fragscope"));
-            bins << root_ + "/usr/bin/fragscope-gui";
-        }
+        const Run g = run(root_ + "/usr/bin/fragscope-gui", {"--version"});
+        QVERIFY2(g.code == 0, g.out.constData());
+        QVERIFY(g.out.contains("fragscope"));
+        const QStringList bins = {root_ + "/usr/bin/fragscope", root_ + "/usr/bin/fragscope-gui"};
         // Nothing the binaries link is missing on this system, and none points into the build tree.
         for (const QString& b : bins) {
             const Run l = run("ldd", {b});

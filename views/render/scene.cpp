@@ -12,9 +12,7 @@
 #include <set>
 #include <thread>
 
-#ifdef FRAGSCOPE_HAVE_ANALYSIS
 #include "core/analysis/engine.h"
-#endif
 
 namespace fs::render {
 
@@ -204,7 +202,6 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     std::vector<Precursor> out;
     const FrameRow* f = frame(frameIndex);
     if (!f || li < 0 || li >= static_cast<int>(levels.size())) return out;
-#ifdef FRAGSCOPE_HAVE_ANALYSIS
     if (engine) {
         const analysis::CollapseReport rep = engine->frameReport(frameIndex);
         for (const auto& p : rep.precursors)
@@ -212,7 +209,6 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
                            p.address, p.size, p.allocationId});
         return out;
     }
-#endif
     const LevelData& ld = levels[static_cast<size_t>(li)];
     int64_t from = f->start;
     for (int k = 1; k <= lookbackFrames; ++k)
@@ -311,7 +307,6 @@ std::string formatAddress(uint64_t a)
     return fmt::format("0x{:x}", a);
 }
 
-#ifdef FRAGSCOPE_HAVE_ANALYSIS
 namespace {
 
 // Engine::open on its own thread. Destroying it unjoined (the scene load failed or was cancelled)
@@ -369,7 +364,6 @@ private:
 };
 
 } // namespace
-#endif
 
 namespace {
 // FRAGSCOPE_LOAD_TIMING=1 prints each stage's wall time to stderr (for bench_gui_load runs).
@@ -396,11 +390,9 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     report(lp, 0, "opening");
     // Only this thread uses the connection: no SQLite mutex around each of millions of calls.
     Session s = Session::open(path, true, SQLITE_OPEN_NOMUTEX);
-#ifdef FRAGSCOPE_HAVE_ANALYSIS
     // The analysis engine indexes the same file on a second thread: the two loads take about as
     // long each, and a machine has two cores or more.
     EngineLoad engine(path, lp);
-#endif
     // One read transaction: every table below comes from the same commit, even while a recorder
     // keeps committing to the file (WAL readers see a fixed snapshot).
     s.db().exec("BEGIN");
@@ -511,11 +503,9 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     clk.lap("replay");
     s.db().exec("COMMIT");
     scene->applyRules(lp.rules.empty() ? defaultCollapseRules() : lp.rules);
-#ifdef FRAGSCOPE_HAVE_ANALYSIS
     report(lp, 95, "analysis");
     scene->engine = engine.join();
     clk.lap("engine wait");
-#endif
     report(lp, 100, "done");
     return scene;
 }

@@ -1,0 +1,23 @@
+# The `format` test: fails on any C++ file that `clang-format --dry-run --Werror` would change
+# (.clang-format at the root). Run as: cmake -DSRC=... -DCLANG_FORMAT=... -P format_check.cmake
+set(globs)
+foreach(dir app bench capture core tests views)
+  foreach(ext cpp h cu)
+    list(APPEND globs ${SRC}/${dir}/*.${ext})
+  endforeach()
+endforeach()
+file(GLOB_RECURSE files LIST_DIRECTORIES false RELATIVE ${SRC} ${globs})
+list(LENGTH files n)
+if(n LESS 100)
+  message(FATAL_ERROR "format: only ${n} C++ files found under ${SRC}; wrong source folder?")
+endif()
+execute_process(COMMAND ${CLANG_FORMAT} --dry-run --Werror ${files} WORKING_DIRECTORY ${SRC}
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  string(REGEX MATCHALL "[^\n]+: error: code should be clang-formatted" bad "${err}")
+  list(REMOVE_DUPLICATES bad)
+  string(REPLACE ": error: code should be clang-formatted" "" bad "${bad}")
+  string(REPLACE ";" "\n  " bad "${bad}")
+  message(FATAL_ERROR "format: these files need `clang-format -i`:\n  ${bad}")
+endif()
+message(STATUS "format: ${n} C++ files are clang-formatted")
