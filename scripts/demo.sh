@@ -13,22 +13,14 @@ mkdir -p "$out"
 session="$out/demo.fragscope"
 echo "== simulating a 24-frame video-diffusion run (synthetic data) =="
 "$bin/fragscope" simulate -o "$session" --frames 24 --steps 20 --seed 17
-if [[ -x "$bin/gui/fragscope-gui" ]]; then
-  if [[ -n "${DISPLAY:-}" ]]; then
-    "$bin/gui/fragscope-gui" "$session" &
-  else
-    echo "== no \$DISPLAY: rendering the GUI offscreen into $out/ =="
-    QT_QPA_PLATFORM=offscreen "$bin/gui/fragscope-gui" --screenshots "$out" "$session"
-  fi
-fi
-if "$bin/fragscope" --help | grep -q '^  export '; then
-  "$bin/fragscope" export heatmap "$session" -o "$out/heatmap.png" --size 1600x900
-  "$bin/fragscope" export timeline "$session" -o "$out/timeline.png" --size 1600x900
-fi
-if "$bin/fragscope" --help | grep -q '^  report '; then
-  "$bin/fragscope" report "$session"
+if [[ -n "${DISPLAY:-}" ]]; then
+  "$bin/gui/fragscope-gui" "$session" &
 else
-  "$bin/fragscope" info "$session"
+  echo "== no \$DISPLAY: rendering the GUI offscreen into $out/ =="
+  QT_QPA_PLATFORM=offscreen "$bin/gui/fragscope-gui" --screenshots "$out" "$session"
 fi
+"$bin/fragscope" export heatmap "$session" -o "$out/heatmap.png" --size 1600x900
+"$bin/fragscope" export timeline "$session" -o "$out/timeline.png" --size 1600x900
+"$bin/fragscope" report "$session"
 echo "== outputs in $out/ =="
 ls -1 "$out"

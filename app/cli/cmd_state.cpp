@@ -1,5 +1,5 @@
 // fragscope state FILE --at TIME|end [--device D] [--level L] [--json]: the allocator state of
-// each device and level at one instant (DESIGN.md "Metric definitions").
+// each device and level at one instant (definitions: docs/analysis.md).
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -34,6 +34,16 @@ int runState(Args& a)
         t = parseTime(*engine, *at);
     } catch (const std::invalid_argument& e) {
         throw UsageError(std::string("--at: ") + e.what());
+    }
+    if (t < engine->timeBegin() || t > engine->timeEnd()) {
+        const bool ord = engine->summary().timeAxis == TimeAxis::Ordinal;
+        const auto span = [&](int64_t v) {
+            return ord ? fmt::format("{}", v)
+                       : fmt::format("{:.3f}s", static_cast<double>(v - engine->timeBegin()) / 1e9);
+        };
+        throw UsageError(fmt::format("--at {} lies outside the session, which spans {} to {}{}",
+                                     *at, span(engine->timeBegin()), span(engine->timeEnd()),
+                                     ord ? " (ordinals)" : " from its start; use --at end"));
     }
     std::vector<State> states;
     for (const Track& tr : engine->tracks()) {
