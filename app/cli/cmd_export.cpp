@@ -2,6 +2,7 @@
 // images drawn by fragscope_render (the same code the GUI's export dialog uses).
 #ifdef FRAGSCOPE_HAVE_RENDER
 #include "command.h"
+#include "export_timeline_data.h"
 #include "render/render.h"
 
 #include <QGuiApplication>
@@ -67,6 +68,8 @@ int runExport(Args& a)
                                      a.positional()[0]));
     const auto out = a.get("output");
     if (!out) throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
+    if (view == render::View::Timeline && isTimelineDataOutput(*out)) return exportTimelineData(a);
+    if (a.get("step")) throw UsageError("--step applies to timeline data (.csv, .json) only");
     int w = 1600, h = 900;
     if (auto sz = a.get("size")) {
         if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 ||
@@ -148,8 +151,10 @@ FRAGSCOPE_COMMAND({
     .name = "export",
     .synopsis =
         "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
-        "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]",
-    .summary = "Write a report-ready image of a view (PNG, SVG or PDF)",
+        "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]\n"
+        "       timeline FILE -o OUT.csv|OUT.json [--from T --to T | --frames A-B] [--step T]\n"
+        "       [--device D] [--level L]",
+    .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
     .options = {{"output", "OUT",
                  "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
                 {"size", "WxH", "image size in pixels (default 1600x900)"},
@@ -161,10 +166,18 @@ FRAGSCOPE_COMMAND({
                 {"frame", "N",
                  "histogram/memmap at the end of frame N (default: first collapsed frame)"},
                 {"at", "T", "histogram/memmap at time T instead of a frame"},
-                {"dark", "", "dark background"}},
+                {"dark", "", "dark background"},
+                {"step", "T",
+                 "timeline data: sample spacing (ns, or 10s, 500ms; default: span / 1000)"}},
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"
                "collapse bands are drawn on the heatmap and the timeline; the histogram overlays\n"
-               "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).",
+               "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).\n"
+               "Timeline data (.csv, .json): columns time_ns, device, level, reserved_bytes,\n"
+               "allocated_bytes, free_bytes, fragment_count, largest_free_fragment_bytes,\n"
+               "fragmentation_ratio, fragment_entropy_bits, event_size_entropy_bits; every\n"
+               "track of the session (or --device/--level), samples from --from to --to every\n"
+               "--step, the last one at --to (default: the session end). Each row equals\n"
+               "`fragscope state --at TIME_NS` for its track.",
     .run = runExport,
     .order = 60,
 });

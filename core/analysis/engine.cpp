@@ -346,6 +346,8 @@ State Engine::stateAt(uint32_t device, Level level, int64_t t) const
     State s = r.state().snapshot(t, true);
     s.device = device;
     s.level = level;
+    s.entropyWindowNs = std::max<int64_t>(d_->options.entropyWindowNs, 1);
+    s.eventSizeEntropyBits = eventEntropyAt(device, level, t, s.entropyWindowNs);
     return s;
 }
 
