@@ -2,6 +2,7 @@
 // images drawn by fragscope_render (the same code the GUI's export dialog uses).
 #ifdef FRAGSCOPE_HAVE_RENDER
 #include "command.h"
+#include "core/progress.h"
 #include "export_timeline_data.h"
 #include "render/render.h"
 
@@ -9,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 
@@ -67,7 +69,8 @@ int runExport(Args& a)
         throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)",
                                      a.positional()[0]));
     const auto out = a.get("output");
-    if (!out) throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
+    if (!out)
+        throw UsageError("-o OUT.png|OUT.svg|OUT.pdf (timeline also OUT.csv|OUT.json) is required");
     if (view == render::View::Timeline && isTimelineDataOutput(*out)) return exportTimelineData(a);
     if (a.get("step")) throw UsageError("--step applies to timeline data (.csv, .json) only");
     int w = 1600, h = 900;
@@ -86,7 +89,12 @@ int runExport(Args& a)
     std::unique_ptr<QGuiApplication> app;
     if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
 
-    const auto scene = render::loadScene(a.positional()[1]);
+    Progress loading("loading " + std::filesystem::path(a.positional()[1]).filename().string(), 100,
+                     "%");
+    render::LoadProgress lp;
+    lp.progress = [&](int percent, const std::string&) { loading.update(percent); };
+    const auto scene = render::loadScene(a.positional()[1], lp);
+    loading.finish();
     render::RenderOptions o;
     const uint32_t device = static_cast<uint32_t>(a.getInt("device", 0));
     Level level = Level::Framework;
@@ -167,6 +175,7 @@ FRAGSCOPE_COMMAND({
                  "histogram/memmap at the end of frame N (default: first collapsed frame)"},
                 {"at", "T", "histogram/memmap at time T instead of a frame"},
                 {"dark", "", "dark background"},
+                {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
                 {"step", "T",
                  "timeline data: sample spacing (ns, or 10s, 500ms; default: span / 1000)"}},
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"

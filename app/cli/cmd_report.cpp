@@ -1,5 +1,6 @@
 // fragscope report FILE [--json]: capture health, allocator summary over time, per-frame table,
 // collapses with their top precursors, and correlations (each with its n).
+#include "cli_engine.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -80,7 +81,7 @@ int runReport(Args& a)
 {
     a.expectPositional(1, "FILE");
     const int64_t top = a.getInt("top", 5);
-    const auto engine = Engine::open(a.positional()[0]);
+    const auto engine = openEngine(a.positional()[0]);
     const Engine& e = *engine;
     const SessionSummary& sum = e.summary();
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
@@ -277,11 +278,12 @@ int runReport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "report",
-    .synopsis = "FILE [--top K] [--json]",
+    .synopsis = "FILE [--top K] [--json] [--quiet]",
     .summary =
         "Summary for people and CI: health, allocator over time, frames, collapses, correlations",
     .options = {{"top", "K", "precursors shown per collapse (default 5)"},
-                {"json", "", "print one JSON object instead of text"}},
+                {"json", "", "print one JSON object instead of text"},
+                {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}},
     .details =
         "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
         "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.",

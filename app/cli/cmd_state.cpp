@@ -1,5 +1,6 @@
 // fragscope state FILE --at TIME|end [--device D] [--level L] [--json]: the allocator state of
 // each device and level at one instant (DESIGN.md "Metric definitions").
+#include "cli_engine.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -28,7 +29,7 @@ int runState(Args& a)
             throw UsageError("unknown level '" + *l + "' (driver, pool, framework)");
         level = lv;
     }
-    const auto engine = Engine::open(a.positional()[0]);
+    const auto engine = openEngine(a.positional()[0]);
     int64_t t = 0;
     try {
         t = parseTime(*engine, *at);
@@ -75,7 +76,7 @@ int runState(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "state",
-    .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json]",
+    .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json] [--quiet]",
     .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
                "histogram",
     .options = {{"at", "TIME",
@@ -84,7 +85,8 @@ FRAGSCOPE_COMMAND({
                  "frame:N (the end of frame N)"},
                 {"device", "D", "only this device (default: every device)"},
                 {"level", "L", "only this level: driver, pool or framework (default: every level)"},
-                {"json", "", "print one JSON object instead of text"}},
+                {"json", "", "print one JSON object instead of text"},
+                {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}},
     .details =
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"

@@ -1,5 +1,6 @@
 #include "export_timeline_data.h"
 
+#include "cli_engine.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/timeline_export.h"
 #include "core/session.h"
@@ -78,7 +79,7 @@ int exportTimelineData(Args& a)
         level = lv;
     }
     LoadOptions lo;
-    const auto engine = Engine::open(in, lo);
+    const auto engine = openEngine(in, lo);
 
     int64_t from = kNoTime, to = kNoTime;
     if (auto fr = a.get("frames")) {
