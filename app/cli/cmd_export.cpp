@@ -1,10 +1,12 @@
 // fragscope export heatmap|memmap|histogram|timeline FILE -o OUT.png|.svg|.pdf: report-ready
 // images drawn by fragscope_render (the same code the GUI's export dialog uses).
 #ifdef FRAGSCOPE_HAVE_RENDER
+#include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
 #include "export_timeline_data.h"
 #include "render/render.h"
+#include "render/rules_settings.h"
 
 #include <QGuiApplication>
 
@@ -92,6 +94,7 @@ int runExport(Args& a)
     Progress loading("loading " + std::filesystem::path(a.positional()[1]).filename().string(), 100,
                      "%");
     render::LoadProgress lp;
+    lp.rules = render::rulesFromSettings(commandSettings(a)); // the collapses `report` shows
     lp.progress = [&](int percent, const std::string&) { loading.update(percent); };
     const auto scene = render::loadScene(a.positional()[1], lp);
     loading.finish();
@@ -163,21 +166,22 @@ FRAGSCOPE_COMMAND({
         "       timeline FILE -o OUT.csv|OUT.json [--from T --to T | --frames A-B] [--step T]\n"
         "       [--device D] [--level L]",
     .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
-    .options = {{"output", "OUT",
-                 "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
-                {"size", "WxH", "image size in pixels (default 1600x900)"},
-                {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
-                {"to", "T", "end of the time range (same forms, or end)"},
-                {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
-                {"device", "D", "device id (default 0)"},
-                {"level", "L", "driver, pool or framework (default: the highest level with data)"},
-                {"frame", "N",
-                 "histogram/memmap at the end of frame N (default: first collapsed frame)"},
-                {"at", "T", "histogram/memmap at time T instead of a frame"},
-                {"dark", "", "dark background"},
-                {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
-                {"step", "T",
-                 "timeline data: sample spacing (ns, or 10s, 500ms; default: span / 1000)"}},
+    .options = withSettingsOptions(
+        {{"output", "OUT",
+          "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
+         {"size", "WxH", "image size in pixels (default 1600x900)"},
+         {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
+         {"to", "T", "end of the time range (same forms, or end)"},
+         {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
+         {"device", "D", "device id (default 0)"},
+         {"level", "L", "driver, pool or framework (default: the highest level with data)"},
+         {"frame", "N", "histogram/memmap at the end of frame N (default: first collapsed frame)"},
+         {"at", "T", "histogram/memmap at time T instead of a frame"},
+         {"dark", "", "dark background"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"step", "T",
+          "timeline data: sample spacing (ns, or 10s, 500ms; default: the settings'\n"
+          "timeline_step_ns, else span / 1000)"}}),
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"
                "collapse bands are drawn on the heatmap and the timeline; the histogram overlays\n"
                "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).\n"

@@ -1,4 +1,5 @@
 // fragscope import INPUT... -o OUT.fragscope [--format F]: other tools' traces into a session.
+#include "cli_settings.h"
 #include "command.h"
 #include "core/import/importer.h"
 #include "core/ingest.h"
@@ -78,6 +79,7 @@ int runImport(Args& a)
             "a metrics table alone goes to `fragscope metrics import SESSION TABLE`");
     IngestOptions opts;
     opts.path = *out;
+    opts.framePattern = commandSettings(a).framePattern; // frames are found while writing
     importers.front()->configure(opts);
     for (size_t i = 1; i < importers.size(); ++i) {
         IngestOptions other;
@@ -152,7 +154,10 @@ FRAGSCOPE_COMMAND({
         {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
          {"format", "F",
           "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"},
-         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"settings", "FILE",
+          "settings file whose frame_pattern finds the frames (default: the user's,\n"
+          "docs/settings.md)"}},
     .details = "Formats (docs/importers.md):\n"
                "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain "
                "data, never\n"

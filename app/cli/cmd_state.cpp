@@ -1,6 +1,7 @@
 // fragscope state FILE --at TIME|end [--device D] [--level L] [--json]: the allocator state of
 // each device and level at one instant (DESIGN.md "Metric definitions").
 #include "cli_engine.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -29,7 +30,7 @@ int runState(Args& a)
             throw UsageError("unknown level '" + *l + "' (driver, pool, framework)");
         level = lv;
     }
-    const auto engine = openEngine(a.positional()[0]);
+    const auto engine = openEngine(a.positional()[0], commandSettings(a).loadOptions());
     int64_t t = 0;
     try {
         t = parseTime(*engine, *at);
@@ -79,14 +80,15 @@ FRAGSCOPE_COMMAND({
     .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json] [--quiet]",
     .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
                "histogram",
-    .options = {{"at", "TIME",
-                 "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
-                 "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
-                 "frame:N (the end of frame N)"},
-                {"device", "D", "only this device (default: every device)"},
-                {"level", "L", "only this level: driver, pool or framework (default: every level)"},
-                {"json", "", "print one JSON object instead of text"},
-                {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}},
+    .options = withSettingsOptions(
+        {{"at", "TIME",
+          "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
+          "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
+          "frame:N (the end of frame N)"},
+         {"device", "D", "only this device (default: every device)"},
+         {"level", "L", "only this level: driver, pool or framework (default: every level)"},
+         {"json", "", "print one JSON object instead of text"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"

@@ -1,6 +1,7 @@
 #include "export_timeline_data.h"
 
 #include "cli_engine.h"
+#include "cli_settings.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/timeline_export.h"
 #include "core/session.h"
@@ -36,22 +37,6 @@ int64_t timeArg(const Engine& e, const std::string& text, const char* opt)
     }
 }
 
-// A duration: plain integer ns (or ordinals), or a number with a unit (parseTime's offset from
-// the session's beginning, minus that beginning).
-int64_t durationArg(const Engine& e, const std::string& text, const char* opt)
-{
-    int64_t v = 0;
-    if (text.starts_with("frame:") || text == "end" || text == "begin")
-        throw UsageError(fmt::format("--{}: '{}' is an instant, not a duration", opt, text));
-    const int64_t t = timeArg(e, text, opt);
-    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-        return std::isdigit(static_cast<unsigned char>(c));
-    });
-    v = plain ? t : t - e.timeBegin();
-    if (v <= 0) throw UsageError(fmt::format("--{}: '{}' must be a positive duration", opt, text));
-    return v;
-}
-
 } // namespace
 
 bool isTimelineDataOutput(const std::string& out)
@@ -78,7 +63,8 @@ int exportTimelineData(Args& a)
             throw UsageError(fmt::format("--level '{}': expected driver, pool or framework", *l));
         level = lv;
     }
-    LoadOptions lo;
+    const settings::Settings st = commandSettings(a);
+    const LoadOptions lo = st.loadOptions();
     const auto engine = openEngine(in, lo);
 
     int64_t from = kNoTime, to = kNoTime;
@@ -103,8 +89,12 @@ int exportTimelineData(Args& a)
         if (from != kNoTime && to != kNoTime && to <= from)
             throw UsageError("--to must be after --from");
     }
-    int64_t step = 0;
-    if (auto s = a.get("step")) step = durationArg(*engine, *s, "step");
+    int64_t step = st.timelineStepNs;
+    if (auto s = a.get("step")) try {
+            step = settings::parseDuration(*s);
+        } catch (const std::invalid_argument& ex) {
+            throw UsageError(std::string("--step: ") + ex.what());
+        }
 
     std::vector<Timeline> timelines;
     for (const Track& tr : engine->tracks()) {
