@@ -112,7 +112,7 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
         };
         try {
             std::string session = path.toStdString();
-            if (!liveScene && !import::isSessionFile(session)) {
+            if (!liveScene && import::needsImportForViewing(session)) {
                 session = importForView(session, cancel.get(), post, path);
                 if (cancel->load()) return;
             }

@@ -80,6 +80,11 @@ bool isSessionFile(const std::string& path)
     return appId == static_cast<uint32_t>(kApplicationId);
 }
 
+bool needsImportForViewing(const std::string& path)
+{
+    return !isSessionFile(path) && std::filesystem::path(path).extension() != kSessionExtension;
+}
+
 std::string SourceKey::text() const
 {
     return fmt::format("{}:{}:{:016x}", size, mtimeNs, headHash);

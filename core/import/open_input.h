@@ -23,6 +23,9 @@ public:
 
 // A fragscope session file (SQLite with the session's application id), not a trace to import.
 bool isSessionFile(const std::string& path);
+// What a viewer imports before opening: anything that is not a session by content, except a file
+// named *.fragscope (opened as a session, so a damaged one is reported as such).
+bool needsImportForViewing(const std::string& path);
 
 struct SourceKey
 {
