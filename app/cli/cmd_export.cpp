@@ -168,7 +168,8 @@ FRAGSCOPE_COMMAND({
     .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
     .options = withSettingsOptions(
         {{"output", "OUT",
-          "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
+          "-o OUT: output file; the extension picks the format: .png, .svg or .pdf;\n"
+          "timeline also .csv or .json (data: one row per sample and track)"},
          {"size", "WxH", "image size in pixels (default 1600x900)"},
          {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
          {"to", "T", "end of the time range (same forms, or end)"},

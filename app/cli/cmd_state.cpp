@@ -95,7 +95,10 @@ FRAGSCOPE_COMMAND({
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
         "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
         "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
-        "fragment_entropy_bits, histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.",
+        "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"
+        "histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.\n"
+        "event_size_entropy_bits: the same size classes over the alloc and free events in\n"
+        "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).",
     .run = runState,
     .order = 40,
 });
