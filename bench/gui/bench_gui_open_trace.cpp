@@ -99,10 +99,12 @@ int main(int argc, char** argv)
         }
     std::printf("pickle to first picture, %s (%lld MiB):\n", qPrintable(snapshot),
                 static_cast<long long>(QFile(snapshot).size() >> 20));
-    std::printf("  first open:  import %.2f s, loaded %.2f s, first heatmap %.2f s\n",
+    std::printf("  first open:  imported %.3f s, session loaded and views built %.3f s, first full "
+                "heatmap %.3f s\n",
                 cold.imported, cold.loaded, cold.firstPicture);
-    std::printf("  second open (session reused: %s): loaded %.2f s, first heatmap %.2f s\n",
-                warm.reused ? "yes" : "NO", warm.loaded, warm.firstPicture);
+    std::printf(
+        "  second open (session reused: %s): views built %.3f s, first full heatmap %.3f s\n",
+        warm.reused ? "yes" : "NO", warm.loaded, warm.firstPicture);
     if (prc == 0)
         std::printf("  python3 pickle.load alone: %.2f s (baseline, same run); first open / "
                     "pickle.load = %.2fx\n",
