@@ -45,7 +45,8 @@ Existing inspect(const std::string& path, const std::string& key)
     if (!std::filesystem::is_regular_file(st)) return Existing::Foreign;
     if (!isSessionFile(path)) return Existing::Foreign; // somebody's file: the cache is used
     try {
-        const Session s = Session::open(path);
+        // Only the key is read here; the viewer's own open checks the file's integrity.
+        const Session s = Session::open(path, false);
         const std::string k = s.meta(kKeyMeta);
         if (k.empty()) return Existing::Foreign; // a session the user made another way
         return k == key ? Existing::Ours : Existing::Stale;
