@@ -391,10 +391,10 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
         writeAllocation(e.device, e.level, j->first, j->second, e.time);
         m.erase(j);
     }
-    if (opts_.expectRegions) {
-        a.regionId = regionAt(e.device, e.level, e.address, e.size);
-        if (a.regionId < 0) anomaly(anomaly::OutsideRegion, e, seq);
-    }
+    // A block inside a region always belongs to it (an nsys export has pool regions but plain
+    // cudaMalloc blocks outside any); only sources that expect regions flag the others.
+    a.regionId = regionAt(e.device, e.level, e.address, e.size);
+    if (a.regionId < 0 && opts_.expectRegions) anomaly(anomaly::OutsideRegion, e, seq);
     m.emplace(e.address, a);
     sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
     recentlyFreed_.erase(e.address);

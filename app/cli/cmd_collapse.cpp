@@ -1,5 +1,7 @@
 // fragscope collapse FILE --frame N [--json]: precursors and the f-1 -> f state diff of the
 // collapse that contains frame N.
+#include "cli_engine.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -20,7 +22,7 @@ int runCollapse(Args& a)
     if (!a.get("frame")) throw UsageError("--frame N is required");
     const int64_t frame = a.getInt("frame", -1);
     const int64_t limit = a.getInt("top", 20);
-    const auto engine = Engine::open(a.positional()[0]);
+    const auto engine = openEngine(a.positional()[0], commandSettings(a).loadOptions());
     bool known = false;
     for (const FrameInfo& f : engine->frames())
         known = known || f.index == frame;
@@ -59,18 +61,20 @@ int runCollapse(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "collapse",
-    .synopsis = "FILE --frame N [--top K] [--any] [--json]",
+    .synopsis = "FILE --frame N [--top K] [--any] [--json] [--quiet]",
     .summary =
         "What the allocator did before a collapse: ranked precursors and the f-1 -> f state diff",
-    .options = {{"frame", "N", "a frame inside the collapse"},
-                {"top", "K", "show the K highest-ranked precursors (default 20)"},
-                {"any", "", "report frame N even when no collapse rule breaks there"},
-                {"json", "", "print one JSON object instead of text"}},
-    .details =
-        "Collapse rules (DESIGN.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
-        "flow_l2_px > 8.7, clip_entropy_bits > 2.95. The precursor window runs from the start\n"
-        "of the frame two frames before the collapse to the end of its first frame.\n"
-        "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
+    .options = withSettingsOptions(
+        {{"frame", "N", "a frame inside the collapse"},
+         {"top", "K", "show the K highest-ranked precursors (default 20)"},
+         {"any", "", "report frame N even when no collapse rule breaks there"},
+         {"json", "", "print one JSON object instead of text"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
+    .details = "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"
+               "coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,\n"
+               "clip_entropy_bits > 2.95. The precursor window runs from the start of the frame\n"
+               "--lookback frames (2) before the collapse to the end of its first frame.\n"
+               "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
     .run = runCollapse,
     .order = 42,
 });

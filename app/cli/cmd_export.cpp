@@ -1,12 +1,17 @@
 // fragscope export heatmap|memmap|histogram|timeline FILE -o OUT.png|.svg|.pdf: report-ready
 // images drawn by fragscope_render (the same code the GUI's export dialog uses).
+#include "cli_settings.h"
 #include "command.h"
+#include "core/progress.h"
+#include "export_timeline_data.h"
 #include "render/render.h"
+#include "render/rules_settings.h"
 
 #include <QGuiApplication>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 
@@ -65,7 +70,10 @@ int runExport(Args& a)
         throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)",
                                      a.positional()[0]));
     const auto out = a.get("output");
-    if (!out) throw UsageError("-o OUT.png|OUT.svg|OUT.pdf is required");
+    if (!out)
+        throw UsageError("-o OUT.png|OUT.svg|OUT.pdf (timeline also OUT.csv|OUT.json) is required");
+    if (view == render::View::Timeline && isTimelineDataOutput(*out)) return exportTimelineData(a);
+    if (a.get("step")) throw UsageError("--step applies to timeline data (.csv, .json) only");
     int w = 1600, h = 900;
     if (auto sz = a.get("size")) {
         if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 ||
@@ -82,7 +90,13 @@ int runExport(Args& a)
     std::unique_ptr<QGuiApplication> app;
     if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
 
-    const auto scene = render::loadScene(a.positional()[1]);
+    Progress loading("loading " + std::filesystem::path(a.positional()[1]).filename().string(), 100,
+                     "%");
+    render::LoadProgress lp;
+    lp.rules = render::rulesFromSettings(commandSettings(a)); // the collapses `report` shows
+    lp.progress = [&](int percent, const std::string&) { loading.update(percent); };
+    const auto scene = render::loadScene(a.positional()[1], lp);
+    loading.finish();
     render::RenderOptions o;
     const uint32_t device = static_cast<uint32_t>(a.getInt("device", 0));
     Level level = Level::Framework;
@@ -147,23 +161,36 @@ FRAGSCOPE_COMMAND({
     .name = "export",
     .synopsis =
         "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
-        "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]",
-    .summary = "Write a report-ready image of a view (PNG, SVG or PDF)",
-    .options = {{"output", "OUT",
-                 "-o OUT: output file; the extension picks the format: .png, .svg or .pdf"},
-                {"size", "WxH", "image size in pixels (default 1600x900)"},
-                {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
-                {"to", "T", "end of the time range (same forms, or end)"},
-                {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
-                {"device", "D", "device id (default 0)"},
-                {"level", "L", "driver, pool or framework (default: the highest level with data)"},
-                {"frame", "N",
-                 "histogram/memmap at the end of frame N (default: first collapsed frame)"},
-                {"at", "T", "histogram/memmap at time T instead of a frame"},
-                {"dark", "", "dark background"}},
+        "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]\n"
+        "       timeline FILE -o OUT.csv|OUT.json [--from T --to T | --frames A-B] [--step T]\n"
+        "       [--device D] [--level L]",
+    .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
+    .options = withSettingsOptions(
+        {{"output", "OUT",
+          "-o OUT: output file; the extension picks the format: .png, .svg or .pdf;\n"
+          "timeline also .csv or .json (data: one row per sample and track)"},
+         {"size", "WxH", "image size in pixels (default 1600x900)"},
+         {"from", "T", "start of the time range (ns, 12.5s, 300ms, frame:N, begin)"},
+         {"to", "T", "end of the time range (same forms, or end)"},
+         {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
+         {"device", "D", "device id (default 0)"},
+         {"level", "L", "driver, pool or framework (default: the highest level with data)"},
+         {"frame", "N", "histogram/memmap at the end of frame N (default: first collapsed frame)"},
+         {"at", "T", "histogram/memmap at time T instead of a frame"},
+         {"dark", "", "dark background"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"step", "T",
+          "timeline data: sample spacing (ns, or 10s, 500ms; default: the settings'\n"
+          "timeline_step_ns, else span / 1000)"}}),
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"
                "collapse bands are drawn on the heatmap and the timeline; the histogram overlays\n"
-               "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).",
+               "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).\n"
+               "Timeline data (.csv, .json): columns time_ns, device, level, reserved_bytes,\n"
+               "allocated_bytes, free_bytes, fragment_count, largest_free_fragment_bytes,\n"
+               "fragmentation_ratio, fragment_entropy_bits, event_size_entropy_bits; every\n"
+               "track of the session (or --device/--level), samples from --from to --to every\n"
+               "--step, the last one at --to (default: the session end). Each row equals\n"
+               "`fragscope state --at TIME_NS` for its track.",
     .run = runExport,
     .order = 60,
 });

@@ -1,4 +1,5 @@
 // fragscope import INPUT... -o OUT.fragscope [--format F]: other tools' traces into a session.
+#include "cli_settings.h"
 #include "command.h"
 #include "core/import/importer.h"
 #include "core/ingest.h"
@@ -53,6 +54,7 @@ int runImport(Args& a)
 
     // Read every input's header first: bad input fails before any output file exists.
     std::vector<std::unique_ptr<import::Importer>> importers;
+    std::vector<std::shared_ptr<Progress>> reading; // one per importer, until its emit ends
     std::vector<std::string> metricsTables;
     for (const auto& in : a.positional()) {
         if (looksLikeMetricsTable(in)) {
@@ -67,8 +69,8 @@ int runImport(Args& a)
         };
         auto imp = import::makeImporter(format, in, io);
         imp->prepare();
-        progress->finish();
         importers.push_back(std::move(imp));
+        reading.push_back(std::move(progress));
     }
 
     if (importers.empty())
@@ -77,6 +79,7 @@ int runImport(Args& a)
             "a metrics table alone goes to `fragscope metrics import SESSION TABLE`");
     IngestOptions opts;
     opts.path = *out;
+    opts.framePattern = commandSettings(a).framePattern; // frames are found while writing
     importers.front()->configure(opts);
     for (size_t i = 1; i < importers.size(); ++i) {
         IngestOptions other;
@@ -99,6 +102,7 @@ int runImport(Args& a)
                 ingest.addSource(o.sourceKind, o.sourcePath);
             }
             importers[i]->emit(ingest);
+            reading[i]->finish();
         }
         ingest.end();
         progress.finish();
@@ -143,12 +147,17 @@ int runImport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "import",
-    .synopsis = "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite]",
+    .synopsis =
+        "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite] [--quiet]",
     .summary = "Import PyTorch allocator snapshots, Kineto traces or Nsight Systems SQLite exports",
     .options =
         {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
          {"format", "F",
-          "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"}},
+          "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"settings", "FILE",
+          "settings file whose frame_pattern finds the frames (default: the user's,\n"
+          "docs/settings.md)"}},
     .details = "Formats (docs/importers.md):\n"
                "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain "
                "data, never\n"

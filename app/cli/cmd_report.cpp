@@ -1,5 +1,7 @@
 // fragscope report FILE [--json]: capture health, allocator summary over time, per-frame table,
 // collapses with their top precursors, and correlations (each with its n).
+#include "cli_engine.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -30,7 +32,7 @@ struct TrackSummary
     int64_t samples = 0;
 };
 
-TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
+TrackSummary summarise(const Engine& e, const Track& t, int64_t step, const settings::Settings& st)
 {
     TrackSummary s;
     s.track = t;
@@ -39,6 +41,7 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
     o.device = t.device;
     o.level = t.level;
     o.step = step;
+    o.entropyWindowNs = st.entropyWindowNs;
     const Timeline tl = e.timeline(o);
     s.samples = static_cast<int64_t>(tl.time.size());
     s.minLargest = tl.largestFragment.empty() ? 0 : tl.largestFragment.front();
@@ -56,7 +59,7 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step)
     }
     s.ratioTrend = e.trend(tl, "fragmentation_ratio", kNoTime, kNoTime);
     s.entropyTrend = e.trend(tl, "event_entropy", kNoTime, kNoTime);
-    const auto bursts = e.bursts(t.device, t.level);
+    const auto bursts = e.bursts(t.device, t.level, kNoTime, kNoTime, st.burstGapNs);
     for (const Burst& b : bursts)
         if (b.allocations > 1) {
             ++s.bursts;
@@ -80,14 +83,15 @@ int runReport(Args& a)
 {
     a.expectPositional(1, "FILE");
     const int64_t top = a.getInt("top", 5);
-    const auto engine = Engine::open(a.positional()[0]);
+    const settings::Settings st = commandSettings(a);
+    const auto engine = openEngine(a.positional()[0], st.loadOptions());
     const Engine& e = *engine;
     const SessionSummary& sum = e.summary();
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
     const int64_t step = std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / 2000);
     std::vector<TrackSummary> tracks;
     for (const Track& t : e.tracks())
-        tracks.push_back(summarise(e, t, step));
+        tracks.push_back(summarise(e, t, step, st));
     const auto def = e.defaultTrack(0);
     std::vector<CollapseReport> reports;
     for (const Collapse& c : e.collapses())
@@ -277,11 +281,13 @@ int runReport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "report",
-    .synopsis = "FILE [--top K] [--json]",
+    .synopsis = "FILE [--top K] [--json] [--quiet]",
     .summary =
         "Summary for people and CI: health, allocator over time, frames, collapses, correlations",
-    .options = {{"top", "K", "precursors shown per collapse (default 5)"},
-                {"json", "", "print one JSON object instead of text"}},
+    .options = withSettingsOptions(
+        {{"top", "K", "precursors shown per collapse (default 5)"},
+         {"json", "", "print one JSON object instead of text"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
         "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.",

@@ -1,5 +1,7 @@
 // fragscope state FILE --at TIME|end [--device D] [--level L] [--json]: the allocator state of
 // each device and level at one instant (definitions: docs/analysis.md).
+#include "cli_engine.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
@@ -28,7 +30,7 @@ int runState(Args& a)
             throw UsageError("unknown level '" + *l + "' (driver, pool, framework)");
         level = lv;
     }
-    const auto engine = Engine::open(a.positional()[0]);
+    const auto engine = openEngine(a.positional()[0], commandSettings(a).loadOptions());
     int64_t t = 0;
     try {
         t = parseTime(*engine, *at);
@@ -85,23 +87,28 @@ int runState(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "state",
-    .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json]",
+    .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json] [--quiet]",
     .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
                "histogram",
-    .options = {{"at", "TIME",
-                 "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
-                 "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
-                 "frame:N (the end of frame N)"},
-                {"device", "D", "only this device (default: every device)"},
-                {"level", "L", "only this level: driver, pool or framework (default: every level)"},
-                {"json", "", "print one JSON object instead of text"}},
+    .options = withSettingsOptions(
+        {{"at", "TIME",
+          "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
+          "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
+          "frame:N (the end of frame N)"},
+         {"device", "D", "only this device (default: every device)"},
+         {"level", "L", "only this level: driver, pool or framework (default: every level)"},
+         {"json", "", "print one JSON object instead of text"},
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
         "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
         "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
-        "fragment_entropy_bits, histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.",
+        "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"
+        "histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.\n"
+        "event_size_entropy_bits: the same size classes over the alloc and free events in\n"
+        "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).",
     .run = runState,
     .order = 40,
 });

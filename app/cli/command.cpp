@@ -144,7 +144,11 @@ std::string helpText(const Command& c)
         for (const auto& o : c.options) {
             std::string left = "--" + o.name + (o.arg.empty() ? "" : " " + o.arg);
             if (o.name == "output") left = "-o, " + left;
-            out += fmt::format("  {:<26} {}\n", left, o.help);
+            // Continuation lines of a long help start under its first line.
+            std::string help = o.help;
+            for (size_t p = help.find('\n'); p != std::string::npos; p = help.find('\n', p + 1))
+                help.insert(p + 1, std::string(2 + 26 + 1, ' '));
+            out += fmt::format("  {:<26} {}\n", left, help);
         }
     }
     out += fmt::format("  {:<26} {}\n", "--help", "show this help");

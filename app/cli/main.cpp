@@ -1,5 +1,6 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
+#include "core/progress.h"
 #include "core/session.h"
 #include "core/sqlite.h"
 #include "core/versions.h"
@@ -88,6 +89,7 @@ int main(int argc, char** argv)
     }
     try {
         Args parsed(*cmd, rest);
+        if (parsed.flag("quiet")) Progress::setMode(Progress::Mode::Never);
         return cmd->run(parsed);
     } catch (const UsageError& e) {
         fmt::print(stderr, "fragscope {}: {}\n", cmd->name, e.what());

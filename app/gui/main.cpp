@@ -57,7 +57,10 @@ int main(int argc, char** argv)
                                   "attach-PID.fragscope in the current directory)."),
                    QStringLiteral("OUT")});
     cli.addPositionalArgument(QStringLiteral("FILE"),
-                              QStringLiteral("Session to open (.fragscope)."));
+                              QStringLiteral("Session (.fragscope) or trace to open: a PyTorch "
+                                             "snapshot, Kineto trace or nsys SQLite export is "
+                                             "imported first (beside it, else in the cache "
+                                             "directory) and reused while unchanged."));
     cli.process(app);
     const QStringList files = cli.positionalArguments();
 

@@ -10,6 +10,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -104,6 +105,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                         .arg(sum.frames)
                         .arg(sum.devices.size())
                         .arg(sum.synthetic ? tr(", synthetic") : QString()));
+            });
+    connect(loader_, &SessionLoader::imported, this,
+            [this](const QString& in, const QString& session, bool reused) {
+                statusBar()->showMessage(
+                    (reused ? tr("%1 unchanged: opening its session %2…")
+                            : tr("Imported %1 into %2; loading…"))
+                        .arg(QFileInfo(in).fileName(), QDir::toNativeSeparators(session)));
             });
     connect(loader_, &SessionLoader::progress, this, [this](int pct, const QString& stage) {
         progress_->setValue(pct);
@@ -248,7 +256,9 @@ void MainWindow::buildMenus()
     auto* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
         const QString p = QFileDialog::getOpenFileName(
-            this, tr("Open session"), {}, tr("fragscope sessions (*.fragscope);;All files (*)"));
+            this, tr("Open session or trace"), {},
+            tr("Sessions and traces (*.fragscope *.pickle *.pkl *.json *.json.gz *.sqlite);;"
+               "fragscope sessions (*.fragscope);;All files (*)"));
         if (!p.isEmpty()) openFile(p);
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));

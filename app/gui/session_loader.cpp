@@ -1,5 +1,8 @@
 #include "session_loader.h"
 
+#include "core/import/open_input.h"
+#include "core/settings/settings.h"
+
 #include <QPointer>
 
 namespace fs::gui {
@@ -38,6 +41,36 @@ void SessionLoader::refresh(std::shared_ptr<render::LiveScene> live, const QStri
 {
     start(path, std::move(live));
 }
+
+namespace {
+
+// Imports a trace for viewing on the loader's worker, reporting progress as "importing".
+template <typename Post>
+std::string importForView(const std::string& input, const std::atomic<bool>* cancel,
+                          const Post& post, const QString& path)
+{
+    import::ViewImportOptions vo;
+    vo.cancel = cancel;
+    try {
+        vo.framePattern = settings::loadUser().framePattern; // as `fragscope import` finds frames
+    } catch (const std::exception&) {
+        // A broken settings file: the default pattern (the rules editor reports the file).
+    }
+    int last = -1;
+    vo.progress = [&](uint64_t done, uint64_t total) {
+        const int pct = total ? static_cast<int>(std::min<uint64_t>(100, done * 100 / total)) : 0;
+        if (pct == last) return;
+        last = pct;
+        post([pct](SessionLoader* l) { emit l->progress(pct, QStringLiteral("importing")); });
+    };
+    const import::ViewImportResult r = import::importForViewing(input, vo);
+    post([path, session = QString::fromStdString(r.session), reused = r.reused](SessionLoader* l) {
+        emit l->imported(path, session, reused);
+    });
+    return r.session;
+}
+
+} // namespace
 
 void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene> liveScene)
 {
@@ -78,12 +111,18 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             post([path, sum](SessionLoader* l) { emit l->summaryRead(path, sum); });
         };
         try {
-            auto scene =
-                liveScene ? liveScene->refresh(rules) : render::loadScene(path.toStdString(), lp);
-            post([path, scene](SessionLoader* l) {
+            std::string session = path.toStdString();
+            if (!liveScene && import::needsImportForViewing(session)) {
+                session = importForView(session, cancel.get(), post, path);
+                if (cancel->load()) return;
+            }
+            auto scene = liveScene ? liveScene->refresh(rules) : render::loadScene(session, lp);
+            post([session = QString::fromStdString(session), scene](SessionLoader* l) {
                 l->busy_ = false;
-                emit l->loaded(path, scene);
+                emit l->loaded(session, scene);
             });
+        } catch (const import::ImportCancelled&) {
+            // cancel() already told the window; the import left nothing behind.
         } catch (const render::LoadCancelled&) {
             // cancel() already told the window.
         } catch (const std::exception& e) {

@@ -1,6 +1,9 @@
 // Loads sessions on a worker thread (fragscope_render::loadScene) and hands the whole, immutable
-// Scene back on the GUI thread. Newest request wins: load() cancels whatever is running, and a
-// cancelled or superseded job's result is dropped, so the window keeps showing what it had.
+// Scene back on the GUI thread. A trace that is not a session is first imported on the same
+// worker, with progress and cancel (core/import/open_input.h: beside the input or in the cache
+// directory, reused while the input is unchanged). Newest request wins: load() cancels whatever is
+// running, and a cancelled or superseded job's result is dropped, so the window keeps showing what
+// it had.
 #pragma once
 
 #include "render/live_scene.h"
@@ -39,7 +42,11 @@ signals:
     void progress(int percent, const QString& stage);
     // Staged results: the summary as soon as it is read, long before the scene.
     void summaryRead(const QString& path, const fs::SessionSummary& summary);
+    // path: the session file (for a trace opened directly, the session it was imported into).
     void loaded(const QString& path, std::shared_ptr<const fs::render::Scene> scene);
+    // A trace (PyTorch snapshot, Kineto trace, nsys export) was imported into session, or an
+    // earlier import of the same unchanged input was reused; loaded() follows.
+    void imported(const QString& input, const QString& session, bool reused);
     void failed(const QString& path, const QString& message);
     void cancelled(const QString& path);
 

@@ -1,6 +1,8 @@
 // Engine: loading the session into the replay index, state queries and allocation lookups.
 #include "engine_impl.h"
 
+#include "core/format.h"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -346,6 +348,8 @@ State Engine::stateAt(uint32_t device, Level level, int64_t t) const
     State s = r.state().snapshot(t, true);
     s.device = device;
     s.level = level;
+    s.entropyWindowNs = std::max<int64_t>(d_->options.entropyWindowNs, 1);
+    s.eventSizeEntropyBits = eventEntropyAt(device, level, t, s.entropyWindowNs);
     return s;
 }
 
@@ -516,20 +520,8 @@ int64_t parseTime(const Engine& e, const std::string& text)
         throw std::invalid_argument("'" + text +
                                     "': this session has an ordinal time axis (no timestamps); "
                                     "give the ordinal as a plain integer");
-    double scale = 0;
-    if (unit == "ns")
-        scale = 1;
-    else if (unit == "us")
-        scale = 1e3;
-    else if (unit == "ms")
-        scale = 1e6;
-    else if (unit == "s")
-        scale = 1e9;
-    else if (unit == "min")
-        scale = 60e9;
-    else if (unit == "h")
-        scale = 3600e9;
-    else
+    const double scale = nsPerTimeUnit(unit);
+    if (scale == 0)
         throw std::invalid_argument("unknown time unit '" + unit + "' in '" + text +
                                     "' (ns, us, ms, s, min, h)");
     const double ns = v * scale;

@@ -39,7 +39,9 @@ struct LoadOptions
     const std::atomic<bool>* cancel = nullptr; // raised -> open() throws Cancelled
     std::vector<CollapseRule> rules = defaultCollapseRules();
     int64_t lookbackFrames = 2; // precursor window: the two previous frames (DESIGN.md)
-    bool useCache = true;       // read/write the per-frame cache in the session file
+    // Event-size entropy window stateAt() uses (timelines take theirs in TimelineOptions).
+    int64_t entropyWindowNs = 300'000'000'000;
+    bool useCache = true; // read/write the per-frame cache in the session file
     // PRAGMA quick_check on open (Session::open); false when the caller has just checked the
     // same file itself (the GUI's loader opens it in parallel).
     bool integrityCheck = true;
@@ -75,7 +77,11 @@ public:
     std::vector<RegionInfo> regions(uint32_t device, Level level) const;
 
     // ---- state ----
+    // Includes the event-size entropy over (t - LoadOptions::entropyWindowNs, t].
     State stateAt(uint32_t device, Level level, int64_t t) const;
+    // Event-size entropy of the track's alloc and free events in (t - windowNs, t], counted
+    // directly (the timeline keeps a sliding window instead; tests compare the two).
+    double eventEntropyAt(uint32_t device, Level level, int64_t t, int64_t windowNs) const;
     // Same figures by replaying every event from the start (slow; tests compare the two).
     State stateAtFullReplay(uint32_t device, Level level, int64_t t) const;
     std::vector<Fragment> fragmentsAt(uint32_t device, Level level, int64_t t) const;

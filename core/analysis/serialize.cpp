@@ -47,6 +47,8 @@ void writeStateFields(JsonWriter& j, const State& s)
     j.field("largest_free_fragment_bytes", s.largestFreeFragmentBytes);
     j.field("fragmentation_ratio", s.fragmentationRatio);
     j.field("fragment_entropy_bits", s.fragmentEntropyBits);
+    j.field("event_size_entropy_bits", s.eventSizeEntropyBits);
+    j.field("entropy_window_ns", s.entropyWindowNs);
     j.key("histogram");
     writeHistogramBins(j, s.histogram.log2);
     j.key("clusters");
@@ -163,6 +165,11 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
                        s.fragmentationRatio > 0.35 ? "   (> 0.35: fragmented by the seed's rule)"
                                                    : "");
     out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
+    if (s.entropyWindowNs > 0)
+        out += fmt::format(
+            "  event-size entropy {:.6f} bits (window {})\n", s.eventSizeEntropyBits,
+            ordinal ? fmt::format("{} events", s.entropyWindowNs)
+                    : fmt::format("{:g} s", static_cast<double>(s.entropyWindowNs) / 1e9));
     if (!s.histogram.log2.empty()) {
         out += "  histogram (free fragments)\n";
         for (const HistogramBin& b : s.histogram.log2)

@@ -67,6 +67,10 @@ struct State
     uint64_t largestFreeFragmentBytes = 0;
     double fragmentationRatio = 0;  // 1 - largest / free, 0 when nothing is free
     double fragmentEntropyBits = 0; // entropy of the fragments' size classes
+    // Event-size entropy of the alloc/free events in (time - window, time], the engine's entropy
+    // window (LoadOptions::entropyWindowNs): the value the timeline plots at this instant.
+    double eventSizeEntropyBits = 0;
+    int64_t entropyWindowNs = 0;
     Histogram histogram;
 };
 

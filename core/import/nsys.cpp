@@ -3,6 +3,8 @@
 #include "importer.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -11,6 +13,73 @@
 namespace fs::import {
 
 namespace {
+
+// CUDA memory pools (cudaMallocAsync) as regions of the pool level, one per (device, pool
+// address): created at the pool's CREATE event (or, for a pool made before the capture, at its
+// first allocation), released at DESTROY, sized to cover the largest size the export reports for
+// the pool and every allocation seen inside it. A TRIM is a marker, as the CUPTI agent records it.
+class PoolRegions
+{
+public:
+    void noteAllocation(uint32_t device, uint64_t pool, const Event& a, uint64_t poolSize)
+    {
+        Pool& p = pools_[{device, pool}];
+        p.firstUse = std::min(p.firstUse, a.time);
+        if (a.address >= pool) p.extent = std::max(p.extent, a.address + a.size - pool);
+        p.extent = std::max(p.extent, poolSize);
+    }
+    void created(uint32_t device, uint64_t pool, int64_t t, uint64_t size, uint64_t threshold)
+    {
+        Pool& p = pools_[{device, pool}];
+        p.created = std::min(p.created, t);
+        p.extent = std::max(p.extent, size);
+        p.threshold = threshold;
+    }
+    void destroyed(uint32_t device, uint64_t pool, int64_t t)
+    {
+        pools_[{device, pool}].destroyed = t;
+    }
+    // Appends the region events; returns the number of pools.
+    size_t emit(std::vector<Event>& out) const
+    {
+        for (const auto& [key, p] : pools_) {
+            Event c;
+            c.type = EventType::RegionCreate;
+            c.time = std::min(p.created, p.firstUse);
+            if (c.time == kNever) c.time = p.destroyed; // only a DESTROY row: an empty pool
+            c.device = key.first;
+            c.address = key.second;
+            c.size = p.extent;
+            c.level = Level::Pool;
+            c.regionKind = RegionKind::Pool;
+            c.aux = key.second; // pool id
+            c.aux2 = p.threshold;
+            out.push_back(c);
+            if (p.destroyed == kNever) continue;
+            Event d;
+            d.type = EventType::RegionDestroy;
+            d.time = std::max(p.destroyed, c.time);
+            d.device = key.first;
+            d.address = key.second;
+            d.level = Level::Pool;
+            d.regionKind = RegionKind::Pool;
+            out.push_back(d);
+        }
+        return pools_.size();
+    }
+
+private:
+    static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+    struct Pool
+    {
+        int64_t created = kNever;
+        int64_t firstUse = kNever;
+        int64_t destroyed = kNever;
+        uint64_t extent = 0;
+        uint64_t threshold = 0;
+    };
+    std::map<std::pair<uint32_t, uint64_t>, Pool> pools_;
+};
 
 class NsysImporter final : public Importer
 {
@@ -39,6 +108,8 @@ private:
     int64_t enumValue(const std::string& table, const std::string& needle, int64_t fallback) const;
     void query(const std::string& table, const std::string& sql,
                const std::function<void(Stmt&)>& row) const;
+
+    void readPoolEvents(Ingest& ing, PoolRegions& pools, std::vector<Event>& events);
 
     Db db_;
     std::set<std::string> tables_;
@@ -120,9 +191,70 @@ int64_t NsysImporter::enumValue(const std::string& table, const std::string& nee
     return found;
 }
 
+void NsysImporter::readPoolEvents(Ingest& ing, PoolRegions& pools, std::vector<Event>& events)
+{
+    const std::string table = "CUDA_GPU_MEMORY_POOL_EVENTS";
+    const auto cols = columns(table);
+    auto first = [&](std::initializer_list<const char*> names) -> std::string {
+        for (const char* n : names)
+            if (cols.count(n)) return n;
+        return {};
+    };
+    const std::string op = first({"operationType", "memoryPoolOperationType", "poolOperationType"});
+    for (const char* c : {"start", "address"})
+        if (!cols.count(c))
+            throw ImportError(path_, fmt::format("table {}: column '{}' is missing (expected the "
+                                                 "nsys export schema)",
+                                                 table, c));
+    if (op.empty())
+        throw ImportError(path_, "table " + table +
+                                     ": no operation column (operationType) (expected the nsys "
+                                     "export schema)");
+    auto orZero = [&](std::initializer_list<const char*> names) {
+        const std::string c = first(names);
+        return c.empty() ? std::string("0") : c;
+    };
+    // Operation ids from the enum table's labels; without it, nsys's own order.
+    const std::string en = "ENUM_CUDA_MEMPOOL_OPER";
+    const int64_t opCreate = enumValue(en, "CREATED", enumValue(en, "CREATE", 0));
+    const int64_t opDestroy = enumValue(en, "DESTROYED", enumValue(en, "DESTROY", 1));
+    const int64_t opTrim = enumValue(en, "TRIMMED", enumValue(en, "TRIM", 2));
+    const std::string sql =
+        fmt::format("SELECT start, address, {}, {}, {}, {}, {} FROM {} ORDER BY start", op,
+                    orZero({"deviceId"}), orZero({"localMemoryPoolSize", "size", "bytes"}),
+                    orZero({"minBytesToKeep"}),
+                    orZero({"localMemoryPoolReleaseThreshold", "releaseThreshold"}), table);
+    int64_t rows = 0, trims = 0;
+    query(table, sql, [&](Stmt& s) {
+        const int64_t t = s.i64(0);
+        const uint64_t pool = s.u64(1);
+        const int64_t kind = s.i64(2);
+        const auto device = static_cast<uint32_t>(s.i64(3));
+        ++rows;
+        if (kind == opCreate) {
+            pools.created(device, pool, t, s.u64(4), s.u64(6));
+        } else if (kind == opDestroy) {
+            pools.destroyed(device, pool, t);
+        } else if (kind == opTrim) {
+            Event m;
+            m.type = EventType::Mark;
+            m.time = t;
+            m.device = device;
+            m.aux = pool;
+            m.name = ing.intern(
+                fmt::format("cuda pool trim pool={:#x} size={} keep={}", pool, s.u64(4), s.u64(5)));
+            events.push_back(m);
+            ++trims;
+        }
+    });
+    report_.counts["pool_events"] = rows;
+    report_.counts["pool_trims"] = trims;
+}
+
 void NsysImporter::emit(Ingest& ing)
 {
     std::vector<Event> events;
+    PoolRegions pools;
     auto need = [&](const std::string& table, std::initializer_list<const char*> cols) {
         const auto have = columns(table);
         for (const char* c : cols)
@@ -157,10 +289,11 @@ void NsysImporter::emit(Ingest& ing)
         const int64_t opAlloc = enumValue("ENUM_CUDA_DEV_MEM_EVENT_OPER", "ALLOCATION", 0);
         const int64_t opFree = enumValue("ENUM_CUDA_DEV_MEM_EVENT_OPER", "DEALLOCATION", 1);
         const std::string sql = fmt::format(
-            "SELECT start, address, bytes, memoryOperationType, {}, {}, {} FROM "
+            "SELECT start, address, bytes, memoryOperationType, {}, {}, {}, {} FROM "
             "CUDA_GPU_MEMORY_USAGE_EVENTS",
             cols.count("deviceId") ? "deviceId" : "0", cols.count("streamId") ? "streamId" : "0",
-            cols.count("localMemoryPoolAddress") ? "localMemoryPoolAddress" : "0");
+            cols.count("localMemoryPoolAddress") ? "localMemoryPoolAddress" : "0",
+            cols.count("localMemoryPoolSize") ? "localMemoryPoolSize" : "0");
         query("CUDA_GPU_MEMORY_USAGE_EVENTS", sql, [&](Stmt& s) {
             Event e;
             const int64_t op = s.i64(3);
@@ -178,6 +311,8 @@ void NsysImporter::emit(Ingest& ing)
             e.stream = static_cast<uint32_t>(s.i64(5));
             // cudaMallocAsync blocks come from a memory pool; the others are plain cudaMalloc.
             e.level = s.i64(6) != 0 ? Level::Pool : Level::Driver;
+            if (e.level == Level::Pool && e.type == EventType::Alloc)
+                pools.noteAllocation(e.device, s.u64(6), e, s.u64(7));
             events.push_back(e);
         });
     }
@@ -268,12 +403,16 @@ void NsysImporter::emit(Ingest& ing)
         });
     }
     report_.counts["nvtx_events"] = nvtx;
-    if (has("CUDA_GPU_MEMORY_POOL_EVENTS"))
-        warn(&ing, "CUDA_GPU_MEMORY_POOL_EVENTS rows are not imported yet (pool reservations are "
-                   "not shown)");
+    if (has("CUDA_GPU_MEMORY_POOL_EVENTS")) readPoolEvents(ing, pools, events);
+    report_.counts["pool_regions"] = pools.emit(events);
 
-    std::stable_sort(events.begin(), events.end(),
-                     [](const Event& a, const Event& b) { return a.time < b.time; });
+    // At equal times a pool exists before the blocks placed in it and outlives their frees.
+    auto rank = [](const Event& e) {
+        return e.type == EventType::RegionCreate ? 0 : e.type == EventType::RegionDestroy ? 2 : 1;
+    };
+    std::stable_sort(events.begin(), events.end(), [&](const Event& a, const Event& b) {
+        return a.time != b.time ? a.time < b.time : rank(a) < rank(b);
+    });
     for (const Event& e : events)
         ing.add(e);
 }

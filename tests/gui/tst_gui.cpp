@@ -53,6 +53,8 @@ private slots:
         QCoreApplication::setOrganizationName(QStringLiteral("fragscope-tests"));
         QCoreApplication::setApplicationName(QStringLiteral("tst_gui"));
         QSettings().clear();
+        // ... nor their settings file (collapse rules the CLI shares, docs/settings.md).
+        qputenv("FRAGSCOPE_SETTINGS", dir_.filePath("settings.json").toLocal8Bit());
         fixture_ = dir_.filePath("fixture.fragscope");
         fixture2_ = dir_.filePath("fixture2.fragscope");
         fstest::makeFixtureSession(fixture_.toStdString());
@@ -369,7 +371,7 @@ private slots:
 
     void savedRulesApplyToNextLoad()
     {
-        // Rules persist per user (QSettings) and the loader evaluates them: with
+        // Rules persist per user (the settings file) and the loader evaluates them: with
         // coherence_score < 0.2 the fixture's frame 16 (0.124) joins 17-18 in one collapse.
         views::RulesEditor::save({{"coherence_score", true, 0.2, true}});
         QCOMPARE(views::RulesEditor::load().size(), size_t(1));
@@ -382,7 +384,7 @@ private slots:
         QVERIFY(w.framesModel()
                     ->data(w.framesModel()->index(16, 0), views::FramesModel::CollapsedRole)
                     .toBool());
-        QSettings().clear();
+        QFile::remove(dir_.filePath("settings.json"));
         QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
     }
 

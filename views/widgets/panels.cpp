@@ -1,8 +1,11 @@
 #include "panels.h"
 
+#include "render/rules_settings.h"
+
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -304,6 +307,16 @@ std::vector<render::CollapseRule> RulesEditor::rules() const
 
 std::vector<render::CollapseRule> RulesEditor::load()
 {
+    // The rules live in the settings file the CLI reads too (docs/settings.md).
+    const std::string path = settings::defaultPath();
+    try {
+        if (QFileInfo::exists(QString::fromStdString(path)))
+            return render::rulesFromSettings(settings::read(path));
+    } catch (const std::exception& e) {
+        qWarning("fragscope: %s; using the default collapse rules", e.what());
+        return render::defaultCollapseRules();
+    }
+    // Rules saved by an earlier version (QSettings) until the editor writes the file.
     QSettings s;
     const int n = s.beginReadArray(QStringLiteral("collapseRules"));
     std::vector<render::CollapseRule> out;
@@ -322,17 +335,20 @@ std::vector<render::CollapseRule> RulesEditor::load()
 
 void RulesEditor::save(const std::vector<render::CollapseRule>& rules)
 {
-    QSettings s;
-    s.beginWriteArray(QStringLiteral("collapseRules"), static_cast<int>(rules.size()));
-    for (int i = 0; i < static_cast<int>(rules.size()); ++i) {
-        s.setArrayIndex(i);
-        const auto& r = rules[static_cast<size_t>(i)];
-        s.setValue(QStringLiteral("metric"), QString::fromStdString(r.metric));
-        s.setValue(QStringLiteral("below"), r.below);
-        s.setValue(QStringLiteral("threshold"), r.threshold);
-        s.setValue(QStringLiteral("enabled"), r.enabled);
+    // Keep the file's other settings; a file that does not parse is replaced.
+    const std::string path = settings::defaultPath();
+    settings::Settings st;
+    try {
+        st = settings::loadUser(path);
+    } catch (const std::exception& e) {
+        qWarning("fragscope: %s; rewriting it", e.what());
     }
-    s.endArray();
+    render::setRules(st, rules);
+    try {
+        settings::write(st, path);
+    } catch (const std::exception& e) {
+        qWarning("fragscope: %s", e.what());
+    }
 }
 
 } // namespace fs::views

@@ -55,7 +55,8 @@ private:
     QTreeWidget* tree_ = nullptr;
 };
 
-// Collapse rules: metric, comparison, threshold; saved per user in QSettings.
+// Collapse rules: metric, comparison, threshold; saved in the settings file the CLI reads too
+// (core/settings, docs/settings.md), so the GUI and `fragscope report` show the same collapses.
 class RulesEditor : public QDialog
 {
     Q_OBJECT

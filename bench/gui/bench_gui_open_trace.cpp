@@ -1,0 +1,115 @@
+// Pickle to first picture: fragscope-gui given a PyTorch snapshot directly (File > Open, the
+// command line) imports it on its worker, loads the session and draws the heatmap.
+//   bench_gui_open_trace [MB=153] [SNAPSHOT]
+// Writes (unless SNAPSHOT exists) a PyTorch-format snapshot of about MB MiB with
+// bench/import/gen_snapshot.py (153 MiB: about 1 M allocations), then times in one window:
+// open -> import done -> session loaded -> first full-resolution heatmap, cold (no session yet)
+// and again with the session reused (the input unchanged). Baseline in the same run: python3's
+// pickle.load of the same file, which is less than what any Python viewer does before drawing.
+#include "main_window.h"
+#include "session_loader.h"
+#include "widgets/heatmap_widget.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+struct Timing
+{
+    double imported = -1, loaded = -1, firstPicture = -1;
+    bool reused = false;
+    QString error;
+};
+
+Timing openOnce(const QString& snapshot)
+{
+    fs::gui::MainWindow w;
+    w.resize(1600, 900);
+    w.show();
+    Timing t;
+    QElapsedTimer clock;
+    w.setErrorReporter([&](const QString&, const QString& m) { t.error = m; });
+    QObject::connect(w.loader(), &fs::gui::SessionLoader::imported,
+                     [&](const QString&, const QString&, bool reused) {
+                         t.imported = clock.nsecsElapsed() / 1e9;
+                         t.reused = reused;
+                     });
+    QObject::connect(w.loader(), &fs::gui::SessionLoader::loaded,
+                     [&] { t.loaded = clock.nsecsElapsed() / 1e9; });
+    QObject::connect(w.heatmap(), &fs::views::HeatmapWidget::refinedChanged, [&] {
+        if (t.firstPicture < 0) t.firstPicture = clock.nsecsElapsed() / 1e9;
+    });
+    clock.start();
+    w.openFile(snapshot);
+    while (t.firstPicture < 0 && t.error.isEmpty() && clock.elapsed() < 600000)
+        QApplication::processEvents(QEventLoop::AllEvents, 20);
+    return t;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("fragscope-bench"));
+    const int mb = argc > 1 ? std::atoi(argv[1]) : 153;
+    QTemporaryDir dir;
+    // Sessions of this run only: the cache and the settings are the bench's own.
+    qputenv("XDG_CACHE_HOME", dir.filePath("cache").toLocal8Bit());
+    qputenv("FRAGSCOPE_SETTINGS", dir.filePath("settings.json").toLocal8Bit());
+    const QString snapshot =
+        argc > 2 ? QString::fromLocal8Bit(argv[2]) : dir.filePath("run.pickle");
+    if (!QFile::exists(snapshot)) {
+        QElapsedTimer g;
+        g.start();
+        const int rc = QProcess::execute(
+            "python3", {FRAGSCOPE_GEN_SNAPSHOT, snapshot, QString::number(qint64(mb) << 20)});
+        if (rc != 0) {
+            std::fprintf(stderr, "gen_snapshot.py failed (%d)\n", rc);
+            return 1;
+        }
+        std::printf("generated %s (%lld MiB) in %.1f s\n", qPrintable(snapshot),
+                    static_cast<long long>(QFile(snapshot).size() >> 20), g.elapsed() / 1000.0);
+    }
+    // A session left beside a given snapshot by an earlier run would make the cold run a reuse.
+    QFile::remove(snapshot + ".fragscope");
+
+    QElapsedTimer py;
+    py.start();
+    const int prc = QProcess::execute(
+        "python3", {"-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", snapshot});
+    const double pySeconds = py.nsecsElapsed() / 1e9;
+
+    const Timing cold = openOnce(snapshot);
+    const Timing warm = openOnce(snapshot);
+    QFile::remove(snapshot + ".fragscope");
+    for (const Timing* t : {&cold, &warm})
+        if (!t->error.isEmpty() || t->firstPicture < 0) {
+            std::fprintf(stderr, "open failed: %s\n", qPrintable(t->error));
+            return 1;
+        }
+    std::printf("pickle to first picture, %s (%lld MiB):\n", qPrintable(snapshot),
+                static_cast<long long>(QFile(snapshot).size() >> 20));
+    std::printf("  first open:  imported %.3f s, session loaded and views built %.3f s, first full "
+                "heatmap %.3f s\n",
+                cold.imported, cold.loaded, cold.firstPicture);
+    std::printf(
+        "  second open (session reused: %s): views built %.3f s, first full heatmap %.3f s\n",
+        warm.reused ? "yes" : "NO", warm.loaded, warm.firstPicture);
+    if (prc == 0)
+        std::printf("  python3 pickle.load alone: %.2f s (baseline, same run); first open / "
+                    "pickle.load = %.2fx\n",
+                    pySeconds, cold.firstPicture / pySeconds);
+    else
+        std::printf("  python3 pickle.load baseline unavailable (exit %d)\n", prc);
+    return warm.reused ? 0 : 1;
+}
