@@ -12,9 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#ifdef FRAGSCOPE_TEST_WIDGETS
 #include "widgets/panels.h"
-#endif
 
 using namespace fs;
 using fstest::runCli;
@@ -291,7 +289,6 @@ private slots:
         QCOMPARE(json(runCli({"info", out, "--json"}))["frames"].toInt(), 2);
     }
 
-#ifdef FRAGSCOPE_TEST_WIDGETS
     void guiEditorWritesTheFile()
     {
         const QString user = QString::fromStdString(settings::defaultPath());
@@ -317,7 +314,6 @@ private slots:
         QCOMPARE(settings::read(user.toStdString()).lookbackFrames, int64_t(7));
         QFile::remove(user);
     }
-#endif
 };
 
 QTEST_GUILESS_MAIN(TstSettings)
