@@ -72,6 +72,46 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     if (p.allocationId >= 0) j.field("allocation_id", p.allocationId);
     j.field("score", p.score);
     j.field("description", p.description);
+    j.field("count", p.count);
+    j.field("background", p.background);
+    j.key("evidence").beginObject();
+    j.field("closeness", p.evidence.closeness);
+    j.field("novelty", p.evidence.novelty);
+    j.field("largest_effect", p.evidence.largestEffect);
+    j.field("kernel_effect", p.evidence.kernelEffect);
+    j.field("effect", p.evidence.effect);
+    j.field("seen_in_healthy", p.evidence.seenInHealthy);
+    j.field("healthy_frames", p.evidence.healthyFrames);
+    j.endObject();
+    if (p.shift) {
+        const KernelShift& s = *p.shift;
+        j.key("shift").beginObject();
+        j.field("basis", s.basis);
+        j.field("family", s.family);
+        j.field("families", s.families);
+        j.field("variant", s.variant);
+        j.field("usual", s.usual);
+        j.field("share_before", s.shareBefore);
+        j.field("share_after", s.shareAfter);
+        j.field("share_after_low", s.shareAfterLow);
+        j.field("calls_before", s.callsBefore);
+        j.field("total_before", s.totalBefore);
+        j.field("calls_after", s.callsAfter);
+        j.field("total_after", s.totalAfter);
+        j.field("first_frame", s.firstFrame);
+        j.key("preceding_allocation").beginObject();
+        j.field("change", requestChangeName(s.preceding.change));
+        if (s.preceding.allocationId >= 0) j.field("allocation_id", s.preceding.allocationId);
+        j.field("size", s.preceding.size);
+        j.field("usual_size", s.preceding.usualSize);
+        j.field("address", s.preceding.address);
+        j.field("usual_address", s.preceding.usualAddress);
+        j.field("regions_released", s.preceding.regionsReleased);
+        j.field("oom_requested", s.preceding.oomRequested);
+        j.field("description", s.preceding.description);
+        j.endObject();
+        j.endObject();
+    }
     j.endObject();
 }
 
@@ -102,6 +142,10 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
     j.endObject();
     j.field("window_begin", r.windowBegin);
     j.field("window_end", r.windowEnd);
+    j.key("baseline_frames").beginArray();
+    for (int64_t f : r.baselineFrames)
+        j.value(f);
+    j.endArray();
     j.key("precursors").beginArray();
     for (const Precursor& p : r.precursors)
         writePrecursor(j, p);
@@ -187,13 +231,14 @@ std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordi
         out += fmt::format("  broken: {}\n", b);
     out += fmt::format("  window {} .. {}\n", formatTime(r.windowBegin, begin, ordinal),
                        formatTime(r.windowEnd, begin, ordinal));
-    out += fmt::format("  precursors ({} found, ranked by effect on the allocator)\n",
-                       r.precursors.size());
+    out += fmt::format("  precursors ({} rows, ranked by evidence: closeness x novelty x effect "
+                       "against {} healthy frames; docs/analysis.md)\n",
+                       r.precursors.size(), r.baselineFrames.size());
     for (size_t i = 0; i < r.precursors.size() && i < maxPrecursors; ++i) {
         const Precursor& p = r.precursors[i];
-        out +=
-            fmt::format("    {:>2}. {:<12} {:<24} {}\n", i + 1, formatTime(p.time, begin, ordinal),
-                        precursorKindName(p.kind), p.description);
+        out += fmt::format("    {:>2}. {:.3f} {:<12} {:<22} {}{}\n", i + 1, p.score,
+                           formatTime(p.time, begin, ordinal), precursorKindName(p.kind),
+                           p.description, p.background ? " [background]" : "");
     }
     for (const StateDiff& d : r.diff) {
         out += fmt::format(

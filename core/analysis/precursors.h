@@ -1,0 +1,21 @@
+// Internal to the engine: the pieces of the precursor ranking (docs/analysis.md "Precursors").
+#pragma once
+
+#include "engine_impl.h"
+
+#include <vector>
+
+namespace fs::analysis {
+
+// Kernel-variant shifts of frame f against the healthy baseline frames: one row per (usual
+// variant -> new variant) pair, summed over the families where it happened. The rows carry
+// evidence.novelty and evidence.kernelEffect; the caller adds closeness and the score.
+std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
+                                    const std::vector<const FrameInfo*>& baseline);
+
+// The family stem of a kernel name: the function name without template arguments, parameters
+// or namespace, cut to its first two '_'-separated words ("flash_attn_fwd_kernel" ->
+// "flash_attn").
+std::string kernelNameStem(const std::string& name);
+
+} // namespace fs::analysis
