@@ -267,6 +267,7 @@ std::string kernelNameStem(const std::string& name)
 std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                                     const std::vector<const FrameInfo*>& baseline)
 {
+    if (baseline.empty()) return {}; // nothing to compare the variants against
     std::unordered_map<int64_t, std::string> names;
     // The baseline: calls per variant and family, summed and per frame (for novelty).
     Families base;

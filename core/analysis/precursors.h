@@ -13,9 +13,4 @@ namespace fs::analysis {
 std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                                     const std::vector<const FrameInfo*>& baseline);
 
-// The family stem of a kernel name: the function name without template arguments, parameters
-// or namespace, cut to its first two '_'-separated words ("flash_attn_fwd_kernel" ->
-// "flash_attn").
-std::string kernelNameStem(const std::string& name);
-
 } // namespace fs::analysis

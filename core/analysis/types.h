@@ -310,6 +310,10 @@ struct Evidence
 double evidenceScore(Evidence& e);
 // 95 % Wilson score interval lower bound of k successes in n trials (0 when n == 0).
 double wilsonLower(int64_t k, int64_t n);
+// The family stem of a kernel name: the function name without template arguments, parameters
+// or namespace, cut to its first two '_'-separated words, lower case ("flash_attn_fwd_kernel"
+// -> "flash_attn").
+std::string kernelNameStem(const std::string& name);
 
 struct Precursor
 {
