@@ -67,9 +67,14 @@ FRAGSCOPE_COMMAND({
                 {"any", "", "report frame N even when no collapse rule breaks there"},
                 {"json", "", "print one JSON object instead of text"}},
     .details =
-        "Collapse rules (DESIGN.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
+        "Collapse rules (docs/analysis.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
         "flow_l2_px > 8.7, clip_entropy_bits > 2.95. The precursor window runs from the start\n"
         "of the frame two frames before the collapse to the end of its first frame.\n"
+        "Precursors (allocator events, OOMs, kernel-variant shifts) are ranked by evidence:\n"
+        "closeness to the onset x novelty against the healthy frames before the window x\n"
+        "effect on the largest free block and on kernel selection (docs/analysis.md).\n"
+        "What happens in every healthy frame is marked [background]; events of the same kind\n"
+        "and place are folded into one row.\n"
         "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
     .run = runCollapse,
     .order = 42,

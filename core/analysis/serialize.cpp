@@ -222,6 +222,32 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     return out;
 }
 
+std::string kernelShiftText(const KernelShift& s)
+{
+    std::string out = fmt::format("family: {} ({})\n", s.family, s.basis);
+    out += fmt::format("variant: {} ({}), first ran in frame {}\n", s.variant,
+                       s.usual.empty() ? std::string("the family never ran in the healthy frames")
+                                       : "usually " + s.usual,
+                       s.firstFrame);
+    out += fmt::format("share: {:.1f} % of {} calls in the healthy frames -> {:.1f} % ({}/{})\n",
+                       100 * s.shareBefore, s.totalBefore, 100 * s.shareAfter, s.callsAfter,
+                       s.totalAfter);
+    out += s.preceding.change == RequestChange::None
+               ? std::string("preceded by: no allocation that failed, shrank or moved\n")
+               : fmt::format("preceded by ({}): {}\n", requestChangeName(s.preceding.change),
+                             s.preceding.description);
+    return out;
+}
+
+std::string evidenceText(const Precursor& p)
+{
+    const Evidence& e = p.evidence;
+    return fmt::format("score {:.3f} = closeness {:.2f} x novelty {:.2f} (seen in {} of {} healthy "
+                       "frames) x effect {:.3f} (kernels {:.3f}, largest free block {:.3f} / 2)",
+                       p.score, e.closeness, e.novelty, e.seenInHealthy, e.healthyFrames, e.effect,
+                       e.kernelEffect, e.largestEffect);
+}
+
 std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
                                size_t maxPrecursors)
 {

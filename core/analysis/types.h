@@ -328,8 +328,8 @@ struct Precursor
     std::string description;
     int64_t count = 1;       // events folded into this row (same signature in the window)
     bool background = false; // happened in every healthy baseline frame
-    Evidence evidence;
-    std::optional<KernelShift> shift; // set for KernelVariantShift
+    Evidence evidence{};
+    std::optional<KernelShift> shift{}; // set for KernelVariantShift
 };
 
 struct StateDiff

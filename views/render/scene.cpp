@@ -14,6 +14,7 @@
 
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
 #include "core/analysis/engine.h"
+#include "core/analysis/serialize.h"
 #endif
 
 namespace fs::render {
@@ -207,9 +208,21 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     if (engine) {
         const analysis::CollapseReport rep = engine->frameReport(frameIndex);
-        for (const auto& p : rep.precursors)
-            out.push_back({p.time, analysis::precursorKindName(p.kind), p.description, p.score,
-                           p.address, p.size, p.allocationId});
+        for (const auto& p : rep.precursors) {
+            Precursor r{p.time,        analysis::precursorKindName(p.kind),
+                        p.description, p.score,
+                        p.address,     p.size,
+                        p.allocationId};
+            r.count = p.count;
+            r.background = p.background;
+            if (p.shift) {
+                r.shareBefore = p.shift->shareBefore;
+                r.shareAfter = p.shift->shareAfter;
+                r.detail = analysis::kernelShiftText(*p.shift);
+            }
+            r.detail += analysis::evidenceText(p);
+            out.push_back(std::move(r));
+        }
         return out;
     }
 #endif

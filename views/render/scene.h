@@ -125,10 +125,17 @@ struct Precursor
     int64_t time = 0;
     std::string kind; // the engine's names: region_created, oom, new_kernel_variant, ...
     std::string what; // human description
-    double score = 0; // higher = changed the allocator more
+    double score = 0; // higher = stronger evidence (the engine's: 0..1, docs/analysis.md)
     uint64_t address = 0;
     uint64_t size = 0;
-    int64_t allocId = -1; // -1 when the precursor is not an allocation
+    int64_t allocId = -1;    // -1 when the precursor is not an allocation
+    int64_t count = 1;       // events folded into the row
+    bool background = false; // happens in every healthy frame
+    // Kernel-variant shifts: share of the family's calls running the variant, healthy frames
+    // -> this frame (-1 when the row is not a shift), and the shift's fields as text lines.
+    double shareBefore = -1;
+    double shareAfter = -1;
+    std::string detail{}; // shift fields and the score's factors, one per line (tooltip)
 };
 
 struct StateDiff
