@@ -25,13 +25,54 @@ namespace {
 enum Basis : int { kNode = 0, kPosition = 1, kStem = 2, kBases = 3 };
 constexpr const char* kBasisName[kBases] = {"graph_node", "launch_position", "name_stem"};
 
+// A family key: hi packs the basis, device and (positions) stream; lo the node id, the launch
+// ordinal or the stem id. Integers, not strings: a frame holds thousands of launches.
+struct Key
+{
+    uint64_t hi = 0; // 0: no key on this basis
+    uint64_t lo = 0;
+    bool operator==(const Key& o) const { return hi == o.hi && lo == o.lo; }
+    bool operator<(const Key& o) const { return hi != o.hi ? hi < o.hi : lo < o.lo; }
+    explicit operator bool() const { return hi != 0; }
+};
+struct KeyHash
+{
+    size_t operator()(const Key& k) const
+    {
+        return std::hash<uint64_t>()(k.hi * 0x9e3779b97f4a7c15ULL ^ k.lo);
+    }
+};
+Key nodeKey(uint32_t device, int64_t node)
+{
+    return {uint64_t{1} << 62 | device, static_cast<uint64_t>(node)};
+}
+Key positionKey(uint32_t device, uint32_t stream, bool inGraph, int64_t ordinal)
+{
+    return {uint64_t{2} << 62 | uint64_t{device} << 33 | uint64_t{stream} << 1 |
+                (inGraph ? 1u : 0u),
+            static_cast<uint64_t>(ordinal)};
+}
+Key stemKey(uint32_t device, int64_t stem)
+{
+    return {uint64_t{3} << 62 | device, static_cast<uint64_t>(stem)};
+}
+
+// Names and stems met so far (a frame repeats a few names thousands of times).
+struct Names
+{
+    std::unordered_map<int64_t, std::string> text;
+    std::unordered_map<int64_t, int64_t> stemOf; // name id -> stem id
+    std::vector<std::string> stems;
+    std::unordered_map<std::string, int64_t> stemIds;
+};
+
 struct Launch
 {
     int64_t start = 0;
     uint32_t device = 0;
     uint32_t stream = 0;
     int64_t name = 0;
-    std::array<std::string, kBases> key; // family key on each basis ("" when none)
+    std::array<Key, kBases> key; // family key on each basis (empty when none)
 };
 
 struct Family
@@ -49,7 +90,7 @@ struct Family
         return it == byName.end() ? 0 : it->second;
     }
 };
-using Families = std::array<std::unordered_map<std::string, Family>, kBases>;
+using Families = std::array<std::unordered_map<Key, Family, KeyHash>, kBases>;
 
 std::vector<int64_t> kernelDevices(const Engine::Impl& d)
 {
@@ -62,8 +103,7 @@ std::vector<int64_t> kernelDevices(const Engine::Impl& d)
 }
 
 // Launches of frame f in start order, with their family keys and name texts.
-std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f,
-                               std::unordered_map<int64_t, std::string>& names)
+std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names& names)
 {
     std::vector<Launch> out;
     std::lock_guard lock(d.dbMutex);
@@ -75,24 +115,31 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f,
     for (int64_t device : kernelDevices(d)) {
         st.reset();
         st.bind(1, f.start).bind(2, f.end).bind(3, device);
-        std::map<std::pair<uint32_t, bool>, int64_t> ordinal; // launches so far per lane
+        // Launches so far per (stream, in a graph): graph and stream launches are counted apart,
+        // so a graph that gains a node does not shift the positions of the stream's own launches.
+        std::map<std::pair<uint32_t, bool>, int64_t> ordinal;
         while (st.step()) {
             Launch l;
             l.start = st.i64(0);
             l.device = static_cast<uint32_t>(device);
             l.stream = st.isNull(1) ? 0 : static_cast<uint32_t>(st.i64(1));
             l.name = st.i64(2);
-            auto [it, added] = names.try_emplace(l.name);
-            if (added) it->second = st.text(4);
+            auto [it, added] = names.stemOf.try_emplace(l.name, 0);
+            if (added) {
+                std::string text = st.text(4);
+                const std::string stem = kernelNameStem(text);
+                auto [si, newStem] =
+                    names.stemIds.try_emplace(stem, static_cast<int64_t>(names.stems.size()));
+                if (newStem) names.stems.push_back(stem);
+                it->second = si->second;
+                names.text.emplace(l.name, std::move(text));
+            }
             const bool inGraph = !st.isNull(3);
-            if (inGraph) l.key[kNode] = fmt::format("{}:{}", device, st.i64(3));
-            // Graph and stream launches are counted apart: a graph that gains a node must not
-            // shift the positions of the stream's own launches.
-            const auto lane = std::make_pair(l.stream, inGraph);
+            if (inGraph) l.key[kNode] = nodeKey(l.device, st.i64(3));
             l.key[kPosition] =
-                fmt::format("{}:{}:{}{}", device, l.stream, inGraph ? "g" : "", ordinal[lane]++);
-            l.key[kStem] = fmt::format("{}:{}", device, kernelNameStem(it->second));
-            out.push_back(std::move(l));
+                positionKey(l.device, l.stream, inGraph, ordinal[{l.stream, inGraph}]++);
+            l.key[kStem] = stemKey(l.device, it->second);
+            out.push_back(l);
         }
     }
     std::stable_sort(out.begin(), out.end(),
@@ -100,22 +147,16 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f,
     return out;
 }
 
-std::string familyLabel(Basis b, const std::string& key)
+std::string familyLabel(Basis b, const Key& k, const Names& names)
 {
-    // Keys are "device:..." (see launchesOf); the label drops the device.
-    const std::string rest = key.substr(key.find(':') + 1);
     switch (b) {
     case kNode:
-        return "graph node " + rest;
-    case kPosition: {
-        const auto colon = rest.find(':');
-        std::string n = rest.substr(colon + 1);
-        const bool graph = !n.empty() && n[0] == 'g';
-        return fmt::format("{}launch #{} on stream {}", graph ? "graph " : "",
-                           graph ? n.substr(1) : n, rest.substr(0, colon));
-    }
+        return fmt::format("graph node {}", k.lo);
+    case kPosition:
+        return fmt::format("{}launch #{} on stream {}", (k.hi & 1) ? "graph " : "", k.lo,
+                           (k.hi >> 1) & 0xffffffffu);
     default:
-        return "name stem '" + rest + "'";
+        return "name stem '" + names.stems[static_cast<size_t>(k.lo)] + "'";
     }
 }
 
@@ -268,14 +309,14 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                                     const std::vector<const FrameInfo*>& baseline)
 {
     if (baseline.empty()) return {}; // nothing to compare the variants against
-    std::unordered_map<int64_t, std::string> names;
+    Names names;
     // The baseline: calls per variant and family, summed and per frame (for novelty).
     Families base;
     std::vector<Families> perFrame(baseline.size());
     for (size_t h = 0; h < baseline.size(); ++h)
         for (const Launch& l : launchesOf(d, *baseline[h], names))
             for (int b = 0; b < kBases; ++b)
-                if (!l.key[static_cast<size_t>(b)].empty()) {
+                if (l.key[static_cast<size_t>(b)]) {
                     base[static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
                     perFrame[h][static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
                 }
@@ -287,11 +328,11 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         Family calls;
         std::unordered_map<int64_t, size_t> first; // variant -> index of its first launch
     };
-    std::map<std::pair<int, std::string>, FamilyNow> now;
+    std::map<std::pair<int, Key>, FamilyNow> now;
     for (size_t i = 0; i < ls.size(); ++i) {
         int basis = kStem;
         for (int b = kNode; b < kStem; ++b)
-            if (!ls[i].key[static_cast<size_t>(b)].empty() &&
+            if (ls[i].key[static_cast<size_t>(b)] &&
                 base[static_cast<size_t>(b)].count(ls[i].key[static_cast<size_t>(b)])) {
                 basis = b;
                 break;
@@ -304,7 +345,7 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
     // One row per (basis, usual variant, new variant), summed over its families.
     struct Group
     {
-        std::vector<std::string> keys;
+        std::vector<Key> keys;
         int64_t callsAfter = 0, totalAfter = 0, callsBefore = 0, totalBefore = 0;
         size_t first = 0;
     };
@@ -346,8 +387,8 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         KernelShift s;
         s.basis = kBasisName[basis];
         s.families = static_cast<int>(g.keys.size());
-        s.variant = names[variant];
-        s.usual = usual >= 0 ? names[usual] : std::string();
+        s.variant = names.text[variant];
+        s.usual = usual >= 0 ? names.text[usual] : std::string();
         s.callsAfter = g.callsAfter;
         s.totalAfter = g.totalAfter;
         s.callsBefore = g.callsBefore;
@@ -365,7 +406,7 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         ev.healthyFrames = static_cast<int64_t>(baseline.size());
         for (const Families& pf : perFrame) {
             int64_t c = 0, n = 0;
-            for (const std::string& k : g.keys) {
+            for (const Key& k : g.keys) {
                 auto it = pf[static_cast<size_t>(basis)].find(k);
                 if (it == pf[static_cast<size_t>(basis)].end()) continue;
                 c += it->second.calls(variant);
@@ -378,19 +419,17 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                                                   static_cast<double>(ev.healthyFrames)
                                       : 1.0;
         // The family label: one family by name, several by count and their first keys.
-        std::vector<std::string> keys = g.keys;
-        std::sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) {
-            return a.size() != b.size() ? a.size() < b.size() : a < b;
-        });
+        std::vector<Key> keys = g.keys;
+        std::sort(keys.begin(), keys.end());
         if (keys.size() == 1) {
-            s.family = familyLabel(static_cast<Basis>(basis), keys[0]);
+            s.family = familyLabel(static_cast<Basis>(basis), keys[0], names);
         } else {
             const char* what[] = {"graph nodes", "launch positions", "name stems"};
             std::string list;
             for (size_t i = 0; i < keys.size() && i < 3; ++i)
-                list +=
-                    (i ? ", " : "") +
-                    familyLabel(static_cast<Basis>(basis), keys[i]).substr(basis == kNode ? 11 : 0);
+                list += (i ? ", " : "") +
+                        (basis == kNode ? std::to_string(keys[i].lo)
+                                        : familyLabel(static_cast<Basis>(basis), keys[i], names));
             s.family = fmt::format("{} {} ({}{})", keys.size(), what[basis], list,
                                    keys.size() > 3 ? ", ..." : "");
         }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -40,19 +41,8 @@ int kindOrder(PrecursorKind k)
 
 // The role of an allocation for signatures: its tag, else its log2 size class (sizes breathe
 // from frame to frame; the class does not).
-std::string roleOf(const Engine::Impl& d, int64_t id, uint64_t size)
+std::string roleOf(const std::string& tag, uint64_t size)
 {
-    std::string tag;
-    {
-        std::lock_guard lock(d.dbMutex);
-        if (d.session) {
-            Stmt st = d.session->db().prepare(
-                "SELECT COALESCE(s.text, '') FROM allocations a LEFT JOIN strings s ON s.id = a.tag"
-                " WHERE a.id = ?1");
-            st.bind(1, id);
-            if (st.step()) tag = st.text(0);
-        }
-    }
     if (!tag.empty()) return "tag:" + tag;
     int k = 0;
     while (k < 63 && (uint64_t{2} << k) <= size)
@@ -60,15 +50,36 @@ std::string roleOf(const Engine::Impl& d, int64_t id, uint64_t size)
     return fmt::format("size:2^{}", k);
 }
 
+// Tags of a track's allocations made in [begin, end], by allocation id (one indexed query).
+std::unordered_map<int64_t, std::string> tagsIn(const Engine::Impl& d, const TrackData& td,
+                                                int64_t begin, int64_t end)
+{
+    std::unordered_map<int64_t, std::string> out;
+    std::lock_guard lock(d.dbMutex);
+    if (!d.session) return out;
+    Stmt st = d.session->db().prepare(
+        "SELECT a.id, s.text FROM allocations a JOIN strings s ON s.id = a.tag"
+        " WHERE a.device = ?1 AND a.level = ?2 AND a.alloc_ns >= ?3 AND a.alloc_ns <= ?4");
+    st.bind(1, td.device).bind(2, static_cast<int>(td.level)).bind(3, begin).bind(4, end);
+    while (st.step())
+        out.emplace(st.i64(0), st.text(1));
+    return out;
+}
+
 // Allocator events of [begin, end] (and the address jumps of frame jumpFrame): the raw rows,
 // with evidence.largestEffect / kernelEffect filled.
+// Calls go forward in time, so one replayer per track (`replayers`, kept by the caller)
+// continues from where the previous call left it instead of rebuilding from a checkpoint.
 std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, int64_t end,
-                        int64_t jumpFrame)
+                        int64_t jumpFrame, std::vector<std::unique_ptr<Replayer>>& replayers)
 {
     std::vector<Raw> out;
-    for (const TrackData& td : d.tracks) {
+    replayers.resize(d.tracks.size());
+    for (size_t ti = 0; ti < d.tracks.size(); ++ti) {
+        const TrackData& td = d.tracks[ti];
         const std::string track = fmt::format("{}|{}", td.device, static_cast<int>(td.level));
-        Replayer r(td);
+        if (!replayers[ti]) replayers[ti] = std::make_unique<Replayer>(td);
+        Replayer& r = *replayers[ti];
         r.seek(begin - 1);
         uint64_t largest = r.state().largest();
         std::vector<size_t> splits;
@@ -113,9 +124,15 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
             }
             largest = now;
         });
-        for (size_t k : splits)
-            out[k].signature =
-                fmt::format("split|{}|{}", track, roleOf(d, out[k].p.allocationId, out[k].p.size));
+        if (!splits.empty()) {
+            const auto tags = tagsIn(d, td, begin, end);
+            for (size_t k : splits) {
+                const auto t = tags.find(out[k].p.allocationId);
+                out[k].signature =
+                    fmt::format("split|{}|{}", track,
+                                roleOf(t == tags.end() ? std::string() : t->second, out[k].p.size));
+            }
+        }
         // Same-role allocations that moved further than their own size.
         if (jumpFrame != kNoTime)
             for (const AddressJump& j : e.addressJumps(td.device, td.level, jumpFrame))
@@ -249,8 +266,9 @@ CollapseReport Engine::frameReport(int64_t frame) const
 
     // How often each signature happened in the healthy frames.
     std::unordered_map<std::string, int64_t> seen;
+    std::vector<std::unique_ptr<Replayer>> replayers;
     for (const FrameInfo* h : baseline) {
-        std::vector<Raw> rows = detect(*this, *d_, h->start, h->end, h->index);
+        std::vector<Raw> rows = detect(*this, *d_, h->start, h->end, h->index, replayers);
         std::sort(rows.begin(), rows.end(),
                   [](const Raw& a, const Raw& b) { return a.signature < b.signature; });
         for (size_t i = 0; i < rows.size(); ++i)
@@ -277,7 +295,7 @@ CollapseReport Engine::frameReport(int64_t frame) const
 
     // Allocator events of the window, scored and folded by signature.
     std::map<std::string, std::vector<Precursor>> bySignature;
-    for (Raw& x : detect(*this, *d_, rep.windowBegin, rep.windowEnd, frame)) {
+    for (Raw& x : detect(*this, *d_, rep.windowBegin, rep.windowEnd, frame, replayers)) {
         auto s = seen.find(x.signature);
         x.p.evidence.seenInHealthy = s == seen.end() ? 0 : s->second;
         x.p.evidence.novelty = healthy ? 1.0 - static_cast<double>(x.p.evidence.seenInHealthy) /
