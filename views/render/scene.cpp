@@ -207,6 +207,8 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     if (!f || li < 0 || li >= static_cast<int>(levels.size())) return out;
 #ifdef FRAGSCOPE_HAVE_ANALYSIS
     if (engine) {
+        std::lock_guard lock(precursorCache->mutex);
+        if (precursorCache->frame == frameIndex) return precursorCache->rows;
         const analysis::CollapseReport rep = engine->frameReport(frameIndex);
         for (const auto& p : rep.precursors) {
             Precursor r{p.time,        analysis::precursorKindName(p.kind),
@@ -219,10 +221,13 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
                 r.shareBefore = p.shift->shareBefore;
                 r.shareAfter = p.shift->shareAfter;
                 r.detail = analysis::kernelShiftText(*p.shift);
+                r.variant = p.shift->variant;
             }
             r.detail += analysis::evidenceText(p);
             out.push_back(std::move(r));
         }
+        precursorCache->frame = frameIndex;
+        precursorCache->rows = out;
         return out;
     }
 #endif

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -135,7 +137,16 @@ struct Precursor
     // -> this frame (-1 when the row is not a shift), and the shift's fields as text lines.
     double shareBefore = -1;
     double shareAfter = -1;
-    std::string detail{}; // shift fields and the score's factors, one per line (tooltip)
+    std::string detail{};  // shift fields and the score's factors, one per line (tooltip)
+    std::string variant{}; // kernel-variant shifts: the kernel that ran more in the frame
+};
+
+// The engine's last precursor list (the inspector and the kernel lane ask for the same frame).
+struct PrecursorCache
+{
+    std::mutex mutex;
+    int64_t frame = std::numeric_limits<int64_t>::min();
+    std::vector<Precursor> rows;
 };
 
 struct StateDiff
@@ -177,6 +188,7 @@ struct Scene
     // The analysis engine over the same file (when this build has fragscope_analysis): the
     // collapse inspector's precursors are the engine's.
     std::shared_ptr<const analysis::Engine> engine;
+    std::shared_ptr<PrecursorCache> precursorCache = std::make_shared<PrecursorCache>();
     // Made by LiveScene from a file a recording is still writing: no engine, refreshed several
     // times a second.
     bool live = false;
