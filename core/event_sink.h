@@ -10,6 +10,24 @@
 
 namespace fs {
 
+// What a simulator knows about one frame and no capture could (synthetic sessions only; stored
+// in the sim_truth_* tables, docs/session-format.md). The analysis never reads it: evaluations
+// of the analysis do.
+struct SimTruthFrame
+{
+    struct Kernel
+    {
+        std::string name;
+        int64_t calls = 0;
+        bool lowersCoherence = false; // the simulator's quality model counts these calls
+    };
+    int64_t frame = 0;
+    int64_t attentionCalls = 0;
+    int64_t workspaceFailures = 0; // attention workspace requests the allocator could not serve
+    int64_t ooms = 0;
+    std::vector<Kernel> fallbackKernels; // calls per fallback kernel that ran in the frame
+};
+
 class EventSink
 {
 public:
@@ -23,6 +41,8 @@ public:
     virtual void addFrameMetric(int64_t frame, const std::string& name, double value,
                                 const std::string& source) = 0;
     virtual void warn(const std::string& message) = 0;
+    // Synthetic sources only; sinks with nowhere to keep it ignore it.
+    virtual void addSimTruth(const SimTruthFrame&) {}
 };
 
 } // namespace fs

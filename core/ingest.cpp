@@ -240,6 +240,23 @@ void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value
     st_->metric.bind(1, frame).bind(2, name).bind(3, value).bind(4, source).run();
 }
 
+void Ingest::addSimTruth(const SimTruthFrame& t)
+{
+    Stmt f = db_->prepare("INSERT OR REPLACE INTO sim_truth_frames(frame, attention_calls,"
+                          " workspace_failures, ooms) VALUES(?1,?2,?3,?4)");
+    f.bind(1, t.frame).bind(2, t.attentionCalls).bind(3, t.workspaceFailures).bind(4, t.ooms).run();
+    Stmt k = db_->prepare("INSERT OR REPLACE INTO sim_truth_kernels(frame, kernel, calls,"
+                          " lowers_coherence) VALUES(?1,?2,?3,?4)");
+    for (const SimTruthFrame::Kernel& x : t.fallbackKernels) {
+        k.reset();
+        k.bind(1, t.frame)
+            .bind(2, x.name)
+            .bind(3, x.calls)
+            .bind(4, x.lowersCoherence ? 1 : 0)
+            .run();
+    }
+}
+
 void Ingest::add(const Event& e)
 {
     ++stats_.events;

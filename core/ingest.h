@@ -68,6 +68,7 @@ public:
     // A per-frame metric computed elsewhere (CSV/JSON import) or decoded by a source.
     void addFrameMetric(int64_t frame, const std::string& name, double value,
                         const std::string& source) override;
+    void addSimTruth(const SimTruthFrame& t) override;
     // A note for the session's capture health (incomplete input, missing tables, ...).
     void warn(const std::string& message) override;
     void health(const std::string& kind, int64_t value, const std::string& detail = {},

@@ -49,6 +49,12 @@ constexpr std::array kSchema = {
     "CREATE TABLE anomalies(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
     " device INTEGER, level INTEGER, address INTEGER, size INTEGER, event_seq INTEGER, detail "
     "TEXT)",
+    // Synthetic sessions only (empty elsewhere): what the simulator knows per frame.
+    "CREATE TABLE sim_truth_frames(frame INTEGER PRIMARY KEY, attention_calls INTEGER NOT NULL,"
+    " workspace_failures INTEGER NOT NULL, ooms INTEGER NOT NULL)",
+    "CREATE TABLE sim_truth_kernels(frame INTEGER NOT NULL, kernel TEXT NOT NULL,"
+    " calls INTEGER NOT NULL, lowers_coherence INTEGER NOT NULL, PRIMARY KEY(frame, kernel))"
+    " WITHOUT ROWID",
 };
 
 constexpr std::array kIndexes = {

@@ -46,6 +46,8 @@ struct FrameStats
     double coherence = 0; // the metric emitted for the frame
     int attentionCalls = 0;
     int fallbacks = 0;           // attention calls that could not get their workspace
+    int mathFallbacks = 0;       // ... of which not even the small split-KV one (math kernel)
+    int tiledDecodes = 0;        // VAE decode calls that ran tiled (no effect on coherence)
     int ooms = 0;                // OOMs during the frame
     uint64_t workspaceBytes = 0; // contiguous workspace the frame's attention asked for
     uint64_t reserved = 0;       // at the end of the frame

@@ -22,6 +22,10 @@ constexpr double kCopyBytesPerNs = 25.0; // host-to-device weight upload, 25 GB/
 constexpr double kCoherenceDrop = 5.0;   // score *= exp(-kCoherenceDrop * fallback fraction)
 constexpr int64_t kVaeConvNs = 45'000'000;
 constexpr int64_t kVaeTiledNs = kVaeConvNs * 13 / 10; // tiles overlap: 30 % more work
+// Fallback kernels, named once: the events and the ground-truth table must agree.
+constexpr const char* kAttnFallbackName = "flash_attn_fwd_splitkv_fallback";
+constexpr const char* kAttnMathName = "attn_fwd_math_fallback";
+constexpr const char* kVaeTiledName = "vae_decode_conv3d_tiled_kernel";
 
 int64_t flopsNs(double flops)
 {
@@ -92,13 +96,13 @@ Workload::Workload(const Config& cfg, EventWriter& out)
     kCfg_ = n("cfg_combine_kernel");
     kKvAppend_ = n("kv_cache_append_kernel");
     kVaeConv_ = n("vae_decode_conv3d_kernel");
-    kVaeConvTiled_ = n("vae_decode_conv3d_tiled_kernel");
+    kVaeConvTiled_ = n(kVaeTiledName);
     kMemory_ = n("kv_memory_compress_kernel");
     kVaeUp_ = n("vae_upsample_nearest3d_kernel");
     kQuantize_ = n("frame_to_uint8_kernel");
     kAttn_ = n("flash_attn_fwd_kernel");
-    kAttnFallback_ = n("flash_attn_fwd_splitkv_fallback");
-    kAttnMath_ = n("attn_fwd_math_fallback");
+    kAttnFallback_ = n(kAttnFallbackName);
+    kAttnMath_ = n(kAttnMathName);
 }
 
 int64_t Workload::eventsPerFrameEstimate(const Config& cfg)
@@ -303,7 +307,7 @@ void Workload::frame(int64_t f, int64_t inClip)
         now_ = stepStart + s.stepBudgetNs;
     }
     graphId_ = 0;
-    frameEnd(s);
+    frameEnd(s, fs);
     release(latent);
     release(noise);
     if (now_ > end) throw std::logic_error("simulator: a frame overran its time budget");
@@ -339,6 +343,23 @@ void Workload::frame(int64_t f, int64_t inClip)
     m.name = mn.id;
     out_.emit(m, mn);
     frames_.push_back(fs);
+
+    // Ground truth for evaluations (the sim_truth_* tables): only the attention fallbacks and
+    // OOMs enter the coherence model above.
+    SimTruthFrame truth;
+    truth.frame = f;
+    truth.attentionCalls = fs.attentionCalls;
+    truth.workspaceFailures = fs.fallbacks;
+    truth.ooms = fs.ooms;
+    const std::pair<const char*, int> fallbacks[] = {
+        {kAttnFallbackName, fs.fallbacks - fs.mathFallbacks},
+        {kAttnMathName, fs.mathFallbacks},
+        {kVaeTiledName, fs.tiledDecodes}};
+    for (const auto& [name, calls] : fallbacks)
+        if (calls > 0)
+            truth.fallbackKernels.push_back(
+                {name, calls, std::string_view(name) != std::string_view(kVaeTiledName)});
+    out_.sink().addSimTruth(truth);
 }
 
 void Workload::step(const Shape& s, int64_t f, FrameStats& fs)
@@ -402,6 +423,7 @@ void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& n
             // Even the small workspace is unavailable: the math path, which reports the OOM.
             ws = alloc(s.workspace / 8, kMainStream, tagWorkspaceSplit_);
             attn = &kAttnMath_;
+            ++fs.mathFallbacks;
         }
     }
     Block* o = alloc(s.hidden, kMainStream, tagAct_[2]);
@@ -427,7 +449,7 @@ void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& n
     x = next;
 }
 
-void Workload::frameEnd(const Shape& s)
+void Workload::frameEnd(const Shape& s, FrameStats& fs)
 {
     // The frame's keys and values join the temporal-attention cache; the oldest frame leaves it
     // once the window is full. Entries differ in size from frame to frame (tokens kept after
@@ -474,6 +496,7 @@ void Workload::frameEnd(const Shape& s)
     bool tiled = false;
     if (!buf) {
         tiled = true;
+        fs.tiledDecodes = 3; // every conv of the decode runs tiled
         buf = alloc(bufBytes / 4, kSideStream, tagVaeBuf_);
     }
     std::array<Block*, 3> tmp{};

@@ -57,7 +57,7 @@ private:
     void frame(int64_t f, int64_t inClip);
     void step(const Shape& s, int64_t f, FrameStats& fs);
     void blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& node);
-    void frameEnd(const Shape& s);
+    void frameEnd(const Shape& s, FrameStats& fs);
     void teardown();
     Shape shape(int64_t f) const;
 

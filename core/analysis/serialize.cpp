@@ -74,6 +74,46 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     if (p.allocationId >= 0) j.field("allocation_id", p.allocationId);
     j.field("score", p.score);
     j.field("description", p.description);
+    j.field("count", p.count);
+    j.field("background", p.background);
+    j.key("evidence").beginObject();
+    j.field("closeness", p.evidence.closeness);
+    j.field("novelty", p.evidence.novelty);
+    j.field("largest_effect", p.evidence.largestEffect);
+    j.field("kernel_effect", p.evidence.kernelEffect);
+    j.field("effect", p.evidence.effect);
+    j.field("seen_in_healthy", p.evidence.seenInHealthy);
+    j.field("healthy_frames", p.evidence.healthyFrames);
+    j.endObject();
+    if (p.shift) {
+        const KernelShift& s = *p.shift;
+        j.key("shift").beginObject();
+        j.field("basis", s.basis);
+        j.field("family", s.family);
+        j.field("families", s.families);
+        j.field("variant", s.variant);
+        j.field("usual", s.usual);
+        j.field("share_before", s.shareBefore);
+        j.field("share_after", s.shareAfter);
+        j.field("share_after_low", s.shareAfterLow);
+        j.field("calls_before", s.callsBefore);
+        j.field("total_before", s.totalBefore);
+        j.field("calls_after", s.callsAfter);
+        j.field("total_after", s.totalAfter);
+        j.field("first_frame", s.firstFrame);
+        j.key("preceding_allocation").beginObject();
+        j.field("change", requestChangeName(s.preceding.change));
+        if (s.preceding.allocationId >= 0) j.field("allocation_id", s.preceding.allocationId);
+        j.field("size", s.preceding.size);
+        j.field("usual_size", s.preceding.usualSize);
+        j.field("address", s.preceding.address);
+        j.field("usual_address", s.preceding.usualAddress);
+        j.field("regions_released", s.preceding.regionsReleased);
+        j.field("oom_requested", s.preceding.oomRequested);
+        j.field("description", s.preceding.description);
+        j.endObject();
+        j.endObject();
+    }
     j.endObject();
 }
 
@@ -104,6 +144,10 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
     j.endObject();
     j.field("window_begin", r.windowBegin);
     j.field("window_end", r.windowEnd);
+    j.key("baseline_frames").beginArray();
+    for (int64_t f : r.baselineFrames)
+        j.value(f);
+    j.endArray();
     j.key("precursors").beginArray();
     for (const Precursor& p : r.precursors)
         writePrecursor(j, p);
@@ -185,6 +229,32 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     return out;
 }
 
+std::string kernelShiftText(const KernelShift& s)
+{
+    std::string out = fmt::format("family: {} ({})\n", s.family, s.basis);
+    out += fmt::format("variant: {} ({}), first ran in frame {}\n", s.variant,
+                       s.usual.empty() ? std::string("the family never ran in the healthy frames")
+                                       : "usually " + s.usual,
+                       s.firstFrame);
+    out += fmt::format("share: {:.1f} % of {} calls in the healthy frames -> {:.1f} % ({}/{})\n",
+                       100 * s.shareBefore, s.totalBefore, 100 * s.shareAfter, s.callsAfter,
+                       s.totalAfter);
+    out += s.preceding.change == RequestChange::None
+               ? std::string("preceded by: no allocation that failed, shrank or moved\n")
+               : fmt::format("preceded by ({}): {}\n", requestChangeName(s.preceding.change),
+                             s.preceding.description);
+    return out;
+}
+
+std::string evidenceText(const Precursor& p)
+{
+    const Evidence& e = p.evidence;
+    return fmt::format("score {:.3f} = closeness {:.2f} x novelty {:.2f} (seen in {} of {} healthy "
+                       "frames) x effect {:.3f} (kernels {:.3f}, largest free block {:.3f} / 2)",
+                       p.score, e.closeness, e.novelty, e.seenInHealthy, e.healthyFrames, e.effect,
+                       e.kernelEffect, e.largestEffect);
+}
+
 std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
                                size_t maxPrecursors)
 {
@@ -194,13 +264,14 @@ std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordi
         out += fmt::format("  broken: {}\n", b);
     out += fmt::format("  window {} .. {}\n", formatTime(r.windowBegin, begin, ordinal),
                        formatTime(r.windowEnd, begin, ordinal));
-    out += fmt::format("  precursors ({} found, ranked by effect on the allocator)\n",
-                       r.precursors.size());
+    out += fmt::format("  precursors ({} rows, ranked by evidence: closeness x novelty x effect "
+                       "against {} healthy frames; docs/analysis.md)\n",
+                       r.precursors.size(), r.baselineFrames.size());
     for (size_t i = 0; i < r.precursors.size() && i < maxPrecursors; ++i) {
         const Precursor& p = r.precursors[i];
-        out +=
-            fmt::format("    {:>2}. {:<12} {:<24} {}\n", i + 1, formatTime(p.time, begin, ordinal),
-                        precursorKindName(p.kind), p.description);
+        out += fmt::format("    {:>2}. {:.3f} {:<12} {:<22} {}{}\n", i + 1, p.score,
+                           formatTime(p.time, begin, ordinal), precursorKindName(p.kind),
+                           p.description, p.background ? " [background]" : "");
     }
     for (const StateDiff& d : r.diff) {
         out += fmt::format(

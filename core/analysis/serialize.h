@@ -23,6 +23,11 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
 void writeCorrelation(JsonWriter& j, const Correlation& c);
 
 std::string stateText(const State& s, int64_t begin, bool ordinal);
+// The fields of a kernel-variant shift, one per line ("family: ...", "variant: ...", "share:
+// ...", "first ran in frame N", "preceded by: ..."), for the CLI and the GUI's inspector.
+std::string kernelShiftText(const KernelShift& s);
+// The score's factors: "score 0.301 = closeness 1.00 x novelty 1.00 x effect 0.301 (...)".
+std::string evidenceText(const Precursor& p);
 std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
                                size_t maxPrecursors);
 

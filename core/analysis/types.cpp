@@ -1,6 +1,7 @@
 #include "types.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -38,8 +39,46 @@ const char* precursorKindName(PrecursorKind k)
         return "address_jump";
     case PrecursorKind::GraphLaunch:
         return "graph_launch";
+    case PrecursorKind::KernelVariantShift:
+        return "kernel_variant_shift";
     }
     return "unknown";
+}
+
+const char* requestChangeName(RequestChange c)
+{
+    switch (c) {
+    case RequestChange::None:
+        return "none";
+    case RequestChange::Failed:
+        return "failed";
+    case RequestChange::Shrank:
+        return "shrank";
+    case RequestChange::Moved:
+        return "moved";
+    }
+    return "unknown";
+}
+
+double evidenceScore(Evidence& e)
+{
+    // An allocator event reaches the frames only through a request it makes fail or a kernel it
+    // makes the library pick, so its effect on the largest free block counts half of a kernel
+    // change (docs/analysis.md "Ranking").
+    e.effect = std::max(e.kernelEffect, e.largestEffect / 2);
+    return e.closeness * e.novelty * e.effect;
+}
+
+double wilsonLower(int64_t k, int64_t n)
+{
+    if (n <= 0) return 0;
+    constexpr double z = 1.959964; // 95 %, two-sided
+    const double nn = static_cast<double>(n);
+    const double p = static_cast<double>(k) / nn;
+    const double z2 = z * z;
+    const double centre = p + z2 / (2 * nn);
+    const double spread = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn));
+    return std::max(0.0, (centre - spread) / (1 + z2 / nn));
 }
 
 bool AddressLayout::toCompact(uint64_t addr, uint64_t& out) const

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,15 +241,83 @@ struct Collapse
 };
 
 enum class PrecursorKind : uint8_t {
-    Oom,              // an allocation failed
-    NewKernelVariant, // a kernel name runs in frame f but in none of the previous frames
-    RegionCreated,    // a new segment / pool reservation
-    RegionReleased,   // a segment released (a pool trim when its level is pool)
-    SplitLargest,     // an allocation placed inside the largest fragment, shrinking it
-    AddressJump,      // same-role allocation moved between f-1 and f
-    GraphLaunch,      // a graph launch that overlapped other precursors
+    Oom,                // an allocation failed
+    NewKernelVariant,   // a kernel name runs in frame f but in none of the previous frames (kept
+                        // for old results; the ranking reports KernelVariantShift instead)
+    RegionCreated,      // a new segment / pool reservation
+    RegionReleased,     // a segment released (a pool trim when its level is pool)
+    SplitLargest,       // an allocation placed inside the largest fragment, shrinking it
+    AddressJump,        // same-role allocation moved between f-1 and f
+    GraphLaunch,        // a graph launch that overlapped other precursors
+    KernelVariantShift, // a kernel family ran another variant in f than in the healthy frames
 };
 const char* precursorKindName(PrecursorKind k);
+
+// How the allocation request just before a shifted kernel differed from the one before the
+// family's usual variant (docs/analysis.md "Kernel-variant shifts").
+enum class RequestChange : uint8_t {
+    None,   // no allocation before it differed
+    Failed, // an out-of-memory event between the previous launch and this one
+    Shrank, // the largest request there was smaller than before the usual variant
+    Moved,  // same size, but it landed in another region or at another address
+};
+const char* requestChangeName(RequestChange c);
+
+struct PrecedingAllocation
+{
+    RequestChange change = RequestChange::None;
+    int64_t allocationId = -1; // the largest request before the shifted call (-1: none)
+    int64_t time = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t usualSize = 0; // the largest request before the usual variant's last call
+    uint64_t usualAddress = 0;
+    int regionsReleased = 0; // cached segments the allocator released in the same gap
+    uint64_t oomRequested = 0;
+    std::string description; // empty when change is None
+};
+
+// One kernel-variant shift: the families (same graph node, else same position in the stream's
+// launch sequence, else same name stem) whose calls moved to `variant`, summed over them.
+struct KernelShift
+{
+    std::string basis;      // "graph_node", "launch_position" or "name_stem"
+    std::string family;     // "graph node 2", "8 graph nodes (2, 9, 16, ...)", ...
+    int families = 1;       // families folded into this row
+    std::string variant;    // the kernel that ran more in f
+    std::string usual;      // the family's most frequent variant in the healthy frames ("" if none)
+    int64_t callsAfter = 0; // calls of variant in f, in these families
+    int64_t totalAfter = 0; // all calls of these families in f
+    int64_t callsBefore = 0; // the same over the healthy baseline frames
+    int64_t totalBefore = 0;
+    double shareBefore = 0;   // callsBefore / totalBefore (0 when the families never ran)
+    double shareAfter = 0;    // callsAfter / totalAfter
+    double shareAfterLow = 0; // 95 % Wilson lower bound of shareAfter
+    int64_t firstFrame = -1;  // first frame in which the variant ran at all
+    PrecedingAllocation preceding;
+};
+
+// The three factors of a precursor's score (docs/analysis.md "Ranking"):
+// score = closeness x novelty x effect, effect = max(kernelEffect, largestEffect / 2).
+struct Evidence
+{
+    double closeness = 0;     // 1 inside the collapsed frame, 1 / (1 + frames before its onset)
+    double novelty = 0;       // 1 - seenInHealthy / healthyFrames (1 when there is no baseline)
+    double largestEffect = 0; // relative drop of the largest free block it caused, 0..1
+    double kernelEffect = 0;  // share of a family's calls that changed variant, 0..1
+    double effect = 0;
+    int64_t seenInHealthy = 0; // healthy baseline frames in which the same thing happened
+    int64_t healthyFrames = 0;
+};
+
+// The score from its factors (docs/analysis.md "Ranking").
+double evidenceScore(Evidence& e);
+// 95 % Wilson score interval lower bound of k successes in n trials (0 when n == 0).
+double wilsonLower(int64_t k, int64_t n);
+// The family stem of a kernel name: the function name without template arguments, parameters
+// or namespace, cut to its first two '_'-separated words, lower case ("flash_attn_fwd_kernel"
+// -> "flash_attn").
+std::string kernelNameStem(const std::string& name);
 
 struct Precursor
 {
@@ -259,8 +328,12 @@ struct Precursor
     uint64_t address = 0;
     uint64_t size = 0;
     int64_t allocationId = -1; // when the precursor is an allocation
-    double score = 0;          // bytes of effect on the allocator (docs/analysis.md "Ranking")
+    double score = 0;          // evidence, 0..1 (docs/analysis.md "Ranking")
     std::string description;
+    int64_t count = 1;       // events folded into this row (same signature in the window)
+    bool background = false; // happened in every healthy baseline frame
+    Evidence evidence{};
+    std::optional<KernelShift> shift{}; // set for KernelVariantShift
 };
 
 struct StateDiff
@@ -300,6 +373,7 @@ struct CollapseReport
     std::vector<Precursor> precursors; // ranked, highest score first
     std::vector<StateDiff> diff;       // one per track
     std::vector<KernelSummary> newKernels;
+    std::vector<int64_t> baselineFrames; // healthy frames the novelty is measured against
     Caveats caveats;
 };
 

@@ -48,4 +48,16 @@ inline void kernel(fs::Ingest& in, int64_t t, int64_t end, const std::string& na
     in.add(e);
 }
 
+// A kernel launched by CUDA graph `graph` as its node `node` (ingest splits aux2 into graph_id
+// and graph_node_id).
+inline void graphKernel(fs::Ingest& in, int64_t t, int64_t end, const std::string& name,
+                        uint32_t graph, uint32_t node)
+{
+    fs::Event e = ev(fs::EventType::Kernel, t);
+    e.endTime = end;
+    e.name = in.intern(name);
+    e.aux2 = uint64_t{graph} << 32 | node;
+    in.add(e);
+}
+
 } // namespace antest

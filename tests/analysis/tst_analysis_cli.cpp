@@ -162,7 +162,7 @@ private slots:
 
         // collapse --frame 2: frame 2 breaks coherence_score < 0.05. Its window starts at frame 0
         // (1000) and ends at the end of frame 2 (4000). The precursors are the allocations that
-        // cut the largest fragment: C at 3100 (768K -> 256K... ranked by the drop).
+        // cut the largest fragment, ranked by evidence.
         r = runCli({"collapse", s, "--frame", "2", "--json"});
         QCOMPARE(r.exitCode, 0);
         const QJsonObject c = json(r);
@@ -170,12 +170,23 @@ private slots:
         QCOMPARE(c["window_begin"].toInteger(), qint64(1000));
         QCOMPARE(c["window_end"].toInteger(), qint64(4000));
         const QJsonArray p = c["precursors"].toArray();
-        QVERIFY(p.size() >= 2);
-        // Drops: A at 1100 cut 1 MiB -> 768K (256 KiB); B at 2100 cut 768K -> 512K (256 KiB);
-        // C at 3100 cut 512K -> 128K (384 KiB): C ranks first.
+        // No healthy frame precedes the window, so every event is new (novelty 1); score =
+        // closeness x novelty x max(kernel effect, largest effect / 2) (docs/analysis.md):
+        //   A at 1100 (frame 0, closeness 1/3) cut 1 MiB -> 768K: 1/3 x 0.25/2 = 0.0417
+        //   B at 2100 (frame 1, closeness 1/2) cut 768K -> 512K: 1/2 x (1/3)/2 = 0.0833
+        //   C at 3100 (frame 2, closeness 1) cut 512K -> 128K:   1 x 0.75/2 = 0.375
+        // A, B and C are untagged blocks of the same size class (2^18 B): one signature, so
+        // they fold into one row, scored as its best member C, with count 3.
+        QCOMPARE(p.size(), 1);
         QCOMPARE(p[0].toObject()["kind"].toString(), QString("split_largest_fragment"));
         QCOMPARE(p[0].toObject()["time"].toInteger(), qint64(3100));
-        QCOMPARE(p[0].toObject()["score"].toDouble(), double(384 * KiB));
+        QCOMPARE(p[0].toObject()["score"].toDouble(), 0.375);
+        QCOMPARE(p[0].toObject()["count"].toInt(), 3);
+        const QJsonObject ev = p[0].toObject()["evidence"].toObject();
+        QCOMPARE(ev["largest_effect"].toDouble(), 0.75);
+        QCOMPARE(ev["closeness"].toDouble(), 1.0);
+        QCOMPARE(ev["novelty"].toDouble(), 1.0);
+        QCOMPARE(ev["healthy_frames"].toInt(), 0);
         const QJsonObject diff = c["state_diff"].toArray()[0].toObject();
         QCOMPARE(diff["before"].toObject()["largest_free_fragment_bytes"].toDouble(),
                  double(512 * KiB));

@@ -123,6 +123,76 @@ private slots:
                  0);
     }
 
+    // The ground-truth tables (synthetic sessions only, docs/session-format.md) agree with the
+    // simulator's own per-frame view and with the events: per frame, the kernels and OOMs the
+    // session holds are the ones the truth counts. A 6 GiB device adds OOMs and the math path.
+    void groundTruthMatchesEvents_data()
+    {
+        QTest::addColumn<qint64>("capacityGiB");
+        QTest::newRow("80 GiB demo run") << qint64(80);
+        QTest::newRow("6 GiB, OOMs") << qint64(6);
+    }
+    void groundTruthMatchesEvents()
+    {
+        QFETCH(qint64, capacityGiB);
+        sim::Config cfg;
+        cfg.capacityBytes = static_cast<uint64_t>(capacityGiB) << 30;
+        if (capacityGiB < 80) {
+            cfg.frames = 3;
+            cfg.steps = 2;
+        }
+        const std::string path = file("truth.fragscope");
+        const sim::Stats st = simulateTo(path, cfg);
+        Session s = Session::open(path);
+        Db& db = s.db();
+        QCOMPARE(db.scalar("SELECT COUNT(*) FROM sim_truth_frames"),
+                 static_cast<int64_t>(st.perFrame.size()));
+        int64_t fallbacks = 0, truthOoms = 0;
+        for (size_t f = 0; f < st.perFrame.size(); ++f) {
+            const sim::FrameStats& fs = st.perFrame[f];
+            Stmt row = db.prepare("SELECT attention_calls, workspace_failures, ooms"
+                                  " FROM sim_truth_frames WHERE frame = ?1");
+            row.bind(1, static_cast<int64_t>(f));
+            QVERIFY(row.step());
+            QCOMPARE(row.i64(0), int64_t{fs.attentionCalls});
+            QCOMPARE(row.i64(1), int64_t{fs.fallbacks});
+            QCOMPARE(row.i64(2), int64_t{fs.ooms});
+            fallbacks += fs.fallbacks;
+            truthOoms += fs.ooms;
+            // Every attention fallback ran one counted kernel: their calls add up to the
+            // workspace failures.
+            Stmt causal = db.prepare("SELECT COALESCE(SUM(calls), 0) FROM sim_truth_kernels"
+                                     " WHERE frame = ?1 AND lowers_coherence");
+            causal.bind(1, static_cast<int64_t>(f));
+            QVERIFY(causal.step());
+            QCOMPARE(causal.i64(0), int64_t{fs.fallbacks});
+            // OOM events inside the frame's range.
+            Stmt ooms = db.prepare("SELECT COUNT(*) FROM ooms o JOIN frames fr ON fr.idx = ?1"
+                                   " WHERE o.time_ns >= fr.start_ns AND o.time_ns < fr.end_ns");
+            ooms.bind(1, static_cast<int64_t>(f));
+            QVERIFY(ooms.step());
+            QCOMPARE(ooms.i64(0), int64_t{fs.ooms});
+        }
+        QCOMPARE(fallbacks, st.fallbackKernels);
+        if (capacityGiB < 80) QVERIFY(truthOoms > 0);
+        // Each truth row names a kernel that ran exactly that often in the frame.
+        Stmt rows = db.prepare(
+            "SELECT t.frame, t.kernel, t.calls, (SELECT COUNT(*) FROM kernels k JOIN strings n"
+            " ON n.id = k.name JOIN frames fr ON fr.idx = t.frame WHERE n.text = t.kernel AND"
+            " k.start_ns >= fr.start_ns AND k.start_ns < fr.end_ns) FROM sim_truth_kernels t");
+        int n = 0;
+        while (rows.step()) {
+            ++n;
+            QVERIFY2(rows.i64(2) == rows.i64(3),
+                     qPrintable(QString("frame %1 %2: truth %3, kernels %4")
+                                    .arg(rows.i64(0))
+                                    .arg(QString::fromStdString(rows.text(1)))
+                                    .arg(rows.i64(2))
+                                    .arg(rows.i64(3))));
+        }
+        QVERIFY(n > 0);
+    }
+
     void sameSeedSameTables()
     {
         sim::Config cfg;

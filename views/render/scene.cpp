@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/analysis/engine.h"
+#include "core/analysis/serialize.h"
 
 namespace fs::render {
 
@@ -203,10 +204,27 @@ std::vector<Precursor> Scene::precursors(int64_t frameIndex, int li, int lookbac
     const FrameRow* f = frame(frameIndex);
     if (!f || li < 0 || li >= static_cast<int>(levels.size())) return out;
     if (engine) {
+        std::lock_guard lock(precursorCache->mutex);
+        if (precursorCache->frame == frameIndex) return precursorCache->rows;
         const analysis::CollapseReport rep = engine->frameReport(frameIndex);
-        for (const auto& p : rep.precursors)
-            out.push_back({p.time, analysis::precursorKindName(p.kind), p.description, p.score,
-                           p.address, p.size, p.allocationId});
+        for (const auto& p : rep.precursors) {
+            Precursor r{p.time,        analysis::precursorKindName(p.kind),
+                        p.description, p.score,
+                        p.address,     p.size,
+                        p.allocationId};
+            r.count = p.count;
+            r.background = p.background;
+            if (p.shift) {
+                r.shareBefore = p.shift->shareBefore;
+                r.shareAfter = p.shift->shareAfter;
+                r.detail = analysis::kernelShiftText(*p.shift);
+                r.variant = p.shift->variant;
+            }
+            r.detail += analysis::evidenceText(p);
+            out.push_back(std::move(r));
+        }
+        precursorCache->frame = frameIndex;
+        precursorCache->rows = out;
         return out;
     }
     const LevelData& ld = levels[static_cast<size_t>(li)];

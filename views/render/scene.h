@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -125,10 +127,26 @@ struct Precursor
     int64_t time = 0;
     std::string kind; // the engine's names: region_created, oom, new_kernel_variant, ...
     std::string what; // human description
-    double score = 0; // higher = changed the allocator more
+    double score = 0; // higher = stronger evidence (the engine's: 0..1, docs/analysis.md)
     uint64_t address = 0;
     uint64_t size = 0;
-    int64_t allocId = -1; // -1 when the precursor is not an allocation
+    int64_t allocId = -1;    // -1 when the precursor is not an allocation
+    int64_t count = 1;       // events folded into the row
+    bool background = false; // happens in every healthy frame
+    // Kernel-variant shifts: share of the family's calls running the variant, healthy frames
+    // -> this frame (-1 when the row is not a shift), and the shift's fields as text lines.
+    double shareBefore = -1;
+    double shareAfter = -1;
+    std::string detail{};  // shift fields and the score's factors, one per line (tooltip)
+    std::string variant{}; // kernel-variant shifts: the kernel that ran more in the frame
+};
+
+// The engine's last precursor list (the inspector and the kernel lane ask for the same frame).
+struct PrecursorCache
+{
+    std::mutex mutex;
+    int64_t frame = std::numeric_limits<int64_t>::min();
+    std::vector<Precursor> rows;
 };
 
 struct StateDiff
@@ -170,6 +188,7 @@ struct Scene
     // The analysis engine over the same file (when this build has fragscope_analysis): the
     // collapse inspector's precursors are the engine's.
     std::shared_ptr<const analysis::Engine> engine;
+    std::shared_ptr<PrecursorCache> precursorCache = std::make_shared<PrecursorCache>();
     // Made by LiveScene from a file a recording is still writing: no engine, refreshed several
     // times a second.
     bool live = false;

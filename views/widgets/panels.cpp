@@ -46,10 +46,21 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(PrecursorModel::What, QHeaderView::Stretch);
     table_->verticalHeader()->hide();
+    // The current precursor's fields, below the list; the splitter decides its height.
+    detail_ = new QLabel(split);
+    detail_->setWordWrap(true);
+    detail_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    detail_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
-    split->setSizes({150, 450});
+    split->setStretchFactor(2, 1);
+    split->setSizes({150, 260, 190});
     lay->addWidget(split, 1);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& i) {
+                detail_->setText(model_->data(i, PrecursorModel::DetailRole).toString());
+            });
     connect(table_, &QTableView::activated, this, [this](const QModelIndex& i) {
         emit precursorActivated(i.row(), model_->data(i, PrecursorModel::TimeRole).toLongLong(),
                                 model_->data(i, PrecursorModel::AllocIdRole).toLongLong());
@@ -93,6 +104,7 @@ void CollapseInspector::setSelection(const Selection& s)
                      "timelines and histogram.")
                 : tr("Select a frame (collapsed frames are red in the frames table)."));
         model_->resetData({}, 0, TimeAxis::Nanoseconds);
+        detail_->clear();
         return;
     }
     const render::Collapse* c = scene_->collapseOf(s.frame);
@@ -108,6 +120,7 @@ void CollapseInspector::setSelection(const Selection& s)
                 .arg(s.frame));
     model_->resetData(scene_->precursors(s.frame, level_), scene_->timeBegin(),
                       scene_->summary.timeAxis);
+    detail_->setText(model_->data(model_->index(0, 0), PrecursorModel::DetailRole).toString());
     table_->resizeColumnsToContents();
     const render::StateDiff d = scene_->stateDiff(s.frame, level_);
     struct Row

@@ -37,6 +37,7 @@ private:
     QLabel* head_ = nullptr;
     QTableWidget* diff_ = nullptr;
     QTableView* table_ = nullptr;
+    QLabel* detail_ = nullptr; // fields of the current precursor (the top one until one is picked)
     PrecursorModel* model_ = nullptr;
 };
 

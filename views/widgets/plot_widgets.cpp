@@ -465,6 +465,13 @@ void KernelLaneWidget::setScene(std::shared_ptr<const render::Scene> scene)
 
 void KernelLaneWidget::setSelection(const Selection& s)
 {
+    if (s.frame != sel_.frame) {
+        shifted_.clear();
+        if (scene_ && scene_->frame(s.frame))
+            for (const auto& p : scene_->precursors(s.frame, scene_->defaultLevel()))
+                if (p.kind == "kernel_variant_shift" && p.score > 0)
+                    shifted_ << QString::fromStdString(p.variant);
+    }
     sel_ = s;
     update();
 }
@@ -529,7 +536,11 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
         const double x0 = X(it->start), x1 = std::max(x0 + 1, X(std::min(it->end, t1)));
         if (x1 < lastX + 0.5) continue; // narrower than a pixel behind the previous one: merged
         lastX = x1;
-        const bool isNew = freshSet.count(QString::fromStdString(scene_->str(it->name))) > 0;
+        const QString name = QString::fromStdString(scene_->str(it->name));
+        const bool isNew = freshSet.count(name) > 0;
+        // A variant the engine reports as shifted: an orange mark above the kernel.
+        if (shifted_.contains(name))
+            p.fillRect(QRectF(x0, lane.top() - 4, std::max(2.0, x1 - x0), 4), QColor(240, 140, 20));
         p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4),
                    isNew ? render::collapseColor() : QColor(90, 140, 200));
     }
@@ -541,7 +552,7 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
                        QColor(120, 180, 90));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("%1 → %2   red = new kernel variant")
+               tr("%1 → %2   red: new variant, orange: variant shift")
                    .arg(QString::fromStdString(
                             render::formatTime(t0 - scene_->timeBegin(), scene_->summary.timeAxis)),
                         QString::fromStdString(render::formatTime(t1 - scene_->timeBegin(),

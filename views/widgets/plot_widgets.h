@@ -95,6 +95,8 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene);
     void setSelection(const Selection& s);
     QStringList newVariants() const;
+    // Kernels the engine reports as a kernel-variant shift in the selected frame.
+    QStringList shiftedVariants() const { return shifted_; }
 
 protected:
     void paintEvent(QPaintEvent*) override;
@@ -102,6 +104,7 @@ protected:
 private:
     std::shared_ptr<const render::Scene> scene_;
     Selection sel_;
+    QStringList shifted_;
 };
 
 void applyPlotTheme(QCustomPlot* plot, bool dark);

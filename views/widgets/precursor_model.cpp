@@ -1,5 +1,7 @@
 #include "precursor_model.h"
 
+#include <QColor>
+
 namespace fs::views {
 
 void PrecursorModel::resetData(std::vector<render::Precursor> rows, int64_t timeBegin,
@@ -28,7 +30,13 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     const auto& p = rows_[static_cast<size_t>(index.row())];
     if (role == TimeRole) return QVariant::fromValue<qlonglong>(p.time);
     if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocId);
-    if (role == Qt::ToolTipRole) return QString::fromStdString(p.what);
+    // The row's own fields (a shift's family, variant, shares, first frame, preceding
+    // allocation) and the score's factors, for the inspector's detail line and the tooltip.
+    if (role == DetailRole) return QString::fromStdString(p.detail);
+    if (role == Qt::ToolTipRole)
+        return QString::fromStdString(p.detail.empty() ? p.what : p.what + "\n\n" + p.detail);
+    // Background rows (what happens in every healthy frame) are drawn muted.
+    if (role == Qt::ForegroundRole && p.background) return QColor(Qt::gray);
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
     case Rank:
@@ -39,9 +47,15 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
         return QString::fromStdString(p.kind);
     case What:
         return QString::fromStdString(p.what);
-    // The engine scores a precursor by the bytes of allocator state it changed.
+    // A kernel-variant shift: the variant's share of its family's calls, healthy frames -> f.
+    case Shift:
+        if (p.shareAfter < 0) return {};
+        return QStringLiteral("%1 % → %2 %")
+            .arg(100 * p.shareBefore, 0, 'f', 1)
+            .arg(100 * p.shareAfter, 0, 'f', 1);
+    // The engine's evidence score: closeness x novelty x effect, 0..1 (docs/analysis.md).
     case Score:
-        return QString::fromStdString(render::formatBytes(p.score));
+        return QString::number(p.score, 'f', 3);
     default:
         return {};
     }
@@ -50,7 +64,7 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
 QVariant PrecursorModel::headerData(int section, Qt::Orientation o, int role) const
 {
     if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"#", "time", "kind", "event", "effect"};
+    static const char* names[] = {"#", "time", "kind", "event", "share of calls", "evidence"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

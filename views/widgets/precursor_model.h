@@ -11,8 +11,8 @@ class PrecursorModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Columns { Rank, Time, Kind, What, Score, ColumnCount };
-    enum Roles { TimeRole = Qt::UserRole + 1, AllocIdRole };
+    enum Columns { Rank, Time, Kind, What, Shift, Score, ColumnCount };
+    enum Roles { TimeRole = Qt::UserRole + 1, AllocIdRole, DetailRole };
 
     explicit PrecursorModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
     void resetData(std::vector<render::Precursor> rows, int64_t timeBegin, TimeAxis axis);

@@ -1,0 +1,376 @@
+// Precursors of a collapse, ranked by evidence (docs/analysis.md "Precursors" and "Ranking"):
+// every event in the window is scored by closeness to the collapse's onset x novelty against the
+// healthy frames before it x effect on the largest free block and on kernel selection; events of
+// the same signature are folded into one row.
+#include "precursors.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/format.h"
+
+namespace fs::analysis {
+
+namespace {
+
+// Healthy frames the novelty is measured against: the newest ones before the window. Enough to
+// tell "every frame" from "this frame" while keeping a collapse query cheap on long runs.
+constexpr size_t kBaselineFrames = 16;
+
+struct Raw
+{
+    Precursor p;
+    std::string signature; // the same thing in another frame has the same signature
+};
+
+int kindOrder(PrecursorKind k)
+{
+    switch (k) {
+    case PrecursorKind::Oom:
+        return 0;
+    case PrecursorKind::KernelVariantShift:
+        return 1;
+    default:
+        return 2;
+    }
+}
+
+// The role of an allocation for signatures: its tag, else its log2 size class (sizes breathe
+// from frame to frame; the class does not).
+std::string roleOf(const std::string& tag, uint64_t size)
+{
+    if (!tag.empty()) return "tag:" + tag;
+    int k = 0;
+    while (k < 63 && (uint64_t{2} << k) <= size)
+        ++k;
+    return fmt::format("size:2^{}", k);
+}
+
+// Tags of a track's allocations made in [begin, end], by allocation id (one indexed query).
+std::unordered_map<int64_t, std::string> tagsIn(const Engine::Impl& d, const TrackData& td,
+                                                int64_t begin, int64_t end)
+{
+    std::unordered_map<int64_t, std::string> out;
+    std::lock_guard lock(d.dbMutex);
+    if (!d.session) return out;
+    Stmt st = d.session->db().prepare(
+        "SELECT a.id, s.text FROM allocations a JOIN strings s ON s.id = a.tag"
+        " WHERE a.device = ?1 AND a.level = ?2 AND a.alloc_ns >= ?3 AND a.alloc_ns <= ?4");
+    st.bind(1, td.device).bind(2, static_cast<int>(td.level)).bind(3, begin).bind(4, end);
+    while (st.step())
+        out.emplace(st.i64(0), st.text(1));
+    return out;
+}
+
+// Allocator events of [begin, end] (and the address jumps of frame jumpFrame): the raw rows,
+// with evidence.largestEffect / kernelEffect filled.
+// Calls go forward in time, so one replayer per track (`replayers`, kept by the caller)
+// continues from where the previous call left it instead of rebuilding from a checkpoint.
+std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, int64_t end,
+                        int64_t jumpFrame, std::vector<std::unique_ptr<Replayer>>& replayers)
+{
+    std::vector<Raw> out;
+    replayers.resize(d.tracks.size());
+    for (size_t ti = 0; ti < d.tracks.size(); ++ti) {
+        const TrackData& td = d.tracks[ti];
+        const std::string track = fmt::format("{}|{}", td.device, static_cast<int>(td.level));
+        if (!replayers[ti]) replayers[ti] = std::make_unique<Replayer>(td);
+        Replayer& r = *replayers[ti];
+        r.seek(begin - 1);
+        uint64_t largest = r.state().largest();
+        std::vector<size_t> splits;
+        r.advanceTo(end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
+            const uint64_t now = r.state().largest();
+            const double drop =
+                largest > now ? static_cast<double>(largest - now) / static_cast<double>(largest)
+                              : 0.0;
+            Raw x;
+            x.p.time = t;
+            x.p.device = td.device;
+            x.p.level = td.level;
+            x.p.evidence.largestEffect = drop;
+            if (kind == ReplayEvent::RegionCreate || kind == ReplayEvent::RegionDestroy) {
+                const RegionRec& g = td.regions[i];
+                const bool created = kind == ReplayEvent::RegionCreate;
+                x.p.kind = created ? PrecursorKind::RegionCreated : PrecursorKind::RegionReleased;
+                x.p.address = g.address;
+                x.p.size = g.size;
+                x.p.description =
+                    created
+                        ? fmt::format("new {} region of {} at {:#x}", regionKindName(g.kind),
+                                      humanBytes(g.size), g.address)
+                        : fmt::format("{} {} region of {} at {:#x}",
+                                      td.level == Level::Pool ? "pool trim: released" : "released",
+                                      regionKindName(g.kind), humanBytes(g.size), g.address);
+                x.signature = fmt::format("region|{}|{:#x}", track, g.address);
+                out.push_back(std::move(x));
+            } else if (kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest) {
+                // A split leaves part of the fragment free: a block that fills the largest
+                // fragment exactly uses it rather than splitting it.
+                const Alloc& a = td.allocs[i];
+                x.p.kind = PrecursorKind::SplitLargest;
+                x.p.address = a.address;
+                x.p.size = a.size;
+                x.p.allocationId = a.id;
+                x.p.description = fmt::format(
+                    "allocation of {} at {:#x} cut the largest free fragment from {} to {}",
+                    humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
+                splits.push_back(out.size());
+                out.push_back(std::move(x));
+            }
+            largest = now;
+        });
+        if (!splits.empty()) {
+            const auto tags = tagsIn(d, td, begin, end);
+            for (size_t k : splits) {
+                const auto t = tags.find(out[k].p.allocationId);
+                out[k].signature =
+                    fmt::format("split|{}|{}", track,
+                                roleOf(t == tags.end() ? std::string() : t->second, out[k].p.size));
+            }
+        }
+        // Same-role allocations that moved further than their own size.
+        if (jumpFrame != kNoTime)
+            for (const AddressJump& j : e.addressJumps(td.device, td.level, jumpFrame))
+                if (j.distance >= j.size && j.distance > 0) {
+                    Raw x;
+                    x.p.kind = PrecursorKind::AddressJump;
+                    x.p.time = begin;
+                    x.p.device = td.device;
+                    x.p.level = td.level;
+                    x.p.address = j.currentAddress;
+                    x.p.size = j.size;
+                    x.p.allocationId = j.currentId;
+                    x.p.description =
+                        fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
+                                    j.previousAddress, j.currentAddress);
+                    x.signature =
+                        fmt::format("jump|{}|{}", track, j.role.substr(0, j.role.rfind('#')));
+                    out.push_back(std::move(x));
+                }
+    }
+    std::lock_guard lock(d.dbMutex);
+    if (!d.session) return out;
+    Stmt st = d.session->db().prepare("SELECT time_ns, device, level, requested_bytes,"
+                                      " device_free_bytes FROM ooms"
+                                      " WHERE time_ns >= ?1 AND time_ns <= ?2");
+    st.bind(1, begin).bind(2, end);
+    while (st.step()) {
+        const uint64_t req = st.isNull(3) ? 0 : st.u64(3);
+        Raw x;
+        x.p.kind = PrecursorKind::Oom;
+        x.p.time = st.i64(0);
+        x.p.device = static_cast<uint32_t>(st.i64(1));
+        x.p.level = static_cast<Level>(st.isNull(2) ? 0 : st.i64(2));
+        x.p.size = req;
+        // A request that could not be served at all: no block was large enough, and the work
+        // that needed it could not run as written.
+        x.p.evidence.largestEffect = 1;
+        x.p.evidence.kernelEffect = 1;
+        x.p.description = fmt::format("out of memory: {} requested, {} free on the device",
+                                      humanBytes(req), humanBytes(st.isNull(4) ? 0 : st.u64(4)));
+        x.signature = fmt::format("oom|{}", x.p.device);
+        out.push_back(std::move(x));
+    }
+    return out;
+}
+
+// One row for the rows of the same signature: the best scored, with the count and a summary.
+Precursor fold(std::vector<Precursor>& rows)
+{
+    std::stable_sort(rows.begin(), rows.end(), [](const Precursor& a, const Precursor& b) {
+        return a.score != b.score ? a.score > b.score : a.time < b.time;
+    });
+    Precursor best = rows.front();
+    best.count = static_cast<int64_t>(rows.size());
+    if (rows.size() == 1) return best;
+    if (best.kind == PrecursorKind::RegionCreated || best.kind == PrecursorKind::RegionReleased) {
+        int64_t created = 0, released = 0;
+        uint64_t lo = best.size, hi = best.size;
+        for (const Precursor& p : rows) {
+            (p.kind == PrecursorKind::RegionCreated ? created : released) += 1;
+            lo = std::min(lo, p.size);
+            hi = std::max(hi, p.size);
+        }
+        const std::string sizes =
+            lo == hi ? humanBytes(lo) : fmt::format("{} to {}", humanBytes(lo), humanBytes(hi));
+        if (created && released)
+            best.description = fmt::format("segment {:#x} ({}) released and re-created {}x",
+                                           best.address, sizes, std::min(created, released));
+        else
+            best.description = fmt::format("segment {:#x} ({}) {} {}x", best.address, sizes,
+                                           created ? "created" : "released", rows.size());
+        return best;
+    }
+    best.description += fmt::format(" (and {} more like it in the window)", rows.size() - 1);
+    return best;
+}
+
+} // namespace
+
+CollapseReport Engine::frameReport(int64_t frame) const
+{
+    CollapseReport rep;
+    rep.frame = frame;
+    rep.collapse = {frame, frame, {}};
+    rep.caveats = d_->resultCaveats();
+    const auto& fr = d_->frames;
+    auto it =
+        std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
+    if (it == fr.end() || it->start == kNoTime) {
+        rep.caveats.notes.push_back(
+            fmt::format("frame {} has no time range in this session", frame));
+        return rep;
+    }
+    // Frames in time order; the window starts lookback frames earlier (session begin when the
+    // frame has fewer predecessors).
+    std::vector<const FrameInfo*> timed;
+    for (const FrameInfo& f : fr)
+        if (f.start != kNoTime) timed.push_back(&f);
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const FrameInfo* a, const FrameInfo* b) { return a->start < b->start; });
+    const auto pos =
+        static_cast<int64_t>(std::find(timed.begin(), timed.end(), &*it) - timed.begin());
+    const int64_t lookback = std::max<int64_t>(d_->options.lookbackFrames, 0);
+    rep.windowBegin =
+        pos - lookback >= 0 ? timed[static_cast<size_t>(pos - lookback)]->start : d_->timeBegin;
+    rep.windowEnd = it->end;
+    const FrameInfo* prev = pos > 0 ? timed[static_cast<size_t>(pos - 1)] : nullptr;
+
+    // The healthy baseline: frames before the window that break no rule.
+    std::vector<const FrameInfo*> baseline;
+    for (int64_t q = pos - 1; q >= 0 && baseline.size() < kBaselineFrames; --q) {
+        const FrameInfo* f = timed[static_cast<size_t>(q)];
+        if (f->start < rep.windowBegin && !f->breaksRule && f->collapse < 0) baseline.push_back(f);
+    }
+    std::reverse(baseline.begin(), baseline.end());
+    for (const FrameInfo* f : baseline)
+        rep.baselineFrames.push_back(f->index);
+    if (baseline.empty())
+        rep.caveats.notes.push_back("no healthy frame before the precursor window: every event "
+                                    "counts as new (novelty 1)");
+
+    // State diff end(f-1) -> end(f).
+    for (const TrackData& td : d_->tracks) {
+        StateDiff diff;
+        diff.device = td.device;
+        diff.level = td.level;
+        diff.before = stateAt(td.device, td.level, prev ? prev->end : it->start - 1);
+        diff.after = stateAt(td.device, td.level, it->end);
+        rep.diff.push_back(std::move(diff));
+    }
+
+    // How often each signature happened in the healthy frames.
+    std::unordered_map<std::string, int64_t> seen;
+    std::vector<std::unique_ptr<Replayer>> replayers;
+    for (const FrameInfo* h : baseline) {
+        std::vector<Raw> rows = detect(*this, *d_, h->start, h->end, h->index, replayers);
+        std::sort(rows.begin(), rows.end(),
+                  [](const Raw& a, const Raw& b) { return a.signature < b.signature; });
+        for (size_t i = 0; i < rows.size(); ++i)
+            if (i == 0 || rows[i].signature != rows[i - 1].signature) ++seen[rows[i].signature];
+    }
+    const auto healthy = static_cast<int64_t>(baseline.size());
+    // Closeness counts frames, not nanoseconds: what happens inside the collapsed frame shapes
+    // its computation; an earlier event acts only through the state it leaves behind, and each
+    // frame boundary in between weakens the link (1/2 in f-1, 1/3 in f-2, ...).
+    auto closeness = [&](int64_t t) {
+        if (t >= it->start) return 1.0;
+        const auto after =
+            std::upper_bound(timed.begin(), timed.end(), t,
+                             [](int64_t v, const FrameInfo* f) { return v < f->start; });
+        const int64_t in = after - timed.begin() - 1; // the frame holding t (-1: before all)
+        return 1.0 / (1.0 + static_cast<double>(pos - in));
+    };
+    auto score = [&](Precursor& p) {
+        p.evidence.closeness = closeness(p.time);
+        p.evidence.healthyFrames = healthy;
+        p.score = evidenceScore(p.evidence);
+        p.background = healthy > 0 && p.evidence.seenInHealthy == healthy;
+    };
+
+    // Allocator events of the window, scored and folded by signature.
+    std::map<std::string, std::vector<Precursor>> bySignature;
+    for (Raw& x : detect(*this, *d_, rep.windowBegin, rep.windowEnd, frame, replayers)) {
+        auto s = seen.find(x.signature);
+        x.p.evidence.seenInHealthy = s == seen.end() ? 0 : s->second;
+        x.p.evidence.novelty = healthy ? 1.0 - static_cast<double>(x.p.evidence.seenInHealthy) /
+                                                   static_cast<double>(healthy)
+                                       : 1.0;
+        score(x.p);
+        bySignature[x.signature].push_back(std::move(x.p));
+    }
+    std::vector<Precursor> p;
+    for (auto& [sig, rows] : bySignature)
+        p.push_back(fold(rows));
+
+    // Kernel variants new in the collapsed frame or in the lookback frames before it (listed for
+    // reference; the ranking uses the shifts below).
+    for (int64_t q = std::max<int64_t>(0, pos - lookback); q <= pos; ++q)
+        for (const KernelSummary& k : kernelsInFrame(timed[static_cast<size_t>(q)]->index))
+            if (k.newInFrame) rep.newKernels.push_back(k);
+    for (Precursor& s : kernelShifts(*d_, *it, baseline)) {
+        score(s);
+        p.push_back(std::move(s));
+    }
+
+    // Graph launches that overlapped the allocator events above, one row per graph: half the
+    // score of the best event they carried, so they rank just below it.
+    {
+        std::map<int64_t, Precursor> graphs;
+        std::lock_guard lock(d_->dbMutex);
+        Stmt st = d_->session->db().prepare(
+            "SELECT start_ns, end_ns, device, COALESCE(graph_id, -1) FROM graph_launches"
+            " WHERE start_ns >= ?1 AND start_ns <= ?2 ORDER BY start_ns");
+        st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
+        std::map<int64_t, int64_t> carried;
+        while (st.step()) {
+            const int64_t s = st.i64(0), e = st.i64(1), g = st.i64(3);
+            const Precursor* best = nullptr;
+            int n = 0;
+            for (const Precursor& q : p)
+                if (q.time >= s && q.time <= e && q.kind != PrecursorKind::KernelVariantShift &&
+                    q.kind != PrecursorKind::AddressJump && q.kind != PrecursorKind::GraphLaunch) {
+                    if (!best || q.score > best->score) best = &q;
+                    ++n;
+                }
+            if (!best) continue;
+            carried[g] += n;
+            auto [gi, added] = graphs.try_emplace(g);
+            Precursor& row = gi->second;
+            if (added || best->score / 2 > row.score) {
+                row.kind = PrecursorKind::GraphLaunch;
+                row.time = s;
+                row.device = static_cast<uint32_t>(st.i64(2));
+                row.level = Level::Driver;
+                row.evidence = best->evidence;
+                row.score = best->score / 2;
+                row.background = best->background;
+            }
+            if (!added) ++row.count;
+        }
+        for (auto& [g, row] : graphs) {
+            row.description = fmt::format("graph {} {} overlapped {} of these events", g,
+                                          row.count == 1 ? std::string("launch")
+                                                         : fmt::format("launches ({}x)", row.count),
+                                          carried[g]);
+            p.push_back(std::move(row));
+        }
+    }
+
+    std::stable_sort(p.begin(), p.end(), [](const Precursor& a, const Precursor& b) {
+        if (a.score != b.score) return a.score > b.score;
+        if (kindOrder(a.kind) != kindOrder(b.kind)) return kindOrder(a.kind) < kindOrder(b.kind);
+        return a.time < b.time;
+    });
+    constexpr size_t kMaxPrecursors = 200;
+    if (p.size() > kMaxPrecursors) p.resize(kMaxPrecursors);
+    rep.precursors = std::move(p);
+    return rep;
+}
+
+} // namespace fs::analysis
