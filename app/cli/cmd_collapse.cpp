@@ -70,16 +70,17 @@ FRAGSCOPE_COMMAND({
          {"any", "", "report frame N even when no collapse rule breaks there"},
          {"json", "", "print one JSON object instead of text"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
-    .details = "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"
-               "coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,\n"
-               "clip_entropy_bits > 2.95. The precursor window runs from the start of the frame\n"
-               "--lookback frames (2) before the collapse to the end of its first frame.\n"
-               "Precursors (allocator events, OOMs, kernel-variant shifts) are ranked by evidence:\n"
-               "closeness to the onset x novelty against the healthy frames before the window x\n"
-               "effect on the largest free block and on kernel selection (docs/analysis.md).\n"
-               "What happens in every healthy frame is marked [background]; events of the same\n"
-               "kind and place are folded into one row.\n"
-               "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
+    .details =
+        "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"
+        "coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,\n"
+        "clip_entropy_bits > 2.95. The precursor window runs from the start of the frame\n"
+        "--lookback frames (2) before the collapse to the end of its first frame.\n"
+        "Precursors (allocator events, OOMs, kernel-variant shifts) are ranked by evidence:\n"
+        "closeness to the onset x novelty against the healthy frames before the window x\n"
+        "effect on the largest free block and on kernel selection (docs/analysis.md).\n"
+        "What happens in every healthy frame is marked [background]; events of the same\n"
+        "kind and place are folded into one row.\n"
+        "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
     .run = runCollapse,
     .order = 42,
 });
