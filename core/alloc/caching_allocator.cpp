@@ -328,7 +328,8 @@ Block* CachingAllocator::findExpandableBlock(BlockPool& pool, uint64_t size, uin
         if (room(c)) return c;
     }
     const uint64_t page = pool.small ? kSmallBuffer : kLargeBuffer;
-    const uint64_t total = device_.totalMemory();
+    // An unlimited device (no capacity known) reserves as for a 1 TiB one.
+    const uint64_t total = std::min<uint64_t>(device_.totalMemory(), 1ull << 40);
     const uint64_t space = roundUp(total + total / 8, page);
     const uint64_t addr = device_.reserveAddressSpace(space);
     if (addr == 0) return nullptr;
