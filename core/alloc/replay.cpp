@@ -303,6 +303,11 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         listener.now = r.time;
         switch (r.kind) {
         case Request::Alloc: {
+            if (r.index == kFailedRequest) { // failed when recorded: if it fits now, the
+                Block* b = raw[0]->malloc(r.size, r.stream, r.pool); // program never used it
+                if (b) raw[0]->free(b);
+                break;
+            }
             uint8_t tier = 0;
             if (tiers) {
                 tier = tiers->pick(r.index);

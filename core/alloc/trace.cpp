@@ -136,7 +136,7 @@ Trace readTrace(const std::string& path)
     struct Keyed
     {
         int64_t time;
-        int phase; // 0 free, 1 empty_cache, 3 alloc (and a free right after its own alloc)
+        int phase; // 0 free, 1 empty_cache, 2 failed request, 3 alloc (then a free of it)
         uint64_t seq;
         int sub;
         Request r;
@@ -192,11 +192,23 @@ Trace readTrace(const std::string& path)
 
     std::map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ooms; // time, device_free
     {
-        Stmt q = db.prepare("SELECT device, time_ns, device_free_bytes FROM ooms"
-                            " WHERE level IS NULL OR level = 2");
-        while (q.step())
-            ooms[static_cast<uint32_t>(q.i64(0))].emplace_back(q.i64(1),
-                                                               q.isNull(2) ? 0 : q.u64(2));
+        // A failed request is replayed too: on its way to failing, the allocator released
+        // cached blocks, and the recording shows those releases.
+        Stmt q = db.prepare("SELECT device, time_ns, device_free_bytes, requested_bytes, stream"
+                            " FROM ooms WHERE level IS NULL OR level = 2 ORDER BY id");
+        uint64_t seq = 0;
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            deviceOf(t, devIndex, dev);
+            ooms[dev].emplace_back(q.i64(1), q.isNull(2) ? 0 : q.u64(2));
+            Request r;
+            r.kind = Request::Alloc;
+            r.time = q.i64(1);
+            r.size = q.isNull(3) ? 0 : q.u64(3);
+            r.index = kFailedRequest;
+            r.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
+            if (r.size > 0) keyed[dev].push_back({r.time, 2, seq++, 0, r});
+        }
     }
 
     for (DeviceTrace& d : t.devices) {

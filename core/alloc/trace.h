@@ -12,6 +12,9 @@
 
 namespace fs::alloc {
 
+// A request that failed in the recording (an OOM entry) has no allocation: its index is this.
+constexpr uint32_t kFailedRequest = UINT32_MAX;
+
 struct Request
 {
     enum Kind : uint8_t { Alloc, Free, EmptyCache };
