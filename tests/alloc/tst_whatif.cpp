@@ -130,8 +130,10 @@ private slots:
         QCOMPARE(t.devices.size(), size_t(1));
         QCOMPARE(t.devices[0].emptyCacheCalls, int64_t(1));
         QCOMPARE(t.devices[0].usableBytes, 50 * MiB);
-        QCOMPARE(t.devices[0].requests.size(), size_t(4)); // alloc, free, empty_cache, alloc
+        // alloc, free, empty_cache, alloc, and the failed 100 MiB request of the OOM entry.
+        QCOMPARE(t.devices[0].requests.size(), size_t(5));
         QCOMPARE(t.devices[0].requests[2].kind, Request::EmptyCache);
+        QCOMPARE(t.devices[0].requests[4].index, kFailedRequest);
         WhatIfOptions w;
         w.session = path;
         const WhatIfResult r = whatIf(w);
@@ -139,6 +141,8 @@ private slots:
         // Without the empty_cache the second alloc would reuse A: the address check catches it.
         QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(2));
         QCOMPARE(r.runs[0].devices[0].cudaMallocs, int64_t(2));
+        // 20 MiB reserved + 100 MiB > 50 MiB usable: the failed request fails again.
+        QCOMPARE(r.runs[0].devices[0].ooms, int64_t(1));
     }
 
     void sharedCompleteTracesAreReproduced_data()
