@@ -3,6 +3,7 @@
 // only prints.
 #include "command.h"
 #include "core/alloc/compare.h"
+#include "core/format.h"
 #include "core/json.h"
 
 #include <cmath>
@@ -13,11 +14,6 @@ using namespace fs::cli;
 using namespace fs::alloc;
 
 namespace {
-
-std::string mib(uint64_t b)
-{
-    return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
-}
 
 std::string signedMib(uint64_t a, uint64_t b)
 {
@@ -91,16 +87,17 @@ int runCompare(Args& a)
     };
     fmt::print("A: {}\nB: {}\n\n", title(c.a), title(c.b));
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "", "A", "B", "B - A");
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "peak reserved", mib(c.a.peakReserved),
-               mib(c.b.peakReserved), signedMib(c.a.peakReserved, c.b.peakReserved));
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "final reserved", mib(c.a.finalReserved),
-               mib(c.b.finalReserved), signedMib(c.a.finalReserved, c.b.finalReserved));
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "peak reserved", humanBytes(c.a.peakReserved),
+               humanBytes(c.b.peakReserved), signedMib(c.a.peakReserved, c.b.peakReserved));
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "final reserved", humanBytes(c.a.finalReserved),
+               humanBytes(c.b.finalReserved), signedMib(c.a.finalReserved, c.b.finalReserved));
     fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "mean F", c.a.meanFragmentation,
                c.b.meanFragmentation, c.b.meanFragmentation - c.a.meanFragmentation);
     fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "max F", c.a.maxFragmentation,
                c.b.maxFragmentation, c.b.maxFragmentation - c.a.maxFragmentation);
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free", mib(c.a.minLargestFree),
-               mib(c.b.minLargestFree), signedMib(c.a.minLargestFree, c.b.minLargestFree));
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free",
+               humanBytes(c.a.minLargestFree), humanBytes(c.b.minLargestFree),
+               signedMib(c.a.minLargestFree, c.b.minLargestFree));
     fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "collapses", c.a.collapses, c.b.collapses,
                c.b.collapses - c.a.collapses);
     fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "OOMs", c.a.ooms, c.b.ooms, c.b.ooms - c.a.ooms);
@@ -111,12 +108,13 @@ int runCompare(Args& a)
     for (const CompareRow& r : c.rows) {
         const std::string key = c.byFrame ? std::to_string(r.key)
                                           : fmt::format("{:.3f}", static_cast<double>(r.key) / 1e9);
-        fmt::print(
-            "{:>12} {:>12} {:>12} {:>7.3f} {:>7.3f} {:>12} {:>12} {:>5} {:>5}\n", key,
-            mib(r.a.reserved), mib(r.b.reserved), r.a.fragmentation, r.b.fragmentation,
-            mib(r.a.largestFree), mib(r.b.largestFree), fmt::format("{}/{}", r.a.ooms, r.b.ooms),
-            c.byFrame ? fmt::format("{}{}", r.a.collapsed ? "A" : "-", r.b.collapsed ? "B" : "-")
-                      : "");
+        fmt::print("{:>12} {:>12} {:>12} {:>7.3f} {:>7.3f} {:>12} {:>12} {:>5} {:>5}\n", key,
+                   humanBytes(r.a.reserved), humanBytes(r.b.reserved), r.a.fragmentation,
+                   r.b.fragmentation, humanBytes(r.a.largestFree), humanBytes(r.b.largestFree),
+                   fmt::format("{}/{}", r.a.ooms, r.b.ooms),
+                   c.byFrame
+                       ? fmt::format("{}{}", r.a.collapsed ? "A" : "-", r.b.collapsed ? "B" : "-")
+                       : "");
     }
     for (const auto& n : c.notes)
         fmt::print("note: {}\n", n);

@@ -4,6 +4,7 @@
 // analysis engine; this file only prints.
 #include "command.h"
 #include "core/alloc/whatif.h"
+#include "core/format.h"
 #include "core/json.h"
 
 #include <algorithm>
@@ -15,11 +16,6 @@ using namespace fs::cli;
 using namespace fs::alloc;
 
 namespace {
-
-std::string mib(uint64_t b)
-{
-    return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024.0));
-}
 
 void writeSizes(JsonWriter& j, const char* key, const std::vector<uint64_t>& v)
 {
@@ -155,9 +151,10 @@ void writeText(const WhatIfResult& r)
             name += fmt::format(" [{}, experimental]", policyName(row.run->spec.policy));
         fmt::print("{:>3}  {:<48} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n",
                    ++rank, name, multi ? fmt::format("{:<4}", row.dev->device) : "",
-                   mib(row.dev->peakReserved), mib(row.dev->finalReserved), row.dev->segments,
-                   row.dev->cudaMallocs, row.dev->ooms, row.dev->meanFragmentation,
-                   row.dev->maxFragmentation, mib(row.dev->minLargestFree));
+                   humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
+                   row.dev->segments, row.dev->cudaMallocs, row.dev->ooms,
+                   row.dev->meanFragmentation, row.dev->maxFragmentation,
+                   humanBytes(row.dev->minLargestFree));
     }
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())

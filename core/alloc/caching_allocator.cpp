@@ -86,6 +86,11 @@ uint64_t SimpleDevice::malloc(uint64_t size, uint64_t reserved)
 
 void SimpleDevice::free(uint64_t addr, uint64_t size)
 {
+    releaseRange(free_, addr, size);
+}
+
+void releaseRange(std::map<uint64_t, uint64_t>& free_, uint64_t addr, uint64_t size)
+{
     auto next = free_.lower_bound(addr);
     uint64_t start = addr, len = size;
     if (next != free_.begin()) {
@@ -197,11 +202,31 @@ void CachingAllocator::touchPeaks()
     c_.peakAllocated = std::max(c_.peakAllocated, c_.allocated);
 }
 
-void CachingAllocator::addSegment(Segment* s)
+Block* CachingAllocator::addSegment(BlockPool& pool, uint64_t addr, uint64_t size, uint32_t stream,
+                                    bool expandable)
 {
+    Segment* s = spareSegments_.empty() ? &segmentStore_.emplace_back() : spareSegments_.back();
+    if (!spareSegments_.empty()) spareSegments_.pop_back();
+    *s = Segment{};
+    s->addr = addr;
+    s->size = size;
+    s->mapped = expandable ? 0 : size; // an expandable segment starts with nothing mapped
+    s->stream = stream;
+    s->poolId = pool.poolId;
+    s->small = pool.small;
+    s->expandable = expandable;
     s->index = segments_.size();
     segments_.push_back(s);
     ++c_.liveSegments;
+    Block* b = newBlock();
+    b->addr = addr;
+    b->size = size;
+    b->segment = s;
+    b->pool = &pool;
+    b->stream = stream;
+    b->mapped = !expandable;
+    s->head = b;
+    return b;
 }
 
 void CachingAllocator::removeSegment(Segment* s)
@@ -281,22 +306,8 @@ bool CachingAllocator::allocBlock(BlockPool& pool, uint64_t size, uint64_t alloc
     }
     const uint64_t addr = device_.malloc(allocSize, c_.reserved);
     if (addr == 0) return false;
-    Segment* s = spareSegments_.empty() ? &segmentStore_.emplace_back() : spareSegments_.back();
-    if (!spareSegments_.empty()) spareSegments_.pop_back();
-    *s = Segment{};
-    s->addr = addr;
-    s->size = s->mapped = allocSize;
-    s->stream = stream;
-    s->poolId = pool.poolId;
-    s->small = pool.small;
-    addSegment(s);
-    Block* b = newBlock();
-    b->addr = addr;
-    b->size = allocSize;
-    b->segment = s;
-    b->pool = &pool;
-    b->stream = stream;
-    s->head = b;
+    Block* b = addSegment(pool, addr, allocSize, stream, false);
+    Segment* s = b->segment;
     c_.reserved += allocSize;
     ++c_.cudaMallocs;
     touchPeaks();
@@ -333,26 +344,9 @@ Block* CachingAllocator::findExpandableBlock(BlockPool& pool, uint64_t size, uin
     const uint64_t space = roundUp(total + total / 8, page);
     const uint64_t addr = device_.reserveAddressSpace(space);
     if (addr == 0) return nullptr;
-    Segment* s = spareSegments_.empty() ? &segmentStore_.emplace_back() : spareSegments_.back();
-    if (!spareSegments_.empty()) spareSegments_.pop_back();
-    *s = Segment{};
-    s->addr = addr;
-    s->size = space;
-    s->stream = stream;
-    s->poolId = pool.poolId;
-    s->small = pool.small;
-    s->expandable = true;
-    addSegment(s);
-    Block* b = newBlock();
-    b->addr = addr;
-    b->size = space;
-    b->segment = s;
-    b->pool = &pool;
-    b->stream = stream;
-    b->mapped = false;
-    s->head = b;
+    Block* b = addSegment(pool, addr, space, stream, true);
     pool.unmapped.insert(b);
-    if (listener_) listener_->segmentCreated(*s);
+    if (listener_) listener_->segmentCreated(*b->segment);
     return b;
 }
 

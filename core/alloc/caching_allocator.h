@@ -72,6 +72,9 @@ public:
     virtual uint64_t totalMemory() const = 0;
 };
 
+// Returns [addr, addr + size) to a map of free ranges (start -> size), merging neighbours.
+void releaseRange(std::map<uint64_t, uint64_t>& free, uint64_t addr, uint64_t size);
+
 // A device with a fixed capacity (bytes the allocator may hold) and first-fit placement in a
 // plain address space from `base`. Tests and what-if runs with settings other than recorded.
 class SimpleDevice : public DeviceMemory
@@ -202,7 +205,8 @@ private:
     Block* newBlock();
     void dropBlock(Block* b);
     void touchPeaks();
-    void addSegment(Segment* s);
+    Block* addSegment(BlockPool& pool, uint64_t addr, uint64_t size, uint32_t stream,
+                      bool expandable);
     void removeSegment(Segment* s);
 
     Config cfg_;
