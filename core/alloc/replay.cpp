@@ -384,7 +384,7 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         s.liveBlocks += c.liveBlocks;
         s.liveSegments += c.liveSegments;
         for (const Segment* seg : m->segments()) {
-            out.finalSegments.emplace_back(seg->addr, seg->expandable ? seg->mapped : seg->size);
+            if (!seg->expandable) out.finalSegments.emplace_back(seg->addr, seg->size);
             for (const Block* b = m->firstBlock(*seg); b; b = b->next)
                 if (b->allocated) out.finalBlocks.emplace_back(b->addr, b->size);
         }

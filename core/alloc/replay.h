@@ -49,7 +49,8 @@ struct DeviceReplay
     std::vector<uint64_t> segmentSizes; // cudaMalloc sizes in order (mappings for expandable)
     std::vector<uint64_t> addresses;    // per recorded allocation: replayed address, 0 = OOM
     std::vector<uint64_t> blockSizes;   // per recorded allocation: replayed block size
-    // Live at the end, in address order: (address, size) of blocks and of segments.
+    // Live at the end, in address order: (address, size) of blocks and of cudaMalloc'd segments
+    // (expandable segments' mappings are in segmentSizes).
     std::vector<std::pair<uint64_t, uint64_t>> finalBlocks;
     std::vector<std::pair<uint64_t, uint64_t>> finalSegments;
     int64_t requests = 0;

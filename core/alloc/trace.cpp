@@ -125,12 +125,28 @@ Trace readTrace(const std::string& path)
             d.segments.push_back(r);
         }
     }
+    std::map<uint32_t, std::vector<std::tuple<int64_t, int, uint64_t>>> backing; // time, seq
+    for (const DeviceTrace& d : t.devices) {
+        int seq = 0;
+        for (const RecordedSegment& r : d.segments)
+            if (!r.expandable) backing[d.device].emplace_back(r.createNs, seq++, r.size);
+    }
     {
         Stmt q = db.prepare("SELECT r.device, m.size, m.map_ns, m.unmap_ns FROM region_mappings m"
-                            " JOIN regions r ON r.id = m.region_id WHERE r.level = 2");
-        while (q.step())
-            sweeps[static_cast<uint32_t>(q.i64(0))].add(q.i64(2), q.isNull(3) ? kAliveNs : q.i64(3),
-                                                        q.u64(1));
+                            " JOIN regions r ON r.id = m.region_id WHERE r.level = 2"
+                            " ORDER BY m.id");
+        int seq = 1 << 30;
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            sweeps[dev].add(q.i64(2), q.isNull(3) ? kAliveNs : q.i64(3), q.u64(1));
+            backing[dev].emplace_back(q.i64(2), seq++, q.u64(1));
+        }
+    }
+    for (DeviceTrace& d : t.devices) {
+        auto& b = backing[d.device];
+        std::sort(b.begin(), b.end());
+        for (const auto& [time, seq, size] : b)
+            d.backingSizes.push_back(size);
     }
 
     struct Keyed
@@ -254,6 +270,22 @@ Trace readTrace(const std::string& path)
             const uint64_t usable = reservedAtOom[i] + oomList[i].second;
             d.usableBytes = d.usableBytes == 0 ? usable : std::min(d.usableBytes, usable);
         }
+    }
+
+    // Devices the session lists but that hold no framework data (a snapshot's empty traces).
+    std::erase_if(t.devices, [](const DeviceTrace& d) {
+        return d.allocs.empty() && d.segments.empty() && d.requests.empty();
+    });
+    // Without recorded settings, what the trace shows: expandable segments were on if it has
+    // expandable mappings.
+    if (!t.settingsKnown) {
+        for (const DeviceTrace& d : t.devices)
+            for (const RecordedSegment& r : d.segments)
+                t.recorded.expandableSegments |= r.expandable;
+        if (t.recorded.expandableSegments)
+            t.settingsNote = "the session does not record allocator settings: PyTorch defaults "
+                             "assumed, with expandable_segments:True (the trace maps expandable "
+                             "segments)";
     }
 
     // Does the trace start with the run?

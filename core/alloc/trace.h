@@ -58,6 +58,9 @@ struct DeviceTrace
     std::vector<Request> requests;
     std::vector<RecordedAlloc> allocs;     // in allocation order
     std::vector<RecordedSegment> segments; // in creation order
+    // cudaMalloc sizes and expandable mappings in the order they happened (what the replay's
+    // DeviceReplay::segmentSizes is compared with).
+    std::vector<uint64_t> backingSizes;
     int64_t emptyCacheCalls = 0;
     int64_t recordedOoms = 0;
     uint64_t recordedPeakReserved = 0;

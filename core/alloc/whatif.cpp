@@ -78,11 +78,9 @@ DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
     DeviceFidelity f;
     f.device = d.device;
     std::vector<std::pair<uint64_t, uint64_t>> realSegs, realBlocks;
-    for (const RecordedSegment& s : d.segments) {
-        if (s.expandable) continue;
-        f.realSegmentSizes.push_back(s.size);
-        if (s.destroyNs == kAliveNs) realSegs.emplace_back(s.address, s.size);
-    }
+    for (const RecordedSegment& s : d.segments)
+        if (!s.expandable && s.destroyNs == kAliveNs) realSegs.emplace_back(s.address, s.size);
+    f.realSegmentSizes = d.backingSizes;
     f.replaySegmentSizes = r.segmentSizes;
     const size_t n = std::min(f.realSegmentSizes.size(), f.replaySegmentSizes.size());
     for (size_t i = 0; i < n && f.firstSegmentMismatch < 0; ++i)
