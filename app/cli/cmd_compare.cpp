@@ -15,10 +15,9 @@ using namespace fs::alloc;
 
 namespace {
 
-std::string signedMib(uint64_t a, uint64_t b)
+std::string signedBytes(int64_t d)
 {
-    const double d = (static_cast<double>(b) - static_cast<double>(a)) / (1024.0 * 1024.0);
-    return fmt::format("{:+.1f} MiB", d);
+    return (d < 0 ? "-" : "+") + humanBytes(static_cast<uint64_t>(d < 0 ? -d : d));
 }
 
 void side(JsonWriter& j, const char* key, const SideSummary& s)
@@ -55,13 +54,13 @@ int runCompare(Args& a)
         side(j, "a", c.a);
         side(j, "b", c.b);
         j.key("difference").beginObject();
-        j.field("peak_reserved_bytes",
-                static_cast<int64_t>(c.b.peakReserved) - static_cast<int64_t>(c.a.peakReserved));
-        j.field("final_reserved_bytes",
-                static_cast<int64_t>(c.b.finalReserved) - static_cast<int64_t>(c.a.finalReserved));
-        j.field("mean_fragmentation_ratio", c.b.meanFragmentation - c.a.meanFragmentation);
-        j.field("collapses", c.b.collapses - c.a.collapses);
-        j.field("ooms", c.b.ooms - c.a.ooms);
+        j.field("peak_reserved_bytes", c.difference.peakReserved);
+        j.field("final_reserved_bytes", c.difference.finalReserved);
+        j.field("mean_fragmentation_ratio", c.difference.meanFragmentation);
+        j.field("max_fragmentation_ratio", c.difference.maxFragmentation);
+        j.field("min_largest_free_block_bytes", c.difference.minLargestFree);
+        j.field("collapses", c.difference.collapses);
+        j.field("ooms", c.difference.ooms);
         j.endObject();
         j.field("aligned_by", c.byFrame ? "frame" : "time_from_start");
         j.key("rows").beginArray();
@@ -88,19 +87,19 @@ int runCompare(Args& a)
     fmt::print("A: {}\nB: {}\n\n", title(c.a), title(c.b));
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "", "A", "B", "B - A");
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "peak reserved", humanBytes(c.a.peakReserved),
-               humanBytes(c.b.peakReserved), signedMib(c.a.peakReserved, c.b.peakReserved));
+               humanBytes(c.b.peakReserved), signedBytes(c.difference.peakReserved));
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "final reserved", humanBytes(c.a.finalReserved),
-               humanBytes(c.b.finalReserved), signedMib(c.a.finalReserved, c.b.finalReserved));
+               humanBytes(c.b.finalReserved), signedBytes(c.difference.finalReserved));
     fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "mean F", c.a.meanFragmentation,
-               c.b.meanFragmentation, c.b.meanFragmentation - c.a.meanFragmentation);
+               c.b.meanFragmentation, c.difference.meanFragmentation);
     fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "max F", c.a.maxFragmentation,
-               c.b.maxFragmentation, c.b.maxFragmentation - c.a.maxFragmentation);
+               c.b.maxFragmentation, c.difference.maxFragmentation);
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free",
                humanBytes(c.a.minLargestFree), humanBytes(c.b.minLargestFree),
-               signedMib(c.a.minLargestFree, c.b.minLargestFree));
+               signedBytes(c.difference.minLargestFree));
     fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "collapses", c.a.collapses, c.b.collapses,
-               c.b.collapses - c.a.collapses);
-    fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "OOMs", c.a.ooms, c.b.ooms, c.b.ooms - c.a.ooms);
+               c.difference.collapses);
+    fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "OOMs", c.a.ooms, c.b.ooms, c.difference.ooms);
     fmt::print("\n{} ({} rows)\n", c.byFrame ? "per frame" : "by time from start", c.rows.size());
     fmt::print("{:>12} {:>12} {:>12} {:>7} {:>7} {:>12} {:>12} {:>5} {:>5}\n",
                c.byFrame ? "frame" : "offset s", "resv A", "resv B", "F A", "F B", "largest A",

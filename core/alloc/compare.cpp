@@ -115,6 +115,17 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     Comparison c;
     c.a = A.sum;
     c.b = B.sum;
+    auto d = [](uint64_t from, uint64_t to) {
+        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
+    };
+    SummaryDifference& diff = c.difference;
+    diff.peakReserved = d(A.sum.peakReserved, B.sum.peakReserved);
+    diff.finalReserved = d(A.sum.finalReserved, B.sum.finalReserved);
+    diff.meanFragmentation = B.sum.meanFragmentation - A.sum.meanFragmentation;
+    diff.maxFragmentation = B.sum.maxFragmentation - A.sum.maxFragmentation;
+    diff.minLargestFree = d(A.sum.minLargestFree, B.sum.minLargestFree);
+    diff.collapses = B.sum.collapses - A.sum.collapses;
+    diff.ooms = B.sum.ooms - A.sum.ooms;
     if (A.sum.level != B.sum.level)
         c.notes.emplace_back("the two sessions' default tracks are at different levels");
     if (A.sum.frames > 0 && B.sum.frames > 0) {

@@ -43,9 +43,22 @@ struct CompareRow
     PointFigures a, b;
 };
 
+// B - A of the summaries.
+struct SummaryDifference
+{
+    int64_t peakReserved = 0;
+    int64_t finalReserved = 0;
+    double meanFragmentation = 0;
+    double maxFragmentation = 0;
+    int64_t minLargestFree = 0;
+    int64_t collapses = 0;
+    int64_t ooms = 0;
+};
+
 struct Comparison
 {
     SideSummary a, b;
+    SummaryDifference difference;
     bool byFrame = false; // rows aligned by frame number, else by time from start
     std::vector<CompareRow> rows;
     std::vector<std::string> notes;
