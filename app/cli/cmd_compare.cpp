@@ -25,7 +25,9 @@ void side(JsonWriter& j, const char* key, const SideSummary& s)
     j.key(key).beginObject();
     j.field("file", s.path).field("label", s.label).field("synthetic", s.synthetic);
     j.field("device", s.device).field("level", std::string(levelName(s.level)));
-    j.field("frames", s.frames).field("collapses", s.collapses).field("ooms", s.ooms);
+    j.field("frames", s.frames).key("collapses");
+    s.collapsesKnown() ? j.value(s.collapses) : j.null();
+    j.field("ooms", s.ooms);
     j.field("peak_reserved_bytes", s.peakReserved).field("final_reserved_bytes", s.finalReserved);
     j.field("mean_fragmentation_ratio", s.meanFragmentation);
     j.field("max_fragmentation_ratio", s.maxFragmentation);
@@ -59,7 +61,8 @@ int runCompare(Args& a)
         j.field("mean_fragmentation_ratio", c.difference.meanFragmentation);
         j.field("max_fragmentation_ratio", c.difference.maxFragmentation);
         j.field("min_largest_free_block_bytes", c.difference.minLargestFree);
-        j.field("collapses", c.difference.collapses);
+        j.key("collapses");
+        c.a.collapsesKnown() && c.b.collapsesKnown() ? j.value(c.difference.collapses) : j.null();
         j.field("ooms", c.difference.ooms);
         j.endObject();
         j.field("aligned_by", c.byFrame ? "frame" : "time_from_start");
@@ -97,8 +100,13 @@ int runCompare(Args& a)
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free",
                humanBytes(c.a.minLargestFree), humanBytes(c.b.minLargestFree),
                signedBytes(c.difference.minLargestFree));
-    fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "collapses", c.a.collapses, c.b.collapses,
-               c.difference.collapses);
+    auto coll = [](const SideSummary& s) {
+        return s.collapsesKnown() ? std::to_string(s.collapses) : std::string("unknown");
+    };
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "collapses", coll(c.a), coll(c.b),
+               c.a.collapsesKnown() && c.b.collapsesKnown()
+                   ? fmt::format("{:+}", c.difference.collapses)
+                   : std::string("-"));
     fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "OOMs", c.a.ooms, c.b.ooms, c.difference.ooms);
     fmt::print("\n{} ({} rows)\n", c.byFrame ? "per frame" : "by time from start", c.rows.size());
     fmt::print("{:>12} {:>12} {:>12} {:>7} {:>7} {:>12} {:>12} {:>5} {:>5}\n",

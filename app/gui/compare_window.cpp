@@ -138,8 +138,10 @@ void CompareWindow::showComparison(std::shared_ptr<const alloc::Comparison> cp)
          QString::number(d.maxFragmentation, 'f', 3)},
         {tr("smallest largest free block"), bytes(c.a.minLargestFree), bytes(c.b.minLargestFree),
          signedBytes(d.minLargestFree)},
-        {tr("collapses"), QString::number(c.a.collapses), QString::number(c.b.collapses),
-         QString::number(d.collapses)},
+        {tr("collapses"), c.a.collapsesKnown() ? QString::number(c.a.collapses) : tr("unknown"),
+         c.b.collapsesKnown() ? QString::number(c.b.collapses) : tr("unknown"),
+         c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(d.collapses)
+                                                      : QStringLiteral("–")},
         {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms), QString::number(d.ooms)},
     };
     summary_->setRowCount(static_cast<int>(sum.size()));

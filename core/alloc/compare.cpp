@@ -31,6 +31,7 @@ Side load(const std::string& path)
         m.level = tr->level;
     }
     m.frames = static_cast<int64_t>(s.eng->frames().size());
+    m.frameMetrics = s.eng->summary().frameMetrics;
     m.collapses = static_cast<int64_t>(s.eng->collapses().size());
     {
         Session ses = Session::open(path, false);
@@ -126,6 +127,10 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     diff.minLargestFree = d(A.sum.minLargestFree, B.sum.minLargestFree);
     diff.collapses = B.sum.collapses - A.sum.collapses;
     diff.ooms = B.sum.ooms - A.sum.ooms;
+    for (const SideSummary* s : {&c.a, &c.b})
+        if (s->frames > 0 && s->frameMetrics == 0)
+            c.notes.push_back(s->path + " has frames but no per-frame quality metrics (a what-if "
+                                        "replay has none): its collapses are unknown, not zero");
     if (A.sum.level != B.sum.level)
         c.notes.emplace_back("the two sessions' default tracks are at different levels");
     if (A.sum.frames > 0 && B.sum.frames > 0) {

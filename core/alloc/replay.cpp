@@ -1,6 +1,7 @@
 #include "replay.h"
 
 #include "core/event_sink.h"
+#include "core/ingest.h"
 
 #include <algorithm>
 #include <array>
@@ -253,8 +254,12 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
     const uint64_t gcLimit = o.config.gcThreshold > 0 ? capacity : 0;
     std::vector<const Marker*> marks;
     if (markers && o.sink && o.emitMarkers) {
+        // Quality metrics ("metric NAME=VALUE" marks) are the recorded run's, not the replay's:
+        // a what-if cannot know how its frames would have looked, so they stay out.
+        std::vector<std::pair<std::string, double>> metrics;
+        int64_t frame = 0;
         for (const Marker& m : trace.markers)
-            marks.push_back(&m);
+            if (!parseMetricMessage(m.message, metrics, frame)) marks.push_back(&m);
         std::stable_sort(marks.begin(), marks.end(),
                          [](const Marker* a, const Marker* b) { return a->time < b->time; });
     }

@@ -326,9 +326,6 @@ Trace readTrace(const std::string& path)
                             " JOIN strings s ON s.id = m.message ORDER BY m.id");
         while (m.step())
             t.markers.push_back({m.i64(0), m.isNull(1) ? -1 : m.i64(1), m.text(2)});
-        Stmt f = db.prepare("SELECT frame, name, value, source FROM frame_metrics");
-        while (f.step())
-            t.metrics.push_back({f.i64(0), f.text(1), f.f64(2), f.text(3)});
     }
     return t;
 }

@@ -94,14 +94,6 @@ struct Trace
     std::vector<DeviceTrace> devices;
     std::vector<Frame> frames;
     std::vector<Marker> markers;
-    struct Metric
-    {
-        int64_t frame;
-        std::string name;
-        double value;
-        std::string source;
-    };
-    std::vector<Metric> metrics;
     std::vector<std::string> strings; // the source session's strings (tags), by id
 };
 

@@ -204,8 +204,6 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             replays = replay(trace, ro);
             run.replaySeconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            for (const Trace::Metric& m : trace.metrics)
-                ing.addFrameMetric(m.frame, m.name, m.value, m.source);
             ing.end();
         }
         for (const DeviceReplay& r : replays)
