@@ -116,6 +116,10 @@ private slots:
         o.sourceKind = "simulator"; // a source known to start with the run
         Ingest ing(o);
         ing.begin();
+        // The recorded settings as the snapshot importer stores them (JSON object text).
+        ing.setMeta("allocator_settings",
+                    R"({"max_split_size": 134217728, "garbage_collection_threshold": 0.0, )"
+                    R"("expandable_segments": false, "roundup_power2_divisions": {"1": 0}})");
         const uint64_t A = 0x100000000, B2 = 0x200000000;
         ing.add(ev(EventType::RegionCreate, 1, A, 20 * MiB));
         ing.add(ev(EventType::Alloc, 1, A, 4 * MiB));
@@ -128,6 +132,9 @@ private slots:
         ing.add(oom);
         ing.end();
         const Trace t = readTrace(path);
+        QVERIFY(t.settingsKnown);
+        QCOMPARE(t.recorded.maxSplitSize, 128 * MiB);
+        QCOMPARE(t.recorded.describe(), std::string("max_split_size_mb:128"));
         QCOMPARE(t.devices.size(), size_t(1));
         QCOMPARE(t.devices[0].emptyCacheCalls, int64_t(1));
         QCOMPARE(t.devices[0].usableBytes, 50 * MiB);
