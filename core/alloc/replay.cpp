@@ -201,18 +201,25 @@ private:
 
 // Experimental lifetime-tiered pools: three allocators whose large segments are rounded to 4 MiB,
 // 64 MiB and 512 MiB. A request goes to the tier its (requested size, stream) class earned from
-// allocations already freed: freed in the frame it was made -> tier 0, within 3 frames -> tier 1,
-// later -> tier 2; a class never freed yet goes to tier 1. Frames are the session's, else
-// one-second windows. Only past frees teach the table: nothing is read from the future.
+// allocations freed in earlier frames: freed in the frame it was made -> tier 0, within 3 frames
+// -> tier 1, later -> tier 2; a class not seen freed yet goes to tier 1. Frames are the
+// session's, else one-second windows. What is learned in a frame is used from the next frame on:
+// nothing is read from the future, nor from the frame being replayed.
 class Tiers
 {
 public:
     static constexpr std::array<uint64_t, 3> kGranularity = {4ull << 20, 64ull << 20, 512ull << 20};
     Tiers(const Trace& t, const DeviceTrace& d) : trace_(t), d_(d), tierOf_(d.allocs.size(), 1) {}
-    uint8_t pick(uint32_t index) const
+    uint8_t pick(uint32_t index, int64_t now)
     {
-        const RecordedAlloc& a = d_.allocs[index];
-        auto it = learned_.find(key(a));
+        const int64_t frame = frameOf(now);
+        if (frame != frame_) { // a new frame: what the previous ones taught applies now
+            for (const auto& [k, tier] : pending_)
+                learned_[k] = tier;
+            pending_.clear();
+            frame_ = frame;
+        }
+        auto it = learned_.find(key(d_.allocs[index]));
         return it == learned_.end() ? 1 : it->second;
     }
     void remember(uint32_t index, uint8_t tier) { tierOf_[index] = tier; }
@@ -221,7 +228,7 @@ public:
     {
         const RecordedAlloc& a = d_.allocs[index];
         const int64_t span = frameOf(now) - frameOf(a.allocNs);
-        learned_[key(a)] = span <= 0 ? 0 : (span <= 3 ? 1 : 2);
+        pending_.emplace_back(key(a), span <= 0 ? 0 : (span <= 3 ? 1 : 2));
     }
 
 private:
@@ -237,6 +244,8 @@ private:
     const DeviceTrace& d_;
     std::vector<uint8_t> tierOf_;
     std::unordered_map<uint64_t, uint8_t> learned_;
+    std::vector<std::pair<uint64_t, uint8_t>> pending_; // learned in the current frame
+    int64_t frame_ = INT64_MIN;
 };
 
 DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const ReplayOptions& o,
@@ -315,7 +324,7 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
             }
             uint8_t tier = 0;
             if (tiers) {
-                tier = tiers->pick(r.index);
+                tier = tiers->pick(r.index, r.time);
                 tiers->remember(r.index, tier);
             }
             Block* b = raw[tier]->malloc(r.size, r.stream, r.pool);

@@ -153,6 +153,50 @@ private slots:
         QCOMPARE(r.runs[0].devices[0].ooms, int64_t(1));
     }
 
+    // The tiered policy's learning, worked out by hand. Frame 0 = [10, 100), frame 1 from 100.
+    // A (8 MiB, t=20) is of an unknown class -> the 64 MiB tier: a 64 MiB segment. A is freed in
+    // its own frame (t=30): the class earns the 4 MiB tier, but only from frame 1 on. B (t=40,
+    // frame 0) still goes to the 64 MiB tier and reuses its cached block: no new segment. C
+    // (t=120, frame 1) goes to the 4 MiB tier: a new segment of 8 MiB (8 MiB rounded to 4 MiB).
+    void tieredLearnsFromEarlierFramesOnly()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("tiers.fragscope").toStdString();
+        IngestOptions o;
+        o.path = path;
+        o.sourceKind = "simulator";
+        Ingest ing(o);
+        ing.begin();
+        auto frame = [&](int64_t t, int64_t end, const char* name) {
+            Event e;
+            e.type = EventType::Range;
+            e.time = t;
+            e.endTime = end;
+            e.name = ing.intern(name);
+            ing.add(e);
+        };
+        const uint64_t P = 0x100000000;
+        frame(10, 100, "frame 0");
+        ing.add(ev(EventType::RegionCreate, 20, P, 20 * MiB));
+        ing.add(ev(EventType::Alloc, 20, P, 8 * MiB));
+        ing.add(ev(EventType::Free, 30, P, 8 * MiB));
+        ing.add(ev(EventType::Alloc, 40, P, 8 * MiB));
+        ing.add(ev(EventType::Free, 50, P, 8 * MiB));
+        frame(100, 200, "frame 1");
+        ing.add(ev(EventType::Alloc, 120, P, 8 * MiB));
+        ing.add(ev(EventType::Free, 130, P, 8 * MiB));
+        ing.end();
+        const Trace t = readTrace(path);
+        QCOMPARE(t.frames.size(), size_t(2));
+        ReplayOptions ro;
+        ro.policy = Policy::Tiered;
+        const auto r = replay(t, ro);
+        QCOMPARE(r.at(0).segmentSizes, (std::vector<uint64_t>{64 * MiB, 8 * MiB}));
+        // Under PyTorch's rules the run is one 20 MiB segment, reused three times.
+        ro.policy = Policy::PyTorch;
+        QCOMPARE(replay(t, ro).at(0).segmentSizes, (std::vector<uint64_t>{20 * MiB}));
+    }
+
     // compare on two simulated seeds: frames aligned by number, each side's figures the
     // engine's, and a session compared with itself differs nowhere.
     void compareTwoSeeds()
