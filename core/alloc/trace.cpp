@@ -176,6 +176,7 @@ Trace readTrace(const std::string& path)
             // every block not alive at the end (the trace's alloc entry records orig_size).
             a.requested = !q.isNull(3) && q.u64(3) > 0 ? q.u64(3) : a.size;
             a.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
+            t.allocationsWithoutStream += q.isNull(4) ? 1 : 0;
             a.allocNs = q.i64(5);
             a.freeNs = q.isNull(6) ? kAliveNs : q.i64(6);
             a.tag = q.isNull(7) ? 0 : static_cast<uint32_t>(q.i64(7));

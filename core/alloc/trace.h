@@ -91,6 +91,7 @@ struct Trace
     bool complete = false;      // the trace starts with the run
     std::string completeNote;   // why (not)
     bool ordinalTime = false;
+    int64_t allocationsWithoutStream = 0; // replayed on stream 0 (best fit is per stream)
     std::vector<DeviceTrace> devices;
     std::vector<Frame> frames;
     std::vector<Marker> markers;

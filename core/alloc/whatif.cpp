@@ -234,6 +234,11 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     else
         fid.verdict = "the replay under the recorded settings differs from the real run (see "
                       "devices): what-if figures are the model's, not a reproduction";
+    if (trace.allocationsWithoutStream > 0)
+        fid.verdict += fmt::format("; {} allocations have no stream in the session: replayed on "
+                                   "one stream, so best fit may pick blocks the real allocator "
+                                   "could not",
+                                   trace.allocationsWithoutStream);
     if (!fid.settingsKnown) fid.verdict += "; " + fid.settingsNote;
     return res;
 }
