@@ -140,22 +140,26 @@ void writeText(const WhatIfResult& r)
         return a.dev->peakReserved < b.dev->peakReserved;
     });
     const bool multi = !r.runs.empty() && r.runs.front().devices.size() > 1;
-    fmt::print("{:>3}  {:<48} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12}\n", "#",
-               "settings", multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
+    auto nameOf = [](const RunResult& run) {
+        std::string name = run.spec.recorded ? "recorded: " + run.allocConf : run.allocConf;
+        if (run.spec.policy != Policy::PyTorch)
+            name += fmt::format(" [{}, experimental]", policyName(run.spec.policy));
+        return name;
+    };
+    size_t width = 8;
+    for (const RunResult& run : r.runs)
+        width = std::max(width, nameOf(run).size());
+    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12}\n", "#",
+               "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
                "OOMs", "mean F", "max F", "min largest");
     int rank = 0;
-    for (const Row& row : rows) {
-        std::string name =
-            row.run->spec.recorded ? "recorded: " + row.run->allocConf : row.run->allocConf;
-        if (row.run->spec.policy != Policy::PyTorch)
-            name += fmt::format(" [{}, experimental]", policyName(row.run->spec.policy));
-        fmt::print("{:>3}  {:<48} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n",
-                   ++rank, name, multi ? fmt::format("{:<4}", row.dev->device) : "",
-                   humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
-                   row.dev->segments, row.dev->cudaMallocs, row.dev->ooms,
-                   row.dev->meanFragmentation, row.dev->maxFragmentation,
-                   humanBytes(row.dev->minLargestFree));
-    }
+    for (const Row& row : rows)
+        fmt::print(
+            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n", ++rank,
+            nameOf(*row.run), width, multi ? fmt::format("{:<4}", row.dev->device) : "",
+            humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
+            row.dev->segments, row.dev->cudaMallocs, row.dev->ooms, row.dev->meanFragmentation,
+            row.dev->maxFragmentation, humanBytes(row.dev->minLargestFree));
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
