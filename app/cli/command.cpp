@@ -50,10 +50,12 @@ Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
                 values_[name] = "1";
             } else if (inlineValue) {
                 values_[name] = *inlineValue;
+                all_[name].push_back(*inlineValue);
             } else {
                 if (i + 1 >= argv.size())
                     throw UsageError(fmt::format("option --{} needs a value ({})", name, opt->arg));
                 values_[name] = argv[++i];
+                all_[name].push_back(values_[name]);
             }
         } else if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
             // Short forms: -o FILE only.
@@ -72,6 +74,12 @@ Args::Args(const Command& cmd, std::vector<std::string> argv) : cmd_(cmd)
             positional_.push_back(a);
         }
     }
+}
+
+std::vector<std::string> Args::getAll(const std::string& name) const
+{
+    auto it = all_.find(name);
+    return it == all_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<std::string> Args::get(const std::string& name) const

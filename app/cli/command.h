@@ -52,6 +52,8 @@ public:
     const std::vector<std::string>& rest() const { return rest_; }
     bool flag(const std::string& name) const { return values_.count(name) != 0; }
     std::optional<std::string> get(const std::string& name) const;
+    // Every value of a repeatable option, in command-line order.
+    std::vector<std::string> getAll(const std::string& name) const;
     std::string get(const std::string& name, const std::string& fallback) const;
     int64_t getInt(const std::string& name, int64_t fallback) const;
     double getDouble(const std::string& name, double fallback) const;
@@ -63,6 +65,7 @@ private:
     std::vector<std::string> positional_;
     std::vector<std::string> rest_;
     std::map<std::string, std::string> values_;
+    std::map<std::string, std::vector<std::string>> all_;
 };
 
 std::vector<const Command*>& commands();

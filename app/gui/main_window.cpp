@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include "compare_window.h"
+
 #include "core/versions.h"
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
@@ -264,6 +266,20 @@ void MainWindow::buildMenus()
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
+    file->addAction(tr("&Compare with…"), this, [this] { // compare mode (compare_window.h)
+        const QString filter = tr("fragscope sessions (*.fragscope);;All files (*)");
+        const QString a =
+            !path_.isEmpty()
+                ? path_
+                : QFileDialog::getOpenFileName(this, tr("Compare: session A"), {}, filter);
+        if (a.isEmpty()) return;
+        const QString b = QFileDialog::getOpenFileName(
+            this, tr("Compare %1 with").arg(QFileInfo(a).fileName()), {}, filter);
+        if (b.isEmpty()) return;
+        auto* w = new CompareWindow(a, b, this);
+        w->setAttribute(Qt::WA_DeleteOnClose);
+        w->show();
+    });
     QAction* attach = file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
                                       &MainWindow::attachDialog);
     if (!fs::captureBuilt()) {

@@ -1,53 +1,20 @@
-// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), as far as
-// fragmentation goes:
-//  - requests are rounded up to 512 B;
-//  - small requests (<= 1 MiB) are served from 2 MiB segments, requests up to 10 MiB from 20 MiB
-//    segments, larger ones from a segment of their own size rounded up to 2 MiB;
-//  - a request takes the best-fitting cached free block of the same pool (small/large) and the
-//    same stream; the block is split when the rest is worth keeping (>= 512 B small, > 1 MiB
-//    large); freed blocks coalesce with free neighbours inside their segment;
-//  - segments stay cached after their blocks are freed; when a new segment would exceed the
-//    device capacity, every fully free cached segment is released and the request retried; when
-//    that fails too, the allocation fails (an OOM, or a quiet failure for tryAllocate).
-// Segments are emitted as RegionCreate/RegionDestroy, blocks as Alloc/Free, both at level
-// Framework; OOMs as Oom events.
+// The simulator's allocator: the project's one allocator model (core/alloc, PyTorch's caching
+// allocator rule by rule, docs/whatif.md) with default settings, placed in the simulator's
+// sparse VA model and turned into session events: segments as RegionCreate/RegionDestroy, blocks
+// as Alloc/Free, both at level Framework; OOMs as Oom events.
 #pragma once
 
+#include "core/alloc/caching_allocator.h"
 #include "event_writer.h"
 #include "va_space.h"
 
 #include <cstdint>
-#include <deque>
-#include <set>
-#include <vector>
+#include <string>
 
 namespace fs::sim {
 
-struct Segment;
-
-struct Block
-{
-    uint64_t addr = 0;
-    uint64_t size = 0;
-    uint64_t requested = 0;
-    Segment* segment = nullptr;
-    Block* prev = nullptr; // neighbours inside the segment, in address order
-    Block* next = nullptr;
-    uint32_t stream = 0;
-    bool allocated = false;
-    bool small = false;
-};
-
-struct Segment
-{
-    uint64_t addr = 0;
-    uint64_t size = 0;
-    uint32_t stream = 0;
-    bool small = false;
-    bool live = false;
-    Block* first = nullptr;
-    size_t index = 0; // position in CachingAllocator::segments_
-};
+using Block = fs::alloc::Block;
+using FreeSpace = fs::alloc::FreeSpace;
 
 struct AllocatorCounters
 {
@@ -66,32 +33,13 @@ struct AllocatorCounters
     int64_t liveSegments = 0;
 };
 
-// Free-space picture for the fragmentation metrics (DESIGN.md "Metric definitions"): with
-// coalescing, each free block is a maximal free fragment of its segment.
-struct FreeSpace
-{
-    uint64_t totalFree = 0;
-    uint64_t largestFree = 0;
-    int64_t fragments = 0;
-    double fragmentation() const
-    {
-        return totalFree == 0
-                   ? 0.0
-                   : 1.0 - static_cast<double>(largestFree) / static_cast<double>(totalFree);
-    }
-};
-
-class CachingAllocator
+class CachingAllocator : private fs::alloc::DeviceMemory, private fs::alloc::Listener
 {
 public:
-    static constexpr uint64_t kMinBlock = 512;
-    static constexpr uint64_t kSmallSize = 1ull << 20;      // 1 MiB
-    static constexpr uint64_t kSmallBuffer = 2ull << 20;    // 2 MiB
-    static constexpr uint64_t kLargeBuffer = 20ull << 20;   // 20 MiB
-    static constexpr uint64_t kMinLargeAlloc = 10ull << 20; // 10 MiB
-    static constexpr uint64_t kRoundLarge = 2ull << 20;
+    static constexpr uint64_t kMinBlock = fs::alloc::CachingAllocator::kMinBlockSize;
 
-    CachingAllocator(EventWriter& out, uint64_t capacity, uint32_t device, uint64_t seed);
+    CachingAllocator(EventWriter& out, uint64_t capacity, uint32_t device, uint64_t seed,
+                     fs::alloc::Config cfg = {});
     CachingAllocator(const CachingAllocator&) = delete;
     CachingAllocator& operator=(const CachingAllocator&) = delete;
 
@@ -104,52 +52,40 @@ public:
     // torch.cuda.empty_cache(): releases every fully free segment.
     void emptyCache(int64_t t);
 
-    const AllocatorCounters& counters() const { return c_; }
+    const AllocatorCounters& counters() const;
     uint64_t capacity() const { return capacity_; }
-    FreeSpace freeSpace() const;
-    // Checks the model's own bookkeeping (blocks tile their segments, free sets match, counters
-    // add up); returns an empty string when consistent, else what is wrong. For tests.
+    FreeSpace freeSpace() const { return model_.freeSpace(); }
+    // The model's own bookkeeping check; empty when consistent. For tests.
     std::string checkConsistency() const;
 
+    // PyTorch's rules with default settings (core/alloc).
     static uint64_t roundSize(uint64_t bytes);
     static uint64_t segmentSize(uint64_t rounded);
 
 private:
-    struct BlockLess
-    {
-        bool operator()(const Block* a, const Block* b) const
-        {
-            if (a->stream != b->stream) return a->stream < b->stream;
-            if (a->size != b->size) return a->size < b->size;
-            return a->addr < b->addr;
-        }
-    };
-    using FreeSet = std::set<Block*, BlockLess>;
-
     Block* allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t, bool quiet);
-    Block* bestFit(FreeSet& pool, uint64_t size, uint32_t stream);
-    Segment* newSegment(uint64_t size, uint32_t stream, bool small, int64_t t);
-    void releaseSegment(Segment* s, int64_t t);
-    bool releaseCached(int64_t t);
-    FreeSet& pool(bool small) { return small ? smallFree_ : largeFree_; }
-    Block* newBlock();
-    void dropBlock(Block* b);
-    Segment* newSegmentRecord();
-    void touchPeaks();
+    // DeviceMemory: segments land in the sparse VA model, within the capacity.
+    uint64_t malloc(uint64_t size, uint64_t reserved) override;
+    void free(uint64_t addr, uint64_t size) override;
+    uint64_t reserveAddressSpace(uint64_t size) override;
+    bool canMap(uint64_t bytes, uint64_t reserved) override;
+    uint64_t totalMemory() const override { return capacity_; }
+    // Listener: segment changes and OOMs become events.
+    void segmentCreated(const fs::alloc::Segment& s) override;
+    void segmentReleased(const fs::alloc::Segment& s) override;
+    void oom(uint64_t requested, uint32_t stream, uint64_t deviceFree) override;
+    void segmentEvent(EventType type, const fs::alloc::Segment& s);
 
     EventWriter& out_;
     uint64_t capacity_;
     uint32_t device_;
     VaSpace va_;
-    AllocatorCounters c_;
-    FreeSet smallFree_;
-    FreeSet largeFree_;
-    std::vector<Segment*> segments_; // live segments, unordered (swap-remove)
-    std::deque<Block> blockStore_;   // stable storage, recycled through freeBlocks_
-    std::vector<Block*> freeBlocks_;
-    std::deque<Segment> segmentStore_;
-    std::vector<Segment*> freeSegments_;
-    Name segmentName_;
+    fs::alloc::CachingAllocator model_;
+    mutable AllocatorCounters c_;
+    int64_t now_ = 0;
+    bool quiet_ = false;
+    uint64_t pendingOomBytes_ = 0;
+    bool oomPending_ = false;
 };
 
 } // namespace fs::sim

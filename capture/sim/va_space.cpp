@@ -1,5 +1,7 @@
 #include "va_space.h"
 
+#include "core/alloc/caching_allocator.h"
+
 #include <iterator>
 
 namespace fs::sim {
@@ -29,22 +31,7 @@ uint64_t VaSpace::place(uint64_t size)
 
 void VaSpace::release(uint64_t addr, uint64_t size)
 {
-    auto next = free_.lower_bound(addr);
-    uint64_t start = addr;
-    uint64_t len = size;
-    if (next != free_.begin()) {
-        auto prev = std::prev(next);
-        if (prev->first + prev->second == addr) {
-            start = prev->first;
-            len += prev->second;
-            free_.erase(prev);
-        }
-    }
-    if (next != free_.end() && next->first == addr + size) {
-        len += next->second;
-        free_.erase(next);
-    }
-    free_.emplace(start, len);
+    fs::alloc::releaseRange(free_, addr, size);
 }
 
 } // namespace fs::sim

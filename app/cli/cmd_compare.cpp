@@ -1,0 +1,147 @@
+// fragscope compare A B [--json]: two sessions side by side (actual vs what-if, or two
+// recordings). Figures come from fs::alloc::compareSessions (the analysis engine); this file
+// only prints.
+#include "command.h"
+#include "core/alloc/compare.h"
+#include "core/format.h"
+#include "core/json.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+using namespace fs;
+using namespace fs::cli;
+using namespace fs::alloc;
+
+namespace {
+
+std::string signedBytes(int64_t d)
+{
+    return (d < 0 ? "-" : "+") + humanBytes(static_cast<uint64_t>(d < 0 ? -d : d));
+}
+
+void side(JsonWriter& j, const char* key, const SideSummary& s)
+{
+    j.key(key).beginObject();
+    j.field("file", s.path).field("label", s.label).field("synthetic", s.synthetic);
+    j.field("device", s.device).field("level", std::string(levelName(s.level)));
+    j.field("frames", s.frames).key("collapses");
+    s.collapsesKnown() ? j.value(s.collapses) : j.null();
+    j.field("ooms", s.ooms);
+    j.field("peak_reserved_bytes", s.peakReserved).field("final_reserved_bytes", s.finalReserved);
+    j.field("mean_fragmentation_ratio", s.meanFragmentation);
+    j.field("max_fragmentation_ratio", s.maxFragmentation);
+    j.field("min_largest_free_block_bytes", s.minLargestFree);
+    j.endObject();
+}
+
+void point(JsonWriter& j, const char* key, const PointFigures& p, bool frames)
+{
+    j.key(key).beginObject();
+    j.field("reserved_bytes", p.reserved).field("fragmentation_ratio", p.fragmentation);
+    j.field("largest_free_block_bytes", p.largestFree).field("ooms", p.ooms);
+    if (frames) j.field("collapsed", p.collapsed);
+    j.endObject();
+}
+
+int runCompare(Args& a)
+{
+    a.expectPositional(2, "A B");
+    const int samples = static_cast<int>(a.getInt("samples", 100));
+    if (samples < 1 || samples > 100000) throw UsageError("--samples must be 1..100000");
+    const Comparison c = compareSessions(a.positional()[0], a.positional()[1], samples);
+    if (a.flag("json")) {
+        JsonWriter j;
+        j.beginObject();
+        side(j, "a", c.a);
+        side(j, "b", c.b);
+        j.key("difference").beginObject();
+        j.field("peak_reserved_bytes", c.difference.peakReserved);
+        j.field("final_reserved_bytes", c.difference.finalReserved);
+        j.field("mean_fragmentation_ratio", c.difference.meanFragmentation);
+        j.field("max_fragmentation_ratio", c.difference.maxFragmentation);
+        j.field("min_largest_free_block_bytes", c.difference.minLargestFree);
+        j.key("collapses");
+        c.a.collapsesKnown() && c.b.collapsesKnown() ? j.value(c.difference.collapses) : j.null();
+        j.field("ooms", c.difference.ooms);
+        j.endObject();
+        j.field("aligned_by", c.byFrame ? "frame" : "time_from_start");
+        j.key("rows").beginArray();
+        for (const CompareRow& r : c.rows) {
+            j.beginObject();
+            j.field(c.byFrame ? "frame" : "offset_ns", r.key);
+            point(j, "a", r.a, c.byFrame);
+            point(j, "b", r.b, c.byFrame);
+            j.endObject();
+        }
+        j.endArray();
+        j.key("notes").beginArray();
+        for (const auto& n : c.notes)
+            j.value(n);
+        j.endArray();
+        j.endObject();
+        fmt::print("{}\n", j.str());
+        return Ok;
+    }
+    auto title = [](const SideSummary& s) {
+        return s.path + (s.label.empty() ? "" : "  (" + s.label + ")") +
+               (s.synthetic ? "  SYNTHETIC" : "");
+    };
+    fmt::print("A: {}\nB: {}\n\n", title(c.a), title(c.b));
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "", "A", "B", "B - A");
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "peak reserved", humanBytes(c.a.peakReserved),
+               humanBytes(c.b.peakReserved), signedBytes(c.difference.peakReserved));
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "final reserved", humanBytes(c.a.finalReserved),
+               humanBytes(c.b.finalReserved), signedBytes(c.difference.finalReserved));
+    fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "mean F", c.a.meanFragmentation,
+               c.b.meanFragmentation, c.difference.meanFragmentation);
+    fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "max F", c.a.maxFragmentation,
+               c.b.maxFragmentation, c.difference.maxFragmentation);
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free",
+               humanBytes(c.a.minLargestFree), humanBytes(c.b.minLargestFree),
+               signedBytes(c.difference.minLargestFree));
+    auto coll = [](const SideSummary& s) {
+        return s.collapsesKnown() ? std::to_string(s.collapses) : std::string("unknown");
+    };
+    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "collapses", coll(c.a), coll(c.b),
+               c.a.collapsesKnown() && c.b.collapsesKnown()
+                   ? fmt::format("{:+}", c.difference.collapses)
+                   : std::string("-"));
+    fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "OOMs", c.a.ooms, c.b.ooms, c.difference.ooms);
+    fmt::print("\n{} ({} rows)\n", c.byFrame ? "per frame" : "by time from start", c.rows.size());
+    fmt::print("{:>12} {:>12} {:>12} {:>7} {:>7} {:>12} {:>12} {:>5} {:>5}\n",
+               c.byFrame ? "frame" : "offset s", "resv A", "resv B", "F A", "F B", "largest A",
+               "largest B", "OOM", "coll");
+    for (const CompareRow& r : c.rows) {
+        const std::string key = c.byFrame ? std::to_string(r.key)
+                                          : fmt::format("{:.3f}", static_cast<double>(r.key) / 1e9);
+        fmt::print("{:>12} {:>12} {:>12} {:>7.3f} {:>7.3f} {:>12} {:>12} {:>5} {:>5}\n", key,
+                   humanBytes(r.a.reserved), humanBytes(r.b.reserved), r.a.fragmentation,
+                   r.b.fragmentation, humanBytes(r.a.largestFree), humanBytes(r.b.largestFree),
+                   fmt::format("{}/{}", r.a.ooms, r.b.ooms),
+                   c.byFrame
+                       ? fmt::format("{}{}", r.a.collapsed ? "A" : "-", r.b.collapsed ? "B" : "-")
+                       : "");
+    }
+    for (const auto& n : c.notes)
+        fmt::print("note: {}\n", n);
+    return Ok;
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "compare",
+    .synopsis = "A B [--samples N] [--json]",
+    .summary = "Two sessions side by side: reserved, F, largest free block, collapses, OOMs",
+    .options = {{"samples", "N", "rows when the sessions are aligned by time (default 100)"},
+                {"json", "", "print one JSON object instead of text"}},
+    .details =
+        "Use it for an actual run against its what-if replay (fragscope whatif -o) or for two\n"
+        "recordings. Frames are aligned by number when both sessions have frames, else rows are\n"
+        "instants at equal offsets from each session's start. Figures are the analysis\n"
+        "engine's, on each session's default track. JSON: {a, b, difference, aligned_by,\n"
+        "rows: [{frame|offset_ns, a: {...}, b: {...}}], notes}. See docs/whatif.md.",
+    .run = runCompare,
+    .order = 76,
+});

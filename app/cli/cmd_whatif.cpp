@@ -1,0 +1,242 @@
+// fragscope whatif SESSION [--alloc-conf CONF]... [--policy NAME] [--capacity BYTES] [--json]
+// [-o OUT]: replay a session's allocator requests under its recorded settings and under others
+// (docs/whatif.md). Every figure comes from fs::alloc::whatIf, which reads it back through the
+// analysis engine; this file only prints.
+#include "command.h"
+#include "core/alloc/whatif.h"
+#include "core/format.h"
+#include "core/json.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+
+using namespace fs;
+using namespace fs::cli;
+using namespace fs::alloc;
+
+namespace {
+
+void writeSizes(JsonWriter& j, const char* key, const std::vector<uint64_t>& v)
+{
+    j.key(key).beginArray();
+    for (uint64_t x : v)
+        j.value(x);
+    j.endArray();
+}
+
+template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T replay)
+{
+    j.key(key).beginObject();
+    j.field("real", real).field("replay", replay).field("equal", real == replay);
+    j.endObject();
+}
+
+void writeJson(const WhatIfResult& r)
+{
+    JsonWriter j;
+    j.beginObject();
+    j.field("session", r.session);
+    const Fidelity& f = r.fidelity;
+    j.key("fidelity").beginObject();
+    j.field("complete", f.complete).field("complete_note", f.completeNote);
+    j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
+    j.field("recorded_alloc_conf", f.recordedConf);
+    j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.key("devices").beginObject();
+    for (const DeviceFidelity& d : f.devices) {
+        j.key(std::to_string(d.device)).beginObject();
+        j.field("reproduced", d.reproduced());
+        j.field("segment_sizes_equal", d.firstSegmentMismatch < 0);
+        j.key("first_segment_mismatch");
+        d.firstSegmentMismatch < 0 ? j.null() : j.value(d.firstSegmentMismatch);
+        writeSizes(j, "real_segment_sizes", d.realSegmentSizes);
+        writeSizes(j, "replay_segment_sizes", d.replaySegmentSizes);
+        realReplay(j, "final_reserved_bytes", d.realFinalReserved, d.replayFinalReserved);
+        realReplay(j, "peak_reserved_bytes", d.realPeakReserved, d.replayPeakReserved);
+        realReplay(j, "segments", d.realSegments, d.replaySegments);
+        j.key("addresses").beginObject();
+        j.field("allocations", d.allocations).field("matched", d.addressesMatched);
+        j.key("first_mismatch");
+        d.firstAddressMismatch < 0 ? j.null() : j.value(d.firstAddressMismatch);
+        j.endObject();
+        j.field("final_layout_equal", d.finalLayoutEqual);
+        j.field("state_at_end_equal", d.stateAtEndEqual);
+        j.endObject();
+    }
+    j.endObject();
+    j.endObject();
+    j.key("runs").beginArray();
+    for (const RunResult& run : r.runs) {
+        j.beginObject();
+        j.field("alloc_conf", run.allocConf);
+        j.field("recorded_settings", run.spec.recorded);
+        j.field("policy", policyName(run.spec.policy));
+        j.field("experimental", run.spec.policy != Policy::PyTorch);
+        j.field("requests", run.requests);
+        j.key("session");
+        run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
+        j.key("devices").beginObject();
+        for (const DeviceFigures& d : run.devices) {
+            j.key(std::to_string(d.device)).beginObject();
+            j.field("peak_reserved_bytes", d.peakReserved);
+            j.field("final_reserved_bytes", d.finalReserved);
+            j.field("segments", d.segments);
+            j.field("cuda_malloc_calls", d.cudaMallocs);
+            j.field("ooms", d.ooms);
+            j.field("alloc_retries", d.retries);
+            j.field("mean_fragmentation_ratio", d.meanFragmentation);
+            j.field("max_fragmentation_ratio", d.maxFragmentation);
+            j.field("min_largest_free_block_bytes", d.minLargestFree);
+            j.key("frames").beginArray();
+            for (const FrameFigure& fr : d.frames) {
+                j.beginObject();
+                j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
+                j.field("largest_free_block_bytes", fr.largestFree);
+                j.field("reserved_bytes", fr.reserved);
+                j.endObject();
+            }
+            j.endArray();
+            j.endObject();
+        }
+        j.endObject();
+        j.endObject();
+    }
+    j.endArray();
+    j.endObject();
+    fmt::print("{}\n", j.str());
+}
+
+void writeText(const WhatIfResult& r)
+{
+    const Fidelity& f = r.fidelity;
+    fmt::print("{}\n", r.session);
+    fmt::print("recorded settings: {} ({})\n", f.recordedConf, f.settingsNote);
+    fmt::print("trace: {} ({})\n", f.complete ? "complete" : "incomplete", f.completeNote);
+    for (const DeviceFidelity& d : f.devices) {
+        fmt::print("fidelity, device {}: segments {}/{} sizes {}, final reserved {} vs {}, peak {} "
+                   "vs {}, addresses {}/{}, final layout {}, state at end {}\n",
+                   d.device, d.replaySegmentSizes.size(), d.realSegmentSizes.size(),
+                   d.firstSegmentMismatch < 0 ? "equal" : "differ", d.replayFinalReserved,
+                   d.realFinalReserved, d.replayPeakReserved, d.realPeakReserved,
+                   d.addressesMatched, d.allocations, d.finalLayoutEqual ? "equal" : "differs",
+                   d.stateAtEndEqual ? "equal" : "differs");
+    }
+    fmt::print("verdict: {}\n\n", f.verdict);
+
+    struct Row
+    {
+        const RunResult* run;
+        const DeviceFigures* dev;
+    };
+    std::vector<Row> rows;
+    for (const RunResult& run : r.runs)
+        for (const DeviceFigures& d : run.devices)
+            rows.push_back({&run, &d});
+    // Ranked: runs with OOMs first (most first), then by peak reserved, lowest first.
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+        if ((a.dev->ooms > 0) != (b.dev->ooms > 0)) return a.dev->ooms > 0;
+        if (a.dev->ooms != b.dev->ooms) return a.dev->ooms > b.dev->ooms;
+        return a.dev->peakReserved < b.dev->peakReserved;
+    });
+    const bool multi = !r.runs.empty() && r.runs.front().devices.size() > 1;
+    auto nameOf = [](const RunResult& run) {
+        std::string name = run.spec.recorded ? "recorded: " + run.allocConf : run.allocConf;
+        if (run.spec.policy != Policy::PyTorch)
+            name += fmt::format(" [{}, experimental]", policyName(run.spec.policy));
+        return name;
+    };
+    size_t width = 8;
+    for (const RunResult& run : r.runs)
+        width = std::max(width, nameOf(run).size());
+    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12}\n", "#",
+               "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
+               "OOMs", "mean F", "max F", "min largest");
+    int rank = 0;
+    for (const Row& row : rows)
+        fmt::print(
+            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n", ++rank,
+            nameOf(*row.run), width, multi ? fmt::format("{:<4}", row.dev->device) : "",
+            humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
+            row.dev->segments, row.dev->cudaMallocs, row.dev->ooms, row.dev->meanFragmentation,
+            row.dev->maxFragmentation, humanBytes(row.dev->minLargestFree));
+    for (const RunResult& run : r.runs)
+        if (!run.sessionPath.empty())
+            fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
+                       run.sessionPath);
+}
+
+int runWhatIf(Args& a)
+{
+    a.expectPositional(1, "SESSION");
+    WhatIfOptions o;
+    o.session = a.positional()[0];
+    for (const std::string& conf : a.getAll("alloc-conf")) {
+        RunSpec s;
+        s.label = conf;
+        try {
+            s.config = Config::parse(conf);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("--alloc-conf '{}': {}", conf, e.what()));
+        }
+        o.runs.push_back(s);
+    }
+    if (auto p = a.get("policy")) {
+        Policy policy;
+        if (!parsePolicy(*p, policy))
+            throw UsageError("unknown --policy '" + *p + "' (pytorch, tiered)");
+        if (policy != Policy::PyTorch) {
+            RunSpec s;
+            if (o.runs.empty())
+                s.recordedConfig = true;
+            else
+                s = o.runs.back();
+            s.policy = policy;
+            o.runs.push_back(s);
+        }
+    }
+    if (auto c = a.get("capacity"))
+        o.capacity = static_cast<uint64_t>(parseCount(*c, "--capacity"));
+    o.output = a.get("output", "");
+    if (!std::getenv("FRAGSCOPE_NO_PROGRESS") && !a.flag("json"))
+        o.progress = [](const std::string& s) { fmt::print(stderr, "{}\n", s); };
+    const WhatIfResult r = whatIf(o);
+    if (a.flag("json"))
+        writeJson(r);
+    else
+        writeText(r);
+    return Ok;
+}
+
+} // namespace
+
+FRAGSCOPE_COMMAND({
+    .name = "whatif",
+    .synopsis = "SESSION [--alloc-conf CONF]... [--policy NAME] [--capacity BYTES] [--json] "
+                "[-o OUT.fragscope]",
+    .summary = "Replay a session's allocator requests under its recorded settings and others; "
+               "rank them",
+    .options = {{"alloc-conf", "CONF",
+                 "PYTORCH_CUDA_ALLOC_CONF settings to replay under (repeatable), e.g.\n"
+                 "expandable_segments:True,max_split_size_mb:128"},
+                {"policy", "NAME",
+                 "pytorch (default) or tiered: lifetime-tiered pools of 4/64/512 MiB\n"
+                 "granularity, experimental; added as one more run (on the last CONF, else\n"
+                 "the recorded settings)"},
+                {"capacity", "BYTES",
+                 "device memory the what-if runs may use (k, M, G suffixes); default: what\n"
+                 "the session's OOMs tell, else the device's size, else no limit"},
+                {"json", "", "print {\"fidelity\": {...}, \"runs\": [...]} instead of a table"},
+                {"output", "OUT.fragscope",
+                 "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
+                 "FILE\" and marked synthetic (-o)"}},
+    .details =
+        "runs[0] replays the session under its recorded settings (the snapshot's\n"
+        "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
+        "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
+        "allocation's address, the final block layout and the state at the end.\n"
+        "The table is ranked with OOMs first, then by peak reserved bytes. F figures are the\n"
+        "analysis engine's, over its timeline samples and frames. See docs/whatif.md.",
+    .run = runWhatIf,
+    .order = 75,
+});

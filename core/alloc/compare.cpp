@@ -1,0 +1,166 @@
+#include "compare.h"
+
+#include "core/analysis/engine.h"
+#include "core/session.h"
+
+#include <algorithm>
+#include <map>
+
+namespace fs::alloc {
+
+namespace {
+
+struct Side
+{
+    std::shared_ptr<const analysis::Engine> eng;
+    SideSummary sum;
+    std::vector<int64_t> oomTimes; // of the compared device, sorted
+};
+
+Side load(const std::string& path)
+{
+    Side s;
+    s.eng = analysis::Engine::open(path);
+    SideSummary& m = s.sum;
+    m.path = path;
+    const auto it = s.eng->summary().meta.find("label");
+    if (it != s.eng->summary().meta.end()) m.label = it->second;
+    m.synthetic = s.eng->summary().synthetic;
+    if (auto tr = s.eng->defaultTrack(0)) {
+        m.device = tr->device;
+        m.level = tr->level;
+    }
+    m.frames = static_cast<int64_t>(s.eng->frames().size());
+    m.frameMetrics = s.eng->summary().frameMetrics;
+    m.collapses = static_cast<int64_t>(s.eng->collapses().size());
+    {
+        Session ses = Session::open(path, false);
+        Stmt q = ses.db().prepare("SELECT time_ns FROM ooms WHERE device = ?1 ORDER BY time_ns");
+        q.bind(1, m.device);
+        while (q.step())
+            s.oomTimes.push_back(q.i64(0));
+    }
+    m.ooms = static_cast<int64_t>(s.oomTimes.size());
+    // Exact peak: every region's lifetime, releases before creations at one instant.
+    std::vector<std::pair<int64_t, int64_t>> steps;
+    for (const analysis::RegionInfo& r : s.eng->regions(m.device, m.level)) {
+        steps.emplace_back(r.createNs, static_cast<int64_t>(r.size));
+        if (r.destroyNs != analysis::kAlive)
+            steps.emplace_back(r.destroyNs, -static_cast<int64_t>(r.size));
+    }
+    std::sort(steps.begin(), steps.end());
+    int64_t cur = 0;
+    for (const auto& [t, d] : steps) {
+        cur += d;
+        m.peakReserved = std::max(m.peakReserved, static_cast<uint64_t>(std::max<int64_t>(cur, 0)));
+    }
+    m.finalReserved = s.eng->stateAt(m.device, m.level, s.eng->timeEnd()).reservedBytes;
+    analysis::TimelineOptions to;
+    to.device = m.device;
+    to.level = m.level;
+    const analysis::Timeline tl = s.eng->timeline(to);
+    double sum = 0;
+    int64_t n = 0;
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        if (tl.reserved[i] <= 0) continue;
+        const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
+        m.minLargestFree = n == 0 ? largest : std::min(m.minLargestFree, largest);
+        sum += tl.fragmentationRatio[i];
+        m.maxFragmentation = std::max(m.maxFragmentation, tl.fragmentationRatio[i]);
+        ++n;
+    }
+    m.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
+    return s;
+}
+
+int64_t oomsIn(const Side& s, int64_t from, int64_t to)
+{
+    return std::upper_bound(s.oomTimes.begin(), s.oomTimes.end(), to) -
+           std::lower_bound(s.oomTimes.begin(), s.oomTimes.end(), from);
+}
+
+std::map<int64_t, PointFigures> perFrame(const Side& s)
+{
+    std::map<int64_t, PointFigures> out;
+    for (const analysis::FrameInfo& f : s.eng->frames()) {
+        PointFigures p;
+        p.collapsed = f.collapse >= 0;
+        p.ooms = oomsIn(s, f.start, f.end);
+        for (const analysis::FrameAllocator& fa : f.allocator)
+            if (fa.device == s.sum.device && fa.level == s.sum.level) {
+                p.reserved = fa.atEnd.reservedBytes;
+                p.fragmentation = fa.atEnd.fragmentationRatio;
+                p.largestFree = fa.atEnd.largestFreeFragmentBytes;
+            }
+        out[f.index] = p;
+    }
+    return out;
+}
+
+PointFigures at(const Side& s, int64_t t, int64_t prev)
+{
+    const analysis::State st = s.eng->stateAt(s.sum.device, s.sum.level, t);
+    PointFigures p;
+    p.reserved = st.reservedBytes;
+    p.fragmentation = st.fragmentationRatio;
+    p.largestFree = st.largestFreeFragmentBytes;
+    p.ooms = oomsIn(s, prev + 1, t);
+    return p;
+}
+
+} // namespace
+
+Comparison compareSessions(const std::string& a, const std::string& b, int samples)
+{
+    const Side A = load(a), B = load(b);
+    Comparison c;
+    c.a = A.sum;
+    c.b = B.sum;
+    auto d = [](uint64_t from, uint64_t to) {
+        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
+    };
+    SummaryDifference& diff = c.difference;
+    diff.peakReserved = d(A.sum.peakReserved, B.sum.peakReserved);
+    diff.finalReserved = d(A.sum.finalReserved, B.sum.finalReserved);
+    diff.meanFragmentation = B.sum.meanFragmentation - A.sum.meanFragmentation;
+    diff.maxFragmentation = B.sum.maxFragmentation - A.sum.maxFragmentation;
+    diff.minLargestFree = d(A.sum.minLargestFree, B.sum.minLargestFree);
+    diff.collapses = B.sum.collapses - A.sum.collapses;
+    diff.ooms = B.sum.ooms - A.sum.ooms;
+    for (const SideSummary* s : {&c.a, &c.b})
+        if (s->frames > 0 && s->frameMetrics == 0)
+            c.notes.push_back(s->path + " has frames but no per-frame quality metrics (a what-if "
+                                        "replay has none): its collapses are unknown, not zero");
+    if (A.sum.level != B.sum.level)
+        c.notes.emplace_back("the two sessions' default tracks are at different levels");
+    if (A.sum.frames > 0 && B.sum.frames > 0) {
+        c.byFrame = true;
+        const auto fa = perFrame(A), fb = perFrame(B);
+        for (const auto& [idx, pa] : fa) {
+            auto it = fb.find(idx);
+            if (it != fb.end()) c.rows.push_back({idx, pa, it->second});
+        }
+        if (fa.size() != fb.size() || c.rows.size() != fa.size())
+            c.notes.emplace_back("the sessions have different frames: only frames present in "
+                                 "both are compared");
+    } else {
+        c.notes.emplace_back("aligned by time from each session's start (not both have frames)");
+        const int64_t spanA = A.eng->timeEnd() - A.eng->timeBegin();
+        const int64_t spanB = B.eng->timeEnd() - B.eng->timeBegin();
+        const int64_t span = std::max<int64_t>({spanA, spanB, 1});
+        const int n = std::max(samples, 1);
+        int64_t prev = -1;
+        for (int k = 1; k <= n; ++k) {
+            const int64_t off = span * k / n;
+            CompareRow r;
+            r.key = off;
+            r.a = at(A, A.eng->timeBegin() + std::min(off, spanA), A.eng->timeBegin() + prev);
+            r.b = at(B, B.eng->timeBegin() + std::min(off, spanB), B.eng->timeBegin() + prev);
+            prev = off;
+            c.rows.push_back(r);
+        }
+    }
+    return c;
+}
+
+} // namespace fs::alloc

@@ -1,0 +1,73 @@
+// Comparison of two sessions (an actual run and its what-if replay, or two recordings):
+// summary figures of each and per-frame (or per-instant) differences, all computed by the
+// analysis engine (docs/whatif.md "Comparing two runs").
+#pragma once
+
+#include "core/events.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fs::alloc {
+
+struct SideSummary
+{
+    std::string path;
+    std::string label; // the session's label meta (what-if runs have one), else ""
+    bool synthetic = false;
+    uint32_t device = 0;
+    Level level = Level::Framework;
+    int64_t frames = 0;
+    int64_t frameMetrics = 0; // per-frame quality values (a what-if replay has none)
+    int64_t collapses = 0;
+    int64_t ooms = 0;
+    // Collapses are known where frames carry quality metrics (or there are no frames).
+    bool collapsesKnown() const { return frames == 0 || frameMetrics > 0; }
+    uint64_t peakReserved = 0; // exact, from the regions' lifetimes
+    uint64_t finalReserved = 0;
+    double meanFragmentation = 0; // over the engine's timeline samples with memory reserved
+    double maxFragmentation = 0;
+    uint64_t minLargestFree = 0;
+};
+
+struct PointFigures
+{
+    uint64_t reserved = 0;
+    double fragmentation = 0;
+    uint64_t largestFree = 0;
+    bool collapsed = false; // frame rows: the frame belongs to a collapse
+    int64_t ooms = 0;       // OOMs inside the frame (or since the previous sample)
+};
+
+struct CompareRow
+{
+    int64_t key = 0; // frame index, or ns from the session's start
+    PointFigures a, b;
+};
+
+// B - A of the summaries.
+struct SummaryDifference
+{
+    int64_t peakReserved = 0;
+    int64_t finalReserved = 0;
+    double meanFragmentation = 0;
+    double maxFragmentation = 0;
+    int64_t minLargestFree = 0;
+    int64_t collapses = 0;
+    int64_t ooms = 0;
+};
+
+struct Comparison
+{
+    SideSummary a, b;
+    SummaryDifference difference;
+    bool byFrame = false; // rows aligned by frame number, else by time from start
+    std::vector<CompareRow> rows;
+    std::vector<std::string> notes;
+};
+
+// Throws fs::SessionError on a bad file. `samples`: rows when aligning by time.
+Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100);
+
+} // namespace fs::alloc

@@ -1,0 +1,334 @@
+#include "trace.h"
+
+#include "core/session.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <tuple>
+
+namespace fs::alloc {
+
+namespace {
+
+DeviceTrace& deviceOf(Trace& t, std::map<uint32_t, size_t>& index, uint32_t dev)
+{
+    auto [it, inserted] = index.emplace(dev, t.devices.size());
+    if (inserted) {
+        t.devices.emplace_back();
+        t.devices.back().device = dev;
+    }
+    return t.devices[it->second];
+}
+
+// Reserved bytes over time from segment creations/releases and expandable mappings: the peak, the
+// final value and the value at given instants (OOMs). Releases before creations at equal times.
+struct ReservedSweep
+{
+    std::vector<std::tuple<int64_t, int, int64_t>> steps; // time, 0 release / 1 create, delta
+    void add(int64_t create, int64_t destroy, uint64_t size)
+    {
+        steps.emplace_back(create, 1, static_cast<int64_t>(size));
+        if (destroy != kAliveNs) steps.emplace_back(destroy, 0, -static_cast<int64_t>(size));
+    }
+    void run(uint64_t& peak, uint64_t& final, std::vector<std::pair<int64_t, uint64_t*>> at)
+    {
+        std::sort(steps.begin(), steps.end());
+        std::sort(at.begin(), at.end());
+        int64_t cur = 0;
+        size_t k = 0;
+        for (const auto& [t, kind, d] : steps) {
+            while (k < at.size() && at[k].first < t)
+                *at[k++].second = static_cast<uint64_t>(cur);
+            cur += d;
+            peak = std::max(peak, static_cast<uint64_t>(std::max<int64_t>(cur, 0)));
+        }
+        while (k < at.size())
+            *at[k++].second = static_cast<uint64_t>(cur);
+        final = static_cast<uint64_t>(std::max<int64_t>(cur, 0));
+    }
+};
+
+} // namespace
+
+Trace readTrace(const std::string& path)
+{
+    Session s = Session::open(path);
+    Db& db = s.db();
+    Trace t;
+    t.path = path;
+    const SessionSummary sum = s.summary(false);
+    t.ordinalTime = sum.timeAxis == TimeAxis::Ordinal;
+    t.sourceKind = sum.sources.empty() ? "unknown" : sum.sources.front();
+
+    // The recorded settings: the snapshot's allocator_settings when the importer kept them.
+    const std::string settings = s.meta("allocator_settings");
+    if (!settings.empty()) {
+        try {
+            t.recorded = Config::fromSnapshotSettings(settings);
+            t.settingsKnown = true;
+            t.settingsNote = "from the session's allocator_settings";
+        } catch (const std::invalid_argument& e) {
+            t.settingsNote = fmt::format("allocator_settings unreadable ({}): PyTorch defaults "
+                                         "assumed",
+                                         e.what());
+        }
+    } else {
+        t.settingsNote = "the session does not record allocator settings: PyTorch defaults assumed";
+    }
+
+    {
+        Stmt q = db.prepare("SELECT id, text FROM strings ORDER BY id");
+        while (q.step()) {
+            const auto id = static_cast<size_t>(q.i64(0));
+            if (id > 50'000'000) break;
+            if (t.strings.size() <= id) t.strings.resize(id + 1);
+            t.strings[id] = q.text(1);
+        }
+    }
+
+    std::map<uint32_t, size_t> devIndex;
+    {
+        Stmt q = db.prepare("SELECT id, name, capacity_bytes FROM devices ORDER BY id");
+        while (q.step()) {
+            DeviceTrace& d = deviceOf(t, devIndex, static_cast<uint32_t>(q.i64(0)));
+            d.name = q.text(1);
+            d.capacityBytes = q.isNull(2) ? 0 : q.u64(2);
+        }
+    }
+
+    // Private pools: the session's 64-bit pool ids, numbered from 1 (0 is the default pool).
+    std::map<int64_t, int32_t> poolIds;
+    auto poolOf = [&](int64_t raw) -> int32_t {
+        if (raw == 0) return 0;
+        auto [it, inserted] = poolIds.emplace(raw, static_cast<int32_t>(poolIds.size() + 1));
+        return it->second;
+    };
+
+    std::map<uint32_t, ReservedSweep> sweeps;
+    std::map<int64_t, std::pair<uint32_t, int32_t>> regionInfo; // region id -> device, pool
+    {
+        Stmt q = db.prepare("SELECT id, device, address, size, create_ns, destroy_ns, stream, kind,"
+                            " expandable, pool_id FROM regions WHERE level = 2 ORDER BY id");
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(1));
+            DeviceTrace& d = deviceOf(t, devIndex, dev);
+            RecordedSegment r;
+            r.address = q.u64(2);
+            r.size = q.u64(3);
+            r.createNs = q.i64(4);
+            r.destroyNs = q.isNull(5) ? kAliveNs : q.i64(5);
+            r.stream = q.isNull(6) ? 0 : static_cast<uint32_t>(q.i64(6));
+            r.expandable = q.i64(7) == static_cast<int>(RegionKind::Vmm) || q.i64(8) != 0;
+            regionInfo[q.i64(0)] = {dev, poolOf(q.isNull(9) ? 0 : q.i64(9))};
+            if (!r.expandable) sweeps[dev].add(r.createNs, r.destroyNs, r.size);
+            d.segments.push_back(r);
+        }
+    }
+    std::map<uint32_t, std::vector<std::tuple<int64_t, int, uint64_t>>> backing; // time, seq
+    for (const DeviceTrace& d : t.devices) {
+        int seq = 0;
+        for (const RecordedSegment& r : d.segments)
+            if (!r.expandable) backing[d.device].emplace_back(r.createNs, seq++, r.size);
+    }
+    {
+        Stmt q = db.prepare("SELECT r.device, m.size, m.map_ns, m.unmap_ns FROM region_mappings m"
+                            " JOIN regions r ON r.id = m.region_id WHERE r.level = 2"
+                            " ORDER BY m.id");
+        int seq = 1 << 30;
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            sweeps[dev].add(q.i64(2), q.isNull(3) ? kAliveNs : q.i64(3), q.u64(1));
+            backing[dev].emplace_back(q.i64(2), seq++, q.u64(1));
+        }
+    }
+    for (DeviceTrace& d : t.devices) {
+        auto& b = backing[d.device];
+        std::sort(b.begin(), b.end());
+        for (const auto& [time, seq, size] : b)
+            d.backingSizes.push_back(size);
+    }
+
+    struct Keyed
+    {
+        int64_t time;
+        int phase; // 0 free, 1 empty_cache, 2 failed request, 3 alloc (then a free of it)
+        uint64_t seq;
+        int sub;
+        Request r;
+        bool operator<(const Keyed& o) const
+        {
+            return std::tie(time, phase, seq, sub) < std::tie(o.time, o.phase, o.seq, o.sub);
+        }
+    };
+    std::map<uint32_t, std::vector<Keyed>> keyed;
+    {
+        Stmt q =
+            db.prepare("SELECT device, address, size, requested_size, stream, alloc_ns,"
+                       " free_ns, tag, region_id FROM allocations WHERE level = 2 ORDER BY id");
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            DeviceTrace& d = deviceOf(t, devIndex, dev);
+            RecordedAlloc a;
+            a.address = q.u64(1);
+            a.size = q.u64(2);
+            // Sources that know the caller's size store it; snapshots store it as the size of
+            // every block not alive at the end (the trace's alloc entry records orig_size).
+            a.requested = !q.isNull(3) && q.u64(3) > 0 ? q.u64(3) : a.size;
+            a.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
+            t.allocationsWithoutStream += q.isNull(4) ? 1 : 0;
+            a.allocNs = q.i64(5);
+            a.freeNs = q.isNull(6) ? kAliveNs : q.i64(6);
+            a.tag = q.isNull(7) ? 0 : static_cast<uint32_t>(q.i64(7));
+            int32_t pool = 0;
+            if (!q.isNull(8)) {
+                auto it = regionInfo.find(q.i64(8));
+                if (it != regionInfo.end()) pool = it->second.second;
+            }
+            const auto idx = static_cast<uint32_t>(d.allocs.size());
+            d.allocs.push_back(a);
+            Request r;
+            r.kind = Request::Alloc;
+            r.time = a.allocNs;
+            r.size = a.requested;
+            r.index = idx;
+            r.stream = a.stream;
+            r.pool = pool;
+            auto& k = keyed[dev];
+            k.push_back({a.allocNs, 3, idx, 0, r});
+            if (a.freeNs != kAliveNs) {
+                r.kind = Request::Free;
+                r.time = a.freeNs;
+                if (a.freeNs == a.allocNs)
+                    k.push_back({a.freeNs, 3, idx, 1, r});
+                else
+                    k.push_back({a.freeNs, 0, idx, 0, r});
+            }
+        }
+    }
+
+    std::map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ooms; // time, device_free
+    {
+        // A failed request is replayed too: on its way to failing, the allocator released
+        // cached blocks, and the recording shows those releases.
+        Stmt q = db.prepare("SELECT device, time_ns, device_free_bytes, requested_bytes, stream"
+                            " FROM ooms WHERE level IS NULL OR level = 2 ORDER BY id");
+        uint64_t seq = 0;
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            deviceOf(t, devIndex, dev);
+            ooms[dev].emplace_back(q.i64(1), q.isNull(2) ? 0 : q.u64(2));
+            Request r;
+            r.kind = Request::Alloc;
+            r.time = q.i64(1);
+            r.size = q.isNull(3) ? 0 : q.u64(3);
+            r.index = kFailedRequest;
+            r.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
+            if (r.size > 0) keyed[dev].push_back({r.time, 2, seq++, 0, r});
+        }
+    }
+
+    for (DeviceTrace& d : t.devices) {
+        // empty_cache(): segment releases that no request explains. A release at the same instant
+        // as a segment creation or an OOM is the allocator's own free-and-retry.
+        std::vector<int64_t> creates, releases;
+        for (const RecordedSegment& r : d.segments) {
+            if (r.expandable) continue;
+            creates.push_back(r.createNs);
+            if (r.destroyNs != kAliveNs) releases.push_back(r.destroyNs);
+        }
+        std::sort(creates.begin(), creates.end());
+        std::sort(releases.begin(), releases.end());
+        releases.erase(std::unique(releases.begin(), releases.end()), releases.end());
+        auto& oomList = ooms[d.device];
+        auto& k = keyed[d.device];
+        uint64_t seq = 0;
+        for (int64_t r : releases) {
+            const bool retry = std::binary_search(creates.begin(), creates.end(), r) ||
+                               std::any_of(oomList.begin(), oomList.end(),
+                                           [&](const auto& o) { return o.first == r; });
+            if (retry) continue;
+            Request e;
+            e.kind = Request::EmptyCache;
+            e.time = r;
+            k.push_back({r, 1, seq++, 0, e});
+            ++d.emptyCacheCalls;
+        }
+        std::stable_sort(k.begin(), k.end());
+        d.requests.reserve(k.size());
+        for (const Keyed& x : k)
+            d.requests.push_back(x.r);
+        k.clear();
+        k.shrink_to_fit();
+
+        std::vector<std::pair<int64_t, uint64_t*>> at;
+        std::vector<uint64_t> reservedAtOom(oomList.size());
+        for (size_t i = 0; i < oomList.size(); ++i)
+            at.emplace_back(oomList[i].first, &reservedAtOom[i]);
+        sweeps[d.device].run(d.recordedPeakReserved, d.recordedFinalReserved, at);
+        d.recordedOoms = static_cast<int64_t>(oomList.size());
+        for (size_t i = 0; i < oomList.size(); ++i) {
+            const uint64_t usable = reservedAtOom[i] + oomList[i].second;
+            d.usableBytes = d.usableBytes == 0 ? usable : std::min(d.usableBytes, usable);
+        }
+    }
+
+    // Devices the session lists but that hold no framework data (a snapshot's empty traces).
+    std::erase_if(t.devices, [](const DeviceTrace& d) {
+        return d.allocs.empty() && d.segments.empty() && d.requests.empty();
+    });
+    // Without recorded settings, what the trace shows: expandable segments were on if it has
+    // expandable mappings.
+    if (!t.settingsKnown) {
+        for (const DeviceTrace& d : t.devices)
+            for (const RecordedSegment& r : d.segments)
+                t.recorded.expandableSegments |= r.expandable;
+        if (t.recorded.expandableSegments)
+            t.settingsNote = "the session does not record allocator settings: PyTorch defaults "
+                             "assumed, with expandable_segments:True (the trace maps expandable "
+                             "segments)";
+    }
+
+    // Does the trace start with the run?
+    const std::string preexisting = s.meta("pytorch.preexisting_allocations");
+    if (t.sourceKind == "simulator") {
+        t.complete = true;
+        t.completeNote = "the simulator records its run from the start";
+    } else if (t.sourceKind == "pytorch-snapshot") {
+        const std::string actions = s.meta("pytorch.trace_actions");
+        int64_t segAllocs = 0;
+        if (auto p = actions.find("\"segment_alloc\":"); p != std::string::npos)
+            segAllocs = std::atoll(actions.c_str() + p + 16);
+        int64_t regions = 0;
+        for (const DeviceTrace& d : t.devices)
+            for (const RecordedSegment& r : d.segments)
+                regions += r.expandable ? 0 : 1;
+        if (preexisting != "0")
+            t.completeNote = fmt::format("{} blocks were allocated before the trace's first entry "
+                                         "(the ring buffer wrapped or recording started late)",
+                                         preexisting.empty() ? "some" : preexisting);
+        else if (segAllocs < regions)
+            t.completeNote = fmt::format("{} segments existed before the trace's first entry",
+                                         regions - segAllocs);
+        else {
+            t.complete = true;
+            t.completeNote = "every segment and block was created inside the trace";
+        }
+    } else {
+        t.completeNote =
+            fmt::format("a {} session: cannot tell whether it starts with the run", t.sourceKind);
+    }
+
+    {
+        Stmt q = db.prepare("SELECT idx, start_ns, end_ns FROM frames ORDER BY idx");
+        while (q.step())
+            t.frames.push_back({q.i64(0), q.i64(1), q.isNull(2) ? q.i64(1) : q.i64(2)});
+        Stmt m = db.prepare("SELECT m.time_ns, m.end_ns, s.text FROM markers m"
+                            " JOIN strings s ON s.id = m.message ORDER BY m.id");
+        while (m.step())
+            t.markers.push_back({m.i64(0), m.isNull(1) ? -1 : m.i64(1), m.text(2)});
+    }
+    return t;
+}
+
+} // namespace fs::alloc

@@ -1,0 +1,104 @@
+// A session's framework-level request stream, as the what-if replay needs it (docs/whatif.md
+// "What is replayed"): every allocation's requested size, stream, pool and order, every free,
+// the empty_cache() calls the trace implies, and what only the recording can tell (the address
+// each segment got, usable memory from OOMs, the recorded allocator settings).
+#pragma once
+
+#include "config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fs::alloc {
+
+// A request that failed in the recording (an OOM entry) has no allocation: its index is this.
+constexpr uint32_t kFailedRequest = UINT32_MAX;
+
+struct Request
+{
+    enum Kind : uint8_t { Alloc, Free, EmptyCache };
+    int64_t time = 0;
+    uint64_t size = 0;  // Alloc: requested bytes
+    uint32_t index = 0; // Alloc/Free: index into DeviceTrace::allocs
+    uint32_t stream = 0;
+    int32_t pool = 0;
+    Kind kind = Alloc;
+};
+static_assert(sizeof(Request) <= 32, "requests are replayed by the million: keep them small");
+
+struct RecordedAlloc
+{
+    uint64_t address = 0;
+    uint64_t size = 0;      // block size as recorded
+    uint64_t requested = 0; // what the replay asks for
+    int64_t allocNs = 0;
+    int64_t freeNs = 0; // kAliveNs when alive at the end
+    uint32_t stream = 0;
+    uint32_t tag = 0; // string id in the source session
+};
+constexpr int64_t kAliveNs = INT64_MAX;
+
+struct RecordedSegment
+{
+    uint64_t address = 0;
+    uint64_t size = 0;
+    int64_t createNs = 0;
+    int64_t destroyNs = kAliveNs;
+    uint32_t stream = 0;
+    bool expandable = false; // an expandable segment's reservation
+};
+
+struct DeviceTrace
+{
+    uint32_t device = 0;
+    std::string name;
+    uint64_t capacityBytes = 0; // from the devices table, 0 when unknown
+    uint64_t usableBytes = 0;   // from OOM entries: reserved then + device_free (0: none)
+    std::vector<Request> requests;
+    std::vector<RecordedAlloc> allocs;     // in allocation order
+    std::vector<RecordedSegment> segments; // in creation order
+    // cudaMalloc sizes and expandable mappings in the order they happened (what the replay's
+    // DeviceReplay::segmentSizes is compared with).
+    std::vector<uint64_t> backingSizes;
+    int64_t emptyCacheCalls = 0;
+    int64_t recordedOoms = 0;
+    uint64_t recordedPeakReserved = 0;
+    uint64_t recordedFinalReserved = 0;
+};
+
+struct Frame
+{
+    int64_t index = 0;
+    int64_t start = 0;
+    int64_t end = 0;
+};
+
+struct Marker
+{
+    int64_t time = 0;
+    int64_t end = -1; // -1: a mark, else a range
+    std::string message;
+};
+
+struct Trace
+{
+    std::string path;
+    std::string sourceKind;
+    Config recorded;            // the run's settings
+    bool settingsKnown = false; // from the session's allocator_settings meta key
+    std::string settingsNote;   // how the settings were found, for the output
+    bool complete = false;      // the trace starts with the run
+    std::string completeNote;   // why (not)
+    bool ordinalTime = false;
+    int64_t allocationsWithoutStream = 0; // replayed on stream 0 (best fit is per stream)
+    std::vector<DeviceTrace> devices;
+    std::vector<Frame> frames;
+    std::vector<Marker> markers;
+    std::vector<std::string> strings; // the source session's strings (tags), by id
+};
+
+// Reads a session file. Throws fs::SessionError ("FILE: problem") on a bad file.
+Trace readTrace(const std::string& path);
+
+} // namespace fs::alloc

@@ -1,0 +1,246 @@
+#include "whatif.h"
+
+#include "core/analysis/engine.h"
+#include "core/ingest.h"
+#include "core/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace fs::alloc {
+
+namespace {
+
+std::string confText(const Config& c)
+{
+    const std::string s = c.describe();
+    return s.empty() ? "PyTorch defaults" : s;
+}
+
+// Figures of one replayed session, read through the analysis engine.
+std::vector<DeviceFigures> figuresOf(const std::string& path,
+                                     const std::vector<DeviceReplay>& replays)
+{
+    analysis::LoadOptions lo;
+    lo.integrityCheck = false; // just written by us
+    const auto eng = analysis::Engine::open(path, lo);
+    std::vector<DeviceFigures> out;
+    for (const DeviceReplay& r : replays) {
+        DeviceFigures f;
+        f.device = r.device;
+        f.peakReserved = r.peakReserved;
+        f.finalReserved = r.counters.reserved;
+        f.segments = r.counters.liveSegments;
+        f.cudaMallocs = r.counters.cudaMallocs;
+        f.ooms = r.counters.ooms;
+        f.retries = r.counters.retries;
+        analysis::TimelineOptions to;
+        to.device = r.device;
+        to.level = Level::Framework;
+        const analysis::Timeline tl = eng->timeline(to);
+        double sum = 0;
+        int64_t n = 0;
+        bool any = false;
+        for (size_t i = 0; i < tl.time.size(); ++i) {
+            if (tl.reserved[i] <= 0) continue;
+            sum += tl.fragmentationRatio[i];
+            ++n;
+            f.maxFragmentation = std::max(f.maxFragmentation, tl.fragmentationRatio[i]);
+            const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
+            f.minLargestFree = any ? std::min(f.minLargestFree, largest) : largest;
+            any = true;
+        }
+        f.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
+        for (const analysis::FrameInfo& fi : eng->frames())
+            for (const analysis::FrameAllocator& fa : fi.allocator)
+                if (fa.device == r.device && fa.level == Level::Framework)
+                    f.frames.push_back({fi.index, fa.atEnd.fragmentationRatio,
+                                        fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+bool sameState(const analysis::State& a, const analysis::State& b)
+{
+    return a.reservedBytes == b.reservedBytes && a.allocatedBytes == b.allocatedBytes &&
+           a.regionCount == b.regionCount && a.liveAllocations == b.liveAllocations &&
+           a.fragmentCount == b.fragmentCount &&
+           a.largestFreeFragmentBytes == b.largestFreeFragmentBytes;
+}
+
+DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
+                             const analysis::Engine& real, const analysis::Engine& rep)
+{
+    DeviceFidelity f;
+    f.device = d.device;
+    std::vector<std::pair<uint64_t, uint64_t>> realSegs, realBlocks;
+    for (const RecordedSegment& s : d.segments)
+        if (!s.expandable && s.destroyNs == kAliveNs) realSegs.emplace_back(s.address, s.size);
+    f.realSegmentSizes = d.backingSizes;
+    f.replaySegmentSizes = r.segmentSizes;
+    const size_t n = std::min(f.realSegmentSizes.size(), f.replaySegmentSizes.size());
+    for (size_t i = 0; i < n && f.firstSegmentMismatch < 0; ++i)
+        if (f.realSegmentSizes[i] != f.replaySegmentSizes[i])
+            f.firstSegmentMismatch = static_cast<int64_t>(i);
+    if (f.firstSegmentMismatch < 0 && f.realSegmentSizes.size() != f.replaySegmentSizes.size())
+        f.firstSegmentMismatch = static_cast<int64_t>(n);
+    f.realFinalReserved = d.recordedFinalReserved;
+    f.realPeakReserved = d.recordedPeakReserved;
+    f.replayFinalReserved = r.counters.reserved;
+    f.replayPeakReserved = r.peakReserved;
+    f.realSegments = static_cast<int64_t>(realSegs.size());
+    f.replaySegments = r.counters.liveSegments;
+    f.allocations = static_cast<int64_t>(d.allocs.size());
+    for (size_t i = 0; i < d.allocs.size(); ++i) {
+        if (d.allocs[i].address == r.addresses[i])
+            ++f.addressesMatched;
+        else if (f.firstAddressMismatch < 0)
+            f.firstAddressMismatch = static_cast<int64_t>(i);
+        if (d.allocs[i].freeNs == kAliveNs)
+            realBlocks.emplace_back(d.allocs[i].address, d.allocs[i].size);
+    }
+    std::sort(realSegs.begin(), realSegs.end());
+    std::sort(realBlocks.begin(), realBlocks.end());
+    f.finalLayoutEqual = realSegs == r.finalSegments && realBlocks == r.finalBlocks;
+    f.stateAtEndEqual = sameState(real.stateAt(d.device, Level::Framework, real.timeEnd()),
+                                  rep.stateAt(d.device, Level::Framework, rep.timeEnd()));
+    return f;
+}
+
+std::string tempPath(int n)
+{
+    return (std::filesystem::temp_directory_path() /
+            fmt::format("fragscope-whatif-{}-{}.fragscope", ::getpid(), n))
+        .string();
+}
+
+} // namespace
+
+std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file)
+{
+    std::string settings = spec.recorded ? fmt::format("recorded settings ({})", conf) : conf;
+    if (spec.policy == Policy::Tiered) settings += " + tiered policy (experimental)";
+    return fmt::format("what-if: {} replay of {}", settings,
+                       std::filesystem::path(file).filename().string());
+}
+
+WhatIfResult whatIf(const WhatIfOptions& opts)
+{
+    WhatIfResult res;
+    res.session = opts.session;
+    auto say = [&](const std::string& s) {
+        if (opts.progress) opts.progress(s);
+    };
+    say("reading " + opts.session);
+    const Trace trace = readTrace(opts.session);
+    Fidelity& fid = res.fidelity;
+    fid.complete = trace.complete;
+    fid.completeNote = trace.completeNote;
+    fid.settingsKnown = trace.settingsKnown;
+    fid.settingsNote = trace.settingsNote;
+    fid.recordedConf = confText(trace.recorded);
+
+    std::vector<RunSpec> specs;
+    RunSpec rec;
+    rec.recorded = true;
+    rec.config = trace.recorded;
+    specs.push_back(rec);
+    for (RunSpec s : opts.runs) {
+        if (s.recordedConfig) s.config = trace.recorded;
+        specs.push_back(s);
+    }
+
+    const auto real = analysis::Engine::open(opts.session);
+    for (size_t i = 0; i < specs.size(); ++i) {
+        const RunSpec& spec = specs[i];
+        RunResult run;
+        run.spec = spec;
+        run.allocConf = confText(spec.config);
+        const bool keep = i + 1 == specs.size() && !opts.output.empty();
+        const std::string path = keep ? opts.output : tempPath(static_cast<int>(i));
+        say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
+
+        ReplayOptions ro;
+        ro.config = spec.config;
+        ro.policy = spec.policy;
+        for (const DeviceTrace& d : trace.devices) {
+            // The memory the recording had: OOM entries tell it, else the device's size; what-if
+            // runs get --capacity instead when given (the recorded run only when nothing
+            // else tells), else no limit.
+            uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
+            if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
+            ro.deviceCapacity[d.device] = cap;
+        }
+        IngestOptions io;
+        io.path = path;
+        io.sourceKind = "whatif";
+        io.sourcePath = opts.session;
+        io.synthetic = true; // a model's replay, never a measurement
+        io.timeAxis = trace.ordinalTime ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
+        io.aliveAtEndIsAnomaly = false;
+        std::vector<DeviceReplay> replays;
+        {
+            Ingest ing(io);
+            ing.begin();
+            const std::string label = whatIfLabel(spec, run.allocConf, opts.session);
+            ing.setMeta("label", label);
+            ing.setMeta("whatif.source", opts.session);
+            ing.setMeta("whatif.alloc_conf", run.allocConf);
+            ing.setMeta("whatif.policy", policyName(spec.policy));
+            for (const DeviceTrace& d : trace.devices) {
+                DeviceInfo di;
+                di.id = d.device;
+                di.name = d.name;
+                di.capacityBytes = ro.deviceCapacity[d.device];
+                ing.addDevice(di);
+            }
+            ing.warn(label + ": computed by fragscope's allocator model, not measured");
+            ro.sink = &ing;
+            const auto t0 = std::chrono::steady_clock::now();
+            replays = replay(trace, ro);
+            run.replaySeconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            ing.end();
+        }
+        for (const DeviceReplay& r : replays)
+            run.requests += r.requests;
+        run.devices = figuresOf(path, replays);
+        if (spec.recorded) {
+            analysis::LoadOptions lo;
+            lo.integrityCheck = false;
+            const auto rep = analysis::Engine::open(path, lo);
+            fid.reproduced = true;
+            for (size_t k = 0; k < trace.devices.size(); ++k) {
+                fid.devices.push_back(compareDevice(trace.devices[k], replays[k], *real, *rep));
+                fid.reproduced &= fid.devices.back().reproduced();
+            }
+        }
+        if (keep)
+            run.sessionPath = path;
+        else
+            std::filesystem::remove(path);
+        res.runs.push_back(std::move(run));
+    }
+
+    if (!fid.complete)
+        fid.verdict = "not a replay of the whole run: " + fid.completeNote +
+                      "; the figures start from the trace's first entry";
+    else if (fid.reproduced)
+        fid.verdict = "the replay under the recorded settings reproduces the real run exactly";
+    else
+        fid.verdict = "the replay under the recorded settings differs from the real run (see "
+                      "devices): what-if figures are the model's, not a reproduction";
+    if (trace.allocationsWithoutStream > 0)
+        fid.verdict += fmt::format("; {} allocations have no stream in the session: replayed on "
+                                   "one stream, so best fit may pick blocks the real allocator "
+                                   "could not",
+                                   trace.allocationsWithoutStream);
+    if (!fid.settingsKnown) fid.verdict += "; " + fid.settingsNote;
+    return res;
+}
+
+} // namespace fs::alloc

@@ -1,0 +1,111 @@
+// `fragscope whatif`: replay a session under its recorded settings and under others, write each
+// replay as a session, and read every figure back through the analysis engine (the one place
+// figures are computed). docs/whatif.md describes the output.
+#pragma once
+
+#include "replay.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fs::alloc {
+
+struct RunSpec
+{
+    std::string label; // PYTORCH_CUDA_ALLOC_CONF text as given ("" for the recorded settings)
+    Config config;
+    Policy policy = Policy::PyTorch;
+    bool recorded = false;       // runs[0]: the session's own settings
+    bool recordedConfig = false; // use the session's settings (with another policy)
+};
+
+struct FrameFigure
+{
+    int64_t frame = 0;
+    double fragmentation = 0;
+    uint64_t largestFree = 0;
+    uint64_t reserved = 0;
+};
+
+struct DeviceFigures
+{
+    uint32_t device = 0;
+    uint64_t peakReserved = 0;
+    uint64_t finalReserved = 0;
+    int64_t segments = 0; // live at the end
+    int64_t cudaMallocs = 0;
+    int64_t ooms = 0;
+    int64_t retries = 0;
+    double meanFragmentation = 0; // over the engine's timeline samples
+    double maxFragmentation = 0;
+    uint64_t minLargestFree = 0; // smallest largest free block while anything was reserved
+    std::vector<FrameFigure> frames;
+};
+
+struct RunResult
+{
+    RunSpec spec;
+    std::string allocConf; // canonical text of the settings used
+    std::vector<DeviceFigures> devices;
+    int64_t requests = 0;
+    double replaySeconds = 0;
+    std::string sessionPath; // where the replay was written ("" when only a temp file)
+};
+
+struct DeviceFidelity
+{
+    uint32_t device = 0;
+    std::vector<uint64_t> realSegmentSizes;
+    std::vector<uint64_t> replaySegmentSizes;
+    int64_t firstSegmentMismatch = -1; // index, -1 when equal
+    uint64_t realFinalReserved = 0, replayFinalReserved = 0;
+    uint64_t realPeakReserved = 0, replayPeakReserved = 0;
+    int64_t realSegments = 0, replaySegments = 0; // live at the end
+    int64_t allocations = 0, addressesMatched = 0;
+    int64_t firstAddressMismatch = -1; // allocation index
+    bool finalLayoutEqual = false;     // live blocks and segments at the end
+    bool stateAtEndEqual = false;      // `fragscope state --at end` figures of both sessions
+    bool reproduced() const
+    {
+        return firstSegmentMismatch < 0 && realFinalReserved == replayFinalReserved &&
+               realPeakReserved == replayPeakReserved && realSegments == replaySegments &&
+               addressesMatched == allocations && finalLayoutEqual && stateAtEndEqual;
+    }
+};
+
+struct Fidelity
+{
+    bool complete = false;
+    std::string completeNote;
+    bool settingsKnown = false;
+    std::string settingsNote;
+    std::string recordedConf;
+    std::vector<DeviceFidelity> devices;
+    bool reproduced = false;
+    std::string verdict; // one sentence: reproduced, or why not
+};
+
+struct WhatIfOptions
+{
+    std::string session;
+    std::vector<RunSpec> runs; // after the recorded run
+    uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
+    std::string output;        // -o: the last run's replay session
+    std::function<void(const std::string&)> progress;
+};
+
+struct WhatIfResult
+{
+    std::string session;
+    Fidelity fidelity;
+    std::vector<RunResult> runs;
+};
+
+// Throws fs::SessionError on a bad session, std::invalid_argument on bad options.
+WhatIfResult whatIf(const WhatIfOptions& opts);
+
+// The session label of a replay: "what-if: <settings> replay of <file>".
+std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file);
+
+} // namespace fs::alloc
