@@ -38,6 +38,10 @@ def main():
             traces = torch.cuda.memory._snapshot().get("device_traces") or []
             if any(len(t) for t in traces):
                 break
+            if not getattr(torch, "IS_TORCH_DOUBLE", False):
+                # Real PyTorch: an action recorded once the history is on ends the wait.
+                probe = torch.empty(512, dtype=torch.uint8, device="cuda")
+                del probe
             time.sleep(0.01)
         else:
             print("the memory history was never enabled", file=sys.stderr)
