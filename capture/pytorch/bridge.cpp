@@ -21,9 +21,10 @@ extern const char* const kBridgeScript;
 
 namespace {
 
-constexpr int kIdleMs = 200;   // poll while waiting for torch / a recorder
-constexpr int kFastestMs = 10; // the shortest period between two drains
-constexpr int kDefaultEntries = 8192;
+constexpr int kIdleMs = 200; // poll for a recorder
+constexpr int kWaitMs = 20;  // poll for torch and CUDA while recording
+constexpr int kPollMs = 20;  // while recording: how often the Python half looks
+constexpr int kDefaultEntries = 32768;
 
 int envInt(const char* name, int def, int lo, int hi)
 {
@@ -66,8 +67,8 @@ std::mutex g_bridgeMu;
 // Runs one step of the Python half under the GIL; false when it cannot run at all.
 bool step(Bridge& b, bool recording, std::string& bytes)
 {
-    const auto t0 = std::chrono::steady_clock::now();
     const int gil = b.api.gilEnsure();
+    const auto t0 = std::chrono::steady_clock::now(); // GIL held from here
     bool ok = true;
     if (!b.setUp) {
         b.setUp = true;
@@ -81,9 +82,9 @@ bool step(Bridge& b, bool recording, std::string& bytes)
             b.api.decRef(r);
             char init[256];
             std::snprintf(init, sizeof init,
-                          "_fragscope_bridge = Bridge(%d, '%s')\nimport atexit\n"
+                          "_fragscope_bridge = Bridge(%d, '%s', %g)\nimport atexit\n"
                           "atexit.register(_at_exit)\n",
-                          b.maxEntries, b.stacks.c_str());
+                          b.maxEntries, b.stacks.c_str(), b.slowestMs / 1000.0);
             r = b.api.runString(init, py::kFileInput, b.globals, b.globals, nullptr);
             if (r) b.api.decRef(r);
         }
@@ -163,25 +164,20 @@ void loop(Bridge* b)
             coreLog(("PyTorch bridge: " + err + "; blocks are no longer recorded").c_str());
             break;
         }
-        const size_t n = batch.events.size();
         publish(*b, batch);
         if (batch.status == 'X') {
             if (b->active) bridgeFigures(*b);
             break;
         }
         if (batch.status == 'R') {
+            // The Python half decides when a drain is worth its cost (bridge.py, due()); polling
+            // it costs one look at the allocator's counters.
             b->active = true;
-            // Drain before the ring buffer can wrap: halve the period while a drain brings
-            // more than a quarter of the buffer, lengthen it again when the flow is light.
-            if (n > static_cast<size_t>(b->maxEntries / 4))
-                period = std::max(kFastestMs, period / 2);
-            else if (n < static_cast<size_t>(b->maxEntries / 16))
-                period = std::min(b->slowestMs, period * 2);
-            period = std::min(period, b->slowestMs);
+            period = kPollMs;
         } else {
             if (batch.status == 'I' && b->active) bridgeFigures(*b);
             b->active = false;
-            period = kIdleMs;
+            period = batch.status == 'W' ? kWaitMs : kIdleMs;
         }
     }
     std::lock_guard lk(b->mu);
@@ -213,7 +209,7 @@ void bridgeStart()
         return; // not a Python process: nothing to say
     }
     b->maxEntries = envInt("FRAGSCOPE_PYTORCH_MAX_ENTRIES", kDefaultEntries, 16, 1 << 24);
-    b->slowestMs = envInt("FRAGSCOPE_PYTORCH_PERIOD_MS", 100, kFastestMs, 60000);
+    b->slowestMs = envInt("FRAGSCOPE_PYTORCH_PERIOD_MS", 1000, kPollMs, 600000);
     if (const char* s = std::getenv("FRAGSCOPE_PYTORCH_STACKS")) {
         if (std::strcmp(s, "python") == 0 || std::strcmp(s, "all") == 0) b->stacks = s;
     }

@@ -7,8 +7,8 @@
 // Environment (set by `fragscope record|launch`, or by gdb before `attach` loads the agent):
 //   FRAGSCOPE_PYTORCH=0                 the bridge does not start (--no-pytorch)
 //   FRAGSCOPE_PYTORCH_STACKS=python|all call stacks of each block (--stacks); default none
-//   FRAGSCOPE_PYTORCH_MAX_ENTRIES=N     the history's ring buffer (default 8192)
-//   FRAGSCOPE_PYTORCH_PERIOD_MS=N       the longest time between two drains (default 100)
+//   FRAGSCOPE_PYTORCH_MAX_ENTRIES=N     the history's ring buffer (default 32768)
+//   FRAGSCOPE_PYTORCH_PERIOD_MS=N       the longest time between two drains (default 1000)
 #pragma once
 
 namespace fs::agent {

@@ -88,8 +88,12 @@ class Ring:
 
 
 class Bridge:
-    def __init__(self, max_entries=20000, stacks="none"):
+    def __init__(self, max_entries=32768, stacks="none", max_wait=1.0):
         self.max_entries = max(16, int(max_entries))
+        self.max_wait = float(max_wait)  # seconds: the longest a new entry waits for a drain
+        self.fallback_wait = min(self.max_wait, 0.1)  # without counters: drain this often
+        self.last_drain = 0.0
+        self.counted_at_drain = 0
         self.stacks = stacks  # none | python | all
         self.out = []
         self.strings = {}
@@ -304,17 +308,57 @@ class Bridge:
         for dev in range(len(traces)):
             self.stats0[dev] = self.counters(torch, dev)
             self.taken[dev] = dict.fromkeys(COUNTED, 0)
+        self.counted_at_drain = sum(sum(c.values()) for c in self.stats0.values() if c)
+        self.last_drain = __import__("time").monotonic()
         self.meta("pytorch.version", getattr(torch, "__version__", "?"))
         self.meta("pytorch.bridge", "torch.cuda.memory history, max_entries=%d, stacks=%s"
                   % (self.max_entries, self.stacks))
         self.meta("pytorch.free_event", "free_completed")
 
     def counters(self, torch, dev):
+        """The allocator's cumulative action counts (None when torch does not give them).
+        torch._C._cuda_memoryStats (nested, built in C++) is far cheaper than memory_stats()."""
+        raw = getattr(getattr(torch, "_C", None), "_cuda_memoryStats", None)
+        if raw is not None:
+            try:
+                st = raw(dev)
+                return {"alloc": int(st["allocation"]["all"]["allocated"]),
+                        "free_completed": int(st["allocation"]["all"]["freed"]),
+                        "segment_alloc": int(st["segment"]["all"]["allocated"]),
+                        "segment_free": int(st["segment"]["all"]["freed"])}
+            except Exception:
+                pass
         try:
             st = torch.cuda.memory_stats(dev)
         except Exception:
             return None
         return {a: int(st.get(k, 0)) for a, k in STAT_KEYS.items()}
+
+    def due(self, torch):
+        """Whether to drain now. A drain costs about the whole ring (_snapshot converts every
+        entry), so it waits until a third of the ring may have filled since the last one, or
+        max_wait has passed with anything new; the allocator's counters say how much came (a
+        counted action brings at most 1.5 entries: alloc, free_requested + free_completed)."""
+        import time
+        now = time.monotonic()
+        total = 0
+        for dev in self.stats0:
+            c = self.counters(torch, dev)
+            if c is None:
+                total = None
+                break
+            total += sum(c.values())
+        waited = now - self.last_drain
+        if total is None:
+            due = waited >= self.fallback_wait
+        else:
+            pending = total - self.counted_at_drain
+            due = pending * 1.5 >= self.max_entries / 3 or (pending > 0 and waited >= self.max_wait)
+            if due:
+                self.counted_at_drain = total
+        if due:
+            self.last_drain = now
+        return due
 
     def drain(self, torch, now_ns):
         snap = torch.cuda.memory._snapshot()
@@ -326,8 +370,7 @@ class Bridge:
             first, lost = ring.new(tr, self.max_entries)
             taken = self.taken.setdefault(dev, dict.fromkeys(COUNTED, 0))
             self.repairing = lost  # what the lost entries made may be freed by the ones left
-            for e in tr[first:]:
-                self.apply(dev, e, taken)
+            self.apply_all(dev, tr, first, taken)
             self.drained += len(tr) - first
             ring.skip(tr)
             if lost:
@@ -354,6 +397,46 @@ class Bridge:
                         now_ns)
         if lost_any:
             self.reconcile(snap, now_ns)
+
+    def apply_all(self, dev, entries, first, taken):
+        """The entries from first on. alloc, free_requested and free_completed (nearly all of
+        a trace) take a fast path; everything else goes through apply()."""
+        pack, append, last = _EVENT.pack, self.out.append, self.last_ns
+        live = self.live.setdefault(dev, {})
+        streams, with_stacks, repairing = self.streams, self.stacks != "none", self.repairing
+        allocs = frees = requested = 0
+        for i in range(first, len(entries)):
+            e = entries[i]
+            act = e["action"]
+            t = e.get("time_us")
+            ns = t * 1000 if t is not None else last
+            if ns < last:
+                ns = last
+            last = ns
+            if act == "alloc" or act == "free_completed":
+                addr, size, raw = e["addr"], e["size"], e["stream"]
+                sid = (streams.get(raw) or self.stream_id(raw)) if raw else 0
+                if act == "alloc":
+                    allocs += 1
+                    stack = self.stack(e.get("frames")) if with_stacks else 0
+                    append(pack(b"E", ALLOC, 0, dev, sid, addr, size, 0, 0, ns, 0, 0, stack, 0))
+                    live[addr] = size
+                else:
+                    frees += 1
+                    if repairing and addr not in live:
+                        self.corrections += 1  # allocated by an entry that was lost
+                        continue
+                    append(pack(b"E", FREE, 0, dev, sid, addr, size, 0, 0, ns, 0, 0, 0, 0))
+                    live.pop(addr, None)
+            elif act == "free_requested":
+                requested += 1  # the block stays allocated until free_completed
+            else:
+                self.last_ns = last
+                self.apply(dev, e, taken)
+        self.last_ns = last
+        taken["alloc"] += allocs
+        taken["free_completed"] += frees
+        self.free_requested += requested
 
     def apply(self, dev, e, taken):
         act = e.get("action")
@@ -476,7 +559,7 @@ class Bridge:
                         self.drain(torch, now_ns)
                         torch.cuda.memory._record_memory_history(None)
                     self.finish(now_ns)
-                    self.__init__(self.max_entries, self.stacks)
+                    self.__init__(self.max_entries, self.stacks, self.max_wait)
                 if final:
                     self.stopped = True
                     return self.take(b"X")
@@ -493,7 +576,7 @@ class Bridge:
                 if not torch.cuda.is_initialized():
                     return self.take(b"W")  # never initialise CUDA from the bridge
                 self.enable(torch, now_ns)
-            else:
+            elif final or self.due(torch):
                 self.drain(torch, now_ns)
             if final:
                 self.finish(now_ns)

@@ -8,6 +8,7 @@
 #include "core/sqlite.h"
 #include "testutil.h"
 
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -226,6 +227,51 @@ private slots:
         QVERIFY2(st.out.contains("live allocations   5"), st.out.constData());
         QVERIFY2(st.out.contains("reserved           2.00 MiB (2097152 B)"), st.out.constData());
         QVERIFY2(st.out.contains("(1114112 B)"), st.out.constData());
+    }
+
+    void attachToALaunchedProcess()
+    {
+        // `fragscope launch` keeps the agent idle (the bridge takes no GIL); the workload waits
+        // until its history is enabled, which `attach` does: the 64 KiB block it allocated
+        // before comes from the attach-time snapshot (pre-existing), everything after as it
+        // happens, and the session ends in the allocator's final state.
+        const QString out = tmp_.path() + "/attach.fragscope";
+        const QString state = tmp_.path() + "/attach.json";
+        QProcess launch;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
+        launch.setProcessEnvironment(env);
+        launch.start(FRAGSCOPE_CLI, {"launch", "--", "python3", FRAGSCOPE_PYTORCH_WORKLOAD, state,
+                                     "--wait-recording", "--frames", "3"});
+        QVERIFY(launch.waitForStarted());
+        QByteArray err;
+        qint64 pid = 0;
+        QElapsedTimer t;
+        t.start();
+        while (pid == 0 && t.elapsed() < 20000) {
+            launch.waitForReadyRead(200);
+            err += launch.readAllStandardError();
+            const int at = err.indexOf("fragscope attach ");
+            if (at >= 0) pid = err.mid(at + 17).split(' ').first().toLongLong();
+        }
+        QVERIFY2(pid > 0, err.constData());
+        const auto r = fstest::runCli({"attach", QString::number(pid), "-o", out});
+        QVERIFY(launch.waitForFinished(30000));
+        QCOMPARE(launch.exitCode(), 0);
+        QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
+        fs::Db db(out.toStdString(), SQLITE_OPEN_READONLY);
+        // 1 pre-existing + 3 frames x 3 blocks = 10; alive: 64 KiB + 3 x 256 KiB.
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2"), 10);
+        QCOMPARE(QString::fromStdString(db.scalarText(
+                     "SELECT value FROM meta WHERE key='pytorch.preexisting_allocations'")),
+                 QString("1"));
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM markers m JOIN strings s ON s.id=m.message WHERE "
+                       "s.text LIKE 'pytorch: 1 blocks alive when recording began%'"),
+                 1);
+        const QJsonObject js = readJson(state);
+        QCOMPARE(sessionBlocks(db), jsonPairs(js["blocks"].toArray()));
+        QCOMPARE(sessionSegments(db), jsonPairs(js["segments"].toArray()));
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 3);
     }
 
     void drainedTooLateIsCounted()
