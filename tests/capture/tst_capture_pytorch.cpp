@@ -183,7 +183,7 @@ private slots:
     {
         const QString out = tmp_.path() + "/double.fragscope";
         const QString state = tmp_.path() + "/double.json";
-        const auto r = record(out, {}, state, {"--wait-recording", "--frames", "4"});
+        const auto r = record(out, {}, state, {"--wait-recording", "--frames", "6"});
         QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
         QVERIFY2(r.out.contains("pytorch workload done"), r.out.constData());
         const QJsonObject js = readJson(state);
@@ -191,42 +191,49 @@ private slots:
 
         // Blocks (pytorch_workload.py): 64 KiB first (alive before the history was enabled:
         // pre-existing), then per frame 256 KiB (kept), 512 KiB (freed), 4 MiB (freed):
-        // 1 + 4 x 3 = 13 framework allocations; 5 alive at the end (64 KiB + 4 x 256 KiB).
-        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2"), 13);
-        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2 AND free_ns IS NULL"), 5);
+        // 1 + 6 x 3 = 19 framework allocations; 7 alive at the end (64 KiB + 6 x 256 KiB).
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2"), 19);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2 AND free_ns IS NULL"), 7);
         QCOMPARE(q(db, "SELECT SUM(size) FROM allocations WHERE level=2 AND free_ns IS NULL"),
-                 65536 + 4 * 262144);
-        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE size=4194304"), 4);
+                 65536 + 6 * 262144);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE size=4194304"), 6);
         QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE region_id IS NULL"), 0);
         QCOMPARE(QString::fromStdString(db.scalarText(
                      "SELECT value FROM meta WHERE key='pytorch.preexisting_allocations'")),
                  QString("1"));
-        // Segments: one 2 MiB small segment (alive), one 4 MiB large (released by
-        // empty_cache), both framework-level regions of kind segment named as PyTorch does.
-        QCOMPARE(q(db, "SELECT COUNT(*) FROM regions WHERE level=2 AND kind=0"), 2);
+        // Segments, framework-level regions of kind segment named as PyTorch does: a 2 MiB
+        // small one (alive); a 4 MiB large one; in frame 5 the 512 KiB block no longer fits
+        // the first small segment (64 + 6 x 256 + 512 KiB > 2048 KiB): a second small one.
+        // empty_cache releases the last two.
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM regions WHERE level=2 AND kind=0"), 3);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM regions WHERE level=2 AND destroy_ns IS NULL"), 1);
         QCOMPARE(q(db, "SELECT COUNT(*) FROM regions r JOIN strings s ON s.id=r.segment_type "
                        "WHERE s.text='large' AND r.size=4194304 AND r.destroy_ns IS NOT NULL"),
                  1);
         // The final state equals the allocator's own _snapshot() at the workload's end.
         QCOMPARE(sessionBlocks(db), jsonPairs(js["blocks"].toArray()));
         QCOMPARE(sessionSegments(db), jsonPairs(js["segments"].toArray()));
-        // record_function("frame i") ranges became frames 0-3, each holding its 4 MiB block.
-        QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 4);
-        QCOMPARE(q(db, "SELECT SUM(idx) FROM frames"), 0 + 1 + 2 + 3);
+        // record_function("frame i") ranges became frames 0-5, each holding its 4 MiB block.
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 6);
+        QCOMPARE(q(db, "SELECT SUM(idx) FROM frames"), 0 + 1 + 2 + 3 + 4 + 5);
         QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations a JOIN frames f ON a.alloc_ns BETWEEN "
                        "f.start_ns AND f.end_ns AND a.free_ns BETWEEN f.start_ns AND f.end_ns "
                        "WHERE a.size=4194304"),
-                 4);
+                 6);
         // Nothing was lost, nothing inconsistent.
         QCOMPARE(q(db, "SELECT COUNT(*) FROM capture_health WHERE kind='dropped_records'"), 0);
         QCOMPARE(q(db, "SELECT COUNT(*) FROM anomalies WHERE kind<>'alive_at_end'"), 0);
 
-        // `fragscope state --at end` (framework level): 1 region of 2 MiB, 5 blocks, 1.0625 MiB.
+        // `fragscope state --at end` (framework level): 1 region of 2 MiB, 7 blocks.
         const auto st = fstest::runCli({"state", out, "--at", "end", "--level", "framework"});
         QVERIFY2(st.exitCode == 0, st.err.constData());
-        QVERIFY2(st.out.contains("live allocations   5"), st.out.constData());
+        // 64 KiB + 6 x 256 KiB = 1638400 B allocated in the 2 MiB small segment.
+        QVERIFY2(st.out.contains("live allocations   7"), st.out.constData());
         QVERIFY2(st.out.contains("reserved           2.00 MiB (2097152 B)"), st.out.constData());
-        QVERIFY2(st.out.contains("(1114112 B)"), st.out.constData());
+        QVERIFY2(st.out.contains("(1638400 B)"), st.out.constData());
+        // The whole analysis runs on it (frames, cached per-frame figures).
+        const auto rep = fstest::runCli({"report", out});
+        QVERIFY2(rep.exitCode == 0, rep.err.constData());
     }
 
     void attachToALaunchedProcess()
