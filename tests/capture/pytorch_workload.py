@@ -34,7 +34,13 @@ def main():
     first = torch.empty(64 * KIB, dtype=torch.uint8, device="cuda")  # initialises CUDA
     if wait:
         deadline = time.monotonic() + 20
+        enabled = getattr(getattr(torch, "_C", None), "_cuda_isHistoryEnabled", None)
         while time.monotonic() < deadline:
+            if enabled is not None:
+                if enabled():
+                    break
+                time.sleep(0.01)
+                continue
             traces = torch.cuda.memory._snapshot().get("device_traces") or []
             if any(len(t) for t in traces):
                 break
