@@ -8,6 +8,7 @@ until the bridge has enabled the memory history (its first _snapshot leaves an e
 what follows is recorded as it happens; the tensor allocated before that is pre-existing.
 Frames 0..N-1, each inside record_function("frame i"):
   a = 256 KiB (kept until the end), b = 512 KiB (freed at once), c = 4 MiB (freed at frame end)
+--oom: then one 1 PiB tensor, which must fail with out-of-memory (exit 3 if not).
 --burst N: then N allocate/free pairs of 1 KiB while holding the GIL (switch interval raised),
   3 trace entries each (alloc, free_requested, free_completed): with a small max_entries the
   bridge cannot drain in time and must count what it lost.
@@ -29,6 +30,7 @@ def main():
     out = args[0]
     frames = int(args[args.index("--frames") + 1]) if "--frames" in args else 4
     burst = int(args[args.index("--burst") + 1]) if "--burst" in args else 0
+    oom = "--oom" in args
     wait = "--wait-recording" in args
 
     first = torch.empty(64 * KIB, dtype=torch.uint8, device="cuda")  # initialises CUDA
@@ -71,6 +73,13 @@ def main():
             x = torch.empty(KIB, dtype=torch.uint8, device="cuda")
             del x
         sys.setswitchinterval(old)
+    if oom:
+        try:
+            torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # 1 PiB: must fail
+            print("a 1 PiB tensor did not fail", file=sys.stderr)
+            return 3
+        except RuntimeError:
+            pass
     torch.cuda.empty_cache()
     if hasattr(torch.cuda, "synchronize"):
         torch.cuda.synchronize()

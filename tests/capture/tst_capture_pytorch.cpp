@@ -183,7 +183,7 @@ private slots:
     {
         const QString out = tmp_.path() + "/double.fragscope";
         const QString state = tmp_.path() + "/double.json";
-        const auto r = record(out, {}, state, {"--wait-recording", "--frames", "6"});
+        const auto r = record(out, {}, state, {"--wait-recording", "--frames", "6", "--oom"});
         QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
         QVERIFY2(r.out.contains("pytorch workload done"), r.out.constData());
         const QJsonObject js = readJson(state);
@@ -220,6 +220,11 @@ private slots:
                        "f.start_ns AND f.end_ns AND a.free_ns BETWEEN f.start_ns AND f.end_ns "
                        "WHERE a.size=4194304"),
                  6);
+        // The 1 PiB request: one framework-level OOM with its size and the device's free bytes
+        // (the double's 1 GiB capacity minus the 2 + 4 + 2 MiB then reserved).
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM ooms WHERE level=2"), 1);
+        QCOMPARE(q(db, "SELECT requested_bytes FROM ooms"), int64_t{1} << 50);
+        QCOMPARE(q(db, "SELECT device_free_bytes FROM ooms"), (int64_t{1} << 30) - (8 << 20));
         // Nothing was lost, nothing inconsistent.
         QCOMPARE(q(db, "SELECT COUNT(*) FROM capture_health WHERE kind='dropped_records'"), 0);
         QCOMPARE(q(db, "SELECT COUNT(*) FROM anomalies WHERE kind<>'alive_at_end'"), 0);
@@ -234,6 +239,16 @@ private slots:
         // The whole analysis runs on it (frames, cached per-frame figures).
         const auto rep = fstest::runCli({"report", out});
         QVERIFY2(rep.exitCode == 0, rep.err.constData());
+    }
+
+    void ringFindsItsPlaceInTheBuffer()
+    {
+        // bridge.py's Ring on known buffers (bridge_ring_check.py has the cases and answers).
+        QProcess p;
+        p.start("python3", {FRAGSCOPE_BRIDGE_RING_CHECK, FRAGSCOPE_BRIDGE_PY});
+        QVERIFY(p.waitForFinished(20000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        QVERIFY(p.readAllStandardOutput().contains("ring ok: 4 cases"));
     }
 
     void attachToALaunchedProcess()
