@@ -326,6 +326,32 @@ private slots:
         QVERIFY2(st.out.contains("records were dropped"), st.out.constData());
     }
 
+    void expandableSegmentsBecomeMappings()
+    {
+        // TORCH_DOUBLE_EXPANDABLE=1: the 4 MiB block of each of 3 frames comes from one
+        // expandable segment: the first maps 4 MiB at its start (segment_map), the others reuse
+        // it, empty_cache unmaps it (segment_unmap). The session: one VMM region named
+        // 'expandable' holding the three 4 MiB blocks, one 4 MiB mapping, unmapped at the end.
+        qputenv("TORCH_DOUBLE_EXPANDABLE", "1");
+        const QString out = tmp_.path() + "/expandable.fragscope";
+        const QString state = tmp_.path() + "/expandable.json";
+        const auto r = record(out, {}, state, {"--wait-recording", "--frames", "3"});
+        qunsetenv("TORCH_DOUBLE_EXPANDABLE");
+        QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
+        fs::Db db(out.toStdString(), SQLITE_OPEN_READONLY);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM regions r JOIN strings s ON s.id=r.segment_type "
+                       "WHERE r.level=2 AND r.kind=2 AND s.text='expandable'"),
+                 1);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations a JOIN regions r ON r.id=a.region_id "
+                       "WHERE r.kind=2 AND a.size=4194304"),
+                 3);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM region_mappings"), 1);
+        QCOMPARE(q(db, "SELECT size FROM region_mappings WHERE unmap_ns IS NOT NULL"), 4194304);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM anomalies WHERE kind<>'alive_at_end'"), 0);
+        const QJsonObject js = readJson(state);
+        QCOMPARE(sessionBlocks(db), jsonPairs(js["blocks"].toArray()));
+    }
+
     void stacksAreRecordedWhenAsked()
     {
         const QString out = tmp_.path() + "/stacks.fragscope";

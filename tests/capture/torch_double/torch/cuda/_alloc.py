@@ -1,4 +1,5 @@
 """The double's toy caching allocator and history ring buffers (see ../../README.md)."""
+import os
 import sys
 import time
 
@@ -17,9 +18,13 @@ class Block:
 
 
 class Segment:
-    def __init__(self, addr, size, kind):
+    def __init__(self, addr, size, kind, expandable=False):
         self.addr, self.size, self.kind = addr, size, kind
+        self.expandable = expandable
         self.blocks = {}  # addr -> Block
+
+    def end_of_blocks(self):
+        return max((a + b.size for a, b in self.blocks.items()), default=self.addr)
 
     def fit(self, size):
         cursor = self.addr
@@ -54,6 +59,10 @@ class Allocator:
         self.capacity = capacity
         self.segments = {}
         self.next_addr = 0x7F0000000000
+        # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, modelled for the large pool: one
+        # reserved range whose end is mapped and unmapped in 2 MiB pages.
+        self.expandable = os.environ.get("TORCH_DOUBLE_EXPANDABLE") == "1"
+        self.exp = None
         self.trace = None
         self.notes = None
         self.context = None
@@ -103,6 +112,8 @@ class Allocator:
     def malloc(self, n):
         size = max(ROUND, (n + ROUND - 1) // ROUND * ROUND)
         kind = "small" if size <= SMALL else "large"
+        if kind == "large" and self.expandable:
+            return self._malloc_expandable(n, size)
         seg = None
         addr = None
         for s in sorted(self.segments.values(), key=lambda s: s.addr):
@@ -133,6 +144,31 @@ class Allocator:
         self._te("alloc", addr, size, b.frames)
         return b
 
+    def _malloc_expandable(self, n, size):
+        seg = self.exp
+        if seg is None:
+            seg = self.exp = Segment(self.next_addr, 0, "large", expandable=True)
+            self.next_addr += 1 << 40  # the reservation
+        addr = seg.fit(size) if seg.size else None
+        if addr is None:
+            cursor = seg.end_of_blocks()
+            need = cursor + size - (seg.addr + seg.size)
+            need = (need + LARGE_ROUND - 1) // LARGE_ROUND * LARGE_ROUND
+            if self.reserved_bytes() + need > self.capacity:
+                self._te("oom", 0, size, device_free=self.capacity - self.reserved_bytes())
+                self.counts["num_ooms"] += 1
+                raise RuntimeError("CUDA out of memory (torch double)")
+            self._te("segment_map", seg.addr + seg.size, need)
+            seg.size += need
+            self.segments[seg.addr] = seg
+            addr = cursor
+        b = Block(addr, size, n, seg)
+        b.frames = self._frames()
+        seg.blocks[addr] = b
+        self.counts["allocation.all.allocated"] += 1
+        self._te("alloc", addr, size, b.frames)
+        return b
+
     def free(self, b):
         self._te("free_requested", b.addr, b.size)
         del b.seg.blocks[b.addr]
@@ -142,6 +178,14 @@ class Allocator:
     def empty_cache(self):
         for a in sorted(self.segments):
             s = self.segments[a]
+            if s.expandable:
+                tail = (s.addr + s.size - s.end_of_blocks()) // LARGE_ROUND * LARGE_ROUND
+                if tail:
+                    self._te("segment_unmap", s.addr + s.size - tail, tail)
+                    s.size -= tail
+                if not s.size:
+                    del self.segments[a]
+                continue
             if not s.blocks:
                 del self.segments[a]
                 self.counts["segment.all.freed"] += 1
@@ -172,6 +216,7 @@ class Allocator:
                                "requested_size": 0, "state": "inactive", "frames": []})
             segs.append({"device": 0, "address": s.addr, "total_size": s.size, "stream": 0,
                          "segment_type": s.kind, "segment_pool_id": (0, 0),
+                         "is_expandable": s.expandable,
                          "allocated_size": sum(b.size for b in s.blocks.values()),
                          "active_size": sum(b.size for b in s.blocks.values()),
                          "blocks": blocks})
