@@ -370,6 +370,14 @@ bool startCoreLocked()
         s.text = text;
         agent::coreEmit(std::move(s));
     };
+    so.beforeStop = [] {
+        Agent* ag = g_agent;
+        if (!ag || g_disabled.load()) return;
+        agent::bridgeDrainNow(2000);
+        std::lock_guard lk(ag->mu);
+        drainSide(*ag);
+        ag->stream->flush();
+    };
     a->server = std::make_unique<proto::ControlServer>(so);
     proto::TargetStream::Options to;
     to.keepUntilFirstStart = a->autostart;

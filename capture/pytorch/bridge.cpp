@@ -5,6 +5,7 @@
 #include "capture/agent/agent_core.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -47,12 +48,14 @@ struct Bridge
     std::thread thread;
     std::mutex mu;
     std::condition_variable cv;
-    bool quit = false; // guarded by mu
-    bool done = false; // guarded by mu
+    bool quit = false;       // guarded by mu
+    bool done = false;       // guarded by mu
+    uint64_t forceSeq = 0;   // guarded by mu: drains asked for by bridgeDrainNow
+    uint64_t forcedDone = 0; // guarded by mu: the last of them done
     BridgeDecoder decoder;
     py::Object* globals = nullptr;
     bool setUp = false;
-    bool active = false; // the Python half has the history enabled
+    std::atomic<bool> active{false}; // the Python half has the history enabled
     int maxEntries = kDefaultEntries;
     int slowestMs = 100;
     std::string stacks = "none";
@@ -65,7 +68,7 @@ Bridge* g_bridge = nullptr;
 std::mutex g_bridgeMu;
 
 // Runs one step of the Python half under the GIL; false when it cannot run at all.
-bool step(Bridge& b, bool recording, std::string& bytes)
+bool step(Bridge& b, bool recording, bool force, std::string& bytes)
 {
     const int gil = b.api.gilEnsure();
     const auto t0 = std::chrono::steady_clock::now(); // GIL held from here
@@ -92,8 +95,9 @@ bool step(Bridge& b, bool recording, std::string& bytes)
     }
     if (ok) {
         char expr[128];
-        std::snprintf(expr, sizeof expr, "_fragscope_bridge.step(%d, %lld)", recording ? 1 : 0,
-                      static_cast<long long>(realtimeNs()));
+        std::snprintf(expr, sizeof expr, "_fragscope_bridge.step(%d, %lld, False, %s)",
+                      recording ? 1 : 0, static_cast<long long>(realtimeNs()),
+                      force ? "True" : "False");
         py::Object* r = b.api.runString(expr, py::kEvalInput, b.globals, b.globals, nullptr);
         char* p = nullptr;
         py::ssize n = 0;
@@ -136,11 +140,15 @@ void bridgeFigures(Bridge& b)
 void loop(Bridge* b)
 {
     int period = kIdleMs;
+    int waits = 0; // consecutive polls that found no torch or no CUDA yet
     while (true) {
+        uint64_t force = 0;
         {
             std::unique_lock lk(b->mu);
-            if (b->cv.wait_for(lk, std::chrono::milliseconds(period), [b] { return b->quit; }))
-                break;
+            b->cv.wait_for(lk, std::chrono::milliseconds(period),
+                           [b] { return b->quit || b->forceSeq != b->forcedDone; });
+            if (b->quit) break;
+            if (b->forceSeq != b->forcedDone) force = b->forceSeq;
         }
         // Before Py_Initialize or once finalisation began the GIL is not ours to ask for.
         if (!b->api.isInitialized() || b->api.finalizing()) {
@@ -153,7 +161,7 @@ void loop(Bridge* b)
             continue;
         }
         std::string bytes;
-        if (!step(*b, recording, bytes)) {
+        if (!step(*b, recording, force != 0, bytes)) {
             coreLog("PyTorch bridge: its Python half failed; blocks are no longer recorded");
             break;
         }
@@ -165,6 +173,11 @@ void loop(Bridge* b)
             break;
         }
         publish(*b, batch);
+        if (force != 0) {
+            std::lock_guard lk(b->mu);
+            b->forcedDone = force;
+            b->cv.notify_all();
+        }
         if (batch.status == 'X') {
             if (b->active) bridgeFigures(*b);
             break;
@@ -177,7 +190,10 @@ void loop(Bridge* b)
         } else {
             if (batch.status == 'I' && b->active) bridgeFigures(*b);
             b->active = false;
-            period = batch.status == 'W' ? kWaitMs : kIdleMs;
+            // Waiting for torch: every 20 ms for the first 10 s (blocks made meanwhile become
+            // pre-existing), then every 200 ms (a Python program that never imports torch).
+            waits = batch.status == 'W' ? waits + 1 : 0;
+            period = batch.status == 'W' && waits < 10000 / kWaitMs ? kWaitMs : kIdleMs;
         }
     }
     std::lock_guard lk(b->mu);
@@ -215,6 +231,22 @@ void bridgeStart()
     }
     g_bridge = b;
     b->thread = std::thread(loop, b);
+}
+
+void bridgeDrainNow(int waitMs)
+{
+    Bridge* b = nullptr;
+    {
+        std::lock_guard lk(g_bridgeMu);
+        b = g_bridge;
+    }
+    if (!b || !b->active.load()) return;
+    std::unique_lock lk(b->mu);
+    if (b->done) return;
+    const uint64_t want = ++b->forceSeq;
+    b->cv.notify_all();
+    b->cv.wait_for(lk, std::chrono::milliseconds(waitMs),
+                   [b, want] { return b->forcedDone >= want || b->done; });
 }
 
 void bridgeStop(int waitMs)

@@ -17,6 +17,9 @@ namespace fs::agent {
 bool bridgeWanted();
 // Starts the bridge thread once (no-op without CPython or with FRAGSCOPE_PYTORCH=0).
 void bridgeStart();
+// A recorder is stopping: if the bridge records, it drains now (whatever its schedule) and
+// queues the events; returns when they are queued or after waitMs.
+void bridgeDrainNow(int waitMs);
 // Stops it: waits up to waitMs for the thread, then leaves it (it may be parked by a finalising
 // interpreter; the process is exiting).
 void bridgeStop(int waitMs);

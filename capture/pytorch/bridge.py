@@ -544,7 +544,7 @@ class Bridge:
         for act, n in sorted(self.skipped.items()):
             self.meta("pytorch.skipped." + str(act), n)
 
-    def step(self, recording, now_ns, final=False):
+    def step(self, recording, now_ns, final=False, force=False):
         """One poll from the C++ thread. The first byte says what happened: R recording,
         W waiting for torch/CUDA, I idle, X stopped for good (the rest are records)."""
         if self.gave_up or self.stopped:
@@ -559,7 +559,9 @@ class Bridge:
                         self.drain(torch, now_ns)
                         torch.cuda.memory._record_memory_history(None)
                     self.finish(now_ns)
+                    pending = self.out
                     self.__init__(self.max_entries, self.stacks, self.max_wait)
+                    self.out = pending
                 if final:
                     self.stopped = True
                     return self.take(b"X")
@@ -576,7 +578,7 @@ class Bridge:
                 if not torch.cuda.is_initialized():
                     return self.take(b"W")  # never initialise CUDA from the bridge
                 self.enable(torch, now_ns)
-            elif final or self.due(torch):
+            elif final or force or self.due(torch):
                 self.drain(torch, now_ns)
             if final:
                 self.finish(now_ns)

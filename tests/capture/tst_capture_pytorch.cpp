@@ -296,6 +296,44 @@ private slots:
         QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 3);
     }
 
+    void stoppingAnAttachTakesTheLastDrain()
+    {
+        // `attach --duration 1s` on a launched workload of 100 frames x 20 ms: the bridge drains
+        // when a third of its ring may have filled or after 1 s, so without a drain at the stop
+        // the session would hold little more than the pre-existing block. The agent asks the
+        // bridge for a last drain before the stream ends: the frames recorded up to the stop
+        // are there (about 40; at least 5 asked for: 16 allocations).
+        const QString out = tmp_.path() + "/stop.fragscope";
+        QProcess launch;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
+        launch.setProcessEnvironment(env);
+        launch.start(FRAGSCOPE_CLI,
+                     {"launch", "--", "python3", FRAGSCOPE_PYTORCH_WORKLOAD,
+                      tmp_.path() + "/stop.json", "--wait-recording", "--frames", "100"});
+        QVERIFY(launch.waitForStarted());
+        QByteArray err;
+        qint64 pid = 0;
+        QElapsedTimer t;
+        t.start();
+        while (pid == 0 && t.elapsed() < 20000) {
+            launch.waitForReadyRead(200);
+            err += launch.readAllStandardError();
+            const int at = err.indexOf("fragscope attach ");
+            if (at >= 0) pid = err.mid(at + 17).split(' ').first().toLongLong();
+        }
+        QVERIFY2(pid > 0, err.constData());
+        const auto r =
+            fstest::runCli({"attach", QString::number(pid), "-o", out, "--duration", "1s"});
+        QVERIFY(launch.waitForFinished(30000));
+        QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
+        fs::Db db(out.toStdString(), SQLITE_OPEN_READONLY);
+        const int64_t allocs = q(db, "SELECT COUNT(*) FROM allocations WHERE level=2");
+        QVERIFY2(allocs >= 16, qPrintable(QString::number(allocs)));
+        QVERIFY(q(db, "SELECT COUNT(*) FROM frames") >= 5);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM anomalies WHERE kind<>'alive_at_end'"), 0);
+    }
+
     void drainedTooLateIsCounted()
     {
         // A ring of 64 entries and a burst of 500 alloc/free pairs (1500 entries) while the
