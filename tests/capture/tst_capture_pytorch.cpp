@@ -86,6 +86,29 @@ class TestCapturePytorch : public QObject
                               workloadArgs);
     }
 
+    // `fragscope launch -- python3 pytorch_workload.py ARGS` in launch; returns the pid it
+    // prints for `attach` (0 when none came within 20 s).
+    static qint64 launchWorkload(QProcess& launch, const QStringList& args)
+    {
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
+        launch.setProcessEnvironment(env);
+        launch.start(FRAGSCOPE_CLI,
+                     QStringList{"launch", "--", "python3", FRAGSCOPE_PYTORCH_WORKLOAD} + args);
+        if (!launch.waitForStarted()) return 0;
+        QByteArray err;
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < 20000) {
+            launch.waitForReadyRead(200);
+            err += launch.readAllStandardError();
+            const int at = err.indexOf("fragscope attach ");
+            if (at >= 0) return err.mid(at + 17).split(' ').first().toLongLong();
+        }
+        qWarning("%s", err.constData());
+        return 0;
+    }
+
 private slots:
     void initTestCase()
     {
@@ -260,23 +283,8 @@ private slots:
         const QString out = tmp_.path() + "/attach.fragscope";
         const QString state = tmp_.path() + "/attach.json";
         QProcess launch;
-        auto env = QProcessEnvironment::systemEnvironment();
-        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
-        launch.setProcessEnvironment(env);
-        launch.start(FRAGSCOPE_CLI, {"launch", "--", "python3", FRAGSCOPE_PYTORCH_WORKLOAD, state,
-                                     "--wait-recording", "--frames", "3"});
-        QVERIFY(launch.waitForStarted());
-        QByteArray err;
-        qint64 pid = 0;
-        QElapsedTimer t;
-        t.start();
-        while (pid == 0 && t.elapsed() < 20000) {
-            launch.waitForReadyRead(200);
-            err += launch.readAllStandardError();
-            const int at = err.indexOf("fragscope attach ");
-            if (at >= 0) pid = err.mid(at + 17).split(' ').first().toLongLong();
-        }
-        QVERIFY2(pid > 0, err.constData());
+        const qint64 pid = launchWorkload(launch, {state, "--wait-recording", "--frames", "3"});
+        QVERIFY(pid > 0);
         const auto r = fstest::runCli({"attach", QString::number(pid), "-o", out});
         QVERIFY(launch.waitForFinished(30000));
         QCOMPARE(launch.exitCode(), 0);
@@ -305,24 +313,9 @@ private slots:
         // are there (about 40; at least 5 asked for: 16 allocations).
         const QString out = tmp_.path() + "/stop.fragscope";
         QProcess launch;
-        auto env = QProcessEnvironment::systemEnvironment();
-        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
-        launch.setProcessEnvironment(env);
-        launch.start(FRAGSCOPE_CLI,
-                     {"launch", "--", "python3", FRAGSCOPE_PYTORCH_WORKLOAD,
-                      tmp_.path() + "/stop.json", "--wait-recording", "--frames", "100"});
-        QVERIFY(launch.waitForStarted());
-        QByteArray err;
-        qint64 pid = 0;
-        QElapsedTimer t;
-        t.start();
-        while (pid == 0 && t.elapsed() < 20000) {
-            launch.waitForReadyRead(200);
-            err += launch.readAllStandardError();
-            const int at = err.indexOf("fragscope attach ");
-            if (at >= 0) pid = err.mid(at + 17).split(' ').first().toLongLong();
-        }
-        QVERIFY2(pid > 0, err.constData());
+        const qint64 pid = launchWorkload(
+            launch, {tmp_.path() + "/stop.json", "--wait-recording", "--frames", "100"});
+        QVERIFY(pid > 0);
         const auto r =
             fstest::runCli({"attach", QString::number(pid), "-o", out, "--duration", "1s"});
         QVERIFY(launch.waitForFinished(30000));
