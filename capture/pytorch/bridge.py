@@ -124,6 +124,7 @@ class Bridge:
         self.last_ns = 0
         self.polled = False
         self.repairing = False
+        self._snap, self._snap_segs = {}, None
         self.pid = __import__("os").getpid()
 
     # -- packed records (read by capture/pytorch/bridge_decode.cpp) --
@@ -360,8 +361,18 @@ class Bridge:
             self.last_drain = now
         return due
 
+    def snap_segs(self):
+        """(device, address) -> (size, stream, pool, type) of the current drain's snapshot."""
+        if self._snap_segs is None:
+            self._snap_segs = {}
+            for dev, d in self.state_of(self._snap)[0].items():
+                for addr, info in d.items():
+                    self._snap_segs[(dev, addr)] = info
+        return self._snap_segs
+
     def drain(self, torch, now_ns):
         snap = torch.cuda.memory._snapshot()
+        self._snap, self._snap_segs = snap, None
         self.drains += 1
         traces = snap.get("device_traces") or []
         lost_any = False
@@ -397,6 +408,7 @@ class Bridge:
                         now_ns)
         if lost_any:
             self.reconcile(snap, now_ns)
+        self._snap, self._snap_segs = {}, None  # the snapshot can be large: do not keep it
 
     def apply_all(self, dev, entries, first, taken):
         """The entries from first on. alloc, free_requested and free_completed (nearly all of
@@ -459,9 +471,16 @@ class Bridge:
         elif act == "free_requested":
             self.free_requested += 1  # the block stays allocated until free_completed
         elif act == "segment_alloc":
-            pool = e.get("pool_id") or (0, 0)
-            self.region(dev, ns, addr, size, stream,
-                        (int(pool[0]) << 32) | (int(pool[1]) & 0xFFFFFFFF), None)
+            # The trace has no segment type and (before recent torch) no pool: take them from
+            # the snapshot of this drain when the segment is still there with the same size.
+            now = self.snap_segs().get((dev, addr))
+            pool = e.get("pool_id")
+            if pool:
+                pool = (int(pool[0]) << 32) | (int(pool[1]) & 0xFFFFFFFF)
+            elif now is not None and now[0] == size:
+                pool = now[2]
+            self.region(dev, ns, addr, size, stream, pool or 0,
+                        now[3] if now is not None and now[0] == size else None)
         elif act == "segment_free":
             if self.repairing and addr not in self.segs.get(dev, {}):
                 self.corrections += 1
