@@ -225,10 +225,15 @@ pt_time() { # best of 3 of the loop's own time: pt_time LABEL CMD...
     echo "$best"
 }
 PT_LOOP=$ROOT/bench/capture/pytorch_bench_workload.py
-PT_BASE=$(pt_time python3 "$PT_LOOP" 3000)
-PT_REC=$(pt_time "$FRAGSCOPE" record -o "$WORK/pt-loop.fragscope" -- python3 "$PT_LOOP" 3000)
-PT_OFF=$(pt_time "$FRAGSCOPE" record --no-pytorch -o "$WORK/pt-off.fragscope" -- python3 "$PT_LOOP" 3000)
-python3 - "$PT_SESSION" "$OUT/pytorch-state.json" "$PT_BASE" "$PT_OFF" "$PT_REC" "$WORK/pt-loop.fragscope" <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
+# Two loops: allocator-bound (no other work) and model-like (20 us of work per allocation).
+PT_TIMES=""
+for W in 0 20; do
+    b=$(pt_time python3 "$PT_LOOP" 3000 $W)
+    o=$(pt_time "$FRAGSCOPE" record --no-pytorch -o "$WORK/pt-off.fragscope" -- python3 "$PT_LOOP" 3000 $W)
+    r=$(pt_time "$FRAGSCOPE" record -o "$WORK/pt-loop-$W.fragscope" -- python3 "$PT_LOOP" 3000 $W)
+    PT_TIMES="$PT_TIMES $W:$b:$o:$r"
+done
+python3 - "$PT_SESSION" "$OUT/pytorch-state.json" "$WORK" $PT_TIMES <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
 import json, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 st = json.load(open(sys.argv[2]))
@@ -248,13 +253,17 @@ bad = 0
 for name, got, want, ok in rows:
     bad += not ok
     print(f"{name:50} {got:>10} {want:>10}  {'ok' if ok else 'MISMATCH'}")
-base, off, rec = map(float, sys.argv[3:6])
-loop = sqlite3.connect(f"file:{sys.argv[6]}?mode=ro", uri=True)
-m = dict(loop.execute("SELECT key, value FROM meta WHERE key LIKE 'pytorch.bridge_%'"))
-print(f"PyTorch bridge overhead (48000 allocator calls, best of 3): {base:.4f} s plain, {off:.4f} s "
-      f"agent with --no-pytorch, {rec:.4f} s with the bridge: {(rec / base - 1) * 100:+.1f} % vs "
-      f"plain (goal <= 2 %); drained {m.get('pytorch.bridge_entries')} entries, "
-      f"{int(m.get('pytorch.bridge_gil_ns', 0)) / 1e6:.1f} ms holding the GIL, lost {m.get('pytorch.bridge_lost_entries')}")
+for spec in sys.argv[4:]:
+    w, base, off, rec = spec.split(":")
+    base, off, rec = float(base), float(off), float(rec)
+    loop = sqlite3.connect(f"file:{sys.argv[3]}/pt-loop-{w}.fragscope?mode=ro", uri=True)
+    m = dict(loop.execute("SELECT key, value FROM meta WHERE key LIKE 'pytorch.bridge_%'"))
+    print(f"PyTorch bridge overhead, {w} us of work per allocation (48000 allocator calls, best of 3): "
+          f"{base:.4f} s plain, {off:.4f} s agent with --no-pytorch, {rec:.4f} s with the bridge: "
+          f"{(rec / base - 1) * 100:+.1f} % vs plain ({(rec - base) / 48000 * 1e9:+.0f} ns/call; goal "
+          f"<= 2 % on the model-like loop); drained {m.get('pytorch.bridge_entries')} entries in "
+          f"{m.get('pytorch.bridge_drains')} drains, {int(m.get('pytorch.bridge_gil_ns', 0)) / 1e6:.1f} "
+          f"ms holding the GIL, lost {m.get('pytorch.bridge_lost_entries')}")
 sys.exit(1 if bad else 0)
 PY
 [[ ${PIPESTATUS[0]} -eq 0 ]] || fail "the PyTorch session's final state differs from torch's own snapshot (see $OUT/summary.txt)"
