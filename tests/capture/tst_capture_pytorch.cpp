@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
@@ -302,6 +303,36 @@ private slots:
         QCOMPARE(sessionBlocks(db), jsonPairs(js["blocks"].toArray()));
         QCOMPARE(sessionSegments(db), jsonPairs(js["segments"].toArray()));
         QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 3);
+    }
+
+    void attachInjectsIntoARunningPythonProcess()
+    {
+        // A python3 started without the agent (its double never loads one): `attach` loads the
+        // agent with gdb (dlopen + InitializeInjection); without a driver CUPTI fails, but in a
+        // Python process the agent stays for the bridge. 1 pre-existing block + 3 frames x 3.
+        if (QStandardPaths::findExecutable("gdb").isEmpty()) QSKIP("gdb is not installed");
+        const QString out = tmp_.path() + "/inject.fragscope";
+        const QString state = tmp_.path() + "/inject.json";
+        QProcess target;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.remove("CUDA_INJECTION64_PATH");
+        env.remove("NVTX_INJECTION64_PATH");
+        target.setProcessEnvironment(env);
+        target.start("python3",
+                     {FRAGSCOPE_PYTORCH_WORKLOAD, state, "--wait-recording", "--frames", "3"});
+        QVERIFY(target.waitForStarted());
+        QTest::qWait(1500); // it allocates its first block and waits for the history
+        const auto r = fstest::runCli({"attach", QString::number(target.processId()), "-o", out});
+        if (r.err.contains("refused to let gdb attach"))
+            QSKIP("ptrace is not allowed here (kernel.yama.ptrace_scope)");
+        QVERIFY(target.waitForFinished(30000));
+        QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
+        QCOMPARE(target.exitCode(), 0);
+        fs::Db db(out.toStdString(), SQLITE_OPEN_READONLY);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM allocations WHERE level=2"), 10);
+        QCOMPARE(q(db, "SELECT COUNT(*) FROM frames"), 3);
+        const QJsonObject js = readJson(state);
+        QCOMPARE(sessionBlocks(db), jsonPairs(js["blocks"].toArray()));
     }
 
     void stoppingAnAttachTakesTheLastDrain()
