@@ -56,7 +56,12 @@ int runAttach(Args& a)
                    "fragscope attach: pid {} was not started with the agent; loading it with gdb "
                    "(allocations made before now will appear as pre-existing or be missing)…\n",
                    pid);
-        if (!capture::injectAgent(pid, err)) {
+        capture::PytorchOptions po;
+        const auto stacks = a.get("stacks");
+        if (!capture::parsePytorchOptions(a.flag("no-pytorch"), stacks ? &*stacks : nullptr, po,
+                                          err))
+            throw UsageError(err);
+        if (!capture::injectAgent(pid, err, po)) {
             fmt::print(stderr, "fragscope attach: {}\n", err);
             return Failure;
         }
@@ -97,20 +102,27 @@ int runAttach(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "attach",
-    .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject]",
+    .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject] [--no-pytorch] [--stacks "
+                "python|all]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
     .options = {{"output", "FILE", "session file to write (also -o)"},
                 {"duration", "TIME",
                  "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
                 {"no-inject", "",
-                 "fail instead of loading the agent with gdb when PID has no control socket"}},
+                 "fail instead of loading the agent with gdb when PID has no control socket"},
+                {"no-pytorch", "",
+                 "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
+                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"}},
     .details =
         "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
         "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"
         "starts recording. Any other process gets the agent through `gdb --batch -p PID`\n"
         "calling dlopen (like `heaptrack --pid`): this needs ptrace permission\n"
         "(kernel.yama.ptrace_scope 0, or root), and allocations made before the attach are not\n"
-        "seen. Only the owner of a process may attach to it. See docs/capture.md.",
+        "seen. In a PyTorch process the blocks alive at the attach come from one snapshot of\n"
+        "the caching allocator, marked pre-existing; --no-pytorch and --stacks apply when\n"
+        "attach loads the agent (a launched process keeps its launch options).\n"
+        "Only the owner of a process may attach to it. See docs/capture.md.",
     .run = runAttach,
     .order = 41,
     .needsCapture = true,

@@ -26,6 +26,10 @@ int runLaunch(Args& a)
     lo.argv = a.rest();
     lo.autostart = false;
     std::string err;
+    const auto stacks = a.get("stacks");
+    if (!capture::parsePytorchOptions(a.flag("no-pytorch"), stacks ? &*stacks : nullptr, lo.pytorch,
+                                      err))
+        throw UsageError(err);
     const pid_t child = capture::launchTarget(lo, err);
     if (child < 0) {
         fmt::print(stderr, "fragscope launch: {}\n", err);
@@ -60,14 +64,17 @@ int runLaunch(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "launch",
-    .synopsis = "-- CMD [ARGS…]",
+    .synopsis = "[--no-pytorch] [--stacks python|all] -- CMD [ARGS…]",
     .summary = "Run a command with the capture agent loaded and idle, for a later `attach`",
-    .options = {},
+    .options = {{"no-pytorch", "",
+                 "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
+                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"}},
     .details =
         "The agent (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH) opens its control\n"
         "socket at CMD's first CUDA or NVTX call and records nothing\n"
         "until `fragscope attach PID -o FILE` (or the GUI's Attach…) starts it; stopping the\n"
-        "recording leaves CMD running. The exit status is CMD's.",
+        "recording leaves CMD running. The PyTorch options apply to every later attach.\n"
+        "The exit status is CMD's.",
     .run = runLaunch,
     .order = 42,
     .needsCapture = true,

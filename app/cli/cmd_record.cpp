@@ -50,6 +50,10 @@ int runRecord(Args& a)
     lo.argv = a.rest();
     lo.autostart = !a.flag("paused");
     std::string err;
+    const auto stacks = a.get("stacks");
+    if (!capture::parsePytorchOptions(a.flag("no-pytorch"), stacks ? &*stacks : nullptr, lo.pytorch,
+                                      err))
+        throw UsageError(err);
     const pid_t child = capture::launchTarget(lo, err);
     if (child < 0) {
         fmt::print(stderr, "fragscope record: {}\n", err);
@@ -143,16 +147,21 @@ int runRecord(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "record",
-    .synopsis = "-o OUT.fragscope [--paused] -- CMD [ARGS…]",
+    .synopsis = "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] -- CMD [ARGS…]",
     .summary = "Run a command with the capture agent and record its GPU memory events",
     .options = {{"output", "FILE", "session file to write (also -o)"},
                 {"paused", "",
-                 "load the agent idle; recording starts when the recorder gets SIGUSR1"}},
+                 "load the agent idle; recording starts when the recorder gets SIGUSR1"},
+                {"no-pytorch", "",
+                 "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
+                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"}},
     .details =
         "CMD runs with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH pointing at\n"
         "libfragscope-inject.so: the agent records CUDA allocations, pools, VMM, kernels,\n"
         "graph launches and OOMs through CUPTI, and NVTX marks, ranges, frames, metric marks and\n"
-        "NVTX memory-extension heaps itself (also in a process without a GPU). It starts at\n"
+        "NVTX memory-extension heaps itself (also in a process without a GPU). In a PyTorch\n"
+        "process it also records the caching allocator's blocks, segments and record_function\n"
+        "ranges (torch >= 2.1 with CUDA; --no-pytorch turns it off). It starts at\n"
         "CMD's first CUDA or NVTX call; events are ingested live, committed at least once a\n"
         "second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
         "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"

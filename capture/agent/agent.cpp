@@ -14,6 +14,7 @@
 #include "capture/protocol/control_server.h"
 #include "capture/protocol/socket_dir.h"
 #include "capture/protocol/target_stream.h"
+#include "capture/pytorch/bridge.h"
 
 #include <cupti.h>
 
@@ -236,6 +237,13 @@ void drainSide(Agent& a)
     for (auto& chunk : a.draining) {
         for (auto& s : chunk) {
             if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
+            if (!s.frames.empty()) {
+                std::vector<uint32_t> ids;
+                ids.reserve(s.frames.size());
+                for (const auto& f : s.frames)
+                    ids.push_back(a.stream->intern(f));
+                s.e.aux = a.stream->internStack(ids);
+            }
             a.stream->event(s.e);
         }
         chunk.clear(); // keeps its capacity
@@ -303,6 +311,8 @@ void atExit()
     if (a->autostart && a->launchedBy != 0 && a->launchedBy == static_cast<uint32_t>(::getppid()) &&
         !g_disabled.load() && !a->server->streaming())
         a->server->waitForStart(kExitWaitMs);
+    // The bridge took its last drain in Python's own atexit (the interpreter is gone by now).
+    agent::bridgeStop(1000);
     {
         std::lock_guard lk(a->flushMu);
         a->quit = true;
@@ -360,6 +370,14 @@ bool startCoreLocked()
         s.text = text;
         agent::coreEmit(std::move(s));
     };
+    so.beforeStop = [] {
+        Agent* ag = g_agent;
+        if (!ag || g_disabled.load()) return;
+        agent::bridgeDrainNow(2000);
+        std::lock_guard lk(ag->mu);
+        drainSide(*ag);
+        ag->stream->flush();
+    };
     a->server = std::make_unique<proto::ControlServer>(so);
     proto::TargetStream::Options to;
     to.keepUntilFirstStart = a->autostart;
@@ -378,6 +396,7 @@ bool startCoreLocked()
         return false;
     }
     a->flusher = std::thread(flushLoop, a);
+    agent::bridgeStart(); // its own thread; nothing happens there outside a Python process
     // A forked child (DataLoader workers, multiprocessing) has none of our threads and cannot use
     // CUDA: the agent must do nothing there, least of all join a thread at exit.
     ::pthread_atfork(nullptr, nullptr, [] {
@@ -400,8 +419,22 @@ int initialize()
     std::lock_guard lk(g_startMu);
     const bool coreFirst = g_coreUp.load();
     auto cuptiFailed = [&](const char* why, CUptiResult r) {
-        if (!coreFirst) {
+        if (!coreFirst && !agent::bridgeWanted()) {
             disable(why, r);
+            return 1;
+        }
+        if (!coreFirst) {
+            // A Python process (gdb attach, or a CPU-only torch that loaded us): the PyTorch
+            // bridge may still record blocks, or say why it cannot.
+            if (!startCoreLocked()) return 1;
+            const char* s = nullptr;
+            cuptiGetResultString(r, &s);
+            char msg[400];
+            std::snprintf(msg, sizeof msg,
+                          "%s (CUPTI error %d: %s); GPU activity is not recorded, the PyTorch "
+                          "bridge still runs",
+                          why, static_cast<int>(r), s ? s : "?");
+            logLine(msg);
             return 1;
         }
         const char* s = nullptr;
@@ -529,6 +562,30 @@ void coreEmit(std::vector<SideEvent>& events)
 void coreLog(const char* msg)
 {
     logLine(msg);
+}
+
+void coreMeta(const std::string& key, const std::string& value)
+{
+    Agent* a = g_agent;
+    if (!a || !coreActive()) return;
+    std::lock_guard lk(a->mu);
+    a->stream->meta(key, value);
+}
+
+void coreHealth(int64_t time, int64_t value, const std::string& kind, const std::string& detail)
+{
+    Agent* a = g_agent;
+    if (!a || !coreActive()) return;
+    std::lock_guard lk(a->mu);
+    a->stream->health(time, value, kind, detail);
+}
+
+void coreWarn(const std::string& text)
+{
+    Agent* a = g_agent;
+    if (!a || !coreActive()) return;
+    std::lock_guard lk(a->mu);
+    a->stream->warn(text);
 }
 
 } // namespace fs::agent

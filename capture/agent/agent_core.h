@@ -18,6 +18,7 @@ struct SideEvent
 {
     proto::WireEvent e{};
     std::string text;
+    std::vector<std::string> frames; // an Alloc's call stack, innermost first (becomes e.aux)
 };
 
 // Starts the core once (socket, stream, flush thread); false when the agent is disabled.
@@ -34,5 +35,10 @@ void coreEmit(SideEvent&& e);
 void coreEmit(std::vector<SideEvent>& events); // moves them out, keeps their order
 // One diagnostic line on stderr, prefixed with the agent's name and pid.
 void coreLog(const char* msg);
+// Session meta, capture-health rows and notes from a host-side source (the PyTorch bridge),
+// written to the stream at once (time on the session clock).
+void coreMeta(const std::string& key, const std::string& value);
+void coreHealth(int64_t time, int64_t value, const std::string& kind, const std::string& detail);
+void coreWarn(const std::string& text);
 
 } // namespace fs::agent

@@ -259,6 +259,7 @@ bool ControlServer::handle(const std::shared_ptr<Conn>& c)
         }
         case MsgType::Stop: {
             if (!payload.empty()) return false;
+            if (opts_.beforeStop && streaming_) opts_.beforeStop();
             std::lock_guard lk(streamMu_);
             const auto t = static_cast<uint16_t>(MsgType::Stop);
             enc.frame(MsgType::Ack, &t, sizeof t);

@@ -30,6 +30,10 @@ public:
         uint32_t allowedUid = ~0u; // peer uid allowed to connect (getuid() when ~0u)
         std::function<void(const std::string&)> onMark; // called on the server thread
         std::function<void(const char*)> log;           // one-line diagnostics
+        // Called on the server thread when the recording client asks to stop, before its
+        // stream ends: the producer sends what it still holds (the PyTorch bridge's last
+        // drain, queued host events), so a stop loses nothing that was already produced.
+        std::function<void()> beforeStop;
     };
 
     explicit ControlServer(Options opts);

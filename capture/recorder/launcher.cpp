@@ -78,7 +78,8 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err)
     for (char** e = environ; *e; ++e) {
         const std::string_view kv(*e);
         if (kv.starts_with("CUDA_INJECTION64_PATH=") || kv.starts_with("FRAGSCOPE_LAUNCHED_BY=") ||
-            kv.starts_with("FRAGSCOPE_AUTOSTART="))
+            kv.starts_with("FRAGSCOPE_AUTOSTART=") || kv.starts_with("FRAGSCOPE_PYTORCH=") ||
+            kv.starts_with("FRAGSCOPE_PYTORCH_STACKS="))
             continue;
         env.emplace_back(kv);
     }
@@ -89,6 +90,9 @@ pid_t launchTarget(const LaunchOptions& opts, std::string& err)
     if (!std::getenv("NVTX_INJECTION64_PATH")) env.push_back("NVTX_INJECTION64_PATH=" + agent);
     env.push_back("FRAGSCOPE_LAUNCHED_BY=" + std::to_string(::getpid()));
     env.push_back(std::string("FRAGSCOPE_AUTOSTART=") + (opts.autostart ? "1" : "0"));
+    if (!opts.pytorch.enabled) env.push_back("FRAGSCOPE_PYTORCH=0");
+    if (opts.pytorch.stacks != "none")
+        env.push_back("FRAGSCOPE_PYTORCH_STACKS=" + opts.pytorch.stacks);
     std::vector<char*> envp, argv;
     for (auto& s : env)
         envp.push_back(s.data());
@@ -152,7 +156,21 @@ bool connectToLaunched(pid_t child, proto::ControlClient& client,
     return false;
 }
 
-bool injectAgent(pid_t pid, std::string& err)
+bool parsePytorchOptions(bool noPytorch, const std::string* stacks, PytorchOptions& out,
+                         std::string& err)
+{
+    out.enabled = !noPytorch;
+    if (stacks) {
+        if (*stacks != "python" && *stacks != "all") {
+            err = "--stacks wants python or all, not '" + *stacks + "'";
+            return false;
+        }
+        out.stacks = *stacks;
+    }
+    return true;
+}
+
+bool injectAgent(pid_t pid, std::string& err, const PytorchOptions& pytorch)
 {
     const std::string agent = findAgent();
     if (agent.empty()) {
@@ -178,10 +196,16 @@ bool injectAgent(pid_t pid, std::string& err)
     const std::string log = "/tmp/fragscope-gdb-" + std::to_string(::getpid()) + ".log";
     // dlopen(path, RTLD_NOW) then InitializeInjection(): the agent starts as if the CUDA driver
     // had loaded it. Allocations made before this point appear as pre-existing.
+    // The bridge reads its options from the environment when the agent starts: set them first.
+    std::string pytorchEnv;
+    if (!pytorch.enabled) pytorchEnv += " -ex 'call (int)setenv(\"FRAGSCOPE_PYTORCH\", \"0\", 1)'";
+    if (pytorch.stacks != "none")
+        pytorchEnv +=
+            " -ex 'call (int)setenv(\"FRAGSCOPE_PYTORCH_STACKS\", \"" + pytorch.stacks + "\", 1)'";
     const std::string cmd = "gdb --batch --nx -p " + std::to_string(pid) +
-                            " -ex 'set confirm off' -ex 'call (void*)dlopen(\"" + agent +
-                            "\", 2)'" + " -ex 'call (int)InitializeInjection()' -ex detach > " +
-                            log + " 2>&1";
+                            " -ex 'set confirm off'" + pytorchEnv + " -ex 'call (void*)dlopen(\"" +
+                            agent + "\", 2)'" +
+                            " -ex 'call (int)InitializeInjection()' -ex detach > " + log + " 2>&1";
     const int rc = std::system(cmd.c_str());
     std::string out;
     {

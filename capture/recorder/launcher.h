@@ -16,10 +16,22 @@ namespace fs::capture {
 // build tree. Empty when none exists.
 std::string findAgent();
 
+// The agent's PyTorch bridge (docs/capture.md, "PyTorch blocks"), passed to the target through
+// FRAGSCOPE_PYTORCH / FRAGSCOPE_PYTORCH_STACKS.
+struct PytorchOptions
+{
+    bool enabled = true;         // --no-pytorch: false
+    std::string stacks = "none"; // --stacks python|all: call stacks of each block
+};
+// Reads --no-pytorch and --stacks; false with err when the --stacks value is not python or all.
+bool parsePytorchOptions(bool noPytorch, const std::string* stacks, PytorchOptions& out,
+                         std::string& err);
+
 struct LaunchOptions
 {
     std::vector<std::string> argv;
     bool autostart = true; // the target keeps its events until the recorder connects
+    PytorchOptions pytorch;
 };
 
 // fork/exec with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (both the agent, unless the user
@@ -34,7 +46,8 @@ bool connectToLaunched(pid_t child, proto::ControlClient& client,
 
 // Loads the agent into pid with `gdb --batch -p PID` (dlopen + InitializeInjection). err explains
 // ptrace refusals (kernel.yama.ptrace_scope) and a missing gdb.
-bool injectAgent(pid_t pid, std::string& err);
+// The PyTorch options are set in the target's environment (setenv) before the agent loads.
+bool injectAgent(pid_t pid, std::string& err, const PytorchOptions& pytorch = {});
 
 // SIGINT/SIGTERM set the returned flag instead of killing the recorder (which then finishes
 // the session). Installed once per process.

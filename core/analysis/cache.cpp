@@ -18,17 +18,19 @@ constexpr const char* kFrameKey = "frames";
 std::string stamp(Db& db)
 {
     if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete") return {};
-    return fmt::format(
-        "{}|{}|{}|{}|{}|{}|{}|{}|{}",
-        db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
-        db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
-        db.scalar("SELECT COUNT(*) FROM frames"),
-        db.scalarText(
-            "SELECT COALESCE(SUM(start_ns), 0) || ',' || COALESCE(SUM(end_ns), 0) FROM frames"),
-        db.scalar("SELECT COUNT(*) FROM allocations"), db.scalar("SELECT COUNT(*) FROM regions"),
-        db.scalar("SELECT COUNT(*) FROM region_mappings"),
-        db.scalar("SELECT COUNT(*) FROM kernels"),
-        db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
+    // Frame times summed over their low 32 bits: full timestamps (ns since 1970 in recorded
+    // sessions) overflow SQLite's integer SUM from 5 frames on.
+    const char* frameTimes = "SELECT COALESCE(SUM(start_ns & 4294967295), 0) || ',' || "
+                             "COALESCE(SUM(end_ns & 4294967295), 0) FROM frames";
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                       db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
+                       db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
+                       db.scalar("SELECT COUNT(*) FROM frames"), db.scalarText(frameTimes),
+                       db.scalar("SELECT COUNT(*) FROM allocations"),
+                       db.scalar("SELECT COUNT(*) FROM regions"),
+                       db.scalar("SELECT COUNT(*) FROM region_mappings"),
+                       db.scalar("SELECT COUNT(*) FROM kernels"),
+                       db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
 }
 
 struct Writer
