@@ -17,7 +17,7 @@ namespace fs {
 struct Ingest::Statements
 {
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
-        marker, frame, frameEnd, metric, oom, health, anomaly, meta;
+        marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree;
 };
 
 struct Ingest::FrameMatcher
@@ -125,8 +125,9 @@ void Ingest::begin()
         "INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
     s.unmapping = db.prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
     s.alloc = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size,"
-                         " requested_size, stream, alloc_ns, free_ns, tag, stack)"
-                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+                         " requested_size, stream, alloc_ns, free_ns, tag, stack,"
+                         " user_metadata, compile_context)"
+                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
     s.allocFree = db.prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = db.prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
     s.kernel =
@@ -145,6 +146,8 @@ void Ingest::begin()
     s.oom = db.prepare(
         "INSERT INTO ooms(time_ns, device, level, stream, requested_bytes, device_free_bytes)"
         " VALUES(?1,?2,?3,?4,?5,?6)");
+    s.pendingFree = db.prepare("INSERT INTO pending_frees(device, level, address, size, stream,"
+                               " request_ns, complete_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     s.health =
         db.prepare("INSERT INTO capture_health(time_ns, kind, value, detail) VALUES(?1,?2,?3,?4)");
     s.anomaly = db.prepare(
@@ -347,6 +350,16 @@ void Ingest::process(const Event& e, uint64_t seq)
             .bind(6, e.aux)
             .run();
         break;
+    case EventType::PendingFree:
+        s.pendingFree.bind(1, e.device)
+            .bind(2, static_cast<int>(e.level))
+            .bind(3, e.address)
+            .bind(4, e.size)
+            .bind(5, e.stream)
+            .bind(6, e.time);
+        if (e.endTime != kNoTime) s.pendingFree.bind(7, e.endTime);
+        s.pendingFree.run();
+        break;
     case EventType::Health:
         health(e.name < stringText_.size() ? stringText_[e.name] : "unknown",
                static_cast<int64_t>(e.aux), {}, e.time);
@@ -373,7 +386,8 @@ int64_t Ingest::regionAt(uint32_t device, Level level, uint64_t addr, uint64_t s
 void Ingest::onAlloc(const Event& e, uint64_t seq)
 {
     auto& m = live(e.device, e.level);
-    LiveAlloc a{++allocSeq_, e.size, e.requestedSize, e.time, -1, e.aux, e.name, e.stream, false};
+    LiveAlloc a{++allocSeq_, e.size, e.requestedSize, e.time,   -1,
+                e.aux,       e.aux2, e.name,          e.stream, false};
     ++stats_.allocations;
     // Overlap with a live allocation of the same level: record it, end the old one here.
     auto it = m.lower_bound(e.address);
@@ -435,6 +449,8 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
     if (freeTime != kNoTime) s.bind(10, freeTime);
     if (a.tag) s.bind(11, a.tag);
     if (a.stack) s.bind(12, a.stack);
+    if (a.notes & 0xffffffffu) s.bind(13, a.notes & 0xffffffffu);
+    if (a.notes >> 32) s.bind(14, a.notes >> 32);
     s.run();
 }
 

@@ -97,6 +97,7 @@ private:
         int64_t time;
         int64_t regionId;
         uint64_t stack;
+        uint64_t notes; // Event::aux2 of the Alloc: user_metadata, compile_context string ids
         StringId tag;
         uint32_t stream;
         bool persisted;

@@ -93,6 +93,8 @@ struct AllocationInfo
     int64_t freeNs = kAlive;        // kAlive: never freed in the session
     std::string tag;                // name given by the source (may be empty)
     std::vector<std::string> stack; // outermost last; empty when unknown
+    std::string userMetadata;       // PyTorch snapshots: user_metadata of the allocation
+    std::string compileContext;     // PyTorch snapshots: compile_context (torch.compile)
 };
 
 struct RegionInfo

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -78,6 +80,7 @@ const std::vector<std::string> kCompactKeys = {
 struct Entry
 {
     int64_t time = 0;
+    PValue userMetadata, compileContext;
     uint64_t addr = 0;
     uint64_t size = 0;
     uint64_t extra =
@@ -97,12 +100,32 @@ struct SegInfo
     bool expandable = false;
 };
 
+// A block freed by the program whose memory waits on other streams' work (free_requested without
+// free_completed yet; state active_pending_free in the final segments). PyTorch counts it as free.
+struct PendingInfo
+{
+    uint64_t size = 0;
+    uint32_t stream = 0;
+    int64_t since = 0;
+};
+
+// One expandable segment's address reservation as reconstructed: the span of the mapped ranges
+// it ever had, on one stream, with no other segment inside.
+struct Cluster
+{
+    uint64_t lo = 0, hi = 0;
+    uint32_t stream = 0;
+    uint64_t pool = 0;
+    std::string type;
+};
+
 struct AllocInfo
 {
     uint64_t size = 0;
     uint64_t requested = 0;
     uint32_t stream = 0;
     PValue frames;
+    PValue userMetadata, compileContext;
     bool fromFinal = false;
 };
 
@@ -148,11 +171,18 @@ struct DeviceState
     std::map<uint64_t, SegInfo> initSegs;
     std::map<uint64_t, AllocInfo> initAllocs;
     Ranges initMapped;
+    std::map<uint64_t, PendingInfo> finalPending; // active_pending_free blocks, by address
+    std::map<uint64_t, PendingInfo> initPending;  // ... and those pending at the trace's start
+    std::unordered_set<size_t> completedFrees;    // free_completed entries that free a block
+    // Expandable address ranges seen (final segments, segment_map/unmap) with their stream, and
+    // the addresses of ordinary segments, to split expandable memory into reservations.
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> expRanges;
+    std::vector<uint64_t> fixedSegs;
+    std::vector<Cluster> clusters;
     std::vector<PValue> trace; // the entry dicts, decoded on each pass (memory: 8 B per entry)
     // Block size, requested size and frames of the alloc entries whose block is alive at the
     // end (the final block is authoritative), by entry index.
     std::unordered_map<size_t, AllocInfo> finalInstance;
-    uint64_t expLo = ~uint64_t{0}, expHi = 0; // bounding range of expandable memory
     int64_t inconsistent = 0;
     Act freeAct = Act::FreeCompleted;
     bool hasCompleted = false, hasRequested = false;
@@ -210,7 +240,25 @@ private:
     StringId frameString(PValue frame, Ingest& ing);
 
     std::unique_ptr<PickleDoc> doc_;
+    void findClusters(DeviceState& d, uint32_t device);
+    void emitAnnotations(Ingest& ing);
+    void decodeAnnotations(PValue list);
+    std::string toJson(PValue v, int depth = 0) const;
+    StringId noteString(PValue v, Ingest& ing);
+
     std::map<uint32_t, DeviceState> devices_;
+    std::map<std::pair<uint32_t, uint64_t>, SegInfo> expInfo_; // final expandable segments
+    struct Annotation
+    {
+        int64_t time = 0;
+        uint32_t device = 0;
+        bool start = true;
+        std::string name;
+    };
+    std::vector<Annotation> annotations_;
+    std::string allocatorSettings_;
+    int64_t badAnnotations_ = 0;
+    std::unordered_map<uint64_t, StringId> noteCache_;
     std::map<uint64_t, uint32_t> streams_;
     std::array<int64_t, kActNames.size() + 1> actCounts_{};
     std::map<std::string, int64_t> unknownActs_;
@@ -247,6 +295,12 @@ void PytorchSnapshotImporter::prepare()
     }
     if (segs.type() != PType::List) bad("'segments' should be a list");
     decodeSegments(segs);
+    if (root.type() == PType::Dict) {
+        const PValue settings = doc_->get(root, "allocator_settings");
+        if (settings.type() == PType::Dict) allocatorSettings_ = toJson(settings);
+        const PValue ann = doc_->get(root, "external_annotations");
+        if (ann.type() == PType::List) decodeAnnotations(ann);
+    }
     if (traces.valid() && traces.type() != PType::None) {
         if (traces.type() != PType::List)
             bad("'device_traces' should be a list (one list per device)");
@@ -255,8 +309,10 @@ void PytorchSnapshotImporter::prepare()
     }
     // time_us x 1000 when any entry has it, else the entry's ordinal.
     ordinal_ = !anyTime_;
-    for (auto& [id, d] : devices_)
+    for (auto& [id, d] : devices_) {
         reconstruct(id, d);
+        findClusters(d, id);
+    }
     for (size_t i = 0; i < kActNames.size(); ++i)
         if (actCounts_[i]) report_.counts["trace." + std::string(kActNames[i])] = actCounts_[i];
 }
@@ -296,11 +352,13 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
         if (!haveAddr || !haveSize) bad("a segment lacks 'address' or 'total_size'");
         DeviceState& d = devices_[device];
         if (info.expandable) {
+            // One snapshot segment per contiguous mapped range of an expandable segment.
             addRange(d.finalMapped, addr, info.size);
-            d.expLo = std::min(d.expLo, addr);
-            d.expHi = std::max(d.expHi, addr + info.size);
+            d.expRanges.emplace_back(addr, addr + info.size, info.stream);
+            expInfo_[{device, addr}] = info;
         } else {
             d.finalSegs[addr] = info;
+            d.fixedSegs.push_back(addr);
         }
         uint64_t cursor = addr;
         doc_->forEach(blocks, [&](PValue b) {
@@ -309,7 +367,7 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
             a.stream = info.stream;
             a.fromFinal = true;
             uint64_t baddr = cursor;
-            bool active = false;
+            bool active = false, pending = false;
             PValue history;
             doc_->forEachItem(b, [&](PValue k, PValue v) {
                 const std::string_view key = doc_->str(k);
@@ -319,10 +377,13 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
                     a.size = u64(v, "block size");
                 else if (key == "requested_size")
                     a.requested = u64(v, "requested_size");
-                else if (key == "state")
-                    active = doc_->str(v).starts_with(
-                        "active"); // active_allocated, active_awaiting_free
-                else if (key == "frames")
+                else if (key == "state") {
+                    // active_allocated is allocated; active_pending_free (freed, waiting on a
+                    // stream event) and inactive are free, as PyTorch's accounting counts them.
+                    const std::string_view st = doc_->str(v);
+                    active = st == "active_allocated";
+                    pending = st.starts_with("active") && !active;
+                } else if (key == "frames")
                     a.frames = v;
                 else if (key == "history")
                     history = v;
@@ -330,9 +391,17 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
             if (doc_->get(b, "address").valid() == false)
                 derivedAddresses_ =
                     true; // ~2.0 format: address = segment address + sizes before it
-            if (!a.frames.valid() && history.type() == PType::List && doc_->size(history) > 0)
-                a.frames = doc_->get(doc_->at(history, doc_->size(history) - 1), "frames");
+            if (history.type() == PType::List && doc_->size(history) > 0) {
+                // ~2.0 format: the block's first history entry is its allocation (as
+                // torch.cuda._memory_viz reads it): frames and real_size.
+                const PValue h0 = doc_->at(history, 0);
+                if (!a.frames.valid()) a.frames = doc_->get(h0, "frames");
+                uint64_t real = 0;
+                if (a.requested == 0 && doc_->toU64(doc_->get(h0, "real_size"), real))
+                    a.requested = real;
+            }
             if (active) d.finalAllocs[baddr] = a;
+            if (pending) d.finalPending[baddr] = PendingInfo{a.size, a.stream, 0};
             cursor = baddr + a.size;
         });
         if (doc_->size(blocks) > 0 && cursor != addr + info.size) ++untiledSegments_;
@@ -375,6 +444,12 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
         case kDeviceFree:
             doc_->toU64(v, e.extra);
             break;
+        case kUserMetadata:
+            e.userMetadata = v;
+            break;
+        case kCompileContext:
+            e.compileContext = v;
+            break;
         default:
             break;
         }
@@ -403,24 +478,43 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
         anyTime_ |= e.hasTime;
         d.hasCompleted |= e.act == Act::FreeCompleted;
         d.hasRequested |= e.act == Act::FreeRequested;
-        if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap) {
-            d.expLo = std::min(d.expLo, e.addr);
-            d.expHi = std::max(d.expHi, e.addr + e.size);
-        }
+        if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap)
+            d.expRanges.emplace_back(e.addr, e.addr + e.size, e.stream);
+        else if (e.act == Act::SegmentAlloc || e.act == Act::SegmentFree)
+            d.fixedSegs.push_back(e.addr);
         d.trace.push_back(ev);
     });
 }
 
 void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
 {
-    // Which action frees a block: free_completed, since a block whose free was requested but is
-    // still waiting on other streams (active_awaiting_free) is allocated in the final state.
-    // Traces that record only free_requested fall back to it.
-    const bool hasCompleted = d.hasCompleted, hasRequested = d.hasRequested;
-    d.freeAct = !hasCompleted && hasRequested ? Act::FreeRequested : Act::FreeCompleted;
+    // Which action frees a block: free_requested where the trace records it, since PyTorch counts
+    // a block whose free waits on other streams (active_pending_free) as free; the wait until
+    // free_completed is kept apart (pending_frees). Older traces have only one free action.
+    const bool hasRequested = d.hasRequested;
+    d.freeAct = hasRequested ? Act::FreeRequested : Act::FreeCompleted;
 
+    if (d.freeAct == Act::FreeRequested) {
+        // A free_completed whose free_requested is missing although its block was allocated in
+        // the trace (an entry lost from the buffer) frees the block itself; one whose block
+        // predates the trace ends a wait that began before it.
+        std::unordered_map<uint64_t, bool> state; // addr -> free requested
+        for (size_t i = 0; i < d.trace.size(); ++i) {
+            const Entry e = decode(d.trace[i], 0);
+            if (e.act == Act::Alloc) {
+                state[e.addr] = false;
+            } else if (e.act == Act::FreeRequested) {
+                state[e.addr] = true;
+            } else if (e.act == Act::FreeCompleted) {
+                auto it = state.find(e.addr);
+                if (it != state.end() && !it->second) d.completedFrees.insert(i);
+                if (it != state.end()) state.erase(it);
+            }
+        }
+    }
     auto segs = d.finalSegs;
     auto allocs = d.finalAllocs;
+    auto pending = d.finalPending;
     Ranges mapped = d.finalMapped;
     for (size_t i = d.trace.size(); i-- > 0;) {
         const Entry e = decode(d.trace[i], 0);
@@ -438,12 +532,15 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
                 d.finalInstance[i] = fin;
             }
             allocs.erase(it);
-        } else if (e.act == d.freeAct) {
+        } else if (e.act == d.freeAct || d.completedFrees.count(i)) {
             if (allocs.count(e.addr)) ++d.inconsistent;
             AllocInfo a;
             a.size = e.size;
             a.stream = e.stream;
             allocs[e.addr] = a; // allocated before the trace began: its stack is unknown
+            pending.erase(e.addr);
+        } else if (e.act == Act::FreeCompleted && d.freeAct == Act::FreeRequested) {
+            pending[e.addr] = PendingInfo{e.size, e.stream, 0}; // its wait began earlier
         } else if (e.act == Act::SegmentAlloc) {
             if (!segs.erase(e.addr)) ++d.inconsistent;
         } else if (e.act == Act::SegmentFree) {
@@ -462,6 +559,208 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     d.initSegs = std::move(segs);
     d.initAllocs = std::move(allocs);
     d.initMapped = std::move(mapped);
+    d.initPending = std::move(pending);
+}
+
+std::string jsonQuote(std::string_view s)
+{
+    return '"' + JsonWriter::escape(s) + '"';
+}
+
+void PytorchSnapshotImporter::findClusters(DeviceState& d, uint32_t device)
+{
+    // Expandable memory is split into reservations: ranges that overlap or touch belong to one;
+    // a gap holding an ordinary segment, a change of stream, or final segments of another pool
+    // or segment type (small/large) separate two (PyTorch reserves one address range per stream,
+    // pool and size class for its expandable segments).
+    auto& R = d.expRanges;
+    if (R.empty()) return;
+    std::sort(R.begin(), R.end());
+    std::sort(d.fixedSegs.begin(), d.fixedSegs.end());
+    auto fixedBetween = [&](uint64_t lo, uint64_t hi) {
+        auto it = std::lower_bound(d.fixedSegs.begin(), d.fixedSegs.end(), lo);
+        return it != d.fixedSegs.end() && *it < hi;
+    };
+    // The final segment inside [lo, hi), if any: its pool and type.
+    auto finalIn = [&](uint64_t lo, uint64_t hi) -> const SegInfo* {
+        auto it = expInfo_.lower_bound({device, lo});
+        return it != expInfo_.end() && it->first.first == device && it->first.second < hi
+                   ? &it->second
+                   : nullptr;
+    };
+    Cluster cur{std::get<0>(R[0]), std::get<1>(R[0]), std::get<2>(R[0]), 0, {}};
+    const SegInfo* curInfo = finalIn(cur.lo, cur.hi);
+    for (size_t i = 1; i <= R.size(); ++i) {
+        const bool last = i == R.size();
+        if (!last) {
+            const auto [lo, hi, stream] = R[i];
+            const SegInfo* info = finalIn(lo, hi);
+            const bool sameKind =
+                !info || !curInfo || (info->pool == curInfo->pool && info->type == curInfo->type);
+            if (lo <= cur.hi || (stream == cur.stream && sameKind && !fixedBetween(cur.hi, lo))) {
+                cur.hi = std::max(cur.hi, hi);
+                if (!curInfo) curInfo = info;
+                continue;
+            }
+        }
+        if (curInfo) {
+            cur.pool = curInfo->pool;
+            cur.type = curInfo->type;
+        }
+        d.clusters.push_back(cur);
+        if (!last) {
+            cur = Cluster{std::get<0>(R[i]), std::get<1>(R[i]), std::get<2>(R[i]), 0, {}};
+            curInfo = finalIn(cur.lo, cur.hi);
+        }
+    }
+    R.clear();
+    R.shrink_to_fit();
+}
+
+void PytorchSnapshotImporter::decodeAnnotations(PValue list)
+{
+    // torch.profiler.record_function ranges kept by _record_memory_history: {stage: START|END,
+    // name, device, time_us}.
+    doc_->forEach(list, [&](PValue a) {
+        if (a.type() != PType::Dict) return;
+        Annotation x;
+        bool haveTime = false, haveStage = false;
+        doc_->forEachItem(a, [&](PValue k, PValue v) {
+            const std::string_view key = doc_->str(k);
+            if (key == "stage") {
+                x.start = doc_->str(v) == "START";
+                haveStage = x.start || doc_->str(v) == "END";
+            } else if (key == "name") {
+                x.name = std::string(doc_->str(v));
+            } else if (key == "device") {
+                uint64_t dv = 0;
+                if (doc_->toU64(v, dv)) x.device = static_cast<uint32_t>(dv);
+            } else if (key == "time_us") {
+                int64_t t = 0;
+                if (doc_->toI64(v, t) && t > -(int64_t{1} << 52) && t < (int64_t{1} << 52)) {
+                    x.time = t * 1000;
+                    haveTime = true;
+                }
+            }
+        });
+        if (haveTime && haveStage && !x.name.empty())
+            annotations_.push_back(std::move(x));
+        else
+            ++badAnnotations_;
+    });
+}
+
+std::string PytorchSnapshotImporter::toJson(PValue v, int depth) const
+{
+    if (depth > 32) return "null";
+    switch (v.type()) {
+    case PType::None:
+        return "null";
+    case PType::Bool:
+        return v.payload() ? "true" : "false";
+    case PType::Int:
+    case PType::BigInt: {
+        int64_t i = 0;
+        uint64_t u = 0;
+        if (doc_->toI64(v, i)) return std::to_string(i);
+        if (doc_->toU64(v, u)) return std::to_string(u);
+        return "null";
+    }
+    case PType::Float: {
+        double x = 0;
+        doc_->toDouble(v, x);
+        return std::isfinite(x) ? fmt::format("{}", x) : "null";
+    }
+    case PType::Str:
+    case PType::Bytes:
+        return jsonQuote(doc_->str(v));
+    case PType::Dict: {
+        std::string out = "{";
+        bool first = true;
+        doc_->forEachItem(v, [&](PValue k, PValue x) {
+            if (!first) out += ", ";
+            first = false;
+            out +=
+                k.type() == PType::Str ? jsonQuote(doc_->str(k)) : jsonQuote(toJson(k, depth + 1));
+            out += ": ";
+            out += toJson(x, depth + 1);
+        });
+        return out + "}";
+    }
+    default: {
+        if (!doc_->isContainer(v)) return "null";
+        std::string out = "[";
+        bool first = true;
+        doc_->forEach(v, [&](PValue x) {
+            if (!first) out += ", ";
+            first = false;
+            out += toJson(x, depth + 1);
+        });
+        return out + "]";
+    }
+    }
+}
+
+StringId PytorchSnapshotImporter::noteString(PValue v, Ingest& ing)
+{
+    if (!v.valid() || v.type() == PType::None) return kNoString;
+    if (v.type() == PType::Str || v.type() == PType::Bytes) {
+        if (doc_->str(v).empty()) return kNoString;
+        auto it = noteCache_.find(v.payload());
+        if (it != noteCache_.end()) return it->second;
+        const StringId id = ing.intern(doc_->str(v));
+        noteCache_.emplace(v.payload(), id);
+        return id;
+    }
+    return ing.intern(toJson(v));
+}
+
+void PytorchSnapshotImporter::emitAnnotations(Ingest& ing)
+{
+    if (annotations_.empty()) return;
+    if (ordinal_) {
+        warn(&ing, fmt::format("{} external annotations were skipped: the trace has no time_us to "
+                               "place them on",
+                               annotations_.size()));
+        return;
+    }
+    // START/END pairs (innermost first, per device and name) become ranges, so that a
+    // record_function("frame N") range is frame N and others are named ranges on the timeline;
+    // a START that never ends is a mark (a frame mark lasts until the next frame starts).
+    std::stable_sort(annotations_.begin(), annotations_.end(),
+                     [](const Annotation& a, const Annotation& b) { return a.time < b.time; });
+    std::map<std::pair<uint32_t, std::string>, std::vector<size_t>> open;
+    std::vector<int64_t> ends(annotations_.size(), kNoTime);
+    int64_t unmatched = 0;
+    for (size_t i = 0; i < annotations_.size(); ++i) {
+        const Annotation& a = annotations_[i];
+        auto& stack = open[{a.device, a.name}];
+        if (a.start) {
+            stack.push_back(i);
+        } else if (!stack.empty()) {
+            ends[stack.back()] = a.time;
+            stack.pop_back();
+        } else {
+            ++unmatched;
+        }
+    }
+    for (size_t i = 0; i < annotations_.size(); ++i) {
+        const Annotation& a = annotations_[i];
+        if (!a.start) continue;
+        Event e;
+        e.device = a.device;
+        e.time = a.time;
+        e.name = ing.intern(a.name);
+        e.type = ends[i] == kNoTime ? EventType::Mark : EventType::Range;
+        if (ends[i] != kNoTime) e.endTime = ends[i];
+        ing.add(e);
+    }
+    report_.counts["annotations"] = static_cast<int64_t>(annotations_.size());
+    if (unmatched + badAnnotations_ > 0)
+        warn(&ing,
+             fmt::format("{} external annotations had no START, or no name, stage or time_us, "
+                         "and were skipped",
+                         unmatched + badAnnotations_));
 }
 
 StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
@@ -518,7 +817,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         info.name = fmt::format("cuda:{}", dev);
         ing.addDevice(info);
     }
-    int64_t inconsistent = 0, fixed = 0, preexisting = 0;
+    int64_t inconsistent = 0, fixed = 0, preexisting = 0, pendingCount = 0;
     int64_t spanUs = -1;
     for (auto& [dev, d] : devices_) {
         // Time of the trace's first entry; the reconstructed state is placed there.
@@ -538,8 +837,8 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         base.time = t0;
         std::map<uint64_t, uint64_t> curSegs;   // addr -> size, mirrors what ingest was told
         std::map<uint64_t, uint64_t> curAllocs; // addr -> size
-        Ranges pieces;                          // expandable mapped pieces as ingest knows them
-        const bool hasExpandable = d.expHi > d.expLo;
+        Ranges pieces; // expandable mapped ranges as ingest knows them (maximal, as PyTorch's
+                       // snapshot reports one segment per contiguous mapped range)
         auto regionCreate = [&](uint64_t a, const SegInfo& s, int64_t t) {
             Event e = base;
             e.type = EventType::RegionCreate;
@@ -553,26 +852,63 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             ing.add(e);
             curSegs[a] = s.size;
         };
-        if (hasExpandable) {
-            // One reservation spanning every expandable mapping seen on this device; which parts
-            // are backed is told by RegionMap/RegionUnmap (region_mappings).
+        for (const Cluster& c : d.clusters) {
+            // One reservation per expandable segment; which parts are backed is told by
+            // RegionMap/RegionUnmap (region_mappings).
             Event e = base;
             e.type = EventType::RegionCreate;
-            e.address = d.expLo;
-            e.size = d.expHi - d.expLo;
+            e.address = c.lo;
+            e.size = c.hi - c.lo;
+            e.stream = c.stream;
+            e.aux = c.pool;
             e.regionKind = RegionKind::Vmm;
-            e.name = expandableName;
+            e.name = c.type.empty() ? expandableName : ing.intern(c.type);
             e.flags = 1;
             ing.add(e);
         }
-        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
+        auto clusterOf = [&](uint64_t a) -> const Cluster* {
+            auto it = std::upper_bound(d.clusters.begin(), d.clusters.end(), a,
+                                       [](uint64_t v, const Cluster& c) { return v < c.lo; });
+            if (it == d.clusters.begin()) return nullptr;
+            --it;
+            return a < it->hi ? &*it : nullptr;
+        };
+        auto mapping = [&](EventType type, uint64_t a, uint64_t s, int64_t t) {
             Event e = base;
-            e.type = EventType::RegionMap;
+            e.type = type;
             e.time = t;
             e.address = a;
             e.size = s;
             ing.add(e);
-            pieces[a] = s;
+            if (type == EventType::RegionMap)
+                pieces[a] = s;
+            else
+                pieces.erase(a);
+        };
+        auto rawMap = [&](uint64_t a, uint64_t s, int64_t t) {
+            mapping(EventType::RegionMap, a, s, t);
+        };
+        auto rawUnmap = [&](uint64_t a, uint64_t s, int64_t t) {
+            mapping(EventType::RegionUnmap, a, s, t);
+        };
+        // A new mapping that touches mapped ranges of its reservation extends them: the segment
+        // grows (the engine moves the blocks of the replaced ranges into the grown one).
+        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
+            if (s == 0) return;
+            const Cluster* c = clusterOf(a);
+            uint64_t lo = a, hi = a + s;
+            std::vector<std::pair<uint64_t, uint64_t>> join;
+            auto it = pieces.lower_bound(a);
+            if (it != pieces.begin()) --it;
+            for (; it != pieces.end() && it->first <= hi; ++it)
+                if (it->first + it->second >= lo && c && clusterOf(it->first) == c)
+                    join.emplace_back(*it);
+            for (auto [pa, ps] : join) {
+                lo = std::min(lo, pa);
+                hi = std::max(hi, pa + ps);
+                rawUnmap(pa, ps, t);
+            }
+            rawMap(lo, hi - lo, t);
         };
         auto unmap = [&](uint64_t a, uint64_t s, int64_t t) {
             const uint64_t end = a + s;
@@ -582,19 +918,13 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             for (; it != pieces.end() && it->first < end; ++it)
                 if (it->first + it->second > a) hit.emplace_back(*it);
             for (auto [pa, ps] : hit) {
-                Event e = base;
-                e.type = EventType::RegionUnmap;
-                e.time = t;
-                e.address = pa;
-                e.size = ps;
-                ing.add(e);
-                pieces.erase(pa);
-                if (pa < a) mapPiece(pa, a - pa, t);
-                if (pa + ps > end) mapPiece(end, pa + ps - end, t);
+                rawUnmap(pa, ps, t);
+                if (pa < a) rawMap(pa, a - pa, t);
+                if (pa + ps > end) rawMap(end, pa + ps - end, t);
             }
         };
         auto alloc = [&](uint64_t a, uint64_t size, uint64_t req, uint32_t stream, PValue frames,
-                         int64_t t) {
+                         int64_t t, PValue userMeta = {}, PValue compileCtx = {}) {
             Event e = base;
             e.type = EventType::Alloc;
             e.time = t;
@@ -603,8 +933,23 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             e.requestedSize = req;
             e.stream = stream;
             e.aux = stackOf(frames, ing);
+            e.aux2 = noteString(userMeta, ing) |
+                     (static_cast<uint64_t>(noteString(compileCtx, ing)) << 32);
             ing.add(e);
             curAllocs[a] = size;
+        };
+        std::map<uint64_t, PendingInfo> pendingNow = d.initPending;
+        for (auto& [a, p] : pendingNow)
+            p.since = t0;
+        auto pendingDone = [&](uint64_t a, const PendingInfo& p, int64_t t) {
+            Event e = base;
+            e.type = EventType::PendingFree;
+            e.time = p.since;
+            e.endTime = t;
+            e.address = a;
+            e.size = p.size;
+            e.stream = p.stream;
+            ing.add(e);
         };
         auto free = [&](uint64_t a, uint64_t size, uint32_t stream, int64_t t) {
             Event e = base;
@@ -652,7 +997,24 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             }
             switch (e.act) {
             case Act::Alloc:
-                alloc(e.addr, e.size, e.extra, e.stream, e.frames, t);
+                alloc(e.addr, e.size, e.extra, e.stream, e.frames, t, e.userMetadata,
+                      e.compileContext);
+                break;
+            case Act::FreeRequested:
+                if (d.freeAct == Act::FreeRequested) {
+                    auto c = curAllocs.find(e.addr);
+                    pendingNow[e.addr] =
+                        PendingInfo{c != curAllocs.end() ? c->second : e.size, e.stream, t};
+                    free(e.addr, e.size, e.stream, t);
+                }
+                break;
+            case Act::FreeCompleted:
+                if (d.freeAct == Act::FreeCompleted || d.completedFrees.count(i)) {
+                    free(e.addr, e.size, e.stream, t);
+                } else if (auto p = pendingNow.find(e.addr); p != pendingNow.end()) {
+                    pendingDone(p->first, p->second, t);
+                    pendingNow.erase(p);
+                }
                 break;
             case Act::SegmentAlloc: {
                 auto fit = d.finalSegs.find(e.addr);
@@ -701,7 +1063,6 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 break;
             }
             default:
-                if (e.act == d.freeAct) free(e.addr, e.size, e.stream, t);
                 break;
             }
         }
@@ -753,8 +1114,14 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 alloc(a, al.size, al.requested, al.stream, al.frames, tEnd);
                 ++fixed;
             }
+        for (const auto& [a, p] : pendingNow) // still waiting when the snapshot was taken
+            pendingDone(a, p, kNoTime);
+        pendingCount += static_cast<int64_t>(pendingNow.size());
         inconsistent += d.inconsistent;
     }
+    emitAnnotations(ing);
+    if (!allocatorSettings_.empty()) ing.setMeta("allocator_settings", allocatorSettings_);
+    if (pendingCount > 0) ing.setMeta("pytorch.pending_free_at_end", std::to_string(pendingCount));
 
     // Figures about the input, for `fragscope info` and scripts.
     JsonWriter j(false);

@@ -88,6 +88,19 @@ private:
     QByteArray b_;
 };
 
+// Tests that read the real-data folder skip when it is missing (a fresh clone), except under CI
+// (env CI set), where they fail. Use at the top of such a test function.
+#define FSTEST_REQUIRE_DATA()                                                                      \
+    do {                                                                                           \
+        if (!QDir(fstest::dataDir()).exists()) {                                                   \
+            if (!qEnvironmentVariableIsEmpty("CI"))                                                \
+                QFAIL(qPrintable("real-data folder missing: " + fstest::dataDir() +                \
+                                 " (set FRAGSCOPE_DATA)"));                                        \
+            QSKIP(qPrintable("real-data folder missing: " + fstest::dataDir() +                    \
+                             " (set FRAGSCOPE_DATA to run this test)"));                           \
+        }                                                                                          \
+    } while (false)
+
 inline int64_t scalar(fs::Session& s, const char* sql)
 {
     return s.db().scalar(sql, -1);
