@@ -349,6 +349,103 @@ private slots:
         QCOMPARE(s.summary().health.warnings.size(), size_t{0});
     }
 
+    void annotationsBecomeFramesRangesAndMetrics()
+    {
+        // One free 4096 B segment; a trace of one alloc (5 µs) and its free (40/41 µs), so the
+        // time axis is ns. external_annotations (record_function ranges), in µs:
+        //   frame 0 10..20, forward 12..18, frame 1 20..30, "metric coherence_score=0.5" 25..25
+        //   (no frame=: the current frame, 1), "metric id_match_rate=0.9 frame=0" 26..27,
+        //   frame 2 START 30 without END (a mark: it lasts until the session's end, 41 µs), and
+        //   an END "stray" without START (skipped, with a warning).
+        PickleWriter w;
+        w.beginDict().key("segments").beginList();
+        w.beginDict()
+            .key("address")
+            .integer(0x10000)
+            .key("total_size")
+            .integer(4096)
+            .key("blocks")
+            .beginList()
+            .beginDict()
+            .key("size")
+            .integer(4096)
+            .key("state")
+            .str("inactive")
+            .endDict()
+            .endList()
+            .endDict();
+        w.endList().key("device_traces").beginList().beginList();
+        auto entry = [&](const char* action, int64_t t) {
+            w.beginDict()
+                .key("action")
+                .str(action)
+                .key("addr")
+                .integer(0x10000)
+                .key("size")
+                .integer(1024)
+                .key("stream")
+                .integer(0)
+                .key("time_us")
+                .integer(t)
+                .endDict();
+        };
+        entry("alloc", 5);
+        entry("free_requested", 40);
+        entry("free_completed", 41);
+        w.endList().endList().key("external_annotations").beginList();
+        auto ann = [&](const char* stage, const char* name, int64_t t) {
+            w.beginDict()
+                .key("stage")
+                .str(stage)
+                .key("name")
+                .str(name)
+                .key("device")
+                .integer(0)
+                .key("time_us")
+                .integer(t)
+                .endDict();
+        };
+        ann("START", "frame 0", 10);
+        ann("START", "forward", 12);
+        ann("END", "forward", 18);
+        ann("END", "frame 0", 20);
+        ann("START", "frame 1", 20);
+        ann("START", "metric coherence_score=0.5", 25);
+        ann("END", "metric coherence_score=0.5", 25);
+        ann("START", "metric id_match_rate=0.9 frame=0", 26);
+        ann("END", "metric id_match_rate=0.9 frame=0", 27);
+        ann("END", "frame 1", 30);
+        ann("START", "frame 2", 30);
+        ann("END", "stray", 35);
+        w.endList().endDict();
+        const QString in = tmp_.filePath("annotations.pickle");
+        QVERIFY(writeFile(in, w.finish()));
+        const QString o = importOk(in, "annotations");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM frames"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=0"),
+                 int64_t{10000} * 100000 + 20000);
+        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=1"),
+                 int64_t{20000} * 100000 + 30000);
+        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=2"),
+                 int64_t{30000} * 100000 + 41000);
+        // forward: a named range on the timeline.
+        QCOMPARE(s.db().scalar("SELECT m.time_ns*100000+m.end_ns FROM markers m JOIN strings t"
+                               " ON t.id=m.message WHERE t.text='forward'"),
+                 int64_t{12000} * 100000 + 18000);
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
+        QCOMPARE(s.db().scalar("SELECT frame FROM frame_metrics WHERE name='coherence_score'"),
+                 int64_t{1});
+        QCOMPARE(s.db().scalar("SELECT frame FROM frame_metrics WHERE name='id_match_rate'"),
+                 int64_t{0});
+        bool warned = false;
+        for (const auto& wmsg : s.summary().health.warnings)
+            warned =
+                warned || wmsg.find("1 external annotations had no START") != std::string::npos;
+        QVERIFY(warned);
+    }
+
     void inconsistentTraceIsCorrectedWithWarning()
     {
         // The final state says 0x10000 is allocated, but the trace's last word on it is a
