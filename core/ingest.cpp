@@ -98,8 +98,8 @@ void Ingest::begin()
     db_ = std::make_unique<Db>(opts_.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     Db& db = *db_;
     db.exec("PRAGMA page_size=8192");
-    db.exec("PRAGMA journal_mode=WAL");
-    db.exec("PRAGMA synchronous=NORMAL");
+    db.exec(opts_.durable ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=OFF");
+    db.exec(opts_.durable ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=OFF");
     db.exec("PRAGMA cache_size=-131072");
     db.exec("PRAGMA wal_autocheckpoint=16384");
     db.exec("PRAGMA temp_store=MEMORY");
@@ -410,7 +410,8 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
         if (a.regionId < 0) anomaly(anomaly::OutsideRegion, e, seq);
     }
     m.emplace(e.address, a);
-    sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
+    if (opts_.durable)
+        sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
     recentlyFreed_.erase(e.address);
 }
 
@@ -585,6 +586,7 @@ void Ingest::maybeCommit()
 
 void Ingest::tick()
 {
+    if (!opts_.durable) return; // one transaction, committed by end()
     if (std::chrono::steady_clock::now() - lastCommit_ >=
         std::chrono::milliseconds(opts_.commitIntervalMs)) {
         // A live source may go quiet with events still buffered: those older than the reorder
@@ -650,7 +652,7 @@ void Ingest::end()
     setMeta("state", abrupt_ ? "ended_abruptly" : "complete");
     createIndexes(*db_);
     db_->exec("COMMIT");
-    db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    if (opts_.durable) db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
     db_->exec("PRAGMA journal_mode=DELETE");
     st_.reset();
     db_.reset();

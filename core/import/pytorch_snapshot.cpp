@@ -107,6 +107,7 @@ struct PendingInfo
     uint64_t size = 0;
     uint32_t stream = 0;
     int64_t since = 0;
+    size_t entry = ~size_t{0}; // trace index of the free_requested
 };
 
 // One expandable segment's address reservation as reconstructed: the span of the mapped ranges
@@ -204,6 +205,7 @@ public:
         o.timeAxis = ordinal_ ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
         o.aliveAtEndIsAnomaly = false;
         o.expectRegions = true;
+        o.durable = false; // a one-shot conversion: on failure the output is removed
     }
     void emit(Ingest& ingest) override;
 
@@ -415,8 +417,8 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
                         ptypeName(ev.type())));
     Entry e;
     std::string_view action;
-    doc_->forEachItem(ev, [&](PValue k, PValue v) {
-        switch (doc_->keyIndex(k)) {
+    doc_->forEachKeyed(ev, [&](int key, PValue v) {
+        switch (key) {
         case kAction:
             action = doc_->str(v);
             break;
@@ -463,6 +465,7 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
     if (list.type() != PType::List) bad(fmt::format("device_traces[{}] should be a list", device));
     DeviceState& d = devices_[device];
     d.trace.reserve(doc_->size(list));
+    std::unordered_map<uint64_t, bool> requested; // address -> its free was requested
     doc_->forEach(list, [&](PValue ev) {
         const Entry e = decode(ev, device);
         if (e.act == Act::Unknown) {
@@ -482,6 +485,21 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
             d.expRanges.emplace_back(e.addr, e.addr + e.size, e.stream);
         else if (e.act == Act::SegmentAlloc || e.act == Act::SegmentFree)
             d.fixedSegs.push_back(e.addr);
+        // A free_completed whose free_requested is missing although its block was allocated in
+        // the trace (an entry lost from the buffer) frees the block itself; one whose block
+        // predates the trace ends a wait that began before it. (Used when the trace records
+        // free_requested at all.)
+        if (e.act == Act::Alloc) {
+            requested[e.addr] = false;
+        } else if (e.act == Act::FreeRequested) {
+            requested[e.addr] = true;
+        } else if (e.act == Act::FreeCompleted) {
+            auto it = requested.find(e.addr);
+            if (it != requested.end()) {
+                if (!it->second) d.completedFrees.insert(d.trace.size());
+                requested.erase(it);
+            }
+        }
         d.trace.push_back(ev);
     });
 }
@@ -494,24 +512,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     const bool hasRequested = d.hasRequested;
     d.freeAct = hasRequested ? Act::FreeRequested : Act::FreeCompleted;
 
-    if (d.freeAct == Act::FreeRequested) {
-        // A free_completed whose free_requested is missing although its block was allocated in
-        // the trace (an entry lost from the buffer) frees the block itself; one whose block
-        // predates the trace ends a wait that began before it.
-        std::unordered_map<uint64_t, bool> state; // addr -> free requested
-        for (size_t i = 0; i < d.trace.size(); ++i) {
-            const Entry e = decode(d.trace[i], 0);
-            if (e.act == Act::Alloc) {
-                state[e.addr] = false;
-            } else if (e.act == Act::FreeRequested) {
-                state[e.addr] = true;
-            } else if (e.act == Act::FreeCompleted) {
-                auto it = state.find(e.addr);
-                if (it != state.end() && !it->second) d.completedFrees.insert(i);
-                if (it != state.end()) state.erase(it);
-            }
-        }
-    }
+    if (d.freeAct != Act::FreeRequested) d.completedFrees.clear();
     auto segs = d.finalSegs;
     auto allocs = d.finalAllocs;
     auto pending = d.finalPending;
@@ -1004,7 +1005,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 if (d.freeAct == Act::FreeRequested) {
                     auto c = curAllocs.find(e.addr);
                     pendingNow[e.addr] =
-                        PendingInfo{c != curAllocs.end() ? c->second : e.size, e.stream, t};
+                        PendingInfo{c != curAllocs.end() ? c->second : e.size, e.stream, t, i};
                     free(e.addr, e.size, e.stream, t);
                 }
                 break;
@@ -1012,7 +1013,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 if (d.freeAct == Act::FreeCompleted || d.completedFrees.count(i)) {
                     free(e.addr, e.size, e.stream, t);
                 } else if (auto p = pendingNow.find(e.addr); p != pendingNow.end()) {
-                    pendingDone(p->first, p->second, t);
+                    // Completed by the very next entry: no other event saw it wait (the usual
+                    // case: nothing else used the block), so there is no wait to keep.
+                    if (p->second.entry == ~size_t{0} || p->second.entry + 1 != i)
+                        pendingDone(p->first, p->second, t);
                     pendingNow.erase(p);
                 }
                 break;
