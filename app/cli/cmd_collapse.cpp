@@ -84,7 +84,7 @@ FRAGSCOPE_COMMAND({
                 {"any", "", "report frame N even when no collapse rule breaks there"},
                 {"json", "", "print one JSON object instead of text"}},
     .details =
-        "Collapse rules (DESIGN.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
+        "Collapse rules (docs/analysis.md): coherence_score < 0.05, id_match_rate < 0.65,\n"
         "flow_l2_px > 8.7, clip_entropy_bits > 2.95. The precursor window runs from the start\n"
         "of the frame two frames before the collapse to the end of its first frame.\n"
         "OOMs in that window are listed with their diagnosis (JSON key \"ooms\").\n"
