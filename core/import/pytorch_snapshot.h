@@ -245,7 +245,10 @@ private:
     void findClusters(DeviceState& d, uint32_t device);
     void emitAnnotations(Ingest& ing);
     void decodeAnnotations(PValue list);
-    std::string toJson(PValue v, int depth = 0) const;
+    // JSON text of a plain value. budget bounds the values visited, so that a hostile pickle
+    // whose containers refer to themselves (memo) cannot make it explode; past it, "null".
+    std::string toJson(PValue v) const;
+    std::string toJson(PValue v, int depth, int64_t& budget) const;
     StringId noteString(PValue v, Ingest& ing);
 
     std::map<uint32_t, DeviceState> devices_;

@@ -98,9 +98,15 @@ void PytorchSnapshotImporter::decodeAnnotations(PValue list)
     });
 }
 
-std::string PytorchSnapshotImporter::toJson(PValue v, int depth) const
+std::string PytorchSnapshotImporter::toJson(PValue v) const
 {
-    if (depth > 32) return "null";
+    int64_t budget = 100000;
+    return toJson(v, 0, budget);
+}
+
+std::string PytorchSnapshotImporter::toJson(PValue v, int depth, int64_t& budget) const
+{
+    if (depth > 32 || --budget < 0) return "null";
     switch (v.type()) {
     case PType::None:
         return "null";
@@ -128,10 +134,10 @@ std::string PytorchSnapshotImporter::toJson(PValue v, int depth) const
         doc_->forEachItem(v, [&](PValue k, PValue x) {
             if (!first) out += ", ";
             first = false;
-            out +=
-                k.type() == PType::Str ? jsonQuote(doc_->str(k)) : jsonQuote(toJson(k, depth + 1));
+            out += k.type() == PType::Str ? jsonQuote(doc_->str(k))
+                                          : jsonQuote(toJson(k, depth + 1, budget));
             out += ": ";
-            out += toJson(x, depth + 1);
+            out += toJson(x, depth + 1, budget);
         });
         return out + "}";
     }
@@ -142,7 +148,7 @@ std::string PytorchSnapshotImporter::toJson(PValue v, int depth) const
         doc_->forEach(v, [&](PValue x) {
             if (!first) out += ", ";
             first = false;
-            out += toJson(x, depth + 1);
+            out += toJson(x, depth + 1, budget);
         });
         return out + "]";
     }
@@ -152,15 +158,18 @@ std::string PytorchSnapshotImporter::toJson(PValue v, int depth) const
 StringId PytorchSnapshotImporter::noteString(PValue v, Ingest& ing)
 {
     if (!v.valid() || v.type() == PType::None) return kNoString;
-    if (v.type() == PType::Str || v.type() == PType::Bytes) {
-        if (doc_->str(v).empty()) return kNoString;
-        auto it = noteCache_.find(v.payload());
-        if (it != noteCache_.end()) return it->second;
-        const StringId id = ing.intern(doc_->str(v));
-        noteCache_.emplace(v.payload(), id);
-        return id;
-    }
-    return ing.intern(toJson(v));
+    // Cached per decoded value (type and payload), so that one container shared by many
+    // allocations (a memo reference) is converted once.
+    const uint64_t key = v.payload() | (static_cast<uint64_t>(v.type()) << 60);
+    auto it = noteCache_.find(key);
+    if (it != noteCache_.end()) return it->second;
+    StringId id = kNoString;
+    if (v.type() == PType::Str || v.type() == PType::Bytes)
+        id = doc_->str(v).empty() ? kNoString : ing.intern(doc_->str(v));
+    else
+        id = ing.intern(toJson(v));
+    noteCache_.emplace(key, id);
+    return id;
 }
 
 void PytorchSnapshotImporter::emitAnnotations(Ingest& ing)

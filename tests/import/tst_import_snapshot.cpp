@@ -207,6 +207,27 @@ private slots:
         QVERIFY(!QFile::exists(o));
     }
 
+    void selfReferentialSettingsStayBounded()
+    {
+        // allocator_settings = {"x": L} with L = [L, L] through the memo: plain data, but
+        // converting it to JSON naively would take 2^depth steps. The import finishes and keeps
+        // a bounded text.
+        QByteArray p("\x80\x02}q\x00(X\x08\x00\x00\x00"
+                     "segments]X\x12\x00\x00\x00"
+                     "allocator_settings}q\x01X\x01\x00\x00\x00"
+                     "x]q\x02(h\x02h\x02"
+                     "esu.",
+                     64);
+        const QString in = tmp_.filePath("cyclic.pickle");
+        QVERIFY(writeFile(in, p));
+        const QString o = importOk(in, "cyclic");
+        QVERIFY(!o.isEmpty());
+        fs::Session s = fs::Session::open(o.toStdString());
+        const std::string settings = s.meta("allocator_settings");
+        QVERIFY(settings.rfind("{\"x\": [[", 0) == 0);
+        QVERIFY(settings.size() < 2'000'000);
+    }
+
     void notASnapshot()
     {
         // A valid pickle of a list of ints is not a snapshot: structure error, exit 2.
