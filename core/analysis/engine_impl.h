@@ -126,6 +126,9 @@ private:
 
     const TrackData* td_;
     std::unordered_map<uint64_t, uint32_t> movedTo_; // block address -> piece it moved to
+    // Alive pieces of each expandable region by address (region id -> address -> index).
+    std::unordered_map<int64_t, std::map<uint64_t, uint32_t>> alivePieces_;
+    void indexPiece(uint32_t r, bool alive);
     std::vector<RegionLive> regions_;
     std::map<uint64_t, int64_t> sizes_; // fragment size -> count
     SizeClassCounts classes_;

@@ -63,6 +63,7 @@ void FragState::regionCreate(uint32_t r)
     R.alive = true;
     ++regionCount;
     reserved += td_->regions[r].size;
+    indexPiece(r, true);
     // Blocks already recorded in it (none in a consistent session) move inside.
     for (const auto& [a, e] : R.allocs) {
         allocatedOut -= e - a;
@@ -80,21 +81,22 @@ void FragState::regionDestroy(uint32_t r)
     --regionCount;
     const RegionRec& rr = td_->regions[r];
     reserved -= rr.size;
+    indexPiece(r, false);
     // Blocks still live move to the piece of the same expandable segment that now covers them
     // (it was mapped at this instant, before this release); others are outside any region.
-    const auto pit = td_->pieces.find(rr.id);
+    const auto pit = alivePieces_.find(rr.id);
     for (auto it = R.allocs.begin(); it != R.allocs.end();) {
         const auto [a, e] = *it;
         allocatedIn -= e - a;
         uint32_t to = kNoRegion;
-        if (pit != td_->pieces.end())
-            for (uint32_t q : pit->second) {
-                const RegionRec& qr = td_->regions[q];
-                if (q != r && regions_[q].alive && a >= qr.address && a < qr.address + qr.size) {
-                    to = q;
-                    break;
-                }
+        if (pit != alivePieces_.end()) {
+            auto q = pit->second.upper_bound(a);
+            if (q != pit->second.begin()) {
+                --q;
+                const RegionRec& qr = td_->regions[q->second];
+                if (q->second != r && a < qr.address + qr.size) to = q->second;
             }
+        }
         if (to == kNoRegion) {
             allocatedOut += e - a;
             ++it;
@@ -105,6 +107,17 @@ void FragState::regionDestroy(uint32_t r)
         movedTo_[a] = to;
         it = R.allocs.erase(it);
     }
+}
+
+void FragState::indexPiece(uint32_t r, bool alive)
+{
+    const RegionRec& rr = td_->regions[r];
+    if (td_->pieces.empty() || !td_->pieces.count(rr.id)) return;
+    auto& m = alivePieces_[rr.id];
+    if (alive)
+        m[rr.address] = r; // a piece that replaces another at the same address takes its place
+    else if (auto it = m.find(rr.address); it != m.end() && it->second == r)
+        m.erase(it);
 }
 
 void FragState::insertInto(uint32_t r, uint64_t address, uint64_t end)
@@ -220,6 +233,7 @@ void FragState::rebuild(const Checkpoint& c)
             regions_[r].alive = true;
             ++regionCount;
             reserved += rr.size;
+            indexPiece(static_cast<uint32_t>(r), true);
         }
     }
     for (uint32_t i : c.live) {
