@@ -22,7 +22,7 @@ class TestImportKineto : public QObject
 private slots:
     void initTestCase()
     {
-        QVERIFY2(QDir(dataDir()).exists(), qPrintable("real-data folder missing: " + dataDir()));
+        if (!QDir(dataDir()).exists()) return; // real-data tests skip one by one
         ref_ = reference();
         QVERIFY2(ref_.contains("kineto"), "reference.json missing or without kineto");
     }
@@ -35,13 +35,15 @@ private slots:
         while (it.hasNext())
             files << QDir(dataDir()).relativeFilePath(it.next());
         files.sort();
-        QVERIFY(files.size() >= 3);
+        if (files.isEmpty()) QTest::newRow("no data") << QString();
         for (const QString& f : files)
             QTest::newRow(qPrintable(f)) << f;
     }
     void realTraces()
     {
+        FSTEST_REQUIRE_DATA();
         QFETCH(QString, rel);
+        QVERIFY(QDir(dataDir() + "/kineto").entryList(QDir::Files).size() >= 3);
         const QJsonObject want = ref_["kineto"].toObject()[rel].toObject();
         QVERIFY2(!want.isEmpty(), qPrintable("no reference for " + rel));
         const QString o = out(QFileInfo(rel).baseName());
@@ -90,6 +92,7 @@ private slots:
 
     void memoryTimeline()
     {
+        FSTEST_REQUIRE_DATA();
         // torch-memory-timeline/hta-memory-timeline.raw.gz: the catalogue gives 16845 rows
         // [time_us, action, bytes, category], 645 of them at time -1 (PREEXISTING). CREATE (2)
         // rows become allocations, DESTROY (4) rows frees, INCREMENT_VERSION (3) pairs only
@@ -119,13 +122,17 @@ private slots:
     {
         QTest::addColumn<QString>("rel");
         QDirIterator it(dataDir() + "/kineto", {"*.json.gz"}, QDir::Files);
+        int rows = 0;
         while (it.hasNext()) {
             const QString f = QDir(dataDir()).relativeFilePath(it.next());
             QTest::newRow(qPrintable(f)) << f;
+            ++rows;
         }
+        if (rows == 0) QTest::newRow("no data") << QString();
     }
     void truncatedRealFiles()
     {
+        FSTEST_REQUIRE_DATA();
         QFETCH(QString, rel);
         QFile f(dataDir() + "/" + rel);
         QVERIFY(f.open(QIODevice::ReadOnly));
