@@ -207,6 +207,7 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
 void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
 {
     if (list.type() != PType::List) bad(fmt::format("device_traces[{}] should be a list", device));
+    if (doc_->size(list) == 0) return; // adds no device (its segments, if any, already did)
     DeviceState& d = devices_[device];
     d.trace.reserve(doc_->size(list));
     std::unordered_map<uint64_t, bool> requested; // address -> its free was requested
@@ -363,18 +364,25 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
     }
     int64_t inconsistent = 0, fixed = 0, preexisting = 0, pendingCount = 0;
     int64_t spanUs = -1;
-    for (auto& [dev, d] : devices_) {
-        // Time of the trace's first entry; the reconstructed state is placed there.
-        int64_t t0 = 0;
-        if (!ordinal_) {
+    // Time of each trace's first entry; the reconstructed state is placed there (a device
+    // without a timed trace: the earliest of the others, so that all share one clock).
+    std::map<uint32_t, int64_t> firstTime;
+    int64_t earliest = 0;
+    if (!ordinal_) {
+        bool any = false;
+        for (auto& [dev, d] : devices_)
             for (PValue ev : d.trace) {
                 const Entry e = decode(ev, dev);
-                if (e.hasTime) {
-                    t0 = e.time * 1000;
-                    break;
-                }
+                if (!e.hasTime) continue;
+                firstTime[dev] = e.time * 1000;
+                earliest = any ? std::min(earliest, e.time * 1000) : e.time * 1000;
+                any = true;
+                break;
             }
-        }
+    }
+    for (auto& [dev, d] : devices_) {
+        const auto ft = firstTime.find(dev);
+        const int64_t t0 = ft != firstTime.end() ? ft->second : earliest;
         Event base;
         base.device = dev;
         base.level = Level::Framework;

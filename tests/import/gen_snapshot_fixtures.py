@@ -2,7 +2,7 @@
 """Writes PyTorch-format allocator snapshots (torch.cuda.memory._dump_snapshot pickles) that
 exercise every snapshot feature fragscope reads, with the standard library only:
 
-  multi-device.pickle  two devices; an ordinary segment with an active_pending_free block, a
+  multi-device.pickle  three devices (the third with segments, no trace); an ordinary segment with an active_pending_free block, a
                        private pool (segment_pool_id (1, 5)), an expandable segment grown by
                        segment_map around a live block, shrunk by segment_unmap, plus a second
                        mapped range; a ring-buffer-truncated trace (it starts with the
@@ -77,6 +77,8 @@ def multi_device():
         segment(1, B, [block(B, 1 * MiB, "active_allocated"),
                        block(B + 1 * MiB, 3 * MiB, "inactive")], stream=SIDE_STREAM),
         segment(1, C, [block(C, 2 * MiB, "active_pending_free")]),
+        # device 2: a segment and an empty trace list
+        segment(2, 0xA0000000, [block(0xA0000000, 2 * MiB, "inactive")]),
     ]
     dev0 = [
         entry("free_completed", A + 6 * MiB, 2 * MiB, 100),
@@ -123,7 +125,7 @@ def multi_device():
     settings = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
                 "max_split_size": -1, "garbage_collection_threshold": 0.0,
                 "expandable_segments": True, "roundup_power2_divisions": [1, 0, 0]}
-    return {"segments": segments, "device_traces": [dev0, dev1],
+    return {"segments": segments, "device_traces": [dev0, dev1, []],
             "allocator_settings": settings, "external_annotations": annotations}
 
 

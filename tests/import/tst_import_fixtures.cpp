@@ -22,6 +22,8 @@
 //   C segment 0x90000000, 2 MiB on stream 0: c1 pending free. end: reserved 6, allocated 1,
 //   free 5 in 2 fragments, largest 3; pending 2 MiB. Trace: 300 alloc c1, 310 free_requested c1,
 //   320 OOM 2 MiB on stream 0 (device free 0), 330 OOM 16 MiB on stream 1 (device free 4 MiB).
+// device 2: one free 2 MiB segment at 0xA0000000 and an empty trace list: its state is placed at
+//   the earliest trace time of the session (100 µs), so all devices share one clock.
 // Annotations (device 0): frame 0 105..150, frame 1 150..200, frame 2 200..245, metric
 //   coherence_score=0.02 for frame 2 (at 160), optimizer.step 205..215.
 #include "endstate.h"
@@ -89,6 +91,7 @@ private slots:
         QTest::newRow("device 0") << 0 << 18 * MiB << 8 * MiB + MiB / 2 << qint64{4} << 4 * MiB
                                   << 1 * MiB;
         QTest::newRow("device 1") << 1 << 6 * MiB << 1 * MiB << qint64{2} << 3 * MiB << 2 * MiB;
+        QTest::newRow("device 2") << 2 << 2 * MiB << qint64{0} << qint64{1} << 2 * MiB << qint64{0};
     }
     void endStatePerDevice()
     {
@@ -175,6 +178,10 @@ private slots:
                  (int64_t{1} << 32) | 5);
         // One reservation for E (both mapped ranges: same stream, pool and type).
         QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE expandable=1"), int64_t{1});
+        // Device 2 has no trace: its segment exists from the session's earliest trace time.
+        QCOMPARE(s.db().scalar("SELECT create_ns FROM regions WHERE address=0xA0000000"),
+                 int64_t{100000});
+        QCOMPARE(s.db().scalar("SELECT count(*) FROM devices"), int64_t{3});
         // Device 1's side stream is renumbered 1.
         QCOMPARE(s.db().scalar("SELECT stream FROM regions WHERE address=0x80000000"), int64_t{1});
     }
