@@ -95,7 +95,9 @@ void Ingest::begin()
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm", "-journal"})
         stdfs::remove(opts_.path + suffix, ec);
-    db_ = std::make_unique<Db>(opts_.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    // A one-shot import uses its connection from one thread: no SQLite mutex.
+    db_ = std::make_unique<Db>(opts_.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                               (opts_.durable ? 0 : SQLITE_OPEN_NOMUTEX));
     Db& db = *db_;
     db.exec("PRAGMA page_size=8192");
     db.exec(opts_.durable ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=OFF");
