@@ -38,7 +38,8 @@ enum class EventType : uint8_t {
     RegionDestroy, // address (device,level as created)
     RegionMap,     // VMM / expandable segment: [address,size) inside a region becomes backed
     RegionUnmap,   // ... and unbacked again
-    Alloc,         // address,size,requestedSize,level,stream,name=tag,aux=stack id
+    Alloc,         // address,size,requestedSize,level,stream,name=tag,aux=stack id,
+                   // aux2=user_metadata string id | compile_context string id << 32
     Free,          // address,level (size optional, checked when non-zero)
     Kernel,        // time..endTime,name,stream,aux=correlation,grid/block packed, graphId/graphNode
     GraphLaunch,   // time..endTime,stream,aux=graph id,aux2=exec id
@@ -46,6 +47,8 @@ enum class EventType : uint8_t {
     Range,         // time..endTime NVTX-like range, name=message
     Oom,           // size=requested bytes, aux=device free bytes, level
     Health,        // name=kind (dropped_records, buffer_overrun, clock_gap, ...), aux=value
+    PendingFree,   // freed block waiting on a stream event: address,size,stream,level,
+                   // time=free requested, endTime=free completed (kNoTime: still pending)
 };
 
 // One event. A plain fixed-size record: sources fill the fields their type uses.

@@ -17,7 +17,7 @@ namespace fs {
 struct Ingest::Statements
 {
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
-        marker, frame, frameEnd, metric, oom, health, anomaly, meta;
+        marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree;
 };
 
 struct Ingest::FrameMatcher
@@ -95,11 +95,13 @@ void Ingest::begin()
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm", "-journal"})
         stdfs::remove(opts_.path + suffix, ec);
-    db_ = std::make_unique<Db>(opts_.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    // A one-shot import uses its connection from one thread: no SQLite mutex.
+    db_ = std::make_unique<Db>(opts_.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                               (opts_.durable ? 0 : SQLITE_OPEN_NOMUTEX));
     Db& db = *db_;
     db.exec("PRAGMA page_size=8192");
-    db.exec("PRAGMA journal_mode=WAL");
-    db.exec("PRAGMA synchronous=NORMAL");
+    db.exec(opts_.durable ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=OFF");
+    db.exec(opts_.durable ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=OFF");
     db.exec("PRAGMA cache_size=-131072");
     db.exec("PRAGMA wal_autocheckpoint=16384");
     db.exec("PRAGMA temp_store=MEMORY");
@@ -125,8 +127,9 @@ void Ingest::begin()
         "INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
     s.unmapping = db.prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
     s.alloc = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size,"
-                         " requested_size, stream, alloc_ns, free_ns, tag, stack)"
-                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+                         " requested_size, stream, alloc_ns, free_ns, tag, stack,"
+                         " user_metadata, compile_context)"
+                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
     s.allocFree = db.prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = db.prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
     s.kernel =
@@ -145,6 +148,8 @@ void Ingest::begin()
     s.oom = db.prepare(
         "INSERT INTO ooms(time_ns, device, level, stream, requested_bytes, device_free_bytes)"
         " VALUES(?1,?2,?3,?4,?5,?6)");
+    s.pendingFree = db.prepare("INSERT INTO pending_frees(device, level, address, size, stream,"
+                               " request_ns, complete_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     s.health =
         db.prepare("INSERT INTO capture_health(time_ns, kind, value, detail) VALUES(?1,?2,?3,?4)");
     s.anomaly = db.prepare(
@@ -364,6 +369,16 @@ void Ingest::process(const Event& e, uint64_t seq)
             .bind(6, e.aux)
             .run();
         break;
+    case EventType::PendingFree:
+        s.pendingFree.bind(1, e.device)
+            .bind(2, static_cast<int>(e.level))
+            .bind(3, e.address)
+            .bind(4, e.size)
+            .bind(5, e.stream)
+            .bind(6, e.time);
+        if (e.endTime != kNoTime) s.pendingFree.bind(7, e.endTime);
+        s.pendingFree.run();
+        break;
     case EventType::Health:
         health(e.name < stringText_.size() ? stringText_[e.name] : "unknown",
                static_cast<int64_t>(e.aux), {}, e.time);
@@ -390,7 +405,8 @@ int64_t Ingest::regionAt(uint32_t device, Level level, uint64_t addr, uint64_t s
 void Ingest::onAlloc(const Event& e, uint64_t seq)
 {
     auto& m = live(e.device, e.level);
-    LiveAlloc a{++allocSeq_, e.size, e.requestedSize, e.time, -1, e.aux, e.name, e.stream, false};
+    LiveAlloc a{++allocSeq_, e.size, e.requestedSize, e.time,   -1,
+                e.aux,       e.aux2, e.name,          e.stream, false};
     ++stats_.allocations;
     // Overlap with a live allocation of the same level: record it, end the old one here.
     auto it = m.lower_bound(e.address);
@@ -413,7 +429,8 @@ void Ingest::onAlloc(const Event& e, uint64_t seq)
     a.regionId = regionAt(e.device, e.level, e.address, e.size);
     if (a.regionId < 0 && opts_.expectRegions) anomaly(anomaly::OutsideRegion, e, seq);
     m.emplace(e.address, a);
-    sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
+    if (opts_.durable)
+        sinceCommit_.emplace_back(e.device, static_cast<int>(e.level), e.address, a.id);
     recentlyFreed_.erase(e.address);
 }
 
@@ -452,6 +469,8 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
     if (freeTime != kNoTime) s.bind(10, freeTime);
     if (a.tag) s.bind(11, a.tag);
     if (a.stack) s.bind(12, a.stack);
+    if (a.notes & 0xffffffffu) s.bind(13, a.notes & 0xffffffffu);
+    if (a.notes >> 32) s.bind(14, a.notes >> 32);
     s.run();
 }
 
@@ -586,6 +605,7 @@ void Ingest::maybeCommit()
 
 void Ingest::tick()
 {
+    if (!opts_.durable) return; // one transaction, committed by end()
     if (std::chrono::steady_clock::now() - lastCommit_ >=
         std::chrono::milliseconds(opts_.commitIntervalMs)) {
         // A live source may go quiet with events still buffered: those older than the reorder
@@ -651,7 +671,7 @@ void Ingest::end()
     setMeta("state", abrupt_ ? "ended_abruptly" : "complete");
     createIndexes(*db_);
     db_->exec("COMMIT");
-    db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    if (opts_.durable) db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
     db_->exec("PRAGMA journal_mode=DELETE");
     st_.reset();
     db_.reset();

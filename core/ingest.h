@@ -29,8 +29,12 @@ struct IngestOptions
     int64_t reorderWindowNs = 0;
     size_t reorderMaxEvents = 1 << 20; // hard bound on buffered events (memory)
     int commitIntervalMs = 1000;       // commit at least this often
-    bool expectRegions = true;         // allocations outside any region are anomalies
-    bool aliveAtEndIsAnomaly = true;   // e.g. false for allocator snapshots
+    // false for one-shot conversions (importers): no journal, no fsync, one transaction. A file
+    // left by a killed writer is then not a session (abort() removes it on errors); the finished
+    // file is the same.
+    bool durable = true;
+    bool expectRegions = true;       // allocations outside any region are anomalies
+    bool aliveAtEndIsAnomaly = true; // e.g. false for allocator snapshots
     // A marker whose message matches opens that frame (the first capture group is N).
     std::string framePattern = R"(^\s*frame\s*[ =:]\s*(\d+)\s*$)";
 };
@@ -98,6 +102,7 @@ private:
         int64_t time;
         int64_t regionId;
         uint64_t stack;
+        uint64_t notes; // Event::aux2 of the Alloc: user_metadata, compile_context string ids
         StringId tag;
         uint32_t stream;
         bool persisted;

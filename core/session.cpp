@@ -28,7 +28,7 @@ constexpr std::array kSchema = {
     "CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
     " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER NOT NULL,"
     " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
-    " tag INTEGER, stack INTEGER)",
+    " tag INTEGER, stack INTEGER, user_metadata INTEGER, compile_context INTEGER)",
     "CREATE TABLE stacks(id INTEGER NOT NULL, depth INTEGER NOT NULL, frame INTEGER NOT NULL,"
     " PRIMARY KEY(id, depth)) WITHOUT ROWID",
     "CREATE TABLE kernels(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
@@ -44,6 +44,9 @@ constexpr std::array kSchema = {
     " source TEXT NOT NULL, PRIMARY KEY(frame, name)) WITHOUT ROWID",
     "CREATE TABLE ooms(id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, device INTEGER NOT NULL,"
     " level INTEGER, stream INTEGER, requested_bytes INTEGER, device_free_bytes INTEGER)",
+    "CREATE TABLE pending_frees(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
+    " level INTEGER NOT NULL, address INTEGER NOT NULL, size INTEGER NOT NULL, stream INTEGER,"
+    " request_ns INTEGER NOT NULL, complete_ns INTEGER)",
     "CREATE TABLE capture_health(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
     " value INTEGER, detail TEXT)",
     "CREATE TABLE anomalies(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"

@@ -4,6 +4,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
+#include "core/analysis/oom.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
 #include "core/session.h"
@@ -46,13 +47,29 @@ int runCollapse(Args& a)
     if (limit >= 0 && rep->precursors.size() > static_cast<size_t>(limit))
         rep->precursors.resize(static_cast<size_t>(limit));
     const bool ordinal = engine->summary().timeAxis == TimeAxis::Ordinal;
+    // OOMs inside the precursor window, diagnosed.
+    const std::vector<OomDiagnosis> ooms = engine->oomsBetween(rep->windowBegin, rep->windowEnd);
     if (a.flag("json")) {
         JsonWriter j;
         writeCollapseReport(j, *rep);
-        fmt::print("{}\n", j.str());
+        std::string out = j.str();
+        // One more key, "ooms", in the report's object.
+        JsonWriter oj(false);
+        oj.beginArray();
+        for (const OomDiagnosis& o : ooms)
+            writeOom(oj, o);
+        oj.endArray();
+        const size_t close = out.rfind('}');
+        if (close != std::string::npos) out.insert(close, ", \"ooms\": " + oj.str() + "\n");
+        fmt::print("{}\n", out);
     } else {
         fmt::print("{}",
                    collapseReportText(*rep, engine->timeBegin(), ordinal, rep->precursors.size()));
+        if (!ooms.empty()) {
+            fmt::print("OOMs in the window ({})\n", ooms.size());
+            for (const OomDiagnosis& o : ooms)
+                fmt::print("{}", oomText(o, engine->timeBegin(), ordinal));
+        }
     }
     return Ok;
 }
@@ -80,6 +97,7 @@ FRAGSCOPE_COMMAND({
         "effect on the largest free block and on kernel selection (docs/analysis.md).\n"
         "What happens in every healthy frame is marked [background]; events of the same\n"
         "kind and place are folded into one row.\n"
+        "OOMs in that window are listed with their diagnosis (JSON key \"ooms\").\n"
         "Exit status 1 when frame N does not exist or is not in a collapse (without --any).",
     .run = runCollapse,
     .order = 42,

@@ -11,7 +11,7 @@ using namespace fs::cli;
 
 namespace {
 
-std::string toJson(const SessionSummary& s)
+std::string toJson(const SessionSummary& s, const std::string& allocatorSettings)
 {
     JsonWriter j;
     j.beginObject();
@@ -43,6 +43,12 @@ std::string toJson(const SessionSummary& s)
     j.field("frames", s.frames);
     j.field("frame_metrics", s.frameMetrics);
     j.field("ooms", s.ooms);
+    // The recorded allocator settings (PyTorch snapshots), verbatim JSON text; null if none.
+    j.key("allocator_settings");
+    if (allocatorSettings.empty())
+        j.null();
+    else
+        j.value(allocatorSettings);
     j.key("health").beginObject();
     j.field("dropped_records", s.health.droppedRecords);
     j.field("ended_abruptly", s.health.endedAbruptly);
@@ -61,7 +67,8 @@ std::string toJson(const SessionSummary& s)
     return j.str() + "\n";
 }
 
-std::string toText(const std::string& path, const SessionSummary& s)
+std::string toText(const std::string& path, const SessionSummary& s,
+                   const std::string& allocatorSettings)
 {
     std::string out = fmt::format("{}\n", path);
     out += fmt::format("  format        v{}{}\n", s.formatVersion,
@@ -86,6 +93,7 @@ std::string toText(const std::string& path, const SessionSummary& s)
         s.ooms);
     if (!s.addressViewAvailable)
         out += "  address view  unavailable (the source has no addresses)\n";
+    if (!allocatorSettings.empty()) out += fmt::format("  allocator     {}\n", allocatorSettings);
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);
     out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly
@@ -105,7 +113,9 @@ int runInfo(Args& a)
     a.expectPositional(1, "FILE");
     const Session s = Session::open(a.positional()[0]);
     const SessionSummary sum = s.summary();
-    fmt::print("{}", a.flag("json") ? toJson(sum) : toText(a.positional()[0], sum));
+    const std::string settings = s.meta("allocator_settings");
+    fmt::print("{}",
+               a.flag("json") ? toJson(sum, settings) : toText(a.positional()[0], sum, settings));
     return Ok;
 }
 

@@ -4,6 +4,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
+#include "core/analysis/oom.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
 #include "core/session.h"
@@ -100,6 +101,7 @@ int runReport(Args& a)
                 r->precursors.resize(static_cast<size_t>(std::max<int64_t>(top, 0)));
             reports.push_back(std::move(*r));
         }
+    const std::vector<OomDiagnosis> ooms = e.ooms();
     std::vector<Correlation> corr;
     for (const Correlation& c : e.correlations())
         if (c.n >= 3) corr.push_back(c);
@@ -199,6 +201,10 @@ int runReport(Args& a)
         for (const Correlation& c : corr)
             writeCorrelation(j, c);
         j.endArray();
+        j.key("ooms").beginArray();
+        for (const OomDiagnosis& o : ooms)
+            writeOom(j, o);
+        j.endArray();
         j.endObject();
         fmt::print("{}\n", j.str());
         return Ok;
@@ -263,6 +269,11 @@ int runReport(Args& a)
             fmt::print("{}\n", f.collapse >= 0 ? "  COLLAPSE" : "");
         }
     }
+    if (!ooms.empty()) {
+        fmt::print("\nOOMs ({})\n", ooms.size());
+        for (const OomDiagnosis& o : ooms)
+            fmt::print("{}", oomText(o, e.timeBegin(), ordinal));
+    }
     fmt::print("\nCollapses ({})\n", reports.size());
     for (const CollapseReport& r : reports)
         fmt::print("{}", collapseReportText(r, e.timeBegin(), ordinal, r.precursors.size()));
@@ -290,7 +301,11 @@ FRAGSCOPE_COMMAND({
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
-        "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.",
+        "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.\n"
+        "Each OOM is diagnosed (JSON key \"ooms\"): the request, device free memory, reserved\n"
+        "and allocated bytes, what was cached in the request's pool and stream, pending frees\n"
+        "that would have fitted, and a cause (capacity, fragmentation, pending_free, external)\n"
+        "with a suggestion; docs/analysis.md gives the rules.",
     .run = runReport,
     .order = 41,
 });

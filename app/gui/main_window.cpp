@@ -5,6 +5,7 @@
 #include "core/versions.h"
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
+#include "widgets/oom_list.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
 
@@ -229,6 +230,21 @@ void MainWindow::buildDocks()
     auto* detDock = dock(tr("Allocation details"), QStringLiteral("detailsDock"), details_,
                          Qt::RightDockWidgetArea);
     tabifyDockWidget(inspDock, detDock);
+    oomList_ = new views::OomList(this);
+    tabifyDockWidget(
+        detDock, dock(tr("OOMs"), QStringLiteral("oomDock"), oomList_, Qt::RightDockWidgetArea));
+    // An OOM drives the views like a collapse: its frame, its instant marked and zoomed to.
+    connect(oomList_, &views::OomList::oomActivated, this, [this](int64_t t) {
+        if (!scene_) return;
+        if (const render::FrameRow* f = scene_->frameAt(t))
+            selection_->selectFrame(*scene_, f->index);
+        Selection s = selection_->current();
+        s.marker = t;
+        selection_->select(s);
+        const int64_t span =
+            std::max<int64_t>(1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);
+        heatmap_->zoomToTime(t - span / 2, t + span / 2);
+    });
     inspDock->raise();
 
     histogram_ = new views::HistogramWidget(this);
@@ -383,6 +399,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     if (idx < 0) idx = levelBox_->findData(scene_->defaultLevel());
     levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
+    oomList_->setScene(scene_);
     setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel());
     if (!keepView)
         selection_->clear();

@@ -30,6 +30,7 @@ class KernelLaneWidget;
 class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
+class OomList;
 } // namespace fs::views
 
 namespace fs::gui {
@@ -122,6 +123,7 @@ private:
     views::KernelLaneWidget* kernels_ = nullptr;
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
+    views::OomList* oomList_ = nullptr;
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
+#include "widgets/oom_list.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
 
@@ -26,6 +27,7 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QThread>
+#include <QTreeWidget>
 
 namespace fs::gui {
 
@@ -237,6 +239,12 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
             if (auto* dock = findChild<QDockWidget*>(QStringLiteral("detailsDock"))) dock->raise();
             shot(QStringLiteral("gui-allocation-stack.png"));
         }
+    }
+    // The OOM list, its first OOM activated (it drives the views like a collapse).
+    if (oomList_ && oomList_->count() > 0) {
+        if (auto* dock = findChild<QDockWidget*>(QStringLiteral("oomDock"))) dock->raise();
+        emit oomList_->tree()->itemActivated(oomList_->tree()->topLevelItem(0), 0);
+        shot(QStringLiteral("gui-oom.png"));
     }
     QString err;
     for (render::View v : {render::View::Heatmap, render::View::Histogram, render::View::Timeline,

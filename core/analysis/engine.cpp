@@ -153,6 +153,10 @@ void Engine::Impl::load(const LoadOptions& o)
             regionById[r.id].emplace_back(ti, static_cast<uint32_t>(tracks[ti].regions.size()));
             tracks[ti].regions.push_back(r);
         }
+        for (const auto& [id, where] : regionById)
+            if (where.size() > 1)
+                for (const auto& [ti, i] : where)
+                    tracks[ti].pieces[id].push_back(i);
     }
     // The range of a block's region that holds it (several for an expandable segment).
     auto regionOf = [&](int64_t regionId, size_t ti, const Alloc& a) -> uint32_t {
@@ -282,6 +286,16 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
                 i.stack.push_back(fr.text(0));
         }
     }
+    // Columns added after format v1's first files: absent from older sessions.
+    if (db.scalar("SELECT count(*) FROM pragma_table_info('allocations')"
+                  " WHERE name='user_metadata'") > 0) {
+        Stmt nt = db.prepare("SELECT user_metadata, compile_context FROM allocations WHERE id=?1");
+        nt.bind(1, a.id);
+        if (nt.step()) {
+            if (!nt.isNull(0)) i.userMetadata = session->string(static_cast<StringId>(nt.i64(0)));
+            if (!nt.isNull(1)) i.compileContext = session->string(static_cast<StringId>(nt.i64(1)));
+        }
+    }
     return i;
 }
 
@@ -379,13 +393,14 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
             s.allocatedOutsideBytes += a.size;
             continue;
         }
-        const RegionRec& rr = td.regions[a.region];
+        const uint32_t r = td.placeAt(a, t);
+        const RegionRec& rr = td.regions[r];
         const uint64_t end = std::min(a.end(), rr.address + rr.size);
-        if (alive[a.region])
+        if (alive[r])
             s.allocatedBytes += end - a.address;
         else
             s.allocatedOutsideBytes += end - a.address;
-        inRegion[a.region].emplace_back(a.address, end);
+        inRegion[r].emplace_back(a.address, end);
     }
     std::vector<uint64_t> frags;
     for (size_t r = 0; r < td.regions.size(); ++r) {

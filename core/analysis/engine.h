@@ -123,6 +123,12 @@ public:
     std::vector<double> frameSeries(uint32_t device, Level level, const std::string& metric) const;
     // Every allocator metric of the default track against every frame metric in the session.
     std::vector<Correlation> correlations() const;
+    // ---- OOMs ----
+    // Every OOM of the session, diagnosed (docs/analysis.md "OOM diagnosis"), in time order.
+    std::vector<OomDiagnosis> ooms() const;
+    // Those in [from, to].
+    std::vector<OomDiagnosis> oomsBetween(int64_t from, int64_t to) const;
+    AllocatorSettings allocatorSettings() const;
     Correlation correlation(uint32_t device, Level level, const std::string& allocatorMetric,
                             const std::string& frameMetric) const;
 

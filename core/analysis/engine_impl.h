@@ -65,6 +65,13 @@ struct TrackData
     std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs
     std::vector<Checkpoint> checkpoints; // ascending time; the first is the empty state
     AddressLayout layout;
+    // Mapped pieces of each expandable region (region id -> indices into regions), for regions
+    // with more than one: a block outlives the piece it was placed in when the segment grows or
+    // shrinks around it, and then lives on in the piece that covers it.
+    std::unordered_map<int64_t, std::vector<uint32_t>> pieces;
+    // The piece of a's region alive at time t that covers it (a.region when that one is alive at
+    // t, or when none is).
+    uint32_t placeAt(const Alloc& a, int64_t t) const;
     int64_t events() const
     {
         return static_cast<int64_t>(allocs.size() + byFree.size() + regions.size() +
@@ -114,8 +121,14 @@ private:
     void addFragment(uint64_t size);
     void removeFragment(uint64_t size);
     void gapsOf(uint32_t r, bool add);
+    // Inserts a live block into region r (alive) and updates the fragments around it.
+    void insertInto(uint32_t r, uint64_t address, uint64_t end);
 
     const TrackData* td_;
+    std::unordered_map<uint64_t, uint32_t> movedTo_; // block address -> piece it moved to
+    // Alive pieces of each expandable region by address (region id -> address -> index).
+    std::unordered_map<int64_t, std::map<uint64_t, uint32_t>> alivePieces_;
+    void indexPiece(uint32_t r, bool alive);
     std::vector<RegionLive> regions_;
     std::map<uint64_t, int64_t> sizes_; // fragment size -> count
     SizeClassCounts classes_;

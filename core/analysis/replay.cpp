@@ -63,6 +63,7 @@ void FragState::regionCreate(uint32_t r)
     R.alive = true;
     ++regionCount;
     reserved += td_->regions[r].size;
+    indexPiece(r, true);
     // Blocks already recorded in it (none in a consistent session) move inside.
     for (const auto& [a, e] : R.allocs) {
         allocatedOut -= e - a;
@@ -78,12 +79,81 @@ void FragState::regionDestroy(uint32_t r)
     gapsOf(r, false);
     R.alive = false;
     --regionCount;
-    reserved -= td_->regions[r].size;
-    // Blocks still live in a released region are now outside any region.
-    for (const auto& [a, e] : R.allocs) {
+    const RegionRec& rr = td_->regions[r];
+    reserved -= rr.size;
+    indexPiece(r, false);
+    // Blocks still live move to the piece of the same expandable segment that now covers them
+    // (it was mapped at this instant, before this release); others are outside any region.
+    const auto pit = alivePieces_.find(rr.id);
+    for (auto it = R.allocs.begin(); it != R.allocs.end();) {
+        const auto [a, e] = *it;
         allocatedIn -= e - a;
-        allocatedOut += e - a;
+        uint32_t to = kNoRegion;
+        if (pit != alivePieces_.end()) {
+            auto q = pit->second.upper_bound(a);
+            if (q != pit->second.begin()) {
+                --q;
+                const RegionRec& qr = td_->regions[q->second];
+                if (q->second != r && a < qr.address + qr.size) to = q->second;
+            }
+        }
+        if (to == kNoRegion) {
+            allocatedOut += e - a;
+            ++it;
+            continue;
+        }
+        const RegionRec& qr = td_->regions[to];
+        insertInto(to, a, std::min(e, qr.address + qr.size));
+        movedTo_[a] = to;
+        it = R.allocs.erase(it);
     }
+}
+
+void FragState::indexPiece(uint32_t r, bool alive)
+{
+    const RegionRec& rr = td_->regions[r];
+    if (td_->pieces.empty() || !td_->pieces.count(rr.id)) return;
+    auto& m = alivePieces_[rr.id];
+    if (alive)
+        m[rr.address] = r; // a piece that replaces another at the same address takes its place
+    else if (auto it = m.find(rr.address); it != m.end() && it->second == r)
+        m.erase(it);
+}
+
+void FragState::insertInto(uint32_t r, uint64_t address, uint64_t end)
+{
+    RegionLive& R = regions_[r];
+    const RegionRec& rr = td_->regions[r];
+    const uint64_t rEnd = rr.address + rr.size;
+    auto [it, inserted] = R.allocs.emplace(address, end);
+    if (!inserted) { // two live blocks at one address: inconsistent input, count it outside
+        allocatedOut += end - address;
+        return;
+    }
+    allocatedIn += end - address;
+    const uint64_t prevEnd =
+        it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
+    const auto next = std::next(it);
+    const uint64_t nextStart = next == R.allocs.end() ? rEnd : next->first;
+    if (nextStart > prevEnd) removeFragment(nextStart - prevEnd);
+    if (address > prevEnd) addFragment(address - prevEnd);
+    if (nextStart > end) addFragment(nextStart - end);
+}
+
+uint32_t TrackData::placeAt(const Alloc& a, int64_t t) const
+{
+    if (a.region == kNoRegion) return a.region;
+    const RegionRec& rr = regions[a.region];
+    if (rr.createNs <= t && rr.destroyNs > t) return a.region;
+    const auto it = pieces.find(rr.id);
+    if (it == pieces.end()) return a.region;
+    for (uint32_t q : it->second) {
+        const RegionRec& r = regions[q];
+        if (r.createNs <= t && r.destroyNs > t && a.address >= r.address &&
+            a.address < r.address + r.size)
+            return q;
+    }
+    return a.region;
 }
 
 void FragState::alloc(const Alloc& a)
@@ -123,9 +193,17 @@ void FragState::free(const Alloc& a)
         allocatedOut -= a.size;
         return;
     }
-    RegionLive& R = regions_[a.region];
-    auto it = R.allocs.find(a.address);
-    if (it == R.allocs.end()) return; // never inserted (see alloc())
+    uint32_t r = a.region;
+    auto it = regions_[r].allocs.find(a.address);
+    if (it == regions_[r].allocs.end()) {
+        const auto m = movedTo_.find(a.address); // moved when its piece was unmapped
+        if (m == movedTo_.end()) return;         // never inserted (see alloc())
+        r = m->second;
+        movedTo_.erase(m);
+        it = regions_[r].allocs.find(a.address);
+        if (it == regions_[r].allocs.end()) return;
+    }
+    RegionLive& R = regions_[r];
     --live;
     const uint64_t end = it->second;
     if (!R.alive) {
@@ -133,7 +211,7 @@ void FragState::free(const Alloc& a)
         R.allocs.erase(it);
         return;
     }
-    const RegionRec& rr = td_->regions[a.region];
+    const RegionRec& rr = td_->regions[r];
     const uint64_t rEnd = rr.address + rr.size;
     allocatedIn -= end - a.address;
     const uint64_t prevEnd =
@@ -155,6 +233,7 @@ void FragState::rebuild(const Checkpoint& c)
             regions_[r].alive = true;
             ++regionCount;
             reserved += rr.size;
+            indexPiece(static_cast<uint32_t>(r), true);
         }
     }
     for (uint32_t i : c.live) {
@@ -164,8 +243,10 @@ void FragState::rebuild(const Checkpoint& c)
             allocatedOut += a.size;
             continue;
         }
-        RegionLive& R = regions_[a.region];
-        const RegionRec& rr = td_->regions[a.region];
+        const uint32_t r = td_->placeAt(a, c.time);
+        if (r != a.region) movedTo_[a.address] = r;
+        RegionLive& R = regions_[r];
+        const RegionRec& rr = td_->regions[r];
         const uint64_t end = std::min(a.end(), rr.address + rr.size);
         if (!R.allocs.emplace(a.address, end).second) {
             allocatedOut += a.size; // mirrors alloc() for two live blocks at one address

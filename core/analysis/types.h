@@ -16,7 +16,7 @@ namespace fs::analysis {
 
 // Bumped whenever a result's definition or computation changes: cached results carry it and are
 // rebuilt when it differs.
-constexpr int kEngineVersion = 1;
+constexpr int kEngineVersion = 2;
 
 constexpr int64_t kAlive = std::numeric_limits<int64_t>::max(); // free time of a never-freed block
 
@@ -98,6 +98,8 @@ struct AllocationInfo
     int64_t freeNs = kAlive;        // kAlive: never freed in the session
     std::string tag;                // name given by the source (may be empty)
     std::vector<std::string> stack; // outermost last; empty when unknown
+    std::string userMetadata;       // PyTorch snapshots: user_metadata of the allocation
+    std::string compileContext;     // PyTorch snapshots: compile_context (torch.compile)
 };
 
 struct RegionInfo
@@ -456,6 +458,47 @@ struct MemmapRaster
     std::vector<CellState> state;
     AddressLayout layout;
     Caveats caveats;
+};
+
+// ---- OOM diagnosis ---------------------------------------------------------------------------
+
+// The allocator settings a session recorded (meta allocator_settings), as far as the OOM advice
+// needs them. "Known" is false when the session does not say.
+struct AllocatorSettings
+{
+    bool expandableKnown = false;
+    bool expandableSegments = false;
+    bool maxSplitKnown = false;
+    uint64_t maxSplitBytes = 0; // 0 with maxSplitKnown: unlimited
+    std::string text;           // the recorded JSON text, empty when none
+};
+AllocatorSettings parseAllocatorSettings(const std::string& json);
+
+// One OOM and why it happened (docs/analysis.md "OOM diagnosis"). Figures are at the OOM's time,
+// over the device's allocator track of the OOM's level.
+struct OomDiagnosis
+{
+    int64_t time = 0;
+    uint32_t device = 0;
+    Level level = Level::Framework;
+    uint32_t stream = 0;
+    uint64_t requestedBytes = 0;
+    bool deviceFreeKnown = false;
+    uint64_t deviceFreeBytes = 0; // as recorded with the OOM
+    uint64_t reservedBytes = 0;
+    uint64_t allocatedBytes = 0;
+    // Free bytes cached in the request's pool (the default pool) and stream, and the largest
+    // free block there.
+    uint64_t poolStreamFreeBytes = 0;
+    uint64_t poolStreamLargestFreeBytes = 0;
+    uint64_t cachedFreeBytes = 0;     // reserved - allocated, every pool and stream
+    int64_t pendingFreeFits = 0;      // pending-free blocks of the pool and stream >= the request
+    uint64_t pendingFreeFitBytes = 0; // ... their bytes
+    uint64_t capacityBytes = 0;       // device memory, 0 when unknown
+    uint64_t externalBytes = 0;       // capacity - device free - reserved (0 when capacity unknown)
+    std::string cause;                // capacity | fragmentation | pending_free | external
+    std::string reason;               // the rule that decided, with the figures
+    std::string suggestion;           // what to change, given the recorded settings
 };
 
 // Hilbert curve position d (0 <= d < side*side) -> cell (x, y) for a side that is a power of 2.

@@ -118,6 +118,21 @@ public:
                 f(p[i], p[i + 1]);
         }
     }
+    // Calls f(index, value) for every item of a dict, index being the key's position in
+    // PickleOptions::compactKeys or -1: compact dicts know it without looking at the key.
+    template <typename F> void forEachKeyed(PValue d, F&& f) const
+    {
+        if (d.type() != PType::Dict) return;
+        const Container& k = containers_[d.payload()];
+        if (k.compact) {
+            const PValue* p = &arena_[k.first][k.count];
+            uint32_t mask = k.last;
+            for (uint32_t i = 0; mask != 0; ++i, mask &= mask - 1)
+                f(__builtin_ctz(mask), p[i]);
+            return;
+        }
+        forEachItem(d, [&](PValue key, PValue v) { f(keyIndex(key), v); });
+    }
     // Index of a str key in PickleOptions::compactKeys, or -1 (cached per string).
     int keyIndex(PValue key) const;
     // Value of a dict's string key (the last one wins, as in Python); Invalid when missing.

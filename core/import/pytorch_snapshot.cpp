@@ -3,226 +3,20 @@
 // start long after the segments were created, so the state at its first entry is reconstructed
 // by undoing the trace backwards from the final segments/blocks; the forward replay then ends in
 // exactly the snapshot's final state (docs/importers.md, "PyTorch snapshots").
-#include "importer.h"
-#include "pickle_reader.h"
+#include "pytorch_snapshot.h"
 
 #include "core/json.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
-namespace fs::import {
-
-namespace {
-
-enum class Act : uint8_t {
-    Alloc,
-    FreeRequested,
-    FreeCompleted,
-    SegmentAlloc,
-    SegmentFree,
-    SegmentMap,
-    SegmentUnmap,
-    Oom,
-    Snapshot,
-    Unknown,
-};
-constexpr std::array<std::string_view, 9> kActNames = {
-    "alloc",        "free_requested", "free_completed", "segment_alloc",
-    "segment_free", "segment_map",    "segment_unmap",  "oom",
-    "snapshot",
-};
-
-Act actOf(std::string_view s)
-{
-    for (size_t i = 0; i < kActNames.size(); ++i)
-        if (s == kActNames[i]) return static_cast<Act>(i);
-    if (s == "free") // older PyTorch: one free action
-        return Act::FreeCompleted;
-    return Act::Unknown;
-}
-
-// Keys of trace entries, blocks and frames: dicts with only these keys are stored compactly
-// (PickleOptions::compactKeys), and decoding switches on the key's index in this list.
-enum Key : int {
-    kAction,
-    kAddr,
-    kSize,
-    kStream,
-    kTimeUs,
-    kFrames,
-    kDeviceFree,
-    kCompileContext,
-    kUserMetadata,
-    kAddress,
-    kRequestedSize,
-    kState,
-    kHistory,
-    kName,
-    kFilename,
-    kLine,
-    kRealSize,
-};
-const std::vector<std::string> kCompactKeys = {
-    "action",        "addr",    "size",           "stream",
-    "time_us",       "frames",  "device_free",    "compile_context",
-    "user_metadata", "address", "requested_size", "state",
-    "history",       "name",    "filename",       "line",
-    "real_size",
-};
-
-struct Entry
-{
-    int64_t time = 0;
-    uint64_t addr = 0;
-    uint64_t size = 0;
-    uint64_t extra =
-        0; // alloc: requested size (known only for blocks alive at the end); oom: device_free
-    PValue frames;
-    uint32_t stream = 0;
-    Act act = Act::Unknown;
-    bool hasTime = false;
-};
-
-struct SegInfo
-{
-    uint64_t size = 0;
-    uint32_t stream = 0;
-    uint64_t pool = 0;
-    std::string type;
-    bool expandable = false;
-};
-
-struct AllocInfo
-{
-    uint64_t size = 0;
-    uint64_t requested = 0;
-    uint32_t stream = 0;
-    PValue frames;
-    bool fromFinal = false;
-};
-
-// Mapped pieces of expandable segments: address -> size, merged when adjacent.
-using Ranges = std::map<uint64_t, uint64_t>;
-
-void addRange(Ranges& r, uint64_t a, uint64_t s)
-{
-    if (s == 0) return;
-    uint64_t lo = a, hi = a + s;
-    auto it = r.lower_bound(a);
-    if (it != r.begin() && std::prev(it)->first + std::prev(it)->second >= a) --it;
-    while (it != r.end() && it->first <= hi) {
-        lo = std::min(lo, it->first);
-        hi = std::max(hi, it->first + it->second);
-        it = r.erase(it);
-    }
-    r[lo] = hi - lo;
-}
-
-void removeRange(Ranges& r, uint64_t a, uint64_t s)
-{
-    const uint64_t end = a + s;
-    auto it = r.lower_bound(a);
-    if (it != r.begin()) --it;
-    while (it != r.end() && it->first < end) {
-        const uint64_t pa = it->first, pe = it->first + it->second;
-        if (pe <= a) {
-            ++it;
-            continue;
-        }
-        it = r.erase(it);
-        if (pa < a) r[pa] = a - pa;
-        if (pe > end) r[end] = pe - end;
-    }
-}
-
-struct DeviceState
-{
-    std::map<uint64_t, SegInfo> finalSegs;
-    std::map<uint64_t, AllocInfo> finalAllocs;
-    Ranges finalMapped;
-    std::map<uint64_t, SegInfo> initSegs;
-    std::map<uint64_t, AllocInfo> initAllocs;
-    Ranges initMapped;
-    std::vector<PValue> trace; // the entry dicts, decoded on each pass (memory: 8 B per entry)
-    // Block size, requested size and frames of the alloc entries whose block is alive at the
-    // end (the final block is authoritative), by entry index.
-    std::unordered_map<size_t, AllocInfo> finalInstance;
-    uint64_t expLo = ~uint64_t{0}, expHi = 0; // bounding range of expandable memory
-    int64_t inconsistent = 0;
-    Act freeAct = Act::FreeCompleted;
-    bool hasCompleted = false, hasRequested = false;
-};
-
-class PytorchSnapshotImporter final : public Importer
-{
-public:
-    PytorchSnapshotImporter(const std::string& path, ImportOptions opts)
-        : Importer(path, std::move(opts))
-    {
-    }
-    Format format() const override { return Format::PytorchSnapshot; }
-    void prepare() override;
-    void configure(IngestOptions& o) const override
-    {
-        o.sourceKind = "pytorch-snapshot";
-        o.sourcePath = path_;
-        o.timeAxis = ordinal_ ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
-        o.aliveAtEndIsAnomaly = false;
-        o.expectRegions = true;
-    }
-    void emit(Ingest& ingest) override;
-
-private:
-    [[noreturn]] void bad(const std::string& what) const
-    {
-        throw ImportError(path_, "snapshot structure: " + what);
-    }
-    uint64_t u64(PValue v, const char* what) const
-    {
-        uint64_t out = 0;
-        if (!doc_->toU64(v, out))
-            bad(fmt::format("'{}' should be a non-negative integer, found {}", what,
-                            ptypeName(v.type())));
-        return out;
-    }
-    uint32_t streamId(PValue v)
-    {
-        int64_t raw = 0;
-        uint64_t uraw = 0;
-        if (doc_->toI64(v, raw))
-            uraw = static_cast<uint64_t>(raw);
-        else if (!doc_->toU64(v, uraw))
-            return 0;
-        if (uraw == 0) return 0;
-        auto [it, inserted] = streams_.emplace(uraw, static_cast<uint32_t>(streams_.size() + 1));
-        return it->second;
-    }
-    void decodeSegments(PValue segs);
-    void decodeTrace(uint32_t device, PValue list);
-    Entry decode(PValue ev, uint32_t device);
-    void reconstruct(uint32_t device, DeviceState& d);
-    uint64_t stackOf(PValue frames, Ingest& ing);
-    StringId frameString(PValue frame, Ingest& ing);
-
-    std::unique_ptr<PickleDoc> doc_;
-    std::map<uint32_t, DeviceState> devices_;
-    std::map<uint64_t, uint32_t> streams_;
-    std::array<int64_t, kActNames.size() + 1> actCounts_{};
-    std::map<std::string, int64_t> unknownActs_;
-    bool ordinal_ = false;
-    bool anyTime_ = false;
-    bool derivedAddresses_ = false;
-    int64_t nonMonotonic_ = 0;
-    int64_t untiledSegments_ = 0;
-    std::unordered_map<uint64_t, StringId> frameCache_;
-    std::unordered_map<std::string, uint64_t> stackCache_;
-    std::string stackKey_;
-};
+namespace fs::import::snapshot {
 
 void PytorchSnapshotImporter::prepare()
 {
@@ -247,6 +41,12 @@ void PytorchSnapshotImporter::prepare()
     }
     if (segs.type() != PType::List) bad("'segments' should be a list");
     decodeSegments(segs);
+    if (root.type() == PType::Dict) {
+        const PValue settings = doc_->get(root, "allocator_settings");
+        if (settings.type() == PType::Dict) allocatorSettings_ = toJson(settings);
+        const PValue ann = doc_->get(root, "external_annotations");
+        if (ann.type() == PType::List) decodeAnnotations(ann);
+    }
     if (traces.valid() && traces.type() != PType::None) {
         if (traces.type() != PType::List)
             bad("'device_traces' should be a list (one list per device)");
@@ -255,8 +55,10 @@ void PytorchSnapshotImporter::prepare()
     }
     // time_us x 1000 when any entry has it, else the entry's ordinal.
     ordinal_ = !anyTime_;
-    for (auto& [id, d] : devices_)
+    for (auto& [id, d] : devices_) {
         reconstruct(id, d);
+        findClusters(d, id);
+    }
     for (size_t i = 0; i < kActNames.size(); ++i)
         if (actCounts_[i]) report_.counts["trace." + std::string(kActNames[i])] = actCounts_[i];
 }
@@ -296,11 +98,13 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
         if (!haveAddr || !haveSize) bad("a segment lacks 'address' or 'total_size'");
         DeviceState& d = devices_[device];
         if (info.expandable) {
+            // One snapshot segment per contiguous mapped range of an expandable segment.
             addRange(d.finalMapped, addr, info.size);
-            d.expLo = std::min(d.expLo, addr);
-            d.expHi = std::max(d.expHi, addr + info.size);
+            d.expRanges.emplace_back(addr, addr + info.size, info.stream);
+            expInfo_[{device, addr}] = info;
         } else {
             d.finalSegs[addr] = info;
+            d.fixedSegs.push_back(addr);
         }
         uint64_t cursor = addr;
         doc_->forEach(blocks, [&](PValue b) {
@@ -309,7 +113,7 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
             a.stream = info.stream;
             a.fromFinal = true;
             uint64_t baddr = cursor;
-            bool active = false;
+            bool active = false, pending = false;
             PValue history;
             doc_->forEachItem(b, [&](PValue k, PValue v) {
                 const std::string_view key = doc_->str(k);
@@ -319,10 +123,13 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
                     a.size = u64(v, "block size");
                 else if (key == "requested_size")
                     a.requested = u64(v, "requested_size");
-                else if (key == "state")
-                    active = doc_->str(v).starts_with(
-                        "active"); // active_allocated, active_awaiting_free
-                else if (key == "frames")
+                else if (key == "state") {
+                    // active_allocated is allocated; active_pending_free (freed, waiting on a
+                    // stream event) and inactive are free, as PyTorch's accounting counts them.
+                    const std::string_view st = doc_->str(v);
+                    active = st == "active_allocated";
+                    pending = st.starts_with("active") && !active;
+                } else if (key == "frames")
                     a.frames = v;
                 else if (key == "history")
                     history = v;
@@ -330,9 +137,17 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
             if (doc_->get(b, "address").valid() == false)
                 derivedAddresses_ =
                     true; // ~2.0 format: address = segment address + sizes before it
-            if (!a.frames.valid() && history.type() == PType::List && doc_->size(history) > 0)
-                a.frames = doc_->get(doc_->at(history, doc_->size(history) - 1), "frames");
+            if (history.type() == PType::List && doc_->size(history) > 0) {
+                // ~2.0 format: the block's first history entry is its allocation (as
+                // torch.cuda._memory_viz reads it): frames and real_size.
+                const PValue h0 = doc_->at(history, 0);
+                if (!a.frames.valid()) a.frames = doc_->get(h0, "frames");
+                uint64_t real = 0;
+                if (a.requested == 0 && doc_->toU64(doc_->get(h0, "real_size"), real))
+                    a.requested = real;
+            }
             if (active) d.finalAllocs[baddr] = a;
+            if (pending) d.finalPending[baddr] = PendingInfo{a.size, a.stream, 0};
             cursor = baddr + a.size;
         });
         if (doc_->size(blocks) > 0 && cursor != addr + info.size) ++untiledSegments_;
@@ -346,8 +161,8 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
                         ptypeName(ev.type())));
     Entry e;
     std::string_view action;
-    doc_->forEachItem(ev, [&](PValue k, PValue v) {
-        switch (doc_->keyIndex(k)) {
+    doc_->forEachKeyed(ev, [&](int key, PValue v) {
+        switch (key) {
         case kAction:
             action = doc_->str(v);
             break;
@@ -375,6 +190,12 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
         case kDeviceFree:
             doc_->toU64(v, e.extra);
             break;
+        case kUserMetadata:
+            e.userMetadata = v;
+            break;
+        case kCompileContext:
+            e.compileContext = v;
+            break;
         default:
             break;
         }
@@ -386,8 +207,10 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
 void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
 {
     if (list.type() != PType::List) bad(fmt::format("device_traces[{}] should be a list", device));
+    if (doc_->size(list) == 0) return; // adds no device (its segments, if any, already did)
     DeviceState& d = devices_[device];
     d.trace.reserve(doc_->size(list));
+    std::unordered_map<uint64_t, bool> requested; // address -> its free was requested
     doc_->forEach(list, [&](PValue ev) {
         const Entry e = decode(ev, device);
         if (e.act == Act::Unknown) {
@@ -403,9 +226,24 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
         anyTime_ |= e.hasTime;
         d.hasCompleted |= e.act == Act::FreeCompleted;
         d.hasRequested |= e.act == Act::FreeRequested;
-        if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap) {
-            d.expLo = std::min(d.expLo, e.addr);
-            d.expHi = std::max(d.expHi, e.addr + e.size);
+        if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap)
+            d.expRanges.emplace_back(e.addr, e.addr + e.size, e.stream);
+        else if (e.act == Act::SegmentAlloc || e.act == Act::SegmentFree)
+            d.fixedSegs.push_back(e.addr);
+        // A free_completed whose free_requested is missing although its block was allocated in
+        // the trace (an entry lost from the buffer) frees the block itself; one whose block
+        // predates the trace ends a wait that began before it. (Used when the trace records
+        // free_requested at all.)
+        if (e.act == Act::Alloc) {
+            requested[e.addr] = false;
+        } else if (e.act == Act::FreeRequested) {
+            requested[e.addr] = true;
+        } else if (e.act == Act::FreeCompleted) {
+            auto it = requested.find(e.addr);
+            if (it != requested.end()) {
+                if (!it->second) d.completedFrees.insert(d.trace.size());
+                requested.erase(it);
+            }
         }
         d.trace.push_back(ev);
     });
@@ -413,14 +251,16 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
 
 void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
 {
-    // Which action frees a block: free_completed, since a block whose free was requested but is
-    // still waiting on other streams (active_awaiting_free) is allocated in the final state.
-    // Traces that record only free_requested fall back to it.
-    const bool hasCompleted = d.hasCompleted, hasRequested = d.hasRequested;
-    d.freeAct = !hasCompleted && hasRequested ? Act::FreeRequested : Act::FreeCompleted;
+    // Which action frees a block: free_requested where the trace records it, since PyTorch counts
+    // a block whose free waits on other streams (active_pending_free) as free; the wait until
+    // free_completed is kept apart (pending_frees). Older traces have only one free action.
+    const bool hasRequested = d.hasRequested;
+    d.freeAct = hasRequested ? Act::FreeRequested : Act::FreeCompleted;
 
+    if (d.freeAct != Act::FreeRequested) d.completedFrees.clear();
     auto segs = d.finalSegs;
     auto allocs = d.finalAllocs;
+    auto pending = d.finalPending;
     Ranges mapped = d.finalMapped;
     for (size_t i = d.trace.size(); i-- > 0;) {
         const Entry e = decode(d.trace[i], 0);
@@ -438,12 +278,15 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
                 d.finalInstance[i] = fin;
             }
             allocs.erase(it);
-        } else if (e.act == d.freeAct) {
+        } else if (e.act == d.freeAct || d.completedFrees.count(i)) {
             if (allocs.count(e.addr)) ++d.inconsistent;
             AllocInfo a;
             a.size = e.size;
             a.stream = e.stream;
             allocs[e.addr] = a; // allocated before the trace began: its stack is unknown
+            pending.erase(e.addr);
+        } else if (e.act == Act::FreeCompleted && d.freeAct == Act::FreeRequested) {
+            pending[e.addr] = PendingInfo{e.size, e.stream, 0}; // its wait began earlier
         } else if (e.act == Act::SegmentAlloc) {
             if (!segs.erase(e.addr)) ++d.inconsistent;
         } else if (e.act == Act::SegmentFree) {
@@ -462,6 +305,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     d.initSegs = std::move(segs);
     d.initAllocs = std::move(allocs);
     d.initMapped = std::move(mapped);
+    d.initPending = std::move(pending);
 }
 
 StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
@@ -518,28 +362,35 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         info.name = fmt::format("cuda:{}", dev);
         ing.addDevice(info);
     }
-    int64_t inconsistent = 0, fixed = 0, preexisting = 0;
+    int64_t inconsistent = 0, fixed = 0, preexisting = 0, pendingCount = 0;
     int64_t spanUs = -1;
-    for (auto& [dev, d] : devices_) {
-        // Time of the trace's first entry; the reconstructed state is placed there.
-        int64_t t0 = 0;
-        if (!ordinal_) {
+    // Time of each trace's first entry; the reconstructed state is placed there (a device
+    // without a timed trace: the earliest of the others, so that all share one clock).
+    std::map<uint32_t, int64_t> firstTime;
+    int64_t earliest = 0;
+    if (!ordinal_) {
+        bool any = false;
+        for (auto& [dev, d] : devices_)
             for (PValue ev : d.trace) {
                 const Entry e = decode(ev, dev);
-                if (e.hasTime) {
-                    t0 = e.time * 1000;
-                    break;
-                }
+                if (!e.hasTime) continue;
+                firstTime[dev] = e.time * 1000;
+                earliest = any ? std::min(earliest, e.time * 1000) : e.time * 1000;
+                any = true;
+                break;
             }
-        }
+    }
+    for (auto& [dev, d] : devices_) {
+        const auto ft = firstTime.find(dev);
+        const int64_t t0 = ft != firstTime.end() ? ft->second : earliest;
         Event base;
         base.device = dev;
         base.level = Level::Framework;
         base.time = t0;
         std::map<uint64_t, uint64_t> curSegs;   // addr -> size, mirrors what ingest was told
         std::map<uint64_t, uint64_t> curAllocs; // addr -> size
-        Ranges pieces;                          // expandable mapped pieces as ingest knows them
-        const bool hasExpandable = d.expHi > d.expLo;
+        Ranges pieces; // expandable mapped ranges as ingest knows them (maximal, as PyTorch's
+                       // snapshot reports one segment per contiguous mapped range)
         auto regionCreate = [&](uint64_t a, const SegInfo& s, int64_t t) {
             Event e = base;
             e.type = EventType::RegionCreate;
@@ -553,26 +404,63 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             ing.add(e);
             curSegs[a] = s.size;
         };
-        if (hasExpandable) {
-            // One reservation spanning every expandable mapping seen on this device; which parts
-            // are backed is told by RegionMap/RegionUnmap (region_mappings).
+        for (const Cluster& c : d.clusters) {
+            // One reservation per expandable segment; which parts are backed is told by
+            // RegionMap/RegionUnmap (region_mappings).
             Event e = base;
             e.type = EventType::RegionCreate;
-            e.address = d.expLo;
-            e.size = d.expHi - d.expLo;
+            e.address = c.lo;
+            e.size = c.hi - c.lo;
+            e.stream = c.stream;
+            e.aux = c.pool;
             e.regionKind = RegionKind::Vmm;
-            e.name = expandableName;
+            e.name = c.type.empty() ? expandableName : ing.intern(c.type);
             e.flags = 1;
             ing.add(e);
         }
-        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
+        auto clusterOf = [&](uint64_t a) -> const Cluster* {
+            auto it = std::upper_bound(d.clusters.begin(), d.clusters.end(), a,
+                                       [](uint64_t v, const Cluster& c) { return v < c.lo; });
+            if (it == d.clusters.begin()) return nullptr;
+            --it;
+            return a < it->hi ? &*it : nullptr;
+        };
+        auto mapping = [&](EventType type, uint64_t a, uint64_t s, int64_t t) {
             Event e = base;
-            e.type = EventType::RegionMap;
+            e.type = type;
             e.time = t;
             e.address = a;
             e.size = s;
             ing.add(e);
-            pieces[a] = s;
+            if (type == EventType::RegionMap)
+                pieces[a] = s;
+            else
+                pieces.erase(a);
+        };
+        auto rawMap = [&](uint64_t a, uint64_t s, int64_t t) {
+            mapping(EventType::RegionMap, a, s, t);
+        };
+        auto rawUnmap = [&](uint64_t a, uint64_t s, int64_t t) {
+            mapping(EventType::RegionUnmap, a, s, t);
+        };
+        // A new mapping that touches mapped ranges of its reservation extends them: the segment
+        // grows (the engine moves the blocks of the replaced ranges into the grown one).
+        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
+            if (s == 0) return;
+            const Cluster* c = clusterOf(a);
+            uint64_t lo = a, hi = a + s;
+            std::vector<std::pair<uint64_t, uint64_t>> join;
+            auto it = pieces.lower_bound(a);
+            if (it != pieces.begin()) --it;
+            for (; it != pieces.end() && it->first <= hi; ++it)
+                if (it->first + it->second >= lo && c && clusterOf(it->first) == c)
+                    join.emplace_back(*it);
+            for (auto [pa, ps] : join) {
+                lo = std::min(lo, pa);
+                hi = std::max(hi, pa + ps);
+                rawUnmap(pa, ps, t);
+            }
+            rawMap(lo, hi - lo, t);
         };
         auto unmap = [&](uint64_t a, uint64_t s, int64_t t) {
             const uint64_t end = a + s;
@@ -582,19 +470,13 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             for (; it != pieces.end() && it->first < end; ++it)
                 if (it->first + it->second > a) hit.emplace_back(*it);
             for (auto [pa, ps] : hit) {
-                Event e = base;
-                e.type = EventType::RegionUnmap;
-                e.time = t;
-                e.address = pa;
-                e.size = ps;
-                ing.add(e);
-                pieces.erase(pa);
-                if (pa < a) mapPiece(pa, a - pa, t);
-                if (pa + ps > end) mapPiece(end, pa + ps - end, t);
+                rawUnmap(pa, ps, t);
+                if (pa < a) rawMap(pa, a - pa, t);
+                if (pa + ps > end) rawMap(end, pa + ps - end, t);
             }
         };
         auto alloc = [&](uint64_t a, uint64_t size, uint64_t req, uint32_t stream, PValue frames,
-                         int64_t t) {
+                         int64_t t, PValue userMeta = {}, PValue compileCtx = {}) {
             Event e = base;
             e.type = EventType::Alloc;
             e.time = t;
@@ -603,8 +485,23 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             e.requestedSize = req;
             e.stream = stream;
             e.aux = stackOf(frames, ing);
+            e.aux2 = noteString(userMeta, ing) |
+                     (static_cast<uint64_t>(noteString(compileCtx, ing)) << 32);
             ing.add(e);
             curAllocs[a] = size;
+        };
+        std::map<uint64_t, PendingInfo> pendingNow = d.initPending;
+        for (auto& [a, p] : pendingNow)
+            p.since = t0;
+        auto pendingDone = [&](uint64_t a, const PendingInfo& p, int64_t t) {
+            Event e = base;
+            e.type = EventType::PendingFree;
+            e.time = p.since;
+            e.endTime = t;
+            e.address = a;
+            e.size = p.size;
+            e.stream = p.stream;
+            ing.add(e);
         };
         auto free = [&](uint64_t a, uint64_t size, uint32_t stream, int64_t t) {
             Event e = base;
@@ -652,7 +549,27 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             }
             switch (e.act) {
             case Act::Alloc:
-                alloc(e.addr, e.size, e.extra, e.stream, e.frames, t);
+                alloc(e.addr, e.size, e.extra, e.stream, e.frames, t, e.userMetadata,
+                      e.compileContext);
+                break;
+            case Act::FreeRequested:
+                if (d.freeAct == Act::FreeRequested) {
+                    auto c = curAllocs.find(e.addr);
+                    pendingNow[e.addr] =
+                        PendingInfo{c != curAllocs.end() ? c->second : e.size, e.stream, t, i};
+                    free(e.addr, e.size, e.stream, t);
+                }
+                break;
+            case Act::FreeCompleted:
+                if (d.freeAct == Act::FreeCompleted || d.completedFrees.count(i)) {
+                    free(e.addr, e.size, e.stream, t);
+                } else if (auto p = pendingNow.find(e.addr); p != pendingNow.end()) {
+                    // Completed by the very next entry: no other event saw it wait (the usual
+                    // case: nothing else used the block), so there is no wait to keep.
+                    if (p->second.entry == ~size_t{0} || p->second.entry + 1 != i)
+                        pendingDone(p->first, p->second, t);
+                    pendingNow.erase(p);
+                }
                 break;
             case Act::SegmentAlloc: {
                 auto fit = d.finalSegs.find(e.addr);
@@ -701,7 +618,6 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 break;
             }
             default:
-                if (e.act == d.freeAct) free(e.addr, e.size, e.stream, t);
                 break;
             }
         }
@@ -753,8 +669,14 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 alloc(a, al.size, al.requested, al.stream, al.frames, tEnd);
                 ++fixed;
             }
+        for (const auto& [a, p] : pendingNow) // still waiting when the snapshot was taken
+            pendingDone(a, p, kNoTime);
+        pendingCount += static_cast<int64_t>(pendingNow.size());
         inconsistent += d.inconsistent;
     }
+    emitAnnotations(ing);
+    if (!allocatorSettings_.empty()) ing.setMeta("allocator_settings", allocatorSettings_);
+    if (pendingCount > 0) ing.setMeta("pytorch.pending_free_at_end", std::to_string(pendingCount));
 
     // Figures about the input, for `fragscope info` and scripts.
     JsonWriter j(false);
@@ -805,11 +727,13 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
     doc_.reset(); // the document can be large; the session now has everything
 }
 
-} // namespace
+} // namespace fs::import::snapshot
+
+namespace fs::import {
 
 std::unique_ptr<Importer> makePytorchSnapshotImporter(const std::string& path, ImportOptions opts)
 {
-    return std::make_unique<PytorchSnapshotImporter>(path, std::move(opts));
+    return std::make_unique<snapshot::PytorchSnapshotImporter>(path, std::move(opts));
 }
 
 } // namespace fs::import

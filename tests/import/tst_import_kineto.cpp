@@ -36,13 +36,14 @@ private slots:
         while (it.hasNext())
             files << QDir(dataDir()).relativeFilePath(it.next());
         files.sort();
-        QVERIFY(files.size() >= 3);
+        if (files.isEmpty()) QTest::newRow("no data") << QString();
         for (const QString& f : files)
             QTest::newRow(qPrintable(f)) << f;
     }
     void realTraces()
     {
         QFETCH(QString, rel);
+        QVERIFY(QDir(dataDir() + "/kineto").entryList(QDir::Files).size() >= 3);
         const QJsonObject want = ref_["kineto"].toObject()[rel].toObject();
         QVERIFY2(!want.isEmpty(), qPrintable("no reference for " + rel));
         const QString o = out(QFileInfo(rel).baseName());
@@ -122,10 +123,13 @@ private slots:
         FSTEST_REQUIRE_DATA("kineto");
         QTest::addColumn<QString>("rel");
         QDirIterator it(dataDir() + "/kineto", {"*.json.gz"}, QDir::Files);
+        int rows = 0;
         while (it.hasNext()) {
             const QString f = QDir(dataDir()).relativeFilePath(it.next());
             QTest::newRow(qPrintable(f)) << f;
+            ++rows;
         }
+        if (rows == 0) QTest::newRow("no data") << QString();
     }
     void truncatedRealFiles()
     {

@@ -1,5 +1,6 @@
 #include "panels.h"
 
+#include "core/analysis/engine.h"
 #include "render/rules_settings.h"
 
 #include <QComboBox>
@@ -216,6 +217,14 @@ void AllocationDetails::setSelection(const Selection& s)
     add(tr("region"), region);
     add(tr("stream"), QString::number(a->stream));
     add(tr("tag"), a->tag ? QString::fromStdString(scene_->str(a->tag)) : tr("(none)"));
+    // PyTorch's user_metadata and compile_context, when the source recorded them.
+    if (scene_->engine)
+        if (const auto info = scene_->engine->allocation(a->id)) {
+            if (!info->userMetadata.empty())
+                add(tr("user metadata"), QString::fromStdString(info->userMetadata));
+            if (!info->compileContext.empty())
+                add(tr("compile context"), QString::fromStdString(info->compileContext));
+        }
     add(tr("allocated at"),
         QString::fromStdString(render::formatTime(a->allocNs - scene_->timeBegin(), ax)));
     add(tr("freed at"),

@@ -1,0 +1,335 @@
+// OOM diagnosis (docs/analysis.md "OOM diagnosis"): for each recorded OOM, the allocator's state
+// at that instant in the request's pool and stream, the pending frees that would have fitted, and
+// the cause by the first rule that holds, with advice that takes the recorded settings into
+// account.
+#include "oom.h"
+
+#include "engine_impl.h"
+#include "serialize.h"
+
+#include "core/format.h"
+#include "core/json.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace fs::analysis {
+
+namespace {
+
+// The text after "key": in a flat JSON object (allocator settings are one level deep for the
+// keys read here); empty when absent.
+std::string_view jsonValue(std::string_view json, std::string_view key)
+{
+    const std::string quoted = "\"" + std::string(key) + "\"";
+    size_t at = json.find(quoted);
+    if (at == std::string_view::npos) return {};
+    at = json.find(':', at + quoted.size());
+    if (at == std::string_view::npos) return {};
+    ++at;
+    while (at < json.size() && std::isspace(static_cast<unsigned char>(json[at])))
+        ++at;
+    size_t end = at;
+    if (end < json.size() && json[end] == '"') {
+        end = json.find('"', end + 1);
+        return end == std::string_view::npos ? std::string_view{}
+                                             : json.substr(at + 1, end - at - 1);
+    }
+    while (end < json.size() && json[end] != ',' && json[end] != '}')
+        ++end;
+    std::string_view v = json.substr(at, end - at);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back())))
+        v.remove_suffix(1);
+    return v;
+}
+
+std::string lower(std::string_view s)
+{
+    std::string r(s);
+    for (char& c : r)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return r;
+}
+
+} // namespace
+
+AllocatorSettings parseAllocatorSettings(const std::string& json)
+{
+    AllocatorSettings s;
+    s.text = json;
+    if (json.empty()) return s;
+    // PyTorch's snapshot: "expandable_segments": bool, "max_split_size": bytes (-1 or SIZE_MAX:
+    // unlimited), and "PYTORCH_CUDA_ALLOC_CONF": the environment string.
+    const std::string exp = lower(jsonValue(json, "expandable_segments"));
+    if (exp == "true" || exp == "false") {
+        s.expandableKnown = true;
+        s.expandableSegments = exp == "true";
+    }
+    const std::string conf = lower(jsonValue(json, "PYTORCH_CUDA_ALLOC_CONF"));
+    if (!s.expandableKnown && conf.find("expandable_segments:") != std::string::npos) {
+        s.expandableKnown = true;
+        s.expandableSegments = conf.find("expandable_segments:true") != std::string::npos;
+    }
+    const std::string split(jsonValue(json, "max_split_size"));
+    if (!split.empty()) {
+        try {
+            const long double v = std::stold(split);
+            s.maxSplitKnown = true;
+            s.maxSplitBytes = v <= 0 || v >= 1.8e19L ? 0 : static_cast<uint64_t>(v);
+        } catch (...) {
+        }
+    }
+    return s;
+}
+
+AllocatorSettings Engine::allocatorSettings() const
+{
+    std::lock_guard lock(d_->dbMutex);
+    if (!d_->session) return {};
+    return parseAllocatorSettings(d_->session->meta("allocator_settings"));
+}
+
+namespace {
+
+struct RegionRow
+{
+    int64_t id;
+    uint64_t address, size;
+    int64_t create, destroy;
+    uint32_t stream;
+    uint64_t pool;
+    int level;
+};
+
+void diagnose(OomDiagnosis& o, const AllocatorSettings& set)
+{
+    const uint64_t R = o.requestedBytes;
+    const std::string req = humanBytes(R);
+    if (o.pendingFreeFits > 0) {
+        o.cause = "pending_free";
+        o.reason = fmt::format("{} freed block(s) of at least {} in the request's pool and stream "
+                               "were still waiting on other streams' work",
+                               o.pendingFreeFits, req);
+        o.suggestion = "a block that fits was freed but is still in use by another stream "
+                       "(tensor.record_stream or cross-stream use): synchronize that stream, or "
+                       "free the tensor after its last use on the other stream, before this "
+                       "allocation";
+        return;
+    }
+    if (o.poolStreamFreeBytes >= R || o.cachedFreeBytes >= R) {
+        o.cause = "fragmentation";
+        const bool here = o.poolStreamFreeBytes >= R;
+        o.reason = fmt::format(
+            "{} free in the allocator's cache ({} in the request's pool and stream), largest free "
+            "block there {}: enough bytes, no block that fits {}",
+            humanBytes(o.cachedFreeBytes), humanBytes(o.poolStreamFreeBytes),
+            humanBytes(o.poolStreamLargestFreeBytes), req);
+        std::string advice;
+        if (!here)
+            advice = "the free cached memory is held by other streams or private pools (CUDA "
+                     "graphs): allocate on one stream, or release pools you no longer replay; ";
+        if (set.expandableKnown && set.expandableSegments) {
+            advice += "expandable segments are already on, yet the free memory is in pieces "
+                      "smaller than the request: allocate long-lived large tensors first, or "
+                      "call torch.cuda.empty_cache() between phases";
+            if (set.maxSplitKnown && set.maxSplitBytes == 0)
+                advice += ", or set max_split_size_mb below the request so that large cached "
+                          "blocks are not split";
+        } else {
+            advice += "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments "
+                      "grow in place instead of leaving free pieces smaller than the request";
+            if (!set.expandableKnown) advice += " (the session does not record this setting)";
+        }
+        o.suggestion = advice;
+        return;
+    }
+    if (o.capacityBytes > 0 && o.deviceFreeKnown && o.externalBytes > 0 &&
+        o.deviceFreeBytes + o.externalBytes >= R) {
+        o.cause = "external";
+        o.reason = fmt::format("{} of the device's {} are used outside this allocator; without "
+                               "them {} would have been free for a request of {}",
+                               humanBytes(o.externalBytes), humanBytes(o.capacityBytes),
+                               humanBytes(o.deviceFreeBytes + o.externalBytes), req);
+        o.suggestion = "memory outside this allocator (other processes on the GPU, the CUDA "
+                       "context, NCCL buffers, other libraries' allocators) took what the request "
+                       "needed: free it, or run fewer processes per GPU";
+        return;
+    }
+    o.cause = "capacity";
+    o.reason = fmt::format(
+        "{} requested, {} free on the device{}, {} free in the allocator's cache: not enough "
+        "memory anywhere",
+        req, o.deviceFreeKnown ? humanBytes(o.deviceFreeBytes) : std::string("unknown"),
+        o.capacityBytes ? fmt::format(" (capacity {})", humanBytes(o.capacityBytes))
+                        : std::string(),
+        humanBytes(o.cachedFreeBytes));
+    o.suggestion = fmt::format(
+        "the run needs more memory than the device has ({} allocated when it failed): reduce the "
+        "batch, resolution or sequence length, use activation checkpointing or offloading",
+        humanBytes(o.allocatedBytes));
+}
+
+} // namespace
+
+std::vector<OomDiagnosis> Engine::oomsBetween(int64_t from, int64_t to) const
+{
+    std::vector<OomDiagnosis> out;
+    for (OomDiagnosis& o : ooms())
+        if (o.time >= from && o.time <= to) out.push_back(std::move(o));
+    return out;
+}
+
+std::vector<OomDiagnosis> Engine::ooms() const
+{
+    std::vector<OomDiagnosis> out;
+    std::vector<RegionRow> regions;
+    struct PendingRow
+    {
+        uint32_t device;
+        int level;
+        uint64_t address, size;
+        uint32_t stream;
+        int64_t request, complete;
+    };
+    std::vector<PendingRow> pending;
+    std::map<uint32_t, uint64_t> capacity;
+    AllocatorSettings set;
+    {
+        std::lock_guard lock(d_->dbMutex);
+        if (!d_->session) return out;
+        Db& db = d_->session->db();
+        set = parseAllocatorSettings(d_->session->meta("allocator_settings"));
+        Stmt st = db.prepare("SELECT time_ns, device, level, stream, requested_bytes,"
+                             " device_free_bytes FROM ooms ORDER BY time_ns, id");
+        while (st.step()) {
+            OomDiagnosis o;
+            o.time = st.i64(0);
+            o.device = static_cast<uint32_t>(st.i64(1));
+            const int64_t lv = st.isNull(2) ? 2 : st.i64(2);
+            o.level = lv >= 0 && lv < kLevelCount ? static_cast<Level>(lv) : Level::Framework;
+            o.stream = static_cast<uint32_t>(st.i64(3));
+            o.requestedBytes = st.isNull(4) ? 0 : st.u64(4);
+            o.deviceFreeKnown = !st.isNull(5);
+            o.deviceFreeBytes = st.isNull(5) ? 0 : st.u64(5);
+            out.push_back(o);
+        }
+        if (out.empty()) return out;
+        Stmt rg = db.prepare("SELECT id, address, size, create_ns, destroy_ns, stream, pool_id,"
+                             " level, device FROM regions");
+        while (rg.step())
+            regions.push_back({rg.i64(0), rg.u64(1), rg.u64(2), rg.i64(3),
+                               rg.isNull(4) ? kAlive : rg.i64(4), static_cast<uint32_t>(rg.i64(5)),
+                               rg.u64(6), static_cast<int>(rg.i64(7) | (rg.i64(8) << 8))});
+        if (db.hasTable("pending_frees")) {
+            Stmt pf = db.prepare("SELECT device, level, address, size, stream, request_ns,"
+                                 " complete_ns FROM pending_frees");
+            while (pf.step())
+                pending.push_back({static_cast<uint32_t>(pf.i64(0)), static_cast<int>(pf.i64(1)),
+                                   pf.u64(2), pf.u64(3), static_cast<uint32_t>(pf.i64(4)),
+                                   pf.i64(5), pf.isNull(6) ? kAlive : pf.i64(6)});
+        }
+        Stmt dv = db.prepare("SELECT id, capacity_bytes FROM devices");
+        while (dv.step())
+            if (!dv.isNull(1)) capacity[static_cast<uint32_t>(dv.i64(0))] = dv.u64(1);
+    }
+    for (OomDiagnosis& o : out) {
+        const int key = static_cast<int>(o.level) | static_cast<int>(o.device << 8);
+        // The request's pool is the default pool (0): an OOM entry does not name one.
+        auto inPoolStream = [&](const RegionRow& r) {
+            return r.level == key && r.stream == o.stream && r.pool == 0;
+        };
+        std::unordered_map<int64_t, const RegionRow*> byId;
+        for (const RegionRow& r : regions)
+            if (r.level == key && r.create <= o.time && r.destroy > o.time) byId[r.id] = &r;
+        const State s = stateAt(o.device, o.level, o.time);
+        o.reservedBytes = s.reservedBytes;
+        o.allocatedBytes = s.allocatedBytes;
+        o.cachedFreeBytes = s.freeBytes;
+        for (const Fragment& f : fragmentsAt(o.device, o.level, o.time)) {
+            auto it = byId.find(f.regionId);
+            if (it == byId.end() || !inPoolStream(*it->second)) continue;
+            o.poolStreamFreeBytes += f.size;
+            o.poolStreamLargestFreeBytes = std::max(o.poolStreamLargestFreeBytes, f.size);
+        }
+        for (const PendingRow& p : pending) {
+            if (p.device != o.device || p.level != static_cast<int>(o.level) ||
+                p.request > o.time || p.complete <= o.time || p.size < o.requestedBytes)
+                continue;
+            bool fits = false;
+            for (const auto& [id, r] : byId)
+                if (p.address >= r->address && p.address < r->address + r->size)
+                    fits = inPoolStream(*r);
+            if (!fits) continue;
+            ++o.pendingFreeFits;
+            o.pendingFreeFitBytes += p.size;
+        }
+        if (auto c = capacity.find(o.device); c != capacity.end() && c->second > 0) {
+            o.capacityBytes = c->second;
+            const uint64_t used = o.deviceFreeBytes + o.reservedBytes;
+            o.externalBytes = o.deviceFreeKnown && c->second > used ? c->second - used : 0;
+        }
+        diagnose(o, set);
+    }
+    return out;
+}
+
+} // namespace fs::analysis
+
+namespace fs::analysis {
+
+void writeOom(JsonWriter& j, const OomDiagnosis& o)
+{
+    j.beginObject();
+    j.field("time", o.time);
+    j.field("device", o.device);
+    j.field("level", std::string(levelName(o.level)));
+    j.field("stream", o.stream);
+    j.field("requested_bytes", o.requestedBytes);
+    j.key("device_free_bytes");
+    if (o.deviceFreeKnown)
+        j.value(o.deviceFreeBytes);
+    else
+        j.null();
+    j.field("reserved_bytes", o.reservedBytes);
+    j.field("allocated_bytes", o.allocatedBytes);
+    j.field("cached_free_bytes", o.cachedFreeBytes);
+    j.field("pool_stream_free_bytes", o.poolStreamFreeBytes);
+    j.field("pool_stream_largest_free_bytes", o.poolStreamLargestFreeBytes);
+    j.field("pending_free_fits", o.pendingFreeFits);
+    j.field("pending_free_fit_bytes", o.pendingFreeFitBytes);
+    j.key("capacity_bytes");
+    if (o.capacityBytes)
+        j.value(o.capacityBytes);
+    else
+        j.null();
+    j.field("external_bytes", o.externalBytes);
+    j.field("cause", o.cause);
+    j.field("reason", o.reason);
+    j.field("suggestion", o.suggestion);
+    j.endObject();
+}
+
+std::string oomText(const OomDiagnosis& o, int64_t begin, bool ordinal)
+{
+    std::string t = fmt::format(
+        "  OOM at {} device {} stream {}: {} requested, device free {}\n",
+        formatTime(o.time, begin, ordinal), o.device, o.stream, humanBytes(o.requestedBytes),
+        o.deviceFreeKnown ? humanBytes(o.deviceFreeBytes) : std::string("unknown"));
+    t += fmt::format("    reserved {}, allocated {}, cached free {} ({} in the request's pool and "
+                     "stream, largest block {})\n",
+                     humanBytes(o.reservedBytes), humanBytes(o.allocatedBytes),
+                     humanBytes(o.cachedFreeBytes), humanBytes(o.poolStreamFreeBytes),
+                     humanBytes(o.poolStreamLargestFreeBytes));
+    if (o.pendingFreeFits > 0)
+        t += fmt::format("    pending frees that would have fitted: {} ({})\n", o.pendingFreeFits,
+                         humanBytes(o.pendingFreeFitBytes));
+    if (o.capacityBytes > 0)
+        t += fmt::format("    device capacity {}, used outside this allocator {}\n",
+                         humanBytes(o.capacityBytes), humanBytes(o.externalBytes));
+    t += fmt::format("    cause: {}: {}\n    suggestion: {}\n", o.cause, o.reason, o.suggestion);
+    return t;
+}
+
+} // namespace fs::analysis
