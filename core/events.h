@@ -13,7 +13,7 @@ using StringId = uint32_t; // interned string; 0 is the empty string
 constexpr StringId kNoString = 0;
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
-// Allocation level (DESIGN.md "Event model"). Stored as integers in the session file.
+// Allocation level (docs/session-format.md). Stored as integers in the session file.
 enum class Level : uint8_t {
     Driver = 0,    // cudaMalloc / cuMemAlloc
     Pool = 1,      // cudaMallocAsync from a memory pool

@@ -1,4 +1,4 @@
-// Analysis benchmarks (DESIGN.md "Performance targets"): cold open, heatmap 1920x1080 warm and
+// Analysis benchmarks (docs/analysis.md, "Measured figures"): cold open, heatmap 1920x1080 warm and
 // cold, full metrics timeline events/s, state query time, peak RSS. Each figure is printed with
 // a baseline measured in the same run. Usage:
 //   bench_analysis [--events N] [--session PATH] [--keep]

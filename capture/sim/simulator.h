@@ -84,7 +84,7 @@ struct Stats
     std::vector<FrameStats> perFrame;
 };
 
-inline constexpr double kCollapseThreshold = 0.05; // DESIGN.md default rule for coherence_score
+inline constexpr double kCollapseThreshold = 0.05; // default rule: coherence_score < 0.05
 
 class Simulator
 {

@@ -38,7 +38,7 @@ struct LoadOptions
     std::function<void(int64_t done, int64_t total)> progress;
     const std::atomic<bool>* cancel = nullptr; // raised -> open() throws Cancelled
     std::vector<CollapseRule> rules = defaultCollapseRules();
-    int64_t lookbackFrames = 2; // precursor window: the two previous frames (DESIGN.md)
+    int64_t lookbackFrames = 2; // precursor window: the two previous frames
     // Event-size entropy window stateAt() uses (timelines take theirs in TimelineOptions).
     int64_t entropyWindowNs = 300'000'000'000;
     bool useCache = true; // read/write the per-frame cache in the session file
@@ -101,7 +101,7 @@ public:
                               int64_t to = kNoTime, int64_t gapNs = 5'000'000) const;
     // Trend of one timeline series ("fragmentation_ratio", "event_entropy", "fragment_entropy",
     // "largest_fragment", "fragment_count", "reserved", "allocated", "free") over [from, to],
-    // x in hours from session begin (as the seed fits it).
+    // x in hours from session begin (periods such as 0-48 h, 48-120 h).
     Trend trend(const Timeline& tl, const std::string& series, int64_t from, int64_t to) const;
 
     // ---- frames and collapses ----

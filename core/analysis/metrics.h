@@ -11,7 +11,7 @@
 
 namespace fs::analysis {
 
-// Entropy size classes 2^n KiB, n = 2..12 (DESIGN.md, CATALOGUE.md): class n holds sizes in
+// Entropy size classes 2^n KiB, n = 2..12 (docs/analysis.md): class n holds sizes in
 // (2^(n-1) KiB, 2^n KiB]; sizes <= 4 KiB go to the first class, sizes > 4 MiB to the last.
 constexpr int kSizeClasses = 11;
 int sizeClass(uint64_t bytes); // 0..10 (class index = n - 2)

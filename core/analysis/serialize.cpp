@@ -206,8 +206,9 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     out += fmt::format("  largest fragment   {} ({} B)\n", humanBytes(s.largestFreeFragmentBytes),
                        s.largestFreeFragmentBytes);
     out += fmt::format("  fragmentation F    {:.6f}{}\n", s.fragmentationRatio,
-                       s.fragmentationRatio > 0.35 ? "   (> 0.35: fragmented by the seed's rule)"
-                                                   : "");
+                       s.fragmentationRatio > 0.35
+                           ? "   (> 0.35: the largest free block is under 65 % of free memory)"
+                           : "");
     out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
     if (s.entropyWindowNs > 0)
         out += fmt::format(

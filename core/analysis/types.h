@@ -1,6 +1,6 @@
 // Plain value types the analysis engine returns (fs::analysis). Every result is a whole,
 // immutable value: views and the CLI copy or keep them; nothing here refers back to SQLite.
-// Definitions follow DESIGN.md "Metric definitions"; docs/analysis.md says how they are computed.
+// Definitions and how they are computed: docs/analysis.md.
 #pragma once
 
 #include "core/events.h"
@@ -20,7 +20,7 @@ constexpr int kEngineVersion = 2;
 
 constexpr int64_t kAlive = std::numeric_limits<int64_t>::max(); // free time of a never-freed block
 
-// What a result computed over this session must be read with (DESIGN.md "Reliability").
+// What a result computed over this session must be read with (docs/analysis.md, "Caveats").
 struct Caveats
 {
     bool synthetic = false;     // simulated data, not a measurement
@@ -44,8 +44,8 @@ struct HistogramBin
 };
 
 // Fragment-cluster histogram: log2 bins ([2^k, 2^(k+1)) for every k that holds a fragment, in
-// ascending order) and the seed's cluster ranges 8-32 KiB, 64-128 KiB, >= 256 KiB (inclusive
-// ranges, as the seed states them: [8 KiB, 32 KiB], [64 KiB, 128 KiB], [256 KiB, inf)).
+// ascending order) and the cluster ranges 8-32 KiB, 64-128 KiB, >= 256 KiB (inclusive
+// ranges, as docs/analysis.md states them: [8 KiB, 32 KiB], [64 KiB, 128 KiB], [256 KiB, inf)).
 struct Histogram
 {
     std::vector<HistogramBin> log2;
@@ -132,7 +132,7 @@ struct TimelineOptions
     int64_t from = kNoTime;                    // kNoTime: session begin
     int64_t to = kNoTime;                      // kNoTime: session end
     int64_t step = 0;                          // sample spacing; 0: (to - from) / 1000
-    int64_t entropyWindowNs = 300'000'000'000; // event-size entropy window (DESIGN.md: 300 s)
+    int64_t entropyWindowNs = 300'000'000'000; // event-size entropy window (default 300 s)
 };
 
 // Samples at time[i] (state after every event <= time[i]); all series have time.size() entries.
@@ -156,7 +156,7 @@ struct Timeline
     Caveats caveats;
 };
 
-// A run of allocations whose gaps are under the burst gap (DESIGN.md: 5 ms).
+// A run of allocations whose gaps are under the burst gap (default 5 ms).
 struct Burst
 {
     int64_t begin = 0; // first allocation's time
@@ -230,7 +230,7 @@ struct CollapseRule
     std::string describe() const; // "coherence_score < 0.05"
 };
 
-// DESIGN.md defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
+// Defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
 // clip_entropy_bits > 2.95.
 std::vector<CollapseRule> defaultCollapseRules();
 

@@ -1,7 +1,7 @@
 """fragscope_nvtx: mark frames and per-frame quality metrics for fragscope, over NVTX.
 
 fragscope reads NVTX, so a generation script needs no fragscope library: this module only
-spells the two conventions (docs/capture.md, DESIGN.md "Frames and coherence metrics"):
+spells the two conventions (docs/capture.md, docs/user-guide.md):
 
 * a range whose message is ``frame N`` opens frame N and its end closes it;
 * a mark ``metric NAME=VALUE [NAME=VALUE ...] [frame=N]`` records per-frame metrics.

@@ -53,7 +53,7 @@ private slots:
         // p = (3/4, 1/4): H = -(0.75 log2 0.75 + 0.25 log2 0.25) = 0.811278...
         const std::vector<int64_t> counts{3, 1, 0};
         QVERIFY(std::fabs(entropyBits(counts) - 0.8112781244591328) < 1e-12);
-        // All 11 classes equally: log2 11 = 3.459 bits, the maximum DESIGN.md states.
+        // All 11 classes equally: log2 11 = 3.459 bits, the maximum (docs/analysis.md).
         std::vector<int64_t> all(11, 7);
         QVERIFY(std::fabs(entropyBits(all) - std::log2(11.0)) < 1e-12);
     }

@@ -49,7 +49,7 @@ class TestCaptureDecode : public QObject
 private slots:
     void recordSizesMatchCuda13()
     {
-        // DESIGN.md "Build facts": the layouts the agent was written against.
+        // CUDA 13.0 headers: the record layouts the agent was written against.
         QCOMPARE(sizeof(CUpti_ActivityMemory4), size_t{128});
         QCOMPARE(sizeof(CUpti_ActivityKernel10), size_t{216});
         QCOMPARE(sizeof(CUpti_ActivityGraphTrace2), size_t{56});

@@ -386,7 +386,7 @@ private slots:
     void collapsesAndRules()
     {
         // Default rules: coherence_score < 0.05 breaks at 17 (0.009) and 18 (0.03); 16 has
-        // 0.124 (the seed's value before the collapse) and does not.
+        // 0.124 (a healthy-looking score just above the rule) and does not.
         QCOMPARE(scene_->collapses.size(), size_t(1));
         QCOMPARE(scene_->collapses[0].firstFrame, int64_t(17));
         QCOMPARE(scene_->collapses[0].lastFrame, int64_t(18));

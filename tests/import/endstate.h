@@ -24,7 +24,8 @@ struct EndState
 };
 
 // Size class of a fragment: 2^n KiB, n = 2..12, a size s goes to the smallest n with
-// s <= 2^n KiB (<= 4 KiB first class, > 2 MiB last), as DESIGN.md and the catalogue define it.
+// s <= 2^n KiB (<= 4 KiB first class, > 2 MiB last), as docs/analysis.md and the catalogue define
+// it.
 inline int sizeClass(uint64_t s)
 {
     int n = 2;
