@@ -1,6 +1,6 @@
-// Agent hot path: CUPTI activity buffer -> wire frames, in ns per CUPTI record (target: <= 200 ns,
-// target: <= 200 ns per record). Baseline, measured in the same run: walking the same buffer
-// with cuptiActivityGetNextRecord and touching each record (what any CUPTI client pays).
+// Agent hot path: CUPTI activity buffer -> wire frames, in ns per CUPTI record (target: at most
+// 200 ns per record). Baseline, measured in the same run: walking the same buffer with
+// cuptiActivityGetNextRecord and touching each record (what any CUPTI client pays).
 // Usage: bench_capture_agent [RECORDS]   (default 400000)
 #include "capture/agent/decode.h"
 #include "capture/protocol/control_client.h"
