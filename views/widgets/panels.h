@@ -55,21 +55,30 @@ private:
     QTreeWidget* tree_ = nullptr;
 };
 
+// A rule as the editor keeps it: the engine's rule, switched on or off.
+struct EditableRule
+{
+    analysis::CollapseRule rule;
+    bool enabled = true;
+};
+
 // Collapse rules: metric, comparison, threshold; saved per user in QSettings.
 class RulesEditor : public QDialog
 {
     Q_OBJECT
 public:
-    explicit RulesEditor(const std::vector<render::CollapseRule>& rules, QWidget* parent = nullptr);
-    std::vector<render::CollapseRule> rules() const;
-    static std::vector<render::CollapseRule> load();
-    static void save(const std::vector<render::CollapseRule>& rules);
+    explicit RulesEditor(const std::vector<EditableRule>& rules, QWidget* parent = nullptr);
+    std::vector<EditableRule> rules() const;
+    static std::vector<EditableRule> load();
+    static void save(const std::vector<EditableRule>& rules);
+    // The enabled ones, as the engine evaluates them.
+    static std::vector<analysis::CollapseRule> enabled(const std::vector<EditableRule>& rules);
 
 signals:
-    void rulesChanged(const std::vector<fs::render::CollapseRule>& rules);
+    void rulesChanged(const std::vector<fs::analysis::CollapseRule>& rules);
 
 private:
-    void addRow(const render::CollapseRule& r);
+    void addRow(const EditableRule& r);
     QTableWidget* table_ = nullptr;
 };
 

@@ -204,9 +204,12 @@ void TimelineWidget::rebuild()
                         rects_[j]->axis(QCPAxis::atBottom),
                         qOverload<const QCPRange&>(&QCPAxis::setRange));
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // The engine's timeline of the track (Scene::levels[].timeline): drawn as it is.
+    static const analysis::Timeline kEmpty;
+    const analysis::Timeline& tl = ld.timeline ? *ld.timeline : kEmpty;
     double maxBytes = 1;
-    for (const auto& s : ld.samples)
-        maxBytes = std::max({maxBytes, s.reserved, s.allocated});
+    for (size_t i = 0; i < tl.time.size(); ++i)
+        maxBytes = std::max({maxBytes, tl.reserved[i], tl.allocated[i]});
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int ui = 0;
     double div = 1;
@@ -223,14 +226,14 @@ void TimelineWidget::rebuild()
         return g;
     };
     QVector<double> x, res, alc, fre, fr, fe, ee;
-    for (const auto& s : ld.samples) {
-        x << toX(s.t);
-        res << s.reserved / div;
-        alc << s.allocated / div;
-        fre << s.freeInRegions / div;
-        fr << s.fragRatio;
-        fe << s.fragmentEntropy;
-        ee << s.eventEntropy;
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        x << toX(tl.time[i]);
+        res << tl.reserved[i] / div;
+        alc << tl.allocated[i] / div;
+        fre << tl.freeInRegions[i] / div;
+        fr << tl.fragmentationRatio[i];
+        fe << tl.fragmentEntropy[i];
+        ee << tl.eventEntropy[i];
     }
     addGraph(rects_[0], tr("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
     addGraph(rects_[0], tr("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
@@ -262,10 +265,11 @@ void TimelineWidget::rebuild()
     hline(rects_[1], 0.35);
     if (!metric.empty()) {
         QVector<double> mx, my;
-        for (const auto& f : scene_->frames) {
-            auto it = f.metrics.find(metric);
-            if (it != f.metrics.end()) {
-                mx << toX(f.start + (f.end - f.start) / 2);
+        for (size_t i = 0; i < scene_->frames.size(); ++i) {
+            auto it = scene_->frames[i].metrics.find(metric);
+            const int64_t t = scene_->frameX(i);
+            if (it != scene_->frames[i].metrics.end() && t != kNoTime) {
+                mx << toX(t);
                 my << it->second;
             }
         }
@@ -281,7 +285,7 @@ void TimelineWidget::rebuild()
             hi = std::max(hi, v);
         }
         for (const auto& r : scene_->rules)
-            if (r.enabled && r.metric == metric) {
+            if (r.metric == metric) {
                 hline(rects_[3], r.threshold);
                 hi = std::max(hi, r.threshold);
             }
@@ -294,7 +298,8 @@ void TimelineWidget::rebuild()
         for (const auto& c : scene_->collapses) {
             const auto* a = scene_->frame(c.firstFrame);
             const auto* b = scene_->frame(c.lastFrame);
-            if (a && b) band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
+            if (a && b && a->start != kNoTime && b->start != kNoTime)
+                band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
         }
         if (sel_.from != kNoTime && sel_.to != kNoTime)
             band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45),
@@ -349,20 +354,30 @@ void HistogramWidget::rebuild()
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-    const render::FrameRow* f = scene_->frame(sel_.frame);
-    // Without a selection: the end of the last frame (the session end often has nothing live).
-    at_ = f                         ? f->end
-          : sel_.to != kNoTime      ? sel_.to
-          : !scene_->frames.empty() ? scene_->frames.back().end
-                                    : scene_->timeEnd();
-    cur_ = render::fragmentHistogram(ld, at_);
-    const render::FrameRow* p = f ? scene_->frame(f->index - 1) : nullptr;
-    if (p) prev_ = render::fragmentHistogram(ld, p->end);
+    const analysis::FrameInfo* f = scene_->frame(sel_.frame);
+    if (f && f->start == kNoTime) f = nullptr;
+    // Without a selection: the end of the last timed frame (the session end often has nothing
+    // live), else the session end.
+    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : scene_->timeEnd();
+    if (!f && sel_.to == kNoTime)
+        for (auto it = scene_->frames.rbegin(); it != scene_->frames.rend(); ++it)
+            if (it->start != kNoTime) {
+                at_ = it->end;
+                break;
+            }
+    cur_ = scene_->stateAt(level_, at_).histogram.log2;
+    const analysis::FrameInfo* p = f ? scene_->frame(f->index - 1) : nullptr;
+    if (p && p->start == kNoTime) p = nullptr;
+    if (p) prev_ = scene_->stateAt(level_, p->end).histogram.log2;
+    auto k = [](const analysis::HistogramBin& b) {
+        return static_cast<int>(
+            std::lround(std::log2(static_cast<double>(std::max<uint64_t>(1, b.lo)))));
+    };
     int klo = 12, khi = 20;
     for (const auto* v : {&cur_, &prev_})
         for (const auto& b : *v) {
-            klo = std::min(klo, b.log2lo);
-            khi = std::max(khi, b.log2lo);
+            klo = std::min(klo, k(b));
+            khi = std::max(khi, k(b));
         }
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (int k = klo; k <= khi; ++k)
@@ -380,7 +395,7 @@ void HistogramWidget::rebuild()
     bars->setWidth(0.7);
     double maxC = 1;
     for (const auto& b : cur_) {
-        bars->addData(b.log2lo, static_cast<double>(b.count));
+        bars->addData(k(b), static_cast<double>(b.count));
         maxC = std::max(maxC, static_cast<double>(b.count));
     }
     if (!prev_.empty()) {
@@ -390,7 +405,7 @@ void HistogramWidget::rebuild()
         pb->setPen(QPen(QColor(255, 127, 14), 2));
         pb->setWidth(0.85);
         for (const auto& b : prev_) {
-            pb->addData(b.log2lo, static_cast<double>(b.count));
+            pb->addData(k(b), static_cast<double>(b.count));
             maxC = std::max(maxC, static_cast<double>(b.count));
         }
     }
@@ -460,6 +475,7 @@ void KernelLaneWidget::setScene(std::shared_ptr<const render::Scene> scene)
 {
     scene_ = std::move(scene);
     sel_ = {};
+    fetched_ = {0, -1};
     update();
 }
 
@@ -471,18 +487,20 @@ void KernelLaneWidget::setSelection(const Selection& s)
 
 QStringList KernelLaneWidget::newVariants() const
 {
+    // The engine's kernel summary of the frame: names that ran in no previous frame.
     QStringList out;
-    if (!scene_) return out;
-    const render::FrameRow* f = scene_->frame(sel_.frame);
-    if (!f || scene_->frames.empty() || f->index == scene_->frames.front().index) return out;
-    std::set<StringId> seen;
-    for (const auto& fr : scene_->frames) {
-        if (fr.index >= f->index) break;
-        seen.insert(fr.kernelNames.begin(), fr.kernelNames.end());
-    }
-    for (StringId k : f->kernelNames)
-        if (!seen.count(k)) out << QString::fromStdString(scene_->str(k));
+    if (!scene_ || !scene_->frame(sel_.frame)) return out;
+    for (const auto& k : scene_->kernelsInFrame(sel_.frame))
+        if (k.newInFrame) out << QString::fromStdString(k.name);
     return out;
+}
+
+void KernelLaneWidget::fetch(int64_t t0, int64_t t1)
+{
+    if (fetched_ == std::make_pair(t0, t1)) return;
+    fetched_ = {t0, t1};
+    kernels_ = scene_->kernelSpans(t0, t1);
+    launches_ = scene_->graphLaunches(t0, t1);
 }
 
 void KernelLaneWidget::paintEvent(QPaintEvent*)
@@ -493,7 +511,8 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     if (!scene_) {
         return;
     }
-    const render::FrameRow* f = scene_->frame(sel_.frame);
+    const analysis::FrameInfo* f = scene_->frame(sel_.frame);
+    if (f && f->start == kNoTime) f = nullptr;
     int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd();
     if (f) {
         t0 = f->start;
@@ -502,12 +521,13 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
         t0 = sel_.from;
         t1 = sel_.to;
     }
+    fetch(t0, t1);
     const QStringList fresh = newVariants();
     const QRectF lane(110, 22, width() - 120, 22), glane(110, 50, width() - 120, 14);
     p.drawText(QRectF(6, 4, width() - 12, 16), Qt::AlignLeft | Qt::AlignVCenter,
                f ? tr("frame %1: %2 kernel name(s)%3")
                        .arg(f->index)
-                       .arg(f->kernelNames.size())
+                       .arg(f->distinctKernels)
                        .arg(fresh.isEmpty()
                                 ? QString()
                                 : tr("; NEW variant: %1").arg(fresh.join(QStringLiteral(", "))))
@@ -521,24 +541,21 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     auto X = [&](int64_t t) {
         return lane.left() + static_cast<double>(t - t0) / span * lane.width();
     };
-    auto lo = std::lower_bound(scene_->kernels.begin(), scene_->kernels.end(), t0,
-                               [](const render::KernelRec& k, int64_t v) { return k.start < v; });
     std::set<QString> freshSet(fresh.begin(), fresh.end());
     double lastX = -1;
-    for (auto it = lo; it != scene_->kernels.end() && it->start < t1; ++it) {
-        const double x0 = X(it->start), x1 = std::max(x0 + 1, X(std::min(it->end, t1)));
+    for (const auto& k : kernels_) {
+        const double x0 = X(std::max(k.start, t0)), x1 = std::max(x0 + 1, X(std::min(k.end, t1)));
         if (x1 < lastX + 0.5) continue; // narrower than a pixel behind the previous one: merged
         lastX = x1;
-        const bool isNew = freshSet.count(QString::fromStdString(scene_->str(it->name))) > 0;
+        const bool isNew = freshSet.count(QString::fromStdString(k.name)) > 0;
         p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4),
                    isNew ? render::collapseColor() : QColor(90, 140, 200));
     }
-    for (const auto& g : scene_->graphLaunches)
-        if (g.end >= t0 && g.start <= t1)
-            p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(),
-                              std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
-                              glane.height()),
-                       QColor(120, 180, 90));
+    for (const auto& g : launches_)
+        p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(),
+                          std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
+                          glane.height()),
+                   QColor(120, 180, 90));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
                tr("%1 → %2   red = new kernel variant")

@@ -49,8 +49,9 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
     void setSelection(const Selection& s);
     // Fragments shown now (frame end or instant) and the comparison frame's.
-    const std::vector<render::HistBin>& current() const { return cur_; }
-    const std::vector<render::HistBin>& previous() const { return prev_; }
+    // The engine's log2 bins drawn (State::histogram.log2 at the instant, and at frame f-1).
+    const std::vector<analysis::HistogramBin>& current() const { return cur_; }
+    const std::vector<analysis::HistogramBin>& previous() const { return prev_; }
     int64_t shownAt() const { return at_; }
     QCustomPlot* plot() const { return plot_; }
     void setDark(bool dark);
@@ -60,7 +61,7 @@ private:
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     QCustomPlot* plot_ = nullptr;
-    std::vector<render::HistBin> cur_, prev_;
+    std::vector<analysis::HistogramBin> cur_, prev_;
     int64_t at_ = kNoTime;
     Selection sel_;
     bool dark_ = false;
@@ -95,6 +96,7 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene);
     void setSelection(const Selection& s);
     QStringList newVariants() const;
+    void fetch(int64_t t0, int64_t t1); // the engine's kernels of the window, once per window
 
 protected:
     void paintEvent(QPaintEvent*) override;
@@ -102,6 +104,9 @@ protected:
 private:
     std::shared_ptr<const render::Scene> scene_;
     Selection sel_;
+    std::pair<int64_t, int64_t> fetched_{0, -1};
+    std::vector<analysis::KernelSpan> kernels_;
+    std::vector<analysis::GraphLaunchSpan> launches_;
 };
 
 void applyPlotTheme(QCustomPlot* plot, bool dark);

@@ -2,7 +2,7 @@
 
 namespace fs::views {
 
-void PrecursorModel::resetData(std::vector<render::Precursor> rows, int64_t timeBegin,
+void PrecursorModel::resetData(std::vector<analysis::Precursor> rows, int64_t timeBegin,
                                TimeAxis axis)
 {
     beginResetModel();
@@ -27,8 +27,8 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
     const auto& p = rows_[static_cast<size_t>(index.row())];
     if (role == TimeRole) return QVariant::fromValue<qlonglong>(p.time);
-    if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocId);
-    if (role == Qt::ToolTipRole) return QString::fromStdString(p.what);
+    if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocationId);
+    if (role == Qt::ToolTipRole) return QString::fromStdString(p.description);
     if (role != Qt::DisplayRole) return {};
     switch (index.column()) {
     case Rank:
@@ -36,9 +36,9 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     case Time:
         return QString::fromStdString(render::formatTime(p.time - timeBegin_, axis_));
     case Kind:
-        return QString::fromStdString(p.kind);
+        return QString::fromLatin1(analysis::precursorKindName(p.kind));
     case What:
-        return QString::fromStdString(p.what);
+        return QString::fromStdString(p.description);
     // The engine scores a precursor by the bytes of allocator state it changed.
     case Score:
         return QString::fromStdString(render::formatBytes(p.score));
