@@ -126,7 +126,7 @@ void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
 {
     if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 std::pair<int64_t, int64_t> TimelineWidget::timeRange() const
@@ -149,7 +149,7 @@ void TimelineWidget::rebuild()
     plot_->plotLayout()->clear();
     rects_.clear();
     if (!scene_ || level_ < 0) {
-        plot_->replot();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
@@ -310,7 +310,7 @@ void TimelineWidget::rebuild()
     rects_.front()
         ->axis(QCPAxis::atBottom)
         ->setRange(hadRange && keep.size() > 0 ? keep : QCPRange(0, x1 > 0 ? x1 : 1));
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // ---- histogram -------------------------------------------------------------------------------
@@ -350,7 +350,7 @@ void HistogramWidget::rebuild()
     cur_.clear();
     prev_.clear();
     if (!scene_ || level_ < 0) {
-        plot_->replot();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
@@ -418,7 +418,7 @@ void HistogramWidget::rebuild()
     band(plot_, plot_->axisRect(), 15.5, 16.5, QColor(80, 200, 255, 50), Qt::NoPen);
     band(plot_, plot_->axisRect(), 17.5, khi + 0.6, QColor(160, 120, 255, 40), Qt::NoPen);
     applyPlotTheme(plot_, dark_);
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // ---- memory map ------------------------------------------------------------------------------
