@@ -23,6 +23,17 @@ void checkCancel(const LoadOptions& o)
 
 } // namespace
 
+namespace {
+// Mixes one 64-bit value into the content hash (a multiply-xorshift: one step per value keeps
+// hashing 10 M rows well under the cost of reading them).
+inline void mix(uint64_t& h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+}
+} // namespace
+
 const char* const kRegionSelect = "SELECT id, device, level, kind, address, size, create_ns,"
                                   " destroy_ns, expandable FROM regions";
 const char* const kAllocSelect = "SELECT id, device, level, region_id, address, size, alloc_ns,"
@@ -100,6 +111,8 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     StageTimer stage;
     tracks.clear();
     regionById.clear();
+    contentHash = 0;
+    cacheStamp.clear();
     frames.clear();
     collapses.clear();
     kernelIndexReady = false;
@@ -139,9 +152,13 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         Stmt st = s.db().prepare("SELECT m.region_id, m.address, m.size, m.map_ns, m.unmap_ns"
                                  " FROM region_mappings m JOIN regions r ON r.id = m.region_id"
                                  " WHERE r.expandable != 0");
-        while (st.step())
+        while (st.step()) {
             mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
                                          st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
+            for (uint64_t v : {st.u64(0), st.u64(1), st.u64(2), st.u64(3),
+                               st.isNull(4) ? ~uint64_t{0} : st.u64(4)})
+                mix(contentHash, v);
+        }
     }
     {
         Stmt st = s.db().prepare(std::string(kRegionSelect) + " ORDER BY create_ns, id");
@@ -152,6 +169,10 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             bool expandable = false;
             const RegionRec r = readRegionRow(st, path, device, level, expandable);
             const size_t ti = trackFor(device, level);
+            for (uint64_t v :
+                 {uint64_t(r.id), r.address, r.size, uint64_t(r.createNs), uint64_t(r.destroyNs),
+                  uint64_t(r.kind), uint64_t(device), uint64_t(level), uint64_t(expandable)})
+                mix(contentHash, v);
             if (expandable) {
                 for (RegionRec m : mapped[r.id]) {
                     m.kind = r.kind;
@@ -183,6 +204,10 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             int64_t regionId = -1;
             Alloc a = readAllocRow(st, path, device, level, regionId);
             const size_t ti = trackFor(device, level);
+            for (uint64_t v :
+                 {uint64_t(a.id), a.address, a.size, uint64_t(a.allocNs), uint64_t(a.freeNs),
+                  uint64_t(regionId), uint64_t(device), uint64_t(level)})
+                mix(contentHash, v);
             if (regionId >= 0) a.region = regionOf(regionId, ti, a);
             // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
             if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
@@ -204,18 +229,28 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         for (uint32_t i = 0; i < tracks[ti].regions.size(); ++i)
             regionById[tracks[ti].regions[i].id].emplace_back(ti, i);
     if (keepBuilders) builders.assign(tracks.size(), {});
+    // The stored index, when this engine version built it from these very rows.
+    if (o.useCache && !snapshot) setCacheStamp(s.db());
+    bool allCached = !cacheStamp.empty();
     int64_t done = 0;
     for (TrackData& t : tracks) {
         checkCancel(o);
-        indexTrack(t);
+        if (!cacheStamp.empty() && readIndex(s.db(), t)) {
+            buildLayout(t);
+        } else {
+            allCached = false;
+            indexTrack(t);
+        }
         done += static_cast<int64_t>(t.allocs.size());
         if (o.progress) o.progress(total + done, total * 2);
     }
     stage("sort, checkpoints, layout");
+    loadInfo.indexCacheUsed = allCached && !tracks.empty();
     {
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
+    if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) writeIndex();
     loadFrames(o);
     if (snapshot) session->db().exec("COMMIT");
     stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
@@ -269,7 +304,7 @@ uint32_t Engine::Impl::regionOf(int64_t regionId, size_t ti, const Alloc& a) con
     return best;
 }
 
-void Engine::Impl::indexTrack(TrackData& t)
+void sortAllocs(TrackData& t)
 {
     auto byAlloc = [](const Alloc& a, const Alloc& b) {
         return a.allocNs != b.allocNs ? a.allocNs < b.allocNs : a.id < b.id;
@@ -278,6 +313,11 @@ void Engine::Impl::indexTrack(TrackData& t)
         // Region indices stay valid: they index t.regions, which is not reordered here.
         std::sort(t.allocs.begin(), t.allocs.end(), byAlloc);
     }
+}
+
+void Engine::Impl::indexTrack(TrackData& t)
+{
+    sortAllocs(t);
     t.byFree.clear();
     for (uint32_t i = 0; i < t.allocs.size(); ++i)
         if (t.allocs[i].freeNs != kAlive) t.byFree.push_back(i);
@@ -372,7 +412,9 @@ std::shared_lock<std::shared_mutex> Engine::readLock() const
 }
 LoadInfo Engine::loadInfo() const
 {
-    return d_->loadInfo;
+    LoadInfo i = d_->loadInfo;
+    i.timelinesFromCache = d_->timelinesFromCache.load();
+    return i;
 }
 int64_t Engine::timeBegin() const
 {

@@ -54,6 +54,9 @@ struct LoadInfo
 {
     bool frameCacheUsed = false;    // per-frame figures came from the session's analysis_cache
     bool frameCacheWritten = false; // ... or were computed and stored there
+    bool indexCacheUsed = false;    // checkpoints and sorted streams came from analysis_cache
+    bool indexCacheWritten = false; // ... or were built and stored there
+    int64_t timelinesFromCache = 0; // whole-session timelines answered from analysis_cache
     // Rows of the allocations table read into allocation records, over open() and every live
     // refresh (LiveEngine): a refresh reads only the new rows, a rule change reads none.
     int64_t allocationRowsRead = 0;

@@ -8,6 +8,7 @@
 #include "core/session.h"
 
 #include <array>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -210,6 +211,9 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     time_ = std::max(time_, limit);
 }
 
+// Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
+void sortAllocs(TrackData& t);
+
 // The SELECTs and row readers load() and LiveEngine::refresh share (they clamp hostile rows the
 // same way, so a refreshed engine equals a freshly opened one).
 extern const char* const kRegionSelect;
@@ -296,7 +300,21 @@ struct Engine::Impl
     void loadFrames(const LoadOptions& o);
     bool readFrameCache(const std::vector<size_t>& timed);
     void writeFrameCache(const std::vector<size_t>& timed);
+    // Stored index (docs/session-format.md "analysis_cache"): every cached value is keyed by
+    // the engine version and cacheStamp, which holds a hash of every row of the regions,
+    // region_mappings and allocations tables as load() read them (contentHash) plus the
+    // counts of the other tables the figures depend on. Empty: nothing is cached (a session
+    // still being written, or caching off).
     std::string cacheStamp;
+    uint64_t contentHash = 0;
+    mutable std::atomic<int64_t> timelinesFromCache{0};
+    void setCacheStamp(Db& db);
+    // The sorted free stream, released regions and checkpoints of a track from the cache;
+    // false (track untouched) when absent, stale or malformed.
+    bool readIndex(Db& db, TrackData& t);
+    void writeIndex(); // every track's, through a separate read-write connection
+    bool readTimelineCache(const std::string& key, Timeline& tl) const;
+    void writeTimelineCache(const std::string& key, const Timeline& tl) const;
     LoadInfo loadInfo;
     // Lazily, under dbMutex: devices that ran kernels (queries then use the (device, start_ns)
     // index) and each kernel name's earliest start at or after the first frame.
