@@ -197,6 +197,8 @@ void MainWindow::buildDocks()
     framesView_ = new QTableView(this);
     framesView_->setModel(framesProxy_);
     framesView_->setSortingEnabled(true);
+    // Column widths from the first rows: measuring every row of a long run stalls the window.
+    framesView_->horizontalHeader()->setResizeContentsPrecision(64);
     framesView_->sortByColumn(views::FramesModel::Index, Qt::AscendingOrder);
     framesView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     framesView_->setSelectionMode(QAbstractItemView::SingleSelection);

@@ -147,7 +147,7 @@ public:
     CollapseReport frameReport(int64_t frame) const;
     std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
     std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
-    // Kernel launches and graph launches overlapping [from, to], by start time (at most limit
+    // Kernel launches and graph launches starting in [from, to], by start time (at most limit
     // kernels: the lane of a long window draws the first ones).
     std::vector<KernelSpan> kernelSpans(int64_t from, int64_t to, size_t limit = 100000) const;
     std::vector<GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;

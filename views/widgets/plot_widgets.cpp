@@ -433,11 +433,13 @@ void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int leve
     scene_ = std::move(scene);
     level_ = level;
     sel_ = {};
+    cacheValid_ = false;
     update();
 }
 
 void MemMapWidget::setSelection(const Selection& s)
 {
+    if (s.frame != sel_.frame || s.to != sel_.to) cacheValid_ = false;
     sel_ = s;
     update();
 }
@@ -445,6 +447,7 @@ void MemMapWidget::setSelection(const Selection& s)
 void MemMapWidget::setDark(bool dark)
 {
     dark_ = dark;
+    cacheValid_ = false;
     update();
 }
 
@@ -455,13 +458,19 @@ void MemMapWidget::paintEvent(QPaintEvent*)
         p.fillRect(rect(), palette().window());
         return;
     }
-    render::RenderOptions o;
-    o.level = level_;
-    o.frame = sel_.frame;
-    if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
-    o.title = false;
-    o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
-    render::paint(p, rect(), *scene_, render::View::MemMap, o);
+    if (!cacheValid_ || cache_.size() != size()) {
+        render::RenderOptions o;
+        o.level = level_;
+        o.frame = sel_.frame;
+        if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
+        o.title = false;
+        o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
+        cache_ = QImage(size(), QImage::Format_ARGB32_Premultiplied);
+        QPainter cp(&cache_);
+        render::paint(cp, QRectF(QPointF(0, 0), QSizeF(size())), *scene_, render::View::MemMap, o);
+        cacheValid_ = true;
+    }
+    p.drawImage(0, 0, cache_);
 }
 
 // ---- kernels lane ----------------------------------------------------------------------------
@@ -499,6 +508,10 @@ void KernelLaneWidget::fetch(int64_t t0, int64_t t1)
 {
     if (fetched_ == std::make_pair(t0, t1)) return;
     fetched_ = {t0, t1};
+    kernels_.clear();
+    launches_.clear();
+    // Only a selected frame or range: the whole of a long run is millions of launches.
+    if (sel_.frame < 0 && sel_.from == kNoTime) return;
     kernels_ = scene_->kernelSpans(t0, t1);
     launches_ = scene_->graphLaunches(t0, t1);
 }

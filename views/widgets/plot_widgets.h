@@ -4,6 +4,7 @@
 #include "render/render.h"
 #include "selection.h"
 
+#include <QImage>
 #include <QWidget>
 #include <memory>
 
@@ -85,6 +86,9 @@ private:
     int level_ = -1;
     Selection sel_;
     bool dark_ = false;
+    // The last painting: the engine is asked again only when what it shows changes.
+    QImage cache_;
+    bool cacheValid_ = false;
 };
 
 // Kernels and graph launches of the selected frame as a lane, with new kernel variants marked.
