@@ -267,10 +267,30 @@ private:
     bool reopen_ = false;
 };
 
+// The lock around the engine's connection. On a LiveEngine's engine between refreshes it is
+// transient: releasing the lock closes the connection a lookup opened, so no connection stays
+// open while the recorder may be finishing the file.
+class DbMutex
+{
+public:
+    void lock() { m_.lock(); }
+    void unlock()
+    {
+        if (transient_ && session_) session_->close();
+        m_.unlock();
+    }
+    void bind(LazySession* s) { session_ = s; }
+    void setTransient(bool t) { transient_ = t; } // with the lock held
+private:
+    std::mutex m_;
+    LazySession* session_ = nullptr;
+    bool transient_ = false;
+};
+
 struct Engine::Impl
 {
     std::string path;
-    mutable std::mutex dbMutex;
+    mutable DbMutex dbMutex;
     mutable LazySession session; // for lazy lookups (strings, stacks, kernels)
     SessionSummary summary;
     Caveats caveats;

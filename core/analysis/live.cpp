@@ -258,21 +258,29 @@ std::shared_ptr<const Engine> LiveEngine::refresh()
         std::shared_ptr<Engine> e(new Engine());
         e->d_->path = d_->path;
         e->d_->session.setPath(d_->path);
+        e->d_->dbMutex.bind(&e->d_->session);
         d_->fullLoad(*e->d_);
-        e->d_->session.close();
+        {
+            std::lock_guard dl(e->d_->dbMutex);
+            e->d_->dbMutex.setTransient(true);
+        } // closes the connection
         d_->engine = std::move(e);
         return d_->engine;
     }
     Engine::Impl& e = *d_->engine->d_;
     std::unique_lock write(e.liveMutex);
+    {
+        std::lock_guard dl(e.dbMutex);
+        e.dbMutex.setTransient(false); // the refresh keeps its connection until it is done
+    }
     struct Close
     {
         Engine::Impl& e;
         ~Close()
         {
             std::lock_guard lock(e.dbMutex);
-            e.session.close();
-        }
+            e.dbMutex.setTransient(true);
+        } // unlocking closes the connection
     } close{e};
     bool ok = false;
     if (!d_->rebuildNext) {

@@ -434,6 +434,10 @@ private slots:
             rowsBefore = info.allocationRowsRead;
             allocsBefore = sc->summary.allocations;
             QVERIFY(sc->frame(f) != nullptr);
+            // Lookups between refreshes (the inspector's report, a hover) must leave no
+            // connection open: the recorder finishes the file (Ingest::end) only when alone.
+            QCOMPARE(sc->frameReport(f).frame, int64_t(f));
+            (void)sc->allocationAt(sc->defaultLevel(), sc->timeEnd(), fstest::kBase);
             prev = std::move(sc);
         });
         QCOMPARE(refreshes, fstest::kFixtureFrames);
