@@ -84,6 +84,7 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
                 l->busy_ = false;
                 emit l->loaded(path, scene);
             });
+            if (!cancel->load()) scene->warmUp();
         } catch (const render::LoadCancelled&) {
             // cancel() already told the window.
         } catch (const std::exception& e) {

@@ -237,16 +237,18 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
             ld.timeline = std::make_shared<const analysis::Timeline>(e.timeline(o));
             s->levels.push_back(std::move(ld));
         }
-        // The engine indexes kernel names on its first kernel question (a pass over the kernels
-        // table): asked here, on the loader's thread, the views' first frame click is instant.
-        for (const auto& f : s->frames)
-            if (f.start != kNoTime) {
-                e.kernelsInFrame(f.index);
-                break;
-            }
     }
     s->engine = std::move(engine);
     return s;
+}
+
+void Scene::warmUp() const
+{
+    for (const auto& f : frames)
+        if (f.start != kNoTime) {
+            kernelsInFrame(f.index);
+            return;
+        }
 }
 
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp, int samples)

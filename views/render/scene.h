@@ -86,6 +86,10 @@ struct Scene
     std::vector<analysis::KernelSummary> kernelsInFrame(int64_t frame) const;
     std::vector<analysis::KernelSpan> kernelSpans(int64_t from, int64_t to) const;
     std::vector<analysis::GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;
+    // Asks the engine the questions whose first answer builds an index (kernel names: a pass
+    // over the kernels table), so that the views' first frame click does not wait for it. The
+    // loader runs it on its worker after handing the scene out.
+    void warmUp() const;
 };
 
 // Builds the scene of an engine: every track's timeline (about `samples` samples over the

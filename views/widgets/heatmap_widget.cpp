@@ -188,7 +188,17 @@ void HeatmapWidget::startRaster()
             },
             Qt::QueuedConnection);
     };
-    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post] {
+    // A raster costs blocks in view + pixels: the coarse pass saves only the pixel part, so it
+    // is worth running first only when the pixels dominate (not for millions of blocks).
+    const bool coarseFirst =
+        scene_->levels[static_cast<size_t>(level)].allocations < 4 * int64_t(w) * int64_t(h);
+    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, coarseFirst] {
+        if (!coarseFirst) {
+            // Shown even when a newer request came meanwhile (stretched onto the new viewport,
+            // not marked refined): views refreshed faster than a raster still progress.
+            post(render::heatmapRaster(*scene, level, vp, w, h), true, true);
+            return;
+        }
         // The coarse pass (a quarter of the pixels each way) always completes.
         QImage coarse =
             render::heatmapRaster(*scene, level, vp, std::max(1, w / 4), std::max(1, h / 4));
