@@ -124,7 +124,20 @@ int main(int argc, char** argv)
     const int li = scene->defaultLevel();
     const QImage img =
         fs::render::heatmapRaster(*scene, li, fs::render::fullViewport(*scene, li), 1920, 1080);
-    std::printf("full heatmap raster 1920x1080: %.1f ms\n", r.nsecsElapsed() / 1e6);
+    std::printf("full heatmap raster 1920x1080 (exact): %.1f ms\n", r.nsecsElapsed() / 1e6);
+    // The level-of-detail preview of the same view: the first builds the grid (one pass over
+    // the blocks), the next ones cost only the pixels (the exact raster above is the baseline).
+    const fs::render::Viewport full = fs::render::fullViewport(*scene, li);
+    for (const char* what : {"first (builds the grid)", "again"}) {
+        r.restart();
+        const auto pv = scene->heatmapPreview(li, full.t0, full.t1, full.y0, full.y1, 1920, 1080);
+        std::printf("heatmap preview 1920x1080, %s: %.1f ms\n", what, r.nsecsElapsed() / 1e6);
+    }
+    r.restart();
+    const auto zoomed =
+        scene->heatmapPreview(li, full.t0 + (full.t1 - full.t0) / 3,
+                              full.t0 + (full.t1 - full.t0) / 2, full.y0, full.y1 / 2, 1920, 1080);
+    std::printf("heatmap preview 1920x1080, zoomed: %.1f ms\n", r.nsecsElapsed() / 1e6);
 
     return img.isNull() ? 1 : 0;
 }

@@ -113,6 +113,10 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     regionById.clear();
     contentHash = 0;
     cacheStamp.clear();
+    {
+        std::lock_guard lock(lodMutex);
+        lods.clear();
+    }
     frames.clear();
     collapses.clear();
     kernelIndexReady = false;

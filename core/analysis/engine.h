@@ -163,6 +163,12 @@ public:
     // ---- rasters ----
     AddressLayout layout(uint32_t device, Level level) const;
     HeatmapRaster heatmap(const HeatmapRequest& r) const;
+    // The same request answered from the track's level-of-detail grid (whole span x whole
+    // compacted space at kLodTimeBins x kLodAddressBins cells, built once on first use):
+    // O(pixels), whatever the blocks. Cells are exact averages over the grid's cells; a pixel
+    // that cuts a grid cell assumes it uniform, so this is the quick first image that the
+    // exact heatmap() then replaces (docs/analysis.md "Level of detail").
+    HeatmapRaster heatmapPreview(const HeatmapRequest& r) const;
     MemmapRaster memmap(const MemmapRequest& r) const;
 
     struct Impl;

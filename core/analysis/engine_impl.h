@@ -328,6 +328,19 @@ struct Engine::Impl
     std::string cacheStamp;
     uint64_t contentHash = 0;
     mutable std::atomic<int64_t> timelinesFromCache{0};
+    // Level-of-detail grids per track (index as tracks), built on first use under lodMutex;
+    // dropped by a live refresh.
+    struct Lod
+    {
+        int nt = 0, ny = 0;
+        int64_t t0 = 0, t1 = 1;
+        double ySize = 1;
+        std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
+    };
+    mutable std::mutex lodMutex;
+    mutable std::vector<std::shared_ptr<const Lod>> lods;
+    std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
+    HeatmapRaster heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const;
     void setCacheStamp(Db& db);
     // The sorted free stream, released regions and checkpoints of a track from the cache;
     // false (track untouched) when absent, stale or malformed.

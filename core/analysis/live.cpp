@@ -291,6 +291,10 @@ std::shared_ptr<const Engine> LiveEngine::refresh()
             throw;
         }
     }
+    {
+        std::lock_guard lod(e.lodMutex);
+        e.lods.clear(); // level-of-detail grids describe the data before this refresh
+    }
     if (ok) {
         ++e.loadInfo.liveRefreshes;
     } else {

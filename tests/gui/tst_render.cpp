@@ -342,6 +342,31 @@ private slots:
         }
     }
 
+    void heatmapPreviewAlignedEqualsExact()
+    {
+        // The level-of-detail grid spans [begin, end + 1) x [0, compact size) in 2048 x 1024
+        // cells. A 256 x 128 request over exactly that window puts 8 x 8 whole cells in each
+        // pixel, so the preview's averages are the exact heatmap's, up to rounding.
+        const int li = scene_->defaultLevel();
+        const auto& ld = scene_->levels[size_t(li)];
+        const int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd() + 1;
+        const double y1 = ld.compactSize();
+        const auto exact = scene_->heatmap(li, t0, t1, 0, y1, 256, 128);
+        const auto preview = scene_->heatmapPreview(li, t0, t1, 0, y1, 256, 128);
+        QCOMPARE(preview.occupancy.size(), exact.occupancy.size());
+        int allocated = 0;
+        for (size_t k = 0; k < exact.occupancy.size(); ++k) {
+            QVERIFY2(std::abs(preview.occupancy[k] - exact.occupancy[k]) < 1e-4,
+                     qPrintable(QString("cell %1: %2 vs %3")
+                                    .arg(k)
+                                    .arg(preview.occupancy[k])
+                                    .arg(exact.occupancy[k])));
+            QVERIFY(std::abs(preview.reservedFraction[k] - exact.reservedFraction[k]) < 1e-4);
+            allocated += exact.state[k] == analysis::CellState::Allocated;
+        }
+        QVERIFY(allocated > 100);
+    }
+
     void sceneFromFixture()
     {
         const Scene& s = *scene_;

@@ -138,11 +138,10 @@ std::vector<analysis::RegionInfo> Scene::regions(int li) const
     return locked(*this, [&](const analysis::Engine& e) { return e.regions(ld.device, ld.level); });
 }
 
-analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
-                                       int h) const
+namespace {
+analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t t1, double y0,
+                                        double y1, int w, int h)
 {
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const LevelData& ld = levels[static_cast<size_t>(li)];
     analysis::HeatmapRequest rq;
     rq.device = ld.device;
     rq.level = ld.level;
@@ -153,7 +152,24 @@ analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0
     if (rq.y1 <= rq.y0) rq.y1 = rq.y0 + 1;
     rq.width = w;
     rq.height = h;
+    return rq;
+}
+} // namespace
+
+analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
+                                       int h) const
+{
+    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
+    const auto rq = heatmapRequest(levels[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
     return locked(*this, [&](const analysis::Engine& e) { return e.heatmap(rq); });
+}
+
+analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
+                                              int w, int h) const
+{
+    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
+    const auto rq = heatmapRequest(levels[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
+    return locked(*this, [&](const analysis::Engine& e) { return e.heatmapPreview(rq); });
 }
 
 analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
@@ -244,6 +260,10 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
 
 void Scene::warmUp() const
 {
+    // The level-of-detail grid of the default track (the heatmap's first preview needs it).
+    const int li = defaultLevel();
+    if (li >= 0)
+        heatmapPreview(li, timeBegin(), timeEnd() + 1, 0, levels[size_t(li)].compactSize(), 1, 1);
     for (const auto& f : frames)
         if (f.start != kNoTime) {
             kernelsInFrame(f.index);

@@ -178,6 +178,7 @@ void HeatmapWidget::startRaster()
                     self->rasterVp_ = vp;
                     self->refined_ = fine && !self->rasterPending_ && vp == self->vp_;
                     self->update();
+                    emit self->rasterShown();
                 }
                 if (!last) return;
                 self->rasterBusy_ = false;
@@ -188,14 +189,27 @@ void HeatmapWidget::startRaster()
             },
             Qt::QueuedConnection);
     };
-    // A raster costs blocks in view + pixels: the coarse pass saves only the pixel part, so it
-    // is worth running first only when the pixels dominate (not for millions of blocks).
+    // A raster costs blocks in view + pixels. When the blocks dominate (a zoomed-out view of
+    // millions; estimated from the share of the run in view), the engine's level-of-detail
+    // preview (O(pixels)) goes first; otherwise a coarse exact pass does.
+    const double share =
+        static_cast<double>(vp.t1 - vp.t0) /
+        static_cast<double>(std::max<int64_t>(1, scene_->timeEnd() - scene_->timeBegin()));
     const bool coarseFirst =
-        scene_->levels[static_cast<size_t>(level)].allocations < 4 * int64_t(w) * int64_t(h);
+        static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share <
+        4.0 * w * h;
     QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, coarseFirst] {
         if (!coarseFirst) {
-            // Shown even when a newer request came meanwhile (stretched onto the new viewport,
-            // not marked refined): views refreshed faster than a raster still progress.
+            // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
+            // the exact one; the exact one is shown even when a newer request came meanwhile
+            // (stretched onto the new viewport, not marked refined).
+            post(render::heatmapImage(
+                     scene->heatmapPreview(level, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
+                 false, false);
+            if (cancel->load()) {
+                post(QImage(), false, true);
+                return;
+            }
             post(render::heatmapRaster(*scene, level, vp, w, h), true, true);
             return;
         }
