@@ -244,6 +244,40 @@ void Engine::Impl::writeTimelineCache(const std::string& key, const Timeline& tl
     storeCache(path, cacheStamp, {{key, std::move(w.out)}});
 }
 
+bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
+                                std::vector<double>& reg) const
+{
+    std::lock_guard lock(dbMutex);
+    if (cacheStamp.empty() || !session) return false;
+    std::string blob;
+    if (!fetchCache(session->db(), fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)),
+                    cacheStamp, blob))
+        return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    if (r.get<int32_t>() != nt || r.get<int32_t>() != ny) return false;
+    const auto cells = static_cast<uint64_t>(nt) * static_cast<uint64_t>(ny);
+    std::vector<float> o, g;
+    if (!r.array(o, cells) || !r.array(g, cells) || r.p != r.end) return false;
+    occ.assign(o.begin(), o.end());
+    reg.assign(g.begin(), g.end());
+    return true;
+}
+
+void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
+                                 const std::vector<double>& reg) const
+{
+    Writer w;
+    w.put<int32_t>(nt);
+    w.put<int32_t>(ny);
+    for (const auto* v : {&occ, &reg}) {
+        const std::vector<float> f(v->begin(), v->end());
+        w.out.append(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
+    }
+    std::lock_guard lock(dbMutex);
+    storeCache(path, cacheStamp,
+               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), std::move(w.out)}});
+}
+
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
 {
     Db& db = session->db();

@@ -340,6 +340,11 @@ struct Engine::Impl
     mutable std::mutex lodMutex;
     mutable std::vector<std::shared_ptr<const Lod>> lods;
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
+    // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
+    bool readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
+                      std::vector<double>& reg) const;
+    void writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
+                       const std::vector<double>& reg) const;
     HeatmapRaster heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const;
     void setCacheStamp(Db& db);
     // The sorted free stream, released regions and checkpoints of a track from the cache;

@@ -291,24 +291,31 @@ std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td
     lod->t0 = timeBegin;
     lod->t1 = std::max(timeEnd + 1, timeBegin + 1);
     lod->ySize = std::max<double>(1.0, static_cast<double>(td.layout.compactSize));
-    const double dt = static_cast<double>(lod->t1 - lod->t0) / lod->nt;
-    const double dy = lod->ySize / lod->ny;
-    auto px = [&](int64_t t) { return static_cast<double>(t - lod->t0) / dt; };
-    DiffGrid occ(lod->nt, lod->ny), reg(lod->nt, lod->ny);
-    for (const RegionRec& r : td.regions) {
-        uint64_t c = 0;
-        if (!td.layout.toCompact(r.address, c)) continue;
-        reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod->t1)), static_cast<double>(c) / dy,
-                    static_cast<double>(c + r.size) / dy);
+    std::vector<double> occCells, regCells;
+    if (!readLodCache(td, lod->nt, lod->ny, occCells, regCells)) {
+        const double dt = static_cast<double>(lod->t1 - lod->t0) / lod->nt;
+        const double dy = lod->ySize / lod->ny;
+        auto px = [&](int64_t t) { return static_cast<double>(t - lod->t0) / dt; };
+        DiffGrid occ(lod->nt, lod->ny), reg(lod->nt, lod->ny);
+        for (const RegionRec& r : td.regions) {
+            uint64_t c = 0;
+            if (!td.layout.toCompact(r.address, c)) continue;
+            reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod->t1)),
+                        static_cast<double>(c) / dy, static_cast<double>(c + r.size) / dy);
+        }
+        for (const Alloc& a : td.allocs) {
+            uint64_t c = 0;
+            if (!a.occupies() || a.region == kNoRegion || !td.layout.toCompact(a.address, c))
+                continue;
+            occ.addRect(px(a.allocNs), px(std::min(a.freeNs, lod->t1)), static_cast<double>(c) / dy,
+                        static_cast<double>(c + a.size) / dy);
+        }
+        occCells = occ.resolve();
+        regCells = reg.resolve();
+        writeLodCache(td, lod->nt, lod->ny, occCells, regCells);
     }
-    for (const Alloc& a : td.allocs) {
-        uint64_t c = 0;
-        if (!a.occupies() || a.region == kNoRegion || !td.layout.toCompact(a.address, c)) continue;
-        occ.addRect(px(a.allocNs), px(std::min(a.freeNs, lod->t1)), static_cast<double>(c) / dy,
-                    static_cast<double>(c + a.size) / dy);
-    }
-    lod->occ = summedArea(occ.resolve(), lod->nt, lod->ny);
-    lod->reg = summedArea(reg.resolve(), lod->nt, lod->ny);
+    lod->occ = summedArea(occCells, lod->nt, lod->ny);
+    lod->reg = summedArea(regCells, lod->nt, lod->ny);
     lods[ti] = lod;
     return lod;
 }

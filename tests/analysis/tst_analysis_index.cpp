@@ -104,6 +104,32 @@ private slots:
         QCOMPARE(stored.step, computed.step);
     }
 
+    void levelOfDetailIsKept()
+    {
+        // The preview's grid is built once and stored: a reopen answers the same preview from
+        // the stored cells (floats: equal to 1e-6), without a pass over the blocks.
+        const std::string path = dir_.filePath("lod.fragscope").toStdString();
+        makeSession(path);
+        HeatmapRequest rq;
+        rq.width = 300;
+        rq.height = 200;
+        const auto a = Engine::open(path)->heatmapPreview(rq);
+        {
+            Db db(path, SQLITE_OPEN_READONLY);
+            QCOMPARE(db.scalar("SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'lod:%'"),
+                     int64_t(1));
+        }
+        const auto b = Engine::open(path)->heatmapPreview(rq);
+        QCOMPARE(a.occupancy.size(), b.occupancy.size());
+        int allocated = 0;
+        for (size_t k = 0; k < a.occupancy.size(); ++k) {
+            QVERIFY(std::abs(a.occupancy[k] - b.occupancy[k]) < 1e-6);
+            QCOMPARE(a.state[k], b.state[k]);
+            allocated += a.state[k] == CellState::Allocated;
+        }
+        QVERIFY(allocated > 1000);
+    }
+
     void staleIndexIsRebuilt()
     {
         // Move one block 4 KiB up behind the engine's back: every row count, the event count
