@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace fs::gui {
@@ -40,12 +41,15 @@ int measureOpen(MainWindow& w, const QString& file)
     QElapsedTimer clock;
     // The event loop's health: a 5 ms timer on the GUI thread; the largest gap between two
     // ticks is the longest the window could not react.
-    qint64 lastTick = 0, maxGap = 0;
+    qint64 lastTick = 0, maxGap = 0, maxGapAt = 0;
     QTimer tick;
     tick.setInterval(5);
     QObject::connect(&tick, &QTimer::timeout, [&] {
         const qint64 now = clock.elapsed();
-        maxGap = std::max(maxGap, now - lastTick);
+        if (now - lastTick > maxGap) {
+            maxGap = now - lastTick;
+            maxGapAt = now;
+        }
         lastTick = now;
     });
     double summaryMs = -1, readyMs = -1, firstHeatmapMs = -1, exactHeatmapMs = -1;
@@ -134,6 +138,9 @@ int measureOpen(MainWindow& w, const QString& file)
                 firstHeatmapMs, exactHeatmapMs, readyMs, median(zoom), median(pan),
                 median(firstImage), static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
+    if (std::getenv("FRAGSCOPE_MEASURE_DEBUG"))
+        std::fprintf(stderr, "largest event-loop gap ended at %lld ms\n",
+                     static_cast<long long>(maxGapAt));
     return 0;
 }
 
