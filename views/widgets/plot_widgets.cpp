@@ -276,7 +276,8 @@ void TimelineWidget::rebuild()
         QCPGraph* g =
             addGraph(rects_[3], QString::fromStdString(metric), QColor(23, 190, 207), false);
         g->setData(mx, my, true);
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+        // A disc per frame while they can be told apart; a long run's thousands are a line.
+        if (mx.size() <= 600) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
         g->setLineStyle(QCPGraph::lsStepCenter);
         rects_[3]->axis(QCPAxis::atLeft)->setLabel(tr("score"));
         double lo = 0, hi = 0;
@@ -294,13 +295,23 @@ void TimelineWidget::rebuild()
     // Collapse bands, frame selection, on every panel.
     QColor bandC = render::collapseColor();
     bandC.setAlpha(55);
+    // Bands closer than 1/2000 of the run are merged: hundreds of collapses over a long run
+    // would otherwise be hundreds of items per panel, each drawn at every replot.
+    std::vector<std::pair<double, double>> bands;
+    const double minGap = (toX(scene_->timeEnd()) - toX(scene_->timeBegin())) / 2000;
+    for (const auto& c : scene_->collapses) {
+        const auto* a = scene_->frame(c.firstFrame);
+        const auto* b = scene_->frame(c.lastFrame);
+        if (!a || !b || a->start == kNoTime || b->start == kNoTime) continue;
+        const double x0 = toX(a->start), x1 = toX(b->end);
+        if (!bands.empty() && x0 - bands.back().second < minGap)
+            bands.back().second = std::max(bands.back().second, x1);
+        else
+            bands.emplace_back(x0, x1);
+    }
     for (auto* r : rects_) {
-        for (const auto& c : scene_->collapses) {
-            const auto* a = scene_->frame(c.firstFrame);
-            const auto* b = scene_->frame(c.lastFrame);
-            if (a && b && a->start != kNoTime && b->start != kNoTime)
-                band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
-        }
+        for (const auto& [x0, x1] : bands)
+            band(plot_, r, x0, x1, bandC, Qt::NoPen);
         if (sel_.from != kNoTime && sel_.to != kNoTime)
             band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45),
                  QPen(QColor(0, 120, 255), 1.5));
