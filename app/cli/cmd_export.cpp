@@ -5,7 +5,6 @@
 #include "core/progress.h"
 #include "export_timeline_data.h"
 #include "render/render.h"
-#include "render/rules_settings.h"
 
 #include <QGuiApplication>
 
@@ -28,7 +27,7 @@ int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std:
     if (text == "end") return s.timeEnd();
     if (text.rfind("frame:", 0) == 0) {
         const int64_t n = parseCount(text.substr(6), "--" + opt + " frame number");
-        const render::FrameRow* f = s.frame(n);
+        const analysis::FrameInfo* f = s.frame(n);
         if (!f) throw UsageError(fmt::format("--{}: the session has no frame {}", opt, n));
         return f->end;
     }
@@ -93,7 +92,7 @@ int runExport(Args& a)
     Progress loading("loading " + std::filesystem::path(a.positional()[1]).filename().string(), 100,
                      "%");
     render::LoadProgress lp;
-    lp.rules = render::rulesFromSettings(commandSettings(a)); // the collapses `report` shows
+    lp.options = commandSettings(a).loadOptions(); // the collapses `report` shows
     lp.progress = [&](int percent, const std::string&) { loading.update(percent); };
     const auto scene = render::loadScene(a.positional()[1], lp);
     loading.finish();
@@ -111,6 +110,12 @@ int runExport(Args& a)
         if (o.level < 0 || ld.level > scene->levels[static_cast<size_t>(o.level)].level)
             o.level = static_cast<int>(i);
     }
+    // Without --level: the track `fragscope state` and the GUI default to (the engine's).
+    if (!levelGiven && scene->engine)
+        if (const auto t = scene->engine->defaultTrack(device))
+            for (size_t i = 0; i < scene->levels.size(); ++i)
+                if (scene->levels[i].device == t->device && scene->levels[i].level == t->level)
+                    o.level = static_cast<int>(i);
     if (o.level < 0)
         throw UsageError(fmt::format(
             "the session has no {} data on device {}",
@@ -120,8 +125,8 @@ int runExport(Args& a)
         if (std::sscanf(a.get("frames")->c_str(), "%ld-%ld", &fa, &fb) != 2 || fb < fa)
             throw UsageError(
                 fmt::format("--frames '{}': expected A-B with A <= B", *a.get("frames")));
-        const render::FrameRow* ra = scene->frame(fa);
-        const render::FrameRow* rb = scene->frame(fb);
+        const analysis::FrameInfo* ra = scene->frame(fa);
+        const analysis::FrameInfo* rb = scene->frame(fb);
         if (!ra || !rb)
             throw UsageError(fmt::format("--frames {}-{}: the session has frames {}-{}", fa, fb,
                                          scene->frames.empty() ? 0 : scene->frames.front().index,

@@ -1,7 +1,9 @@
-// fragscope-gui [FILE] | --attach PID [-o OUT] | --screenshots DIR FILE | --version
+// fragscope-gui [FILE] | --attach PID [-o OUT] | --screenshots DIR FILE | --measure-open FILE |
+// --version
 #include "core/session.h"
 #include "core/versions.h"
 #include "main_window.h"
+#include "measure_open.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -23,8 +25,9 @@ int main(int argc, char** argv)
                         fs::cuptiVersion().c_str());
             return 0;
         }
-        if (std::strcmp(argv[i], "--screenshots") == 0 && !std::getenv("DISPLAY") &&
-            !std::getenv("WAYLAND_DISPLAY"))
+        if ((std::strcmp(argv[i], "--screenshots") == 0 ||
+             std::strcmp(argv[i], "--measure-open") == 0) &&
+            !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
             setenv("QT_QPA_PLATFORM", "offscreen", 0);
     }
     QApplication::setHighDpiScaleFactorRoundingPolicy(
@@ -48,6 +51,11 @@ int main(int argc, char** argv)
         {QStringLiteral("screenshots"),
          QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
          QStringLiteral("DIR")});
+    cli.addOption(
+        {QStringLiteral("measure-open"),
+         QStringLiteral("Open FILE, draw the first heatmap, zoom 10 times and pan 10 times, print "
+                        "one JSON line of timings (docs/gui.md), then exit."),
+         QStringLiteral("FILE")});
     cli.addOption({QStringLiteral("attach"),
                    QStringLiteral("Record process PID (as File › Attach… does) and follow it live; "
                                   "File › Stop recording finishes and opens the session."),
@@ -65,6 +73,8 @@ int main(int argc, char** argv)
     const QStringList files = cli.positionalArguments();
 
     fs::gui::MainWindow w;
+    if (cli.isSet(QStringLiteral("measure-open")))
+        return fs::gui::measureOpen(w, cli.value(QStringLiteral("measure-open")));
     if (cli.isSet(QStringLiteral("screenshots"))) {
         if (files.isEmpty()) {
             std::fprintf(stderr, "fragscope-gui: --screenshots DIR needs a session FILE\n");

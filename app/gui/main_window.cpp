@@ -161,7 +161,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             });
     connect(timeline_, &views::TimelineWidget::timeClicked, this, [this](int64_t t) {
         if (!scene_) return;
-        if (const render::FrameRow* f = scene_->frameAt(t))
+        if (const analysis::FrameInfo* f = scene_->frameAt(t))
             selection_->selectFrame(*scene_, f->index);
     });
     connect(inspector_, &views::CollapseInspector::precursorActivated, this,
@@ -208,6 +208,8 @@ void MainWindow::buildDocks()
     framesView_ = new QTableView(this);
     framesView_->setModel(framesProxy_);
     framesView_->setSortingEnabled(true);
+    // Column widths from the first rows: measuring every row of a long run stalls the window.
+    framesView_->horizontalHeader()->setResizeContentsPrecision(64);
     framesView_->sortByColumn(views::FramesModel::Index, Qt::AscendingOrder);
     framesView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     framesView_->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -367,7 +369,7 @@ void MainWindow::buildMenus()
 void MainWindow::openFile(const QString& path)
 {
     // Rules the user saved apply to every session; the worker evaluates them.
-    loader_->setRules(views::RulesEditor::load());
+    loader_->setRules(views::RulesEditor::enabled(views::RulesEditor::load()));
     loader_->load(path);
 }
 
@@ -425,19 +427,19 @@ void MainWindow::setLevel(int level)
     onSelection(selection_->current());
 }
 
-void MainWindow::applyRules(const std::vector<render::CollapseRule>& rules)
+void MainWindow::applyRules(const std::vector<analysis::CollapseRule>& rules)
 {
     loader_->setRules(rules); // the next load and every live refresh evaluate them too
     if (!scene_) return;
-    // The scene is immutable and shared with the views and their workers: the new collapses go
-    // into a copy, and copying millions of allocations is done on a worker, not here.
+    // The scene is immutable and shared with the views and their workers: the engine computes
+    // the new collapses into a new scene that shares the engine and the timelines (no
+    // allocation record is copied), on a worker.
     const std::shared_ptr<const render::Scene> from = scene_;
     const uint64_t gen = ++rulesGeneration_;
     statusBar()->showMessage(tr("Re-evaluating collapses…"));
     QPointer<MainWindow> self(this);
     QThreadPool::globalInstance()->start([self, from, rules, gen] {
-        auto copy = std::make_shared<render::Scene>(*from);
-        copy->applyRules(rules);
+        auto copy = from->withRules(rules);
         QMetaObject::invokeMethod(
             qApp,
             [self, from, copy, gen]() mutable {
@@ -574,7 +576,7 @@ void MainWindow::dropEvent(QDropEvent* e)
 
 void MainWindow::editRules()
 {
-    auto* dlg = new views::RulesEditor(scene_ ? scene_->rules : views::RulesEditor::load(), this);
+    auto* dlg = new views::RulesEditor(views::RulesEditor::load(), this);
     dlg->setAttribute(Qt::WA_DeleteOnClose);
     connect(dlg, &views::RulesEditor::rulesChanged, this, &MainWindow::applyRules);
     dlg->open();
@@ -714,7 +716,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
     recordingPath_ = out;
     recordingPid_ = pid;
     live_ = std::make_shared<render::LiveScene>(out.toStdString());
-    loader_->setRules(views::RulesEditor::load());
+    loader_->setRules(views::RulesEditor::enabled(views::RulesEditor::load()));
     stopRecordingAction_->setEnabled(true);
     liveLabel_->setText(tr("● REC pid %1").arg(pid));
     liveLabel_->setToolTip(tr("Recording into %1; the views refresh every %2 ms. "

@@ -106,7 +106,7 @@ private:
     void showShortcuts();
     void showAbout();
     void updateStatus();
-    void applyRules(const std::vector<render::CollapseRule>& rules);
+    void applyRules(const std::vector<analysis::CollapseRule>& rules);
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;

@@ -2,6 +2,9 @@
 // window's current state, so a report image is what the user sees.
 #include "main_window.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/oom_list.h"
@@ -215,8 +218,8 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         framesView_->setCurrentIndex(framesView_->model()->index(row, 0));
         shot(QStringLiteral("gui-collapse-selected.png"));
         // ...then zoom the heatmap onto that frame and its precursor window.
-        const render::FrameRow* fr = scene_->frame(f);
-        const render::FrameRow* before = scene_->frame(f - 2);
+        const analysis::FrameInfo* fr = scene_->frame(f);
+        const analysis::FrameInfo* before = scene_->frame(f - 2);
         heatmap_->zoomToTime(before ? before->start : fr->start, fr->end);
         shot(QStringLiteral("gui-collapse-zoomed.png"));
         if (inspector_->model()->rowCount() > 0) {
@@ -227,10 +230,19 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
     }
     // The allocation details of the largest allocation that has a call stack (imported
     // snapshots have them), in the dock's tab.
-    if (level_ >= 0) {
-        const render::AllocRec* pick = nullptr;
-        for (const auto& a : scene_->levels[static_cast<size_t>(level_)].allocs)
-            if (a.stack != 0 && (!pick || a.size > pick->size)) pick = &a;
+    if (level_ >= 0 && scene_->engine) {
+        // Among the largest blocks live at the end, the first with a recorded stack.
+        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        std::optional<analysis::AllocationInfo> pick;
+        {
+            const auto lock = scene_->engine->readLock();
+            auto live = scene_->engine->liveAllocationsAt(ld.device, ld.level, scene_->timeEnd());
+            std::sort(live.begin(), live.end(),
+                      [](const auto& a, const auto& b) { return a.size > b.size; });
+            for (size_t i = 0; i < live.size() && i < 64 && !pick; ++i)
+                if (auto a = scene_->engine->allocation(live[i].id); a && !a->stack.empty())
+                    pick = std::move(a);
+        }
         if (pick) {
             views::Selection sel = selection_->current();
             sel.allocId = pick->id;

@@ -99,7 +99,12 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
         };
         render::LoadProgress lp;
         lp.cancel = cancel.get();
-        lp.rules = rules;
+        try { // lookback and entropy window from the settings file the CLI reads too
+            lp.options = settings::loadUser().loadOptions();
+        } catch (const std::exception&) {
+            // A broken settings file: the defaults (the rules editor reports the file).
+        }
+        if (!rules.empty()) lp.options.rules = rules;
         int last = -1;
         lp.progress = [&](int pct, const std::string& stage) {
             if (pct == last) return;
@@ -121,6 +126,7 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
                 l->busy_ = false;
                 emit l->loaded(session, scene);
             });
+            if (!cancel->load()) scene->warmUp();
         } catch (const import::ImportCancelled&) {
             // cancel() already told the window; the import left nothing behind.
         } catch (const render::LoadCancelled&) {

@@ -29,7 +29,7 @@ public:
     // window shows no progress for it and keeps its view state.
     void refresh(std::shared_ptr<render::LiveScene> live, const QString& path);
     // Rules the next loads evaluate on the worker (the user's saved rules).
-    void setRules(std::vector<render::CollapseRule> rules) { rules_ = std::move(rules); }
+    void setRules(std::vector<analysis::CollapseRule> rules) { rules_ = std::move(rules); }
     void cancel();
     bool busy() const { return busy_; }
     // Whether the running (or else the last) job is a live refresh.
@@ -59,7 +59,7 @@ private:
     QString path_;
     bool busy_ = false;
     bool live_ = false;
-    std::vector<render::CollapseRule> rules_;
+    std::vector<analysis::CollapseRule> rules_;
 };
 
 } // namespace fs::gui

@@ -1,4 +1,4 @@
-// Live views: the cost of one LiveScene::refresh as a recording grows.
+// Live views: the cost of one LiveScene::refresh (analysis::LiveEngine) as a recording grows.
 //   bench_gui_live [ALLOCATIONS=2M] [EVERY=20000]
 // Writes a session of ALLOCATIONS allocations (two events each) through fs::Ingest, and every
 // EVERY allocations (right after a commit) refreshes one LiveScene of the file, as fragscope-gui
@@ -40,12 +40,12 @@ int main(int argc, char** argv)
         const auto scene = live.refresh();
         ms.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
         events = scene->summary.events;
-        size_t allocs = 0;
+        int64_t allocs = 0;
         for (const auto& ld : scene->levels)
-            allocs += ld.allocs.size();
+            allocs += ld.allocations;
         if (std::ssize(ms) % rows == 0)
-            std::printf("%12lld %12lld %8.1f ms %12zu\n", static_cast<long long>(events),
-                        static_cast<long long>(i + 1), ms.back(), allocs);
+            std::printf("%12lld %12lld %8.1f ms %12lld\n", static_cast<long long>(events),
+                        static_cast<long long>(i + 1), ms.back(), static_cast<long long>(allocs));
     });
     std::vector<double> last(ms.end() - std::min<std::ptrdiff_t>(5, std::ssize(ms)), ms.end());
     std::sort(last.begin(), last.end());
@@ -61,11 +61,12 @@ int main(int argc, char** argv)
     const double firstMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
     const int period = fs::gui::MainWindow::kLiveRefreshMs;
     const double interval = period * std::max(1.0, std::ceil(med / period));
-    const auto st = live.stats();
+    const auto st = live.refresh()->engine->loadInfo();
     std::printf("last 5 refreshes: median %.1f ms at %lld events; %lld allocation rows and %lld "
-                "live lookups read over %lld refreshes\n",
-                med, static_cast<long long>(events), static_cast<long long>(st.allocationRows),
-                static_cast<long long>(st.liveLookups), static_cast<long long>(st.refreshes));
+                "live lookups read over %lld incremental refreshes (%lld re-indexings)\n",
+                med, static_cast<long long>(events), static_cast<long long>(st.allocationRowsRead),
+                static_cast<long long>(st.liveLookups), static_cast<long long>(st.liveRefreshes),
+                static_cast<long long>(st.liveRebuilds));
     std::printf("baselines on the finished file (%lld events): full re-read %.1f ms (ratio "
                 "%.1fx the incremental refresh), first LiveScene refresh %.1f ms\n",
                 static_cast<long long>(full->summary.events), fullMs, fullMs / med, firstMs);

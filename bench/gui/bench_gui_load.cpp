@@ -14,13 +14,10 @@
 #include <QTimer>
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <limits>
 #include <string>
 
 int main(int argc, char** argv)
@@ -92,53 +89,29 @@ int main(int argc, char** argv)
     auto scene = fs::render::loadScene(path);
     std::printf("baseline, same load on the GUI thread: stall %.3f s (%zu frames, %zu levels)\n",
                 b.elapsed() / 1000.0, scene->frames.size(), scene->levels.size());
-    // The replay's figures must stay exact: compare a few samples of every level with the free
-    // fragments recomputed from scratch (fragmentsAt). A mismatch fails the benchmark.
+    // The figures the views draw must stay exact: 16 timeline samples of every track against
+    // the engine's state recomputed from scratch (stateAtFullReplay: every block scanned, no
+    // checkpoint, no incremental fragment list). A mismatch fails the benchmark.
     int checked = 0, wrong = 0;
     for (const auto& ld : scene->levels) {
-        for (size_t k = 0; k < 16 && !ld.samples.empty(); ++k) {
-            const fs::render::StateSample& smp = ld.samples[k * (ld.samples.size() - 1) / 15];
-            const auto frags = fs::render::fragmentsAt(ld, smp.t);
-            double freeTotal = 0, largest = 0;
-            for (const auto& [addr, size] : frags) {
-                freeTotal += static_cast<double>(size);
-                largest = std::max(largest, static_cast<double>(size));
-            }
-            // Event-size entropy from scratch: alloc and free events in (last - 300 s, last],
-            // last being the latest event at or before the sample.
-            int64_t lastEv = std::numeric_limits<int64_t>::min();
-            for (const auto& a : ld.allocs) {
-                if (a.allocNs <= smp.t) lastEv = std::max(lastEv, a.allocNs);
-                if (a.freed && a.freeNs <= smp.t) lastEv = std::max(lastEv, a.freeNs);
-            }
-            std::array<double, 11> cls{};
-            const auto add = [&](int64_t t, uint64_t bytes) {
-                if (t > smp.t || t <= lastEv - 300'000'000'000) return;
-                const int c = bytes <= 4096 ? 2 : static_cast<int>(std::bit_width(bytes)) - 11;
-                cls[static_cast<size_t>(std::clamp(c, 2, 12) - 2)] += 1;
-            };
-            for (const auto& a : ld.allocs) {
-                add(a.allocNs, a.size);
-                if (a.freed) add(a.freeNs, a.size);
-            }
-            double events = 0, h = 0;
-            for (double c : cls)
-                events += c;
-            for (double c : cls)
-                if (c > 0) h -= c / events * std::log2(c / events);
+        const fs::analysis::Timeline& tl = *ld.timeline;
+        for (size_t k = 0; k < 16 && !tl.time.empty(); ++k) {
+            const size_t i = k * (tl.time.size() - 1) / 15;
+            const auto st = scene->engine->stateAtFullReplay(ld.device, ld.level, tl.time[i]);
             ++checked;
-            if (std::fabs(h - smp.eventEntropy) > 1e-9) {
-                ++wrong;
-                std::fprintf(stderr, "sample at %lld: event entropy %.12g, from scratch %.12g\n",
-                             static_cast<long long>(smp.t), smp.eventEntropy, h);
-            } else if (static_cast<double>(frags.size()) != smp.fragmentCount ||
-                       largest != smp.largestFragment || freeTotal != smp.freeInRegions) {
+            if (static_cast<double>(st.fragmentCount) != tl.fragmentCount[i] ||
+                static_cast<double>(st.largestFreeFragmentBytes) != tl.largestFragment[i] ||
+                static_cast<double>(st.freeBytes) != tl.freeInRegions[i] ||
+                std::fabs(st.fragmentEntropyBits - tl.fragmentEntropy[i]) > 1e-12) {
                 ++wrong;
                 std::fprintf(stderr,
-                             "sample at %lld: replay %g fragments, largest %g, free %g; from "
-                             "scratch %zu, %g, %g\n",
-                             static_cast<long long>(smp.t), smp.fragmentCount, smp.largestFragment,
-                             smp.freeInRegions, frags.size(), largest, freeTotal);
+                             "sample at %lld: drawn %g fragments, largest %g, free %g; from "
+                             "scratch %lld, %llu, %llu\n",
+                             static_cast<long long>(tl.time[i]), tl.fragmentCount[i],
+                             tl.largestFragment[i], tl.freeInRegions[i],
+                             static_cast<long long>(st.fragmentCount),
+                             static_cast<unsigned long long>(st.largestFreeFragmentBytes),
+                             static_cast<unsigned long long>(st.freeBytes));
             }
         }
     }
@@ -149,9 +122,22 @@ int main(int argc, char** argv)
     QElapsedTimer r;
     r.start();
     const int li = scene->defaultLevel();
-    const QImage img = fs::render::heatmapRaster(scene->levels[static_cast<size_t>(li)],
-                                                 fs::render::fullViewport(*scene, li), 1920, 1080);
-    std::printf("full heatmap raster 1920x1080: %.1f ms\n", r.nsecsElapsed() / 1e6);
+    const QImage img =
+        fs::render::heatmapRaster(*scene, li, fs::render::fullViewport(*scene, li), 1920, 1080);
+    std::printf("full heatmap raster 1920x1080 (exact): %.1f ms\n", r.nsecsElapsed() / 1e6);
+    // The level-of-detail preview of the same view: the first builds the grid (one pass over
+    // the blocks), the next ones cost only the pixels (the exact raster above is the baseline).
+    const fs::render::Viewport full = fs::render::fullViewport(*scene, li);
+    for (const char* what : {"first (builds the grid)", "again"}) {
+        r.restart();
+        const auto pv = scene->heatmapPreview(li, full.t0, full.t1, full.y0, full.y1, 1920, 1080);
+        std::printf("heatmap preview 1920x1080, %s: %.1f ms\n", what, r.nsecsElapsed() / 1e6);
+    }
+    r.restart();
+    const auto zoomed =
+        scene->heatmapPreview(li, full.t0 + (full.t1 - full.t0) / 3,
+                              full.t0 + (full.t1 - full.t0) / 2, full.y0, full.y1 / 2, 1920, 1080);
+    std::printf("heatmap preview 1920x1080, zoomed: %.1f ms\n", r.nsecsElapsed() / 1e6);
 
     return img.isNull() ? 1 : 0;
 }

@@ -25,6 +25,58 @@ void checkCancel(const LoadOptions& o)
 
 } // namespace
 
+namespace {
+// Mixes one 64-bit value into the content hash (a multiply-xorshift: one step per value keeps
+// hashing 10 M rows well under the cost of reading them).
+inline void mix(uint64_t& h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+}
+} // namespace
+
+const char* const kRegionSelect = "SELECT id, device, level, kind, address, size, create_ns,"
+                                  " destroy_ns, expandable FROM regions";
+const char* const kAllocSelect = "SELECT id, device, level, region_id, address, size, alloc_ns,"
+                                 " free_ns FROM allocations";
+
+RegionRec readRegionRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
+                        bool& expandable)
+{
+    level = static_cast<int>(st.i64(2));
+    if (level < 0 || level >= kLevelCount)
+        throw SessionError(path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
+    device = static_cast<uint32_t>(st.i64(1));
+    expandable = st.i64(8) != 0;
+    RegionRec r{st.i64(0),
+                st.u64(4),
+                st.u64(5),
+                st.i64(6),
+                st.isNull(7) ? kAlive : st.i64(7),
+                static_cast<RegionKind>(st.i64(3))};
+    if (r.destroyNs < r.createNs) r.destroyNs = r.createNs;
+    if (r.address + r.size < r.address) r.size = ~uint64_t{0} - r.address;
+    return r;
+}
+
+Alloc readAllocRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
+                   int64_t& regionId)
+{
+    level = static_cast<int>(st.i64(2));
+    if (level < 0 || level >= kLevelCount)
+        throw SessionError(path,
+                           fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
+    device = static_cast<uint32_t>(st.i64(1));
+    regionId = st.isNull(3) ? -1 : st.i64(3);
+    Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7),
+            st.i64(0), kNoRegion, 0};
+    if (a.freeNs < a.allocNs) a.freeNs = a.allocNs;
+    if (a.address + a.size < a.address) // hostile size: clip at the top of the space
+        a.size = ~uint64_t{0} - a.address;
+    return a;
+}
+
 Engine::Engine() : d_(std::make_unique<Impl>()) {}
 Engine::~Engine() = default;
 
@@ -56,14 +108,168 @@ struct StageTimer
 
 } // namespace
 
-void Engine::Impl::load(const LoadOptions& o)
+void Engine::Impl::load(const LoadOptions& o, bool snapshot)
 {
     StageTimer stage;
+    tracks.clear();
+    regionById.clear();
+    contentHash = 0;
+    cacheStamp.clear();
+    {
+        std::lock_guard lock(lodMutex);
+        lods.clear();
+    }
+    frames.clear();
+    collapses.clear();
+    kernelIndexReady = false;
+    kernelDevices.clear();
+    kernelFirstStart.clear();
+    {
+        std::lock_guard lock(dbMutex);
+        session.reset();
+        session.setPath(path);
+    }
     // No SQLite mutex on this connection: loading uses it from one thread, and every later
     // lookup holds dbMutex. SQLite's own locking cost ~7 % of a large load.
     Session s = Session::open(path, o.integrityCheck, SQLITE_OPEN_NOMUTEX);
     stage("validate (Session::open)");
-    summary = s.summary();
+    // One read transaction: every table below comes from the same commit even while a recorder
+    // keeps committing (WAL readers see a fixed snapshot).
+    if (snapshot) s.db().exec("BEGIN");
+    applySummary(s.summary());
+    if (o.summary) o.summary(summary);
+
+    // Regions, grouped into tracks by (device, hosted level).
+    std::map<std::pair<uint32_t, int>, size_t> trackIndex;
+    auto trackFor = [&](uint32_t device, int level) -> size_t {
+        auto [it, inserted] = trackIndex.emplace(std::make_pair(device, level), tracks.size());
+        if (inserted) {
+            TrackData t;
+            t.device = device;
+            t.level = static_cast<Level>(level);
+            tracks.push_back(std::move(t));
+        }
+        return it->second;
+    };
+    // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
+    // mapping counts as its own range, alive from map to unmap, and fragments never span two.
+    std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
+    if (s.db().hasTable("region_mappings")) {
+        Stmt st = s.db().prepare("SELECT m.region_id, m.address, m.size, m.map_ns, m.unmap_ns"
+                                 " FROM region_mappings m JOIN regions r ON r.id = m.region_id"
+                                 " WHERE r.expandable != 0");
+        while (st.step()) {
+            mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
+                                         st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
+            for (uint64_t v : {st.u64(0), st.u64(1), st.u64(2), st.u64(3),
+                               st.isNull(4) ? ~uint64_t{0} : st.u64(4)})
+                mix(contentHash, v);
+        }
+    }
+    {
+        Stmt st = s.db().prepare(std::string(kRegionSelect) + " ORDER BY create_ns, id");
+        std::vector<std::pair<size_t, RegionRec>> recs;
+        while (st.step()) {
+            uint32_t device = 0;
+            int level = 0;
+            bool expandable = false;
+            const RegionRec r = readRegionRow(st, path, device, level, expandable);
+            const size_t ti = trackFor(device, level);
+            for (uint64_t v :
+                 {uint64_t(r.id), r.address, r.size, uint64_t(r.createNs), uint64_t(r.destroyNs),
+                  uint64_t(r.kind), uint64_t(device), uint64_t(level), uint64_t(expandable)})
+                mix(contentHash, v);
+            if (expandable) {
+                for (RegionRec m : mapped[r.id]) {
+                    m.kind = r.kind;
+                    m.createNs = std::max(m.createNs, r.createNs);
+                    m.destroyNs = std::max(std::min(m.destroyNs, r.destroyNs), m.createNs);
+                    recs.emplace_back(ti, m);
+                }
+            } else {
+                recs.emplace_back(ti, r);
+            }
+        }
+        std::stable_sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
+            return a.second.createNs < b.second.createNs;
+        });
+        for (const auto& [ti, r] : recs) {
+            regionById[r.id].emplace_back(ti, static_cast<uint32_t>(tracks[ti].regions.size()));
+            tracks[ti].regions.push_back(r);
+        }
+    }
+    checkCancel(o);
+    stage("regions");
+    const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
+    {
+        Stmt st = s.db().prepare(kAllocSelect);
+        int64_t n = 0;
+        while (st.step()) {
+            uint32_t device = 0;
+            int level = 0;
+            int64_t regionId = -1;
+            Alloc a = readAllocRow(st, path, device, level, regionId);
+            const size_t ti = trackFor(device, level);
+            for (uint64_t v :
+                 {uint64_t(a.id), a.address, a.size, uint64_t(a.allocNs), uint64_t(a.freeNs),
+                  uint64_t(regionId), uint64_t(device), uint64_t(level)})
+                mix(contentHash, v);
+            if (regionId >= 0) a.region = regionOf(regionId, ti, a);
+            // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
+            if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
+            tracks[ti].allocs.push_back(a);
+            ++loadInfo.allocationRowsRead;
+            if ((++n & 0xfffff) == 0) {
+                checkCancel(o);
+                if (o.progress) o.progress(n, total * 2);
+            }
+        }
+    }
+    stage("allocations");
+    std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
+        return a.device != b.device ? a.device < b.device : a.level < b.level;
+    });
+    // Track indices changed with the sort: regionById follows (a LiveEngine keeps using it).
+    regionById.clear();
+    for (size_t ti = 0; ti < tracks.size(); ++ti)
+        for (uint32_t i = 0; i < tracks[ti].regions.size(); ++i)
+            regionById[tracks[ti].regions[i].id].emplace_back(ti, i);
+    // Expandable regions with several mapped pieces: blocks move between them (TrackData::pieces).
+    for (const auto& [id, where] : regionById)
+        if (where.size() > 1)
+            for (const auto& [ti, i] : where)
+                tracks[ti].pieces[id].push_back(i);
+    if (keepBuilders) builders.assign(tracks.size(), {});
+    // The stored index, when this engine version built it from these very rows.
+    if (o.useCache && !snapshot) setCacheStamp(s.db());
+    bool allCached = !cacheStamp.empty();
+    int64_t done = 0;
+    for (TrackData& t : tracks) {
+        checkCancel(o);
+        if (!cacheStamp.empty() && readIndex(s.db(), t)) {
+            buildLayout(t);
+        } else {
+            allCached = false;
+            indexTrack(t);
+        }
+        done += static_cast<int64_t>(t.allocs.size());
+        if (o.progress) o.progress(total + done, total * 2);
+    }
+    stage("sort, checkpoints, layout");
+    loadInfo.indexCacheUsed = allCached && !tracks.empty();
+    {
+        std::lock_guard lock(dbMutex);
+        session.emplace(std::move(s));
+    }
+    if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) writeIndex();
+    loadFrames(o);
+    if (snapshot) session->db().exec("COMMIT");
+    stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
+}
+
+void Engine::Impl::applySummary(SessionSummary sum)
+{
+    summary = std::move(sum);
     timeBegin = summary.timeBegin;
     timeEnd = summary.timeEnd;
     caveats = Caveats{};
@@ -91,150 +297,60 @@ void Engine::Impl::load(const LoadOptions& o)
         caveats.notes.push_back("ordinal time axis: times are event ordinals, not nanoseconds");
     if (caveats.noAddresses)
         caveats.notes.push_back("the source has no addresses: no address-space figures");
+}
 
-    // Regions, grouped into tracks by (device, hosted level).
-    std::map<std::pair<uint32_t, int>, size_t> trackIndex;
-    auto trackFor = [&](uint32_t device, int level) -> size_t {
-        auto [it, inserted] = trackIndex.emplace(std::make_pair(device, level), tracks.size());
-        if (inserted) {
-            TrackData t;
-            t.device = device;
-            t.level = static_cast<Level>(level);
-            tracks.push_back(std::move(t));
-        }
-        return it->second;
-    };
-    // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
-    // mapping counts as its own range, alive from map to unmap, and fragments never span two.
-    std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
-    if (s.db().hasTable("region_mappings")) {
-        Stmt st = s.db().prepare("SELECT m.region_id, m.address, m.size, m.map_ns, m.unmap_ns"
-                                 " FROM region_mappings m JOIN regions r ON r.id = m.region_id"
-                                 " WHERE r.expandable != 0");
-        while (st.step())
-            mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
-                                         st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
-    }
-    std::unordered_map<int64_t, std::vector<std::pair<size_t, uint32_t>>> regionById;
-    {
-        Stmt st =
-            s.db().prepare("SELECT id, device, level, kind, address, size, create_ns, destroy_ns,"
-                           " expandable FROM regions ORDER BY create_ns, id");
-        std::vector<std::pair<size_t, RegionRec>> recs;
-        while (st.step()) {
-            const int level = static_cast<int>(st.i64(2));
-            if (level < 0 || level >= kLevelCount)
-                throw SessionError(
-                    path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
-            const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
-            RegionRec r{st.i64(0),
-                        st.u64(4),
-                        st.u64(5),
-                        st.i64(6),
-                        st.isNull(7) ? kAlive : st.i64(7),
-                        static_cast<RegionKind>(st.i64(3))};
-            if (r.destroyNs < r.createNs) r.destroyNs = r.createNs;
-            if (r.address + r.size < r.address) r.size = ~uint64_t{0} - r.address;
-            if (st.i64(8) != 0) {
-                for (RegionRec m : mapped[r.id]) {
-                    m.kind = r.kind;
-                    m.createNs = std::max(m.createNs, r.createNs);
-                    m.destroyNs = std::max(std::min(m.destroyNs, r.destroyNs), m.createNs);
-                    recs.emplace_back(ti, m);
-                }
-            } else {
-                recs.emplace_back(ti, r);
-            }
-        }
-        std::stable_sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
-            return a.second.createNs < b.second.createNs;
-        });
-        for (const auto& [ti, r] : recs) {
-            regionById[r.id].emplace_back(ti, static_cast<uint32_t>(tracks[ti].regions.size()));
-            tracks[ti].regions.push_back(r);
-        }
-        for (const auto& [id, where] : regionById)
-            if (where.size() > 1)
-                for (const auto& [ti, i] : where)
-                    tracks[ti].pieces[id].push_back(i);
-    }
+uint32_t Engine::Impl::regionOf(int64_t regionId, size_t ti, const Alloc& a) const
+{
     // The range of a block's region that holds it (several for an expandable segment).
-    auto regionOf = [&](int64_t regionId, size_t ti, const Alloc& a) -> uint32_t {
-        auto it = regionById.find(regionId);
-        if (it == regionById.end()) return kNoRegion;
-        uint32_t best = kNoRegion;
-        for (const auto& [t, i] : it->second) {
-            if (t != ti) continue;
-            const RegionRec& r = tracks[t].regions[i];
-            if (a.address < r.address || a.address >= r.address + r.size) continue;
-            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs) return i;
-            best = i;
-        }
-        return best;
+    auto it = regionById.find(regionId);
+    if (it == regionById.end()) return kNoRegion;
+    uint32_t best = kNoRegion;
+    for (const auto& [t, i] : it->second) {
+        if (t != ti) continue;
+        const RegionRec& r = tracks[t].regions[i];
+        if (a.address < r.address || a.address >= r.address + r.size) continue;
+        if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs) return i;
+        best = i;
+    }
+    return best;
+}
+
+void sortAllocs(TrackData& t)
+{
+    auto byAlloc = [](const Alloc& a, const Alloc& b) {
+        return a.allocNs != b.allocNs ? a.allocNs < b.allocNs : a.id < b.id;
     };
-    checkCancel(o);
-    stage("regions");
-    const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
-    {
-        Stmt st =
-            s.db().prepare("SELECT id, device, level, region_id, address, size, alloc_ns, free_ns"
-                           " FROM allocations");
-        int64_t n = 0;
-        while (st.step()) {
-            const int level = static_cast<int>(st.i64(2));
-            if (level < 0 || level >= kLevelCount)
-                throw SessionError(
-                    path, fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
-            const size_t ti = trackFor(static_cast<uint32_t>(st.i64(1)), level);
-            Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7),
-                    st.i64(0), kNoRegion, 0};
-            if (a.freeNs < a.allocNs) a.freeNs = a.allocNs;
-            if (a.address + a.size < a.address) // hostile size: clip at the top of the space
-                a.size = ~uint64_t{0} - a.address;
-            if (!st.isNull(3)) a.region = regionOf(st.i64(3), ti, a);
-            // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
-            if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
-            tracks[ti].allocs.push_back(a);
-            if ((++n & 0xfffff) == 0) {
-                checkCancel(o);
-                if (o.progress) o.progress(n, total * 2);
-            }
-        }
+    if (!std::is_sorted(t.allocs.begin(), t.allocs.end(), byAlloc)) {
+        // Region indices stay valid: they index t.regions, which is not reordered here.
+        std::sort(t.allocs.begin(), t.allocs.end(), byAlloc);
     }
-    stage("allocations");
-    std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
-        return a.device != b.device ? a.device < b.device : a.level < b.level;
+}
+
+void Engine::Impl::indexTrack(TrackData& t)
+{
+    sortAllocs(t);
+    t.byFree.clear();
+    for (uint32_t i = 0; i < t.allocs.size(); ++i)
+        if (t.allocs[i].freeNs != kAlive) t.byFree.push_back(i);
+    std::stable_sort(t.byFree.begin(), t.byFree.end(), [&](uint32_t a, uint32_t b) {
+        return t.allocs[a].freeNs < t.allocs[b].freeNs;
     });
-    int64_t done = 0;
-    for (TrackData& t : tracks) {
-        checkCancel(o);
-        auto byAlloc = [](const Alloc& a, const Alloc& b) {
-            return a.allocNs != b.allocNs ? a.allocNs < b.allocNs : a.id < b.id;
-        };
-        if (!std::is_sorted(t.allocs.begin(), t.allocs.end(), byAlloc)) {
-            // Region indices stay valid: they index t.regions, which is not reordered here.
-            std::sort(t.allocs.begin(), t.allocs.end(), byAlloc);
-        }
-        t.byFree.clear();
-        for (uint32_t i = 0; i < t.allocs.size(); ++i)
-            if (t.allocs[i].freeNs != kAlive) t.byFree.push_back(i);
-        std::stable_sort(t.byFree.begin(), t.byFree.end(), [&](uint32_t a, uint32_t b) {
-            return t.allocs[a].freeNs < t.allocs[b].freeNs;
-        });
-        for (uint32_t i = 0; i < t.regions.size(); ++i)
-            if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);
-        std::stable_sort(t.regionsByEnd.begin(), t.regionsByEnd.end(), [&](uint32_t a, uint32_t b) {
-            return t.regions[a].destroyNs < t.regions[b].destroyNs;
-        });
-        buildCheckpoints(t);
-        buildLayout(t);
-        done += static_cast<int64_t>(t.allocs.size());
-        if (o.progress) o.progress(total + done, total * 2);
-    }
-    stage("sort, checkpoints, layout");
-    session.emplace(std::move(s));
-    loadFrames(o);
-    stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
+    t.regionsByEnd.clear();
+    for (uint32_t i = 0; i < t.regions.size(); ++i)
+        if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);
+    std::stable_sort(t.regionsByEnd.begin(), t.regionsByEnd.end(), [&](uint32_t a, uint32_t b) {
+        return t.regions[a].destroyNs < t.regions[b].destroyNs;
+    });
+    buildCheckpoints(t);
+    buildLayout(t);
+}
+
+void Engine::Impl::buildCheckpoints(TrackData& t)
+{
+    CheckpointBuilder local;
+    CheckpointBuilder& b = keepBuilders ? builders[static_cast<size_t>(&t - tracks.data())] : local;
+    b.start(t);
+    b.run(t);
 }
 
 const TrackData* Engine::Impl::track(uint32_t device, Level level) const
@@ -311,9 +427,15 @@ const Caveats& Engine::caveats() const
 {
     return d_->caveats;
 }
-const LoadInfo& Engine::loadInfo() const
+std::shared_lock<std::shared_mutex> Engine::readLock() const
 {
-    return d_->loadInfo;
+    return std::shared_lock<std::shared_mutex>(d_->liveMutex);
+}
+LoadInfo Engine::loadInfo() const
+{
+    LoadInfo i = d_->loadInfo;
+    i.timelinesFromCache = d_->timelinesFromCache.load();
+    return i;
 }
 int64_t Engine::timeBegin() const
 {

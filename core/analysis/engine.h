@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct LoadOptions
 {
     // Called with (done, total) units of work, from the loading thread; may be empty.
     std::function<void(int64_t done, int64_t total)> progress;
+    // Called with the session summary as soon as it is read, before the index is built (staged
+    // results: the GUI shows the summary long before the views); may be empty.
+    std::function<void(const SessionSummary&)> summary;
     const std::atomic<bool>* cancel = nullptr; // raised -> open() throws Cancelled
     std::vector<CollapseRule> rules = defaultCollapseRules();
     int64_t lookbackFrames = 2; // precursor window: the two previous frames
@@ -52,6 +56,32 @@ struct LoadInfo
 {
     bool frameCacheUsed = false;    // per-frame figures came from the session's analysis_cache
     bool frameCacheWritten = false; // ... or were computed and stored there
+    bool indexCacheUsed = false;    // checkpoints and sorted streams came from analysis_cache
+    bool indexCacheWritten = false; // ... or were built and stored there
+    int64_t timelinesFromCache = 0; // whole-session timelines answered from analysis_cache
+    // Rows of the allocations table read into allocation records, over open() and every live
+    // refresh (LiveEngine): a refresh reads only the new rows, a rule change reads none.
+    int64_t allocationRowsRead = 0;
+    int64_t liveRefreshes = 0; // LiveEngine::refresh calls that found the engine up to date...
+    int64_t liveRebuilds = 0;  // ... and those that had to index the file again (see live.h)
+    int64_t liveLookups = 0;   // point lookups of allocations that were live at a refresh
+};
+
+// A kernel launch as the kernel lane draws it.
+struct KernelSpan
+{
+    int64_t start = 0;
+    int64_t end = 0;
+    std::string name;
+    uint32_t stream = 0;
+    int64_t graphId = 0;
+};
+
+struct GraphLaunchSpan
+{
+    int64_t start = 0;
+    int64_t end = 0;
+    int64_t graphId = 0;
 };
 
 class Engine
@@ -65,9 +95,15 @@ public:
     Engine& operator=(const Engine&) = delete;
 
     const std::string& path() const;
+    // An engine that a LiveEngine refreshes changes in place: code that queries it from another
+    // thread than the refreshing one holds this lock (shared) around its calls; a refresh takes
+    // it exclusively. An engine from open() never changes: no lock is needed.
+    std::shared_lock<std::shared_mutex> readLock() const;
+    // On an engine a LiveEngine refreshes, the references below stay valid only until its next
+    // refresh: callers on other threads copy what they keep (the GUI's Scene does).
     const SessionSummary& summary() const;
     const Caveats& caveats() const; // session-wide caveats (every result copies them)
-    const LoadInfo& loadInfo() const;
+    LoadInfo loadInfo() const;
     int64_t timeBegin() const;
     int64_t timeEnd() const;
     std::vector<Track> tracks() const; // (device, level) pairs with data, device then level
@@ -117,6 +153,10 @@ public:
     CollapseReport frameReport(int64_t frame) const;
     std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
     std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
+    // Kernel launches and graph launches starting in [from, to], by start time (at most limit
+    // kernels: the lane of a long window draws the first ones).
+    std::vector<KernelSpan> kernelSpans(int64_t from, int64_t to, size_t limit = 100000) const;
+    std::vector<GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;
     // Names of the per-frame allocator metrics correlations use.
     static std::vector<std::string> frameAllocatorMetrics();
     // Per-frame allocator metric by name for one track (NaN where a frame lacks it).
@@ -135,11 +175,18 @@ public:
     // ---- rasters ----
     AddressLayout layout(uint32_t device, Level level) const;
     HeatmapRaster heatmap(const HeatmapRequest& r) const;
+    // The same request answered from the track's level-of-detail grid (whole span x whole
+    // compacted space at kLodTimeBins x kLodAddressBins cells, built once on first use):
+    // O(pixels), whatever the blocks. Cells are exact averages over the grid's cells; a pixel
+    // that cuts a grid cell assumes it uniform, so this is the quick first image that the
+    // exact heatmap() then replaces (docs/analysis.md "Level of detail").
+    HeatmapRaster heatmapPreview(const HeatmapRequest& r) const;
     MemmapRaster memmap(const MemmapRequest& r) const;
 
     struct Impl;
 
 private:
+    friend class LiveEngine;
     Engine();
     std::unique_ptr<Impl> d_;
 };

@@ -8,9 +8,12 @@
 #include "core/session.h"
 
 #include <array>
+#include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <unordered_map>
 
 namespace fs::analysis {
@@ -53,6 +56,23 @@ struct Checkpoint
     size_t regionPos = 0; // first region (creation order) with createNs > time
     size_t regionEndPos = 0;
     std::vector<uint32_t> live; // indices into allocs, ascending
+};
+
+struct TrackData;
+
+// Builds a track's checkpoints walking its streams forward; it can stop at the end of the data
+// and go on when more comes (LiveEngine), or restart from an earlier checkpoint when new events
+// land before where it stopped.
+struct CheckpointBuilder
+{
+    std::vector<uint32_t> live; // allocation indices live now, unordered
+    std::vector<uint32_t> pos;  // pos[i]: where allocation i sits in live
+    size_t ai = 0, fi = 0, ri = 0, rei = 0;
+    int64_t sinceLast = 0;
+    int64_t lastInstant = std::numeric_limits<int64_t>::min(); // the last instant consumed
+    void start(TrackData& t);                   // from the empty state, no checkpoints
+    void resume(TrackData& t, int64_t minTime); // new events at >= minTime were added
+    void run(TrackData& t);                     // consumes every event of the streams
 };
 
 struct TrackData
@@ -204,6 +224,19 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     time_ = std::max(time_, limit);
 }
 
+// Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
+void sortAllocs(TrackData& t);
+
+// The SELECTs and row readers load() and LiveEngine::refresh share (they clamp hostile rows the
+// same way, so a refreshed engine equals a freshly opened one).
+extern const char* const kRegionSelect;
+extern const char* const kAllocSelect;
+RegionRec readRegionRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
+                        bool& expandable);
+// regionId: -1 when the row has none; the returned record's region is left kNoRegion.
+Alloc readAllocRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
+                   int64_t& regionId);
+
 struct FrameRow
 {
     int64_t index;
@@ -211,15 +244,74 @@ struct FrameRow
     int64_t end;
 };
 
+// The engine's connection for lookups (strings, stacks, kernels). A LiveEngine closes it after
+// every refresh: an open connection would keep the recorder from finishing the file (switching
+// it out of WAL mode needs it alone); the next lookup opens it again.
+class LazySession
+{
+public:
+    void setPath(std::string p) { path_ = std::move(p); }
+    explicit operator bool() const { return s_.has_value() || reopen_; }
+    Session* operator->() const
+    {
+        if (!s_ && reopen_) s_.emplace(Session::open(path_, false, SQLITE_OPEN_NOMUTEX));
+        return &*s_;
+    }
+    void emplace(Session&& s)
+    {
+        s_.emplace(std::move(s));
+        reopen_ = false;
+    }
+    void reset()
+    {
+        s_.reset();
+        reopen_ = false;
+    }
+    void close()
+    {
+        const bool had = s_.has_value() || reopen_;
+        s_.reset();
+        reopen_ = had;
+    }
+
+private:
+    mutable std::optional<Session> s_;
+    std::string path_;
+    bool reopen_ = false;
+};
+
+// The lock around the engine's connection. On a LiveEngine's engine between refreshes it is
+// transient: releasing the lock closes the connection a lookup opened, so no connection stays
+// open while the recorder may be finishing the file.
+class DbMutex
+{
+public:
+    void lock() { m_.lock(); }
+    void unlock()
+    {
+        if (transient_ && session_) session_->close();
+        m_.unlock();
+    }
+    void bind(LazySession* s) { session_ = s; }
+    void setTransient(bool t) { transient_ = t; } // with the lock held
+private:
+    std::mutex m_;
+    LazySession* session_ = nullptr;
+    bool transient_ = false;
+};
+
 struct Engine::Impl
 {
     std::string path;
-    mutable std::mutex dbMutex;
-    mutable std::optional<Session> session; // for lazy lookups (strings, stacks, kernels)
+    mutable DbMutex dbMutex;
+    mutable LazySession session; // for lazy lookups (strings, stacks, kernels)
     SessionSummary summary;
     Caveats caveats;
     LoadOptions options;
     std::vector<TrackData> tracks;
+    mutable std::shared_mutex liveMutex; // Engine::readLock; LiveEngine::refresh writes under it
+    // Region id -> (track, index in its regions): several for an expandable segment.
+    std::unordered_map<int64_t, std::vector<std::pair<size_t, uint32_t>>> regionById;
     std::vector<FrameInfo> frames;
     std::vector<Collapse> collapses;
     int64_t timeBegin = 0;
@@ -227,13 +319,53 @@ struct Engine::Impl
 
     const TrackData* track(uint32_t device, Level level) const;
     const TrackData& trackOrThrow(uint32_t device, Level level) const;
-    void load(const LoadOptions& o);
+    // Reads and indexes the whole file. snapshot: inside one read transaction (a file a
+    // recorder is still writing); the connection stays open for lookups either way.
+    void load(const LoadOptions& o, bool snapshot = false);
     void buildCheckpoints(TrackData& t);
+    void applySummary(SessionSummary s); // summary, times and caveats
+    // A LiveEngine keeps each track's checkpoint walk (builders[track]) to carry it on later.
+    bool keepBuilders = false;
+    std::vector<CheckpointBuilder> builders;
+    void indexTrack(TrackData& t); // sorts, byFree, regionsByEnd, checkpoints, layout
+    uint32_t regionOf(int64_t regionId, size_t ti, const Alloc& a) const;
     void buildLayout(TrackData& t);
     void loadFrames(const LoadOptions& o);
     bool readFrameCache(const std::vector<size_t>& timed);
     void writeFrameCache(const std::vector<size_t>& timed);
+    // Stored index (docs/session-format.md "analysis_cache"): every cached value is keyed by
+    // the engine version and cacheStamp, which holds a hash of every row of the regions,
+    // region_mappings and allocations tables as load() read them (contentHash) plus the
+    // counts of the other tables the figures depend on. Empty: nothing is cached (a session
+    // still being written, or caching off).
     std::string cacheStamp;
+    uint64_t contentHash = 0;
+    mutable std::atomic<int64_t> timelinesFromCache{0};
+    // Level-of-detail grids per track (index as tracks), built on first use under lodMutex;
+    // dropped by a live refresh.
+    struct Lod
+    {
+        int nt = 0, ny = 0;
+        int64_t t0 = 0, t1 = 1;
+        double ySize = 1;
+        std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
+    };
+    mutable std::mutex lodMutex;
+    mutable std::vector<std::shared_ptr<const Lod>> lods;
+    std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
+    // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
+    bool readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
+                      std::vector<double>& reg) const;
+    void writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
+                       const std::vector<double>& reg) const;
+    HeatmapRaster heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const;
+    void setCacheStamp(Db& db);
+    // The sorted free stream, released regions and checkpoints of a track from the cache;
+    // false (track untouched) when absent, stale or malformed.
+    bool readIndex(Db& db, TrackData& t);
+    void writeIndex(); // every track's, through a separate read-write connection
+    bool readTimelineCache(const std::string& key, Timeline& tl) const;
+    void writeTimelineCache(const std::string& key, const Timeline& tl) const;
     LoadInfo loadInfo;
     // Lazily, under dbMutex: devices that ran kernels (queries then use the (device, start_ns)
     // index) and each kernel name's earliest start at or after the first frame.

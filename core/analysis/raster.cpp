@@ -170,20 +170,27 @@ constexpr double kEps = 1e-9;
 
 } // namespace
 
-HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
+HeatmapRaster Engine::Impl::heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const
 {
-    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    // The request's window and size, clamped and defaulted; cells left empty.
     HeatmapRaster h;
     h.width = std::clamp(rq.width, 1, 16384);
     h.height = std::clamp(rq.height, 1, 16384);
-    h.t0 = rq.t0 == kNoTime ? d_->timeBegin : rq.t0;
-    h.t1 = rq.t1 == kNoTime ? d_->timeEnd : rq.t1;
+    h.t0 = rq.t0 == kNoTime ? timeBegin : rq.t0;
+    h.t1 = rq.t1 == kNoTime ? timeEnd : rq.t1;
     if (h.t1 <= h.t0) h.t1 = h.t0 + 1;
     h.layout = td.layout;
     h.y0 = rq.y0;
     h.y1 = rq.y1 == 0 ? td.layout.compactSize : rq.y1;
     if (h.y1 <= h.y0) h.y1 = h.y0 + 1;
-    h.caveats = d_->resultCaveats();
+    h.caveats = resultCaveats();
+    return h;
+}
+
+HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
+{
+    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    HeatmapRaster h = d_->heatmapFrame(rq, td);
     const double dt = static_cast<double>(h.t1 - h.t0) / h.width;
     const double dy = static_cast<double>(h.y1 - h.y0) / h.height;
     const double ty0 = static_cast<double>(h.y0);
@@ -227,6 +234,145 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
                          : gv > 0                    ? CellState::Free
                                                      : CellState::Outside;
         }
+    return h;
+}
+
+namespace {
+
+constexpr int kLodTimeBins = 2048;
+constexpr int kLodAddressBins = 1024;
+
+// Summed-area table of a row-major w x h grid: (w + 1) x (h + 1), S[y][x] = sum of cells left of
+// x and below y.
+std::vector<double> summedArea(const std::vector<double>& v, int w, int h)
+{
+    std::vector<double> s(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0);
+    const auto W = static_cast<size_t>(w + 1);
+    for (int y = 0; y < h; ++y) {
+        double row = 0;
+        for (int x = 0; x < w; ++x) {
+            row += v[static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)];
+            s[static_cast<size_t>(y + 1) * W + static_cast<size_t>(x + 1)] =
+                s[static_cast<size_t>(y) * W + static_cast<size_t>(x + 1)] + row;
+        }
+    }
+    return s;
+}
+
+// Integral of the piecewise-constant grid over [0, x) x [0, y) (grid units, fractional): the
+// summed-area table interpolated bilinearly inside cell (i, j).
+double integralTo(const std::vector<double>& S, int w, int h, double x, double y)
+{
+    x = std::clamp(x, 0.0, static_cast<double>(w));
+    y = std::clamp(y, 0.0, static_cast<double>(h));
+    const int i = std::min(static_cast<int>(x), w - 1), j = std::min(static_cast<int>(y), h - 1);
+    const double a = x - i, b = y - j;
+    const auto W = static_cast<size_t>(w + 1);
+    auto at = [&](int xx, int yy) {
+        return S[static_cast<size_t>(yy) * W + static_cast<size_t>(xx)];
+    };
+    const double s00 = at(i, j), s10 = at(i + 1, j), s01 = at(i, j + 1), s11 = at(i + 1, j + 1);
+    const double cell = s11 - s10 - s01 + s00;
+    return s00 + a * (s10 - s00) + b * (s01 - s00) + a * b * cell;
+}
+
+} // namespace
+
+std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td) const
+{
+    std::lock_guard lock(lodMutex);
+    const auto ti = static_cast<size_t>(&td - tracks.data());
+    if (ti >= tracks.size()) return nullptr; // the empty track of trackOrThrow
+    if (lods.size() != tracks.size()) lods.assign(tracks.size(), nullptr);
+    if (lods[ti]) return lods[ti];
+    auto lod = std::make_shared<Lod>();
+    lod->nt = kLodTimeBins;
+    lod->ny = kLodAddressBins;
+    lod->t0 = timeBegin;
+    lod->t1 = std::max(timeEnd + 1, timeBegin + 1);
+    lod->ySize = std::max<double>(1.0, static_cast<double>(td.layout.compactSize));
+    std::vector<double> occCells, regCells;
+    if (!readLodCache(td, lod->nt, lod->ny, occCells, regCells)) {
+        const double dt = static_cast<double>(lod->t1 - lod->t0) / lod->nt;
+        const double dy = lod->ySize / lod->ny;
+        auto px = [&](int64_t t) { return static_cast<double>(t - lod->t0) / dt; };
+        DiffGrid occ(lod->nt, lod->ny), reg(lod->nt, lod->ny);
+        for (const RegionRec& r : td.regions) {
+            uint64_t c = 0;
+            if (!td.layout.toCompact(r.address, c)) continue;
+            reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod->t1)),
+                        static_cast<double>(c) / dy, static_cast<double>(c + r.size) / dy);
+        }
+        for (const Alloc& a : td.allocs) {
+            uint64_t c = 0;
+            if (!a.occupies() || a.region == kNoRegion || !td.layout.toCompact(a.address, c))
+                continue;
+            occ.addRect(px(a.allocNs), px(std::min(a.freeNs, lod->t1)), static_cast<double>(c) / dy,
+                        static_cast<double>(c + a.size) / dy);
+        }
+        occCells = occ.resolve();
+        regCells = reg.resolve();
+        writeLodCache(td, lod->nt, lod->ny, occCells, regCells);
+    }
+    lod->occ = summedArea(occCells, lod->nt, lod->ny);
+    lod->reg = summedArea(regCells, lod->nt, lod->ny);
+    lods[ti] = lod;
+    return lod;
+}
+
+HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
+{
+    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    HeatmapRaster h = d_->heatmapFrame(rq, td);
+    const size_t n = static_cast<size_t>(h.width) * static_cast<size_t>(h.height);
+    h.occupancy.assign(n, 0.0f);
+    h.reservedFraction.assign(n, 0.0f);
+    h.state.assign(n, CellState::Outside);
+    const auto lod = d_->lodOf(td);
+    if (!lod) return h;
+    // Pixel edges in grid units.
+    const double gx = lod->nt / static_cast<double>(lod->t1 - lod->t0);
+    const double gy = lod->ny / lod->ySize;
+    std::vector<double> xs(static_cast<size_t>(h.width) + 1), ys(static_cast<size_t>(h.height) + 1);
+    for (int x = 0; x <= h.width; ++x)
+        xs[static_cast<size_t>(x)] =
+            (static_cast<double>(h.t0 - lod->t0) + static_cast<double>(h.t1 - h.t0) * x / h.width) *
+            gx;
+    for (int y = 0; y <= h.height; ++y)
+        ys[static_cast<size_t>(y)] =
+            (static_cast<double>(h.y0) + static_cast<double>(h.y1 - h.y0) * y / h.height) * gy;
+    const double dy = static_cast<double>(h.y1 - h.y0) / h.height;
+    const std::vector<bool> sep = separatorMask(td.layout, static_cast<double>(h.y0), dy, h.height);
+    // The integral up to every pixel corner, once: a pixel is then four lookups per channel.
+    const auto W = static_cast<size_t>(h.width) + 1;
+    std::vector<double> fo(W * (static_cast<size_t>(h.height) + 1)), fr(fo.size());
+    for (size_t y = 0; y < ys.size(); ++y)
+        for (size_t x = 0; x < xs.size(); ++x) {
+            fo[y * W + x] = integralTo(lod->occ, lod->nt, lod->ny, xs[x], ys[y]);
+            fr[y * W + x] = integralTo(lod->reg, lod->nt, lod->ny, xs[x], ys[y]);
+        }
+    for (int y = 0; y < h.height; ++y) {
+        const auto yu = static_cast<size_t>(y);
+        const double height = ys[yu + 1] - ys[yu];
+        for (int x = 0; x < h.width; ++x) {
+            const auto xu = static_cast<size_t>(x);
+            const double area = (xs[xu + 1] - xs[xu]) * height;
+            auto avg = [&](const std::vector<double>& F) {
+                const double v = F[(yu + 1) * W + xu + 1] - F[(yu + 1) * W + xu] -
+                                 F[yu * W + xu + 1] + F[yu * W + xu];
+                return area > 0 ? v / area : 0.0;
+            };
+            const double ov = std::clamp(avg(fo), 0.0, 1.0);
+            const double gv = std::clamp(avg(fr), 0.0, 1.0);
+            const size_t k = yu * static_cast<size_t>(h.width) + xu;
+            h.occupancy[k] = ov < kEps ? 0.0f : static_cast<float>(ov);
+            h.reservedFraction[k] = gv < kEps ? 0.0f : static_cast<float>(gv);
+            h.state[k] = sep[yu]      ? CellState::Separator
+                         : ov >= kEps ? CellState::Allocated
+                         : gv >= kEps ? CellState::Free
+                                      : CellState::Outside;
+        }
+    }
     return h;
 }
 

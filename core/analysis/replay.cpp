@@ -324,19 +324,45 @@ void Replayer::seek(int64_t time, bool useCheckpoints)
     advanceTo(time);
 }
 
-void Engine::Impl::buildCheckpoints(TrackData& t)
+void CheckpointBuilder::start(TrackData& t)
+{
+    live.clear();
+    pos.clear();
+    ai = fi = ri = rei = 0;
+    sinceLast = 0;
+    lastInstant = std::numeric_limits<int64_t>::min();
+    t.checkpoints.clear();
+    t.checkpoints.push_back(Checkpoint{std::numeric_limits<int64_t>::min(), 0, 0, 0, 0, {}});
+}
+
+void CheckpointBuilder::resume(TrackData& t, int64_t minTime)
+{
+    if (minTime > lastInstant) return; // the new events all come after where it stopped
+    // Checkpoints at or after the earliest new event are wrong now: drop them and walk again
+    // from the last one before it (the first, the empty state, is at INT64_MIN and stays).
+    while (t.checkpoints.size() > 1 && t.checkpoints.back().time >= minTime)
+        t.checkpoints.pop_back();
+    const Checkpoint& c = t.checkpoints.back();
+    live = c.live;
+    pos.assign(t.allocs.size(), 0);
+    for (size_t k = 0; k < live.size(); ++k)
+        pos[live[k]] = static_cast<uint32_t>(k);
+    ai = c.allocPos;
+    fi = c.freePos;
+    ri = c.regionPos;
+    rei = c.regionEndPos;
+    sinceLast = 0;
+    lastInstant = c.time;
+}
+
+void CheckpointBuilder::run(TrackData& t)
 {
     // The live set is kept as a dense vector with each block's position, so adding and removing
     // are O(1); a checkpoint copies and sorts it. Spacing grows with the live set so that the
     // checkpoints together hold about as many entries as the session has events.
     const auto& A = t.allocs;
-    std::vector<uint32_t> live;
-    std::vector<uint32_t> pos(A.size(), 0);
-    size_t ai = 0, fi = 0, ri = 0, rei = 0;
+    pos.resize(A.size(), 0);
     constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
-    t.checkpoints.clear();
-    t.checkpoints.push_back(Checkpoint{std::numeric_limits<int64_t>::min(), 0, 0, 0, 0, {}});
-    int64_t sinceLast = 0;
     while (true) {
         const int64_t tr = ri < t.regions.size() ? t.regions[ri].createNs : kNone;
         const int64_t tf = fi < t.byFree.size() ? A[t.byFree[fi]].freeNs : kNone;
@@ -368,6 +394,7 @@ void Engine::Impl::buildCheckpoints(TrackData& t)
         }
         while (rei < t.regionsByEnd.size() && t.regions[t.regionsByEnd[rei]].destroyNs == now)
             ++rei;
+        lastInstant = now;
         if (sinceLast >= std::max<int64_t>(1 << 16, 4 * static_cast<int64_t>(live.size()))) {
             Checkpoint c{now, ai, fi, ri, rei, live};
             std::sort(c.live.begin(), c.live.end());

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace fs::analysis {
 
 Timeline Engine::timeline(const TimelineOptions& o) const
@@ -13,6 +15,17 @@ Timeline Engine::timeline(const TimelineOptions& o) const
     tl.device = o.device;
     tl.level = o.level;
     tl.caveats = d_->resultCaveats();
+    // Whole-session timelines (the GUI's, report's) are kept in the session's analysis_cache.
+    const bool whole = o.from == kNoTime && o.to == kNoTime;
+    const std::string key = whole
+                                ? fmt::format("timeline:{}:{}:{}:{}", o.device,
+                                              static_cast<int>(o.level), o.step, o.entropyWindowNs)
+                                : std::string();
+    if (whole && d_->readTimelineCache(key, tl)) {
+        tl.entropyWindowNs = std::max<int64_t>(o.entropyWindowNs, 1);
+        ++d_->timelinesFromCache;
+        return tl;
+    }
     const int64_t from = o.from == kNoTime ? d_->timeBegin : o.from;
     const int64_t to = o.to == kNoTime ? d_->timeEnd : std::max(o.to, from);
     int64_t step = o.step > 0 ? o.step : (to - from) / 1000;
@@ -71,6 +84,7 @@ Timeline Engine::timeline(const TimelineOptions& o) const
         tl.fragmentEntropy.push_back(s.entropy());
     }
     tl.eventsReplayed = r.processed();
+    if (whole) d_->writeTimelineCache(key, tl);
     return tl;
 }
 

@@ -1,5 +1,6 @@
 // fragscope-gui: item models under QAbstractItemModelTester, the linked views on a session,
 // heatmap zoom/pan by synthetic input, exports, cancelled and failed loads. Runs offscreen.
+#include "core/ingest.h"
 #include "core/versions.h"
 #include "fixture.h"
 #include "main_window.h"
@@ -26,6 +27,7 @@
 #include <QWheelEvent>
 #include <QXmlStreamReader>
 #include <QtTest>
+#include <qcustomplot.h>
 
 using namespace fs;
 
@@ -77,7 +79,7 @@ private slots:
         QCOMPARE(frames.rowCount(), 0);
         views::PrecursorModel pre;
         QAbstractItemModelTester t2(&pre, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        pre.resetData(scene->precursors(17, scene->defaultLevel()), scene->timeBegin(),
+        pre.resetData(scene->frameReport(17).precursors, scene->timeBegin(),
                       scene->summary.timeAxis);
         QVERIFY(pre.rowCount() > 0);
         pre.resetData({}, 0, TimeAxis::Nanoseconds);
@@ -104,7 +106,7 @@ private slots:
         view->setCurrentIndex(view->model()->index(row, 0));
         QCOMPARE(w.selection()->current().frame, f);
         // The inspector lists exactly the engine's precursors for that frame.
-        const auto expected = s.precursors(f, w.level());
+        const auto expected = s.engine->frameReport(f).precursors;
         QVERIFY(!expected.empty());
         const auto* pm = w.inspector()->model();
         QCOMPARE(pm->rowCount(), int(expected.size()));
@@ -112,19 +114,23 @@ private slots:
             QCOMPARE(pm->data(pm->index(i, views::PrecursorModel::What), Qt::DisplayRole)
                          .toString()
                          .toStdString(),
-                     expected[size_t(i)].what);
+                     expected[size_t(i)].description);
         QVERIFY(w.inspector()->headline().contains("17"));
         // The heatmap's selection covers the frame, and the frame is in view.
-        const render::FrameRow* fr = s.frame(f);
+        const analysis::FrameInfo* fr = s.frame(f);
         const auto& hs = w.heatmap()->selection();
         QVERIFY(hs.from <= fr->start && hs.to >= fr->end);
         QVERIFY(w.heatmap()->viewport().t0 <= fr->start && w.heatmap()->viewport().t1 >= fr->end);
         // The histogram shows that frame's fragments (at its end), with f-1 to compare.
         QCOMPARE(w.histogram()->shownAt(), fr->end);
-        const auto want = render::fragmentHistogram(s.levels[size_t(w.level())], fr->end);
+        const auto& ld = s.levels[size_t(w.level())];
+        const auto want = s.engine->stateAt(ld.device, ld.level, fr->end).histogram.log2;
+        QVERIFY(!want.empty());
         QCOMPARE(w.histogram()->current().size(), want.size());
-        for (size_t i = 0; i < want.size(); ++i)
+        for (size_t i = 0; i < want.size(); ++i) {
+            QCOMPARE(w.histogram()->current()[i].lo, want[i].lo);
             QCOMPARE(w.histogram()->current()[i].count, want[i].count);
+        }
         QVERIFY(!w.histogram()->previous().empty());
         // The kernel lane names the new kernel variant.
         QVERIFY(w.kernels()->newVariants().contains("gemm_fallback_kernel"));
@@ -161,12 +167,14 @@ private slots:
         w.openFile(fixture_);
         waitLoaded(w);
         const auto& ld = w.scene()->levels[size_t(w.level())];
+        const auto& e = *w.scene()->engine;
         int64_t kept = -1, act = -1;
-        for (const auto& a : ld.allocs) {
-            const std::string tag = w.scene()->str(a.tag);
-            if (tag == "kv_cache" && kept < 0) kept = a.id;
-            if (tag == "activation" && act < 0) act = a.id;
-        }
+        // kv_cache blocks live to the end; activation 0 of frame 0 lives 2-5 ms into it.
+        for (const auto& a : e.liveAllocationsAt(ld.device, ld.level, w.scene()->timeEnd()))
+            if (kept < 0 && e.allocation(a.id)->tag == "kv_cache") kept = a.id;
+        for (const auto& a :
+             e.liveAllocationsAt(ld.device, ld.level, fstest::fixtureFrameStart(0) + 2'500'000))
+            if (act < 0 && e.allocation(a.id)->tag == "activation") act = a.id;
         QVERIFY(kept > 0 && act > 0);
         auto stackItem = [&]() -> QTreeWidgetItem* {
             const auto items =
@@ -373,7 +381,7 @@ private slots:
     {
         // Rules persist per user (the settings file) and the loader evaluates them: with
         // coherence_score < 0.2 the fixture's frame 16 (0.124) joins 17-18 in one collapse.
-        views::RulesEditor::save({{"coherence_score", true, 0.2, true}});
+        views::RulesEditor::save({{{"coherence_score", analysis::Compare::Less, 0.2}, true}});
         QCOMPARE(views::RulesEditor::load().size(), size_t(1));
         gui::MainWindow w;
         w.openFile(fixture_);
@@ -385,7 +393,7 @@ private slots:
                     ->data(w.framesModel()->index(16, 0), views::FramesModel::CollapsedRole)
                     .toBool());
         QFile::remove(dir_.filePath("settings.json"));
-        QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
+        QCOMPARE(views::RulesEditor::load().size(), analysis::defaultCollapseRules().size());
     }
 
     void rulesEditorReevaluatesCollapses()
@@ -405,7 +413,7 @@ private slots:
         auto* dlg = w.findChild<views::RulesEditor*>();
         QVERIFY(dlg);
         const auto before = w.scene();
-        emit dlg->rulesChanged({{"coherence_score", true, 0.5, true}});
+        emit dlg->rulesChanged({{"coherence_score", analysis::Compare::Less, 0.5}});
         QTRY_VERIFY(w.scene() != before);
         QCOMPARE(w.scene()->collapses.size(), size_t(1));
         QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
@@ -416,6 +424,128 @@ private slots:
                     .toBool());
         QCOMPARE(before->collapses[0].firstFrame, int64_t(17)); // the shown scene was not touched
         dlg->close();
+    }
+
+    void viewsDrawTheEngineFigures()
+    {
+        // Each view draws the engine's figures, and nothing else: the timelines plot the
+        // engine's timeline samples (a scene with a changed timeline plots the change), the
+        // frames table shows the engine's per-frame figures, the memory map and the heatmap
+        // are the engine's rasters (tst_render), the histogram and the inspector are checked
+        // in selectCollapsedFrameDrivesEveryView.
+        gui::MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        w.openFile(fixture_);
+        waitLoaded(w);
+        const auto scene = w.scene();
+        const int li = w.level();
+        const auto& ld = scene->levels[size_t(li)];
+        const analysis::Timeline& tl = *ld.timeline;
+        auto* plot = w.timeline()->findChild<QCustomPlot*>();
+        QVERIFY(plot);
+        auto graphValues = [&](int g) {
+            std::vector<double> v;
+            for (auto it = plot->graph(g)->data()->constBegin();
+                 it != plot->graph(g)->data()->constEnd(); ++it)
+                v.push_back(it->value);
+            return v;
+        };
+        // Graph 3 is F, 4 the fragment entropy (the order of TimelineWidget::rebuild).
+        QVERIFY(graphValues(3) == tl.fragmentationRatio);
+        QVERIFY(graphValues(4) == tl.fragmentEntropy);
+        // The same scene with another timeline: the widget plots the other values.
+        auto changed = std::make_shared<render::Scene>(*scene);
+        auto tl2 = std::make_shared<analysis::Timeline>(tl);
+        for (double& x : tl2->fragmentationRatio)
+            x = 0.5 * x + 0.25;
+        changed->levels[size_t(li)].timeline = tl2;
+        w.timeline()->setScene(changed, li);
+        QVERIFY(graphValues(3) == tl2->fragmentationRatio);
+        w.timeline()->setScene(scene, li);
+        // The frames table: the engine's largest free fragment and F at each frame's end.
+        const auto& frames = scene->engine->frames();
+        auto* fm = w.framesModel();
+        for (int r = 0; r < fm->rowCount(); ++r) {
+            const auto& fe = frames[size_t(r)].allocator.front().atEnd;
+            QCOMPARE(fm->data(fm->index(r, views::FramesModel::LargestFree),
+                              views::FramesModel::SortRole)
+                         .toULongLong(),
+                     qulonglong(fe.largestFreeFragmentBytes));
+            QCOMPARE(fm->data(fm->index(r, views::FramesModel::Ratio), views::FramesModel::SortRole)
+                         .toDouble(),
+                     fe.fragmentationRatio);
+        }
+    }
+
+    void framesWithoutTimeRangeKeepMetrics()
+    {
+        // A session with allocations but no frame markers, and per-frame metrics for frames
+        // 0-4 (as a CSV import gives them): coherence 0.9, 0.9, 0.01, 0.9, 0.9. Every view keeps
+        // them: five rows in the frames table with their values, frame 2 a collapse (rule
+        // coherence_score < 0.05), five points on the metric timeline (spread by index, as no
+        // frame has a time range), the inspector reports on frame 2, and exports draw.
+        const QString path = dir_.filePath("untimed.fragscope");
+        {
+            IngestOptions o;
+            o.path = path.toStdString();
+            o.sourceKind = "test";
+            Ingest in(o);
+            in.begin();
+            Event r;
+            r.type = EventType::RegionCreate;
+            r.level = Level::Pool;
+            r.time = 0;
+            r.address = 0x10000000;
+            r.size = 1 << 20;
+            in.add(r);
+            Event a = r;
+            a.type = EventType::Alloc;
+            a.time = 100;
+            a.size = 4096;
+            in.add(a);
+            const double c[] = {0.9, 0.9, 0.01, 0.9, 0.9};
+            for (int f = 0; f < 5; ++f)
+                in.addFrameMetric(f, "coherence_score", c[f], "csv");
+            in.end();
+        }
+        gui::MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        w.openFile(path);
+        waitLoaded(w);
+        const auto s = w.scene();
+        QCOMPARE(int(s->frames.size()), 5);
+        auto* fm = w.framesModel();
+        QCOMPARE(fm->rowCount(), 5);
+        int metricCol = -1;
+        for (int c = 0; c < fm->columnCount(); ++c)
+            if (fm->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString() ==
+                QStringLiteral("coherence_score"))
+                metricCol = c;
+        QVERIFY(metricCol >= 0);
+        QCOMPARE(fm->data(fm->index(2, metricCol), views::FramesModel::SortRole).toDouble(), 0.01);
+        QVERIFY(fm->data(fm->index(2, 0), views::FramesModel::CollapsedRole).toBool());
+        QVERIFY(!fm->data(fm->index(1, 0), views::FramesModel::CollapsedRole).toBool());
+        auto* plot = w.timeline()->findChild<QCustomPlot*>();
+        QVERIFY(plot);
+        QCPGraph* metric = plot->graph(plot->graphCount() - 1);
+        QCOMPARE(metric->name(), QStringLiteral("coherence_score"));
+        QCOMPARE(metric->data()->size(), 5);
+        QCOMPARE((metric->data()->constBegin() + 2)->value, 0.01);
+        w.framesView()->setCurrentIndex(w.framesView()->model()->index(2, 0));
+        QCOMPARE(w.selection()->current().frame, int64_t(2));
+        QVERIFY(w.inspector()->headline().contains("2"));
+        QString err;
+        for (render::View v : {render::View::Timeline, render::View::Histogram,
+                               render::View::Heatmap, render::View::MemMap}) {
+            render::RenderOptions o;
+            o.frame = 2;
+            QVERIFY2(render::exportView(
+                         dir_.filePath(QStringLiteral("untimed-%1.png").arg(render::viewName(v))),
+                         QSize(900, 600), *s, v, o, &err),
+                     qPrintable(err));
+        }
     }
 
     void simulatedSession()
@@ -449,7 +579,7 @@ private slots:
                 w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
             QCOMPARE(w.selection()->current().frame, f);
             QCOMPARE(w.inspector()->model()->rowCount(),
-                     int(w.scene()->precursors(f, w.level()).size()));
+                     int(w.scene()->engine->frameReport(f).precursors.size()));
         }
     }
 

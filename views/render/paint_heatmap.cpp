@@ -9,31 +9,6 @@
 
 namespace fs::render::detail {
 
-namespace {
-
-// Hilbert curve index -> (x, y) on an n×n grid (n a power of two).
-void d2xy(int n, int d, int& x, int& y)
-{
-    int rx, ry, t = d;
-    x = y = 0;
-    for (int s = 1; s < n; s *= 2) {
-        rx = 1 & (t / 2);
-        ry = 1 & (t ^ rx);
-        if (ry == 0) {
-            if (rx == 1) {
-                x = s - 1 - x;
-                y = s - 1 - y;
-            }
-            std::swap(x, y);
-        }
-        x += s * rx;
-        y += s * ry;
-        t /= 4;
-    }
-}
-
-} // namespace
-
 void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o,
                   const QImage* raster)
 {
@@ -41,19 +16,19 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     const Theme& th = o.theme;
     const int64_t span = o.to - o.from;
     if (o.title)
-        drawTitle(p, rect,
-                  QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
-                  reportSubtitle(s, QStringLiteral("%1 allocations, %2 regions")
-                                        .arg(ld.allocs.size())
-                                        .arg(ld.regions.size())),
-                  th);
+        drawTitle(
+            p, rect, QStringLiteral("VA heatmap — %1").arg(QString::fromStdString(ld.label())),
+            reportSubtitle(
+                s,
+                QStringLiteral("%1 allocations, %2 regions").arg(ld.allocations).arg(ld.regions)),
+            th);
     const QRectF plot = plotRect(View::Heatmap, rect, o);
     const Viewport vp{o.from, o.to, o.y0, o.y1};
     const QSize px(static_cast<int>(plot.width()), static_cast<int>(plot.height()));
     if (raster && !raster->isNull()) {
         p.drawImage(plot, *raster);
     } else {
-        const QImage img = heatmapRaster(ld, vp, px.width(), px.height());
+        const QImage img = heatmapRaster(s, o.level, vp, px.width(), px.height());
         p.drawImage(plot, img);
     }
     const double yspan = std::max(1e-9, o.y1 - o.y0);
@@ -63,26 +38,26 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     p.setClipRect(plot);
     p.setPen(
         QPen(th.dark ? QColor(255, 255, 255, 160) : QColor(255, 255, 255, 200), 1, Qt::DotLine));
-    for (size_t i = 1; i < ld.spans.size(); ++i) {
-        const double y = Y(ld.spans[i].y0);
+    for (const auto& [sb, se] : ld.layout.separators) {
+        const double y = Y((static_cast<double>(sb) + static_cast<double>(se)) / 2);
         if (y >= plot.top() && y <= plot.bottom())
             p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
     }
     // The selected allocation, outlined.
     if (o.selAlloc >= 0) {
-        for (const auto& a : ld.allocs) {
-            if (a.id != o.selAlloc) continue;
-            const double x0 = plot.left() + static_cast<double>(a.allocNs - o.from) /
+        if (const auto a = s.allocation(o.selAlloc);
+            a && a->device == ld.device && a->level == ld.level) {
+            const int64_t freeNs = a->freeNs == analysis::kAlive ? o.to : a->freeNs;
+            const double x0 = plot.left() + static_cast<double>(a->allocNs - o.from) /
                                                 static_cast<double>(span) * plot.width();
-            const double x1 = plot.left() + static_cast<double>(a.freeNs - o.from) /
+            const double x1 = plot.left() + static_cast<double>(freeNs - o.from) /
                                                 static_cast<double>(span) * plot.width();
-            const double ya = ld.addressToY(a.address);
-            const QRectF r(QPointF(x0, Y(ya + static_cast<double>(a.size))),
+            const double ya = ld.addressToY(a->address);
+            const QRectF r(QPointF(x0, Y(ya + static_cast<double>(a->size))),
                            QPointF(std::max(x0 + 3, x1), Y(ya)));
             p.setPen(QPen(QColor(255, 60, 200), 2));
             p.setBrush(Qt::NoBrush);
             p.drawRect(r.adjusted(-2, -2, 2, 2));
-            break;
         }
     }
     if (o.marker != kNoTime && o.marker >= o.from && o.marker <= o.to) {
@@ -103,8 +78,10 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         p.setFont(font(11 * kk));
         const double minGap = QFontMetricsF(p.font()).height() * 1.8;
         std::vector<double> cands;
-        for (const auto& sp : ld.spans)
-            if (sp.y0 >= o.y0 && sp.y0 <= o.y1) cands.push_back(sp.y0);
+        for (const auto& r : ld.layout.ranges) {
+            const auto y = static_cast<double>(r.compactBegin);
+            if (y >= o.y0 && y <= o.y1) cands.push_back(y);
+        }
         if (cands.size() < 4)
             for (double v :
                  niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
@@ -153,7 +130,8 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
     const Theme& th = o.theme;
     const int64_t t = o.at;
-    const FrameRow* f = s.frame(o.frame);
+    const analysis::FrameInfo* f = s.frame(o.frame);
+    if (f && f->start == kNoTime) f = nullptr;
     const QString when =
         f ? QStringLiteral("end of frame %1 (%2)")
                 .arg(f->index)
@@ -172,79 +150,50 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const QRectF area = plotRect(View::MemMap, rect, o);
     const double side = std::min(area.width(), area.height());
     const QRectF sq(area.left() + (area.width() - side) / 2, area.top(), side, side);
-    constexpr int n = 128;
-    constexpr int cells = n * n;
-    const double per = ld.compactSize / cells;
-    std::vector<double> A(cells + 1, 0.0), R(cells + 1, 0.0);
-    auto add = [&](std::vector<double>& D, double y0, double y1) {
-        // Fractional coverage per cell with a difference array on cell indices.
-        const double c0 = y0 / per, c1 = y1 / per;
-        const int i0 = std::clamp(static_cast<int>(c0), 0, cells - 1);
-        const int i1 = std::clamp(static_cast<int>(std::ceil(c1)) - 1, 0, cells - 1);
-        if (i0 == i1) {
-            D[static_cast<size_t>(i0)] += c1 - c0;
-            D[static_cast<size_t>(i0) + 1] -= c1 - c0;
-            return;
-        }
-        D[static_cast<size_t>(i0)] += (i0 + 1) - c0;
-        D[static_cast<size_t>(i0) + 1] -= (i0 + 1) - c0;
-        D[static_cast<size_t>(i0) + 1] += 1;
-        D[static_cast<size_t>(i1)] -= 1;
-        D[static_cast<size_t>(i1)] += c1 - i1;
-        D[static_cast<size_t>(i1) + 1] -= c1 - i1;
-    };
-    for (const auto& r : ld.regions)
-        if (r.createNs <= t && r.destroyNs > t) {
-            const double y = ld.addressToY(r.address);
-            add(R, y, y + static_cast<double>(r.size));
-        }
-    int64_t liveCount = 0;
-    for (const auto& a : ld.allocs) {
-        if (a.allocNs > t) break;
-        if (a.freeNs <= t) continue;
-        const double y = ld.addressToY(a.address);
-        if (y < 0) continue;
-        add(A, y, y + static_cast<double>(a.size));
-        if (ld.regions.empty()) add(R, y, y + static_cast<double>(a.size));
-        ++liveCount;
-    }
-    for (int i = 1; i <= cells; ++i) {
-        A[static_cast<size_t>(i)] += A[static_cast<size_t>(i) - 1];
-        R[static_cast<size_t>(i)] += R[static_cast<size_t>(i) - 1];
-    }
+    // The engine's memory map: the compacted address space along a Hilbert curve, 128 x 128.
+    const analysis::MemmapRaster mm = s.memmap(o.level, t, 7);
+    const int n = std::max(1, mm.side);
     QImage img(n, n, QImage::Format_RGB32);
-    for (int d = 0; d < cells; ++d) {
-        int x, y;
-        d2xy(n, d, x, y);
-        const double reg = R[static_cast<size_t>(d)], al = A[static_cast<size_t>(d)];
-        QColor c = reg < 0.02 && al < 0.02 ? outsideColor()
-                   : al < 1e-4             ? freeColor()
-                                           : occupancyColor(al / std::max(reg, al));
-        img.setPixel(x, y, c.rgb());
-    }
+    img.fill(outsideColor());
+    for (int y = 0; y < mm.side; ++y)
+        for (int x = 0; x < mm.side; ++x) {
+            const size_t k =
+                static_cast<size_t>(y) * static_cast<size_t>(n) + static_cast<size_t>(x);
+            const auto st = mm.state[k];
+            const QColor c = st == analysis::CellState::Allocated ? occupancyColor(mm.occupancy[k])
+                             : st == analysis::CellState::Free    ? freeColor()
+                             : st == analysis::CellState::Separator ? QColor(235, 235, 235)
+                                                                    : outsideColor();
+            img.setPixel(x, y, c.rgb());
+        }
     p.save();
     p.setRenderHint(QPainter::SmoothPixmapTransform, false);
     p.drawImage(sq, img);
     p.restore();
     p.setPen(QPen(th.foreground, 1));
     p.drawRect(sq);
-    const StateSample st = ld.stateAt(t);
+    const analysis::State st = s.stateAt(o.level, t);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     double y = sq.top();
     const double x = sq.right() + 16 * kk;
     p.setFont(font(12 * kk));
     p.setPen(th.foreground);
     const QStringList lines = {
-        QStringLiteral("one cell = %1").arg(QString::fromStdString(formatBytes(per))),
-        QStringLiteral("reserved %1").arg(QString::fromStdString(formatBytes(st.reserved))),
-        QStringLiteral("allocated %1").arg(QString::fromStdString(formatBytes(st.allocated))),
+        QStringLiteral("one cell = %1")
+            .arg(QString::fromStdString(formatBytes(static_cast<double>(mm.bytesPerCell)))),
+        QStringLiteral("reserved %1")
+            .arg(QString::fromStdString(formatBytes(static_cast<double>(st.reservedBytes)))),
+        QStringLiteral("allocated %1")
+            .arg(QString::fromStdString(formatBytes(static_cast<double>(st.allocatedBytes)))),
         QStringLiteral("free %1 in %2 fragments")
-            .arg(QString::fromStdString(formatBytes(st.freeInRegions)))
+            .arg(QString::fromStdString(formatBytes(static_cast<double>(st.freeBytes))))
             .arg(st.fragmentCount),
         QStringLiteral("largest free %1")
-            .arg(QString::fromStdString(formatBytes(st.largestFragment))),
-        QStringLiteral("F = %1").arg(st.fragRatio, 0, 'f', 3),
-        QStringLiteral("%1 live allocations").arg(liveCount)};
+            .arg(QString::fromStdString(
+                formatBytes(static_cast<double>(st.largestFreeFragmentBytes)))),
+        QStringLiteral("F = %1").arg(st.fragmentationRatio, 0, 'f', 3),
+        QStringLiteral("fragment entropy %1 bits").arg(st.fragmentEntropyBits, 0, 'f', 3),
+        QStringLiteral("%1 live allocations").arg(st.liveAllocations)};
     const double lh = QFontMetricsF(p.font()).height() + 4;
     for (const QString& l : lines) {
         p.drawText(QPointF(x, y + lh), l);

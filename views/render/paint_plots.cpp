@@ -130,15 +130,19 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
 
     std::vector<std::pair<int64_t, double>> res, alc, fre, fr, fe, ee;
     double maxBytes = 1;
-    for (const auto& smp : ld.samples) {
-        res.emplace_back(smp.t, smp.reserved);
-        alc.emplace_back(smp.t, smp.allocated);
-        fre.emplace_back(smp.t, smp.freeInRegions);
-        fr.emplace_back(smp.t, smp.fragRatio);
-        fe.emplace_back(smp.t, smp.fragmentEntropy);
-        ee.emplace_back(smp.t, smp.eventEntropy);
-        if (smp.t >= o.from && smp.t <= o.to)
-            maxBytes = std::max({maxBytes, smp.reserved, smp.allocated});
+    if (ld.timeline) {
+        const analysis::Timeline& tl = *ld.timeline;
+        for (size_t i = 0; i < tl.time.size(); ++i) {
+            const int64_t t = tl.time[i];
+            res.emplace_back(t, tl.reserved[i]);
+            alc.emplace_back(t, tl.allocated[i]);
+            fre.emplace_back(t, tl.freeInRegions[i]);
+            fr.emplace_back(t, tl.fragmentationRatio[i]);
+            fe.emplace_back(t, tl.fragmentEntropy[i]);
+            ee.emplace_back(t, tl.eventEntropy[i]);
+            if (t >= o.from && t <= o.to)
+                maxBytes = std::max({maxBytes, tl.reserved[i], tl.allocated[i]});
+        }
     }
     // Bytes axis in one binary unit so tick labels stay short.
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -165,22 +169,27 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
         {{QColor(148, 103, 189), QStringLiteral("fragment entropy"), fe},
          {QColor(255, 127, 14), QStringLiteral("event-size entropy (300 s window)"), ee, true}},
         0, 3.6, {}, {{std::log2(11.0), QStringLiteral("max log2 11 = 3.46")}}, panels == 3);
+    const bool anyTimed = s.anyTimedFrame();
     for (size_t m = 0; m < metrics.size(); ++m) {
         std::vector<std::pair<int64_t, double>> pts;
         double lo = 1e300, hi = -1e300;
-        for (const auto& f : s.frames) {
+        for (size_t i = 0; i < s.frames.size(); ++i) {
+            const auto& f = s.frames[i];
             auto it = f.metrics.find(metrics[m]);
             if (it == f.metrics.end()) continue;
-            pts.emplace_back(f.start + (f.end - f.start) / 2, it->second);
+            const int64_t x = s.frameX(i);
+            if (x == kNoTime) continue;
+            pts.emplace_back(x, it->second);
             lo = std::min(lo, it->second);
             hi = std::max(hi, it->second);
         }
         std::vector<std::pair<double, QString>> thr;
         for (const auto& r : s.rules)
-            if (r.enabled && r.metric == metrics[m]) {
-                thr.emplace_back(r.threshold, QStringLiteral("collapse when %1 %2")
-                                                  .arg(r.below ? "<" : ">")
-                                                  .arg(r.threshold));
+            if (r.metric == metrics[m]) {
+                thr.emplace_back(r.threshold,
+                                 QStringLiteral("collapse when %1 %2")
+                                     .arg(r.compare == analysis::Compare::Less ? "<" : ">")
+                                     .arg(r.threshold));
                 lo = std::min(lo, r.threshold);
                 hi = std::max(hi, r.threshold);
             }
@@ -188,8 +197,12 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
         const double pad = (hi - lo) * 0.08 + 1e-9;
         drawPanel(p, panelRect(3 + static_cast<int>(m)), s, o, QString::fromStdString(metrics[m]),
                   {{QColor(23, 190, 207),
-                    QStringLiteral("%1 per frame").arg(QString::fromStdString(metrics[m])), pts,
-                    false, true}},
+                    anyTimed || s.frames.empty()
+                        ? QStringLiteral("%1 per frame").arg(QString::fromStdString(metrics[m]))
+                        : QStringLiteral("%1 per frame (no frame has a time range: placed by "
+                                         "index)")
+                              .arg(QString::fromStdString(metrics[m])),
+                    pts, false, true}},
                   std::min(0.0, lo - pad), hi + pad, {}, thr, m + 1 == metrics.size());
     }
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
@@ -204,11 +217,26 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
 {
     const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
     const Theme& th = o.theme;
-    const FrameRow* f = s.frame(o.frame);
-    const FrameRow* prev = f ? s.frame(f->index - 1) : nullptr;
-    const std::vector<HistBin> cur = fragmentHistogram(ld, o.at);
+    const analysis::FrameInfo* f = s.frame(o.frame);
+    if (f && f->start == kNoTime) f = nullptr;
+    const analysis::FrameInfo* prev = f ? s.frame(f->index - 1) : nullptr;
+    if (prev && prev->start == kNoTime) prev = nullptr;
+    // The engine's log2 bins [2^k, 2^(k+1)) at the instant.
+    struct HistBin
+    {
+        int log2lo = 0;
+        int64_t count = 0;
+    };
+    auto bins = [&](int64_t t) {
+        std::vector<HistBin> out;
+        for (const auto& b : s.stateAt(o.level, t).histogram.log2)
+            out.push_back(
+                {static_cast<int>(std::lround(std::log2(static_cast<double>(b.lo)))), b.count});
+        return out;
+    };
+    const std::vector<HistBin> cur = bins(o.at);
     std::vector<HistBin> before;
-    if (o.compare && prev) before = fragmentHistogram(ld, prev->end);
+    if (o.compare && prev) before = bins(prev->end);
     const QString when = f ? QStringLiteral("end of frame %1").arg(f->index)
                            : QStringLiteral("t = %1").arg(QString::fromStdString(
                                  formatTime(o.at - s.timeBegin(), s.summary.timeAxis)));

@@ -101,7 +101,7 @@ Viewport fullViewport(const Scene& s, int level)
     vp.t1 = std::max(s.timeEnd(), s.timeBegin() + 1);
     vp.y0 = 0;
     vp.y1 = level >= 0 && level < static_cast<int>(s.levels.size())
-                ? s.levels[static_cast<size_t>(level)].compactSize
+                ? std::max(1.0, s.levels[static_cast<size_t>(level)].compactSize())
                 : 1.0;
     return vp;
 }
@@ -126,130 +126,66 @@ RenderOptions resolved(const Scene& s, View v, RenderOptions o)
         o.y1 = vp.y1;
     }
     if (o.at == kNoTime) {
-        if (const FrameRow* f = s.frame(o.frame))
+        const analysis::FrameInfo* f = s.frame(o.frame);
+        if (f && f->start != kNoTime) {
             o.at = f->end;
-        else if (v == View::Histogram || v == View::MemMap)
-            // The end of the last frame: at the session end a run has often freed everything.
-            o.at = s.frames.empty() ? s.timeEnd() : s.frames.back().end;
+        } else if (v == View::Histogram || v == View::MemMap) {
+            // The end of the last timed frame: at the session end a run has often freed
+            // everything. Without timed frames: the session end.
+            o.at = s.timeEnd();
+            for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it)
+                if (it->start != kNoTime) {
+                    o.at = it->end;
+                    break;
+                }
+        }
     }
     return o;
 }
 
-std::vector<HistBin> fragmentHistogram(const LevelData& ld, int64_t t)
+QImage heatmapImage(const analysis::HeatmapRaster& r)
 {
-    std::map<int, HistBin> bins;
-    for (const auto& [addr, size] : fragmentsAt(ld, t)) {
-        const int k = static_cast<int>(std::floor(std::log2(static_cast<double>(size))));
-        HistBin& b = bins[k];
-        b.log2lo = k;
-        ++b.count;
-        b.bytes += static_cast<double>(size);
-    }
-    std::vector<HistBin> out;
-    for (auto& [k, b] : bins)
-        out.push_back(b);
-    return out;
-}
-
-QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h,
-                     const std::atomic<bool>* cancel)
-{
-    if (w <= 0 || h <= 0) return {};
-    const size_t W = static_cast<size_t>(w) + 1;
-    const size_t H = static_cast<size_t>(h) + 1;
-    // Two 2D difference arrays (allocated bytes and region bytes per cell, as fractions of the
-    // cell), so each interval costs O(1) however many pixels it covers.
-    std::vector<double> A(W * H, 0.0), R(W * H, 0.0);
-    const double tx =
-        static_cast<double>(w) / static_cast<double>(std::max<int64_t>(1, vp.t1 - vp.t0));
-    const double ty = static_cast<double>(h) / std::max(1e-9, vp.y1 - vp.y0);
-    auto addRect = [&](std::vector<double>& D, double x0, double x1, double y0, double y1) {
-        x0 = std::max(0.0, x0);
-        y0 = std::max(0.0, y0);
-        x1 = std::min(static_cast<double>(w), x1);
-        y1 = std::min(static_cast<double>(h), y1);
-        if (x1 <= x0 || y1 <= y0) return;
-        const int c0 = static_cast<int>(x0),
-                  c1 = std::min(w - 1, static_cast<int>(std::ceil(x1)) - 1);
-        const int r0 = static_cast<int>(y0),
-                  r1 = std::min(h - 1, static_cast<int>(std::ceil(y1)) - 1);
-        auto wx = [&](int c) {
-            return std::min(x1, c + 1.0) - std::max(x0, static_cast<double>(c));
-        };
-        auto wy = [&](int r) {
-            return std::min(y1, r + 1.0) - std::max(y0, static_cast<double>(r));
-        };
-        auto box = [&](int ca, int cb, int ra, int rb, double v) {
-            if (ca > cb || ra > rb || v == 0) return;
-            D[static_cast<size_t>(ra) * W + static_cast<size_t>(ca)] += v;
-            D[static_cast<size_t>(ra) * W + static_cast<size_t>(cb + 1)] -= v;
-            D[static_cast<size_t>(rb + 1) * W + static_cast<size_t>(ca)] -= v;
-            D[static_cast<size_t>(rb + 1) * W + static_cast<size_t>(cb + 1)] += v;
-        };
-        // Split into edge and interior columns/rows: each of the 9 parts has one weight.
-        const int cols[3][2] = {{c0, c0}, {c0 + 1, c1 - 1}, {c1, c1}};
-        const int rows[3][2] = {{r0, r0}, {r0 + 1, r1 - 1}, {r1, r1}};
-        for (int i = 0; i < 3; ++i) {
-            if (i == 2 && c1 == c0) continue;
-            const double fx = i == 1 ? 1.0 : wx(cols[i][0]);
-            for (int j = 0; j < 3; ++j) {
-                if (j == 2 && r1 == r0) continue;
-                const double fy = j == 1 ? 1.0 : wy(rows[j][0]);
-                box(cols[i][0], cols[i][1], rows[j][0], rows[j][1], fx * fy);
-            }
-        }
-    };
-    auto rectOf = [&](int64_t a0, int64_t a1, uint64_t addr, uint64_t size,
-                      std::vector<double>& D) {
-        if (a1 <= vp.t0 || a0 >= vp.t1) return;
-        const double ya = ld.addressToY(addr);
-        if (ya < 0) return;
-        const double yb = ya + static_cast<double>(size);
-        if (yb <= vp.y0 || ya >= vp.y1) return;
-        addRect(D, static_cast<double>(a0 - vp.t0) * tx, static_cast<double>(a1 - vp.t0) * tx,
-                (ya - vp.y0) * ty, (yb - vp.y0) * ty);
-    };
-    for (const auto& r : ld.regions)
-        rectOf(r.createNs, std::min(r.destroyNs, vp.t1 + 1), r.address, r.size, R);
-    const bool noRegions = ld.regions.empty();
-    auto lo = std::lower_bound(ld.allocs.begin(), ld.allocs.end(), vp.t0 - ld.maxAllocDuration,
-                               [](const AllocRec& a, int64_t v) { return a.allocNs < v; });
-    size_t n = 0;
-    for (auto it = lo; it != ld.allocs.end() && it->allocNs < vp.t1; ++it) {
-        if ((++n & 0xFFFF) == 0 && cancel && cancel->load(std::memory_order_relaxed)) return {};
-        rectOf(it->allocNs, it->freeNs, it->address, it->size, A);
-        if (noRegions) rectOf(it->allocNs, it->freeNs, it->address, it->size, R);
-    }
-    for (size_t r = 0; r < H; ++r)
-        for (size_t c = 1; c < W; ++c) {
-            A[r * W + c] += A[r * W + c - 1];
-            R[r * W + c] += R[r * W + c - 1];
-        }
-    for (size_t r = 1; r < H; ++r)
-        for (size_t c = 0; c < W; ++c) {
-            A[r * W + c] += A[(r - 1) * W + c];
-            R[r * W + c] += R[(r - 1) * W + c];
-        }
-    QImage img(w, h, QImage::Format_RGB32);
+    if (r.width <= 0 || r.height <= 0) return {};
+    QImage img(r.width, r.height, QImage::Format_RGB32);
     const QRgb outside = outsideColor().rgb(), fr = freeColor().rgb();
+    const QRgb sep = QColor(235, 235, 235).rgb();
     QRgb lut[257];
     for (int i = 0; i <= 256; ++i)
         lut[i] = occupancyColor(i / 256.0).rgb();
-    for (int r = 0; r < h; ++r) {
+    for (int y = 0; y < r.height; ++y) {
         // Row 0 of the raster is the lowest address; images grow downwards, so flip.
-        auto* line = reinterpret_cast<QRgb*>(img.scanLine(h - 1 - r));
-        for (int c = 0; c < w; ++c) {
-            const double reg = R[static_cast<size_t>(r) * W + static_cast<size_t>(c)];
-            const double al = A[static_cast<size_t>(r) * W + static_cast<size_t>(c)];
-            if (reg < 0.02 && al < 0.02)
-                line[c] = outside;
-            else if (al < 1e-4)
-                line[c] = fr;
-            else
-                line[c] = lut[std::clamp(static_cast<int>(al / std::max(reg, al) * 256.0), 1, 256)];
+        auto* line = reinterpret_cast<QRgb*>(img.scanLine(r.height - 1 - y));
+        for (int x = 0; x < r.width; ++x) {
+            const size_t k =
+                static_cast<size_t>(y) * static_cast<size_t>(r.width) + static_cast<size_t>(x);
+            switch (r.state[k]) {
+            case analysis::CellState::Outside:
+                line[x] = outside;
+                break;
+            case analysis::CellState::Free:
+                line[x] = fr;
+                break;
+            case analysis::CellState::Separator:
+                line[x] = sep;
+                break;
+            case analysis::CellState::Allocated: {
+                // Occupancy of the reserved part of the cell: a cell half outside any region
+                // but fully allocated inside it reads as full.
+                const double reg = std::max(static_cast<double>(r.reservedFraction[k]), 1e-9);
+                const double occ = std::min(1.0, r.occupancy[k] / reg);
+                line[x] = lut[std::clamp(static_cast<int>(occ * 256.0), 1, 256)];
+                break;
+            }
+            }
         }
     }
     return img;
+}
+
+QImage heatmapRaster(const Scene& s, int level, const Viewport& vp, int w, int h)
+{
+    if (w <= 0 || h <= 0) return {};
+    return heatmapImage(s.heatmap(level, vp.t0, vp.t1, vp.y0, vp.y1, w, h));
 }
 
 QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o)
@@ -533,9 +469,10 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     QColor band = collapseColor();
     band.setAlpha(60);
     for (const auto& c : s.collapses) {
-        const FrameRow* a = s.frame(c.firstFrame);
-        const FrameRow* b = s.frame(c.lastFrame);
-        if (!a || !b || b->end < t0 || a->start > t1) continue;
+        const analysis::FrameInfo* a = s.frame(c.firstFrame);
+        const analysis::FrameInfo* b = s.frame(c.lastFrame);
+        if (!a || !b || a->start == kNoTime || b->start == kNoTime || b->end < t0 || a->start > t1)
+            continue;
         const QRectF r(QPointF(X(a->start), plot.top()), QPointF(X(b->end), plot.bottom()));
         p.fillRect(r, band);
         p.setPen(QPen(collapseColor(), 1.5));
@@ -543,7 +480,7 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     }
     // Frame numbers only where they fit: every k-th frame so labels never overlap.
     int every = 1;
-    if (!s.frames.empty()) {
+    if (!s.frames.empty() && s.frames.front().start != kNoTime) {
         const double px = plot.width() *
                           static_cast<double>(s.frames.front().end - s.frames.front().start) / span;
         while (px * every < 22 && every < 100000)
@@ -554,7 +491,7 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
         numbers || th.dark ? QColor(255, 255, 255, th.dark ? 90 : 150) : QColor(120, 120, 120, 110);
     p.setFont(font(10.5));
     for (const auto& f : s.frames) {
-        if (f.start < t0 || f.start > t1) continue;
+        if (f.start == kNoTime || f.start < t0 || f.start > t1) continue;
         const double x = X(f.start);
         p.setPen(QPen(line, 1, Qt::DashLine));
         p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
@@ -563,7 +500,7 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
             p.fillRect(
                 QRectF(x + 1, plot.top() + 2,
                        QFontMetricsF(p.font()).horizontalAdvance(QString::number(f.index)) + 4, 14),
-                f.collapsed ? collapseColor() : QColor(0, 0, 0, 140));
+                s.collapsed(f.index) ? collapseColor() : QColor(0, 0, 0, 140));
             p.setPen(Qt::white);
             p.drawText(lab, Qt::AlignLeft | Qt::AlignVCenter, QString::number(f.index));
         }

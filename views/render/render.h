@@ -59,10 +59,11 @@ struct RenderOptions
     bool title = true;
 };
 
-// Pixel raster of occupancy for a viewport (cost: allocations in view + pixels). Cancel returns
-// a null image.
-QImage heatmapRaster(const LevelData& ld, const Viewport& vp, int w, int h,
-                     const std::atomic<bool>* cancel = nullptr);
+// The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours
+// of its cells, high addresses at the top.
+QImage heatmapRaster(const Scene& s, int level, const Viewport& vp, int w, int h);
+// Colours of an engine raster's cells (occupancy ramp, free, outside, separator).
+QImage heatmapImage(const analysis::HeatmapRaster& r);
 QColor occupancyColor(double occ);
 QColor freeColor();
 QColor outsideColor();
@@ -81,15 +82,6 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
 
 // Resolves RenderOptions' defaults against a scene (level, time range, instant).
 RenderOptions resolved(const Scene& s, View v, RenderOptions o);
-
-// Free-fragment histogram: log2 size bins [2^k, 2^(k+1)).
-struct HistBin
-{
-    int log2lo = 0;
-    int64_t count = 0;
-    double bytes = 0;
-};
-std::vector<HistBin> fragmentHistogram(const LevelData& ld, int64_t t);
 
 // Time-axis helpers shared with the QCustomPlot views: unit for a span and its divisor.
 struct TimeUnit

@@ -1,218 +1,115 @@
-// Scene: the whole, immutable data the views draw, built once per session by the loader on a
-// worker thread (loadScene). Views and the CLI exporter read it; nobody runs SQL after loading.
+// Scene: what the views draw, as a cache of the analysis engine's results (fs::analysis). The
+// loader builds it on a worker thread (loadScene, or LiveScene for a recording); views and the
+// CLI exporter read it. It holds no allocation records and computes nothing: every figure comes
+// from the engine, either stored here (timelines, frames, collapses) or asked for through the
+// helpers below, which hold the engine's read lock (a live engine changes between refreshes).
+// A new set of collapse rules or a live refresh makes a new Scene that shares the engine and
+// the timelines: no allocation record is copied.
 #pragma once
 
+#include "core/analysis/engine.h"
 #include "core/events.h"
 #include "core/session.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace fs::analysis {
-class Engine;
-}
-
 namespace fs::render {
 
-// One allocation interval. freeNs is the session end for allocations alive at the end.
-struct AllocRec
-{
-    int64_t allocNs = 0;
-    int64_t freeNs = 0;
-    uint64_t address = 0;
-    uint64_t size = 0;
-    uint64_t requested = 0;
-    int64_t id = 0;
-    int64_t regionId = 0; // 0: outside any region
-    uint32_t stream = 0;
-    StringId tag = kNoString;
-    uint32_t stack = 0; // Scene::stacks key; 0: no stack recorded (ids count from 1 per session)
-    bool freed = false;
-};
-static_assert(sizeof(AllocRec) <= 72, "AllocRec is a hot record");
-
-struct RegionRec
-{
-    int64_t createNs = 0;
-    int64_t destroyNs = 0; // session end when never destroyed
-    uint64_t address = 0;
-    uint64_t size = 0;
-    int64_t id = 0;
-    RegionKind kind = RegionKind::Segment;
-};
-
-// The compacted address axis: the union of region ranges, concatenated, each hole between them
-// shrunk to a thin separator so the heatmap shows only memory that was ever reserved.
-struct Span
-{
-    uint64_t address = 0;
-    uint64_t size = 0;
-    double y0 = 0; // start on the compacted axis (bytes, separators included)
-};
-
-// Allocator state sampled over time (one device and level).
-struct StateSample
-{
-    int64_t t = 0;
-    double reserved = 0;
-    double allocated = 0;
-    double freeInRegions = 0;
-    double largestFragment = 0;
-    double fragmentCount = 0;
-    double fragRatio = 0;       // F = 1 - largest / total free
-    double fragmentEntropy = 0; // bits, size classes 2^n KiB n=2..12
-    double eventEntropy = 0;    // bits, sliding window of alloc/free events
-};
-
+// One (device, level) track as the views show it.
 struct LevelData
 {
     uint32_t device = 0;
     Level level = Level::Driver;
-    std::vector<RegionRec> regions; // sorted by createNs
-    std::vector<AllocRec> allocs;   // sorted by allocNs
-    int64_t maxAllocDuration = 0;   // bounds the backward search for allocations in a window
-    std::vector<Span> spans;
-    double compactSize = 0;           // total length of the compacted axis
-    std::vector<StateSample> samples; // sorted by t
+    int64_t allocations = 0;
+    int64_t regions = 0;
+    analysis::AddressLayout layout;                     // the compacted address axis
+    std::shared_ptr<const analysis::Timeline> timeline; // the engine's samples
     std::string label() const;
-
-    // Maps an address to the compacted axis; -1 when outside every span.
+    double compactSize() const { return static_cast<double>(layout.compactSize); }
+    // Address -> compacted axis (the layout's mapping); -1 outside every range.
     double addressToY(uint64_t addr) const;
-    // Inverse of addressToY; returns false on a separator.
+    // Inverse of addressToY; false on a separator.
     bool yToAddress(double y, uint64_t& addr) const;
-    // Index of the span holding compacted coordinate y, or -1.
-    int spanAtY(double y) const;
-    // State at time t (the last sample at or before t).
-    StateSample stateAt(int64_t t) const;
-    // Index of the allocation covering (t, addr), or -1.
-    int64_t allocAt(int64_t t, uint64_t addr) const;
-};
-
-struct FrameRow
-{
-    int64_t index = 0;
-    int64_t start = 0;
-    int64_t end = 0;
-    bool collapsed = false;
-    std::map<std::string, double> metrics;
-    std::vector<StringId> kernelNames; // distinct kernel names that ran in the frame
-};
-
-// A collapse rule: metric compared to a threshold (DESIGN.md "Frames and coherence metrics").
-struct CollapseRule
-{
-    std::string metric;
-    bool below = true; // collapse when value < threshold; else when value > threshold
-    double threshold = 0;
-    bool enabled = true;
-};
-std::vector<CollapseRule> defaultCollapseRules();
-
-struct Collapse
-{
-    int64_t firstFrame = 0;
-    int64_t lastFrame = 0;
-    std::string reason; // the first broken rule, e.g. "coherence_score 0.009 < 0.05"
-};
-
-struct Precursor
-{
-    int64_t time = 0;
-    std::string kind; // the engine's names: region_created, oom, new_kernel_variant, ...
-    std::string what; // human description
-    double score = 0; // higher = stronger evidence (the engine's: 0..1, docs/analysis.md)
-    uint64_t address = 0;
-    uint64_t size = 0;
-    int64_t allocId = -1;    // -1 when the precursor is not an allocation
-    int64_t count = 1;       // events folded into the row
-    bool background = false; // happens in every healthy frame
-    // Kernel-variant shifts: share of the family's calls running the variant, healthy frames
-    // -> this frame (-1 when the row is not a shift), and the shift's fields as text lines.
-    double shareBefore = -1;
-    double shareAfter = -1;
-    std::string detail{};  // shift fields and the score's factors, one per line (tooltip)
-    std::string variant{}; // kernel-variant shifts: the kernel that ran more in the frame
-};
-
-// The engine's last precursor list (the inspector and the kernel lane ask for the same frame).
-struct PrecursorCache
-{
-    std::mutex mutex;
-    int64_t frame = std::numeric_limits<int64_t>::min();
-    std::vector<Precursor> rows;
-};
-
-struct StateDiff
-{
-    StateSample before; // end of f-1
-    StateSample after;  // end of f
-};
-
-struct KernelRec
-{
-    int64_t start = 0;
-    int64_t end = 0;
-    StringId name = kNoString;
-    uint32_t stream = 0;
-    int64_t graphId = 0;
-};
-
-struct GraphLaunchRec
-{
-    int64_t start = 0;
-    int64_t end = 0;
-    int64_t graphId = 0;
 };
 
 struct Scene
 {
     std::string path;
     SessionSummary summary;
-    std::vector<LevelData> levels; // one per (device, level) with allocations or regions
-    std::vector<FrameRow> frames;  // sorted by index
+    std::vector<LevelData> levels;           // one per engine track, device then level
+    std::vector<analysis::FrameInfo> frames; // by index; frames without a time range included
     std::vector<std::string> metricNames;
-    std::vector<CollapseRule> rules;
-    std::vector<Collapse> collapses;
-    std::vector<KernelRec> kernels; // sorted by start
-    std::vector<GraphLaunchRec> graphLaunches;
-    std::vector<std::pair<int64_t, uint64_t>> ooms; // time, requested bytes
-    std::map<StringId, std::string> strings;
-    std::map<int64_t, std::vector<std::string>> stacks; // stack id -> frames, outermost last
-    // The analysis engine over the same file (when this build has fragscope_analysis): the
-    // collapse inspector's precursors are the engine's.
+    std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
+    std::vector<analysis::Collapse> collapses;
     std::shared_ptr<const analysis::Engine> engine;
-    std::shared_ptr<PrecursorCache> precursorCache = std::make_shared<PrecursorCache>();
-    // Made by LiveScene from a file a recording is still writing: no engine, refreshed several
-    // times a second.
-    bool live = false;
+    bool live = false; // from a recording still being written (LiveScene)
+    // The engine's last frame report: the inspector and the kernel lane ask for the same frame
+    // (a report ranks every precursor of the window: tens of ms on a long run). Shared by the
+    // scenes withRules() makes, whose reports are the same.
+    struct ReportCache
+    {
+        std::mutex mutex;
+        int64_t frame = kNoTime;
+        analysis::CollapseReport report;
+    };
+    std::shared_ptr<ReportCache> reportCache = std::make_shared<ReportCache>();
 
     int64_t timeBegin() const { return summary.timeBegin; }
     int64_t timeEnd() const { return summary.timeEnd; }
-    std::string str(StringId id) const;
-    // The level the views show by default: the highest level that has allocations.
+    // The track the views show by default: the engine's default track on device 0, else the
+    // first.
     int defaultLevel() const;
-    const FrameRow* frame(int64_t index) const;
-    // Frame holding time t, or nullptr.
-    const FrameRow* frameAt(int64_t t) const;
+    const analysis::FrameInfo* frame(int64_t index) const;
+    // Timed frame holding time t, or nullptr.
+    const analysis::FrameInfo* frameAt(int64_t t) const;
     // Collapse that contains frame index, or nullptr.
-    const Collapse* collapseOf(int64_t frameIndex) const;
-    // Re-evaluates collapses after the rules change.
-    void applyRules(const std::vector<CollapseRule>& r);
-    // Ranked precursors (the engine's when present, else a local ranking) and the f-1 -> f state
-    // diff for frame f at level li.
-    std::vector<Precursor> precursors(int64_t frameIndex, int li, int lookbackFrames = 2) const;
-    StateDiff stateDiff(int64_t frameIndex, int li) const;
+    const analysis::Collapse* collapseOf(int64_t frameIndex) const;
+    bool collapsed(int64_t frameIndex) const { return collapseOf(frameIndex) != nullptr; }
+    // Where a time axis draws frames[i]'s metrics: the middle of its time range. Frames without
+    // one (metrics imported for frames the session never marked) are spread evenly by index
+    // when no frame has a time range, else not drawn (kNoTime); the frames table lists them.
+    int64_t frameX(size_t i) const;
+    bool anyTimedFrame() const;
+    // "coherence_score = 0.009 < 0.05": the first broken rule of a collapse.
+    static std::string reason(const analysis::Collapse& c);
+    // The same scene with collapses computed by the engine under other rules (shares the engine
+    // and the timelines).
+    std::shared_ptr<const Scene> withRules(std::vector<analysis::CollapseRule> rules) const;
+
+    // ---- engine queries (under the engine's read lock) ----
+    analysis::State stateAt(int li, int64_t t) const;
+    std::vector<analysis::Fragment> fragmentsAt(int li, int64_t t) const;
+    std::vector<analysis::RegionInfo> regions(int li) const;
+    analysis::HeatmapRaster heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
+                                    int h) const;
+    // The engine's quick level-of-detail heatmap of the same window (Engine::heatmapPreview).
+    analysis::HeatmapRaster heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
+                                           int w, int h) const;
+    analysis::MemmapRaster memmap(int li, int64_t t, int order) const;
+    std::optional<analysis::AllocationInfo> allocationAt(int li, int64_t t, uint64_t addr) const;
+    std::optional<analysis::AllocationInfo> allocation(int64_t id) const;
+    // Precursors and the f-1 -> f diff of frame f, as if it collapsed (the engine's ranking).
+    analysis::CollapseReport frameReport(int64_t frame) const;
+    std::vector<analysis::KernelSummary> kernelsInFrame(int64_t frame) const;
+    std::vector<analysis::KernelSpan> kernelSpans(int64_t from, int64_t to) const;
+    std::vector<analysis::GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;
+    // Asks the engine the questions whose first answer builds an index (kernel names: a pass
+    // over the kernels table), so that the views' first frame click does not wait for it. The
+    // loader runs it on its worker after handing the scene out.
+    void warmUp() const;
 };
 
-// Free fragments alive at time t for one level: (address, size), sorted by address.
-std::vector<std::pair<uint64_t, uint64_t>> fragmentsAt(const LevelData& ld, int64_t t);
+// Builds the scene of an engine: every track's timeline (about `samples` samples over the
+// session), frames, metric names and the collapses under the engine's rules.
+std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> engine,
+                                       int samples = 1200);
 
 struct LoadProgress
 {
@@ -220,8 +117,9 @@ struct LoadProgress
     // Called with the summary as soon as it is read (staged results).
     std::function<void(const SessionSummary&)> summary;
     const std::atomic<bool>* cancel = nullptr;
-    // Collapse rules to evaluate (the user's saved rules); empty: DESIGN.md's defaults.
-    std::vector<CollapseRule> rules;
+    // The engine's options: collapse rules, precursor lookback, entropy window (the user's
+    // settings file, docs/settings.md); progress, cancel and summary above replace its own.
+    analysis::LoadOptions options;
 };
 
 // Thrown when LoadProgress::cancel becomes true.
@@ -229,7 +127,8 @@ struct LoadCancelled
 {
 };
 
-// Reads and indexes a session. Throws SessionError for a bad file, LoadCancelled on cancel.
+// Opens a session with the analysis engine (read once) and builds its scene. Throws
+// SessionError for a bad file, LoadCancelled on cancel.
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp = {},
                                        int samples = 1200);
 

@@ -11,9 +11,15 @@ void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int leve
     scene_ = std::move(scene);
     level_ = level;
     atEnd_.clear();
-    if (scene_ && level_ >= 0 && level_ < static_cast<int>(scene_->levels.size()))
-        for (const auto& f : scene_->frames)
-            atEnd_.push_back(scene_->levels[static_cast<size_t>(level_)].stateAt(f.end));
+    if (scene_ && level_ >= 0 && level_ < static_cast<int>(scene_->levels.size())) {
+        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        for (const auto& f : scene_->frames) {
+            const analysis::State* st = nullptr;
+            for (const auto& fa : f.allocator)
+                if (fa.device == ld.device && fa.level == ld.level) st = &fa.atEnd;
+            atEnd_.push_back(st); // null for a frame without a time range
+        }
+    }
     endResetModel();
 }
 
@@ -41,19 +47,24 @@ QVariant FramesModel::data(const QModelIndex& index, int role) const
     if (!scene_ || !index.isValid() || index.row() >= rowCount() || index.column() >= columnCount())
         return {};
     const auto& f = scene_->frames[static_cast<size_t>(index.row())];
-    const bool haveState = static_cast<size_t>(index.row()) < atEnd_.size();
-    const render::StateSample st =
-        haveState ? atEnd_[static_cast<size_t>(index.row())] : render::StateSample{};
+    const analysis::State* st = static_cast<size_t>(index.row()) < atEnd_.size()
+                                    ? atEnd_[static_cast<size_t>(index.row())]
+                                    : nullptr;
+    const bool timed = f.start != kNoTime;
+    const bool collapsed = scene_->collapsed(f.index);
     const TimeAxis ax = scene_->summary.timeAxis;
     if (role == FrameIndexRole) return QVariant::fromValue<qlonglong>(f.index);
-    if (role == CollapsedRole) return f.collapsed;
-    if (role == Qt::BackgroundRole && f.collapsed) return QBrush(QColor(220, 40, 40, 90));
-    if (role == Qt::ToolTipRole && f.collapsed) {
-        const render::Collapse* c = scene_->collapseOf(f.index);
+    if (role == CollapsedRole) return collapsed;
+    if (role == Qt::BackgroundRole && collapsed) return QBrush(QColor(220, 40, 40, 90));
+    if (role == Qt::ToolTipRole && collapsed) {
+        const analysis::Collapse* c = scene_->collapseOf(f.index);
         return c ? QString::fromStdString("collapse " + std::to_string(c->firstFrame) + "–" +
-                                          std::to_string(c->lastFrame) + ": " + c->reason)
+                                          std::to_string(c->lastFrame) + ": " +
+                                          render::Scene::reason(*c))
                  : QVariant();
     }
+    if (role == Qt::ToolTipRole && !timed)
+        return QStringLiteral("this frame has metrics but no time range in the session");
     if (role == Qt::TextAlignmentRole)
         return index.column() == Collapsed ? QVariant(Qt::AlignCenter)
                                            : QVariant(Qt::AlignRight | Qt::AlignVCenter);
@@ -65,15 +76,15 @@ QVariant FramesModel::data(const QModelIndex& index, int role) const
         case Start:
             return QVariant::fromValue<qlonglong>(f.start);
         case Duration:
-            return QVariant::fromValue<qlonglong>(f.end - f.start);
+            return QVariant::fromValue<qlonglong>(timed ? f.end - f.start : -1);
         case Collapsed:
-            return f.collapsed;
+            return collapsed;
         case LargestFree:
-            return st.largestFragment;
+            return st ? QVariant::fromValue<qulonglong>(st->largestFreeFragmentBytes) : QVariant();
         case Fragments:
-            return st.fragmentCount;
+            return st ? QVariant::fromValue<qlonglong>(st->fragmentCount) : QVariant();
         case Ratio:
-            return st.fragRatio;
+            return st ? QVariant(st->fragmentationRatio) : QVariant();
         default:
             break;
         }
@@ -83,17 +94,21 @@ QVariant FramesModel::data(const QModelIndex& index, int role) const
     case Index:
         return QVariant::fromValue<qlonglong>(f.index);
     case Start:
-        return QString::fromStdString(render::formatTime(f.start - scene_->timeBegin(), ax));
+        return timed ? QString::fromStdString(render::formatTime(f.start - scene_->timeBegin(), ax))
+                     : QStringLiteral("—");
     case Duration:
-        return QString::fromStdString(render::formatTime(f.end - f.start, ax));
+        return timed ? QString::fromStdString(render::formatTime(f.end - f.start, ax))
+                     : QStringLiteral("—");
     case Collapsed:
-        return f.collapsed ? QStringLiteral("COLLAPSE") : QString();
+        return collapsed ? QStringLiteral("COLLAPSE") : QString();
     case LargestFree:
-        return QString::fromStdString(render::formatBytes(st.largestFragment));
+        return st ? QString::fromStdString(
+                        render::formatBytes(static_cast<double>(st->largestFreeFragmentBytes)))
+                  : QString();
     case Fragments:
-        return static_cast<qlonglong>(st.fragmentCount);
+        return st ? QVariant(static_cast<qlonglong>(st->fragmentCount)) : QVariant(QString());
     case Ratio:
-        return QString::number(st.fragRatio, 'f', 3);
+        return st ? QString::number(st->fragmentationRatio, 'f', 3) : QString();
     default: {
         const auto& name = scene_->metricNames[static_cast<size_t>(c - FirstMetric)];
         auto it = f.metrics.find(name);

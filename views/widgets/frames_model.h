@@ -28,7 +28,7 @@ public:
 private:
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
-    std::vector<render::StateSample> atEnd_;
+    std::vector<const analysis::State*> atEnd_; // the engine's figures at each frame's end
 };
 
 } // namespace fs::views

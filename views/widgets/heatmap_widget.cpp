@@ -178,6 +178,7 @@ void HeatmapWidget::startRaster()
                     self->rasterVp_ = vp;
                     self->refined_ = fine && !self->rasterPending_ && vp == self->vp_;
                     self->update();
+                    emit self->rasterShown();
                 }
                 if (!last) return;
                 self->rasterBusy_ = false;
@@ -188,17 +189,39 @@ void HeatmapWidget::startRaster()
             },
             Qt::QueuedConnection);
     };
-    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post] {
-        const auto& ld = scene->levels[static_cast<size_t>(level)];
+    // A raster costs blocks in view + pixels. When the blocks dominate (a zoomed-out view of
+    // millions; estimated from the share of the run in view), the engine's level-of-detail
+    // preview (O(pixels)) goes first; otherwise a coarse exact pass does.
+    const double share =
+        static_cast<double>(vp.t1 - vp.t0) /
+        static_cast<double>(std::max<int64_t>(1, scene_->timeEnd() - scene_->timeBegin()));
+    const bool coarseFirst =
+        static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share <
+        4.0 * w * h;
+    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, coarseFirst] {
+        if (!coarseFirst) {
+            // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
+            // the exact one; the exact one is shown even when a newer request came meanwhile
+            // (stretched onto the new viewport, not marked refined).
+            post(render::heatmapImage(
+                     scene->heatmapPreview(level, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
+                 false, false);
+            if (cancel->load()) {
+                post(QImage(), false, true);
+                return;
+            }
+            post(render::heatmapRaster(*scene, level, vp, w, h), true, true);
+            return;
+        }
         // The coarse pass (a quarter of the pixels each way) always completes.
         QImage coarse =
-            render::heatmapRaster(ld, vp, std::max(1, w / 4), std::max(1, h / 4), nullptr);
+            render::heatmapRaster(*scene, level, vp, std::max(1, w / 4), std::max(1, h / 4));
         if (cancel->load()) {
             post(std::move(coarse), false, true);
             return;
         }
         post(std::move(coarse), false, false);
-        QImage fine = render::heatmapRaster(ld, vp, w, h, cancel.get());
+        QImage fine = render::heatmapRaster(*scene, level, vp, w, h);
         post(cancel->load() ? QImage() : std::move(fine), true, true);
     });
 }
@@ -340,10 +363,8 @@ void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
         double y;
         uint64_t addr;
         const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-        if (toData(e->position(), t, y) && ld.yToAddress(y, addr)) {
-            const int64_t i = ld.allocAt(t, addr);
-            if (i >= 0) emit allocationClicked(ld.allocs[static_cast<size_t>(i)].id);
-        }
+        if (toData(e->position(), t, y) && ld.yToAddress(y, addr))
+            if (const auto a = scene_->allocationAt(level_, t, addr)) emit allocationClicked(a->id);
     }
 }
 
@@ -403,32 +424,31 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
     const QString when = QString::fromStdString(render::formatTime(t - scene_->timeBegin(), ax));
     if (!ld.yToAddress(y, addr))
         return tr("%1\n(gap between regions: collapsed on this axis)").arg(when);
-    const int64_t i = ld.allocAt(t, addr);
-    if (i >= 0) {
-        const auto& a = ld.allocs[static_cast<size_t>(i)];
+    if (const auto a = scene_->allocationAt(level_, t, addr)) {
         QString s =
             tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")
-                .arg(a.id)
-                .arg(a.tag ? QStringLiteral(" (%1)").arg(QString::fromStdString(scene_->str(a.tag)))
-                           : QString())
-                .arg(
-                    QString::fromStdString(render::formatAddress(a.address)),
-                    QString::fromStdString(render::formatBytes(static_cast<double>(a.size))),
-                    a.requested ? QString::fromStdString(
-                                      render::formatBytes(static_cast<double>(a.requested)))
-                                : tr("unknown"),
-                    QString::fromStdString(render::formatTime(a.allocNs - scene_->timeBegin(), ax)),
-                    a.freed ? QString::fromStdString(
-                                  render::formatTime(a.freeNs - scene_->timeBegin(), ax))
-                            : tr("end (never freed)"))
-                .arg(a.stream);
+                .arg(a->id)
+                .arg(a->tag.empty() ? QString()
+                                    : QStringLiteral(" (%1)").arg(QString::fromStdString(a->tag)))
+                .arg(QString::fromStdString(render::formatAddress(a->address)),
+                     QString::fromStdString(render::formatBytes(static_cast<double>(a->size))),
+                     a->requestedSize ? QString::fromStdString(render::formatBytes(
+                                            static_cast<double>(a->requestedSize)))
+                                      : tr("unknown"),
+                     QString::fromStdString(
+                         render::formatTime(a->allocNs - scene_->timeBegin(), ax)),
+                     a->freeNs != analysis::kAlive ? QString::fromStdString(render::formatTime(
+                                                         a->freeNs - scene_->timeBegin(), ax))
+                                                   : tr("end (never freed)"))
+                .arg(a->stream);
         return s;
     }
-    for (const auto& [fa, fsz] : render::fragmentsAt(ld, t))
-        if (addr >= fa && addr < fa + fsz)
+    for (const auto& fr : scene_->fragmentsAt(level_, t))
+        if (addr >= fr.address && addr < fr.address + fr.size)
             return tr("free fragment at %1, %2\nat %3")
-                .arg(QString::fromStdString(render::formatAddress(fa)),
-                     QString::fromStdString(render::formatBytes(static_cast<double>(fsz))), when);
+                .arg(QString::fromStdString(render::formatAddress(fr.address)),
+                     QString::fromStdString(render::formatBytes(static_cast<double>(fr.size))),
+                     when);
     return tr("%1 at %2\n(outside any live region)")
         .arg(QString::fromStdString(render::formatAddress(addr)), when);
 }

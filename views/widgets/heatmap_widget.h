@@ -41,6 +41,7 @@ signals:
     void viewportChanged(const fs::render::Viewport& vp);
     void allocationClicked(int64_t allocId);
     void refinedChanged();
+    void rasterShown(); // an image (preview, coarse or exact) was put on screen
 
 protected:
     void paintEvent(QPaintEvent*) override;

@@ -1,7 +1,6 @@
 #include "panels.h"
 
 #include "core/analysis/engine.h"
-#include "render/rules_settings.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -98,7 +97,8 @@ void CollapseInspector::setSelection(const Selection& s)
                       .arg(scene_->collapses.size())
                       .arg(scene_->collapses.front().firstFrame)
                       .arg(scene_->collapses.front().lastFrame)
-                      .arg(QString::fromStdString(scene_->collapses.front().reason).toHtmlEscaped())
+                      .arg(QString::fromStdString(render::Scene::reason(scene_->collapses.front()))
+                               .toHtmlEscaped())
             : scene_ && scene_->frames.empty()
                 ? tr("This session has no frames ('frame N' markers), so no collapses: use the "
                      "heatmap, "
@@ -108,35 +108,44 @@ void CollapseInspector::setSelection(const Selection& s)
         detail_->clear();
         return;
     }
-    const render::Collapse* c = scene_->collapseOf(s.frame);
+    const analysis::Collapse* c = scene_->collapseOf(s.frame);
     head_->setText(
         c ? tr("<b>Frame %1</b> is in collapse %2–%3: <span style='color:#d02020'>%4</span>. "
                "Precursors: events from two frames before to the end of the frame, ranked.")
                 .arg(s.frame)
                 .arg(c->firstFrame)
                 .arg(c->lastFrame)
-                .arg(QString::fromStdString(c->reason).toHtmlEscaped())
+                .arg(QString::fromStdString(render::Scene::reason(*c)).toHtmlEscaped())
           : tr("<b>Frame %1</b> breaks no collapse rule; its precursor window is shown for "
                "comparison.")
                 .arg(s.frame));
-    model_->resetData(scene_->precursors(s.frame, level_), scene_->timeBegin(),
-                      scene_->summary.timeAxis);
+    // The engine's report for the frame: its ranked precursors and the f-1 -> f state diff.
+    const analysis::CollapseReport rep = scene_->frameReport(s.frame);
+    model_->resetData(rep.precursors, scene_->timeBegin(), scene_->summary.timeAxis);
     detail_->setText(model_->data(model_->index(0, 0), PrecursorModel::DetailRole).toString());
     table_->resizeColumnsToContents();
-    const render::StateDiff d = scene_->stateDiff(s.frame, level_);
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    analysis::StateDiff d;
+    for (const auto& x : rep.diff)
+        if (x.device == ld.device && x.level == ld.level) d = x;
     struct Row
     {
         QString name;
         double a, b;
         bool bytes;
     };
+    auto D = [](uint64_t v) { return static_cast<double>(v); };
     const Row rows[] = {
-        {tr("reserved"), d.before.reserved, d.after.reserved, true},
-        {tr("allocated"), d.before.allocated, d.after.allocated, true},
-        {tr("free in regions"), d.before.freeInRegions, d.after.freeInRegions, true},
-        {tr("fragments"), d.before.fragmentCount, d.after.fragmentCount, false},
-        {tr("largest fragment"), d.before.largestFragment, d.after.largestFragment, true},
-        {tr("F"), d.before.fragRatio, d.after.fragRatio, false}};
+        {tr("reserved"), D(d.before.reservedBytes), D(d.after.reservedBytes), true},
+        {tr("allocated"), D(d.before.allocatedBytes), D(d.after.allocatedBytes), true},
+        {tr("free in regions"), D(d.before.freeBytes), D(d.after.freeBytes), true},
+        {tr("fragments"), static_cast<double>(d.before.fragmentCount),
+         static_cast<double>(d.after.fragmentCount), false},
+        {tr("largest fragment"), D(d.before.largestFreeFragmentBytes),
+         D(d.after.largestFreeFragmentBytes), true},
+        {tr("F"), d.before.fragmentationRatio, d.after.fragmentationRatio, false},
+        {tr("fragment entropy (bits)"), d.before.fragmentEntropyBits, d.after.fragmentEntropyBits,
+         false}};
     diff_->setRowCount(static_cast<int>(std::size(rows)));
     int r = 0;
     for (const auto& row : rows) {
@@ -182,13 +191,8 @@ void AllocationDetails::setSelection(const Selection& s)
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-    const render::AllocRec* a = nullptr;
-    for (const auto& x : ld.allocs)
-        if (x.id == s.allocId) {
-            a = &x;
-            break;
-        }
-    if (!a) {
+    const auto a = scene_->allocation(s.allocId);
+    if (!a || a->device != ld.device || a->level != ld.level) {
         new QTreeWidgetItem(tree_,
                             {tr("allocation"), tr("#%1 is not on this level").arg(s.allocId)});
         return;
@@ -200,14 +204,14 @@ void AllocationDetails::setSelection(const Selection& s)
     add(tr("size"), QStringLiteral("%1 (%2 B)")
                         .arg(QString::fromStdString(formatBytes(static_cast<double>(a->size))))
                         .arg(a->size));
-    add(tr("requested"),
-        a->requested ? QString::fromStdString(formatBytes(static_cast<double>(a->requested)))
-                     : tr("unknown"));
+    add(tr("requested"), a->requestedSize ? QString::fromStdString(
+                                                formatBytes(static_cast<double>(a->requestedSize)))
+                                          : tr("unknown"));
     add(tr("level"), QString::fromUtf8(levelName(ld.level).data(),
                                        static_cast<int>(levelName(ld.level).size())));
     QString region = tr("outside any region");
-    for (const auto& r : ld.regions)
-        if (r.id == a->regionId)
+    for (const auto& r : scene_->regions(level_))
+        if (r.id == a->regionId && r.address <= a->address && a->address < r.address + r.size)
             region = QStringLiteral("#%1 %2 at %3, %4")
                          .arg(r.id)
                          .arg(QString::fromUtf8(regionKindName(r.kind).data(),
@@ -216,26 +220,22 @@ void AllocationDetails::setSelection(const Selection& s)
                               QString::fromStdString(formatBytes(static_cast<double>(r.size))));
     add(tr("region"), region);
     add(tr("stream"), QString::number(a->stream));
-    add(tr("tag"), a->tag ? QString::fromStdString(scene_->str(a->tag)) : tr("(none)"));
+    add(tr("tag"), a->tag.empty() ? tr("(none)") : QString::fromStdString(a->tag));
     // PyTorch's user_metadata and compile_context, when the source recorded them.
-    if (scene_->engine)
-        if (const auto info = scene_->engine->allocation(a->id)) {
-            if (!info->userMetadata.empty())
-                add(tr("user metadata"), QString::fromStdString(info->userMetadata));
-            if (!info->compileContext.empty())
-                add(tr("compile context"), QString::fromStdString(info->compileContext));
-        }
+    if (!a->userMetadata.empty()) add(tr("user metadata"), QString::fromStdString(a->userMetadata));
+    if (!a->compileContext.empty())
+        add(tr("compile context"), QString::fromStdString(a->compileContext));
     add(tr("allocated at"),
         QString::fromStdString(render::formatTime(a->allocNs - scene_->timeBegin(), ax)));
     add(tr("freed at"),
-        a->freed ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
-                 : tr("never (alive at the end)"));
-    auto stack = scene_->stacks.find(a->stack);
-    if (a->stack == 0 || stack == scene_->stacks.end() || stack->second.empty()) {
+        a->freeNs != analysis::kAlive
+            ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
+            : tr("never (alive at the end)"));
+    if (a->stack.empty()) {
         add(tr("stack"), tr("(not recorded by this source)"));
     } else {
         // Innermost frame first, as debuggers show it; the full text is in the tooltip.
-        const auto& frames = stack->second;
+        const auto& frames = a->stack;
         auto* st =
             new QTreeWidgetItem(tree_, {tr("stack"), tr("%n frame(s)", "", int(frames.size()))});
         for (size_t i = 0; i < frames.size(); ++i) {
@@ -250,7 +250,7 @@ void AllocationDetails::setSelection(const Selection& s)
 
 // ---- rules editor ----------------------------------------------------------------------------
 
-RulesEditor::RulesEditor(const std::vector<render::CollapseRule>& initial, QWidget* parent)
+RulesEditor::RulesEditor(const std::vector<EditableRule>& initial, QWidget* parent)
     : QDialog(parent)
 {
     setWindowTitle(tr("Collapse rules"));
@@ -273,33 +273,36 @@ RulesEditor::RulesEditor(const std::vector<render::CollapseRule>& initial, QWidg
     bb->addButton(add, QDialogButtonBox::ActionRole);
     bb->addButton(reset, QDialogButtonBox::ResetRole);
     lay->addWidget(bb);
-    connect(add, &QPushButton::clicked, this, [this] { addRow({"metric_name", true, 0.0, true}); });
+    connect(add, &QPushButton::clicked, this, [this] {
+        addRow({{"metric_name", analysis::Compare::Less, 0.0}, true});
+    });
     connect(reset, &QPushButton::clicked, this, [this] {
         table_->setRowCount(0);
-        for (const auto& r : render::defaultCollapseRules())
-            addRow(r);
+        for (const auto& r : analysis::defaultCollapseRules())
+            addRow({r, true});
     });
     connect(bb, &QDialogButtonBox::accepted, this, [this] {
         save(rules());
-        emit rulesChanged(rules());
+        emit rulesChanged(enabled(rules()));
         accept();
     });
     connect(bb->button(QDialogButtonBox::Apply), &QPushButton::clicked, this, [this] {
         save(rules());
-        emit rulesChanged(rules());
+        emit rulesChanged(enabled(rules()));
     });
     connect(bb, &QDialogButtonBox::rejected, this, &QDialog::reject);
     resize(560, 300);
 }
 
-void RulesEditor::addRow(const render::CollapseRule& r)
+void RulesEditor::addRow(const EditableRule& e)
 {
+    const analysis::CollapseRule& r = e.rule;
     const int row = table_->rowCount();
     table_->insertRow(row);
     table_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(r.metric)));
     auto* cmp = new QComboBox(table_);
     cmp->addItems({QStringLiteral("<"), QStringLiteral(">")});
-    cmp->setCurrentIndex(r.below ? 0 : 1);
+    cmp->setCurrentIndex(r.compare == analysis::Compare::Less ? 0 : 1);
     table_->setCellWidget(row, 1, cmp);
     auto* thr = new QDoubleSpinBox(table_);
     thr->setDecimals(4);
@@ -307,55 +310,70 @@ void RulesEditor::addRow(const render::CollapseRule& r)
     thr->setValue(r.threshold);
     table_->setCellWidget(row, 2, thr);
     auto* en = new QTableWidgetItem;
-    en->setCheckState(r.enabled ? Qt::Checked : Qt::Unchecked);
+    en->setCheckState(e.enabled ? Qt::Checked : Qt::Unchecked);
     table_->setItem(row, 3, en);
 }
 
-std::vector<render::CollapseRule> RulesEditor::rules() const
+std::vector<analysis::CollapseRule> RulesEditor::enabled(const std::vector<EditableRule>& rules)
 {
-    std::vector<render::CollapseRule> out;
+    std::vector<analysis::CollapseRule> out;
+    for (const auto& r : rules)
+        if (r.enabled) out.push_back(r.rule);
+    return out;
+}
+
+std::vector<EditableRule> RulesEditor::rules() const
+{
+    std::vector<EditableRule> out;
     for (int r = 0; r < table_->rowCount(); ++r) {
-        render::CollapseRule rule;
+        EditableRule e;
+        analysis::CollapseRule& rule = e.rule;
         rule.metric =
             table_->item(r, 0) ? table_->item(r, 0)->text().trimmed().toStdString() : std::string();
         if (rule.metric.empty()) continue;
-        rule.below = qobject_cast<QComboBox*>(table_->cellWidget(r, 1))->currentIndex() == 0;
+        rule.compare = qobject_cast<QComboBox*>(table_->cellWidget(r, 1))->currentIndex() == 0
+                           ? analysis::Compare::Less
+                           : analysis::Compare::Greater;
         rule.threshold = qobject_cast<QDoubleSpinBox*>(table_->cellWidget(r, 2))->value();
-        rule.enabled = table_->item(r, 3) && table_->item(r, 3)->checkState() == Qt::Checked;
-        out.push_back(rule);
+        e.enabled = table_->item(r, 3) && table_->item(r, 3)->checkState() == Qt::Checked;
+        out.push_back(e);
     }
     return out;
 }
 
-std::vector<render::CollapseRule> RulesEditor::load()
+std::vector<EditableRule> RulesEditor::load()
 {
     // The rules live in the settings file the CLI reads too (docs/settings.md).
     const std::string path = settings::defaultPath();
     try {
-        if (QFileInfo::exists(QString::fromStdString(path)))
-            return render::rulesFromSettings(settings::read(path));
+        if (QFileInfo::exists(QString::fromStdString(path))) return settings::read(path).rules;
     } catch (const std::exception& e) {
         qWarning("fragscope: %s; using the default collapse rules", e.what());
-        return render::defaultCollapseRules();
+        return settings::Settings{}.rules;
     }
     // Rules saved by an earlier version (QSettings) until the editor writes the file.
     QSettings s;
     const int n = s.beginReadArray(QStringLiteral("collapseRules"));
-    std::vector<render::CollapseRule> out;
+    std::vector<EditableRule> out;
     for (int i = 0; i < n; ++i) {
         s.setArrayIndex(i);
-        render::CollapseRule r;
-        r.metric = s.value(QStringLiteral("metric")).toString().toStdString();
-        r.below = s.value(QStringLiteral("below"), true).toBool();
-        r.threshold = s.value(QStringLiteral("threshold")).toDouble();
-        r.enabled = s.value(QStringLiteral("enabled"), true).toBool();
-        if (!r.metric.empty()) out.push_back(r);
+        EditableRule e;
+        e.rule.metric = s.value(QStringLiteral("metric")).toString().toStdString();
+        e.rule.compare = s.value(QStringLiteral("below"), true).toBool()
+                             ? analysis::Compare::Less
+                             : analysis::Compare::Greater;
+        e.rule.threshold = s.value(QStringLiteral("threshold")).toDouble();
+        e.enabled = s.value(QStringLiteral("enabled"), true).toBool();
+        if (!e.rule.metric.empty()) out.push_back(e);
     }
     s.endArray();
-    return n > 0 ? out : render::defaultCollapseRules();
+    if (n > 0) return out;
+    for (const auto& r : analysis::defaultCollapseRules())
+        out.push_back({r, true});
+    return out;
 }
 
-void RulesEditor::save(const std::vector<render::CollapseRule>& rules)
+void RulesEditor::save(const std::vector<EditableRule>& rules)
 {
     // Keep the file's other settings; a file that does not parse is replaced.
     const std::string path = settings::defaultPath();
@@ -365,7 +383,7 @@ void RulesEditor::save(const std::vector<render::CollapseRule>& rules)
     } catch (const std::exception& e) {
         qWarning("fragscope: %s; rewriting it", e.what());
     }
-    render::setRules(st, rules);
+    st.rules = rules;
     try {
         settings::write(st, path);
     } catch (const std::exception& e) {

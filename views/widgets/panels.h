@@ -1,6 +1,7 @@
 // Side panels: collapse inspector (precursors + state diff), allocation details, rules editor.
 #pragma once
 
+#include "core/settings/settings.h"
 #include "precursor_model.h"
 #include "selection.h"
 
@@ -56,22 +57,28 @@ private:
     QTreeWidget* tree_ = nullptr;
 };
 
+// A rule as the editor keeps it: the engine's rule, switched on or off (the settings file's own
+// rule type, so the editor writes what `fragscope report` reads).
+using EditableRule = settings::Rule;
+
 // Collapse rules: metric, comparison, threshold; saved in the settings file the CLI reads too
 // (core/settings, docs/settings.md), so the GUI and `fragscope report` show the same collapses.
 class RulesEditor : public QDialog
 {
     Q_OBJECT
 public:
-    explicit RulesEditor(const std::vector<render::CollapseRule>& rules, QWidget* parent = nullptr);
-    std::vector<render::CollapseRule> rules() const;
-    static std::vector<render::CollapseRule> load();
-    static void save(const std::vector<render::CollapseRule>& rules);
+    explicit RulesEditor(const std::vector<EditableRule>& rules, QWidget* parent = nullptr);
+    std::vector<EditableRule> rules() const;
+    static std::vector<EditableRule> load();
+    static void save(const std::vector<EditableRule>& rules);
+    // The enabled ones, as the engine evaluates them.
+    static std::vector<analysis::CollapseRule> enabled(const std::vector<EditableRule>& rules);
 
 signals:
-    void rulesChanged(const std::vector<fs::render::CollapseRule>& rules);
+    void rulesChanged(const std::vector<fs::analysis::CollapseRule>& rules);
 
 private:
-    void addRow(const render::CollapseRule& r);
+    void addRow(const EditableRule& r);
     QTableWidget* table_ = nullptr;
 };
 

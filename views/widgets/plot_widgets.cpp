@@ -126,7 +126,7 @@ void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
 {
     if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 std::pair<int64_t, int64_t> TimelineWidget::timeRange() const
@@ -149,7 +149,7 @@ void TimelineWidget::rebuild()
     plot_->plotLayout()->clear();
     rects_.clear();
     if (!scene_ || level_ < 0) {
-        plot_->replot();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
@@ -204,9 +204,12 @@ void TimelineWidget::rebuild()
                         rects_[j]->axis(QCPAxis::atBottom),
                         qOverload<const QCPRange&>(&QCPAxis::setRange));
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // The engine's timeline of the track (Scene::levels[].timeline): drawn as it is.
+    static const analysis::Timeline kEmpty;
+    const analysis::Timeline& tl = ld.timeline ? *ld.timeline : kEmpty;
     double maxBytes = 1;
-    for (const auto& s : ld.samples)
-        maxBytes = std::max({maxBytes, s.reserved, s.allocated});
+    for (size_t i = 0; i < tl.time.size(); ++i)
+        maxBytes = std::max({maxBytes, tl.reserved[i], tl.allocated[i]});
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int ui = 0;
     double div = 1;
@@ -223,14 +226,14 @@ void TimelineWidget::rebuild()
         return g;
     };
     QVector<double> x, res, alc, fre, fr, fe, ee;
-    for (const auto& s : ld.samples) {
-        x << toX(s.t);
-        res << s.reserved / div;
-        alc << s.allocated / div;
-        fre << s.freeInRegions / div;
-        fr << s.fragRatio;
-        fe << s.fragmentEntropy;
-        ee << s.eventEntropy;
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        x << toX(tl.time[i]);
+        res << tl.reserved[i] / div;
+        alc << tl.allocated[i] / div;
+        fre << tl.freeInRegions[i] / div;
+        fr << tl.fragmentationRatio[i];
+        fe << tl.fragmentEntropy[i];
+        ee << tl.eventEntropy[i];
     }
     addGraph(rects_[0], tr("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
     addGraph(rects_[0], tr("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
@@ -262,18 +265,22 @@ void TimelineWidget::rebuild()
     hline(rects_[1], 0.35);
     if (!metric.empty()) {
         QVector<double> mx, my;
-        for (const auto& f : scene_->frames) {
-            auto it = f.metrics.find(metric);
-            if (it != f.metrics.end()) {
-                mx << toX(f.start + (f.end - f.start) / 2);
+        for (size_t i = 0; i < scene_->frames.size(); ++i) {
+            auto it = scene_->frames[i].metrics.find(metric);
+            const int64_t t = scene_->frameX(i);
+            if (it != scene_->frames[i].metrics.end() && t != kNoTime) {
+                mx << toX(t);
                 my << it->second;
             }
         }
         QCPGraph* g =
             addGraph(rects_[3], QString::fromStdString(metric), QColor(23, 190, 207), false);
         g->setData(mx, my, true);
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
-        g->setLineStyle(QCPGraph::lsStepCenter);
+        // A disc per frame while they can be told apart; a long run's thousands are a line.
+        if (mx.size() <= 600) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+        // Steps while frames are few; thousands as a line (QCustomPlot then samples it to the
+        // pixels; a step line of 8,520 frames took ~0.3 s a replot).
+        g->setLineStyle(mx.size() <= 600 ? QCPGraph::lsStepCenter : QCPGraph::lsLine);
         rects_[3]->axis(QCPAxis::atLeft)->setLabel(tr("score"));
         double lo = 0, hi = 0;
         for (double v : my) {
@@ -281,7 +288,7 @@ void TimelineWidget::rebuild()
             hi = std::max(hi, v);
         }
         for (const auto& r : scene_->rules)
-            if (r.enabled && r.metric == metric) {
+            if (r.metric == metric) {
                 hline(rects_[3], r.threshold);
                 hi = std::max(hi, r.threshold);
             }
@@ -290,12 +297,23 @@ void TimelineWidget::rebuild()
     // Collapse bands, frame selection, on every panel.
     QColor bandC = render::collapseColor();
     bandC.setAlpha(55);
+    // Bands closer than 1/2000 of the run are merged: hundreds of collapses over a long run
+    // would otherwise be hundreds of items per panel, each drawn at every replot.
+    std::vector<std::pair<double, double>> bands;
+    const double minGap = (toX(scene_->timeEnd()) - toX(scene_->timeBegin())) / 2000;
+    for (const auto& c : scene_->collapses) {
+        const auto* a = scene_->frame(c.firstFrame);
+        const auto* b = scene_->frame(c.lastFrame);
+        if (!a || !b || a->start == kNoTime || b->start == kNoTime) continue;
+        const double x0 = toX(a->start), x1 = toX(b->end);
+        if (!bands.empty() && x0 - bands.back().second < minGap)
+            bands.back().second = std::max(bands.back().second, x1);
+        else
+            bands.emplace_back(x0, x1);
+    }
     for (auto* r : rects_) {
-        for (const auto& c : scene_->collapses) {
-            const auto* a = scene_->frame(c.firstFrame);
-            const auto* b = scene_->frame(c.lastFrame);
-            if (a && b) band(plot_, r, toX(a->start), toX(b->end), bandC, Qt::NoPen);
-        }
+        for (const auto& [x0, x1] : bands)
+            band(plot_, r, x0, x1, bandC, Qt::NoPen);
         if (sel_.from != kNoTime && sel_.to != kNoTime)
             band(plot_, r, toX(sel_.from), toX(sel_.to), QColor(0, 160, 255, 45),
                  QPen(QColor(0, 120, 255), 1.5));
@@ -305,7 +323,7 @@ void TimelineWidget::rebuild()
     rects_.front()
         ->axis(QCPAxis::atBottom)
         ->setRange(hadRange && keep.size() > 0 ? keep : QCPRange(0, x1 > 0 ? x1 : 1));
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // ---- histogram -------------------------------------------------------------------------------
@@ -345,24 +363,34 @@ void HistogramWidget::rebuild()
     cur_.clear();
     prev_.clear();
     if (!scene_ || level_ < 0) {
-        plot_->replot();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
     const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-    const render::FrameRow* f = scene_->frame(sel_.frame);
-    // Without a selection: the end of the last frame (the session end often has nothing live).
-    at_ = f                         ? f->end
-          : sel_.to != kNoTime      ? sel_.to
-          : !scene_->frames.empty() ? scene_->frames.back().end
-                                    : scene_->timeEnd();
-    cur_ = render::fragmentHistogram(ld, at_);
-    const render::FrameRow* p = f ? scene_->frame(f->index - 1) : nullptr;
-    if (p) prev_ = render::fragmentHistogram(ld, p->end);
+    const analysis::FrameInfo* f = scene_->frame(sel_.frame);
+    if (f && f->start == kNoTime) f = nullptr;
+    // Without a selection: the end of the last timed frame (the session end often has nothing
+    // live), else the session end.
+    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : scene_->timeEnd();
+    if (!f && sel_.to == kNoTime)
+        for (auto it = scene_->frames.rbegin(); it != scene_->frames.rend(); ++it)
+            if (it->start != kNoTime) {
+                at_ = it->end;
+                break;
+            }
+    cur_ = scene_->stateAt(level_, at_).histogram.log2;
+    const analysis::FrameInfo* p = f ? scene_->frame(f->index - 1) : nullptr;
+    if (p && p->start == kNoTime) p = nullptr;
+    if (p) prev_ = scene_->stateAt(level_, p->end).histogram.log2;
+    auto k = [](const analysis::HistogramBin& b) {
+        return static_cast<int>(
+            std::lround(std::log2(static_cast<double>(std::max<uint64_t>(1, b.lo)))));
+    };
     int klo = 12, khi = 20;
     for (const auto* v : {&cur_, &prev_})
         for (const auto& b : *v) {
-            klo = std::min(klo, b.log2lo);
-            khi = std::max(khi, b.log2lo);
+            klo = std::min(klo, k(b));
+            khi = std::max(khi, k(b));
         }
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     for (int k = klo; k <= khi; ++k)
@@ -380,7 +408,7 @@ void HistogramWidget::rebuild()
     bars->setWidth(0.7);
     double maxC = 1;
     for (const auto& b : cur_) {
-        bars->addData(b.log2lo, static_cast<double>(b.count));
+        bars->addData(k(b), static_cast<double>(b.count));
         maxC = std::max(maxC, static_cast<double>(b.count));
     }
     if (!prev_.empty()) {
@@ -390,7 +418,7 @@ void HistogramWidget::rebuild()
         pb->setPen(QPen(QColor(255, 127, 14), 2));
         pb->setWidth(0.85);
         for (const auto& b : prev_) {
-            pb->addData(b.log2lo, static_cast<double>(b.count));
+            pb->addData(k(b), static_cast<double>(b.count));
             maxC = std::max(maxC, static_cast<double>(b.count));
         }
     }
@@ -403,7 +431,7 @@ void HistogramWidget::rebuild()
     band(plot_, plot_->axisRect(), 15.5, 16.5, QColor(80, 200, 255, 50), Qt::NoPen);
     band(plot_, plot_->axisRect(), 17.5, khi + 0.6, QColor(160, 120, 255, 40), Qt::NoPen);
     applyPlotTheme(plot_, dark_);
-    plot_->replot();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // ---- memory map ------------------------------------------------------------------------------
@@ -418,11 +446,13 @@ void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int leve
     scene_ = std::move(scene);
     level_ = level;
     sel_ = {};
+    cacheValid_ = false;
     update();
 }
 
 void MemMapWidget::setSelection(const Selection& s)
 {
+    if (s.frame != sel_.frame || s.to != sel_.to) cacheValid_ = false;
     sel_ = s;
     update();
 }
@@ -430,6 +460,7 @@ void MemMapWidget::setSelection(const Selection& s)
 void MemMapWidget::setDark(bool dark)
 {
     dark_ = dark;
+    cacheValid_ = false;
     update();
 }
 
@@ -440,13 +471,19 @@ void MemMapWidget::paintEvent(QPaintEvent*)
         p.fillRect(rect(), palette().window());
         return;
     }
-    render::RenderOptions o;
-    o.level = level_;
-    o.frame = sel_.frame;
-    if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
-    o.title = false;
-    o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
-    render::paint(p, rect(), *scene_, render::View::MemMap, o);
+    if (!cacheValid_ || cache_.size() != size()) {
+        render::RenderOptions o;
+        o.level = level_;
+        o.frame = sel_.frame;
+        if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
+        o.title = false;
+        o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
+        cache_ = QImage(size(), QImage::Format_ARGB32_Premultiplied);
+        QPainter cp(&cache_);
+        render::paint(cp, QRectF(QPointF(0, 0), QSizeF(size())), *scene_, render::View::MemMap, o);
+        cacheValid_ = true;
+    }
+    p.drawImage(0, 0, cache_);
 }
 
 // ---- kernels lane ----------------------------------------------------------------------------
@@ -460,6 +497,7 @@ void KernelLaneWidget::setScene(std::shared_ptr<const render::Scene> scene)
 {
     scene_ = std::move(scene);
     sel_ = {};
+    fetched_ = {0, -1};
     update();
 }
 
@@ -468,9 +506,9 @@ void KernelLaneWidget::setSelection(const Selection& s)
     if (s.frame != sel_.frame) {
         shifted_.clear();
         if (scene_ && scene_->frame(s.frame))
-            for (const auto& p : scene_->precursors(s.frame, scene_->defaultLevel()))
-                if (p.kind == "kernel_variant_shift" && p.score > 0)
-                    shifted_ << QString::fromStdString(p.variant);
+            for (const auto& p : scene_->frameReport(s.frame).precursors)
+                if (p.kind == analysis::PrecursorKind::KernelVariantShift && p.shift && p.score > 0)
+                    shifted_ << QString::fromStdString(p.shift->variant);
     }
     sel_ = s;
     update();
@@ -478,18 +516,24 @@ void KernelLaneWidget::setSelection(const Selection& s)
 
 QStringList KernelLaneWidget::newVariants() const
 {
+    // The engine's kernel summary of the frame: names that ran in no previous frame.
     QStringList out;
-    if (!scene_) return out;
-    const render::FrameRow* f = scene_->frame(sel_.frame);
-    if (!f || scene_->frames.empty() || f->index == scene_->frames.front().index) return out;
-    std::set<StringId> seen;
-    for (const auto& fr : scene_->frames) {
-        if (fr.index >= f->index) break;
-        seen.insert(fr.kernelNames.begin(), fr.kernelNames.end());
-    }
-    for (StringId k : f->kernelNames)
-        if (!seen.count(k)) out << QString::fromStdString(scene_->str(k));
+    if (!scene_ || !scene_->frame(sel_.frame)) return out;
+    for (const auto& k : scene_->kernelsInFrame(sel_.frame))
+        if (k.newInFrame) out << QString::fromStdString(k.name);
     return out;
+}
+
+void KernelLaneWidget::fetch(int64_t t0, int64_t t1)
+{
+    if (fetched_ == std::make_pair(t0, t1)) return;
+    fetched_ = {t0, t1};
+    kernels_.clear();
+    launches_.clear();
+    // Only a selected frame or range: the whole of a long run is millions of launches.
+    if (sel_.frame < 0 && sel_.from == kNoTime) return;
+    kernels_ = scene_->kernelSpans(t0, t1);
+    launches_ = scene_->graphLaunches(t0, t1);
 }
 
 void KernelLaneWidget::paintEvent(QPaintEvent*)
@@ -500,7 +544,8 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     if (!scene_) {
         return;
     }
-    const render::FrameRow* f = scene_->frame(sel_.frame);
+    const analysis::FrameInfo* f = scene_->frame(sel_.frame);
+    if (f && f->start == kNoTime) f = nullptr;
     int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd();
     if (f) {
         t0 = f->start;
@@ -509,12 +554,13 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
         t0 = sel_.from;
         t1 = sel_.to;
     }
+    fetch(t0, t1);
     const QStringList fresh = newVariants();
     const QRectF lane(110, 22, width() - 120, 22), glane(110, 50, width() - 120, 14);
     p.drawText(QRectF(6, 4, width() - 12, 16), Qt::AlignLeft | Qt::AlignVCenter,
                f ? tr("frame %1: %2 kernel name(s)%3")
                        .arg(f->index)
-                       .arg(f->kernelNames.size())
+                       .arg(f->distinctKernels)
                        .arg(fresh.isEmpty()
                                 ? QString()
                                 : tr("; NEW variant: %1").arg(fresh.join(QStringLiteral(", "))))
@@ -528,15 +574,13 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     auto X = [&](int64_t t) {
         return lane.left() + static_cast<double>(t - t0) / span * lane.width();
     };
-    auto lo = std::lower_bound(scene_->kernels.begin(), scene_->kernels.end(), t0,
-                               [](const render::KernelRec& k, int64_t v) { return k.start < v; });
     std::set<QString> freshSet(fresh.begin(), fresh.end());
     double lastX = -1;
-    for (auto it = lo; it != scene_->kernels.end() && it->start < t1; ++it) {
-        const double x0 = X(it->start), x1 = std::max(x0 + 1, X(std::min(it->end, t1)));
+    for (const auto& k : kernels_) {
+        const double x0 = X(std::max(k.start, t0)), x1 = std::max(x0 + 1, X(std::min(k.end, t1)));
         if (x1 < lastX + 0.5) continue; // narrower than a pixel behind the previous one: merged
         lastX = x1;
-        const QString name = QString::fromStdString(scene_->str(it->name));
+        const QString name = QString::fromStdString(k.name);
         const bool isNew = freshSet.count(name) > 0;
         // A variant the engine reports as shifted: an orange mark above the kernel.
         if (shifted_.contains(name))
@@ -544,12 +588,11 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
         p.fillRect(QRectF(x0, lane.top() + 2, x1 - x0, lane.height() - 4),
                    isNew ? render::collapseColor() : QColor(90, 140, 200));
     }
-    for (const auto& g : scene_->graphLaunches)
-        if (g.end >= t0 && g.start <= t1)
-            p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(),
-                              std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
-                              glane.height()),
-                       QColor(120, 180, 90));
+    for (const auto& g : launches_)
+        p.fillRect(QRectF(X(std::max(g.start, t0)), glane.top(),
+                          std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
+                          glane.height()),
+                   QColor(120, 180, 90));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
                tr("%1 → %2   red: new variant, orange: variant shift")

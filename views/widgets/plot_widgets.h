@@ -4,6 +4,7 @@
 #include "render/render.h"
 #include "selection.h"
 
+#include <QImage>
 #include <QWidget>
 #include <memory>
 
@@ -49,8 +50,9 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
     void setSelection(const Selection& s);
     // Fragments shown now (frame end or instant) and the comparison frame's.
-    const std::vector<render::HistBin>& current() const { return cur_; }
-    const std::vector<render::HistBin>& previous() const { return prev_; }
+    // The engine's log2 bins drawn (State::histogram.log2 at the instant, and at frame f-1).
+    const std::vector<analysis::HistogramBin>& current() const { return cur_; }
+    const std::vector<analysis::HistogramBin>& previous() const { return prev_; }
     int64_t shownAt() const { return at_; }
     QCustomPlot* plot() const { return plot_; }
     void setDark(bool dark);
@@ -60,7 +62,7 @@ private:
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     QCustomPlot* plot_ = nullptr;
-    std::vector<render::HistBin> cur_, prev_;
+    std::vector<analysis::HistogramBin> cur_, prev_;
     int64_t at_ = kNoTime;
     Selection sel_;
     bool dark_ = false;
@@ -84,6 +86,9 @@ private:
     int level_ = -1;
     Selection sel_;
     bool dark_ = false;
+    // The last painting: the engine is asked again only when what it shows changes.
+    QImage cache_;
+    bool cacheValid_ = false;
 };
 
 // Kernels and graph launches of the selected frame as a lane, with new kernel variants marked.
@@ -97,6 +102,7 @@ public:
     QStringList newVariants() const;
     // Kernels the engine reports as a kernel-variant shift in the selected frame.
     QStringList shiftedVariants() const { return shifted_; }
+    void fetch(int64_t t0, int64_t t1); // the engine's kernels of the window, once per window
 
 protected:
     void paintEvent(QPaintEvent*) override;
@@ -105,6 +111,9 @@ private:
     std::shared_ptr<const render::Scene> scene_;
     Selection sel_;
     QStringList shifted_;
+    std::pair<int64_t, int64_t> fetched_{0, -1};
+    std::vector<analysis::KernelSpan> kernels_;
+    std::vector<analysis::GraphLaunchSpan> launches_;
 };
 
 void applyPlotTheme(QCustomPlot* plot, bool dark);

@@ -1,10 +1,12 @@
 #include "precursor_model.h"
 
+#include "core/analysis/serialize.h"
+
 #include <QColor>
 
 namespace fs::views {
 
-void PrecursorModel::resetData(std::vector<render::Precursor> rows, int64_t timeBegin,
+void PrecursorModel::resetData(std::vector<analysis::Precursor> rows, int64_t timeBegin,
                                TimeAxis axis)
 {
     beginResetModel();
@@ -29,12 +31,16 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
     const auto& p = rows_[static_cast<size_t>(index.row())];
     if (role == TimeRole) return QVariant::fromValue<qlonglong>(p.time);
-    if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocId);
+    if (role == AllocIdRole) return QVariant::fromValue<qlonglong>(p.allocationId);
     // The row's own fields (a shift's family, variant, shares, first frame, preceding
     // allocation) and the score's factors, for the inspector's detail line and the tooltip.
-    if (role == DetailRole) return QString::fromStdString(p.detail);
-    if (role == Qt::ToolTipRole)
-        return QString::fromStdString(p.detail.empty() ? p.what : p.what + "\n\n" + p.detail);
+    if (role == DetailRole || role == Qt::ToolTipRole) {
+        std::string detail = p.shift ? analysis::kernelShiftText(*p.shift) : std::string();
+        detail += analysis::evidenceText(p);
+        if (role == DetailRole) return QString::fromStdString(detail);
+        return QString::fromStdString(detail.empty() ? p.description
+                                                     : p.description + "\n\n" + detail);
+    }
     // Background rows (what happens in every healthy frame) are drawn muted.
     if (role == Qt::ForegroundRole && p.background) return QColor(Qt::gray);
     if (role != Qt::DisplayRole) return {};
@@ -44,15 +50,15 @@ QVariant PrecursorModel::data(const QModelIndex& index, int role) const
     case Time:
         return QString::fromStdString(render::formatTime(p.time - timeBegin_, axis_));
     case Kind:
-        return QString::fromStdString(p.kind);
+        return QString::fromLatin1(analysis::precursorKindName(p.kind));
     case What:
-        return QString::fromStdString(p.what);
+        return QString::fromStdString(p.description);
     // A kernel-variant shift: the variant's share of its family's calls, healthy frames -> f.
     case Shift:
-        if (p.shareAfter < 0) return {};
+        if (!p.shift) return {};
         return QStringLiteral("%1 % → %2 %")
-            .arg(100 * p.shareBefore, 0, 'f', 1)
-            .arg(100 * p.shareAfter, 0, 'f', 1);
+            .arg(100 * p.shift->shareBefore, 0, 'f', 1)
+            .arg(100 * p.shift->shareAfter, 0, 'f', 1);
     // The engine's evidence score: closeness x novelty x effect, 0..1 (docs/analysis.md).
     case Score:
         return QString::number(p.score, 'f', 3);

@@ -16,12 +16,14 @@ void SelectionModel::select(const Selection& s)
 
 void SelectionModel::selectFrame(const render::Scene& scene, int64_t frame)
 {
-    const render::FrameRow* f = scene.frame(frame);
+    const analysis::FrameInfo* f = scene.frame(frame);
     if (!f) return;
     Selection s;
     s.frame = frame;
-    s.from = f->start;
-    s.to = f->end;
+    if (f->start != kNoTime) { // a frame without a time range selects no time
+        s.from = f->start;
+        s.to = f->end;
+    }
     select(s);
 }
 

@@ -1,0 +1,147 @@
+#include "measure_open.h"
+
+#include "main_window.h"
+#include "widgets/heatmap_widget.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QTimer>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace fs::gui {
+
+namespace {
+
+double median(std::vector<double> v)
+{
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+double peakRssMb()
+{
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_maxrss) / 1024.0; // ru_maxrss is in KiB on Linux
+}
+
+} // namespace
+
+int measureOpen(MainWindow& w, const QString& file)
+{
+    w.resize(1920, 1080);
+    w.show();
+    QElapsedTimer clock;
+    // The event loop's health: a 5 ms timer on the GUI thread; the largest gap between two
+    // ticks is the longest the window could not react.
+    qint64 lastTick = 0, maxGap = 0, maxGapAt = 0;
+    QTimer tick;
+    tick.setInterval(5);
+    QObject::connect(&tick, &QTimer::timeout, [&] {
+        const qint64 now = clock.elapsed();
+        if (now - lastTick > maxGap) {
+            maxGap = now - lastTick;
+            maxGapAt = now;
+        }
+        lastTick = now;
+    });
+    double summaryMs = -1, readyMs = -1, firstHeatmapMs = -1, exactHeatmapMs = -1;
+    QString error;
+    QObject::connect(w.loader(), &SessionLoader::summaryRead, [&] {
+        if (summaryMs < 0) summaryMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
+    QObject::connect(w.loader(), &SessionLoader::loaded, [&] {
+        if (readyMs < 0) readyMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
+    QObject::connect(w.loader(), &SessionLoader::failed,
+                     [&](const QString&, const QString& m) { error = m; });
+    views::HeatmapWidget* h = w.heatmap();
+    bool refined = false;
+    QObject::connect(h, &views::HeatmapWidget::rasterShown, [&] {
+        if (firstHeatmapMs < 0) firstHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
+    QObject::connect(h, &views::HeatmapWidget::refinedChanged, [&] {
+        refined = true;
+        if (exactHeatmapMs < 0) exactHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
+    w.setErrorReporter([&](const QString&, const QString& m) { error = m; });
+    auto waitFor = [&](const std::function<bool()>& done, qint64 limitMs) {
+        QElapsedTimer t;
+        t.start();
+        while (!done() && error.isEmpty() && t.elapsed() < limitMs)
+            QApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
+    };
+    clock.start();
+    tick.start();
+    w.openFile(file);
+    waitFor([&] { return exactHeatmapMs >= 0; }, 600000);
+    if (!error.isEmpty() || exactHeatmapMs < 0) {
+        std::fprintf(stderr, "fragscope-gui: %s\n",
+                     qPrintable(error.isEmpty() ? QStringLiteral("no heatmap was drawn") : error));
+        return 2;
+    }
+    // Ten zooms (halving the time span around its middle, then the address span every other
+    // time) and ten pans (a tenth of the span to the right): each timed from the new viewport
+    // to its full-resolution raster on screen.
+    std::vector<double> zoom, pan, firstImage;
+    auto redraw = [&](const render::Viewport& vp) {
+        refined = false;
+        QElapsedTimer t;
+        t.start();
+        double shown = -1;
+        auto c = QObject::connect(h, &views::HeatmapWidget::rasterShown, [&] {
+            if (shown < 0) shown = static_cast<double>(t.nsecsElapsed()) / 1e6;
+        });
+        h->setViewport(vp);
+        waitFor([&] { return refined; }, 60000);
+        QObject::disconnect(c);
+        firstImage.push_back(shown);
+        return static_cast<double>(t.nsecsElapsed()) / 1e6;
+    };
+    for (int i = 0; i < 10; ++i) {
+        render::Viewport vp = h->viewport();
+        const int64_t span = vp.t1 - vp.t0, mid = vp.t0 + span / 2;
+        if (span >= 4) {
+            vp.t0 = mid - span / 4;
+            vp.t1 = mid + span / 4;
+        }
+        if (i % 2) {
+            const double ys = vp.y1 - vp.y0, ym = vp.y0 + ys / 2;
+            vp.y0 = ym - ys / 4;
+            vp.y1 = ym + ys / 4;
+        }
+        zoom.push_back(redraw(vp));
+    }
+    for (int i = 0; i < 10; ++i) {
+        render::Viewport vp = h->viewport();
+        const int64_t step = std::max<int64_t>(1, (vp.t1 - vp.t0) / 10);
+        vp.t0 += step;
+        vp.t1 += step;
+        pan.push_back(redraw(vp));
+    }
+    tick.stop();
+    const auto scene = w.scene();
+    std::printf("{\"events\": %lld, \"allocations\": %lld, \"summary_ms\": %.1f, "
+                "\"first_heatmap_ms\": %.1f, \"exact_heatmap_ms\": %.1f, \"views_ready_ms\": %.1f, "
+                "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
+                "\"redraw_first_image_ms_median\": %.1f, "
+                "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
+                static_cast<long long>(scene ? scene->summary.events : 0),
+                static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
+                firstHeatmapMs, exactHeatmapMs, readyMs, median(zoom), median(pan),
+                median(firstImage), static_cast<long long>(maxGap), peakRssMb());
+    std::fflush(stdout);
+    if (std::getenv("FRAGSCOPE_MEASURE_DEBUG"))
+        std::fprintf(stderr, "largest event-loop gap ended at %lld ms\n",
+                     static_cast<long long>(maxGapAt));
+    return 0;
+}
+
+} // namespace fs::gui
