@@ -555,7 +555,8 @@ void Ingest::onMarker(const Event& e)
     s.marker.bind(1, e.time);
     if (e.type == EventType::Range) s.marker.bind(2, e.endTime);
     s.marker.bind(3, e.name).bind(4, e.device).run();
-    // Frames and metrics are read from the message (docs/user-guide.md, "Marking frames and metrics").
+    // Frames and metrics are read from the message (docs/user-guide.md, "Marking frames and
+    // metrics").
     const std::string& msg = e.name < stringText_.size() ? stringText_[e.name] : stringText_[0];
     std::smatch m;
     if (std::regex_match(msg, m, frameMatcher_->re) && m.size() > 1) {

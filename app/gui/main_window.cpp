@@ -238,7 +238,7 @@ void MainWindow::buildDocks()
     // An OOM drives the views like a collapse: its frame, its instant marked and zoomed to.
     connect(oomList_, &views::OomList::oomActivated, this, [this](int64_t t) {
         if (!scene_) return;
-        if (const render::FrameRow* f = scene_->frameAt(t))
+        if (const analysis::FrameInfo* f = scene_->frameAt(t))
             selection_->selectFrame(*scene_, f->index);
         Selection s = selection_->current();
         s.marker = t;

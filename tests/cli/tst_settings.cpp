@@ -294,18 +294,18 @@ private slots:
         const QString user = QString::fromStdString(settings::defaultPath());
         QFile::remove(user);
         // No file yet: the editor starts from the defaults.
-        QCOMPARE(views::RulesEditor::load().size(), render::defaultCollapseRules().size());
-        render::CollapseRule rule;
-        rule.metric = "coherence_score";
-        rule.below = true;
-        rule.threshold = 0.5;
+        QCOMPARE(views::RulesEditor::load().size(), analysis::defaultCollapseRules().size());
+        views::EditableRule rule;
+        rule.rule.metric = "coherence_score";
+        rule.rule.compare = analysis::Compare::Less;
+        rule.rule.threshold = 0.5;
         views::RulesEditor::save({rule});
         QVERIFY(QFile::exists(user));
         // The CLI now shows the GUI's collapse 1-2, and the editor reads the rule back.
         QCOMPARE(collapseStarts(runCli({"report", session_, "--json"})), QList<int>{1});
         const auto back = views::RulesEditor::load();
         QCOMPARE(back.size(), size_t(1));
-        QCOMPARE(back[0].threshold, 0.5);
+        QCOMPARE(back[0].rule.threshold, 0.5);
         // The editor keeps the file's other settings.
         settings::Settings s = settings::read(user.toStdString());
         s.lookbackFrames = 7;
