@@ -72,6 +72,10 @@ int runExport(Args& a)
     if (!out)
         throw UsageError("-o OUT.png|OUT.svg|OUT.pdf (timeline also OUT.csv|OUT.json) is required");
     if (view == render::View::Timeline && isTimelineDataOutput(*out)) return exportTimelineData(a);
+    if (const std::string ext = extensionOf(*out); ext != ".png" && ext != ".svg" && ext != ".pdf")
+        throw UsageError(
+            fmt::format("-o {}: unknown image format '{}' (use .png, .svg or .pdf{})", *out, ext,
+                        view == render::View::Timeline ? "; data: .csv or .json" : ""));
     if (a.get("step")) throw UsageError("--step applies to timeline data (.csv, .json) only");
     int w = 1600, h = 900;
     if (auto sz = a.get("size")) {
@@ -86,6 +90,15 @@ int runExport(Args& a)
     static int argc = 1;
     static char arg0[] = "fragscope";
     static char* argv[] = {arg0, nullptr};
+    // Qt warns when XDG_RUNTIME_DIR is unset (a root shell, a container) and then uses a private
+    // folder of its own, which is all an offscreen export needs: the warning says nothing to do.
+    static const QtMessageHandler previous = qInstallMessageHandler(
+        [](QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+            if (type == QtWarningMsg &&
+                msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
+                return;
+            if (previous) previous(type, ctx, msg);
+        });
     std::unique_ptr<QGuiApplication> app;
     if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
 

@@ -18,8 +18,6 @@ using namespace fs::analysis;
 
 namespace fs::cli {
 
-namespace {
-
 std::string extensionOf(const std::string& path)
 {
     std::string ext = std::filesystem::path(path).extension().string();
@@ -27,6 +25,8 @@ std::string extensionOf(const std::string& path)
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;
 }
+
+namespace {
 
 int64_t timeArg(const Engine& e, const std::string& text, const char* opt)
 {

@@ -8,6 +8,8 @@
 
 namespace fs::cli {
 
+// OUT's extension, lower case, with its dot (".png"); empty when it has none.
+std::string extensionOf(const std::string& path);
 // True when OUT names a data format (.csv or .json) rather than an image.
 bool isTimelineDataOutput(const std::string& out);
 int exportTimelineData(Args& a);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -92,6 +93,35 @@ private slots:
         const auto text = runCli({"info", QString::fromStdString(f)});
         QCOMPARE(text.exitCode, 0);
         QVERIFY(text.out.contains("allocations   10"));
+    }
+
+    void smallThingsANewUserTripsOn()
+    {
+        QVERIFY(dir_.isValid());
+        const QString f = dir_.path() + "/t.fragscope";
+        fstest::writeSmallSession(f.toStdString(), 10); // spans 29 ns (infoJson)
+        // A time after the session's end is a usage error that names the span.
+        auto r = runCli({"state", f, "--at", "99999s"});
+        QCOMPARE(r.exitCode, 64);
+        QVERIFY2(r.err.contains("outside the session"), r.err.constData());
+        QCOMPARE(runCli({"state", f, "--at", "end"}).exitCode, 0);
+        // An image format export does not know is a usage error (64), not a failure.
+        r = runCli({"export", "heatmap", f, "-o", dir_.path() + "/x.bmp"});
+        QCOMPARE(r.exitCode, 64);
+        QVERIFY2(r.err.contains(".png, .svg or .pdf"), r.err.constData());
+        // Exporting without XDG_RUNTIME_DIR prints no Qt warning about it.
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.remove("XDG_RUNTIME_DIR");
+        env.insert("FRAGSCOPE_NO_PROGRESS", "1");
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(FRAGSCOPE_CLI),
+                {"export", "heatmap", f, "-o", dir_.path() + "/x.png"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const QByteArray err = p.readAllStandardError();
+        QVERIFY2(!err.contains("XDG_RUNTIME_DIR"), err.constData());
+        QVERIFY(QFileInfo(dir_.path() + "/x.png").size() > 0);
     }
 
     void badFilesExitTwo_data()
