@@ -208,7 +208,8 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     drawLegend(
         p, area.left(), area.bottom() + 46 * kk, area.width(),
-        {{collapseColor(), QStringLiteral("collapsed frames (rules in DESIGN.md, editable)")},
+        {{collapseColor(),
+          QStringLiteral("collapsed frames (collapse rules: settings file, docs/settings.md)")},
          {th.muted, QStringLiteral("frame boundary"), 2}},
         th);
 }
@@ -262,7 +263,7 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     const double bw = plot.width() / nb;
     const double yhi = static_cast<double>(maxCount) * 1.12;
     auto Y = [&](double v) { return plot.bottom() - v / yhi * plot.height(); };
-    // The seed's cluster ranges as shaded bands behind the bars.
+    // The cluster ranges (docs/analysis.md) as shaded bands behind the bars.
     struct Band
     {
         int k0, k1;
@@ -323,7 +324,8 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         QStringLiteral("fragment size (log2 bins: [2^k, 2^(k+1)) bytes, labelled by lower bound)"));
     std::vector<LegendItem> items = {
         {curC, f ? QStringLiteral("frame %1 (end)").arg(f->index) : when}};
-    items.push_back({QColor(200, 170, 255), QStringLiteral("shaded: the seed's cluster ranges")});
+    items.push_back({QColor(200, 170, 255),
+                     QStringLiteral("shaded: clusters 8-32 KiB, 64-128 KiB, >= 256 KiB")});
     if (!before.empty())
         items.push_back(
             {prevC, QStringLiteral("frame %1 (end), for comparison").arg(prev->index), 3});

@@ -426,7 +426,7 @@ void HistogramWidget::rebuild()
     plot_->yAxis->setRange(0, maxC * 1.15);
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    // The seed's cluster ranges behind the bars.
+    // The cluster ranges (docs/analysis.md) behind the bars.
     band(plot_, plot_->axisRect(), 12.5, 14.5, QColor(255, 200, 80, 50), Qt::NoPen);
     band(plot_, plot_->axisRect(), 15.5, 16.5, QColor(80, 200, 255, 50), Qt::NoPen);
     band(plot_, plot_->axisRect(), 17.5, khi + 0.6, QColor(160, 120, 255, 40), Qt::NoPen);
