@@ -366,7 +366,6 @@ void HistogramWidget::rebuild()
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
     const analysis::FrameInfo* f = scene_->frame(sel_.frame);
     if (f && f->start == kNoTime) f = nullptr;
     // Without a selection: the end of the last timed frame (the session end often has nothing
@@ -393,8 +392,8 @@ void HistogramWidget::rebuild()
             khi = std::max(khi, k(b));
         }
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    for (int k = klo; k <= khi; ++k)
-        ticker->addTick(k, render::pow2Label(k));
+    for (int e = klo; e <= khi; ++e)
+        ticker->addTick(e, render::pow2Label(e));
     plot_->xAxis->setTicker(ticker);
     plot_->xAxis->setTickLabelRotation(-35);
     plot_->xAxis->setLabel(tr("free fragment size (log2 bins, lower bound)"));
