@@ -15,6 +15,8 @@ string(APPEND page ".SH NAME\nfragscope \\- GPU memory fragmentation profiler fo
 string(APPEND page ".SH SYNOPSIS\n.B fragscope\n\\fICOMMAND\\fR [\\fIARGS\\fR...]\n")
 string(APPEND page ".SH DESCRIPTION\nfragscope measures how GPU memory fragments during long generation runs and links quality collapses in the generated frames to the allocator events that preceded them. Sessions are plain SQLite files ending in .fragscope; the desktop viewer is \\fBfragscope-gui\\fR(1).\n")
 string(APPEND page ".SH COMMANDS\n")
+# Only the command names are taken from this list; a ';' in a summary would split a CMake list.
+string(REPLACE ";" "," top "${top}")
 string(REGEX MATCHALL "\n  [a-z][a-z -]+[a-z]  +[^\n]+" lines "${top}")
 foreach(line ${lines})
   string(REGEX REPLACE "^\n  ([a-z][a-z -]*[a-z])  +.*$" "\\1" cmd "${line}")
