@@ -17,7 +17,7 @@ string(APPEND page ".SH DESCRIPTION\nfragscope measures how GPU memory fragments
 string(APPEND page ".SH COMMANDS\n")
 # Only the command names are taken from this list; a ';' in a summary would split a CMake list.
 string(REPLACE ";" "," top "${top}")
-string(REGEX MATCHALL "\n  [a-z][a-z -]+[a-z]  +[^\n]+" lines "${top}")
+string(REGEX MATCHALL "\n  [a-z][a-z -]*[a-z]  +[^\n]+" lines "${top}")
 foreach(line ${lines})
   string(REGEX REPLACE "^\n  ([a-z][a-z -]*[a-z])  +.*$" "\\1" cmd "${line}")
   string(REPLACE " " ";" words "${cmd}")

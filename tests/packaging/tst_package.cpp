@@ -99,6 +99,17 @@ private slots:
         QVERIFY(man.open(QIODevice::ReadOnly));
         const QByteArray page = man.readAll();
         QVERIFY(page.contains(".SS info"));
+        // One section per command of `fragscope --help`, and no section for a non-command.
+        const Run help = run(root_ + "/usr/bin/fragscope", {"--help"});
+        int commands = 0;
+        for (const QByteArray& line : help.out.split('\n'))
+            if (line.startsWith("  ") && line.size() > 2 && line[2] != ' ') {
+                const QByteArray name = line.mid(2).split(' ').first();
+                QVERIFY2(page.contains(".SS " + name), name.constData());
+                ++commands;
+            }
+        QVERIFY(commands >= 14);
+        QCOMPARE(page.count(".SS "), qsizetype(commands));
         QVERIFY(page.contains(".TH FRAGSCOPE 1"));
     }
 
