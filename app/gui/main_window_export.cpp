@@ -230,7 +230,7 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
     if (level_ >= 0) {
         const render::AllocRec* pick = nullptr;
         for (const auto& a : scene_->levels[static_cast<size_t>(level_)].allocs)
-            if (a.stack != 0 && (!pick || a.size > pick->size)) pick = &a;
+            if (a.stack && (!pick || a.size > pick->size)) pick = &a;
         if (pick) {
             views::Selection sel = selection_->current();
             sel.allocId = pick->id;

@@ -33,7 +33,8 @@ struct AllocRec
     int64_t regionId = 0; // 0: outside any region
     uint32_t stream = 0;
     StringId tag = kNoString;
-    uint32_t stack = 0; // Scene::stacks key; 0: no stack recorded (ids count from 1 per session)
+    StackId stack =
+        kNoStack; // Scene::stacks key; 0: no stack recorded (ids count from 1 per session)
     bool freed = false;
 };
 static_assert(sizeof(AllocRec) <= 72, "AllocRec is a hot record");

@@ -405,7 +405,7 @@ AllocRec readAlloc(const Stmt& st, int64_t tEnd, uint32_t& device, int& level)
     a.freed = !st.isNull(9);
     a.freeNs = a.freed ? st.i64(9) : std::max(tEnd, a.allocNs);
     a.tag = static_cast<StringId>(st.i64(10));
-    a.stack = static_cast<uint32_t>(st.i64(11));
+    a.stack = StackId{static_cast<uint32_t>(st.i64(11))};
     return a;
 }
 

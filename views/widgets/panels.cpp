@@ -230,8 +230,8 @@ void AllocationDetails::setSelection(const Selection& s)
     add(tr("freed at"),
         a->freed ? QString::fromStdString(render::formatTime(a->freeNs - scene_->timeBegin(), ax))
                  : tr("never (alive at the end)"));
-    auto stack = scene_->stacks.find(a->stack);
-    if (a->stack == 0 || stack == scene_->stacks.end() || stack->second.empty()) {
+    auto stack = scene_->stacks.find(a->stack.value);
+    if (!a->stack || stack == scene_->stacks.end() || stack->second.empty()) {
         add(tr("stack"), tr("(not recorded by this source)"));
     } else {
         // Innermost frame first, as debuggers show it; the full text is in the tooltip.
