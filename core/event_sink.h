@@ -33,7 +33,7 @@ class EventSink
 public:
     virtual ~EventSink() = default;
     virtual StringId intern(std::string_view s) = 0;
-    virtual uint64_t internStack(const std::vector<StringId>& frames) = 0;
+    virtual StackId internStack(const std::vector<StringId>& frames) = 0;
     virtual void addDevice(const DeviceInfo& d) = 0;
     virtual void addProcess(const ProcessInfo& p) = 0;
     virtual void setMeta(const std::string& key, const std::string& value) = 0;

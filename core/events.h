@@ -3,14 +3,34 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace fs {
 
-using StringId = uint32_t; // interned string; 0 is the empty string
-constexpr StringId kNoString = 0;
+// A 32-bit id of one kind of interned thing. Ids of different kinds do not convert to each other,
+// and a plain integer becomes an id only explicitly (`StringId{n}`), at the boundary where the
+// number is stored (session file, wire protocol, a generic event field); `.value` goes back.
+template <class Tag> struct TypedId
+{
+    uint32_t value = 0;
+    constexpr TypedId() = default;
+    constexpr explicit TypedId(uint32_t v) : value(v) {}
+    constexpr explicit operator bool() const { return value != 0; }
+    friend constexpr bool operator==(TypedId, TypedId) = default;
+    // Not a defaulted <=>: <compare> pulls in <concepts>, which Qt's moc cannot parse.
+    friend constexpr bool operator<(TypedId a, TypedId b) { return a.value < b.value; }
+};
+
+using StringId = TypedId<struct StringTag>; // interned string; 0 is the empty string
+using StackId = TypedId<struct StackTag>;   // interned call stack; 0: no stack recorded
+constexpr StringId kNoString{};
+constexpr StackId kNoStack{};
+static_assert(sizeof(StringId) == sizeof(uint32_t) && std::is_trivially_copyable_v<StringId>,
+              "ids are written to the wire and session file as plain u32");
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 
 // Allocation level (docs/session-format.md). Stored as integers in the session file.
@@ -103,3 +123,11 @@ inline constexpr std::string_view SizeMismatch = "size_mismatch";
 } // namespace anomaly
 
 } // namespace fs
+
+template <class Tag> struct std::hash<fs::TypedId<Tag>>
+{
+    size_t operator()(fs::TypedId<Tag> id) const noexcept
+    {
+        return std::hash<uint32_t>{}(id.value);
+    }
+};

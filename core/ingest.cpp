@@ -192,21 +192,24 @@ StringId Ingest::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
     if (it != strings_.end()) return it->second;
-    const auto id = static_cast<StringId>(strings_.size());
+    const StringId id{static_cast<uint32_t>(strings_.size())};
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
-    st_->string.bind(1, static_cast<int64_t>(id)).bind(2, s).run();
+    st_->string.bind(1, id.value).bind(2, s).run();
     return id;
 }
 
-uint64_t Ingest::internStack(const std::vector<StringId>& frames)
+StackId Ingest::internStack(const std::vector<StringId>& frames)
 {
     auto it = stacks_.find(frames);
     if (it != stacks_.end()) return it->second;
-    const uint64_t id = stacks_.size() + 1;
+    const StackId id{static_cast<uint32_t>(stacks_.size() + 1)};
     stacks_.emplace(frames, id);
     for (size_t i = 0; i < frames.size(); ++i)
-        st_->stack.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, frames[i]).run();
+        st_->stack.bind(1, id.value)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, frames[i].value)
+            .run();
     return id;
 }
 
@@ -336,7 +339,7 @@ void Ingest::process(const Event& e, uint64_t seq)
             .bind(2, e.stream)
             .bind(3, e.time)
             .bind(4, e.endTime)
-            .bind(5, e.name)
+            .bind(5, e.name.value)
             .bind(6, e.aux)
             .bind(7, e.grid[0])
             .bind(8, e.grid[1])
@@ -380,7 +383,7 @@ void Ingest::process(const Event& e, uint64_t seq)
         s.pendingFree.run();
         break;
     case EventType::Health:
-        health(e.name < stringText_.size() ? stringText_[e.name] : "unknown",
+        health(e.name.value < stringText_.size() ? stringText_[e.name.value] : "unknown",
                static_cast<int64_t>(e.aux), {}, e.time);
         break;
     }
@@ -405,8 +408,10 @@ int64_t Ingest::regionAt(uint32_t device, Level level, uint64_t addr, uint64_t s
 void Ingest::onAlloc(const Event& e, uint64_t seq)
 {
     auto& m = live(e.device, e.level);
-    LiveAlloc a{++allocSeq_, e.size, e.requestedSize, e.time,   -1,
-                e.aux,       e.aux2, e.name,          e.stream, false};
+    // Event::aux of an Alloc carries the stack id (Ingest::internStack).
+    LiveAlloc a{
+        ++allocSeq_, e.size, e.requestedSize, e.time, -1, StackId{static_cast<uint32_t>(e.aux)},
+        e.aux2,      e.name, e.stream,        false};
     ++stats_.allocations;
     // Overlap with a live allocation of the same level: record it, end the old one here.
     auto it = m.lower_bound(e.address);
@@ -467,8 +472,8 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
     if (a.requested) s.bind(7, a.requested);
     s.bind(8, a.stream).bind(9, a.time);
     if (freeTime != kNoTime) s.bind(10, freeTime);
-    if (a.tag) s.bind(11, a.tag);
-    if (a.stack) s.bind(12, a.stack);
+    if (a.tag) s.bind(11, a.tag.value);
+    if (a.stack) s.bind(12, a.stack.value);
     if (a.notes & 0xffffffffu) s.bind(13, a.notes & 0xffffffffu);
     if (a.notes >> 32) s.bind(14, a.notes >> 32);
     s.run();
@@ -500,7 +505,7 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
             .bind(7, e.time)
             .bind(8, e.stream)
             .bind(9, e.aux);
-        if (e.name) s.region.bind(10, e.name);
+        if (e.name) s.region.bind(10, e.name.value);
         s.region.bind(11, static_cast<int>(e.flags & 1)).run();
         break;
     }
@@ -554,10 +559,11 @@ void Ingest::onMarker(const Event& e)
     auto& s = *st_;
     s.marker.bind(1, e.time);
     if (e.type == EventType::Range) s.marker.bind(2, e.endTime);
-    s.marker.bind(3, e.name).bind(4, e.device).run();
+    s.marker.bind(3, e.name.value).bind(4, e.device).run();
     // Frames and metrics are read from the message (docs/user-guide.md, "Marking frames and
     // metrics").
-    const std::string& msg = e.name < stringText_.size() ? stringText_[e.name] : stringText_[0];
+    const std::string& msg =
+        e.name.value < stringText_.size() ? stringText_[e.name.value] : stringText_[0];
     std::smatch m;
     if (std::regex_match(msg, m, frameMatcher_->re) && m.size() > 1) {
         int64_t idx = 0;

@@ -62,7 +62,7 @@ public:
     void begin();
     StringId intern(std::string_view s) override;
     // A call stack (outermost last); returns its id for Event::aux of an Alloc.
-    uint64_t internStack(const std::vector<StringId>& frames) override;
+    StackId internStack(const std::vector<StringId>& frames) override;
     void addDevice(const DeviceInfo& d) override;
     void addProcess(const ProcessInfo& p) override;
     void addSource(const std::string& kind, const std::string& path,
@@ -101,7 +101,7 @@ private:
         uint64_t requested;
         int64_t time;
         int64_t regionId;
-        uint64_t stack;
+        StackId stack;
         uint64_t notes; // Event::aux2 of the Alloc: user_metadata, compile_context string ids
         StringId tag;
         uint32_t stream;
@@ -150,7 +150,7 @@ private:
     int64_t released_ = kNoTime;
     std::unordered_map<std::string, StringId> strings_;
     std::vector<std::string> stringText_;
-    std::map<std::vector<StringId>, uint64_t> stacks_;
+    std::map<std::vector<StringId>, StackId> stacks_;
     std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveAlloc>> live_;
     // Live regions per (device, level): a level's regions host that level's allocations, and a
     // framework heap may lie inside a driver allocation without overlapping anything.

@@ -195,7 +195,7 @@ std::string Session::meta(const std::string& key, const std::string& fallback) c
 std::string Session::string(StringId id) const
 {
     Stmt st = db_.prepare("SELECT text FROM strings WHERE id=?1");
-    st.bind(1, static_cast<int64_t>(id));
+    st.bind(1, id.value);
     return st.step() ? st.text(0) : std::string();
 }
 

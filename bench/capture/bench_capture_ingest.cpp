@@ -113,7 +113,7 @@ int main(int argc, char** argv)
     {
         Ingest ingest(options((dir / "direct.fragscope").string()));
         ingest.begin();
-        StringId ids[5] = {0};
+        StringId ids[5] = {};
         for (int i = 0; i < 4; ++i)
             ids[i + 1] = ingest.intern(names[i]);
         for (const auto& w : events) {

@@ -29,7 +29,7 @@ public:
             ids_.try_emplace(std::string(s), static_cast<fs::StringId>(ids_.size() + 1));
         return it->second;
     }
-    uint64_t internStack(const std::vector<fs::StringId>&) override { return 0; }
+    fs::StackId internStack(const std::vector<fs::StringId>&) override { return fs::kNoStack; }
     void addDevice(const fs::DeviceInfo&) override {}
     void addProcess(const fs::ProcessInfo&) override {}
     void setMeta(const std::string&, const std::string&) override {}

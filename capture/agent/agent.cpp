@@ -236,13 +236,13 @@ void drainSide(Agent& a)
     }
     for (auto& chunk : a.draining) {
         for (auto& s : chunk) {
-            if (!s.text.empty()) s.e.name = a.stream->intern(s.text);
+            if (!s.text.empty()) s.e.name = a.stream->intern(s.text).value;
             if (!s.frames.empty()) {
-                std::vector<uint32_t> ids;
+                std::vector<StringId> ids;
                 ids.reserve(s.frames.size());
                 for (const auto& f : s.frames)
                     ids.push_back(a.stream->intern(f));
-                s.e.aux = a.stream->internStack(ids);
+                s.e.aux = a.stream->internStack(ids).value;
             }
             a.stream->event(s.e);
         }

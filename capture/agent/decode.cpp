@@ -18,12 +18,12 @@ static_assert(sizeof(CUpti_ActivityMemoryPool3) == 80, "CUPTI 13 record layout c
 
 namespace {
 
-uint32_t nameId(const char* s, DecodeState& st, proto::TargetStream& out)
+StringId nameId(const char* s, DecodeState& st, proto::TargetStream& out)
 {
-    if (!s || !*s) return 0;
+    if (!s || !*s) return kNoString;
     auto it = st.namesByPtr.find(s);
     if (it != st.namesByPtr.end()) return it->second;
-    const uint32_t id = out.intern(s);
+    const StringId id = out.intern(s);
     // Only kernel/marker names are cached by pointer; CUPTI keeps those alive for the process.
     if (st.namesByPtr.size() < (1u << 20)) st.namesByPtr.emplace(s, id);
     return id;
@@ -61,7 +61,7 @@ void memory(const CUpti_ActivityMemory4& r, DecodeState& st, proto::TargetStream
     e.level = fromPool ? ev::LevelPool : ev::LevelDriver;
     // The allocation source (cuptiActivityEnableAllocationSource) is not a stable pointer:
     // intern it by text, not by address.
-    if (alloc && r.source && *r.source) e.name = out.intern(r.source);
+    if (alloc && r.source && *r.source) e.name = out.intern(r.source).value;
     if (!fromPool && alloc) {
         // A plain cudaMalloc is its own region (RegionKind::Driver hosts nothing above it).
         proto::WireEvent reg = make(ev::RegionCreate, t);
@@ -113,7 +113,7 @@ void pool(const CUpti_ActivityMemoryPool3& r, DecodeState& st, proto::TargetStre
                       static_cast<unsigned long long>(r.size),
                       static_cast<unsigned long long>(r.minBytesToKeep));
         proto::WireEvent e = make(ev::Mark, t);
-        e.name = out.intern(msg);
+        e.name = out.intern(msg).value;
         e.device = r.deviceId;
         e.aux = r.address;
         out.event(e);
@@ -128,7 +128,7 @@ void kernel(const CUpti_ActivityKernel10& r, DecodeState& st, proto::TargetStrea
 {
     proto::WireEvent e = make(ev::Kernel, static_cast<int64_t>(r.start) + st.clockOffsetNs);
     e.endTime = static_cast<int64_t>(r.end) + st.clockOffsetNs;
-    e.name = nameId(r.name, st, out);
+    e.name = nameId(r.name, st, out).value;
     e.stream = r.streamId;
     e.device = r.deviceId;
     e.aux = r.correlationId;
@@ -163,11 +163,11 @@ void marker(const CUpti_ActivityMarker2& r, DecodeState& st, proto::TargetStream
     if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
         proto::WireEvent e = make(ev::Mark, t);
         // NVTX messages are often built on the fly: intern by text, never by pointer.
-        e.name = r.name ? out.intern(r.name) : 0;
+        e.name = r.name ? out.intern(r.name).value : 0;
         out.event(e);
     } else if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
         if (st.openRanges.size() < (1u << 16))
-            st.openRanges[r.id] = {r.name ? out.intern(r.name) : 0, t};
+            st.openRanges[r.id] = {r.name ? out.intern(r.name) : kNoString, t};
     } else if (r.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         auto it = st.openRanges.find(r.id);
         if (it == st.openRanges.end()) {
@@ -176,7 +176,7 @@ void marker(const CUpti_ActivityMarker2& r, DecodeState& st, proto::TargetStream
         }
         proto::WireEvent e = make(ev::Range, it->second.start);
         e.endTime = t;
-        e.name = it->second.name;
+        e.name = it->second.name.value;
         out.event(e);
         st.openRanges.erase(it);
     } else {

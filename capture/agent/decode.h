@@ -18,11 +18,11 @@ struct DecodeState
     int64_t clockOffsetNs = 0; // added to every CUPTI timestamp (GPU/host calibration)
     struct OpenRange
     {
-        uint32_t name;
+        StringId name;
         int64_t start;
     };
     std::unordered_map<uint32_t, OpenRange> openRanges; // NVTX start/end markers by id
-    std::unordered_map<const char*, uint32_t>
+    std::unordered_map<const char*, StringId>
         namesByPtr; // CUPTI keeps names alive: cache by address
     // Fills GraphLaunch exec ids from the launches the API callbacks saw (agent.cpp); null: 0.
     GraphJoin* graphs = nullptr;

@@ -49,35 +49,35 @@ void TargetStream::replay(Encoder& enc)
         enc.string(id, stringText_[id]);
     for (const auto& [frames, id] : stacks_) {
         enc.begin(MsgType::Stack);
-        enc.putPod(id);
-        enc.put(frames.data(), frames.size() * sizeof(uint32_t));
+        enc.putPod(uint64_t{id.value}); // the wire carries stack ids as u64
+        enc.put(frames.data(), frames.size() * sizeof(StringId));
         enc.end();
     }
     for (const auto& t : tables_)
         enc.put(t.data(), t.size());
 }
 
-uint32_t TargetStream::intern(std::string_view s)
+StringId TargetStream::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
     if (it != strings_.end()) return it->second;
-    const auto id = static_cast<uint32_t>(stringText_.size());
+    const StringId id{static_cast<uint32_t>(stringText_.size())};
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
-    if (wanted()) enc_.string(id, s);
+    if (wanted()) enc_.string(id.value, s);
     return id;
 }
 
-uint64_t TargetStream::internStack(const std::vector<uint32_t>& frames)
+StackId TargetStream::internStack(const std::vector<StringId>& frames)
 {
     auto it = stacks_.find(frames);
     if (it != stacks_.end()) return it->second;
-    const uint64_t id = stacks_.size() + 1;
+    const StackId id{static_cast<uint32_t>(stacks_.size() + 1)};
     stacks_.emplace(frames, id);
     if (wanted()) {
         enc_.begin(MsgType::Stack);
-        enc_.putPod(id);
-        enc_.put(frames.data(), std::min(frames.size(), (kMaxPayload - 8) / 4) * sizeof(uint32_t));
+        enc_.putPod(uint64_t{id.value}); // the wire carries stack ids as u64
+        enc_.put(frames.data(), std::min(frames.size(), (kMaxPayload - 8) / 4) * sizeof(StringId));
         enc_.end();
     }
     return id;

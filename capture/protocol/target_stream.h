@@ -6,6 +6,7 @@
 #pragma once
 
 #include "control_server.h"
+#include "core/events.h"
 #include "protocol.h"
 
 #include <map>
@@ -29,8 +30,9 @@ public:
     };
     TargetStream(ControlServer& server, Options opts);
 
-    uint32_t intern(std::string_view s);
-    uint64_t internStack(const std::vector<uint32_t>& frames);
+    // Ids of this stream (the recorder maps them to session ids).
+    StringId intern(std::string_view s);
+    StackId internStack(const std::vector<StringId>& frames);
     void device(uint32_t id, uint64_t capacity, std::string_view name, std::string_view uuid);
     void process(int64_t pid, int64_t startNs, std::string_view commandLine);
     void meta(const std::string& key, const std::string& value);
@@ -58,9 +60,9 @@ private:
     uint64_t epoch_ = 0;
     bool everStarted_ = false;
     uint64_t produced_ = 0, dropped_ = 0, pendingEvents_ = 0;
-    std::unordered_map<std::string, uint32_t> strings_;
+    std::unordered_map<std::string, StringId> strings_;
     std::vector<std::string> stringText_;
-    std::map<std::vector<uint32_t>, uint64_t> stacks_;
+    std::map<std::vector<StringId>, StackId> stacks_;
     std::vector<std::string> tables_; // encoded Device/Process/Meta frames, replayed per epoch
     std::map<std::string, size_t> metaIndex_;
 };

@@ -20,7 +20,7 @@ public:
     {
     }
     StringId intern(std::string_view s) override { return inner_.intern(s); }
-    uint64_t internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
+    StackId internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
     void addDevice(const DeviceInfo& d) override { inner_.addDevice(d); }
     void addProcess(const ProcessInfo& p) override { inner_.addProcess(p); }
     void setMeta(const std::string& k, const std::string& v) override { inner_.setMeta(k, v); }

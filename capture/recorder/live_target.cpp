@@ -65,7 +65,7 @@ void LiveTarget::periodic()
         proto::WireEvent e{};
         e.type = proto::ev::Mark;
         e.time = lastTime_;
-        e.name = stream_->intern(m);
+        e.name = stream_->intern(m).value;
         stream_->event(e);
     }
     stream_->flush();
@@ -77,7 +77,7 @@ StringId LiveTarget::intern(std::string_view s)
     return stream_->intern(s);
 }
 
-uint64_t LiveTarget::internStack(const std::vector<StringId>& frames)
+StackId LiveTarget::internStack(const std::vector<StringId>& frames)
 {
     return stream_->internStack(frames);
 }
@@ -107,7 +107,7 @@ void LiveTarget::add(const Event& e)
     w.requestedSize = e.requestedSize;
     w.aux = e.aux;
     w.aux2 = e.aux2;
-    w.name = e.name;
+    w.name = e.name.value;
     w.stream = e.stream;
     w.device = e.device;
     for (int k = 0; k < 3; ++k) {

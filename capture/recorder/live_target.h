@@ -43,7 +43,7 @@ public:
     void finish();
 
     StringId intern(std::string_view s) override;
-    uint64_t internStack(const std::vector<StringId>& frames) override;
+    StackId internStack(const std::vector<StringId>& frames) override;
     void addDevice(const DeviceInfo& d) override;
     void addProcess(const ProcessInfo& p) override;
     void setMeta(const std::string& key, const std::string& value) override;

@@ -95,8 +95,11 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
             e.regionKind = static_cast<RegionKind>(w.regionKind);
             e.flags = w.flags;
             if (e.type == EventType::Alloc && e.aux != 0) {
-                auto it = stacks_.find(e.aux);
-                e.aux = it == stacks_.end() ? 0 : it->second;
+                // Event::aux of an Alloc carries the stack id; one the stream never defined
+                // (or wider than a stack id) becomes "no stack".
+                auto it = e.aux > UINT32_MAX ? stacks_.end()
+                                             : stacks_.find(StackId{static_cast<uint32_t>(e.aux)});
+                e.aux = it == stacks_.end() ? 0 : it->second.value;
             }
             ingest_.add(e);
             ++events_;
@@ -106,7 +109,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
     case MsgType::Stack: {
         const auto id = r.pod<uint64_t>();
         const std::string_view rest = r.rest();
-        if (!r.ok() || rest.size() % 4 != 0 || id == 0)
+        if (!r.ok() || rest.size() % 4 != 0 || id == 0 || id > UINT32_MAX)
             return fail(offset, "malformed stack definition");
         std::vector<StringId> frames(rest.size() / 4);
         for (size_t i = 0; i < frames.size(); ++i) {
@@ -114,7 +117,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
             std::memcpy(&f, rest.data() + i * 4, 4);
             frames[i] = str(f);
         }
-        stacks_[id] = ingest_.internStack(frames);
+        stacks_[StackId{static_cast<uint32_t>(id)}] = ingest_.internStack(frames);
         return true;
     }
     case MsgType::Device: {

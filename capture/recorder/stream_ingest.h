@@ -32,8 +32,8 @@ private:
     StringId str(uint32_t remote);
 
     Ingest& ingest_;
-    std::vector<StringId> strings_{kNoString};      // remote id -> session id
-    std::unordered_map<uint64_t, uint64_t> stacks_; // remote stack id -> session id
+    std::vector<StringId> strings_{kNoString};    // remote id -> session id
+    std::unordered_map<StackId, StackId> stacks_; // remote stack id -> session id
     bool ended_ = false;
     proto::EndReason endReason_ = proto::EndReason::TargetFinished;
     std::string error_;

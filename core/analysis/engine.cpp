@@ -393,7 +393,7 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
     if (st.step()) {
         i.requestedSize = st.isNull(0) ? 0 : st.u64(0);
         i.stream = static_cast<uint32_t>(st.i64(1));
-        if (!st.isNull(2)) i.tag = session->string(static_cast<StringId>(st.i64(2)));
+        if (!st.isNull(2)) i.tag = session->string(StringId{static_cast<uint32_t>(st.i64(2))});
         if (!st.isNull(3)) {
             Stmt fr = db.prepare("SELECT s.text FROM stacks k JOIN strings s ON s.id = k.frame"
                                  " WHERE k.id=?1 ORDER BY k.depth");
@@ -408,8 +408,10 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
         Stmt nt = db.prepare("SELECT user_metadata, compile_context FROM allocations WHERE id=?1");
         nt.bind(1, a.id);
         if (nt.step()) {
-            if (!nt.isNull(0)) i.userMetadata = session->string(static_cast<StringId>(nt.i64(0)));
-            if (!nt.isNull(1)) i.compileContext = session->string(static_cast<StringId>(nt.i64(1)));
+            if (!nt.isNull(0))
+                i.userMetadata = session->string(StringId{static_cast<uint32_t>(nt.i64(0))});
+            if (!nt.isNull(1))
+                i.compileContext = session->string(StringId{static_cast<uint32_t>(nt.i64(1))});
         }
     }
     return i;

@@ -331,9 +331,9 @@ StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
     return id;
 }
 
-uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
+StackId PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
 {
-    if (frames.type() != PType::List || doc_->size(frames) == 0) return 0;
+    if (frames.type() != PType::List || doc_->size(frames) == 0) return kNoStack;
     // Every entry has its own frames list, but the frame dicts in it are memo references
     // shared across entries: the list of their ids is the cache key (few distinct stacks).
     stackKey_.clear();
@@ -348,7 +348,7 @@ uint64_t PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
     doc_->forEach(frames, [&](PValue f) {
         if (f.type() == PType::Dict) ids.push_back(frameString(f, ing));
     });
-    const uint64_t id = ids.empty() ? 0 : ing.internStack(ids);
+    const StackId id = ids.empty() ? kNoStack : ing.internStack(ids);
     stackCache_.emplace(stackKey_, id);
     return id;
 }
@@ -484,9 +484,9 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             e.size = size;
             e.requestedSize = req;
             e.stream = stream;
-            e.aux = stackOf(frames, ing);
-            e.aux2 = noteString(userMeta, ing) |
-                     (static_cast<uint64_t>(noteString(compileCtx, ing)) << 32);
+            e.aux = stackOf(frames, ing).value;
+            e.aux2 = noteString(userMeta, ing).value |
+                     (static_cast<uint64_t>(noteString(compileCtx, ing).value) << 32);
             ing.add(e);
             curAllocs[a] = size;
         };

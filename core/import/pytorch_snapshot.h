@@ -238,7 +238,7 @@ private:
     void decodeTrace(uint32_t device, PValue list);
     Entry decode(PValue ev, uint32_t device);
     void reconstruct(uint32_t device, DeviceState& d);
-    uint64_t stackOf(PValue frames, Ingest& ing);
+    StackId stackOf(PValue frames, Ingest& ing);
     StringId frameString(PValue frame, Ingest& ing);
 
     std::unique_ptr<PickleDoc> doc_;
@@ -273,7 +273,7 @@ private:
     int64_t nonMonotonic_ = 0;
     int64_t untiledSegments_ = 0;
     std::unordered_map<uint64_t, StringId> frameCache_;
-    std::unordered_map<std::string, uint64_t> stackCache_;
+    std::unordered_map<std::string, StackId> stackCache_;
     std::string stackKey_;
 };
 

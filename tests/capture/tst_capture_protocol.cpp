@@ -223,7 +223,7 @@ private slots:
         proto::TargetStream ts(server, {});
         proto::WireEvent w{};
         w.type = proto::ev::Mark;
-        w.name = ts.intern("m");
+        w.name = ts.intern("m").value;
         ts.event(w);
         ts.flush();
         QVERIFY(c.command(MsgType::Stop, {}, 5000, err));

@@ -14,10 +14,27 @@
 #include <random>
 #include <sys/wait.h>
 #include <thread>
+#include <type_traits>
 #include <unistd.h>
 
 using namespace fs;
 using fstest::ev;
+
+// Interned string and stack ids are distinct types: neither converts to the other, to or from a
+// plain integer, or to bool without asking; a number becomes an id only explicitly.
+static_assert(!std::is_convertible_v<StringId, StackId>);
+static_assert(!std::is_convertible_v<StackId, StringId>);
+static_assert(!std::is_convertible_v<uint32_t, StringId>);
+static_assert(!std::is_convertible_v<uint32_t, StackId>);
+static_assert(!std::is_convertible_v<uint64_t, StackId>);
+static_assert(!std::is_convertible_v<int, StringId>);
+static_assert(!std::is_convertible_v<StringId, uint32_t>);
+static_assert(!std::is_convertible_v<StackId, uint64_t>);
+static_assert(!std::is_convertible_v<StackId, bool>); // explicit operator bool only
+static_assert(std::is_constructible_v<StackId, uint32_t>);
+static_assert(StackId{7}.value == 7 && !kNoStack && !kNoString && StringId{1});
+static_assert(StringId{1} < StringId{2} && StackId{3} == StackId{3});
+static_assert(sizeof(StackId) == 4 && sizeof(StringId) == 4);
 
 namespace {
 constexpr uint64_t kBase = 0x7f0000000000;
@@ -123,6 +140,35 @@ private slots:
         QCOMPARE(s.string(a), std::string("gemm_kernel"));
         QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"),
                  int64_t{1});
+    }
+
+    // Stacks are interned once per distinct frame list, ids counting from 1; an Alloc carries
+    // its stack id in Event::aux and the allocation row keeps it.
+    void internsStacksOnce()
+    {
+        const auto f = path("stacks.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        const StringId inner = in.intern("block (kv.py:88)");
+        const StringId outer = in.intern("forward (model.py:412)");
+        const StackId s1 = in.internStack({inner, outer});
+        const StackId s2 = in.internStack({outer});
+        QCOMPARE(s1, StackId{1});
+        QCOMPARE(s2, StackId{2});
+        QCOMPARE(in.internStack({inner, outer}), s1);
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
+        Event a = ev(EventType::Alloc, 1, kBase, 4096);
+        a.aux = s2.value;
+        in.add(a);
+        in.add(ev(EventType::Alloc, 2, kBase + 4096, 4096)); // no stack: aux 0
+        in.end();
+        Session s = Session::open(f);
+        // s1 has two frames, s2 one: three rows; the first allocation names s2, the second none.
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM stacks"), int64_t{3});
+        QCOMPARE(s.db().scalar("SELECT frame FROM stacks WHERE id=1 AND depth=1"),
+                 int64_t{outer.value});
+        QCOMPARE(s.db().scalar("SELECT stack FROM allocations WHERE alloc_ns=1"), int64_t{2});
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE stack IS NULL"), int64_t{1});
     }
 
     // Events shuffled within the reorder window give exactly the same session as ordered ones.

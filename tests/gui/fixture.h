@@ -48,7 +48,7 @@ inline void makeFixtureSession(const std::string& path,
     const fs::StringId act = in.intern("activation");
     const fs::StringId keep = in.intern("kv_cache");
     // Persistent blocks carry a call stack (innermost frame first, as sources record them).
-    const uint64_t keepStack =
+    const fs::StackId keepStack =
         in.internStack({in.intern("cache_block (kv.py:88)"), in.intern("forward (model.py:412)")});
     for (int s = 0; s < 4; ++s) {
         fs::Event r = ev(fs::EventType::RegionCreate, kFixtureBegin);
@@ -103,7 +103,7 @@ inline void makeFixtureSession(const std::string& path,
             a.size = size;
             a.requestedSize = size;
             a.name = keep;
-            a.aux = keepStack;
+            a.aux = keepStack.value;
             in.add(a);
             kept.emplace_back(addr, size);
         }

@@ -43,7 +43,7 @@ public:
         if (added) text_.emplace_back(s);
         return it->second;
     }
-    uint64_t internStack(const std::vector<fs::StringId>&) override { return 0; }
+    fs::StackId internStack(const std::vector<fs::StringId>&) override { return fs::kNoStack; }
     void addDevice(const fs::DeviceInfo& d) override { devices.push_back(d); }
     void addProcess(const fs::ProcessInfo&) override {}
     void setMeta(const std::string& k, const std::string& v) override { meta[k] = v; }
@@ -89,7 +89,7 @@ public:
 
     std::string text(fs::StringId id) const
     {
-        return id < text_.size() ? text_[id] : std::string();
+        return id.value < text_.size() ? text_[id.value] : std::string();
     }
     uint64_t reserved() const { return reserved_; }
     uint64_t peakReserved() const { return peakReserved_; }
