@@ -167,7 +167,10 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
     drawPanel(
         p, panelRect(2), s, o, QStringLiteral("entropy (bits)"),
         {{QColor(148, 103, 189), QStringLiteral("fragment entropy"), fe},
-         {QColor(255, 127, 14), QStringLiteral("event-size entropy (300 s window)"), ee, true}},
+         {QColor(255, 127, 14),
+          QStringLiteral("event-size entropy (%1 s window)")
+              .arg(ld.timeline ? static_cast<double>(ld.timeline->entropyWindowNs) / 1e9 : 300.0),
+          ee, true}},
         0, 3.6, {}, {{std::log2(11.0), QStringLiteral("max log2 11 = 3.46")}}, panels == 3);
     const bool anyTimed = s.anyTimedFrame();
     for (size_t m = 0; m < metrics.size(); ++m) {

@@ -247,7 +247,9 @@ void TimelineWidget::rebuild()
     rects_[1]->axis(QCPAxis::atLeft)->setRange(0, 1.05);
     addGraph(rects_[2], tr("fragment entropy (bits)"), QColor(148, 103, 189), false)
         ->setData(x, fe, true);
-    addGraph(rects_[2], tr("event-size entropy (300 s)"), QColor(255, 127, 14), true)
+    addGraph(rects_[2],
+             tr("event-size entropy (%1 s)").arg(static_cast<double>(tl.entropyWindowNs) / 1e9),
+             QColor(255, 127, 14), true)
         ->setData(x, ee, true);
     rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("bits"));
     rects_[2]->axis(QCPAxis::atLeft)->setRange(0, 3.6);
