@@ -77,6 +77,17 @@ public:
         b_.append('e');
         return *this;
     }
+    // One entry of a segment's "blocks" list as PyTorch's snapshot writes it; requested_size and
+    // address are left out when negative (older snapshots have neither).
+    PickleWriter& block(int64_t size, const char* state, int64_t requested = -1,
+                        int64_t address = -1)
+    {
+        beginDict();
+        if (address >= 0) key("address").integer(address);
+        key("size").integer(size);
+        if (requested >= 0) key("requested_size").integer(requested);
+        return key("state").str(state).endDict();
+    }
     QByteArray finish() { return b_ + '.'; }
 
 private:
