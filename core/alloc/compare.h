@@ -19,11 +19,14 @@ struct SideSummary
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t frames = 0;
-    int64_t frameMetrics = 0; // per-frame quality values (a what-if replay has none)
+    int64_t frameMetrics = 0; // per-frame quality values
+    // A what-if replay: its per-frame metrics (if any) are the recorded run's, copied.
+    bool whatIf = false;
     int64_t collapses = 0;
     int64_t ooms = 0;
-    // Collapses are known where frames carry quality metrics (or there are no frames).
-    bool collapsesKnown() const { return frames == 0 || frameMetrics > 0; }
+    // Collapses are known where frames carry quality metrics of their own (or there are no
+    // frames); a replay cannot know how its frames would have looked.
+    bool collapsesKnown() const { return !whatIf && (frames == 0 || frameMetrics > 0); }
     uint64_t peakReserved = 0; // exact, from the regions' lifetimes
     uint64_t finalReserved = 0;
     double meanFragmentation = 0; // over the engine's timeline samples with memory reserved

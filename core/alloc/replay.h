@@ -39,6 +39,8 @@ struct ReplayOptions
     // With a sink: the trace's markers (frames, metrics) go out in time order with the first
     // device's events, so the replayed session has the same frames.
     bool emitMarkers = true;
+    // With a sink: allocations keep their call stacks, user metadata and compile context.
+    bool carryStacks = false;
 };
 
 struct DeviceReplay
