@@ -348,7 +348,12 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
     };
     auto stringOf = [&](uint32_t src) -> uint64_t { return o.carryStacks ? tagOf(src).value : 0; };
     uint64_t peak = 0;
+    uint32_t sinceCheck = 0;
     for (const Request& r : d.requests) {
+        if (o.cancel && ++sinceCheck == 65536) {
+            sinceCheck = 0;
+            if (o.cancel->load(std::memory_order_relaxed)) throw Cancelled{};
+        }
         emitMarks(r.time);
         listener.now = r.time;
         switch (r.kind) {

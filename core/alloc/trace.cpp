@@ -51,6 +51,43 @@ struct ReservedSweep
 
 } // namespace
 
+RecordedSettings recordedSettings(Session& s)
+{
+    RecordedSettings r;
+    // The snapshot's allocator_settings when the importer kept them.
+    const std::string settings = s.meta("allocator_settings");
+    if (!settings.empty()) {
+        try {
+            r.config = Config::fromSnapshotSettings(settings);
+            r.known = true;
+            r.note = "from the session's allocator_settings";
+            return r;
+        } catch (const std::invalid_argument& e) {
+            r.note = fmt::format("allocator_settings unreadable ({}): PyTorch defaults assumed",
+                                 e.what());
+        }
+    } else {
+        r.note = "the session does not record allocator settings: PyTorch defaults assumed";
+    }
+    // Without them, what the trace shows: expandable segments were on if it maps any.
+    Stmt q = s.db().prepare("SELECT EXISTS(SELECT 1 FROM regions WHERE level = 2 AND"
+                            " (kind = ?1 OR expandable != 0))");
+    q.bind(1, static_cast<int>(RegionKind::Vmm));
+    if (q.step() && q.i64(0) != 0) {
+        r.config.expandableSegments = true;
+        if (settings.empty())
+            r.note = "the session does not record allocator settings: PyTorch defaults assumed, "
+                     "with expandable_segments:True (the trace maps expandable segments)";
+    }
+    return r;
+}
+
+RecordedSettings recordedSettings(const std::string& path)
+{
+    Session s = Session::open(path);
+    return recordedSettings(s);
+}
+
 Trace readTrace(const std::string& path)
 {
     Session s = Session::open(path);
@@ -61,21 +98,10 @@ Trace readTrace(const std::string& path)
     t.ordinalTime = sum.timeAxis == TimeAxis::Ordinal;
     t.sourceKind = sum.sources.empty() ? "unknown" : sum.sources.front();
 
-    // The recorded settings: the snapshot's allocator_settings when the importer kept them.
-    const std::string settings = s.meta("allocator_settings");
-    if (!settings.empty()) {
-        try {
-            t.recorded = Config::fromSnapshotSettings(settings);
-            t.settingsKnown = true;
-            t.settingsNote = "from the session's allocator_settings";
-        } catch (const std::invalid_argument& e) {
-            t.settingsNote = fmt::format("allocator_settings unreadable ({}): PyTorch defaults "
-                                         "assumed",
-                                         e.what());
-        }
-    } else {
-        t.settingsNote = "the session does not record allocator settings: PyTorch defaults assumed";
-    }
+    const RecordedSettings rs = recordedSettings(s);
+    t.recorded = rs.config;
+    t.settingsKnown = rs.known;
+    t.settingsNote = rs.note;
 
     {
         Stmt q = db.prepare("SELECT id, text FROM strings ORDER BY id");
@@ -325,18 +351,6 @@ Trace readTrace(const std::string& path)
     std::erase_if(t.devices, [](const DeviceTrace& d) {
         return d.allocs.empty() && d.segments.empty() && d.requests.empty();
     });
-    // Without recorded settings, what the trace shows: expandable segments were on if it has
-    // expandable mappings.
-    if (!t.settingsKnown) {
-        for (const DeviceTrace& d : t.devices)
-            for (const RecordedSegment& r : d.segments)
-                t.recorded.expandableSegments |= r.expandable;
-        if (t.recorded.expandableSegments)
-            t.settingsNote = "the session does not record allocator settings: PyTorch defaults "
-                             "assumed, with expandable_segments:True (the trace maps expandable "
-                             "segments)";
-    }
-
     // Does the trace start with the run?
     const std::string preexisting = s.meta("pytorch.preexisting_allocations");
     if (t.sourceKind == "simulator") {

@@ -11,6 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace fs {
+class Session;
+}
+
 namespace fs::alloc {
 
 // A request that failed in the recording (an OOM entry) has no allocation: its index is this.
@@ -112,6 +116,17 @@ struct Trace
     // The source session's call stacks: id -> frame string ids, innermost first.
     std::unordered_map<uint32_t, std::vector<uint32_t>> stacks;
 };
+
+// The settings the recorded run used, and how that is known (for the output and the GUI's
+// what-if dialog). Throws fs::SessionError on a bad file.
+struct RecordedSettings
+{
+    Config config;
+    bool known = false; // from the session's allocator_settings meta key
+    std::string note;
+};
+RecordedSettings recordedSettings(Session& s);
+RecordedSettings recordedSettings(const std::string& path);
 
 // Reads a session file. Throws fs::SessionError ("FILE: problem") on a bad file.
 Trace readTrace(const std::string& path);

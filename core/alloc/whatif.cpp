@@ -200,8 +200,11 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
 {
     WhatIfResult res;
     res.session = opts.session;
+    int done = 0; // percent
     auto say = [&](const std::string& s) {
+        if (opts.cancel && opts.cancel->load()) throw Cancelled{};
         if (opts.progress) opts.progress(s);
+        if (opts.percent) opts.percent(done, s);
     };
     say("reading " + opts.session);
     const Trace trace = readTrace(opts.session);
@@ -230,9 +233,11 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
         run.allocConf = confText(spec.config);
         const bool keep = i + 1 == specs.size() && !opts.output.empty();
         const std::string path = keep ? opts.output : tempPath(static_cast<int>(i));
+        done = 5 + static_cast<int>(90 * i / specs.size());
         say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
         ReplayOptions ro;
+        ro.cancel = opts.cancel;
         ro.config = spec.config;
         ro.policy = spec.policy;
         for (const DeviceTrace& d : trace.devices) {
@@ -270,7 +275,12 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             ro.sink = &ing;
             ro.carryStacks = keep;
             const auto t0 = std::chrono::steady_clock::now();
-            replays = replay(trace, ro);
+            try {
+                replays = replay(trace, ro);
+            } catch (const Cancelled&) {
+                ing.abort(); // removes the unfinished file
+                throw;
+            }
             run.replaySeconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (keep) carrySource(opts.session, trace, ing);

@@ -93,6 +93,11 @@ struct WhatIfOptions
     uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
     std::string output;        // -o: the last run's replay session
     std::function<void(const std::string&)> progress;
+    // Percent done (0-100) with the stage, for a progress bar (the GUI).
+    std::function<void(int, const std::string&)> percent;
+    // When it becomes true, whatIf() stops (between stages, or within a replay) and throws
+    // Cancelled; no output is left behind.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct WhatIfResult
@@ -102,7 +107,7 @@ struct WhatIfResult
     std::vector<RunResult> runs;
 };
 
-// Throws fs::SessionError on a bad session, std::invalid_argument on bad options.
+// Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
 
 // The session label of a replay: "what-if: <settings> replay of <file>".
