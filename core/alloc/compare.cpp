@@ -17,10 +17,10 @@ struct Side
     std::vector<int64_t> oomTimes; // of the compared device, sorted
 };
 
-Side load(const std::string& path)
+Side load(const std::string& path, std::shared_ptr<const analysis::Engine> eng)
 {
     Side s;
-    s.eng = analysis::Engine::open(path);
+    s.eng = eng ? std::move(eng) : analysis::Engine::open(path);
     SideSummary& m = s.sum;
     m.path = path;
     const auto it = s.eng->summary().meta.find("label");
@@ -111,9 +111,11 @@ PointFigures at(const Side& s, int64_t t, int64_t prev)
 
 } // namespace
 
-Comparison compareSessions(const std::string& a, const std::string& b, int samples)
+Comparison compareSessions(const std::string& a, const std::string& b, int samples,
+                           std::shared_ptr<const analysis::Engine> engineA,
+                           std::shared_ptr<const analysis::Engine> engineB)
 {
-    const Side A = load(a), B = load(b);
+    const Side A = load(a, std::move(engineA)), B = load(b, std::move(engineB));
     Comparison c;
     c.a = A.sum;
     c.b = B.sum;

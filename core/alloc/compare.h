@@ -6,8 +6,13 @@
 #include "core/events.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace fs::analysis {
+class Engine;
+}
 
 namespace fs::alloc {
 
@@ -70,7 +75,10 @@ struct Comparison
     std::vector<std::string> notes;
 };
 
-// Throws fs::SessionError on a bad file. `samples`: rows when aligning by time.
-Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100);
+// Throws fs::SessionError on a bad file. `samples`: rows when aligning by time. engineA/B: the
+// sessions already open (the GUI's scenes hold them), else each is opened here.
+Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100,
+                           std::shared_ptr<const analysis::Engine> engineA = nullptr,
+                           std::shared_ptr<const analysis::Engine> engineB = nullptr);
 
 } // namespace fs::alloc
