@@ -229,12 +229,15 @@ FRAGSCOPE_COMMAND({
                 {"json", "", "print {\"fidelity\": {...}, \"runs\": [...]} instead of a table"},
                 {"output", "OUT.fragscope",
                  "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
-                 "FILE\" and marked synthetic (-o)"}},
+                 "FILE\" and marked synthetic, with the source's kernels, stacks, frames,\n"
+                 "annotations and (the recorded run's) metrics (-o)"}},
     .details =
         "runs[0] replays the session under its recorded settings (the snapshot's\n"
         "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
         "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
         "allocation's address, the final block layout and the state at the end.\n"
+        "A free that waited on stream events (pending_frees) returns its block when the\n"
+        "wait completed.\n"
         "The table is ranked with OOMs first, then by peak reserved bytes. F figures are the\n"
         "analysis engine's, over its timeline samples and frames. See docs/whatif.md.",
     .run = runWhatIf,
