@@ -641,12 +641,18 @@ Block* CachingAllocator::malloc(uint64_t origSize, uint32_t stream, int poolId)
 // the pool.
 void CachingAllocator::free(Block* b)
 {
+    leaveCaller(b);
+    freeBlock(b);
+}
+
+// What free() counts at once, whether or not the block waits on stream events.
+void CachingAllocator::leaveCaller(Block* b)
+{
     b->allocated = false;
     b->requested = 0;
     c_.allocated -= b->size;
     ++c_.frees;
     --c_.liveBlocks;
-    freeBlock(b);
 }
 
 void CachingAllocator::freeBlock(Block* b)
@@ -660,11 +666,7 @@ void CachingAllocator::freeBlock(Block* b)
 // Rule 12 (free with stream_uses: insert_events; process_events; synchronize_and_free_events).
 void CachingAllocator::freeRequested(Block* b)
 {
-    b->allocated = false;
-    b->requested = 0;
-    c_.allocated -= b->size;
-    ++c_.frees;
-    --c_.liveBlocks;
+    leaveCaller(b);
     b->pending = true;
     b->pendingSlot = static_cast<uint32_t>(pending_.size());
     pending_.push_back(b);

@@ -213,6 +213,7 @@ private:
     void releaseBlocks(BlockPool& pool);
     void releaseBlock(Block* b);
     void synchronizeAndFreeEvents();
+    void leaveCaller(Block* b);
     void freeBlock(Block* b);
     void garbageCollect();
     bool shouldSplit(const Block* b, uint64_t size) const;

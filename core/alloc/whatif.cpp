@@ -128,15 +128,19 @@ void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
             it->second = sink.intern(trace.strings[static_cast<size_t>(src)]);
         return it->second;
     };
+    auto rowEvent = [](const Stmt& q, EventType type) { // columns 0, 1: device, stream
+        Event e;
+        e.type = type;
+        e.device = static_cast<uint32_t>(q.i64(0));
+        e.stream = q.isNull(1) ? 0 : static_cast<uint32_t>(q.i64(1));
+        return e;
+    };
     {
         Stmt q = db.prepare("SELECT device, stream, start_ns, end_ns, name, correlation_id,"
                             " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id,"
                             " graph_node_id FROM kernels ORDER BY id");
         while (q.step()) {
-            Event e;
-            e.type = EventType::Kernel;
-            e.device = static_cast<uint32_t>(q.i64(0));
-            e.stream = q.isNull(1) ? 0 : static_cast<uint32_t>(q.i64(1));
+            Event e = rowEvent(q, EventType::Kernel);
             e.time = q.i64(2);
             e.endTime = q.i64(3);
             e.name = name(q.i64(4));
@@ -153,10 +157,7 @@ void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
         Stmt q = db.prepare("SELECT device, stream, graph_id, exec_id, start_ns, end_ns"
                             " FROM graph_launches ORDER BY id");
         while (q.step()) {
-            Event e;
-            e.type = EventType::GraphLaunch;
-            e.device = static_cast<uint32_t>(q.i64(0));
-            e.stream = q.isNull(1) ? 0 : static_cast<uint32_t>(q.i64(1));
+            Event e = rowEvent(q, EventType::GraphLaunch);
             e.aux = q.isNull(2) ? 0 : q.u64(2);
             e.aux2 = q.isNull(3) ? 0 : q.u64(3);
             e.time = q.i64(4);

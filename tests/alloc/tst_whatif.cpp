@@ -43,6 +43,17 @@ std::string simulate(const QTemporaryDir& dir, const char* name, uint64_t seed, 
     return path;
 }
 
+// A hand-built session of a source known to start with the run.
+std::unique_ptr<Ingest> handSession(const std::string& path)
+{
+    IngestOptions o;
+    o.path = path;
+    o.sourceKind = "simulator";
+    auto ing = std::make_unique<Ingest>(o);
+    ing->begin();
+    return ing;
+}
+
 Event ev(EventType t, int64_t time, uint64_t addr, uint64_t size)
 {
     Event e;
@@ -162,11 +173,8 @@ private slots:
     {
         QTemporaryDir dir;
         const std::string path = dir.filePath("tiers.fragscope").toStdString();
-        IngestOptions o;
-        o.path = path;
-        o.sourceKind = "simulator";
-        Ingest ing(o);
-        ing.begin();
+        auto session = handSession(path);
+        Ingest& ing = *session;
         auto frame = [&](int64_t t, int64_t end, const char* name) {
             Event e;
             e.type = EventType::Range;
@@ -251,11 +259,8 @@ private slots:
     {
         QTemporaryDir dir;
         const std::string path = dir.filePath("pending.fragscope").toStdString();
-        IngestOptions o;
-        o.path = path;
-        o.sourceKind = "simulator";
-        Ingest ing(o);
-        ing.begin();
+        auto session = handSession(path);
+        Ingest& ing = *session;
         const uint64_t P = 0x100000000;
         Event frame;
         frame.type = EventType::Range;
