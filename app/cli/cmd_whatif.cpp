@@ -43,6 +43,9 @@ void writeJson(const WhatIfResult& r)
     j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
     j.field("recorded_alloc_conf", f.recordedConf);
     j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.key("pending_frees").beginObject();
+    j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
+    j.endObject();
     j.key("devices").beginObject();
     for (const DeviceFidelity& d : f.devices) {
         j.key(std::to_string(d.device)).beginObject();
@@ -113,6 +116,10 @@ void writeText(const WhatIfResult& r)
     fmt::print("{}\n", r.session);
     fmt::print("recorded settings: {} ({})\n", f.recordedConf, f.settingsNote);
     fmt::print("trace: {} ({})\n", f.complete ? "complete" : "incomplete", f.completeNote);
+    if (f.pendingFrees + f.pendingFreesBeforeTrace > 0)
+        fmt::print("frees waiting on stream events: {} replayed at their completion, {} began "
+                   "before the trace\n",
+                   f.pendingFrees, f.pendingFreesBeforeTrace);
     for (const DeviceFidelity& d : f.devices) {
         fmt::print("fidelity, device {}: segments {}/{} sizes {}, final reserved {} vs {}, peak {} "
                    "vs {}, addresses {}/{}, final layout {}, state at end {}\n",

@@ -227,6 +227,11 @@ QString CompareWindow::fidelityText(const alloc::Fidelity& f)
                    .arg(bytes(d.replayFinalReserved), bytes(d.realFinalReserved),
                         bytes(d.replayPeakReserved), bytes(d.realPeakReserved),
                         d.finalLayoutEqual ? tr("equal") : tr("differs"));
+    if (f.pendingFrees + f.pendingFreesBeforeTrace > 0)
+        out << tr("Frees waiting on stream events: %1 replayed at their completion, %2 began "
+                  "before the trace.")
+                   .arg(f.pendingFrees)
+                   .arg(f.pendingFreesBeforeTrace);
     out << tr("Verdict: %1.").arg(QString::fromStdString(f.verdict).toHtmlEscaped());
     return out.join(QStringLiteral("<br>"));
 }

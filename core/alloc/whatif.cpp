@@ -215,6 +215,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     fid.settingsKnown = trace.settingsKnown;
     fid.settingsNote = trace.settingsNote;
     fid.recordedConf = confText(trace.recorded);
+    for (const DeviceTrace& d : trace.devices) {
+        fid.pendingFrees += d.pendingFrees;
+        fid.pendingFreesBeforeTrace += d.pendingFreesUnmatched;
+    }
 
     std::vector<RunSpec> specs;
     RunSpec rec;
@@ -320,6 +324,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                                    "one stream, so best fit may pick blocks the real allocator "
                                    "could not",
                                    trace.allocationsWithoutStream);
+    if (fid.pendingFreesBeforeTrace > 0)
+        fid.verdict += fmt::format("; {} frees waiting on stream events began before the trace "
+                                   "(their blocks are not in it): not replayed",
+                                   fid.pendingFreesBeforeTrace);
     if (!fid.settingsKnown) fid.verdict += "; " + fid.settingsNote;
     return res;
 }

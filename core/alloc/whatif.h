@@ -82,6 +82,10 @@ struct Fidelity
     std::string settingsNote;
     std::string recordedConf;
     std::vector<DeviceFidelity> devices;
+    // Frees that waited on stream events (pending_frees rows): replayed at their completion, and
+    // waits that began before the trace (their block's allocation is not in it: not replayed).
+    int64_t pendingFrees = 0;
+    int64_t pendingFreesBeforeTrace = 0;
     bool reproduced = false;
     std::string verdict; // one sentence: reproduced, or why not
 };

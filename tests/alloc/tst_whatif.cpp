@@ -307,6 +307,8 @@ private slots:
         const WhatIfResult r = whatIf(w);
         QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
         QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(4));
+        QCOMPARE(r.fidelity.pendingFrees, int64_t(1));
+        QCOMPARE(r.fidelity.pendingFreesBeforeTrace, int64_t(0));
 
         Session out = Session::open(w.output);
         QVERIFY(out.meta("label").starts_with("what-if: recorded settings"));
