@@ -241,6 +241,8 @@ void CompareWindow::setWhatIf(std::shared_ptr<const alloc::WhatIfResult> r)
     whatIf_ = std::move(r);
     if (!whatIf_) return;
     const alloc::Fidelity& f = whatIf_->fidelity;
+    setWindowTitle(tr("What-if replay of %1 — compared with the real run")
+                       .arg(QFileInfo(QString::fromStdString(whatIf_->session)).fileName()));
     fidelity_->setText(fidelityText(f));
     // Reproduced: a calm frame; else a warning colour, so a guess is never read as a replay.
     fidelity_->setStyleSheet(

@@ -347,6 +347,37 @@ private slots:
         QVERIFY(!c.b.collapsesKnown());
     }
 
+    // A wait that ended in the instant it began (the row exists because another entry came
+    // between request and completion): the completion goes after that instant's requests. a =
+    // 4 MiB at P (20 MiB segment), b = 4 MiB at P+4M; at 3 a's free is requested, c = 4 MiB is
+    // served while a waits (P+8M), then a's wait completes; d at 4 gets a's block (P). Had the
+    // completion gone first, c would have taken P.
+    void pendingFreeCompletedInTheSameInstant()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("same.fragscope").toStdString();
+        auto session = handSession(path);
+        const uint64_t P = 0x100000000;
+        session->add(ev(EventType::RegionCreate, 1, P, 20 * MiB));
+        session->add(ev(EventType::Alloc, 1, P, 4 * MiB));
+        session->add(ev(EventType::Alloc, 2, P + 4 * MiB, 4 * MiB));
+        session->add(ev(EventType::Free, 3, P, 4 * MiB));
+        Event wait = ev(EventType::PendingFree, 3, P, 4 * MiB);
+        wait.endTime = 3;
+        session->add(wait);
+        session->add(ev(EventType::Alloc, 3, P + 8 * MiB, 4 * MiB));
+        session->add(ev(EventType::Alloc, 4, P, 4 * MiB));
+        session->end();
+        const Trace t = readTrace(path);
+        QCOMPARE(t.devices.at(0).requests[4].kind, Request::FreeCompleted);
+        QCOMPARE(t.devices[0].requests[3].kind, Request::Alloc);
+        WhatIfOptions w;
+        w.session = path;
+        const WhatIfResult r = whatIf(w);
+        QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
+        QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(4));
+    }
+
     // compare on two simulated seeds: frames aligned by number, each side's figures the
     // engine's, and a session compared with itself differs nowhere.
     void compareTwoSeeds()

@@ -159,6 +159,7 @@ private slots:
                                               "sim.fragscope"));
         QVERIFY(cw->titleB()->text().contains("not measured"));
         QVERIFY(!cw->titleA()->text().contains("what-if"));
+        QVERIFY(cw->windowTitle().startsWith("What-if replay of sim.fragscope"));
         // The fidelity verdict: a simulated run is complete and reproduced exactly.
         QVERIFY(cw->whatIf());
         QVERIFY(cw->whatIf()->fidelity.reproduced);
