@@ -266,7 +266,8 @@ void CompareWindow::saveB()
 
 void CompareWindow::heatmapMoved(int side, const render::Viewport& vp)
 {
-    if (linking_ || !scene_[0] || !scene_[1]) return;
+    if (linking_ || !scene_[0] || !scene_[1] || heat_[0]->level() < 0 || heat_[1]->level() < 0)
+        return; // a session without a track has no heatmap to follow
     linking_ = true;
     const double x0 = axis_[side].toX(vp.t0), x1 = axis_[side].toX(vp.t1);
     const int other = 1 - side;
@@ -290,6 +291,7 @@ void CompareWindow::plotMoved(const QCPRange& r)
     if (linking_ || !scene_[0] || !scene_[1]) return;
     linking_ = true;
     for (int k = 0; k < 2; ++k) {
+        if (heat_[k]->level() < 0) continue;
         render::Viewport vp = heat_[k]->viewport();
         vp.t0 = axis_[k].toTime(r.lower);
         vp.t1 = axis_[k].toTime(r.upper);
