@@ -43,6 +43,9 @@ void writeJson(const WhatIfResult& r)
     j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
     j.field("recorded_alloc_conf", f.recordedConf);
     j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.key("pending_frees").beginObject();
+    j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
+    j.endObject();
     j.key("devices").beginObject();
     for (const DeviceFidelity& d : f.devices) {
         j.key(std::to_string(d.device)).beginObject();
@@ -113,6 +116,10 @@ void writeText(const WhatIfResult& r)
     fmt::print("{}\n", r.session);
     fmt::print("recorded settings: {} ({})\n", f.recordedConf, f.settingsNote);
     fmt::print("trace: {} ({})\n", f.complete ? "complete" : "incomplete", f.completeNote);
+    if (f.pendingFrees + f.pendingFreesBeforeTrace > 0)
+        fmt::print("frees waiting on stream events: {} replayed at their completion, {} began "
+                   "before the trace\n",
+                   f.pendingFrees, f.pendingFreesBeforeTrace);
     for (const DeviceFidelity& d : f.devices) {
         fmt::print("fidelity, device {}: segments {}/{} sizes {}, final reserved {} vs {}, peak {} "
                    "vs {}, addresses {}/{}, final layout {}, state at end {}\n",
@@ -229,12 +236,15 @@ FRAGSCOPE_COMMAND({
                 {"json", "", "print {\"fidelity\": {...}, \"runs\": [...]} instead of a table"},
                 {"output", "OUT.fragscope",
                  "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
-                 "FILE\" and marked synthetic (-o)"}},
+                 "FILE\" and marked synthetic, with the source's kernels, stacks, frames,\n"
+                 "annotations and (the recorded run's) metrics (-o)"}},
     .details =
         "runs[0] replays the session under its recorded settings (the snapshot's\n"
         "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
         "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
         "allocation's address, the final block layout and the state at the end.\n"
+        "A free that waited on stream events (pending_frees) returns its block when the\n"
+        "wait completed.\n"
         "The table is ranked with OOMs first, then by peak reserved bytes. F figures are the\n"
         "analysis engine's, over its timeline samples and frames. See docs/whatif.md.",
     .run = runWhatIf,

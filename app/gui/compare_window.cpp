@@ -1,10 +1,14 @@
 #include "compare_window.h"
 
 #include "core/format.h"
+#include "widgets/heatmap_widget.h"
 
+#include <QFileDialog>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPointer>
+#include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QThread>
@@ -34,6 +38,22 @@ QString sideTitle(const alloc::SideSummary& s)
     return t;
 }
 
+// The heading over a side's heatmap: a what-if replay is named by its label, never as a run.
+QString heatmapTitle(const char* side, const alloc::SideSummary& s)
+{
+    const QString file = QFileInfo(QString::fromStdString(s.path)).fileName();
+    if (s.whatIf)
+        return QStringLiteral("<b>%1</b>: %2<br><i>computed by fragscope's allocator model, not "
+                              "measured</i>")
+            .arg(QLatin1String(side), QString::fromStdString(s.label).toHtmlEscaped());
+    QString t = QStringLiteral("<b>%1</b>: %2").arg(QLatin1String(side), file.toHtmlEscaped());
+    if (!s.label.empty())
+        t += QStringLiteral("<br>%1").arg(QString::fromStdString(s.label).toHtmlEscaped());
+    else if (s.synthetic)
+        t += QStringLiteral("<br><i>synthetic session</i>");
+    return t;
+}
+
 QCustomPlot* makePlot(const QString& yLabel)
 {
     auto* p = new QCustomPlot;
@@ -42,21 +62,84 @@ QCustomPlot* makePlot(const QString& yLabel)
     p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     p->axisRect()->setRangeZoom(Qt::Horizontal);
     p->axisRect()->setRangeDrag(Qt::Horizontal);
-    p->setMinimumHeight(160);
+    p->setMinimumHeight(140);
+    // The legend beside the plot, not over it: any corner of the plot may hold data.
+    auto* side = new QCPLayoutGrid;
+    p->plotLayout()->addElement(0, 1, side);
+    p->axisRect()->insetLayout()->take(p->legend);
+    side->addElement(0, 0, p->legend);
+    side->addElement(1, 0, new QCPLayoutElement(p)); // keeps the legend at the top
+    side->setRowStretchFactor(0, 0.001);
+    side->setMargins(QMargins(0, 0, 6, 0));
+    p->plotLayout()->setColumnStretchFactor(1, 0.001);
     return p;
+}
+
+// The scene's track the comparison is about (its device and level), else the default one.
+int levelOf(const render::Scene& s, const alloc::SideSummary& side)
+{
+    for (size_t i = 0; i < s.levels.size(); ++i)
+        if (s.levels[i].device == side.device && s.levels[i].level == side.level)
+            return static_cast<int>(i);
+    return s.defaultLevel();
+}
+
+CompareAxis axisOf(const alloc::Comparison& c, const render::Scene& s)
+{
+    if (!c.byFrame) return CompareAxis::byTime(s.timeBegin());
+    std::vector<std::pair<int64_t, int64_t>> knots;
+    for (const analysis::FrameInfo& f : s.frames)
+        if (f.end > f.start) knots.emplace_back(f.index, f.end);
+    return CompareAxis::byFrame(std::move(knots), s.timeBegin());
 }
 
 } // namespace
 
+struct CompareWindow::Loaded
+{
+    alloc::Comparison c;
+    std::shared_ptr<const render::Scene> scene[2];
+};
+
 CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent)
-    : QWidget(parent, Qt::Window)
+    : QWidget(parent, Qt::Window), pathB_(b)
 {
     setWindowTitle(tr("Compare — %1 vs %2").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
     auto* lay = new QVBoxLayout(this);
+    fidelity_ = new QLabel;
+    fidelity_->setWordWrap(true);
+    fidelity_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    fidelity_->setVisible(false);
+    lay->addWidget(fidelity_);
+    auto* top = new QHBoxLayout;
     status_ = new QLabel(tr("Comparing…"));
     status_->setWordWrap(true);
-    lay->addWidget(status_);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    top->addWidget(status_, 1);
+    save_ = new QPushButton(tr("Save what-if session as…"));
+    save_->setVisible(false);
+    connect(save_, &QPushButton::clicked, this, &CompareWindow::saveB);
+    top->addWidget(save_, 0, Qt::AlignTop);
+    lay->addLayout(top);
+
     auto* split = new QSplitter(Qt::Vertical);
+    // A's and B's heatmaps side by side.
+    auto* maps = new QSplitter(Qt::Horizontal);
+    for (int k = 0; k < 2; ++k) {
+        auto* box = new QWidget;
+        auto* v = new QVBoxLayout(box);
+        v->setContentsMargins(0, 0, 0, 0);
+        title_[k] = new QLabel(k == 0 ? tr("<b>A</b>") : tr("<b>B</b>"));
+        title_[k]->setWordWrap(true);
+        v->addWidget(title_[k]);
+        heat_[k] = new views::HeatmapWidget;
+        heat_[k]->setMinimumSize(320, 260);
+        v->addWidget(heat_[k], 1);
+        maps->addWidget(box);
+        connect(heat_[k], &views::HeatmapWidget::viewportChanged, this,
+                [this, k](const render::Viewport& vp) { heatmapMoved(k, vp); });
+    }
+    split->addWidget(maps);
     reserved_ = makePlot(tr("reserved (GiB)"));
     frag_ = makePlot(tr("fragmentation ratio F"));
     split->addWidget(reserved_);
@@ -70,13 +153,16 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     rows_->verticalHeader()->setVisible(false);
     rows_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     split->addWidget(rows_);
+    split->setSizes({440, 140, 140, 130, 150});
     lay->addWidget(split, 1);
-    // Linked zoom: the two plots always show the same x range.
+    // Linked zoom: the two plots always show the same x range, and the heatmaps follow it.
     connect(reserved_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), frag_,
             [this](const QCPRange& r) {
-                if (frag_->xAxis->range() == r) return;
-                frag_->xAxis->setRange(r);
-                frag_->replot();
+                if (frag_->xAxis->range() != r) {
+                    frag_->xAxis->setRange(r);
+                    frag_->replot();
+                }
+                plotMoved(r);
             });
     connect(frag_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), reserved_,
             [this](const QCPRange& r) {
@@ -84,25 +170,29 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
                 reserved_->xAxis->setRange(r);
                 reserved_->replot();
             });
-    resize(1100, 850);
+    resize(1280, 1040);
 
     // The engine's work runs off the GUI thread; the result arrives as one immutable value.
     QPointer<CompareWindow> self(this);
     const std::string pa = a.toStdString(), pb = b.toStdString();
     QThread* worker = QThread::create([self, pa, pb] {
-        std::shared_ptr<const alloc::Comparison> c;
+        std::shared_ptr<Loaded> l;
         QString error;
         try {
-            c = std::make_shared<alloc::Comparison>(alloc::compareSessions(pa, pb));
+            auto r = std::make_shared<Loaded>();
+            r->scene[0] = render::loadScene(pa);
+            r->scene[1] = render::loadScene(pb);
+            r->c = alloc::compareSessions(pa, pb, 100, r->scene[0]->engine, r->scene[1]->engine);
+            l = std::move(r);
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());
         }
         QMetaObject::invokeMethod(
             qApp,
-            [self, c, error] {
+            [self, l, error] {
                 if (!self) return;
-                if (c) {
-                    self->showComparison(c);
+                if (l) {
+                    self->showComparison(l);
                     emit self->loaded(true, {});
                 } else {
                     self->status_->setText(tr("Cannot compare: %1").arg(error));
@@ -115,9 +205,104 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     worker->start();
 }
 
-void CompareWindow::showComparison(std::shared_ptr<const alloc::Comparison> cp)
+QString CompareWindow::fidelityText(const alloc::Fidelity& f)
 {
-    c_ = std::move(cp);
+    QStringList out;
+    out << tr("<b>What-if replay: B is computed by fragscope's allocator model, not measured.</b>");
+    out << tr("Trace: %1 — %2.")
+               .arg(f.complete ? tr("complete") : tr("<b>incomplete</b>"),
+                    QString::fromStdString(f.completeNote).toHtmlEscaped());
+    out << tr("Replay under the recorded settings (%1): %2.")
+               .arg(QString::fromStdString(f.recordedConf).toHtmlEscaped(),
+                    f.reproduced ? tr("reproduces the real run") : tr("<b>not reproduced</b>"));
+    for (const alloc::DeviceFidelity& d : f.devices)
+        out << tr("Device %1, replay vs real run: segments %2 vs %3 (%4), addresses matched %5 of "
+                  "%6, final reserved %7 vs %8, peak %9 vs %10, final layout %11.")
+                   .arg(d.device)
+                   .arg(d.replaySegmentSizes.size())
+                   .arg(d.realSegmentSizes.size())
+                   .arg(d.firstSegmentMismatch < 0 ? tr("sizes equal") : tr("sizes differ"))
+                   .arg(d.addressesMatched)
+                   .arg(d.allocations)
+                   .arg(bytes(d.replayFinalReserved), bytes(d.realFinalReserved),
+                        bytes(d.replayPeakReserved), bytes(d.realPeakReserved),
+                        d.finalLayoutEqual ? tr("equal") : tr("differs"));
+    if (f.pendingFrees + f.pendingFreesBeforeTrace > 0)
+        out << tr("Frees waiting on stream events: %1 replayed at their completion, %2 began "
+                  "before the trace.")
+                   .arg(f.pendingFrees)
+                   .arg(f.pendingFreesBeforeTrace);
+    out << tr("Verdict: %1.").arg(QString::fromStdString(f.verdict).toHtmlEscaped());
+    return out.join(QStringLiteral("<br>"));
+}
+
+void CompareWindow::setWhatIf(std::shared_ptr<const alloc::WhatIfResult> r)
+{
+    whatIf_ = std::move(r);
+    if (!whatIf_) return;
+    const alloc::Fidelity& f = whatIf_->fidelity;
+    setWindowTitle(tr("What-if replay of %1 — compared with the real run")
+                       .arg(QFileInfo(QString::fromStdString(whatIf_->session)).fileName()));
+    fidelity_->setText(fidelityText(f));
+    // Reproduced: a calm frame; else a warning colour, so a guess is never read as a replay.
+    fidelity_->setStyleSheet(
+        f.reproduced && f.complete
+            ? QStringLiteral("QLabel { background: #e8f3e8; border: 1px solid #7fb07f; padding: "
+                             "6px; color: #1e1e1e; }")
+            : QStringLiteral("QLabel { background: #fff3d6; border: 1px solid #d9a441; padding: "
+                             "6px; color: #1e1e1e; }"));
+    fidelity_->setVisible(true);
+    save_->setVisible(true);
+}
+
+void CompareWindow::saveB()
+{
+    const QString to = QFileDialog::getSaveFileName(this, tr("Save what-if session"), {},
+                                                    tr("fragscope sessions (*.fragscope)"));
+    if (to.isEmpty()) return;
+    QFile::remove(to);
+    if (!QFile::copy(pathB_, to)) status_->setText(tr("Cannot write %1").arg(to));
+}
+
+void CompareWindow::heatmapMoved(int side, const render::Viewport& vp)
+{
+    if (linking_ || !scene_[0] || !scene_[1] || heat_[0]->level() < 0 || heat_[1]->level() < 0)
+        return; // a session without a track has no heatmap to follow
+    linking_ = true;
+    const double x0 = axis_[side].toX(vp.t0), x1 = axis_[side].toX(vp.t1);
+    const int other = 1 - side;
+    // Time through the plots' x; addresses as the same fraction of each side's whole axis.
+    const render::Viewport ws = render::fullViewport(*scene_[side], heat_[side]->level());
+    const render::Viewport fo = render::fullViewport(*scene_[other], heat_[other]->level());
+    auto frac = [&](double y) { return ws.y1 > ws.y0 ? (y - ws.y0) / (ws.y1 - ws.y0) : 0.0; };
+    render::Viewport o;
+    o.t0 = axis_[other].toTime(x0);
+    o.t1 = axis_[other].toTime(x1);
+    o.y0 = fo.y0 + frac(vp.y0) * (fo.y1 - fo.y0);
+    o.y1 = fo.y0 + frac(vp.y1) * (fo.y1 - fo.y0);
+    heat_[other]->setViewport(o);
+    reserved_->xAxis->setRange(x0, x1);
+    reserved_->replot();
+    linking_ = false;
+}
+
+void CompareWindow::plotMoved(const QCPRange& r)
+{
+    if (linking_ || !scene_[0] || !scene_[1]) return;
+    linking_ = true;
+    for (int k = 0; k < 2; ++k) {
+        if (heat_[k]->level() < 0) continue;
+        render::Viewport vp = heat_[k]->viewport();
+        vp.t0 = axis_[k].toTime(r.lower);
+        vp.t1 = axis_[k].toTime(r.upper);
+        heat_[k]->setViewport(vp);
+    }
+    linking_ = false;
+}
+
+void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
+{
+    c_ = std::shared_ptr<const alloc::Comparison>(l, &l->c);
     const alloc::Comparison& c = *c_;
     QString status = tr("A: %1\nB: %2").arg(sideTitle(c.a), sideTitle(c.b));
     for (const auto& n : c.notes)
@@ -155,6 +340,9 @@ void CompareWindow::showComparison(std::shared_ptr<const alloc::Comparison> cp)
                                       tr("largest free A"), tr("largest free B"), tr("OOMs A/B"),
                                       tr("collapse A/B")});
     rows_->setRowCount(static_cast<int>(c.rows.size()));
+    auto collapse = [](const alloc::SideSummary& s, const alloc::PointFigures& p) {
+        return !s.collapsesKnown() ? QStringLiteral("?") : p.collapsed ? tr("yes") : tr("-");
+    };
     QVector<double> x, ra, rb, fa, fb;
     for (size_t i = 0; i < c.rows.size(); ++i) {
         const alloc::CompareRow& r = c.rows[i];
@@ -164,18 +352,17 @@ void CompareWindow::showComparison(std::shared_ptr<const alloc::Comparison> cp)
         rb << static_cast<double>(r.b.reserved) / double(1ull << 30);
         fa << r.a.fragmentation;
         fb << r.b.fragmentation;
-        const QStringList cells = {c.byFrame ? QString::number(r.key) : QString::number(kx, 'f', 3),
-                                   bytes(r.a.reserved),
-                                   bytes(r.b.reserved),
-                                   QString::number(r.a.fragmentation, 'f', 3),
-                                   QString::number(r.b.fragmentation, 'f', 3),
-                                   bytes(r.a.largestFree),
-                                   bytes(r.b.largestFree),
-                                   QStringLiteral("%1/%2").arg(r.a.ooms).arg(r.b.ooms),
-                                   c.byFrame
-                                       ? QStringLiteral("%1/%2").arg(r.a.collapsed ? "yes" : "-",
-                                                                     r.b.collapsed ? "yes" : "-")
-                                       : QString()};
+        const QStringList cells = {
+            c.byFrame ? QString::number(r.key) : QString::number(kx, 'f', 3),
+            bytes(r.a.reserved),
+            bytes(r.b.reserved),
+            QString::number(r.a.fragmentation, 'f', 3),
+            QString::number(r.b.fragmentation, 'f', 3),
+            bytes(r.a.largestFree),
+            bytes(r.b.largestFree),
+            QStringLiteral("%1/%2").arg(r.a.ooms).arg(r.b.ooms),
+            c.byFrame ? QStringLiteral("%1/%2").arg(collapse(c.a, r.a), collapse(c.b, r.b))
+                      : QString()};
         for (int k = 0; k < cells.size(); ++k)
             rows_->setItem(static_cast<int>(i), k, new QTableWidgetItem(cells[k]));
     }
@@ -193,10 +380,23 @@ void CompareWindow::showComparison(std::shared_ptr<const alloc::Comparison> cp)
         p->graph(1)->setData(x, yb, true);
         p->xAxis->setLabel(key);
         p->rescaleAxes();
+        p->yAxis->scaleRange(1.1, p->yAxis->range().center()); // lines off the frame's edges
         p->replot();
     };
+    linking_ = true; // the heatmaps are not there yet: nothing to follow
     draw(reserved_, ra, rb);
     draw(frag_, fa, fb);
+    linking_ = false;
+
+    const alloc::SideSummary* side[2] = {&c.a, &c.b};
+    for (int k = 0; k < 2; ++k) {
+        scene_[k] = l->scene[k];
+        axis_[k] = axisOf(c, *scene_[k]);
+        title_[k]->setText(heatmapTitle(k == 0 ? "A" : "B", *side[k]));
+    }
+    // A first (B follows through the link), then B's own fit is overridden by the link.
+    heat_[1]->setScene(scene_[1], levelOf(*scene_[1], c.b));
+    heat_[0]->setScene(scene_[0], levelOf(*scene_[0], c.a));
 }
 
 } // namespace fs::gui

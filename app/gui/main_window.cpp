@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "compare_window.h"
+#include "whatif_controller.h"
 
 #include "core/versions.h"
 #include "widgets/frames_model.h"
@@ -298,6 +299,10 @@ void MainWindow::buildMenus()
         w->setAttribute(Qt::WA_DeleteOnClose);
         w->show();
     });
+    whatIf_ = new WhatIfController(
+        this, [this](const QString& title, const QString& text) { reportError_(title, text); });
+    file->addAction(whatIf_->action());
+    file->setToolTipsVisible(true); // a disabled entry says why
     QAction* attach = file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
                                       &MainWindow::attachDialog);
     if (!fs::captureBuilt()) {
@@ -407,6 +412,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
         selection_->clear();
     else if (!following)
         heatmap_->setViewport(vp);
+    whatIf_->setSession(path_, scene_);
     updateStatus();
 }
 
@@ -592,6 +598,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Ctrl+Shift+A / Ctrl+Shift+T</b></td><td>attach to a process / stop "
            "recording and open the session</td></tr>"
            "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export view / report</td></tr>"
+           "<tr><td><b>Ctrl+Shift+W</b></td><td>what-if replay under other allocator "
+           "settings, compared with the real run</td></tr>"
            "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
            "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
            "<tr><td><b>Ctrl+R</b></td><td>collapse rules</td></tr>"

@@ -35,6 +35,8 @@ class OomList;
 
 namespace fs::gui {
 
+class WhatIfController;
+
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
@@ -67,6 +69,7 @@ public:
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
     int level() const { return level_; }
+    WhatIfController* whatIf() const { return whatIf_; }
     QString statusText() const;
     // Current state as render options (export dialog, report, screenshots).
     render::RenderOptions renderOptions(render::View v) const;
@@ -143,6 +146,7 @@ private:
     QTimer* liveTimer_ = nullptr;
     QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;
+    WhatIfController* whatIf_ = nullptr; // File › What-if replay…
     bool syncing_ = false;
     uint64_t rulesGeneration_ = 0;
 };

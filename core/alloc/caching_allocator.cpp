@@ -321,7 +321,7 @@ bool CachingAllocator::allocBlock(BlockPool& pool, uint64_t size, uint64_t alloc
 // the device's memory as address space, mapped in 2 MiB (small pool) or 20 MiB (large) pages.
 Block* CachingAllocator::findExpandableBlock(BlockPool& pool, uint64_t size, uint32_t stream)
 {
-    auto allocatable = [](const Block* b) { return b && !b->allocated; };
+    auto allocatable = [](const Block* b) { return b && !b->allocated && !b->pending; };
     auto room = [&](const Block* b) {
         uint64_t bytes = 0;
         while (bytes < size && allocatable(b)) {
@@ -457,7 +457,7 @@ void CachingAllocator::unmapBlock(Block* b)
 // try_merge_blocks: a free neighbour in the same mapped state is absorbed.
 size_t CachingAllocator::tryMerge(Block* dst, Block* src, BlockPool& pool)
 {
-    if (!src || src->allocated || dst->mapped != src->mapped) return 0;
+    if (!src || src->allocated || src->pending || dst->mapped != src->mapped) return 0;
     if (dst->prev == src) {
         dst->addr = src->addr;
         dst->prev = src->prev;
@@ -542,6 +542,7 @@ void CachingAllocator::releaseBlocks(BlockPool& pool)
 bool CachingAllocator::releaseCachedBlocks()
 {
     ++c_.cacheFlushes;
+    synchronizeAndFreeEvents();
     releaseBlocks(default_->large);
     releaseBlocks(default_->small);
     for (auto& [id, p] : private_) {
@@ -636,18 +637,62 @@ Block* CachingAllocator::malloc(uint64_t origSize, uint32_t stream, int poolId)
     return b;
 }
 
-// free_block: merge with free neighbours, back into the pool.
+// free(): the caller is done with the block; free_block: merge with free neighbours, back into
+// the pool.
 void CachingAllocator::free(Block* b)
+{
+    leaveCaller(b);
+    freeBlock(b);
+}
+
+// What free() counts at once, whether or not the block waits on stream events.
+void CachingAllocator::leaveCaller(Block* b)
 {
     b->allocated = false;
     b->requested = 0;
     c_.allocated -= b->size;
     ++c_.frees;
     --c_.liveBlocks;
+}
+
+void CachingAllocator::freeBlock(Block* b)
+{
     BlockPool& pool = *b->pool;
     tryMerge(b, b->prev, pool);
     tryMerge(b, b->next, pool);
     insertFree(pool, b);
+}
+
+// Rule 12 (free with stream_uses: insert_events; process_events; synchronize_and_free_events).
+void CachingAllocator::freeRequested(Block* b)
+{
+    leaveCaller(b);
+    b->pending = true;
+    b->pendingSlot = static_cast<uint32_t>(pending_.size());
+    pending_.push_back(b);
+    ++c_.pendingBlocks;
+}
+
+void CachingAllocator::completeFree(Block* b)
+{
+    Block* last = pending_.back();
+    pending_[b->pendingSlot] = last;
+    last->pendingSlot = b->pendingSlot;
+    pending_.pop_back();
+    b->pending = false;
+    --c_.pendingBlocks;
+    if (listener_) listener_->freeCompleted(*b);
+    freeBlock(b);
+}
+
+// synchronize_and_free_events: wait for every outstanding event; each pending block returns to
+// its pool. The order does not matter: free neighbours merge into the same blocks either way.
+void CachingAllocator::synchronizeAndFreeEvents()
+{
+    while (!pending_.empty()) {
+        ++c_.syncedFrees;
+        completeFree(pending_.back());
+    }
 }
 
 void CachingAllocator::emptyCache()
@@ -696,7 +741,7 @@ const Block* CachingAllocator::firstBlock(const Segment& s) const
 std::string CachingAllocator::checkConsistency() const
 {
     uint64_t reserved = 0, allocated = 0;
-    int64_t live = 0;
+    int64_t live = 0, pending = 0;
     size_t cached = 0, unmapped = 0;
     for (size_t i = 0; i < segments_.size(); ++i) {
         const Segment* s = segments_[i];
@@ -707,13 +752,16 @@ std::string CachingAllocator::checkConsistency() const
         for (const Block* b = s->head; b; b = b->next) {
             if (b->addr != at || b->segment != s || b->prev != prev || b->stream != s->stream)
                 return fmt::format("segment {:#x}: block {:#x} does not tile it", s->addr, b->addr);
-            if (!b->allocated && prev && !prev->allocated && prev->mapped == b->mapped)
+            if (!b->allocated && !b->pending && prev && !prev->allocated && !prev->pending &&
+                prev->mapped == b->mapped)
                 return fmt::format("segment {:#x}: free blocks {:#x} and {:#x} not merged", s->addr,
                                    prev->addr, b->addr);
             if (b->mapped) mapped += b->size;
             if (b->allocated) {
                 allocated += b->size;
                 ++live;
+            } else if (b->pending) {
+                ++pending;
             } else if (b->mapped) {
                 ++cached;
                 if (!b->pool->blocks.count(const_cast<Block*>(b)))
@@ -739,6 +787,8 @@ std::string CachingAllocator::checkConsistency() const
         count(*p);
     if (cached != inPools || unmapped != unmappedInPools)
         return "pools hold blocks that are not in any live segment";
+    if (pending != c_.pendingBlocks || pending != static_cast<int64_t>(pending_.size()))
+        return "pending blocks disagree with the pending list";
     if (reserved != c_.reserved || allocated != c_.allocated || live != c_.liveBlocks)
         return "counters disagree with the blocks";
     return {};

@@ -3,10 +3,10 @@
 // commit 001074d2). The simulator and `fragscope whatif` both drive it. Each rule is documented
 // where it is implemented (caching_allocator.cpp) and listed in docs/whatif.md "Rules".
 //
-// What it leaves out, because a recorded request stream cannot exercise it: cross-stream uses
-// (record_stream events delay a free; a replay frees at free_completed), free-memory callbacks,
-// IPC, CUDA-graph capture's own rules beyond private pools, per-process memory fraction other than
-// through the capacity.
+// What it leaves out, because a recorded request stream cannot exercise it: which streams use a
+// block (record_stream: the caller says, through freeRequested/completeFree, when a block's
+// events complete), free-memory callbacks, IPC, CUDA-graph capture's own rules beyond private
+// pools, per-process memory fraction other than through the capacity.
 #pragma once
 
 #include "config.h"
@@ -37,7 +37,9 @@ struct Block
     uint64_t user = 0;  // caller's tag (the replay keeps the allocation's index here)
     uint32_t stream = 0;
     bool allocated = false;
-    bool mapped = true; // false: an unbacked part of an expandable segment
+    bool mapped = true;       // false: an unbacked part of an expandable segment
+    bool pending = false;     // freed, waiting on stream events (neither allocated nor cached)
+    uint32_t pendingSlot = 0; // position in CachingAllocator's pending list while pending
     bool isSplit() const { return prev || next; }
 };
 
@@ -104,6 +106,9 @@ public:
     virtual void unmapped(const Segment&, uint64_t /*addr*/, uint64_t /*size*/) {}
     // A request no rule could serve: size asked, its stream, free device memory left.
     virtual void oom(uint64_t /*requested*/, uint32_t /*stream*/, uint64_t /*deviceFree*/) {}
+    // A block freed with freeRequested() returns to its pool (completeFree, or the synchronize
+    // that releasing cached blocks starts with); called before it merges with its neighbours.
+    virtual void freeCompleted(const Block&) {}
 };
 
 struct Counters
@@ -122,6 +127,8 @@ struct Counters
     uint64_t peakAllocated = 0;
     int64_t liveBlocks = 0;
     int64_t liveSegments = 0;
+    int64_t pendingBlocks = 0; // freed, waiting on stream events
+    int64_t syncedFrees = 0;   // pending frees completed by a synchronize (retry, empty_cache)
 };
 
 // Free cached space (mapped, not allocated), for the simulator's per-frame figures.
@@ -162,6 +169,13 @@ public:
     // DeviceCachingAllocator::malloc. nullptr on OOM (Listener::oom told).
     Block* malloc(uint64_t size, uint32_t stream, int poolId = 0);
     void free(Block* b);
+    // Rule 12: a free while other streams still use the block (record_stream). The caller stops
+    // using it (allocated bytes drop at once, as PyTorch's free() counts them), but it stays out
+    // of the pool, unmerged, until completeFree() (process_events: its events completed) or
+    // until cached blocks are released (synchronize_and_free_events).
+    void freeRequested(Block* b);
+    // Returns a pending block to its pool. Only for a block still pending.
+    void completeFree(Block* b);
     // torch.cuda.empty_cache(): release_cached_blocks.
     void emptyCache();
     // Releases a private pool's cached segments (its graphs are gone: use_count 0).
@@ -198,6 +212,9 @@ private:
     bool releaseCachedBlocks();
     void releaseBlocks(BlockPool& pool);
     void releaseBlock(Block* b);
+    void synchronizeAndFreeEvents();
+    void leaveCaller(Block* b);
+    void freeBlock(Block* b);
     void garbageCollect();
     bool shouldSplit(const Block* b, uint64_t size) const;
     size_t tryMerge(Block* dst, Block* src, BlockPool& pool);
@@ -217,6 +234,7 @@ private:
     std::unique_ptr<PoolPair> default_;
     std::map<int, std::unique_ptr<PoolPair>> private_;
     std::vector<Segment*> segments_; // live, unordered (swap-remove)
+    std::vector<Block*> pending_;    // freeRequested, not completed (swap-remove)
     std::deque<Block> blockStore_;
     std::vector<Block*> spareBlocks_;
     std::deque<Segment> segmentStore_;

@@ -17,15 +17,16 @@ struct Side
     std::vector<int64_t> oomTimes; // of the compared device, sorted
 };
 
-Side load(const std::string& path)
+Side load(const std::string& path, std::shared_ptr<const analysis::Engine> eng)
 {
     Side s;
-    s.eng = analysis::Engine::open(path);
+    s.eng = eng ? std::move(eng) : analysis::Engine::open(path);
     SideSummary& m = s.sum;
     m.path = path;
     const auto it = s.eng->summary().meta.find("label");
     if (it != s.eng->summary().meta.end()) m.label = it->second;
     m.synthetic = s.eng->summary().synthetic;
+    m.whatIf = s.eng->summary().meta.count("whatif.source") > 0;
     if (auto tr = s.eng->defaultTrack(0)) {
         m.device = tr->device;
         m.level = tr->level;
@@ -84,7 +85,7 @@ std::map<int64_t, PointFigures> perFrame(const Side& s)
     std::map<int64_t, PointFigures> out;
     for (const analysis::FrameInfo& f : s.eng->frames()) {
         PointFigures p;
-        p.collapsed = f.collapse >= 0;
+        p.collapsed = !s.sum.whatIf && f.collapse >= 0; // a replay's are not its own
         p.ooms = oomsIn(s, f.start, f.end);
         for (const analysis::FrameAllocator& fa : f.allocator)
             if (fa.device == s.sum.device && fa.level == s.sum.level) {
@@ -110,9 +111,11 @@ PointFigures at(const Side& s, int64_t t, int64_t prev)
 
 } // namespace
 
-Comparison compareSessions(const std::string& a, const std::string& b, int samples)
+Comparison compareSessions(const std::string& a, const std::string& b, int samples,
+                           std::shared_ptr<const analysis::Engine> engineA,
+                           std::shared_ptr<const analysis::Engine> engineB)
 {
-    const Side A = load(a), B = load(b);
+    const Side A = load(a, std::move(engineA)), B = load(b, std::move(engineB));
     Comparison c;
     c.a = A.sum;
     c.b = B.sum;
@@ -128,7 +131,11 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     diff.collapses = B.sum.collapses - A.sum.collapses;
     diff.ooms = B.sum.ooms - A.sum.ooms;
     for (const SideSummary* s : {&c.a, &c.b})
-        if (s->frames > 0 && s->frameMetrics == 0)
+        if (s->whatIf && s->frames > 0)
+            c.notes.push_back(s->path + " is a what-if replay: its frames' quality metrics, if "
+                                        "any, are the recorded run's, so its collapses are "
+                                        "unknown, not the recorded run's");
+        else if (s->frames > 0 && s->frameMetrics == 0)
             c.notes.push_back(s->path + " has frames but no per-frame quality metrics (a what-if "
                                         "replay has none): its collapses are unknown, not zero");
     if (A.sum.level != B.sum.level)

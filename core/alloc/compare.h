@@ -6,8 +6,13 @@
 #include "core/events.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace fs::analysis {
+class Engine;
+}
 
 namespace fs::alloc {
 
@@ -19,11 +24,14 @@ struct SideSummary
     uint32_t device = 0;
     Level level = Level::Framework;
     int64_t frames = 0;
-    int64_t frameMetrics = 0; // per-frame quality values (a what-if replay has none)
+    int64_t frameMetrics = 0; // per-frame quality values
+    // A what-if replay: its per-frame metrics (if any) are the recorded run's, copied.
+    bool whatIf = false;
     int64_t collapses = 0;
     int64_t ooms = 0;
-    // Collapses are known where frames carry quality metrics (or there are no frames).
-    bool collapsesKnown() const { return frames == 0 || frameMetrics > 0; }
+    // Collapses are known where frames carry quality metrics of their own (or there are no
+    // frames); a replay cannot know how its frames would have looked.
+    bool collapsesKnown() const { return !whatIf && (frames == 0 || frameMetrics > 0); }
     uint64_t peakReserved = 0; // exact, from the regions' lifetimes
     uint64_t finalReserved = 0;
     double meanFragmentation = 0; // over the engine's timeline samples with memory reserved
@@ -67,7 +75,10 @@ struct Comparison
     std::vector<std::string> notes;
 };
 
-// Throws fs::SessionError on a bad file. `samples`: rows when aligning by time.
-Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100);
+// Throws fs::SessionError on a bad file. `samples`: rows when aligning by time. engineA/B: the
+// sessions already open (the GUI's scenes hold them), else each is opened here.
+Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100,
+                           std::shared_ptr<const analysis::Engine> engineA = nullptr,
+                           std::shared_ptr<const analysis::Engine> engineB = nullptr);
 
 } // namespace fs::alloc

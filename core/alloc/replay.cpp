@@ -163,6 +163,24 @@ public:
     {
         region(EventType::RegionUnmap, addr, size, s.stream, true, s.addr);
     }
+    // A free that waited on stream events completed (its recorded completion, or a synchronize):
+    // the replayed session keeps the wait as a pending_frees row, as the importer does.
+    void freeCompleted(const Block& b) override { pendingFree(b, now); }
+    void pendingFree(const Block& b, int64_t end)
+    {
+        if (!sink_ || b.user == 0 || !trace_) return;
+        Event e;
+        e.type = EventType::PendingFree;
+        e.time = trace_->allocs[b.user - 1].freeNs;
+        e.endTime = end;
+        e.address = b.addr;
+        e.size = b.size;
+        e.level = Level::Framework;
+        e.stream = b.stream;
+        e.device = device_;
+        sink_->add(e);
+    }
+    const DeviceTrace* trace_ = nullptr;
     void oom(uint64_t requested, uint32_t stream, uint64_t deviceFree) override
     {
         if (!sink_) return;
@@ -259,6 +277,7 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
     const uint64_t capacity = cap != o.deviceCapacity.end() ? cap->second : o.capacity;
     RecordedDevice dev(d, capacity, o.recordedAddresses);
     EventOut listener(o.sink, d.device, out);
+    listener.trace_ = &d;
     // garbage_collection_threshold is a fraction of the per-process limit: the capacity.
     const uint64_t gcLimit = o.config.gcThreshold > 0 ? capacity : 0;
     std::vector<const Marker*> marks;
@@ -311,8 +330,30 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         if (inserted) it->second = sink->intern(trace.strings[src]);
         return it->second;
     };
+    std::unordered_map<uint32_t, StackId> stackIds;
+    auto stackOf = [&](uint32_t src) -> StackId {
+        if (!sink || !o.carryStacks || src == 0) return kNoStack;
+        auto [it, inserted] = stackIds.emplace(src, kNoStack);
+        if (inserted) {
+            auto frames = trace.stacks.find(src);
+            if (frames == trace.stacks.end()) return kNoStack;
+            std::vector<StringId> ids;
+            ids.reserve(frames->second.size());
+            for (uint32_t f : frames->second)
+                ids.push_back(f < trace.strings.size() ? sink->intern(trace.strings[f])
+                                                       : kNoString);
+            it->second = sink->internStack(ids);
+        }
+        return it->second;
+    };
+    auto stringOf = [&](uint32_t src) -> uint64_t { return o.carryStacks ? tagOf(src).value : 0; };
     uint64_t peak = 0;
+    uint32_t sinceCheck = 0;
     for (const Request& r : d.requests) {
+        if (o.cancel && ++sinceCheck == 65536) {
+            sinceCheck = 0;
+            if (o.cancel->load(std::memory_order_relaxed)) throw Cancelled{};
+        }
         emitMarks(r.time);
         listener.now = r.time;
         switch (r.kind) {
@@ -342,7 +383,10 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
                 e.level = Level::Framework;
                 e.stream = r.stream;
                 e.device = d.device;
-                e.name = tagOf(d.allocs[r.index].tag);
+                const RecordedAlloc& ra = d.allocs[r.index];
+                e.name = tagOf(ra.tag);
+                e.aux = stackOf(ra.stack).value;
+                e.aux2 = stringOf(ra.userMetadata) | stringOf(ra.compileContext) << 32;
                 sink->add(e);
             }
             break;
@@ -362,9 +406,25 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
                 sink->add(e);
             }
             const uint8_t tier = tiers ? tiers->tierOf(r.index) : 0;
-            raw[tier]->free(b);
-            live[r.index] = nullptr;
+            if (d.allocs[r.index].freeCompletedNs != kNoWait) {
+                // Rule 12: back to the pool when the wait completes (FreeCompleted below, or a
+                // synchronize when cached blocks are released). The index tells the
+                // completion that this block is still the one it waits for.
+                b->user = r.index + 1ull;
+                raw[tier]->freeRequested(b);
+            } else {
+                raw[tier]->free(b);
+                live[r.index] = nullptr;
+            }
             if (tiers) tiers->freed(r.index, r.time);
+            break;
+        }
+        case Request::FreeCompleted: {
+            Block* b = live[r.index];
+            live[r.index] = nullptr;
+            // Already back in its pool when a synchronize (free-and-retry, empty_cache) came first.
+            if (!b || !b->pending || b->user != r.index + 1ull) break;
+            raw[tiers ? tiers->tierOf(r.index) : 0]->completeFree(b);
             break;
         }
         case Request::EmptyCache:
@@ -379,6 +439,10 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         peak = std::max(peak, total);
     }
     emitMarks(INT64_MAX);
+    // Waits still pending at the end: open pending_frees rows.
+    for (size_t i = 0; i < live.size(); ++i)
+        if (live[i] && live[i]->pending && live[i]->user == i + 1)
+            listener.pendingFree(*live[i], kNoTime);
     out.requests = static_cast<int64_t>(d.requests.size());
     for (const CachingAllocator* m : raw) {
         const Counters& c = m->counters();
@@ -397,6 +461,8 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         s.peakAllocated += c.peakAllocated;
         s.liveBlocks += c.liveBlocks;
         s.liveSegments += c.liveSegments;
+        s.pendingBlocks += c.pendingBlocks;
+        s.syncedFrees += c.syncedFrees;
         for (const Segment* seg : m->segments()) {
             if (!seg->expandable) out.finalSegments.emplace_back(seg->addr, seg->size);
             for (const Block* b = m->firstBlock(*seg); b; b = b->next)

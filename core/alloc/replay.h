@@ -6,6 +6,7 @@
 #include "caching_allocator.h"
 #include "trace.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,6 +40,15 @@ struct ReplayOptions
     // With a sink: the trace's markers (frames, metrics) go out in time order with the first
     // device's events, so the replayed session has the same frames.
     bool emitMarkers = true;
+    // With a sink: allocations keep their call stacks, user metadata and compile context.
+    bool carryStacks = false;
+    // Checked every 64 Ki requests: when true, replay() throws Cancelled.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// Thrown by replay() and whatIf() when their cancel flag is set.
+struct Cancelled
+{
 };
 
 struct DeviceReplay

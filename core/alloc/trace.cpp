@@ -51,6 +51,43 @@ struct ReservedSweep
 
 } // namespace
 
+RecordedSettings recordedSettings(Session& s)
+{
+    RecordedSettings r;
+    // The snapshot's allocator_settings when the importer kept them.
+    const std::string settings = s.meta("allocator_settings");
+    if (!settings.empty()) {
+        try {
+            r.config = Config::fromSnapshotSettings(settings);
+            r.known = true;
+            r.note = "from the session's allocator_settings";
+            return r;
+        } catch (const std::invalid_argument& e) {
+            r.note = fmt::format("allocator_settings unreadable ({}): PyTorch defaults assumed",
+                                 e.what());
+        }
+    } else {
+        r.note = "the session does not record allocator settings: PyTorch defaults assumed";
+    }
+    // Without them, what the trace shows: expandable segments were on if it maps any.
+    Stmt q = s.db().prepare("SELECT EXISTS(SELECT 1 FROM regions WHERE level = 2 AND"
+                            " (kind = ?1 OR expandable != 0))");
+    q.bind(1, static_cast<int>(RegionKind::Vmm));
+    if (q.step() && q.i64(0) != 0) {
+        r.config.expandableSegments = true;
+        if (settings.empty())
+            r.note = "the session does not record allocator settings: PyTorch defaults assumed, "
+                     "with expandable_segments:True (the trace maps expandable segments)";
+    }
+    return r;
+}
+
+RecordedSettings recordedSettings(const std::string& path)
+{
+    Session s = Session::open(path);
+    return recordedSettings(s);
+}
+
 Trace readTrace(const std::string& path)
 {
     Session s = Session::open(path);
@@ -61,21 +98,10 @@ Trace readTrace(const std::string& path)
     t.ordinalTime = sum.timeAxis == TimeAxis::Ordinal;
     t.sourceKind = sum.sources.empty() ? "unknown" : sum.sources.front();
 
-    // The recorded settings: the snapshot's allocator_settings when the importer kept them.
-    const std::string settings = s.meta("allocator_settings");
-    if (!settings.empty()) {
-        try {
-            t.recorded = Config::fromSnapshotSettings(settings);
-            t.settingsKnown = true;
-            t.settingsNote = "from the session's allocator_settings";
-        } catch (const std::invalid_argument& e) {
-            t.settingsNote = fmt::format("allocator_settings unreadable ({}): PyTorch defaults "
-                                         "assumed",
-                                         e.what());
-        }
-    } else {
-        t.settingsNote = "the session does not record allocator settings: PyTorch defaults assumed";
-    }
+    const RecordedSettings rs = recordedSettings(s);
+    t.recorded = rs.config;
+    t.settingsKnown = rs.known;
+    t.settingsNote = rs.note;
 
     {
         Stmt q = db.prepare("SELECT id, text FROM strings ORDER BY id");
@@ -85,6 +111,12 @@ Trace readTrace(const std::string& path)
             if (t.strings.size() <= id) t.strings.resize(id + 1);
             t.strings[id] = q.text(1);
         }
+    }
+
+    {
+        Stmt q = db.prepare("SELECT id, frame FROM stacks ORDER BY id, depth");
+        while (q.step())
+            t.stacks[static_cast<uint32_t>(q.i64(0))].push_back(static_cast<uint32_t>(q.i64(1)));
     }
 
     std::map<uint32_t, size_t> devIndex;
@@ -152,7 +184,8 @@ Trace readTrace(const std::string& path)
     struct Keyed
     {
         int64_t time;
-        int phase; // 0 free, 1 empty_cache, 2 failed request, 3 alloc (then a free of it)
+        int phase; // 0 free (or wait completed), 1 empty_cache, 2 failed request, 3 alloc (then
+                   // a free of it), 4 wait completed at the instant its free was requested
         uint64_t seq;
         int sub;
         Request r;
@@ -163,9 +196,9 @@ Trace readTrace(const std::string& path)
     };
     std::map<uint32_t, std::vector<Keyed>> keyed;
     {
-        Stmt q =
-            db.prepare("SELECT device, address, size, requested_size, stream, alloc_ns,"
-                       " free_ns, tag, region_id FROM allocations WHERE level = 2 ORDER BY id");
+        Stmt q = db.prepare("SELECT device, address, size, requested_size, stream, alloc_ns,"
+                            " free_ns, tag, region_id, stack, user_metadata, compile_context"
+                            " FROM allocations WHERE level = 2 ORDER BY id");
         while (q.step()) {
             const auto dev = static_cast<uint32_t>(q.i64(0));
             DeviceTrace& d = deviceOf(t, devIndex, dev);
@@ -180,6 +213,9 @@ Trace readTrace(const std::string& path)
             a.allocNs = q.i64(5);
             a.freeNs = q.isNull(6) ? kAliveNs : q.i64(6);
             a.tag = q.isNull(7) ? 0 : static_cast<uint32_t>(q.i64(7));
+            a.stack = q.isNull(9) ? 0 : static_cast<uint32_t>(q.i64(9));
+            a.userMetadata = q.isNull(10) ? 0 : static_cast<uint32_t>(q.i64(10));
+            a.compileContext = q.isNull(11) ? 0 : static_cast<uint32_t>(q.i64(11));
             int32_t pool = 0;
             if (!q.isNull(8)) {
                 auto it = regionInfo.find(q.i64(8));
@@ -204,6 +240,44 @@ Trace readTrace(const std::string& path)
                 else
                     k.push_back({a.freeNs, 0, idx, 0, r});
             }
+        }
+    }
+
+    // Frees that waited on stream events (record_stream): a pending_frees row starts when an
+    // allocation's free was requested; the block returns to its pool when the wait completed
+    // (docs/whatif.md "What is replayed"). PyTorch completes waits at the start of a malloc
+    // (process_events) or before releasing cached blocks, so a completion goes before the
+    // requests of its instant; one at the instant of its own request goes after them (the row
+    // exists only because another entry came between the two).
+    if (db.hasTable("pending_frees")) {
+        std::map<std::tuple<uint32_t, uint64_t, int64_t>, uint32_t> freedAt;
+        Stmt q = db.prepare("SELECT device, address, request_ns, complete_ns FROM pending_frees"
+                            " WHERE level IS NULL OR level = 2 ORDER BY id");
+        while (q.step()) {
+            const auto dev = static_cast<uint32_t>(q.i64(0));
+            if (freedAt.empty())
+                for (const DeviceTrace& d : t.devices)
+                    for (size_t i = 0; i < d.allocs.size(); ++i)
+                        if (d.allocs[i].freeNs != kAliveNs)
+                            freedAt.emplace(
+                                std::tuple{d.device, d.allocs[i].address, d.allocs[i].freeNs},
+                                static_cast<uint32_t>(i));
+            DeviceTrace& d = deviceOf(t, devIndex, dev);
+            auto it = freedAt.find({dev, q.u64(1), q.i64(2)});
+            if (it == freedAt.end() || d.allocs[it->second].freeCompletedNs != kNoWait) {
+                ++d.pendingFreesUnmatched; // a wait that began before the trace
+                continue;
+            }
+            RecordedAlloc& a = d.allocs[it->second];
+            a.freeCompletedNs = q.isNull(3) ? kAliveNs : std::max(q.i64(3), a.freeNs);
+            ++d.pendingFrees;
+            if (a.freeCompletedNs == kAliveNs) continue;
+            Request r;
+            r.kind = Request::FreeCompleted;
+            r.time = a.freeCompletedNs;
+            r.index = it->second;
+            r.stream = a.stream;
+            keyed[dev].push_back({r.time, r.time == a.freeNs ? 4 : 0, it->second, 2, r});
         }
     }
 
@@ -277,18 +351,6 @@ Trace readTrace(const std::string& path)
     std::erase_if(t.devices, [](const DeviceTrace& d) {
         return d.allocs.empty() && d.segments.empty() && d.requests.empty();
     });
-    // Without recorded settings, what the trace shows: expandable segments were on if it has
-    // expandable mappings.
-    if (!t.settingsKnown) {
-        for (const DeviceTrace& d : t.devices)
-            for (const RecordedSegment& r : d.segments)
-                t.recorded.expandableSegments |= r.expandable;
-        if (t.recorded.expandableSegments)
-            t.settingsNote = "the session does not record allocator settings: PyTorch defaults "
-                             "assumed, with expandable_segments:True (the trace maps expandable "
-                             "segments)";
-    }
-
     // Does the trace start with the run?
     const std::string preexisting = s.meta("pytorch.preexisting_allocations");
     if (t.sourceKind == "simulator") {

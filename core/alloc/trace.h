@@ -8,7 +8,12 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+namespace fs {
+class Session;
+}
 
 namespace fs::alloc {
 
@@ -17,7 +22,9 @@ constexpr uint32_t kFailedRequest = UINT32_MAX;
 
 struct Request
 {
-    enum Kind : uint8_t { Alloc, Free, EmptyCache };
+    // Free: the program freed the block (PyTorch's free_requested). FreeCompleted: a free that
+    // waited on stream events (record_stream) completed: the block goes back to its pool then.
+    enum Kind : uint8_t { Alloc, Free, EmptyCache, FreeCompleted };
     int64_t time = 0;
     uint64_t size = 0;  // Alloc: requested bytes
     uint32_t index = 0; // Alloc/Free: index into DeviceTrace::allocs
@@ -34,10 +41,18 @@ struct RecordedAlloc
     uint64_t requested = 0; // what the replay asks for
     int64_t allocNs = 0;
     int64_t freeNs = 0; // kAliveNs when alive at the end
+    // When the free waited on stream events (a pending_frees row): when it completed, kAliveNs
+    // while still pending at the end; kNoWait: the block went back to its pool at freeNs.
+    int64_t freeCompletedNs = INT64_MIN;
     uint32_t stream = 0;
     uint32_t tag = 0; // string id in the source session
+    // Carried into a kept replay as they are (ids in the source session; 0: none).
+    uint32_t stack = 0;
+    uint32_t userMetadata = 0;
+    uint32_t compileContext = 0;
 };
 constexpr int64_t kAliveNs = INT64_MAX;
+constexpr int64_t kNoWait = INT64_MIN;
 
 struct RecordedSegment
 {
@@ -62,6 +77,8 @@ struct DeviceTrace
     // DeviceReplay::segmentSizes is compared with).
     std::vector<uint64_t> backingSizes;
     int64_t emptyCacheCalls = 0;
+    int64_t pendingFrees = 0;          // frees that waited on stream events
+    int64_t pendingFreesUnmatched = 0; // pending_frees rows with no allocation freed then
     int64_t recordedOoms = 0;
     uint64_t recordedPeakReserved = 0;
     uint64_t recordedFinalReserved = 0;
@@ -96,7 +113,20 @@ struct Trace
     std::vector<Frame> frames;
     std::vector<Marker> markers;
     std::vector<std::string> strings; // the source session's strings (tags), by id
+    // The source session's call stacks: id -> frame string ids, innermost first.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> stacks;
 };
+
+// The settings the recorded run used, and how that is known (for the output and the GUI's
+// what-if dialog). Throws fs::SessionError on a bad file.
+struct RecordedSettings
+{
+    Config config;
+    bool known = false; // from the session's allocator_settings meta key
+    std::string note;
+};
+RecordedSettings recordedSettings(Session& s);
+RecordedSettings recordedSettings(const std::string& path);
 
 // Reads a session file. Throws fs::SessionError ("FILE: problem") on a bad file.
 Trace readTrace(const std::string& path);

@@ -1,6 +1,7 @@
 #include "whatif.h"
 
 #include "core/analysis/engine.h"
+#include "core/event_sink.h"
 #include "core/ingest.h"
 #include "core/session.h"
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace fs::alloc {
 
@@ -111,6 +113,73 @@ DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
     return f;
 }
 
+// What maps 1:1 from the source session into a kept replay: kernels, graph launches, processes
+// and the per-frame metrics (the recorded run's: a replay cannot know how its frames would have
+// looked, so their source says where they come from). Frames and annotations come with the
+// replay's markers; call stacks with its allocations (ReplayOptions::carryStacks).
+void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
+{
+    Session s = Session::open(path);
+    Db& db = s.db();
+    std::unordered_map<int64_t, StringId> names;
+    auto name = [&](int64_t src) {
+        auto [it, inserted] = names.emplace(src, kNoString);
+        if (inserted && src > 0 && static_cast<size_t>(src) < trace.strings.size())
+            it->second = sink.intern(trace.strings[static_cast<size_t>(src)]);
+        return it->second;
+    };
+    auto rowEvent = [](const Stmt& q, EventType type) { // columns 0, 1: device, stream
+        Event e;
+        e.type = type;
+        e.device = static_cast<uint32_t>(q.i64(0));
+        e.stream = q.isNull(1) ? 0 : static_cast<uint32_t>(q.i64(1));
+        return e;
+    };
+    {
+        Stmt q = db.prepare("SELECT device, stream, start_ns, end_ns, name, correlation_id,"
+                            " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id,"
+                            " graph_node_id FROM kernels ORDER BY id");
+        while (q.step()) {
+            Event e = rowEvent(q, EventType::Kernel);
+            e.time = q.i64(2);
+            e.endTime = q.i64(3);
+            e.name = name(q.i64(4));
+            e.aux = q.isNull(5) ? 0 : q.u64(5);
+            for (int k = 0; k < 3; ++k) {
+                e.grid[k] = static_cast<uint32_t>(q.i64(6 + k));
+                e.block[k] = static_cast<uint32_t>(q.i64(9 + k));
+            }
+            if (!q.isNull(12)) e.aux2 = q.u64(12) << 32 | (q.u64(13) & 0xffffffffu);
+            sink.add(e);
+        }
+    }
+    {
+        Stmt q = db.prepare("SELECT device, stream, graph_id, exec_id, start_ns, end_ns"
+                            " FROM graph_launches ORDER BY id");
+        while (q.step()) {
+            Event e = rowEvent(q, EventType::GraphLaunch);
+            e.aux = q.isNull(2) ? 0 : q.u64(2);
+            e.aux2 = q.isNull(3) ? 0 : q.u64(3);
+            e.time = q.i64(4);
+            e.endTime = q.i64(5);
+            sink.add(e);
+        }
+    }
+    {
+        Stmt q = db.prepare("SELECT pid, command_line, start_ns FROM processes");
+        while (q.step())
+            sink.addProcess(
+                {q.i64(0), q.isNull(1) ? std::string() : q.text(1), q.isNull(2) ? 0 : q.i64(2)});
+    }
+    {
+        const std::string from = "recorded run " + std::filesystem::path(path).filename().string();
+        Stmt q = db.prepare("SELECT frame, name, value, source FROM frame_metrics");
+        while (q.step())
+            sink.addFrameMetric(q.i64(0), q.text(1), q.f64(2),
+                                fmt::format("{} ({})", from, q.text(3)));
+    }
+}
+
 std::string tempPath(int n)
 {
     return (std::filesystem::temp_directory_path() /
@@ -132,8 +201,11 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
 {
     WhatIfResult res;
     res.session = opts.session;
+    int done = 0; // percent
     auto say = [&](const std::string& s) {
+        if (opts.cancel && opts.cancel->load()) throw Cancelled{};
         if (opts.progress) opts.progress(s);
+        if (opts.percent) opts.percent(done, s);
     };
     say("reading " + opts.session);
     const Trace trace = readTrace(opts.session);
@@ -143,6 +215,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     fid.settingsKnown = trace.settingsKnown;
     fid.settingsNote = trace.settingsNote;
     fid.recordedConf = confText(trace.recorded);
+    for (const DeviceTrace& d : trace.devices) {
+        fid.pendingFrees += d.pendingFrees;
+        fid.pendingFreesBeforeTrace += d.pendingFreesUnmatched;
+    }
 
     std::vector<RunSpec> specs;
     RunSpec rec;
@@ -162,9 +238,11 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
         run.allocConf = confText(spec.config);
         const bool keep = i + 1 == specs.size() && !opts.output.empty();
         const std::string path = keep ? opts.output : tempPath(static_cast<int>(i));
+        done = 5 + static_cast<int>(90 * i / specs.size());
         say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
         ReplayOptions ro;
+        ro.cancel = opts.cancel;
         ro.config = spec.config;
         ro.policy = spec.policy;
         for (const DeviceTrace& d : trace.devices) {
@@ -200,10 +278,17 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             }
             ing.warn(label + ": computed by fragscope's allocator model, not measured");
             ro.sink = &ing;
+            ro.carryStacks = keep;
             const auto t0 = std::chrono::steady_clock::now();
-            replays = replay(trace, ro);
+            try {
+                replays = replay(trace, ro);
+            } catch (const Cancelled&) {
+                ing.abort(); // removes the unfinished file
+                throw;
+            }
             run.replaySeconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (keep) carrySource(opts.session, trace, ing);
             ing.end();
         }
         for (const DeviceReplay& r : replays)
@@ -239,6 +324,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                                    "one stream, so best fit may pick blocks the real allocator "
                                    "could not",
                                    trace.allocationsWithoutStream);
+    if (fid.pendingFreesBeforeTrace > 0)
+        fid.verdict += fmt::format("; {} frees waiting on stream events began before the trace "
+                                   "(their blocks are not in it): not replayed",
+                                   fid.pendingFreesBeforeTrace);
     if (!fid.settingsKnown) fid.verdict += "; " + fid.settingsNote;
     return res;
 }

@@ -82,6 +82,10 @@ struct Fidelity
     std::string settingsNote;
     std::string recordedConf;
     std::vector<DeviceFidelity> devices;
+    // Frees that waited on stream events (pending_frees rows): replayed at their completion, and
+    // waits that began before the trace (their block's allocation is not in it: not replayed).
+    int64_t pendingFrees = 0;
+    int64_t pendingFreesBeforeTrace = 0;
     bool reproduced = false;
     std::string verdict; // one sentence: reproduced, or why not
 };
@@ -93,6 +97,11 @@ struct WhatIfOptions
     uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
     std::string output;        // -o: the last run's replay session
     std::function<void(const std::string&)> progress;
+    // Percent done (0-100) with the stage, for a progress bar (the GUI).
+    std::function<void(int, const std::string&)> percent;
+    // When it becomes true, whatIf() stops (between stages, or within a replay) and throws
+    // Cancelled; no output is left behind.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct WhatIfResult
@@ -102,7 +111,7 @@ struct WhatIfResult
     std::vector<RunResult> runs;
 };
 
-// Throws fs::SessionError on a bad session, std::invalid_argument on bad options.
+// Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
 
 // The session label of a replay: "what-if: <settings> replay of <file>".

@@ -13,7 +13,8 @@ constexpr uint64_t MiB = 1024 * 1024;
 constexpr uint64_t GiB = 1024 * MiB;
 constexpr uint64_t B = 0x10000000;
 
-// "addr:size:a|f" per block of each segment in address order, segments separated by " / ".
+// "addr:size:a|p|f|u" (allocated, pending free, free, unmapped) per block of each segment in
+// address order, segments separated by " / ".
 std::string layout(const CachingAllocator& a)
 {
     std::string out;
@@ -22,7 +23,7 @@ std::string layout(const CachingAllocator& a)
         for (const Block* b = a.firstBlock(*s); b; b = b->next) {
             if (b != a.firstBlock(*s)) out += " ";
             out += std::to_string((b->addr - B) / KiB) + "K:" + std::to_string(b->size / KiB) +
-                   "K:" + (b->allocated ? "a" : (b->mapped ? "f" : "u"));
+                   "K:" + (b->allocated ? "a" : (b->pending ? "p" : (b->mapped ? "f" : "u")));
         }
     }
     return out;
@@ -241,6 +242,63 @@ private slots:
         a.emptyCache();
         QCOMPARE(a.counters().reserved, 50 * MiB);
         QCOMPARE(a.checkConsistency(), std::string());
+    }
+
+    // Rule 12: a free that waits on stream events (record_stream; free_requested ...
+    // free_completed in a snapshot's trace) keeps the block out of the pool until it completes.
+    // a = 4 MiB: a 20 MiB segment at B, a at 0 and the 16 MiB rest free; b = 4 MiB takes the
+    // rest's front (4M), 12 MiB left at 8M. a's free is requested but pending: c = 4 MiB cannot
+    // use a's 4 MiB at 0 and takes the 12 MiB block's front (8M), leaving 8 MiB at 12M. (Freed at
+    // once, a's 4 MiB at 0 would be the best fit and c would land at 0.) When a's free completes,
+    // its 4 MiB at 0 is free (b holds 4M, no merge); d = 4 MiB takes it (best fit: 4 MiB beats
+    // 8 MiB).
+    void pendingFrees()
+    {
+        SimpleDevice dev(GiB, B);
+        OomCount l;
+        CachingAllocator al(Config{}, dev, &l);
+        Block* a = al.malloc(4 * MiB, 0);
+        Block* b = al.malloc(4 * MiB, 0);
+        QCOMPARE(layout(al), std::string("0K:4096K:a 4096K:4096K:a 8192K:12288K:f"));
+        al.freeRequested(a);
+        QCOMPARE(al.counters().allocated, 4 * MiB); // counted free at the request
+        QCOMPARE(al.counters().pendingBlocks, 1);
+        QCOMPARE(al.checkConsistency(), std::string());
+        Block* c = al.malloc(4 * MiB, 0);
+        QCOMPARE(c->addr, B + 8 * MiB);
+        QCOMPARE(layout(al), std::string("0K:4096K:p 4096K:4096K:a 8192K:4096K:a 12288K:8192K:f"));
+        al.completeFree(a);
+        QCOMPARE(al.counters().pendingBlocks, 0);
+        QCOMPARE(layout(al), std::string("0K:4096K:f 4096K:4096K:a 8192K:4096K:a 12288K:8192K:f"));
+        Block* d = al.malloc(4 * MiB, 0);
+        QCOMPARE(d->addr, B);
+        QCOMPARE(al.checkConsistency(), std::string());
+        for (Block* x : {b, c, d})
+            al.free(x);
+        QCOMPARE(layout(al), std::string("0K:20480K:f")); // all merged again
+
+        // A pending free and free-and-retry: release_cached_blocks first waits for every event
+        // (synchronize_and_free_events). 20 MiB device: x = 12 MiB (a 12 MiB segment at B),
+        // its free pending; y = 12 MiB: nothing cached, 12 + 12 > 20 -> the retry completes x's
+        // free, releases x's segment, and cudaMalloc puts y at B. Without the synchronize: OOM.
+        SimpleDevice small(20 * MiB, B);
+        OomCount l2;
+        CachingAllocator al2(Config{}, small, &l2);
+        Block* x = al2.malloc(12 * MiB, 0);
+        al2.freeRequested(x);
+        Block* y = al2.malloc(12 * MiB, 0);
+        QVERIFY(y);
+        QCOMPARE(y->addr, B);
+        QCOMPARE(al2.counters().syncedFrees, 1);
+        QCOMPARE(al2.counters().pendingBlocks, 0);
+        QCOMPARE(l2.ooms, 0);
+        QCOMPARE(l2.released, 1);
+        QCOMPARE(al2.counters().reserved, 12 * MiB);
+        // empty_cache() also waits: a pending block's segment is released.
+        al2.freeRequested(y);
+        al2.emptyCache();
+        QCOMPARE(al2.counters().reserved, 0ull);
+        QCOMPARE(al2.checkConsistency(), std::string());
     }
 
     // Rule 7: garbage_collection_threshold.

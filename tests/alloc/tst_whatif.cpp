@@ -43,6 +43,17 @@ std::string simulate(const QTemporaryDir& dir, const char* name, uint64_t seed, 
     return path;
 }
 
+// A hand-built session of a source known to start with the run.
+std::unique_ptr<Ingest> handSession(const std::string& path)
+{
+    IngestOptions o;
+    o.path = path;
+    o.sourceKind = "simulator";
+    auto ing = std::make_unique<Ingest>(o);
+    ing->begin();
+    return ing;
+}
+
 Event ev(EventType t, int64_t time, uint64_t addr, uint64_t size)
 {
     Event e;
@@ -162,11 +173,8 @@ private slots:
     {
         QTemporaryDir dir;
         const std::string path = dir.filePath("tiers.fragscope").toStdString();
-        IngestOptions o;
-        o.path = path;
-        o.sourceKind = "simulator";
-        Ingest ing(o);
-        ing.begin();
+        auto session = handSession(path);
+        Ingest& ing = *session;
         auto frame = [&](int64_t t, int64_t end, const char* name) {
             Event e;
             e.type = EventType::Range;
@@ -238,6 +246,136 @@ private slots:
         // and 12 MiB after -> largest 12 MiB of 15 MiB free: F = 0.2 at the end (mean over
         // samples is between 0 and that).
         QVERIFY(r.runs[0].devices[0].maxFragmentation >= 0.2 - 1e-9);
+    }
+
+    // A free that waited on stream events (a pending_frees row, PyTorch's free_requested at 3
+    // and free_completed at 6). 20 MiB segment at P: a = 4 MiB at P, b = 4 MiB at P+4M; a's
+    // free is requested at 3 but its block is not reusable until 6, so c (4 MiB at 4) went to
+    // P+8M, and d (4 MiB at 7) got a's block back at P (best fit: 4 MiB beats the 8 MiB tail).
+    // Freed at its request instead, a's block would have been c's best fit (c at P): the
+    // address check would fail on c. The same session carries a kernel, a call stack, a frame,
+    // a metric and an annotation, which -o copies into the replay.
+    void pendingFreeDelaysReuseAndKeptReplayCarriesTheRest()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("pending.fragscope").toStdString();
+        auto session = handSession(path);
+        Ingest& ing = *session;
+        const uint64_t P = 0x100000000;
+        Event frame;
+        frame.type = EventType::Range;
+        frame.time = 0;
+        frame.endTime = 100;
+        frame.name = ing.intern("frame 0");
+        ing.add(frame);
+        Event note;
+        note.type = EventType::Mark;
+        note.time = 5;
+        note.name = ing.intern("checkpoint saved");
+        ing.add(note);
+        ing.add(ev(EventType::RegionCreate, 1, P, 20 * MiB));
+        Event a = ev(EventType::Alloc, 1, P, 4 * MiB);
+        a.aux = ing.internStack({ing.intern("matmul (model.py:12)"), ing.intern("main (run.py:3)")})
+                    .value;
+        ing.add(a);
+        ing.add(ev(EventType::Alloc, 2, P + 4 * MiB, 4 * MiB));
+        ing.add(ev(EventType::Free, 3, P, 4 * MiB));
+        Event wait = ev(EventType::PendingFree, 3, P, 4 * MiB);
+        wait.endTime = 6;
+        ing.add(wait);
+        ing.add(ev(EventType::Alloc, 4, P + 8 * MiB, 4 * MiB));
+        ing.add(ev(EventType::Alloc, 7, P, 4 * MiB));
+        Event k;
+        k.type = EventType::Kernel;
+        k.time = 2;
+        k.endTime = 9;
+        k.name = ing.intern("ampere_sgemm_128x64");
+        k.grid[0] = 80;
+        ing.add(k);
+        ing.addFrameMetric(0, "coherence_score", 0.5, "test");
+        ing.end();
+
+        const Trace t = readTrace(path);
+        QCOMPARE(t.devices.at(0).pendingFrees, int64_t(1));
+        QCOMPARE(t.devices[0].allocs[0].freeCompletedNs, int64_t(6));
+        // alloc a, alloc b, free a, alloc c, a's wait completed, alloc d.
+        QCOMPARE(t.devices[0].requests.size(), size_t(6));
+        QCOMPARE(t.devices[0].requests[4].kind, Request::FreeCompleted);
+        WhatIfOptions w;
+        w.session = path;
+        w.output = dir.filePath("kept.fragscope").toStdString();
+        const WhatIfResult r = whatIf(w);
+        QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
+        QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(4));
+        QCOMPARE(r.fidelity.pendingFrees, int64_t(1));
+        QCOMPARE(r.fidelity.pendingFreesBeforeTrace, int64_t(0));
+
+        Session out = Session::open(w.output);
+        QVERIFY(out.meta("label").starts_with("what-if: recorded settings"));
+        QVERIFY(out.summary().synthetic);
+        Db& db = out.db();
+        // The wait, at the replayed block's address and times.
+        QCOMPARE(db.scalar("SELECT count(*) FROM pending_frees WHERE address = 4294967296 AND"
+                           " request_ns = 3 AND complete_ns = 6"),
+                 int64_t(1));
+        QCOMPARE(db.scalar("SELECT count(*) FROM kernels k JOIN strings s ON s.id = k.name"
+                           " WHERE s.text = 'ampere_sgemm_128x64' AND k.start_ns = 2 AND"
+                           " k.end_ns = 9 AND k.grid_x = 80"),
+                 int64_t(1));
+        // a's stack, innermost first, on the replayed allocation at P made at 1.
+        Stmt q = db.prepare("SELECT s.text FROM allocations a JOIN stacks k ON k.id = a.stack"
+                            " JOIN strings s ON s.id = k.frame WHERE a.alloc_ns = 1"
+                            " ORDER BY k.depth");
+        std::vector<std::string> frames;
+        while (q.step())
+            frames.push_back(q.text(0));
+        QCOMPARE(frames, (std::vector<std::string>{"matmul (model.py:12)", "main (run.py:3)"}));
+        QCOMPARE(db.scalar("SELECT count(*) FROM frames"), int64_t(1));
+        QCOMPARE(db.scalar("SELECT count(*) FROM markers m JOIN strings s ON s.id = m.message"
+                           " WHERE s.text = 'checkpoint saved' AND m.time_ns = 5"),
+                 int64_t(1));
+        // The metric is the recorded run's, and says so.
+        Stmt m = db.prepare("SELECT value, source FROM frame_metrics WHERE frame = 0 AND"
+                            " name = 'coherence_score'");
+        QVERIFY(m.step());
+        QCOMPARE(m.f64(0), 0.5);
+        QVERIFY(m.text(1).starts_with("recorded run pending.fragscope"));
+        // compare does not take the copied metrics for the replay's own collapses.
+        const Comparison c = compareSessions(path, w.output);
+        QVERIFY(c.a.collapsesKnown());
+        QVERIFY(c.b.whatIf);
+        QVERIFY(!c.b.collapsesKnown());
+    }
+
+    // A wait that ended in the instant it began (the row exists because another entry came
+    // between request and completion): the completion goes after that instant's requests. a =
+    // 4 MiB at P (20 MiB segment), b = 4 MiB at P+4M; at 3 a's free is requested, c = 4 MiB is
+    // served while a waits (P+8M), then a's wait completes; d at 4 gets a's block (P). Had the
+    // completion gone first, c would have taken P.
+    void pendingFreeCompletedInTheSameInstant()
+    {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("same.fragscope").toStdString();
+        auto session = handSession(path);
+        const uint64_t P = 0x100000000;
+        session->add(ev(EventType::RegionCreate, 1, P, 20 * MiB));
+        session->add(ev(EventType::Alloc, 1, P, 4 * MiB));
+        session->add(ev(EventType::Alloc, 2, P + 4 * MiB, 4 * MiB));
+        session->add(ev(EventType::Free, 3, P, 4 * MiB));
+        Event wait = ev(EventType::PendingFree, 3, P, 4 * MiB);
+        wait.endTime = 3;
+        session->add(wait);
+        session->add(ev(EventType::Alloc, 3, P + 8 * MiB, 4 * MiB));
+        session->add(ev(EventType::Alloc, 4, P, 4 * MiB));
+        session->end();
+        const Trace t = readTrace(path);
+        QCOMPARE(t.devices.at(0).requests[4].kind, Request::FreeCompleted);
+        QCOMPARE(t.devices[0].requests[3].kind, Request::Alloc);
+        WhatIfOptions w;
+        w.session = path;
+        const WhatIfResult r = whatIf(w);
+        QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
+        QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(4));
     }
 
     // compare on two simulated seeds: frames aligned by number, each side's figures the

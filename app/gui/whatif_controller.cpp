@@ -1,0 +1,194 @@
+#include "whatif_controller.h"
+
+#include "compare_window.h"
+#include "whatif_dialog.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QFileInfo>
+#include <QPointer>
+#include <QProgressDialog>
+#include <QThread>
+#include <QWidget>
+
+#include <algorithm>
+
+namespace fs::gui {
+
+WhatIfController::WhatIfController(QWidget* window, ErrorReporter errors)
+    : QObject(window), window_(window), errors_(std::move(errors))
+{
+    action_ = new QAction(tr("&What-if replay…"), this);
+    action_->setShortcut(QKeySequence(tr("Ctrl+Shift+W")));
+    action_->setStatusTip(tr("Replay the session's allocator requests under other "
+                             "PYTORCH_CUDA_ALLOC_CONF settings and compare"));
+    connect(action_, &QAction::triggered, this, &WhatIfController::showDialog);
+    update();
+}
+
+WhatIfController::~WhatIfController()
+{
+    if (cancel_) *cancel_ = true; // the worker finds its window gone and drops the result
+}
+
+WhatIfDialog* WhatIfController::dialog() const
+{
+    return dialog_;
+}
+
+QProgressDialog* WhatIfController::progressDialog() const
+{
+    return progress_;
+}
+
+void WhatIfController::setSession(const QString& path, std::shared_ptr<const render::Scene> scene)
+{
+    path_ = path;
+    scene_ = std::move(scene);
+    update();
+}
+
+void WhatIfController::update()
+{
+    const bool framework =
+        scene_ && std::any_of(scene_->levels.begin(), scene_->levels.end(), [](const auto& l) {
+            return l.level == Level::Framework && l.allocations > 0;
+        });
+    if (!scene_)
+        reason_ = tr("Open a session first.");
+    else if (scene_->live)
+        reason_ = tr("A recording is still being written: replay it once it has stopped.");
+    else if (!framework)
+        reason_ = tr("This session has no framework-level (caching allocator) requests to "
+                     "replay: what-if needs a PyTorch snapshot, a capture with PyTorch's "
+                     "allocator events, or a simulated run.");
+    else if (running())
+        reason_ = tr("A what-if replay is running.");
+    else
+        reason_.clear();
+    action_->setEnabled(reason_.isEmpty());
+    action_->setToolTip(reason_.isEmpty() ? action_->statusTip() : reason_);
+}
+
+void WhatIfController::showDialog()
+{
+    if (!reason_.isEmpty()) {
+        errors_(tr("What-if replay"), reason_);
+        return;
+    }
+    alloc::RecordedSettings rec;
+    try {
+        rec = alloc::recordedSettings(path_.toStdString());
+    } catch (const std::exception& e) {
+        errors_(tr("What-if replay"), QString::fromStdString(e.what()));
+        return;
+    }
+    if (dialog_) dialog_->deleteLater();
+    dialog_ = new WhatIfDialog(path_, rec, window_);
+    dialog_->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog_, &QDialog::accepted, this, [this] {
+        alloc::RunSpec spec;
+        if (dialog_ && dialog_->runSpec(spec, nullptr)) start(spec);
+    });
+    dialog_->open();
+}
+
+void WhatIfController::start(const alloc::RunSpec& spec)
+{
+    if (running() || path_.isEmpty()) return;
+    if (!out_.isValid()) {
+        errors_(tr("What-if replay"), tr("Cannot create a temporary folder for the replay."));
+        return;
+    }
+    alloc::WhatIfOptions o;
+    o.session = path_.toStdString();
+    // The recorded run is always replayed first (the fidelity check); with the recorded
+    // settings and PyTorch's policy that run is the one kept.
+    if (!(spec.recordedConfig && spec.policy == alloc::Policy::PyTorch)) o.runs.push_back(spec);
+    o.output = out_.filePath(QStringLiteral("whatif-%1-%2.fragscope")
+                                 .arg(++runs_)
+                                 .arg(QFileInfo(path_).completeBaseName()))
+                   .toStdString();
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    o.cancel = cancel_.get();
+    update();
+
+    progress_ = new QProgressDialog(tr("Replaying %1…").arg(QFileInfo(path_).fileName()),
+                                    tr("Cancel"), 0, 100, window_);
+    progress_->setWindowTitle(tr("What-if replay"));
+    progress_->setAttribute(Qt::WA_DeleteOnClose);
+    progress_->setMinimumDuration(0);
+    progress_->setAutoClose(false);
+    progress_->setAutoReset(false);
+    progress_->setValue(0);
+    connect(progress_, &QProgressDialog::canceled, this, &WhatIfController::cancel);
+    progress_->show();
+
+    QPointer<WhatIfController> self(this);
+    auto flag = cancel_; // keeps the flag alive as long as the worker
+    QThread* worker = QThread::create([self, o, flag]() mutable {
+        o.percent = [self](int pct, const std::string& stage) {
+            QMetaObject::invokeMethod(
+                qApp,
+                [self, pct, s = QString::fromStdString(stage)] {
+                    if (!self) return;
+                    if (self->progress_) {
+                        self->progress_->setValue(pct);
+                        self->progress_->setLabelText(s);
+                    }
+                    emit self->progress(pct, s);
+                },
+                Qt::QueuedConnection);
+        };
+        std::shared_ptr<const alloc::WhatIfResult> result;
+        QString error;
+        bool wasCancelled = false;
+        try {
+            result = std::make_shared<alloc::WhatIfResult>(alloc::whatIf(o));
+        } catch (const alloc::Cancelled&) {
+            wasCancelled = true;
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, result, error, wasCancelled] {
+                if (self) self->finish(result, error, wasCancelled);
+            },
+            Qt::QueuedConnection);
+    });
+    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+    worker->start();
+}
+
+void WhatIfController::cancel()
+{
+    if (cancel_) *cancel_ = true;
+    if (progress_) progress_->setLabelText(tr("Cancelling…"));
+}
+
+void WhatIfController::finish(std::shared_ptr<const alloc::WhatIfResult> r, const QString& error,
+                              bool wasCancelled)
+{
+    cancel_.reset();
+    if (progress_) progress_->close();
+    update();
+    if (wasCancelled) {
+        emit cancelled();
+        return;
+    }
+    if (!r) {
+        emit failed(error);
+        errors_(tr("What-if replay failed"), error);
+        return;
+    }
+    const std::string& out = r->runs.back().sessionPath;
+    auto* w =
+        new CompareWindow(QString::fromStdString(r->session), QString::fromStdString(out), window_);
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    w->setWhatIf(std::move(r));
+    w->show();
+    emit compareOpened(w);
+}
+
+} // namespace fs::gui

@@ -1,0 +1,267 @@
+// File › What-if replay… in the main window (app/gui/whatif_controller.h): the dialog parses the
+// settings with the CLI's parser, the replay runs on a worker with progress and cancel, and the
+// result opens as B in the compare window, labelled as a what-if replay with its fidelity
+// verdict; the heatmaps zoom together. With FRAGSCOPE_SHOTS=DIR set, the dialog and the compare
+// window are saved there as PNGs (for a look at them).
+#include "compare_window.h"
+#include "main_window.h"
+#include "testutil.h"
+#include "whatif_controller.h"
+#include "whatif_dialog.h"
+#include "widgets/heatmap_widget.h"
+
+#include "core/ingest.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <qcustomplot.h>
+
+using namespace fs;
+
+namespace {
+
+void waitLoaded(gui::MainWindow& w)
+{
+    QTRY_VERIFY_WITH_TIMEOUT(!w.loader()->busy(), 60000);
+    QApplication::processEvents();
+}
+
+void shot(QWidget* w, const char* name)
+{
+    const QByteArray dir = qgetenv("FRAGSCOPE_SHOTS");
+    if (dir.isEmpty()) return;
+    QApplication::processEvents();
+    w->grab().save(QString::fromLocal8Bit(dir) + "/" + name);
+}
+
+} // namespace
+
+class TstWhatIfGui : public QObject
+{
+    Q_OBJECT
+    QTemporaryDir dir_;
+    QString sim_, driverOnly_;
+    QStringList errors_;
+
+    std::unique_ptr<gui::MainWindow> window(const QString& path)
+    {
+        auto w = std::make_unique<gui::MainWindow>();
+        w->setErrorReporter(
+            [this](const QString& t, const QString& m) { errors_ << t + ": " + m; });
+        w->resize(1400, 900);
+        w->show();
+        if (!path.isEmpty()) {
+            w->openFile(path);
+            waitLoaded(*w);
+        }
+        return w;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        sim_ = dir_.filePath("sim.fragscope");
+        QCOMPARE(
+            fstest::runCli({"simulate", "-o", sim_, "--frames", "6", "--steps", "3", "--seed", "3"})
+                .exitCode,
+            0);
+        // A session with driver-level (cudaMalloc) allocations only: nothing a caching
+        // allocator model could replay.
+        driverOnly_ = dir_.filePath("driver.fragscope");
+        IngestOptions o;
+        o.path = driverOnly_.toStdString();
+        o.sourceKind = "simulator";
+        Ingest ing(o);
+        ing.begin();
+        Event a;
+        a.type = EventType::Alloc;
+        a.time = 10;
+        a.address = 0x100000000;
+        a.size = 1 << 20;
+        a.level = Level::Driver;
+        ing.add(a);
+        Event f = a;
+        f.type = EventType::Free;
+        f.time = 20;
+        ing.add(f);
+        ing.end();
+    }
+
+    void disabledWithAReason()
+    {
+        auto w = window({});
+        QAction* act = w->whatIf()->action();
+        QVERIFY(!act->isEnabled());
+        QVERIFY(act->toolTip().contains("Open a session"));
+        QCOMPARE(act->shortcut(), QKeySequence(QStringLiteral("Ctrl+Shift+W")));
+        w->openFile(driverOnly_);
+        waitLoaded(*w);
+        QVERIFY(w->scene());
+        QVERIFY(!act->isEnabled());
+        QVERIFY2(act->toolTip().contains("no framework-level"), qPrintable(act->toolTip()));
+        w->openFile(sim_);
+        waitLoaded(*w);
+        QVERIFY(act->isEnabled());
+    }
+
+    void dialogReplayOpensTheComparison()
+    {
+        auto w = window(sim_);
+        gui::WhatIfController* c = w->whatIf();
+        QVERIFY(c->action()->isEnabled());
+        c->action()->trigger();
+        gui::WhatIfDialog* d = c->dialog();
+        QVERIFY(d);
+        QVERIFY(d->isVisible());
+        // The first preset that changes something is offered.
+        QCOMPARE(d->confEdit()->text(), QString("expandable_segments:True"));
+        shot(d, "whatif-dialog.png");
+        // A typo is caught by the CLI's parser before anything runs.
+        d->confEdit()->clear();
+        QTest::keyClicks(d->confEdit(), "max_split_size_mb:lots");
+        QVERIFY(!d->runButton()->isEnabled());
+        QVERIFY(d->errorLabel()->text().contains("max_split_size_mb"));
+        d->confEdit()->clear();
+        QTest::keyClicks(d->confEdit(), "max_split_size_mb:128");
+        QVERIFY(d->runButton()->isEnabled());
+        QVERIFY(d->errorLabel()->text().isEmpty());
+        QSignalSpy opened(c, &gui::WhatIfController::compareOpened);
+        QSignalSpy progress(c, &gui::WhatIfController::progress);
+        QTest::mouseClick(d->runButton(), Qt::LeftButton);
+        QVERIFY(c->running());
+        QVERIFY(!c->action()->isEnabled()); // one replay at a time
+        QVERIFY(opened.wait(120000));
+        QVERIFY(!progress.isEmpty());
+        QVERIFY(!c->running());
+        QVERIFY(c->action()->isEnabled());
+        auto* cw = opened.at(0).at(0).value<gui::CompareWindow*>();
+        QVERIFY(cw);
+        QSignalSpy loaded(cw, &gui::CompareWindow::loaded);
+        QVERIFY(cw->comparison() || loaded.wait(60000));
+        QVERIFY(cw->comparison());
+        const alloc::Comparison& cmp = *cw->comparison();
+        // A is the real run; B the replay, labelled as such and never as a measurement.
+        QCOMPARE(QFileInfo(QString::fromStdString(cmp.a.path)).fileName(),
+                 QString("sim.fragscope"));
+        QCOMPARE(cmp.b.label,
+                 std::string("what-if: max_split_size_mb:128 replay of sim.fragscope"));
+        QVERIFY(cmp.b.whatIf);
+        QVERIFY(cmp.b.synthetic);
+        QVERIFY(cw->titleB()->text().contains("what-if: max_split_size_mb:128 replay of "
+                                              "sim.fragscope"));
+        QVERIFY(cw->titleB()->text().contains("not measured"));
+        QVERIFY(!cw->titleA()->text().contains("what-if"));
+        QVERIFY(cw->windowTitle().startsWith("What-if replay of sim.fragscope"));
+        // The fidelity verdict: a simulated run is complete and reproduced exactly.
+        QVERIFY(cw->whatIf());
+        QVERIFY(cw->whatIf()->fidelity.reproduced);
+        QVERIFY(cw->fidelityLabel()->isVisible());
+        const QString fid = cw->fidelityLabel()->text();
+        QVERIFY2(fid.contains("Trace: complete"), qPrintable(fid));
+        QVERIFY(fid.contains("reproduces the real run"));
+        QVERIFY(fid.contains("not measured"));
+        // Both heatmaps show their session.
+        QVERIFY(cw->heatmapA()->level() >= 0);
+        QVERIFY(cw->heatmapB()->level() >= 0);
+        QTRY_VERIFY_WITH_TIMEOUT(cw->heatmapB()->isRefined(), 30000);
+        shot(cw, "whatif-compare.png");
+
+        // Zooming A's heatmap zooms B's to the same frames, and the plots follow.
+        const render::Viewport full = cw->heatmapA()->viewport();
+        const int64_t span = full.t1 - full.t0;
+        render::Viewport z = full;
+        z.t0 = full.t0 + span / 4;
+        z.t1 = full.t0 + span / 2;
+        cw->heatmapA()->setViewport(z);
+        const render::Viewport a = cw->heatmapA()->viewport();
+        const render::Viewport b = cw->heatmapB()->viewport();
+        // The replay keeps the recorded times and frames: the same instants on both sides.
+        QVERIFY(std::abs(b.t0 - a.t0) <= 1);
+        QVERIFY(std::abs(b.t1 - a.t1) <= 1);
+        QCOMPARE(cw->reservedPlot()->xAxis->range().lower, cw->axis(0).toX(a.t0));
+        QCOMPARE(cw->fragmentationPlot()->xAxis->range().upper, cw->axis(0).toX(a.t1));
+        // And the other way round: B's heatmap moves A's.
+        render::Viewport zb = b;
+        zb.t0 = full.t0 + span / 8;
+        zb.t1 = full.t0 + span / 3;
+        cw->heatmapB()->setViewport(zb);
+        QVERIFY(std::abs(cw->heatmapA()->viewport().t0 - zb.t0) <= 1);
+        QVERIFY(std::abs(cw->heatmapA()->viewport().t1 - zb.t1) <= 1);
+        shot(cw, "whatif-compare-zoomed.png");
+        QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join("\n")));
+    }
+
+    // Real snapshots: a complete trace is reproduced and says so; an incomplete one (its ring
+    // buffer starts after 447 blocks were allocated) says it is not a replay of the whole run,
+    // in the warning frame, whatever settings were asked for.
+    void realTraceVerdicts_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<bool>("complete");
+        QTest::newRow("decomfl") << "decomfl.pickle" << true;
+        QTest::newRow("bcrafton") << "cs336-bcrafton.pickle" << false;
+    }
+    void realTraceVerdicts()
+    {
+        QFETCH(QString, file);
+        QFETCH(bool, complete);
+        FSTEST_REQUIRE_DATA("pytorch-snapshots/" + file);
+        const QString session = dir_.filePath(QFileInfo(file).completeBaseName() + ".fragscope");
+        if (!QFileInfo::exists(session))
+            QCOMPARE(fstest::runCli({"import", fstest::dataDir() + "/pytorch-snapshots/" + file,
+                                     "-o", session})
+                         .exitCode,
+                     0);
+        auto w = window(session);
+        gui::WhatIfController* c = w->whatIf();
+        QVERIFY2(c->action()->isEnabled(), qPrintable(c->disabledReason()));
+        QSignalSpy opened(c, &gui::WhatIfController::compareOpened);
+        alloc::RunSpec spec;
+        spec.label = "expandable_segments:True";
+        spec.config = alloc::Config::parse(spec.label);
+        c->start(spec);
+        QVERIFY(opened.wait(120000));
+        auto* cw = opened.at(0).at(0).value<gui::CompareWindow*>();
+        QSignalSpy loaded(cw, &gui::CompareWindow::loaded);
+        QVERIFY(cw->comparison() || loaded.wait(60000));
+        const QString fid = cw->fidelityLabel()->text();
+        QCOMPARE(cw->whatIf()->fidelity.complete, complete);
+        QCOMPARE(cw->whatIf()->fidelity.reproduced, complete);
+        QVERIFY2(fid.contains(complete ? "Trace: complete" : "<b>incomplete</b>"), qPrintable(fid));
+        QVERIFY(fid.contains(complete ? "reproduces the real run" : "not reproduced"));
+        QVERIFY(cw->fidelityLabel()->styleSheet().contains(complete ? "#e8f3e8" : "#fff3d6"));
+        QVERIFY(cw->titleB()->text().contains("what-if: expandable_segments:True replay of " +
+                                              QFileInfo(session).fileName()));
+        QTRY_VERIFY_WITH_TIMEOUT(cw->heatmapB()->isRefined(), 30000);
+        shot(cw, qPrintable("whatif-compare-" + QFileInfo(file).completeBaseName() + ".png"));
+    }
+
+    void cancelLeavesNothing()
+    {
+        auto w = window(sim_);
+        gui::WhatIfController* c = w->whatIf();
+        QSignalSpy cancelled(c, &gui::WhatIfController::cancelled);
+        QSignalSpy opened(c, &gui::WhatIfController::compareOpened);
+        alloc::RunSpec spec;
+        spec.config = alloc::Config::parse("expandable_segments:True");
+        c->start(spec);
+        QVERIFY(c->progressDialog());
+        c->cancel();
+        QVERIFY(cancelled.wait(60000));
+        QCOMPARE(opened.count(), 0);
+        QVERIFY(!c->running());
+        QVERIFY(c->action()->isEnabled());
+        QVERIFY(errors_.isEmpty());
+    }
+};
+
+QTEST_MAIN(TstWhatIfGui)
+#include "tst_whatif_gui.moc"
