@@ -9,6 +9,9 @@
 #include <QTest>
 #include <sqlite3.h>
 
+#include <chrono>
+#include <thread>
+
 using namespace fs;
 
 class TstSession : public QObject
@@ -129,6 +132,43 @@ private slots:
         w.write(all.left(all.size() / 2));
         w.close();
         expectOpenError(t, "truncated");
+    }
+
+    // A writer (the GUI storing its index, a checkpoint) writes page 1 with the new page count
+    // before it extends the file: while its journal exists, a short file is a write in progress,
+    // not a truncated one. Here the first half is on disk beside a journal, and the rest lands
+    // 300 ms later: the open waits for it and succeeds. With the journal gone the same half file
+    // is refused at once (truncatedRefused).
+    void fileBeingExtendedIsNotTruncated()
+    {
+        const auto f = path("growing-src.fragscope");
+        fstest::writeSmallSession(f, 20000);
+        QFile q(QString::fromStdString(f));
+        QVERIFY(q.open(QIODevice::ReadOnly));
+        const QByteArray all = q.readAll();
+        q.close();
+        const auto g = path("growing.fragscope");
+        QFile w(QString::fromStdString(g));
+        QVERIFY(w.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        w.write(all.left(all.size() / 2));
+        w.flush();
+        QFile journal(QString::fromStdString(g + "-journal"));
+        QVERIFY(journal.open(QIODevice::WriteOnly));
+        journal.close();
+        std::thread writer([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            w.write(all.mid(all.size() / 2));
+            w.close();
+            journal.remove();
+        });
+        try {
+            Session s = Session::open(g);
+            QCOMPARE(s.summary().allocations, int64_t{20000});
+        } catch (const std::exception& e) {
+            writer.join();
+            QFAIL(e.what());
+        }
+        writer.join();
     }
 
     void corruptedRefused()

@@ -138,7 +138,7 @@ private slots:
         QTest::mouseClick(d->runButton(), Qt::LeftButton);
         QVERIFY(c->running());
         QVERIFY(!c->action()->isEnabled()); // one replay at a time
-        QVERIFY(opened.wait(120000));
+        QVERIFY2(opened.wait(120000), qPrintable(errors_.join("\n")));
         QVERIFY(!progress.isEmpty());
         QVERIFY(!c->running());
         QVERIFY(c->action()->isEnabled());
@@ -228,7 +228,7 @@ private slots:
         spec.label = "expandable_segments:True";
         spec.config = alloc::Config::parse(spec.label);
         c->start(spec);
-        QVERIFY(opened.wait(120000));
+        QVERIFY2(opened.wait(120000), qPrintable(errors_.join("\n")));
         auto* cw = opened.at(0).at(0).value<gui::CompareWindow*>();
         QSignalSpy loaded(cw, &gui::CompareWindow::loaded);
         QVERIFY(cw->comparison() || loaded.wait(60000));
@@ -259,7 +259,7 @@ private slots:
         QCOMPARE(opened.count(), 0);
         QVERIFY(!c->running());
         QVERIFY(c->action()->isEnabled());
-        QVERIFY(errors_.isEmpty());
+        QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join("\n")));
     }
 };
 

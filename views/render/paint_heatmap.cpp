@@ -108,10 +108,21 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         p.save();
         p.setPen(th.foreground);
         p.setFont(font(11.5 * kk, true));
+        // The longest wording that fits the plot's height: a short heatmap (the compare window's)
+        // must not cut its axis title.
+        const QFontMetricsF fm(p.font());
+        QString title;
+        for (const QString& t :
+             {QStringLiteral("address (hex; gaps between regions collapsed, dotted)"),
+              QStringLiteral("address (hex; gaps collapsed, dotted)"),
+              QStringLiteral("address (hex)"), QStringLiteral("address")}) {
+            title = t;
+            if (fm.horizontalAdvance(t) <= plot.height()) break;
+        }
         p.translate(rect.left() + 12 * kk, plot.center().y());
         p.rotate(-90);
         p.drawText(QRectF(-plot.height() / 2, -9 * kk, plot.height(), 18 * kk), Qt::AlignCenter,
-                   QStringLiteral("address (hex; gaps between regions collapsed, dotted)"));
+                   title);
         p.restore();
     }
     std::vector<LegendItem> items = {{occupancyColor(0.15), QStringLiteral("low occupancy")},
