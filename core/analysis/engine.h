@@ -151,6 +151,12 @@ public:
     std::optional<CollapseReport> collapseReport(int64_t frame) const;
     // Report for frame f as if it collapsed (precursors and diff of any frame).
     CollapseReport frameReport(int64_t frame) const;
+    // The same under other collapse rules (the GUI's rule editor): the collapses and the
+    // healthy baseline the ranking measures novelty against follow the rules, so the result
+    // equals that of an engine opened with them (`--rules FILE`).
+    std::optional<CollapseReport> collapseReport(int64_t frame,
+                                                 const std::vector<CollapseRule>& rules) const;
+    CollapseReport frameReport(int64_t frame, const std::vector<CollapseRule>& rules) const;
     std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
     std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
     // Kernel launches and graph launches starting in [from, to], by start time (at most limit

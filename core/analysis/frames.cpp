@@ -143,10 +143,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             if (f.index >= collapses[c].firstFrame && f.index <= collapses[c].lastFrame)
                 f.collapse = static_cast<int>(c);
     for (FrameInfo& f : frames)
-        for (const CollapseRule& rule : o.rules) {
-            auto it = f.metrics.find(rule.metric);
-            if (it != f.metrics.end() && rule.broken(it->second)) f.breaksRule = true;
-        }
+        f.breaksRule = breaksAnyRule(f.metrics, o.rules);
 }
 
 std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseRule>& rules) const
@@ -196,10 +193,18 @@ std::vector<Collapse> Engine::collapsesWith(const std::vector<CollapseRule>& rul
 
 std::optional<CollapseReport> Engine::collapseReport(int64_t frame) const
 {
-    for (const Collapse& c : d_->collapses) {
+    return collapseReport(frame, d_->options.rules);
+}
+
+std::optional<CollapseReport> Engine::collapseReport(int64_t frame,
+                                                     const std::vector<CollapseRule>& rules) const
+{
+    const std::vector<Collapse> runs =
+        rules == d_->options.rules ? d_->collapses : d_->computeCollapses(rules);
+    for (const Collapse& c : runs) {
         if (frame >= c.firstFrame && frame <= c.lastFrame) {
             // The collapse starts at its first frame: that is where the precursors are.
-            CollapseReport r = frameReport(c.firstFrame);
+            CollapseReport r = frameReport(c.firstFrame, rules);
             r.collapse = c;
             r.frame = frame;
             return r;

@@ -228,7 +228,12 @@ struct CollapseRule
     double threshold = 0;
     bool broken(double v) const { return compare == Compare::Less ? v < threshold : v > threshold; }
     std::string describe() const; // "coherence_score < 0.05"
+    bool operator==(const CollapseRule&) const = default;
 };
+
+// True when frame metrics break at least one of the rules.
+bool breaksAnyRule(const std::map<std::string, double>& metrics,
+                   const std::vector<CollapseRule>& rules);
 
 // Defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
 // clip_entropy_bits > 2.95.
