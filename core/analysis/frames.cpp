@@ -106,15 +106,24 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             for (size_t fi : timed)
                 starts.push_back(frames[fi].start);
             std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-            Stmt st = db.prepare(
-                "SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
+            Stmt st = db.prepare("SELECT start_ns, name, device FROM kernels WHERE start_ns >= ?1"
+                                 " AND start_ns < ?2");
             st.bind(1, frames[timed.front()].start);
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
                 last = std::max(last, frames[fi].end);
             st.bind(2, last);
+            // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
+            // concern kernels inside frames, so starts from the first frame's start to the last
+            // frame's end say all it needs: a name that first runs later is in no frame.
+            kernelFirstStart.clear();
+            std::set<int64_t> devices;
+            int64_t lastDevice = -1;
             while (st.step()) {
                 const int64_t t = st.i64(0);
+                if (st.i64(2) != lastDevice) devices.insert(lastDevice = st.i64(2));
+                auto [fs, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+                if (!added && t < fs->second) fs->second = t;
                 auto it = std::upper_bound(starts.begin(), starts.end(), t);
                 if (it == starts.begin()) continue;
                 const auto k = static_cast<size_t>(it - starts.begin() - 1);
@@ -132,6 +141,9 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                 for (const auto& [name, n] : names[k])
                     seen.insert(name);
             }
+            kernelDevices.assign(devices.begin(), devices.end());
+            kernelIndexReady = true;
+            if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);
         }
 
         if (o.useCache) writeFrameCache(timed);
