@@ -233,18 +233,21 @@ Correlation correlate(std::span<const double> x, std::span<const double> y)
 std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const uint64_t> sizes,
                                int64_t gapNs)
 {
-    std::vector<Burst> out;
-    for (size_t i = 0; i < times.size(); ++i) {
-        const uint64_t s = i < sizes.size() ? sizes[i] : 0;
-        if (out.empty() || times[i] - out.back().end >= gapNs) {
-            out.push_back({times[i], times[i], 1, s});
-        } else {
-            out.back().end = times[i];
-            ++out.back().allocations;
-            out.back().bytes += s;
-        }
+    BurstSplitter b(gapNs);
+    for (size_t i = 0; i < times.size(); ++i)
+        b.add(times[i], i < sizes.size() ? sizes[i] : 0);
+    return b.take();
+}
+
+void BurstSplitter::add(int64_t time, uint64_t size)
+{
+    if (out_.empty() || time - out_.back().end >= gapNs_) {
+        out_.push_back({time, time, 1, size});
+    } else {
+        out_.back().end = time;
+        ++out_.back().allocations;
+        out_.back().bytes += size;
     }
-    return out;
 }
 
 } // namespace fs::analysis

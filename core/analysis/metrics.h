@@ -53,6 +53,18 @@ double correlationPValue(double r, int64_t n);
 // previous allocation is >= gapNs. sizes[i] is the size of the allocation at times[i].
 std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const uint64_t> sizes,
                                int64_t gapNs = 5'000'000);
+// The same one allocation at a time (no copy of a track's times and sizes).
+class BurstSplitter
+{
+public:
+    explicit BurstSplitter(int64_t gapNs) : gapNs_(gapNs) {}
+    void add(int64_t time, uint64_t size);
+    std::vector<Burst> take() { return std::move(out_); }
+
+private:
+    int64_t gapNs_;
+    std::vector<Burst> out_;
+};
 
 // Ranks with ties averaged (1-based), as Spearman uses them.
 std::vector<double> averageRanks(std::span<const double> v);
