@@ -135,6 +135,8 @@ public:
     Timeline timeline(const TimelineOptions& o) const;
     std::vector<Burst> bursts(uint32_t device, Level level, int64_t from = kNoTime,
                               int64_t to = kNoTime, int64_t gapNs = 5'000'000) const;
+    // Their count and the largest, without the list (a report's figures).
+    BurstSummary burstSummary(uint32_t device, Level level, int64_t gapNs = 5'000'000) const;
     // Trend of one timeline series ("fragmentation_ratio", "event_entropy", "fragment_entropy",
     // "largest_fragment", "fragment_count", "reserved", "allocated", "free") over [from, to],
     // x in hours from session begin (periods such as 0-48 h, 48-120 h).

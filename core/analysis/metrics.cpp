@@ -241,13 +241,38 @@ std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const u
 
 void BurstSplitter::add(int64_t time, uint64_t size)
 {
-    if (out_.empty() || time - out_.back().end >= gapNs_) {
-        out_.push_back({time, time, 1, size});
-    } else {
-        out_.back().end = time;
-        ++out_.back().allocations;
-        out_.back().bytes += size;
+    if (open_ && time - current_.end < gapNs_) {
+        current_.end = time;
+        ++current_.allocations;
+        current_.bytes += size;
+        return;
     }
+    close();
+    current_ = {time, time, 1, size};
+    open_ = true;
+}
+
+void BurstSplitter::close()
+{
+    if (!open_) return;
+    open_ = false;
+    if (current_.allocations > 1) {
+        ++sum_.bursts;
+        sum_.largestAllocations = std::max(sum_.largestAllocations, current_.allocations);
+    }
+    if (keep_) out_.push_back(current_);
+}
+
+std::vector<Burst> BurstSplitter::take()
+{
+    close();
+    return std::move(out_);
+}
+
+BurstSummary BurstSplitter::summary()
+{
+    close();
+    return sum_;
 }
 
 } // namespace fs::analysis

@@ -104,6 +104,14 @@ std::vector<Burst> Engine::bursts(uint32_t device, Level level, int64_t from, in
     return b.take();
 }
 
+BurstSummary Engine::burstSummary(uint32_t device, Level level, int64_t gapNs) const
+{
+    BurstSplitter b(gapNs, false);
+    for (const Alloc& a : d_->trackOrThrow(device, level).allocs)
+        b.add(a.allocNs, a.size);
+    return b.summary();
+}
+
 namespace {
 
 const std::vector<double>* seriesByName(const Timeline& tl, const std::string& name)

@@ -165,6 +165,13 @@ struct Burst
     uint64_t bytes = 0;
 };
 
+// What a report says about a track's bursts.
+struct BurstSummary
+{
+    int64_t bursts = 0;             // bursts of more than one allocation
+    int64_t largestAllocations = 0; // allocations in the largest of them (0: none)
+};
+
 // Least-squares line y = slope * x + intercept.
 struct Trend
 {

@@ -202,6 +202,9 @@ private slots:
         QCOMPARE(w2.size(), size_t{2});
         QCOMPARE(w2[0].begin, int64_t{30});
         QCOMPARE(w2[1].begin, int64_t{50});
+        // The report's summary: one burst of more than one allocation (10, 20, 30).
+        QCOMPARE(e->burstSummary(0, Level::Framework, 15).bursts, int64_t{1});
+        QCOMPARE(e->burstSummary(0, Level::Framework, 15).largestAllocations, int64_t{3});
     }
 
     void heatmapOneAllocation()
