@@ -122,8 +122,8 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             while (st.step()) {
                 const int64_t t = st.i64(0);
                 if (st.i64(2) != lastDevice) devices.insert(lastDevice = st.i64(2));
-                auto [fs, added] = kernelFirstStart.try_emplace(st.i64(1), t);
-                if (!added && t < fs->second) fs->second = t;
+                auto [first, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+                if (!added && t < first->second) first->second = t;
                 auto it = std::upper_bound(starts.begin(), starts.end(), t);
                 if (it == starts.begin()) continue;
                 const auto k = static_cast<size_t>(it - starts.begin() - 1);
