@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <regex>
+#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -679,10 +681,33 @@ void Ingest::end()
     createIndexes(*db_);
     db_->exec("COMMIT");
     if (opts_.durable) db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
-    db_->exec("PRAGMA journal_mode=DELETE");
+    leaveWal();
     st_.reset();
     db_.reset();
     ended_ = true;
+}
+
+void Ingest::leaveWal()
+{
+    // Back to one plain file. SQLite refuses to leave WAL mode while any other connection is
+    // open on the file, at once and without calling the busy handler; a live viewer (the GUI
+    // following the recording) holds one for the few milliseconds of each refresh, so a stop
+    // that lands inside a refresh used to fail the whole recording ("database is locked"; the
+    // GUI then kept the live view). Everything is committed by now: retry for a while, and a
+    // file still shared after that stays in WAL mode, an equally valid session.
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::milliseconds(opts_.leaveWalWaitMs);
+    for (;;) {
+        try {
+            db_->exec("PRAGMA journal_mode=DELETE");
+            return;
+        } catch (const SessionError&) {
+            const int rc = sqlite3_errcode(db_->raw()) & 0xff;
+            if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) throw;
+            if (clock::now() >= deadline) return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
 }
 
 void Ingest::markEndedAbruptly(const std::string& why)

@@ -37,6 +37,10 @@ struct IngestOptions
     bool aliveAtEndIsAnomaly = true; // e.g. false for allocator snapshots
     // A marker whose message matches opens that frame (the first capture group is N).
     std::string framePattern = R"(^\s*frame\s*[ =:]\s*(\d+)\s*$)";
+    // end() switches a durable file back from WAL to one plain file, which SQLite allows only
+    // while no other connection is open on it (a live viewer opens one per refresh): it retries
+    // this long, then leaves the finished file in WAL mode.
+    int leaveWalWaitMs = 10000;
 };
 
 struct IngestStats
@@ -94,6 +98,7 @@ public:
     void setProgress(std::function<void(int64_t)> cb) { progress_ = std::move(cb); }
 
 private:
+    void leaveWal(); // end(): WAL -> one plain file, waiting for other connections to close
     struct LiveAlloc
     {
         int64_t id;

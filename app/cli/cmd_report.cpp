@@ -60,12 +60,9 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step, const sett
     }
     s.ratioTrend = e.trend(tl, "fragmentation_ratio", kNoTime, kNoTime);
     s.entropyTrend = e.trend(tl, "event_entropy", kNoTime, kNoTime);
-    const auto bursts = e.bursts(t.device, t.level, kNoTime, kNoTime, st.burstGapNs);
-    for (const Burst& b : bursts)
-        if (b.allocations > 1) {
-            ++s.bursts;
-            s.largestBurst = std::max(s.largestBurst, b.allocations);
-        }
+    const BurstSummary bursts = e.burstSummary(t.device, t.level, st.burstGapNs);
+    s.bursts = static_cast<size_t>(bursts.bursts);
+    s.largestBurst = bursts.largestAllocations;
     return s;
 }
 

@@ -246,6 +246,42 @@ void Engine::Impl::writeTimelineCache(const std::string& key, const Timeline& tl
     storeCache(path, cacheStamp, {{key, std::move(w.out)}});
 }
 
+// Devices that ran kernels and each kernel name's first start at or after firstStart (the first
+// frame's start, part of the key).
+bool Engine::Impl::readKernelIndexCache(int64_t firstStart) const
+{
+    if (cacheStamp.empty() || !session) return false;
+    std::string blob;
+    if (!fetchCache(session->db(), fmt::format("kernels:{}", firstStart), cacheStamp, blob))
+        return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    std::vector<int64_t> devices, names, starts;
+    if (!r.array(devices, r.get<uint64_t>())) return false;
+    const uint64_t n = r.get<uint64_t>();
+    if (!r.array(names, n) || !r.array(starts, n) || r.p != r.end) return false;
+    kernelDevices = std::move(devices);
+    kernelFirstStart.clear();
+    for (size_t i = 0; i < names.size(); ++i)
+        kernelFirstStart.emplace(names[i], starts[i]);
+    return true;
+}
+
+void Engine::Impl::writeKernelIndexCache(int64_t firstStart) const
+{
+    if (cacheStamp.empty()) return;
+    std::vector<int64_t> names, starts;
+    for (const auto& [name, start] : kernelFirstStart) {
+        names.push_back(name);
+        starts.push_back(start);
+    }
+    Writer w;
+    putArray(w, kernelDevices);
+    w.put<uint64_t>(names.size());
+    w.out.append(reinterpret_cast<const char*>(names.data()), names.size() * sizeof(int64_t));
+    w.out.append(reinterpret_cast<const char*>(starts.data()), starts.size() * sizeof(int64_t));
+    storeCache(path, cacheStamp, {{fmt::format("kernels:{}", firstStart), std::move(w.out)}});
+}
+
 bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
                                 std::vector<double>& reg) const
 {

@@ -135,6 +135,8 @@ public:
     Timeline timeline(const TimelineOptions& o) const;
     std::vector<Burst> bursts(uint32_t device, Level level, int64_t from = kNoTime,
                               int64_t to = kNoTime, int64_t gapNs = 5'000'000) const;
+    // Their count and the largest, without the list (a report's figures).
+    BurstSummary burstSummary(uint32_t device, Level level, int64_t gapNs = 5'000'000) const;
     // Trend of one timeline series ("fragmentation_ratio", "event_entropy", "fragment_entropy",
     // "largest_fragment", "fragment_count", "reserved", "allocated", "free") over [from, to],
     // x in hours from session begin (periods such as 0-48 h, 48-120 h).
@@ -151,6 +153,12 @@ public:
     std::optional<CollapseReport> collapseReport(int64_t frame) const;
     // Report for frame f as if it collapsed (precursors and diff of any frame).
     CollapseReport frameReport(int64_t frame) const;
+    // The same under other collapse rules (the GUI's rule editor): the collapses and the
+    // healthy baseline the ranking measures novelty against follow the rules, so the result
+    // equals that of an engine opened with them (`--rules FILE`).
+    std::optional<CollapseReport> collapseReport(int64_t frame,
+                                                 const std::vector<CollapseRule>& rules) const;
+    CollapseReport frameReport(int64_t frame, const std::vector<CollapseRule>& rules) const;
     std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
     std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
     // Kernel launches and graph launches starting in [from, to], by start time (at most limit

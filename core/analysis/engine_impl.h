@@ -372,6 +372,10 @@ struct Engine::Impl
     mutable bool kernelIndexReady = false;
     mutable std::vector<int64_t> kernelDevices;
     mutable std::unordered_map<int64_t, int64_t> kernelFirstStart;
+    // Fills the two above (under dbMutex), from analysis_cache when stored there.
+    void buildKernelIndex(int64_t firstStart) const;
+    bool readKernelIndexCache(int64_t firstStart) const; // under dbMutex
+    void writeKernelIndexCache(int64_t firstStart) const;
     std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
     std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
     AllocationInfo info(const TrackData& t, const Alloc& a) const;

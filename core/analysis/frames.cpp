@@ -106,15 +106,24 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             for (size_t fi : timed)
                 starts.push_back(frames[fi].start);
             std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-            Stmt st = db.prepare(
-                "SELECT start_ns, name FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
+            Stmt st = db.prepare("SELECT start_ns, name, device FROM kernels WHERE start_ns >= ?1"
+                                 " AND start_ns < ?2");
             st.bind(1, frames[timed.front()].start);
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
                 last = std::max(last, frames[fi].end);
             st.bind(2, last);
+            // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
+            // concern kernels inside frames, so starts from the first frame's start to the last
+            // frame's end say all it needs: a name that first runs later is in no frame.
+            kernelFirstStart.clear();
+            std::set<int64_t> devices;
+            int64_t lastDevice = -1;
             while (st.step()) {
                 const int64_t t = st.i64(0);
+                if (st.i64(2) != lastDevice) devices.insert(lastDevice = st.i64(2));
+                auto [first, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+                if (!added && t < first->second) first->second = t;
                 auto it = std::upper_bound(starts.begin(), starts.end(), t);
                 if (it == starts.begin()) continue;
                 const auto k = static_cast<size_t>(it - starts.begin() - 1);
@@ -132,6 +141,9 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                 for (const auto& [name, n] : names[k])
                     seen.insert(name);
             }
+            kernelDevices.assign(devices.begin(), devices.end());
+            kernelIndexReady = true;
+            if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);
         }
 
         if (o.useCache) writeFrameCache(timed);
@@ -143,10 +155,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             if (f.index >= collapses[c].firstFrame && f.index <= collapses[c].lastFrame)
                 f.collapse = static_cast<int>(c);
     for (FrameInfo& f : frames)
-        for (const CollapseRule& rule : o.rules) {
-            auto it = f.metrics.find(rule.metric);
-            if (it != f.metrics.end() && rule.broken(it->second)) f.breaksRule = true;
-        }
+        f.breaksRule = breaksAnyRule(f.metrics, o.rules);
 }
 
 std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseRule>& rules) const
@@ -196,16 +205,48 @@ std::vector<Collapse> Engine::collapsesWith(const std::vector<CollapseRule>& rul
 
 std::optional<CollapseReport> Engine::collapseReport(int64_t frame) const
 {
-    for (const Collapse& c : d_->collapses) {
+    return collapseReport(frame, d_->options.rules);
+}
+
+std::optional<CollapseReport> Engine::collapseReport(int64_t frame,
+                                                     const std::vector<CollapseRule>& rules) const
+{
+    const std::vector<Collapse> runs =
+        rules == d_->options.rules ? d_->collapses : d_->computeCollapses(rules);
+    for (const Collapse& c : runs) {
         if (frame >= c.firstFrame && frame <= c.lastFrame) {
             // The collapse starts at its first frame: that is where the precursors are.
-            CollapseReport r = frameReport(c.firstFrame);
+            CollapseReport r = frameReport(c.firstFrame, rules);
             r.collapse = c;
             r.frame = frame;
             return r;
         }
     }
     return std::nullopt;
+}
+
+void Engine::Impl::buildKernelIndex(int64_t firstStart) const
+{
+    // Then every frame's query is an index range. The stored copy first: on a long run (33 M
+    // kernels) the pass costs seconds, and a collapse query needs it at once.
+    if (!readKernelIndexCache(firstStart)) {
+        // One pass, aggregated here: SQLite's GROUP BY over an unindexed column sorts every
+        // row through a temporary B-tree (3.5x the CPU of the plain scan).
+        std::set<int64_t> devices;
+        {
+            Stmt st = session->db().prepare("SELECT device, name, start_ns FROM kernels");
+            while (st.step()) {
+                devices.insert(st.i64(0));
+                const int64_t t = st.i64(2);
+                if (t < firstStart) continue;
+                auto [it, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+                if (!added && t < it->second) it->second = t;
+            }
+        }
+        kernelDevices.assign(devices.begin(), devices.end());
+        writeKernelIndexCache(firstStart);
+    }
+    kernelIndexReady = true;
 }
 
 std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
@@ -219,18 +260,7 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
         if (f.start != kNoTime) firstStart = std::min(firstStart, f.start);
     std::lock_guard lock(d_->dbMutex);
     Db& db = d_->session->db();
-    if (!d_->kernelIndexReady) {
-        // One pass each, then every frame's query is an index range.
-        Stmt dv = db.prepare("SELECT DISTINCT device FROM kernels");
-        while (dv.step())
-            d_->kernelDevices.push_back(dv.i64(0));
-        Stmt fs = db.prepare(
-            "SELECT name, MIN(start_ns) FROM kernels WHERE start_ns >= ?1 GROUP BY name");
-        fs.bind(1, firstStart);
-        while (fs.step())
-            d_->kernelFirstStart.emplace(fs.i64(0), fs.i64(1));
-        d_->kernelIndexReady = true;
-    }
+    if (!d_->kernelIndexReady) d_->buildKernelIndex(firstStart);
     std::map<int64_t, KernelSummary> byName;
     Stmt st =
         db.prepare("SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"

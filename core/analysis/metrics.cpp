@@ -233,18 +233,46 @@ Correlation correlate(std::span<const double> x, std::span<const double> y)
 std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const uint64_t> sizes,
                                int64_t gapNs)
 {
-    std::vector<Burst> out;
-    for (size_t i = 0; i < times.size(); ++i) {
-        const uint64_t s = i < sizes.size() ? sizes[i] : 0;
-        if (out.empty() || times[i] - out.back().end >= gapNs) {
-            out.push_back({times[i], times[i], 1, s});
-        } else {
-            out.back().end = times[i];
-            ++out.back().allocations;
-            out.back().bytes += s;
-        }
+    BurstSplitter b(gapNs);
+    for (size_t i = 0; i < times.size(); ++i)
+        b.add(times[i], i < sizes.size() ? sizes[i] : 0);
+    return b.take();
+}
+
+void BurstSplitter::add(int64_t time, uint64_t size)
+{
+    if (open_ && time - current_.end < gapNs_) {
+        current_.end = time;
+        ++current_.allocations;
+        current_.bytes += size;
+        return;
     }
-    return out;
+    close();
+    current_ = {time, time, 1, size};
+    open_ = true;
+}
+
+void BurstSplitter::close()
+{
+    if (!open_) return;
+    open_ = false;
+    if (current_.allocations > 1) {
+        ++sum_.bursts;
+        sum_.largestAllocations = std::max(sum_.largestAllocations, current_.allocations);
+    }
+    if (keep_) out_.push_back(current_);
+}
+
+std::vector<Burst> BurstSplitter::take()
+{
+    close();
+    return std::move(out_);
+}
+
+BurstSummary BurstSplitter::summary()
+{
+    close();
+    return sum_;
 }
 
 } // namespace fs::analysis

@@ -53,6 +53,25 @@ double correlationPValue(double r, int64_t n);
 // previous allocation is >= gapNs. sizes[i] is the size of the allocation at times[i].
 std::vector<Burst> splitBursts(std::span<const int64_t> times, std::span<const uint64_t> sizes,
                                int64_t gapNs = 5'000'000);
+// The same one allocation at a time (no copy of a track's times and sizes). keep = false keeps
+// only the summary (no list of bursts: a long run has tens of millions).
+class BurstSplitter
+{
+public:
+    explicit BurstSplitter(int64_t gapNs, bool keep = true) : gapNs_(gapNs), keep_(keep) {}
+    void add(int64_t time, uint64_t size);
+    std::vector<Burst> take(); // the bursts so far, and starts afresh
+    BurstSummary summary();    // of every burst added so far
+
+private:
+    void close();
+    int64_t gapNs_;
+    bool keep_;
+    bool open_ = false;
+    Burst current_;
+    std::vector<Burst> out_;
+    BurstSummary sum_;
+};
 
 // Ranks with ties averaged (1-based), as Spearman uses them.
 std::vector<double> averageRanks(std::span<const double> v);

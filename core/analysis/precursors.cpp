@@ -214,6 +214,11 @@ Precursor fold(std::vector<Precursor>& rows)
 
 CollapseReport Engine::frameReport(int64_t frame) const
 {
+    return frameReport(frame, d_->options.rules);
+}
+
+CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule>& rules) const
+{
     CollapseReport rep;
     rep.frame = frame;
     rep.collapse = {frame, frame, {}};
@@ -241,11 +246,13 @@ CollapseReport Engine::frameReport(int64_t frame) const
     rep.windowEnd = it->end;
     const FrameInfo* prev = pos > 0 ? timed[static_cast<size_t>(pos - 1)] : nullptr;
 
-    // The healthy baseline: frames before the window that break no rule.
+    // The healthy baseline: frames before the window that break none of the given rules (a
+    // frame breaks a rule exactly when it belongs to one of their collapses). Not the open()
+    // rules' FrameInfo::breaksRule: the ranking must follow a rule change.
     std::vector<const FrameInfo*> baseline;
     for (int64_t q = pos - 1; q >= 0 && baseline.size() < kBaselineFrames; --q) {
         const FrameInfo* f = timed[static_cast<size_t>(q)];
-        if (f->start < rep.windowBegin && !f->breaksRule && f->collapse < 0) baseline.push_back(f);
+        if (f->start < rep.windowBegin && !breaksAnyRule(f->metrics, rules)) baseline.push_back(f);
     }
     std::reverse(baseline.begin(), baseline.end());
     for (const FrameInfo* f : baseline)

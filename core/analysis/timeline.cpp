@@ -94,14 +94,22 @@ std::vector<Burst> Engine::bursts(uint32_t device, Level level, int64_t from, in
     const TrackData& td = d_->trackOrThrow(device, level);
     if (from == kNoTime) from = std::numeric_limits<int64_t>::min();
     if (to == kNoTime) to = std::numeric_limits<int64_t>::max();
-    std::vector<int64_t> times;
-    std::vector<uint64_t> sizes;
-    for (const Alloc& a : td.allocs) {
-        if (a.allocNs < from || a.allocNs > to) continue;
-        times.push_back(a.allocNs);
-        sizes.push_back(a.size);
-    }
-    return splitBursts(times, sizes, gapNs);
+    // Allocations are sorted by time: the window's are one range, split in place (a copy of a
+    // 33 M-allocation track's times and sizes took 0.8 GB at its peak).
+    auto it = std::lower_bound(td.allocs.begin(), td.allocs.end(), from,
+                               [](const Alloc& a, int64_t t) { return a.allocNs < t; });
+    BurstSplitter b(gapNs);
+    for (; it != td.allocs.end() && it->allocNs <= to; ++it)
+        b.add(it->allocNs, it->size);
+    return b.take();
+}
+
+BurstSummary Engine::burstSummary(uint32_t device, Level level, int64_t gapNs) const
+{
+    BurstSplitter b(gapNs, false);
+    for (const Alloc& a : d_->trackOrThrow(device, level).allocs)
+        b.add(a.allocNs, a.size);
+    return b.summary();
 }
 
 namespace {

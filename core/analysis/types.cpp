@@ -22,6 +22,16 @@ std::vector<CollapseRule> defaultCollapseRules()
     };
 }
 
+bool breaksAnyRule(const std::map<std::string, double>& metrics,
+                   const std::vector<CollapseRule>& rules)
+{
+    for (const CollapseRule& rule : rules) {
+        auto it = metrics.find(rule.metric);
+        if (it != metrics.end() && rule.broken(it->second)) return true;
+    }
+    return false;
+}
+
 const char* precursorKindName(PrecursorKind k)
 {
     switch (k) {

@@ -165,6 +165,13 @@ struct Burst
     uint64_t bytes = 0;
 };
 
+// What a report says about a track's bursts.
+struct BurstSummary
+{
+    int64_t bursts = 0;             // bursts of more than one allocation
+    int64_t largestAllocations = 0; // allocations in the largest of them (0: none)
+};
+
 // Least-squares line y = slope * x + intercept.
 struct Trend
 {
@@ -228,7 +235,12 @@ struct CollapseRule
     double threshold = 0;
     bool broken(double v) const { return compare == Compare::Less ? v < threshold : v > threshold; }
     std::string describe() const; // "coherence_score < 0.05"
+    bool operator==(const CollapseRule&) const = default;
 };
+
+// True when frame metrics break at least one of the rules.
+bool breaksAnyRule(const std::map<std::string, double>& metrics,
+                   const std::vector<CollapseRule>& rules);
 
 // Defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
 // clip_entropy_bits > 2.95.

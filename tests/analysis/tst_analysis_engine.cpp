@@ -192,6 +192,19 @@ private slots:
         const auto b = e->bursts(0, Level::Framework, kNoTime, kNoTime, 15);
         QCOMPARE(b.size(), size_t{2});
         QCOMPARE(b[0].allocations, int64_t{3});
+        // A window keeps the allocations with from <= time <= to: [20, 30] holds 20 and 30
+        // (one burst of 2); [21, 50] holds 30 and 50 (two bursts of 1).
+        const auto w = e->bursts(0, Level::Framework, 20, 30, 15);
+        QCOMPARE(w.size(), size_t{1});
+        QCOMPARE(w[0].allocations, int64_t{2});
+        QCOMPARE(w[0].begin, int64_t{20});
+        const auto w2 = e->bursts(0, Level::Framework, 21, 50, 15);
+        QCOMPARE(w2.size(), size_t{2});
+        QCOMPARE(w2[0].begin, int64_t{30});
+        QCOMPARE(w2[1].begin, int64_t{50});
+        // The report's summary: one burst of more than one allocation (10, 20, 30).
+        QCOMPARE(e->burstSummary(0, Level::Framework, 15).bursts, int64_t{1});
+        QCOMPARE(e->burstSummary(0, Level::Framework, 15).largestAllocations, int64_t{3});
     }
 
     void heatmapOneAllocation()

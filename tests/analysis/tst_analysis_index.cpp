@@ -104,6 +104,58 @@ private slots:
         QCOMPARE(stored.step, computed.step);
     }
 
+    void kernelFirstStartsAreKept()
+    {
+        // Frames 0-3 of 1000 ns from t = 1000. "a" runs in every frame; "b" first in frame 2,
+        // again in 3; "c" once before the first frame (which does not count) and in frame 3. So
+        // frame 2 has "b" new, frame 3 has "c" new, and nothing is new in frame 1. The first
+        // open computes each name's first start in one pass over the kernels and stores it; a
+        // reopen answers from the stored copy, and a malformed copy is recomputed.
+        const std::string path = dir_.filePath("kernels.fragscope").toStdString();
+        {
+            Ingest in(options(path));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            kernel(in, 100, 200, "c");
+            for (int f = 0; f < 4; ++f) {
+                const int64_t s = 1000 * (f + 1);
+                mark(in, s, "frame " + std::to_string(f));
+                kernel(in, s + 100, s + 200, "a");
+                if (f >= 2) kernel(in, s + 300, s + 400, "b");
+                if (f == 3) kernel(in, s + 500, s + 600, "c");
+            }
+            mark(in, 5000, "end");
+            in.end();
+        }
+        auto newIn = [](const Engine& e, int64_t frame) {
+            std::vector<std::string> out;
+            for (const KernelSummary& k : e.kernelsInFrame(frame))
+                if (k.newInFrame) out.push_back(k.name);
+            return out;
+        };
+        const std::vector<std::string> none, b{"b"}, c{"c"};
+        auto check = [&](const Engine& e) {
+            QCOMPARE(newIn(e, 1), none);
+            QCOMPARE(newIn(e, 2), b);
+            QCOMPARE(newIn(e, 3), c);
+            QCOMPARE(e.kernelsInFrame(3).size(), size_t(3));
+        };
+        check(*Engine::open(path));
+        if (QTest::currentTestFailed()) return;
+        {
+            Db db(path, SQLITE_OPEN_READONLY);
+            QCOMPARE(db.scalar("SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'kernels:%'"),
+                     int64_t(1));
+        }
+        check(*Engine::open(path));
+        if (QTest::currentTestFailed()) return;
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE analysis_cache SET value = x'0100' WHERE key LIKE 'kernels:%'");
+        }
+        check(*Engine::open(path));
+    }
+
     void levelOfDetailIsKept()
     {
         // The preview's grid is built once and stored: a reopen answers the same preview from

@@ -95,6 +95,13 @@ private slots:
         const std::vector<uint64_t> s{10, 20, 30, 40, 50, 60};
         const auto b = splitBursts(t, s, 5'000'000);
         QCOMPARE(b.size(), size_t{3});
+        // Without the list: 2 bursts of more than one allocation, the largest of 3.
+        BurstSplitter only(5'000'000, false);
+        for (size_t i = 0; i < t.size(); ++i)
+            only.add(t[i], s[i]);
+        QCOMPARE(only.summary().bursts, int64_t{2});
+        QCOMPARE(only.summary().largestAllocations, int64_t{3});
+        QVERIFY(only.take().empty());
         QCOMPARE(b[0].allocations, int64_t{3});
         QCOMPARE(b[0].bytes, uint64_t{60});
         QCOMPARE(b[0].end, int64_t{2'000'000});

@@ -31,7 +31,9 @@ namespace {
 //   S+390+100j and freed at S+450+100j: gemm_big with 512 KiB, except in frame 5 where calls
 //   j = 1..3 run gemm_small with 128 KiB.
 // - withOom: an OOM of 8 MiB at S+480 of frame 5 (between call 0 and call 1).
-void buildSession(const std::string& path, bool withOom)
+// - withIdMatch: every frame also reports id_match_rate 0.9, except frame 1 with 0.7: healthy
+//   under the default rule (< 0.65), broken under "id_match_rate < 0.8".
+void buildSession(const std::string& path, bool withOom, bool withIdMatch = false)
 {
     Ingest in(options(path));
     in.begin();
@@ -40,6 +42,8 @@ void buildSession(const std::string& path, bool withOom)
         const int64_t s = 1000 * (i + 1);
         mark(in, s, "frame " + std::to_string(i));
         mark(in, s + 1, i == 5 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
+        if (withIdMatch)
+            mark(in, s + 2, i == 1 ? "metric id_match_rate=0.7" : "metric id_match_rate=0.9");
         in.add(ev(EventType::RegionCreate, s + 100, kBase + 64 * MiB, MiB));
         if (i == 1 || i == 4) {
             in.add(ev(EventType::Alloc, s + 200, kBase, 3 * MiB));
@@ -183,6 +187,66 @@ private slots:
             QCOMPARE(p[i].score, 0.0);
             QVERIFY(p[i].background);
         }
+    }
+
+    // The ranking follows the collapse rules it is asked with (the GUI's rule editor), and equals
+    // that of an engine opened with those rules (the CLI's --rules FILE).
+    void rankingFollowsRules()
+    {
+        const auto f = path("idmatch.fragscope");
+        buildSession(f, false, true);
+        const std::vector<CollapseRule> strict = {
+            {"coherence_score", Compare::Less, 0.05},
+            {"id_match_rate", Compare::Less, 0.8},
+        };
+        const auto e = Engine::open(f); // default rules: frame 1 (id_match_rate 0.7) is healthy
+        QCOMPARE(e->collapses().size(), size_t{1});
+        const CollapseReport before = e->frameReport(5);
+        QCOMPARE(before.baselineFrames, (std::vector<int64_t>{0, 1, 2}));
+        // Under the strict rules frame 1 collapses: the baseline of frame 5 (window frames 3-5)
+        // is frames 0 and 2. The 3 MiB split of frame 4 happened in frame 1 only, which is no
+        // longer healthy: novelty 1 (was 2/3), score 1/2 x 1 x 0.375 = 0.1875 (was 0.125). The
+        // churning segment is still in every healthy frame: background, seen in 2 of 2.
+        const CollapseReport after = e->frameReport(5, strict);
+        QCOMPARE(after.baselineFrames, (std::vector<int64_t>{0, 2}));
+        const auto split =
+            std::find_if(after.precursors.begin(), after.precursors.end(), [](const Precursor& p) {
+                return p.kind == PrecursorKind::SplitLargest && p.time == 5200;
+            });
+        QVERIFY(split != after.precursors.end());
+        QCOMPARE(split->evidence.seenInHealthy, int64_t{0});
+        QCOMPARE(split->evidence.healthyFrames, int64_t{2});
+        QCOMPARE(split->evidence.novelty, 1.0);
+        QVERIFY(std::fabs(split->score - 0.1875) < 1e-12);
+        for (const Precursor& p : after.precursors)
+            if (p.kind == PrecursorKind::RegionCreated || p.kind == PrecursorKind::RegionReleased)
+                QVERIFY(p.background);
+
+        // An engine opened with the strict rules (what `fragscope collapse --rules` runs) gives
+        // the same collapses and the same ranking, row by row.
+        LoadOptions o;
+        o.rules = strict;
+        const auto byCli = Engine::open(f, o);
+        QCOMPARE(byCli->collapses().size(), size_t{2}); // frame 1, frame 5
+        const auto viaRules = e->collapseReport(5, strict);
+        const auto opened = byCli->collapseReport(5);
+        QVERIFY(viaRules && opened);
+        QVERIFY(!e->collapseReport(1).has_value());
+        QVERIFY(e->collapseReport(1, strict).has_value());
+        QCOMPARE(viaRules->baselineFrames, opened->baselineFrames);
+        QCOMPARE(viaRules->collapse.brokenRules, opened->collapse.brokenRules);
+        QCOMPARE(viaRules->precursors.size(), opened->precursors.size());
+        for (size_t i = 0; i < opened->precursors.size(); ++i) {
+            const Precursor& a = viaRules->precursors[i];
+            const Precursor& b = opened->precursors[i];
+            QCOMPARE(a.kind, b.kind);
+            QCOMPARE(a.time, b.time);
+            QCOMPARE(a.score, b.score);
+            QCOMPARE(a.background, b.background);
+            QCOMPARE(a.description, b.description);
+        }
+        // The open() rules are still answered as before.
+        QCOMPARE(e->frameReport(5).baselineFrames, (std::vector<int64_t>{0, 1, 2}));
     }
 
     // An OOM inside the collapsed frame ranks first: closeness 1, novelty 1 (no healthy frame

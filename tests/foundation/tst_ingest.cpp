@@ -100,6 +100,70 @@ private slots:
         QCOMPARE(sum.health.anomalyTotal(), int64_t{1});
     }
 
+    void endWaitsForAViewerToClose()
+    {
+        // A live viewer (the GUI following a recording) opens a connection on the file for each
+        // refresh. SQLite refuses to leave WAL mode while another connection is open, at once
+        // and without the busy handler, so a stop that landed inside a refresh failed the whole
+        // recording with "database is locked". end() now waits for the viewer to let go.
+        const auto f = path("viewer.fragscope");
+        Ingest in(opts(f));
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
+        in.add(ev(EventType::Alloc, 10, kBase, 4096));
+        in.tick();
+        auto viewer = std::make_unique<Session>(Session::open(f, false));
+        QCOMPARE(viewer->db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{0}); // live
+        std::thread closer([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            viewer.reset();
+        });
+        std::string error;
+        try {
+            in.end();
+        } catch (const std::exception& e) {
+            error = e.what(); // before: "...: database is locked"
+        }
+        closer.join();
+        QVERIFY2(error.empty(), error.c_str());
+        Session s = Session::open(f);
+        QCOMPARE(s.db().scalarText("PRAGMA journal_mode"), std::string("delete"));
+        QVERIFY(!QFile::exists(QString::fromStdString(f + "-wal")));
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
+        QCOMPARE(s.db().scalarText("SELECT value FROM meta WHERE key = 'state'"),
+                 std::string("complete"));
+    }
+
+    void endKeepsWalWhenAViewerStays()
+    {
+        // A viewer that never lets go: after leaveWalWaitMs the session is finished all the
+        // same (everything is committed), in WAL mode, and opens like any other.
+        const auto f = path("viewer-stays.fragscope");
+        IngestOptions o = opts(f);
+        o.leaveWalWaitMs = 50;
+        Ingest in(o);
+        in.begin();
+        in.add(ev(EventType::RegionCreate, 0, kBase, 1 << 20));
+        in.add(ev(EventType::Alloc, 10, kBase, 4096));
+        in.add(ev(EventType::Free, 20, kBase));
+        in.tick();
+        {
+            Session viewer = Session::open(f, false);
+            std::string error;
+            try {
+                in.end();
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+            QVERIFY2(error.empty(), error.c_str());
+            QCOMPARE(viewer.db().scalarText("PRAGMA journal_mode"), std::string("wal"));
+        }
+        Session s = Session::open(f);
+        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
+        QCOMPARE(s.db().scalarText("SELECT value FROM meta WHERE key = 'state'"),
+                 std::string("complete"));
+    }
+
     void regionsNestAcrossLevels()
     {
         // An NVTX heap (framework level) registered over a cudaMalloc (a driver-level region at

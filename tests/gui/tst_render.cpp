@@ -426,6 +426,62 @@ private slots:
         QVERIFY(sawRegion);
     }
 
+    void rankingFollowsRuleChange()
+    {
+        // Adding "flow_l2_px < 2.35" breaks frames 0-3 (flow 2.0 + 0.1 f), a collapse of its
+        // own; 17-18 still collapse by coherence. The precursor window of frame 17 (lookback 2)
+        // starts at frame 15, so its healthy baseline shrinks from frames 0-14 (default rules)
+        // to frames 4-14. The GUI's rule change (withRules), the engine opened with the rules and
+        // `fragscope collapse --rules` must give the same ranking.
+        const std::vector<analysis::CollapseRule> rules = {
+            {"coherence_score", analysis::Compare::Less, 0.05},
+            {"flow_l2_px", analysis::Compare::Less, 2.35}};
+        std::vector<int64_t> all;
+        for (int64_t f = 0; f <= 14; ++f)
+            all.push_back(f);
+        QCOMPARE(scene_->frameReport(17).baselineFrames, all);
+        const auto copy = scene_->withRules(rules);
+        QCOMPARE(copy->collapses.size(), size_t(2));
+        QCOMPARE(copy->collapses[0].lastFrame, int64_t(3));
+        QCOMPARE(copy->collapses[1].firstFrame, int64_t(17));
+        const auto rep = copy->frameReport(17);
+        QCOMPARE(rep.baselineFrames, std::vector<int64_t>(all.begin() + 4, all.end()));
+        // The scenes share one report cache: the original's report is still its own.
+        QCOMPARE(scene_->frameReport(17).baselineFrames, all);
+
+        analysis::LoadOptions o;
+        o.rules = rules;
+        const auto opened = analysis::Engine::open(fixture_.toStdString(), o)->frameReport(17);
+        QCOMPARE(rep.baselineFrames, opened.baselineFrames);
+        compareRankings(rep, opened);
+        if (QTest::currentTestFailed()) return;
+
+        const QString rulesFile = dir_.filePath("rules-flow.json");
+        {
+            QFile f(rulesFile);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(R"([{"metric": "coherence_score", "compare": "<", "threshold": 0.05},
+                        {"metric": "flow_l2_px", "compare": "<", "threshold": 2.35}])");
+        }
+        const auto r = fstest::runCli({"collapse", fixture_, "--frame", "17", "--rules", rulesFile,
+                                       "--top", "100000", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonArray base = j["baseline_frames"].toArray();
+        QCOMPARE(base.size(), qsizetype(11));
+        for (qsizetype i = 0; i < base.size(); ++i)
+            QCOMPARE(base[i].toInteger(), rep.baselineFrames[size_t(i)]);
+        const QJsonArray pre = j["precursors"].toArray();
+        QCOMPARE(size_t(pre.size()), rep.precursors.size());
+        for (qsizetype i = 0; i < pre.size(); ++i) {
+            const QJsonObject p = pre[i].toObject();
+            QCOMPARE(p["time"].toInteger(), rep.precursors[size_t(i)].time);
+            QCOMPARE(p["description"].toString().toStdString(),
+                     rep.precursors[size_t(i)].description);
+            QVERIFY(std::abs(p["score"].toDouble() - rep.precursors[size_t(i)].score) < 1e-9);
+        }
+    }
+
     void liveRefreshesEqualFinishedFile()
     {
         // The fixture as a live viewer sees it while it is recorded: a LiveScene refreshed after
@@ -512,6 +568,19 @@ private slots:
         compareWithFinished(live, path, 16);
     }
 
+    // The same precursor ranking, row by row.
+    static void compareRankings(const analysis::CollapseReport& a,
+                                const analysis::CollapseReport& b)
+    {
+        QCOMPARE(a.precursors.size(), b.precursors.size());
+        for (size_t k = 0; k < b.precursors.size(); ++k) {
+            QCOMPARE(a.precursors[k].kind, b.precursors[k].kind);
+            QCOMPARE(a.precursors[k].time, b.precursors[k].time);
+            QCOMPARE(a.precursors[k].score, b.precursors[k].score);
+            QCOMPARE(a.precursors[k].description, b.precursors[k].description);
+        }
+    }
+
     static void compareWithFinished(LiveScene& live, const std::string& path, int samples)
     {
         const auto last = live.refresh();
@@ -535,15 +604,8 @@ private slots:
                 QCOMPARE(a.allocator[k].allocs, b.allocator[k].allocs);
             }
             // The same precursor ranking.
-            const auto ra = last->frameReport(a.index);
-            const auto rb = full->frameReport(b.index);
-            QCOMPARE(ra.precursors.size(), rb.precursors.size());
-            for (size_t k = 0; k < rb.precursors.size(); ++k) {
-                QCOMPARE(ra.precursors[k].kind, rb.precursors[k].kind);
-                QCOMPARE(ra.precursors[k].time, rb.precursors[k].time);
-                QCOMPARE(ra.precursors[k].score, rb.precursors[k].score);
-                QCOMPARE(ra.precursors[k].description, rb.precursors[k].description);
-            }
+            compareRankings(last->frameReport(a.index), full->frameReport(b.index));
+            if (QTest::currentTestFailed()) return;
         }
         QCOMPARE(last->collapses.size(), full->collapses.size());
         for (size_t li = 0; li < full->levels.size(); ++li) {

@@ -203,10 +203,11 @@ analysis::CollapseReport Scene::frameReport(int64_t f) const
 {
     if (!engine) return {};
     std::lock_guard lock(reportCache->mutex);
-    if (reportCache->frame != f || live) {
+    if (reportCache->frame != f || reportCache->rules != rules || live) {
         reportCache->report =
-            locked(*this, [&](const analysis::Engine& e) { return e.frameReport(f); });
+            locked(*this, [&](const analysis::Engine& e) { return e.frameReport(f, rules); });
         reportCache->frame = f;
+        reportCache->rules = rules;
     }
     return reportCache->report;
 }

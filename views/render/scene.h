@@ -52,11 +52,13 @@ struct Scene
     bool live = false; // from a recording still being written (LiveScene)
     // The engine's last frame report: the inspector and the kernel lane ask for the same frame
     // (a report ranks every precursor of the window: tens of ms on a long run). Shared by the
-    // scenes withRules() makes, whose reports are the same.
+    // scenes withRules() makes; keyed by frame and rules, since the ranking's healthy baseline
+    // follows the rules.
     struct ReportCache
     {
         std::mutex mutex;
         int64_t frame = kNoTime;
+        std::vector<analysis::CollapseRule> rules;
         analysis::CollapseReport report;
     };
     std::shared_ptr<ReportCache> reportCache = std::make_shared<ReportCache>();
@@ -95,7 +97,8 @@ struct Scene
     analysis::MemmapRaster memmap(int li, int64_t t, int order) const;
     std::optional<analysis::AllocationInfo> allocationAt(int li, int64_t t, uint64_t addr) const;
     std::optional<analysis::AllocationInfo> allocation(int64_t id) const;
-    // Precursors and the f-1 -> f diff of frame f, as if it collapsed (the engine's ranking).
+    // Precursors and the f-1 -> f diff of frame f, as if it collapsed (the engine's ranking
+    // under this scene's rules).
     analysis::CollapseReport frameReport(int64_t frame) const;
     std::vector<analysis::KernelSummary> kernelsInFrame(int64_t frame) const;
     std::vector<analysis::KernelSpan> kernelSpans(int64_t from, int64_t to) const;
