@@ -1,8 +1,8 @@
 // fragscope compare A B [--json]: two sessions side by side (actual vs what-if, or two
-// recordings). Figures come from fs::alloc::compareSessions (the analysis engine); this file
+// recordings). Figures come from fs::analysis::compareSessions (the analysis engine); this file
 // only prints.
 #include "command.h"
-#include "core/alloc/compare.h"
+#include "core/analysis/compare.h"
 #include "core/format.h"
 #include "core/json.h"
 
@@ -11,7 +11,7 @@
 
 using namespace fs;
 using namespace fs::cli;
-using namespace fs::alloc;
+using namespace fs::analysis;
 
 namespace {
 

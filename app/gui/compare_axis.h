@@ -1,5 +1,5 @@
 // How the compare window lines up its views: the plots' x axis (frame number when both sessions
-// have frames, else seconds from the session's start, as fs::alloc::compareSessions aligns its
+// have frames, else seconds from the session's start, as fs::analysis::compareSessions aligns its
 // rows) and each heatmap's own time axis. Each side maps through its own frames, so zooming one
 // heatmap shows the same frames (or the same offset from the start) on the other and on the
 // plots. Coordinates only: no figure is computed here.

@@ -30,7 +30,7 @@ QString signedBytes(int64_t d)
            bytes(static_cast<uint64_t>(d < 0 ? -d : d));
 }
 
-QString sideTitle(const alloc::SideSummary& s)
+QString sideTitle(const analysis::SideSummary& s)
 {
     QString t = QString::fromStdString(s.path);
     if (!s.label.empty()) t += QStringLiteral("  (") + QString::fromStdString(s.label) + ")";
@@ -39,7 +39,7 @@ QString sideTitle(const alloc::SideSummary& s)
 }
 
 // The heading over a side's heatmap: a what-if replay is named by its label, never as a run.
-QString heatmapTitle(const char* side, const alloc::SideSummary& s)
+QString heatmapTitle(const char* side, const analysis::SideSummary& s)
 {
     const QString file = QFileInfo(QString::fromStdString(s.path)).fileName();
     if (s.whatIf)
@@ -76,7 +76,7 @@ QCustomPlot* makePlot(const QString& yLabel)
 }
 
 // The scene's track the comparison is about (its device and level), else the default one.
-int levelOf(const render::Scene& s, const alloc::SideSummary& side)
+int levelOf(const render::Scene& s, const analysis::SideSummary& side)
 {
     for (size_t i = 0; i < s.levels.size(); ++i)
         if (s.levels[i].device == side.device && s.levels[i].level == side.level)
@@ -84,7 +84,7 @@ int levelOf(const render::Scene& s, const alloc::SideSummary& side)
     return s.defaultLevel();
 }
 
-CompareAxis axisOf(const alloc::Comparison& c, const render::Scene& s)
+CompareAxis axisOf(const analysis::Comparison& c, const render::Scene& s)
 {
     if (!c.byFrame) return CompareAxis::byTime(s.timeBegin());
     std::vector<std::pair<int64_t, int64_t>> knots;
@@ -97,7 +97,7 @@ CompareAxis axisOf(const alloc::Comparison& c, const render::Scene& s)
 
 struct CompareWindow::Loaded
 {
-    alloc::Comparison c;
+    analysis::Comparison c;
     std::shared_ptr<const render::Scene> scene[2];
 };
 
@@ -182,7 +182,7 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
             auto r = std::make_shared<Loaded>();
             r->scene[0] = render::loadScene(pa);
             r->scene[1] = render::loadScene(pb);
-            r->c = alloc::compareSessions(pa, pb, 100, r->scene[0]->engine, r->scene[1]->engine);
+            r->c = analysis::compareSessions(pa, pb, 100, r->scene[0]->engine, r->scene[1]->engine);
             l = std::move(r);
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());
@@ -302,14 +302,14 @@ void CompareWindow::plotMoved(const QCPRange& r)
 
 void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
 {
-    c_ = std::shared_ptr<const alloc::Comparison>(l, &l->c);
-    const alloc::Comparison& c = *c_;
+    c_ = std::shared_ptr<const analysis::Comparison>(l, &l->c);
+    const analysis::Comparison& c = *c_;
     QString status = tr("A: %1\nB: %2").arg(sideTitle(c.a), sideTitle(c.b));
     for (const auto& n : c.notes)
         status += "\n" + tr("note: %1").arg(QString::fromStdString(n));
     status_->setText(status);
 
-    const alloc::SummaryDifference& d = c.difference;
+    const analysis::SummaryDifference& d = c.difference;
     const QList<QStringList> sum = {
         {tr("peak reserved"), bytes(c.a.peakReserved), bytes(c.b.peakReserved),
          signedBytes(d.peakReserved)},
@@ -340,12 +340,12 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
                                       tr("largest free A"), tr("largest free B"), tr("OOMs A/B"),
                                       tr("collapse A/B")});
     rows_->setRowCount(static_cast<int>(c.rows.size()));
-    auto collapse = [](const alloc::SideSummary& s, const alloc::PointFigures& p) {
+    auto collapse = [](const analysis::SideSummary& s, const analysis::PointFigures& p) {
         return !s.collapsesKnown() ? QStringLiteral("?") : p.collapsed ? tr("yes") : tr("-");
     };
     QVector<double> x, ra, rb, fa, fb;
     for (size_t i = 0; i < c.rows.size(); ++i) {
-        const alloc::CompareRow& r = c.rows[i];
+        const analysis::CompareRow& r = c.rows[i];
         const double kx = c.byFrame ? static_cast<double>(r.key) : static_cast<double>(r.key) / 1e9;
         x << kx;
         ra << static_cast<double>(r.a.reserved) / double(1ull << 30);
@@ -388,7 +388,7 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
     draw(frag_, fa, fb);
     linking_ = false;
 
-    const alloc::SideSummary* side[2] = {&c.a, &c.b};
+    const analysis::SideSummary* side[2] = {&c.a, &c.b};
     for (int k = 0; k < 2; ++k) {
         scene_[k] = l->scene[k];
         axis_[k] = axisOf(c, *scene_[k]);

@@ -1,6 +1,6 @@
 // The GUI's compare mode: two sessions side by side (an actual run and its what-if replay, or two
-// recordings). The figures are fs::alloc::compareSessions' (the analysis engine's), computed on a
-// worker thread with both sessions' scenes; this window only draws them: A's and B's heatmaps
+// recordings). The figures are fs::analysis::compareSessions' (the analysis engine's), computed on
+// a worker thread with both sessions' scenes; this window only draws them: A's and B's heatmaps
 // side by side, B's reserved bytes and fragmentation ratio overlaid on A's, the summaries with
 // B - A, and the per-frame (or per-instant) rows. The heatmaps and the plots zoom and pan
 // together (compare_axis.h says how their axes line up). A what-if run (setWhatIf) shows its
@@ -8,8 +8,8 @@
 #pragma once
 
 #include "compare_axis.h"
-#include "core/alloc/compare.h"
 #include "core/alloc/whatif.h"
+#include "core/analysis/compare.h"
 #include "render/render.h"
 
 #include <QWidget>
@@ -36,7 +36,7 @@ public:
     void setWhatIf(std::shared_ptr<const alloc::WhatIfResult> r);
     const alloc::WhatIfResult* whatIf() const { return whatIf_.get(); }
     // The comparison shown; null until it is computed (or when it failed).
-    const alloc::Comparison* comparison() const { return c_.get(); }
+    const analysis::Comparison* comparison() const { return c_.get(); }
     QCustomPlot* reservedPlot() const { return reserved_; }
     QCustomPlot* fragmentationPlot() const { return frag_; }
     QTableWidget* rowsTable() const { return rows_; }
@@ -62,7 +62,7 @@ private:
     void saveB();
 
     QString pathB_;
-    std::shared_ptr<const alloc::Comparison> c_;
+    std::shared_ptr<const analysis::Comparison> c_;
     std::shared_ptr<const render::Scene> scene_[2];
     std::shared_ptr<const alloc::WhatIfResult> whatIf_;
     CompareAxis axis_[2];

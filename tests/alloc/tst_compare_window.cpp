@@ -1,5 +1,5 @@
 // The GUI's compare mode (app/gui/compare_window.h) on two simulated seeds: it shows what
-// fs::alloc::compareSessions computed (rows, overlaid plots with a linked x range, heatmaps side
+// fs::analysis::compareSessions computed (rows, overlaid plots with a linked x range, heatmaps side
 // by side zooming with them) and reports a bad file instead of failing.
 #include "compare_window.h"
 #include "testutil.h"
@@ -36,7 +36,7 @@ private slots:
         QSignalSpy spy(&w, &fs::gui::CompareWindow::loaded);
         QVERIFY(spy.wait(60000));
         QVERIFY(spy.at(0).at(0).toBool());
-        const fs::alloc::Comparison* c = w.comparison();
+        const fs::analysis::Comparison* c = w.comparison();
         QVERIFY(c);
         QVERIFY(c->byFrame);
         // One table row and one plot point per frame; A and B overlaid.

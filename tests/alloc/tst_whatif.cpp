@@ -3,9 +3,9 @@
 // recorded settings reproduces the real run exactly; other settings give other figures; -o
 // writes a labelled session that opens like any other.
 #include "capture/sim/simulator.h"
-#include "core/alloc/compare.h"
 #include "core/alloc/trace.h"
 #include "core/alloc/whatif.h"
+#include "core/analysis/compare.h"
 #include "core/analysis/engine.h"
 #include "core/import/importer.h"
 #include "core/ingest.h"
@@ -19,6 +19,9 @@
 
 using namespace fs;
 using namespace fs::alloc;
+using fs::analysis::CompareRow;
+using fs::analysis::compareSessions;
+using fs::analysis::Comparison;
 
 namespace {
 constexpr uint64_t MiB = 1024 * 1024;

@@ -147,7 +147,7 @@ private slots:
         QSignalSpy loaded(cw, &gui::CompareWindow::loaded);
         QVERIFY(cw->comparison() || loaded.wait(60000));
         QVERIFY(cw->comparison());
-        const alloc::Comparison& cmp = *cw->comparison();
+        const analysis::Comparison& cmp = *cw->comparison();
         // A is the real run; B the replay, labelled as such and never as a measurement.
         QCOMPARE(QFileInfo(QString::fromStdString(cmp.a.path)).fileName(),
                  QString("sim.fragscope"));

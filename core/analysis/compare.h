@@ -11,10 +11,8 @@
 #include <vector>
 
 namespace fs::analysis {
-class Engine;
-}
 
-namespace fs::alloc {
+class Engine;
 
 struct SideSummary
 {
@@ -78,7 +76,7 @@ struct Comparison
 // Throws fs::SessionError on a bad file. `samples`: rows when aligning by time. engineA/B: the
 // sessions already open (the GUI's scenes hold them), else each is opened here.
 Comparison compareSessions(const std::string& a, const std::string& b, int samples = 100,
-                           std::shared_ptr<const analysis::Engine> engineA = nullptr,
-                           std::shared_ptr<const analysis::Engine> engineB = nullptr);
+                           std::shared_ptr<const Engine> engineA = nullptr,
+                           std::shared_ptr<const Engine> engineB = nullptr);
 
-} // namespace fs::alloc
+} // namespace fs::analysis

@@ -1,26 +1,26 @@
 #include "compare.h"
 
-#include "core/analysis/engine.h"
 #include "core/session.h"
+#include "engine.h"
 
 #include <algorithm>
 #include <map>
 
-namespace fs::alloc {
+namespace fs::analysis {
 
 namespace {
 
 struct Side
 {
-    std::shared_ptr<const analysis::Engine> eng;
+    std::shared_ptr<const Engine> eng;
     SideSummary sum;
     std::vector<int64_t> oomTimes; // of the compared device, sorted
 };
 
-Side load(const std::string& path, std::shared_ptr<const analysis::Engine> eng)
+Side load(const std::string& path, std::shared_ptr<const Engine> eng)
 {
     Side s;
-    s.eng = eng ? std::move(eng) : analysis::Engine::open(path);
+    s.eng = eng ? std::move(eng) : Engine::open(path);
     SideSummary& m = s.sum;
     m.path = path;
     const auto it = s.eng->summary().meta.find("label");
@@ -44,10 +44,9 @@ Side load(const std::string& path, std::shared_ptr<const analysis::Engine> eng)
     m.ooms = static_cast<int64_t>(s.oomTimes.size());
     // Exact peak: every region's lifetime, releases before creations at one instant.
     std::vector<std::pair<int64_t, int64_t>> steps;
-    for (const analysis::RegionInfo& r : s.eng->regions(m.device, m.level)) {
+    for (const RegionInfo& r : s.eng->regions(m.device, m.level)) {
         steps.emplace_back(r.createNs, static_cast<int64_t>(r.size));
-        if (r.destroyNs != analysis::kAlive)
-            steps.emplace_back(r.destroyNs, -static_cast<int64_t>(r.size));
+        if (r.destroyNs != kAlive) steps.emplace_back(r.destroyNs, -static_cast<int64_t>(r.size));
     }
     std::sort(steps.begin(), steps.end());
     int64_t cur = 0;
@@ -56,10 +55,10 @@ Side load(const std::string& path, std::shared_ptr<const analysis::Engine> eng)
         m.peakReserved = std::max(m.peakReserved, static_cast<uint64_t>(std::max<int64_t>(cur, 0)));
     }
     m.finalReserved = s.eng->stateAt(m.device, m.level, s.eng->timeEnd()).reservedBytes;
-    analysis::TimelineOptions to;
+    TimelineOptions to;
     to.device = m.device;
     to.level = m.level;
-    const analysis::Timeline tl = s.eng->timeline(to);
+    const Timeline tl = s.eng->timeline(to);
     double sum = 0;
     int64_t n = 0;
     for (size_t i = 0; i < tl.time.size(); ++i) {
@@ -83,11 +82,11 @@ int64_t oomsIn(const Side& s, int64_t from, int64_t to)
 std::map<int64_t, PointFigures> perFrame(const Side& s)
 {
     std::map<int64_t, PointFigures> out;
-    for (const analysis::FrameInfo& f : s.eng->frames()) {
+    for (const FrameInfo& f : s.eng->frames()) {
         PointFigures p;
         p.collapsed = !s.sum.whatIf && f.collapse >= 0; // a replay's are not its own
         p.ooms = oomsIn(s, f.start, f.end);
-        for (const analysis::FrameAllocator& fa : f.allocator)
+        for (const FrameAllocator& fa : f.allocator)
             if (fa.device == s.sum.device && fa.level == s.sum.level) {
                 p.reserved = fa.atEnd.reservedBytes;
                 p.fragmentation = fa.atEnd.fragmentationRatio;
@@ -100,7 +99,7 @@ std::map<int64_t, PointFigures> perFrame(const Side& s)
 
 PointFigures at(const Side& s, int64_t t, int64_t prev)
 {
-    const analysis::State st = s.eng->stateAt(s.sum.device, s.sum.level, t);
+    const State st = s.eng->stateAt(s.sum.device, s.sum.level, t);
     PointFigures p;
     p.reserved = st.reservedBytes;
     p.fragmentation = st.fragmentationRatio;
@@ -112,8 +111,8 @@ PointFigures at(const Side& s, int64_t t, int64_t prev)
 } // namespace
 
 Comparison compareSessions(const std::string& a, const std::string& b, int samples,
-                           std::shared_ptr<const analysis::Engine> engineA,
-                           std::shared_ptr<const analysis::Engine> engineB)
+                           std::shared_ptr<const Engine> engineA,
+                           std::shared_ptr<const Engine> engineB)
 {
     const Side A = load(a, std::move(engineA)), B = load(b, std::move(engineB));
     Comparison c;
@@ -170,4 +169,4 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     return c;
 }
 
-} // namespace fs::alloc
+} // namespace fs::analysis
