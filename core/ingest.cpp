@@ -16,6 +16,7 @@ namespace fs {
 
 struct Ingest::Statements
 {
+    Stmt allocBatch; // kAllocBatch rows of allocations in one INSERT
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
         marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree;
 };
@@ -26,6 +27,23 @@ struct Ingest::FrameMatcher
 };
 
 namespace {
+
+constexpr int kAllocColumns = 14;
+constexpr size_t kAllocBatch = 64;
+
+std::string allocInsert(size_t rows)
+{
+    std::string sql = "INSERT INTO allocations(id, device, level, region_id, address, size,"
+                      " requested_size, stream, alloc_ns, free_ns, tag, stack,"
+                      " user_metadata, compile_context) VALUES";
+    for (size_t r = 0; r < rows; ++r) {
+        sql += r ? ",(" : "(";
+        for (int c = 0; c < kAllocColumns; ++c)
+            sql += c ? ",?" : "?";
+        sql += ')';
+    }
+    return sql;
+}
 
 std::string nowIso()
 {
@@ -126,10 +144,9 @@ void Ingest::begin()
     s.mapping = db.prepare(
         "INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
     s.unmapping = db.prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
-    s.alloc = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size,"
-                         " requested_size, stream, alloc_ns, free_ns, tag, stack,"
-                         " user_metadata, compile_context)"
-                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    s.alloc = db.prepare(allocInsert(1));
+    s.allocBatch = db.prepare(allocInsert(kAllocBatch));
+    allocRows_.reserve(kAllocBatch);
     s.allocFree = db.prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = db.prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
     s.kernel =
@@ -465,18 +482,42 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
         if (freeTime != kNoTime) st_->allocFree.bind(1, a.id).bind(2, freeTime).run();
         return;
     }
-    auto& s = st_->alloc;
-    s.bind(1, a.id).bind(2, device).bind(3, static_cast<int>(level));
-    if (a.regionId >= 0) s.bind(4, a.regionId);
-    s.bind(5, addr).bind(6, a.size);
-    if (a.requested) s.bind(7, a.requested);
-    s.bind(8, a.stream).bind(9, a.time);
-    if (freeTime != kNoTime) s.bind(10, freeTime);
-    if (a.tag) s.bind(11, a.tag.value);
-    if (a.stack) s.bind(12, a.stack.value);
-    if (a.notes & 0xffffffffu) s.bind(13, a.notes & 0xffffffffu);
-    if (a.notes >> 32) s.bind(14, a.notes >> 32);
-    s.run();
+    allocRows_.push_back({a, addr, freeTime, device, level});
+    if (allocRows_.size() == kAllocBatch) flushAllocations();
+}
+
+void Ingest::flushAllocations()
+{
+    if (allocRows_.empty()) return;
+    // In id order: the rows then mostly append to the table's b-tree.
+    std::sort(allocRows_.begin(), allocRows_.end(),
+              [](const AllocRow& x, const AllocRow& y) { return x.a.id < y.a.id; });
+    const bool full = allocRows_.size() == kAllocBatch;
+    Stmt& s = full ? st_->allocBatch : st_->alloc;
+    auto bindRow = [&s](int base, const AllocRow& r) {
+        const LiveAlloc& a = r.a;
+        s.bind(base + 1, a.id).bind(base + 2, r.device).bind(base + 3, static_cast<int>(r.level));
+        if (a.regionId >= 0) s.bind(base + 4, a.regionId);
+        s.bind(base + 5, r.addr).bind(base + 6, a.size);
+        if (a.requested) s.bind(base + 7, a.requested);
+        s.bind(base + 8, a.stream).bind(base + 9, a.time);
+        if (r.freeTime != kNoTime) s.bind(base + 10, r.freeTime);
+        if (a.tag) s.bind(base + 11, a.tag.value);
+        if (a.stack) s.bind(base + 12, a.stack.value);
+        if (a.notes & 0xffffffffu) s.bind(base + 13, a.notes & 0xffffffffu);
+        if (a.notes >> 32) s.bind(base + 14, a.notes >> 32);
+    };
+    if (full) {
+        for (size_t i = 0; i < allocRows_.size(); ++i)
+            bindRow(static_cast<int>(i) * kAllocColumns, allocRows_[i]);
+        s.run();
+    } else {
+        for (const AllocRow& r : allocRows_) {
+            bindRow(0, r);
+            s.run();
+        }
+    }
+    allocRows_.clear();
 }
 
 void Ingest::onRegion(const Event& e, uint64_t seq)
@@ -636,6 +677,7 @@ void Ingest::commit()
         }
     }
     sinceCommit_.clear();
+    flushAllocations();
     setMeta("last_commit_event_ns", std::to_string(released_ == kNoTime ? 0 : released_));
     // Live viewers read these instead of scanning whole tables several times a second.
     setMeta("committed_event_count", std::to_string(stats_.events - pending_.size()));
@@ -672,6 +714,7 @@ void Ingest::end()
     }
     live_.clear();
     sinceCommit_.clear();
+    flushAllocations();
     setMeta("event_count", std::to_string(stats_.events));
     setMeta("time_begin_ns", std::to_string(stats_.timeBegin));
     setMeta("time_end_ns", std::to_string(stats_.timeEnd));

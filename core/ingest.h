@@ -126,6 +126,10 @@ private:
     void onMarker(const Event& e);
     void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a,
                          int64_t freeTime);
+    // Allocation rows wait in allocRows_ and are inserted kAllocBatch at a time with one
+    // multi-row INSERT (SQLite's per-statement cost dominated single-row inserts); flushed
+    // before every commit and before the end, so the file never lacks a row it should have.
+    void flushAllocations();
     void anomaly(std::string_view kind, const Event& e, uint64_t seq,
                  const std::string& detail = {});
     void commit();
@@ -158,6 +162,15 @@ private:
     std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
     std::unordered_map<uint64_t, uint64_t> recentlyFreed_;      // addr -> seq
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
+    struct AllocRow
+    {
+        LiveAlloc a;
+        uint64_t addr;
+        int64_t freeTime;
+        uint32_t device;
+        Level level;
+    };
+    std::vector<AllocRow> allocRows_;
     int64_t allocSeq_ = 0;
     int64_t regionSeq_ = 0;
     int64_t openFrame_ = -1;    // frame opened by a mark, waiting for its end
