@@ -1,4 +1,5 @@
 #include "ingest.h"
+#include "ingest_writer.h"
 
 #include <algorithm>
 #include <charconv>
@@ -101,10 +102,12 @@ Ingest::~Ingest()
     // 'recording'; commit what was processed so the file keeps it.
     if (begun_ && !ended_ && db_) {
         try {
+            stopWriter();
             commit();
         } catch (...) {
         }
     }
+    stopWriter(true); // an error above may have left it running
 }
 
 void Ingest::begin()
@@ -192,15 +195,18 @@ void Ingest::begin()
     addSource(opts_.sourceKind, opts_.sourcePath);
     begun_ = true;
     commit();
+    if (opts_.writerThread && !opts_.durable && opts_.reorderWindowNs <= 0) startWriter();
 }
 
 void Ingest::setMeta(const std::string& key, const std::string& value)
 {
+    sync();
     st_->meta.bind(1, key).bind(2, value).run();
 }
 
 void Ingest::addSource(const std::string& kind, const std::string& path, const std::string& detail)
 {
+    sync();
     Stmt st = db_->prepare("INSERT INTO sources(kind, path, detail) VALUES(?1,?2,?3)");
     st.bind(1, kind).bind(2, path).bind(3, detail).run();
 }
@@ -209,6 +215,7 @@ StringId Ingest::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
     if (it != strings_.end()) return it->second;
+    sync(); // the writer thread reads stringText_ and uses the connection
     const StringId id{static_cast<uint32_t>(strings_.size())};
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
@@ -220,6 +227,7 @@ StackId Ingest::internStack(const std::vector<StringId>& frames)
 {
     auto it = stacks_.find(frames);
     if (it != stacks_.end()) return it->second;
+    sync();
     const StackId id{static_cast<uint32_t>(stacks_.size() + 1)};
     stacks_.emplace(frames, id);
     for (size_t i = 0; i < frames.size(); ++i)
@@ -232,6 +240,7 @@ StackId Ingest::internStack(const std::vector<StringId>& frames)
 
 void Ingest::addDevice(const DeviceInfo& d)
 {
+    sync();
     Stmt st = db_->prepare(
         "INSERT OR REPLACE INTO devices(id, name, capacity_bytes, uuid) VALUES(?1,?2,?3,?4)");
     st.bind(1, d.id).bind(2, d.name).bind(3, d.capacityBytes).bind(4, d.uuid).run();
@@ -239,6 +248,7 @@ void Ingest::addDevice(const DeviceInfo& d)
 
 void Ingest::addProcess(const ProcessInfo& p)
 {
+    sync();
     Stmt st = db_->prepare(
         "INSERT OR REPLACE INTO processes(pid, command_line, start_ns) VALUES(?1,?2,?3)");
     st.bind(1, p.pid).bind(2, p.commandLine).bind(3, p.startTime).run();
@@ -246,11 +256,13 @@ void Ingest::addProcess(const ProcessInfo& p)
 
 void Ingest::warn(const std::string& message)
 {
+    sync();
     health("warning", 0, message);
 }
 
 void Ingest::health(const std::string& kind, int64_t value, const std::string& detail, int64_t time)
 {
+    sync();
     auto& st = st_->health;
     if (time == kNoTime)
         st.bindNull(1);
@@ -262,11 +274,13 @@ void Ingest::health(const std::string& kind, int64_t value, const std::string& d
 void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value,
                             const std::string& source)
 {
+    sync();
     st_->metric.bind(1, frame).bind(2, name).bind(3, value).bind(4, source).run();
 }
 
 void Ingest::addSimTruth(const SimTruthFrame& t)
 {
+    sync();
     Stmt f = db_->prepare("INSERT OR REPLACE INTO sim_truth_frames(frame, attention_calls,"
                           " workspace_failures, ooms) VALUES(?1,?2,?3,?4)");
     f.bind(1, t.frame).bind(2, t.attentionCalls).bind(3, t.workspaceFailures).bind(4, t.ooms).run();
@@ -287,6 +301,10 @@ void Ingest::add(const Event& e)
     ++stats_.events;
     if (progress_ && (stats_.events & 0xffff) == 0) progress_(stats_.events);
     const uint64_t seq = seq_++;
+    if (writer_) {
+        queueEvent(e, seq);
+        return;
+    }
     if (opts_.reorderWindowNs <= 0) {
         process(e, seq);
         maybeCommit();
@@ -321,6 +339,7 @@ void Ingest::release(int64_t upTo)
 
 void Ingest::drain()
 {
+    sync();
     if (!pending_.empty()) release(std::numeric_limits<int64_t>::max());
 }
 
@@ -694,6 +713,7 @@ void Ingest::commit()
 void Ingest::end()
 {
     if (!begun_ || ended_) return;
+    stopWriter();
     drain();
     closeFrame(stats_.timeEnd);
     // Live allocations stay in the file with free_ns NULL.
@@ -731,12 +751,14 @@ void Ingest::end()
 void Ingest::markEndedAbruptly(const std::string& why)
 {
     if (!begun_ || ended_ || abrupt_) return;
+    sync();
     abrupt_ = true;
     health("ended_abruptly", 1, why);
 }
 
 void Ingest::abort()
 {
+    stopWriter(true);
     st_.reset();
     db_.reset();
     ended_ = true;

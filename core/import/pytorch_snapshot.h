@@ -205,7 +205,8 @@ public:
         o.timeAxis = ordinal_ ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
         o.aliveAtEndIsAnomaly = false;
         o.expectRegions = true;
-        o.durable = false; // a one-shot conversion: on failure the output is removed
+        o.durable = false;     // a one-shot conversion: on failure the output is removed
+        o.writerThread = true; // events are written while the next ones are decoded
     }
     void emit(Ingest& ingest) override;
 
