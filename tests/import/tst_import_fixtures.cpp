@@ -31,6 +31,7 @@
 
 #include <QJsonArray>
 #include <QTemporaryDir>
+#include <map>
 
 using namespace fstest;
 
@@ -184,6 +185,60 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT count(*) FROM devices"), int64_t{3});
         // Device 1's side stream is renumbered 1.
         QCOMPARE(s.db().scalar("SELECT stream FROM regions WHERE address=0x80000000"), int64_t{1});
+    }
+
+    // Private pools as their own tracks: `state --pools` splits device 0's framework track by
+    // regions.pool_id. From the file's comment: pool (1, 5) = 1 << 32 | 5 is segment P alone:
+    // 1 region, reserved 2 MiB, p1 0.5 MiB allocated, one 1.5 MiB fragment (F = 0). The default
+    // pool is A and E: reserved 8 + 6 + 2 = 16 MiB, allocated 4 + 2 + 2 = 8 MiB, free 8 MiB in
+    // A's 2 + E's 1 = 3 fragments, largest 4 MiB (E's), F = 1 - 4/8 = 0.5. The two add up to
+    // the device's 18 / 8.5 / 9.5 MiB and 4 fragments. Device 1 has the default pool only.
+    void privatePoolsAsTheirOwnTracks()
+    {
+        const CliResult r = runCli({"state", multi_, "--at", "end", "--pools", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+        const qint64 pool15 = (qint64{1} << 32) | 5;
+        std::map<std::pair<int, qint64>, QJsonObject> pools;
+        for (const auto& x : doc["pools"].toArray())
+            if (x.toObject()["level"].toString() == "framework")
+                pools[{x.toObject()["device"].toInt(), x.toObject()["pool"].toInteger()}] =
+                    x.toObject();
+        QCOMPARE(pools.size(), size_t{4}); // device 0: default, (1, 5); devices 1, 2: default
+        const QJsonObject p = pools[{0, pool15}], d = pools[{0, 0}];
+        QCOMPARE(p["pool_label"].toString(), QString("(1, 5)"));
+        QCOMPARE(p["region_count"].toInteger(), qint64{1});
+        QCOMPARE(p["reserved_bytes"].toInteger(), 2 * MiB);
+        QCOMPARE(p["allocated_bytes"].toInteger(), MiB / 2);
+        QCOMPARE(p["free_bytes"].toInteger(), 3 * MiB / 2);
+        QCOMPARE(p["fragment_count"].toInteger(), qint64{1});
+        QCOMPARE(p["largest_free_fragment_bytes"].toInteger(), 3 * MiB / 2);
+        QCOMPARE(p["fragmentation_ratio"].toDouble(), 0.0);
+        QCOMPARE(d["pool_label"].toString(), QString("default"));
+        QCOMPARE(d["reserved_bytes"].toInteger(), 16 * MiB);
+        QCOMPARE(d["allocated_bytes"].toInteger(), 8 * MiB);
+        QCOMPARE(d["free_bytes"].toInteger(), 8 * MiB);
+        QCOMPARE(d["fragment_count"].toInteger(), qint64{3});
+        QCOMPARE(d["largest_free_fragment_bytes"].toInteger(), 4 * MiB);
+        QCOMPARE(d["fragmentation_ratio"].toDouble(), 0.5);
+        const QJsonObject dev0 = stateAt(multi_, "end", 0);
+        for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes", "fragment_count",
+                              "region_count", "live_allocations"})
+            QCOMPARE(p[k].toInteger() + d[k].toInteger(), dev0[k].toInteger());
+        const QJsonObject dev1 = pools[std::make_pair(1, qint64{0})];
+        QCOMPARE(dev1["reserved_bytes"].toInteger(), 6 * MiB);
+        // --pool: that pool only, written as PyTorch prints it or as the stored number.
+        for (const QString& spec : {QString("1,5"), QString("(1, 5)"), QString::number(pool15)}) {
+            const CliResult one =
+                runCli({"state", multi_, "--at", "end", "--pool", spec, "--json"});
+            QCOMPARE(one.exitCode, 0);
+            const QJsonArray arr = QJsonDocument::fromJson(one.out).object()["pools"].toArray();
+            QCOMPARE(arr.size(), qsizetype{1});
+            QCOMPARE(arr[0].toObject()["allocated_bytes"].toInteger(), MiB / 2);
+        }
+        const CliResult text = runCli({"state", multi_, "--at", "end", "--pool", "1,5"});
+        QVERIFY(text.out.contains("pool (1, 5): device 0 level framework"));
+        QCOMPARE(runCli({"state", multi_, "--at", "end", "--pool", "1,x"}).exitCode, 64);
     }
 
     void notesAndSettings()
