@@ -129,6 +129,10 @@ void Ingest::begin()
     db.exec("PRAGMA threads=2");
     db.exec("BEGIN");
     createSchema(db);
+    // A one-shot conversion writes its rows in time order: keeping the (time-ordered) indexes
+    // as rows arrive appends to them, cheaper than sorting every row again at the end (the
+    // 153 MiB snapshot import: -8 % time, +4 % file). A live recording builds them at the end.
+    if (!opts_.durable) createIndexes(db);
     frameMatcher_ = std::make_unique<FrameMatcher>();
     try {
         frameMatcher_->re =
