@@ -55,19 +55,13 @@ bool parsePoolId(std::string_view text, uint64_t& pool)
     return true;
 }
 
-std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
+namespace {
+
+using PoolOf = std::unordered_map<int64_t, uint64_t>; // region id -> pool id
+
+std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_t device,
+                                  Level level, int64_t t)
 {
-    std::unordered_map<int64_t, uint64_t> poolOf; // region id -> pool id
-    {
-        std::lock_guard lock(d_->dbMutex);
-        if (d_->session) {
-            Stmt st = d_->session->db().prepare(
-                "SELECT id, COALESCE(pool_id, 0) FROM regions WHERE device=?1 AND level=?2");
-            st.bind(1, device).bind(2, static_cast<int>(level));
-            while (st.step())
-                poolOf[st.i64(0)] = st.u64(1);
-        }
-    }
     std::map<uint64_t, State> pools;
     auto at = [&](uint64_t pool) -> State& {
         auto [it, inserted] = pools.try_emplace(pool);
@@ -85,19 +79,19 @@ std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_
     for (const auto& [id, pool] : poolOf)
         at(pool);
     // Regions (an expandable segment's mapped ranges each count, as in the track's state).
-    for (const RegionInfo& r : regions(device, level)) {
+    for (const RegionInfo& r : e.regions(device, level)) {
         if (r.createNs > t || r.destroyNs <= t) continue;
         State& s = at(poolOfRegion(r.id));
         ++s.regionCount;
         s.reservedBytes += r.size;
     }
-    for (const AllocationInfo& a : liveAllocationsAt(device, level, t)) {
+    for (const AllocationInfo& a : e.liveAllocationsAt(device, level, t)) {
         State& s = at(a.regionId < 0 ? 0 : poolOfRegion(a.regionId));
         ++s.liveAllocations;
         (a.regionId < 0 ? s.allocatedOutsideBytes : s.allocatedBytes) += a.size;
     }
     std::map<uint64_t, std::vector<uint64_t>> frags;
-    for (const Fragment& f : fragmentsAt(device, level, t))
+    for (const Fragment& f : e.fragmentsAt(device, level, t))
         frags[poolOfRegion(f.regionId)].push_back(f.size);
     for (auto& [pool, s] : pools)
         setFragmentFigures(s, frags[pool]);
@@ -105,6 +99,49 @@ std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_
     for (auto& [pool, s] : pools)
         out.push_back({pool, std::move(s)});
     return out;
+}
+
+PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
+{
+    PoolOf poolOf;
+    std::lock_guard lock(d.dbMutex);
+    if (!d.session) return poolOf;
+    Stmt st = d.session->db().prepare(
+        "SELECT id, COALESCE(pool_id, 0) FROM regions WHERE device=?1 AND level=?2");
+    st.bind(1, device).bind(2, static_cast<int>(level));
+    while (st.step())
+        poolOf[st.i64(0)] = st.u64(1);
+    return poolOf;
+}
+
+} // namespace
+
+std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
+{
+    return poolStates(*this, regionPools(*d_, device, level), device, level, t);
+}
+
+Timeline Engine::poolTimeline(const TimelineOptions& o, uint64_t pool) const
+{
+    Timeline tl = timeline(o);
+    const PoolOf poolOf = regionPools(*d_, o.device, o.level);
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        State s; // zeros when the pool has nothing at that time
+        for (PoolState& p : poolStates(*this, poolOf, o.device, o.level, tl.time[i]))
+            if (p.pool == pool) s = std::move(p.state);
+        tl.reserved[i] = static_cast<double>(s.reservedBytes);
+        tl.allocated[i] = static_cast<double>(s.allocatedBytes);
+        tl.allocatedOutside[i] = static_cast<double>(s.allocatedOutsideBytes);
+        tl.freeInRegions[i] = static_cast<double>(s.freeBytes);
+        tl.fragmentCount[i] = static_cast<double>(s.fragmentCount);
+        tl.largestFragment[i] = static_cast<double>(s.largestFreeFragmentBytes);
+        tl.fragmentationRatio[i] = s.fragmentationRatio;
+        tl.fragmentEntropy[i] = s.fragmentEntropyBits;
+    }
+    tl.caveats.notes.push_back(fmt::format(
+        "pool {} only: its regions' figures; the event-size entropy is the whole track's",
+        poolLabel(pool, o.level)));
+    return tl;
 }
 
 } // namespace fs::analysis

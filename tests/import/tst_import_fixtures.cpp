@@ -29,6 +29,7 @@
 #include "endstate.h"
 #include "importtest.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QTemporaryDir>
 #include <map>
@@ -239,6 +240,46 @@ private slots:
         const CliResult text = runCli({"state", multi_, "--at", "end", "--pool", "1,5"});
         QVERIFY(text.out.contains("pool (1, 5): device 0 level framework"));
         QCOMPARE(runCli({"state", multi_, "--at", "end", "--pool", "1,x"}).exitCode, 64);
+    }
+
+    // `export timeline --pool`: the pool's figures at every sample, on the tracks that have it.
+    // Pool (1, 5) is segment P with p1 from the first trace entry to the end (both exist before
+    // the trace): every row is device 0 with reserved 2 MiB and allocated 0.5 MiB; and at every
+    // sample the default pool's row plus pool (1, 5)'s equals the track's own row.
+    void privatePoolTimeline()
+    {
+        auto rows = [&](const QStringList& extra) {
+            const QString out = tmp_.filePath("pool-timeline.csv");
+            QStringList args = {"export",   "timeline", multi_,   "-o",   out,
+                                "--device", "0",        "--step", "10000"};
+            const CliResult r = runCli(args + extra);
+            if (r.exitCode != 0) qWarning("export failed: %s", r.err.constData());
+            QFile f(out);
+            std::vector<QStringList> v;
+            if (f.open(QIODevice::ReadOnly))
+                for (const QByteArray& line : f.readAll().split('\n').mid(1))
+                    if (!line.isEmpty()) v.push_back(QString::fromUtf8(line).split(','));
+            return v;
+        };
+        const auto track = rows({}), priv = rows({"--pool", "1,5"}),
+                   dflt = rows({"--pool", "default"});
+        QVERIFY(track.size() > 3);
+        QCOMPARE(priv.size(), track.size());
+        QCOMPARE(dflt.size(), track.size());
+        // columns: time_ns, device, level, reserved, allocated, free, fragments, largest, ...
+        for (size_t i = 0; i < track.size(); ++i) {
+            QCOMPARE(priv[i][0], track[i][0]);
+            QCOMPARE(priv[i][1], QString("0"));
+            QCOMPARE(priv[i][3].toLongLong(), 2 * MiB);
+            QCOMPARE(priv[i][4].toLongLong(), MiB / 2);
+            for (int c : {3, 4, 5, 6})
+                QCOMPARE(priv[i][c].toLongLong() + dflt[i][c].toLongLong(),
+                         track[i][c].toLongLong());
+        }
+        QCOMPARE(runCli({"export", "timeline", multi_, "-o", tmp_.filePath("x.csv"), "--device",
+                         "1", "--pool", "1,5"})
+                     .exitCode,
+                 64); // device 1 has no pool (1, 5)
     }
 
     void notesAndSettings()
