@@ -240,6 +240,20 @@ private slots:
         const CliResult text = runCli({"state", multi_, "--at", "end", "--pool", "1,5"});
         QVERIFY(text.out.contains("pool (1, 5): device 0 level framework"));
         QCOMPARE(runCli({"state", multi_, "--at", "end", "--pool", "1,x"}).exitCode, 64);
+        // `report --json`: a track with more than one pool lists each pool's end state.
+        const CliResult rep = runCli({"report", multi_, "--json"});
+        QCOMPARE(rep.exitCode, 0);
+        int withPools = 0;
+        for (const auto& x : QJsonDocument::fromJson(rep.out).object()["tracks"].toArray()) {
+            const QJsonArray ps = x.toObject()["end_state_pools"].toArray();
+            if (ps.isEmpty()) continue;
+            ++withPools;
+            QCOMPARE(x.toObject()["device"].toInt(), 0);
+            QCOMPARE(ps.size(), qsizetype{2});
+            QCOMPARE(ps[1].toObject()["pool"].toInteger(), pool15);
+            QCOMPARE(ps[1].toObject()["allocated_bytes"].toInteger(), MiB / 2);
+        }
+        QCOMPARE(withPools, 1); // devices 1 and 2 have the default pool only
     }
 
     // `export timeline --pool`: the pool's figures at every sample, on the tracks that have it.
