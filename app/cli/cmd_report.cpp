@@ -155,13 +155,8 @@ int runReport(Args& a)
             writeState(j, t.end);
             if (!t.endPools.empty()) { // private pools apart (docs/analysis.md, "Pools")
                 j.key("end_state_pools").beginArray();
-                for (const PoolState& p : t.endPools) {
-                    j.beginObject();
-                    j.field("pool", p.pool);
-                    j.field("pool_label", poolLabel(p.pool, p.state.level));
-                    writeStateFields(j, p.state);
-                    j.endObject();
-                }
+                for (const PoolState& p : t.endPools)
+                    writePoolState(j, p);
                 j.endArray();
             }
             j.endObject();

@@ -85,13 +85,8 @@ int runState(Args& a)
         j.endArray();
         if (pools) {
             j.key("pools").beginArray();
-            for (const PoolState& p : poolStates) {
-                j.beginObject();
-                j.field("pool", p.pool);
-                j.field("pool_label", poolLabel(p.pool, p.state.level));
-                writeStateFields(j, p.state);
-                j.endObject();
-            }
+            for (const PoolState& p : poolStates)
+                writePoolState(j, p);
             j.endArray();
         }
         writeCaveats(j, engine->caveats());
