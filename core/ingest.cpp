@@ -1,4 +1,5 @@
 #include "ingest.h"
+#include "ingest_writer.h"
 
 #include <algorithm>
 #include <charconv>
@@ -18,6 +19,7 @@ namespace fs {
 
 struct Ingest::Statements
 {
+    Stmt allocBatch; // kAllocBatch rows of allocations in one INSERT
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
         marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree;
 };
@@ -28,6 +30,23 @@ struct Ingest::FrameMatcher
 };
 
 namespace {
+
+constexpr int kAllocColumns = 14;
+constexpr size_t kAllocBatch = 64;
+
+std::string allocInsert(size_t rows)
+{
+    std::string sql = "INSERT INTO allocations(id, device, level, region_id, address, size,"
+                      " requested_size, stream, alloc_ns, free_ns, tag, stack,"
+                      " user_metadata, compile_context) VALUES";
+    for (size_t r = 0; r < rows; ++r) {
+        sql += r ? ",(" : "(";
+        for (int c = 0; c < kAllocColumns; ++c)
+            sql += c ? ",?" : "?";
+        sql += ')';
+    }
+    return sql;
+}
 
 std::string nowIso()
 {
@@ -85,10 +104,12 @@ Ingest::~Ingest()
     // 'recording'; commit what was processed so the file keeps it.
     if (begun_ && !ended_ && db_) {
         try {
+            stopWriter();
             commit();
         } catch (...) {
         }
     }
+    stopWriter(true); // an error above may have left it running
 }
 
 void Ingest::begin()
@@ -110,6 +131,10 @@ void Ingest::begin()
     db.exec("PRAGMA threads=2");
     db.exec("BEGIN");
     createSchema(db);
+    // A one-shot conversion writes its rows in time order: keeping the (time-ordered) indexes
+    // as rows arrive appends to them, cheaper than sorting every row again at the end (the
+    // 153 MiB snapshot import: -8 % time, +4 % file). A live recording builds them at the end.
+    if (!opts_.durable) createIndexes(db);
     frameMatcher_ = std::make_unique<FrameMatcher>();
     try {
         frameMatcher_->re =
@@ -128,10 +153,9 @@ void Ingest::begin()
     s.mapping = db.prepare(
         "INSERT INTO region_mappings(region_id, address, size, map_ns) VALUES(?1,?2,?3,?4)");
     s.unmapping = db.prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
-    s.alloc = db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size,"
-                         " requested_size, stream, alloc_ns, free_ns, tag, stack,"
-                         " user_metadata, compile_context)"
-                         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    s.alloc = db.prepare(allocInsert(1));
+    s.allocBatch = db.prepare(allocInsert(kAllocBatch));
+    allocRows_.reserve(kAllocBatch);
     s.allocFree = db.prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = db.prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
     s.kernel =
@@ -177,15 +201,18 @@ void Ingest::begin()
     addSource(opts_.sourceKind, opts_.sourcePath);
     begun_ = true;
     commit();
+    if (opts_.writerThread && !opts_.durable && opts_.reorderWindowNs <= 0) startWriter();
 }
 
 void Ingest::setMeta(const std::string& key, const std::string& value)
 {
+    sync();
     st_->meta.bind(1, key).bind(2, value).run();
 }
 
 void Ingest::addSource(const std::string& kind, const std::string& path, const std::string& detail)
 {
+    sync();
     Stmt st = db_->prepare("INSERT INTO sources(kind, path, detail) VALUES(?1,?2,?3)");
     st.bind(1, kind).bind(2, path).bind(3, detail).run();
 }
@@ -194,6 +221,7 @@ StringId Ingest::intern(std::string_view s)
 {
     auto it = strings_.find(std::string(s));
     if (it != strings_.end()) return it->second;
+    sync(); // the writer thread reads stringText_ and uses the connection
     const StringId id{static_cast<uint32_t>(strings_.size())};
     strings_.emplace(std::string(s), id);
     stringText_.emplace_back(s);
@@ -205,6 +233,7 @@ StackId Ingest::internStack(const std::vector<StringId>& frames)
 {
     auto it = stacks_.find(frames);
     if (it != stacks_.end()) return it->second;
+    sync();
     const StackId id{static_cast<uint32_t>(stacks_.size() + 1)};
     stacks_.emplace(frames, id);
     for (size_t i = 0; i < frames.size(); ++i)
@@ -217,6 +246,7 @@ StackId Ingest::internStack(const std::vector<StringId>& frames)
 
 void Ingest::addDevice(const DeviceInfo& d)
 {
+    sync();
     Stmt st = db_->prepare(
         "INSERT OR REPLACE INTO devices(id, name, capacity_bytes, uuid) VALUES(?1,?2,?3,?4)");
     st.bind(1, d.id).bind(2, d.name).bind(3, d.capacityBytes).bind(4, d.uuid).run();
@@ -224,6 +254,7 @@ void Ingest::addDevice(const DeviceInfo& d)
 
 void Ingest::addProcess(const ProcessInfo& p)
 {
+    sync();
     Stmt st = db_->prepare(
         "INSERT OR REPLACE INTO processes(pid, command_line, start_ns) VALUES(?1,?2,?3)");
     st.bind(1, p.pid).bind(2, p.commandLine).bind(3, p.startTime).run();
@@ -231,11 +262,13 @@ void Ingest::addProcess(const ProcessInfo& p)
 
 void Ingest::warn(const std::string& message)
 {
+    sync();
     health("warning", 0, message);
 }
 
 void Ingest::health(const std::string& kind, int64_t value, const std::string& detail, int64_t time)
 {
+    sync();
     auto& st = st_->health;
     if (time == kNoTime)
         st.bindNull(1);
@@ -247,11 +280,13 @@ void Ingest::health(const std::string& kind, int64_t value, const std::string& d
 void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value,
                             const std::string& source)
 {
+    sync();
     st_->metric.bind(1, frame).bind(2, name).bind(3, value).bind(4, source).run();
 }
 
 void Ingest::addSimTruth(const SimTruthFrame& t)
 {
+    sync();
     Stmt f = db_->prepare("INSERT OR REPLACE INTO sim_truth_frames(frame, attention_calls,"
                           " workspace_failures, ooms) VALUES(?1,?2,?3,?4)");
     f.bind(1, t.frame).bind(2, t.attentionCalls).bind(3, t.workspaceFailures).bind(4, t.ooms).run();
@@ -272,6 +307,10 @@ void Ingest::add(const Event& e)
     ++stats_.events;
     if (progress_ && (stats_.events & 0xffff) == 0) progress_(stats_.events);
     const uint64_t seq = seq_++;
+    if (writer_) {
+        queueEvent(e, seq);
+        return;
+    }
     if (opts_.reorderWindowNs <= 0) {
         process(e, seq);
         maybeCommit();
@@ -306,6 +345,7 @@ void Ingest::release(int64_t upTo)
 
 void Ingest::drain()
 {
+    sync();
     if (!pending_.empty()) release(std::numeric_limits<int64_t>::max());
 }
 
@@ -467,18 +507,42 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
         if (freeTime != kNoTime) st_->allocFree.bind(1, a.id).bind(2, freeTime).run();
         return;
     }
-    auto& s = st_->alloc;
-    s.bind(1, a.id).bind(2, device).bind(3, static_cast<int>(level));
-    if (a.regionId >= 0) s.bind(4, a.regionId);
-    s.bind(5, addr).bind(6, a.size);
-    if (a.requested) s.bind(7, a.requested);
-    s.bind(8, a.stream).bind(9, a.time);
-    if (freeTime != kNoTime) s.bind(10, freeTime);
-    if (a.tag) s.bind(11, a.tag.value);
-    if (a.stack) s.bind(12, a.stack.value);
-    if (a.notes & 0xffffffffu) s.bind(13, a.notes & 0xffffffffu);
-    if (a.notes >> 32) s.bind(14, a.notes >> 32);
-    s.run();
+    allocRows_.push_back({a, addr, freeTime, device, level});
+    if (allocRows_.size() == kAllocBatch) flushAllocations();
+}
+
+void Ingest::flushAllocations()
+{
+    if (allocRows_.empty()) return;
+    // In id order: the rows then mostly append to the table's b-tree.
+    std::sort(allocRows_.begin(), allocRows_.end(),
+              [](const AllocRow& x, const AllocRow& y) { return x.a.id < y.a.id; });
+    const bool full = allocRows_.size() == kAllocBatch;
+    Stmt& s = full ? st_->allocBatch : st_->alloc;
+    auto bindRow = [&s](int base, const AllocRow& r) {
+        const LiveAlloc& a = r.a;
+        s.bind(base + 1, a.id).bind(base + 2, r.device).bind(base + 3, static_cast<int>(r.level));
+        if (a.regionId >= 0) s.bind(base + 4, a.regionId);
+        s.bind(base + 5, r.addr).bind(base + 6, a.size);
+        if (a.requested) s.bind(base + 7, a.requested);
+        s.bind(base + 8, a.stream).bind(base + 9, a.time);
+        if (r.freeTime != kNoTime) s.bind(base + 10, r.freeTime);
+        if (a.tag) s.bind(base + 11, a.tag.value);
+        if (a.stack) s.bind(base + 12, a.stack.value);
+        if (a.notes & 0xffffffffu) s.bind(base + 13, a.notes & 0xffffffffu);
+        if (a.notes >> 32) s.bind(base + 14, a.notes >> 32);
+    };
+    if (full) {
+        for (size_t i = 0; i < allocRows_.size(); ++i)
+            bindRow(static_cast<int>(i) * kAllocColumns, allocRows_[i]);
+        s.run();
+    } else {
+        for (const AllocRow& r : allocRows_) {
+            bindRow(0, r);
+            s.run();
+        }
+    }
+    allocRows_.clear();
 }
 
 void Ingest::onRegion(const Event& e, uint64_t seq)
@@ -638,6 +702,7 @@ void Ingest::commit()
         }
     }
     sinceCommit_.clear();
+    flushAllocations();
     setMeta("last_commit_event_ns", std::to_string(released_ == kNoTime ? 0 : released_));
     // Live viewers read these instead of scanning whole tables several times a second.
     setMeta("committed_event_count", std::to_string(stats_.events - pending_.size()));
@@ -654,6 +719,7 @@ void Ingest::commit()
 void Ingest::end()
 {
     if (!begun_ || ended_) return;
+    stopWriter();
     drain();
     closeFrame(stats_.timeEnd);
     // Live allocations stay in the file with free_ns NULL.
@@ -674,6 +740,7 @@ void Ingest::end()
     }
     live_.clear();
     sinceCommit_.clear();
+    flushAllocations();
     setMeta("event_count", std::to_string(stats_.events));
     setMeta("time_begin_ns", std::to_string(stats_.timeBegin));
     setMeta("time_end_ns", std::to_string(stats_.timeEnd));
@@ -713,12 +780,14 @@ void Ingest::leaveWal()
 void Ingest::markEndedAbruptly(const std::string& why)
 {
     if (!begun_ || ended_ || abrupt_) return;
+    sync();
     abrupt_ = true;
     health("ended_abruptly", 1, why);
 }
 
 void Ingest::abort()
 {
+    stopWriter(true);
     st_.reset();
     db_.reset();
     ended_ = true;

@@ -33,6 +33,11 @@ struct IngestOptions
     // left by a killed writer is then not a session (abort() removes it on errors); the finished
     // file is the same.
     bool durable = true;
+    // Ordered one-shot sources (imports): add() hands events in batches to a second thread that
+    // processes and writes them while the source decodes the next ones. Every other call waits
+    // for that thread to catch up first, so the file is the same as without it. Used only with
+    // durable = false and reorderWindowNs = 0.
+    bool writerThread = false;
     bool expectRegions = true;       // allocations outside any region are anomalies
     bool aliveAtEndIsAnomaly = true; // e.g. false for allocator snapshots
     // A marker whose message matches opens that frame (the first capture group is N).
@@ -93,6 +98,7 @@ public:
     // Abandons the session and removes the output file (bad input: no partial file).
     void abort();
 
+    // Complete after end(); while a writer thread runs, the figures other than events lag.
     const IngestStats& stats() const { return stats_; }
     // Called every ~64k events with the number processed so far.
     void setProgress(std::function<void(int64_t)> cb) { progress_ = std::move(cb); }
@@ -131,6 +137,20 @@ private:
     void onMarker(const Event& e);
     void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a,
                          int64_t freeTime);
+    // Allocation rows wait in allocRows_ and are inserted kAllocBatch at a time with one
+    // multi-row INSERT (SQLite's per-statement cost dominated single-row inserts); flushed
+    // before every commit and before the end, so the file never lacks a row it should have.
+    void flushAllocations();
+    // The writer thread (IngestOptions::writerThread; core/ingest_writer.cpp).
+    struct Writer;
+    std::unique_ptr<Writer> writer_;
+    void startWriter();
+    void queueEvent(const Event& e, uint64_t seq);
+    // Waits until the writer thread has processed every event queued so far; rethrows its error.
+    void sync();
+    // sync(), then ends the thread (discard: drops what is queued instead, after an error).
+    void stopWriter(bool discard = false);
+    void writerLoop();
     void anomaly(std::string_view kind, const Event& e, uint64_t seq,
                  const std::string& detail = {});
     void commit();
@@ -163,6 +183,15 @@ private:
     std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
     std::unordered_map<uint64_t, uint64_t> recentlyFreed_;      // addr -> seq
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
+    struct AllocRow
+    {
+        LiveAlloc a;
+        uint64_t addr;
+        int64_t freeTime;
+        uint32_t device;
+        Level level;
+    };
+    std::vector<AllocRow> allocRows_;
     int64_t allocSeq_ = 0;
     int64_t regionSeq_ = 0;
     int64_t openFrame_ = -1;    // frame opened by a mark, waiting for its end

@@ -77,6 +77,7 @@ int runExport(Args& a)
             fmt::format("-o {}: unknown image format '{}' (use .png, .svg or .pdf{})", *out, ext,
                         view == render::View::Timeline ? "; data: .csv or .json" : ""));
     if (a.get("step")) throw UsageError("--step applies to timeline data (.csv, .json) only");
+    if (a.get("pool")) throw UsageError("--pool applies to timeline data (.csv, .json) only");
     int w = 1600, h = 900;
     if (auto sz = a.get("size")) {
         if (std::sscanf(sz->c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 20000 ||
@@ -181,7 +182,7 @@ FRAGSCOPE_COMMAND({
         "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
         "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]\n"
         "       timeline FILE -o OUT.csv|OUT.json [--from T --to T | --frames A-B] [--step T]\n"
-        "       [--device D] [--level L]",
+        "       [--device D] [--level L] [--pool P]",
     .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
     .options = withSettingsOptions(
         {{"output", "OUT",
@@ -199,7 +200,10 @@ FRAGSCOPE_COMMAND({
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
          {"step", "T",
           "timeline data: sample spacing (ns, or 10s, 500ms; default: the settings'\n"
-          "timeline_step_ns, else span / 1000)"}}),
+          "timeline_step_ns, else span / 1000)"},
+         {"pool", "P",
+          "timeline data: one memory pool's figures (default, a PyTorch\n"
+          "segment_pool_id 'a,b', or the stored id); event-size entropy stays the track's"}}),
     .details = "Images have a title, labelled axes with units and a legend. Frame boundaries and\n"
                "collapse bands are drawn on the heatmap and the timeline; the histogram overlays\n"
                "frame N-1 for comparison. Runs without a display (Qt's offscreen platform).\n"

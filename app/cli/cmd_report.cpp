@@ -24,6 +24,7 @@ struct TrackSummary
 {
     Track track;
     State end;
+    std::vector<PoolState> endPools; // when the track has more than one memory pool
     double peakReserved = 0, peakAllocated = 0, peakOutside = 0, maxRatio = 0, minLargest = 0,
            maxFragments = 0;
     int64_t maxRatioTime = 0;
@@ -38,6 +39,8 @@ TrackSummary summarise(const Engine& e, const Track& t, int64_t step, const sett
     TrackSummary s;
     s.track = t;
     s.end = e.stateAt(t.device, t.level, e.timeEnd());
+    s.endPools = e.poolStatesAt(t.device, t.level, e.timeEnd());
+    if (s.endPools.size() < 2) s.endPools.clear();
     TimelineOptions o;
     o.device = t.device;
     o.level = t.level;
@@ -147,6 +150,12 @@ int runReport(Args& a)
             j.field("largest_burst_allocations", t.largestBurst);
             j.key("end_state");
             writeState(j, t.end);
+            if (!t.endPools.empty()) { // private pools apart (docs/analysis.md, "Pools")
+                j.key("end_state_pools").beginArray();
+                for (const PoolState& p : t.endPools)
+                    writePoolState(j, p);
+                j.endArray();
+            }
             j.endObject();
         }
         j.endArray();
@@ -239,6 +248,12 @@ int runReport(Args& a)
         fmt::print("    at end: F {:.4f}, {} fragments, largest {}, entropy {:.4f} bits\n",
                    t.end.fragmentationRatio, t.end.fragmentCount,
                    humanBytes(t.end.largestFreeFragmentBytes), t.end.fragmentEntropyBits);
+        for (const PoolState& p : t.endPools)
+            fmt::print("      pool {}: reserved {}, allocated {}, F {:.4f}, {} fragments, largest "
+                       "{}\n",
+                       poolLabel(p.pool, p.state.level), humanBytes(p.state.reservedBytes),
+                       humanBytes(p.state.allocatedBytes), p.state.fragmentationRatio,
+                       p.state.fragmentCount, humanBytes(p.state.largestFreeFragmentBytes));
     }
     if (!e.frames().empty()) {
         std::set<std::string> names;

@@ -1,5 +1,6 @@
-// fragscope state FILE --at TIME|end [--device D] [--level L] [--json]: the allocator state of
-// each device and level at one instant (definitions: docs/analysis.md).
+// fragscope state FILE --at TIME|end [--device D] [--level L] [--pools | --pool P] [--json]: the
+// allocator state of each device and level at one instant, and of each memory pool on request
+// (definitions: docs/analysis.md).
 #include "cli_engine.h"
 #include "cli_settings.h"
 #include "command.h"
@@ -30,6 +31,15 @@ int runState(Args& a)
             throw UsageError("unknown level '" + *l + "' (driver, pool, framework)");
         level = lv;
     }
+    std::optional<uint64_t> onlyPool;
+    if (auto p = a.get("pool")) {
+        uint64_t id = 0;
+        if (!parsePoolId(*p, id))
+            throw UsageError("--pool '" + *p +
+                             "': expected default, a PyTorch pool id 'a,b', or a number");
+        onlyPool = id;
+    }
+    const bool pools = a.flag("pools") || onlyPool.has_value();
     const auto engine = openEngine(a.positional()[0], commandSettings(a).loadOptions());
     int64_t t = 0;
     try {
@@ -54,6 +64,12 @@ int runState(Args& a)
     }
     if (device && level && states.empty()) // asked for a track with no data: report zeros
         states.push_back(engine->stateAt(*device, *level, t));
+    // Per pool: the states' tracks split by regions.pool_id (--pool: that pool only).
+    std::vector<PoolState> poolStates;
+    if (pools)
+        for (const State& s : states)
+            for (PoolState& p : engine->poolStatesAt(s.device, s.level, t))
+                if (!onlyPool || p.pool == *onlyPool) poolStates.push_back(std::move(p));
     const auto& sum = engine->summary();
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
     if (a.flag("json")) {
@@ -67,6 +83,12 @@ int runState(Args& a)
         for (const State& s : states)
             writeState(j, s);
         j.endArray();
+        if (pools) {
+            j.key("pools").beginArray();
+            for (const PoolState& p : poolStates)
+                writePoolState(j, p);
+            j.endArray();
+        }
         writeCaveats(j, engine->caveats());
         j.endObject();
         fmt::print("{}\n", j.str());
@@ -76,8 +98,27 @@ int runState(Args& a)
                sum.synthetic ? "   SYNTHETIC DATA (simulated, not a measurement)" : "");
     if (states.empty())
         fmt::print("  no allocator data{}\n", device || level ? " for this device/level" : "");
-    for (const State& s : states)
-        fmt::print("{}", stateText(s, engine->timeBegin(), ordinal));
+    if (onlyPool) {
+        if (poolStates.empty()) fmt::print("  no pool {} on the selected tracks\n", *a.get("pool"));
+        for (const PoolState& p : poolStates)
+            fmt::print("pool {}: {}", poolLabel(p.pool, p.state.level),
+                       stateText(p.state, engine->timeBegin(), ordinal));
+    } else {
+        for (const State& s : states) {
+            fmt::print("{}", stateText(s, engine->timeBegin(), ordinal));
+            if (!pools) continue;
+            fmt::print("  pools (a private pool's figures apart from the default pool's)\n");
+            for (const PoolState& p : poolStates)
+                if (p.state.device == s.device && p.state.level == s.level)
+                    fmt::print("    {:<10} regions {:>5}  reserved {:>10}  allocated {:>10}  free "
+                               "{:>10}  fragments {:>5}  largest {:>10}  F {:.6f}\n",
+                               poolLabel(p.pool, p.state.level), p.state.regionCount,
+                               humanBytes(p.state.reservedBytes),
+                               humanBytes(p.state.allocatedBytes), humanBytes(p.state.freeBytes),
+                               p.state.fragmentCount, humanBytes(p.state.largestFreeFragmentBytes),
+                               p.state.fragmentationRatio);
+        }
+    }
     for (const auto& n : engine->caveats().notes)
         fmt::print("note: {}\n", n);
     return Ok;
@@ -87,7 +128,8 @@ int runState(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "state",
-    .synopsis = "FILE --at TIME|end [--device D] [--level L] [--json] [--quiet]",
+    .synopsis =
+        "FILE --at TIME|end [--device D] [--level L] [--pools | --pool P] [--json] [--quiet]",
     .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
                "histogram",
     .options = withSettingsOptions(
@@ -97,6 +139,10 @@ FRAGSCOPE_COMMAND({
           "frame:N (the end of frame N)"},
          {"device", "D", "only this device (default: every device)"},
          {"level", "L", "only this level: driver, pool or framework (default: every level)"},
+         {"pools", "", "also each memory pool's figures (PyTorch private pools apart)"},
+         {"pool", "P",
+          "only pool P: default, a PyTorch segment_pool_id 'a,b', or a pool-level\n"
+          "id (0x...)"},
          {"json", "", "print one JSON object instead of text"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
@@ -108,7 +154,11 @@ FRAGSCOPE_COMMAND({
         "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"
         "histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.\n"
         "event_size_entropy_bits: the same size classes over the alloc and free events in\n"
-        "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).",
+        "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).\n"
+        "--pools / --pool: the same figures per memory pool (regions.pool_id: PyTorch's\n"
+        "segment_pool_id, e.g. CUDA-graph pools; the pool of a CUDA mempool); the pools of a\n"
+        "track add up to its state. JSON: pools: [{pool, pool_label, device, level, ...}]\n"
+        "(no event-size entropy: that is a figure of the whole track).",
     .run = runState,
     .order = 40,
 });

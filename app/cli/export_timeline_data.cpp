@@ -37,6 +37,15 @@ int64_t timeArg(const Engine& e, const std::string& text, const char* opt)
     }
 }
 
+// The session's caveats plus the pool timelines' own note.
+Caveats poolCaveats(Caveats c, const std::vector<Timeline>& timelines)
+{
+    for (const Timeline& tl : timelines)
+        for (const std::string& n : tl.caveats.notes)
+            if (std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end()) c.notes.push_back(n);
+    return c;
+}
+
 } // namespace
 
 bool isTimelineDataOutput(const std::string& out)
@@ -62,6 +71,14 @@ int exportTimelineData(Args& a)
         if (!parseLevel(*l, lv))
             throw UsageError(fmt::format("--level '{}': expected driver, pool or framework", *l));
         level = lv;
+    }
+    std::optional<uint64_t> pool; // one memory pool's figures (PyTorch private pools)
+    if (auto p = a.get("pool")) {
+        uint64_t id = 0;
+        if (!parsePoolId(*p, id))
+            throw UsageError(fmt::format(
+                "--pool '{}': expected default, a PyTorch pool id 'a,b', or a number", *p));
+        pool = id;
     }
     const settings::Settings st = commandSettings(a);
     const LoadOptions lo = st.loadOptions();
@@ -99,6 +116,12 @@ int exportTimelineData(Args& a)
     std::vector<Timeline> timelines;
     for (const Track& tr : engine->tracks()) {
         if ((device && tr.device != *device) || (level && tr.level != *level)) continue;
+        if (pool) { // only the tracks that have the pool
+            const auto ps = engine->poolStatesAt(tr.device, tr.level, engine->timeEnd());
+            if (std::none_of(ps.begin(), ps.end(),
+                             [&](const PoolState& p) { return p.pool == *pool; }))
+                continue;
+        }
         TimelineOptions o;
         o.device = tr.device;
         o.level = tr.level;
@@ -106,18 +129,20 @@ int exportTimelineData(Args& a)
         o.to = to;
         o.step = step;
         o.entropyWindowNs = lo.entropyWindowNs; // the window stateAt uses: rows equal `state`
-        timelines.push_back(engine->timeline(o));
+        timelines.push_back(pool ? engine->poolTimeline(o, *pool) : engine->timeline(o));
     }
     if (timelines.empty())
-        throw UsageError(fmt::format("{}: no allocator data{}", in,
-                                     device || level ? " for this device/level" : ""));
+        throw UsageError(fmt::format("{}: no allocator data{}{}", in,
+                                     device || level ? " for this device/level" : "",
+                                     pool ? " in pool " + *a.get("pool") : ""));
 
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(out.c_str(), "wb"), &std::fclose);
     if (!f) throw std::runtime_error(fmt::format("cannot write {}", out));
     try {
         if (json)
             writeTimelineJson(f.get(), timelines, in,
-                              engine->summary().timeAxis == TimeAxis::Ordinal, engine->caveats());
+                              engine->summary().timeAxis == TimeAxis::Ordinal,
+                              pool ? poolCaveats(engine->caveats(), timelines) : engine->caveats());
         else
             writeTimelineCsv(f.get(), timelines);
         if (std::fflush(f.get()) != 0) throw std::runtime_error("write error");

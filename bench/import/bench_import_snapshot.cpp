@@ -4,8 +4,10 @@
 //   bench_import_snapshot --real          the largest snapshot in $FRAGSCOPE_DATA/pytorch-snapshots
 //   bench_import_snapshot --generate MB   a generated PyTorch-format snapshot of about MB MiB
 //   bench_import_snapshot FILE            any snapshot
+//   --runs N before any of these: N alternating runs of each side, medians compared
 #include "core/import/importer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,6 +27,7 @@ namespace {
 struct Run
 {
     double seconds = 0;
+    double cpuSeconds = 0; // user + system: what the process itself used, whatever the load
     long peakRssKb = 0;
     int status = -1;
 };
@@ -31,6 +35,7 @@ struct Run
 // Runs f in a child process so that its peak RSS is its own (wait4's rusage).
 template <typename F> Run inChild(F&& f)
 {
+    std::fflush(stdout); // the child must not print the parent's buffered output again
     const auto t0 = Clock::now();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -42,6 +47,8 @@ template <typename F> Run inChild(F&& f)
     Run r;
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.peakRssKb = ru.ru_maxrss;
+    r.cpuSeconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                   static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
     r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
 }
@@ -49,15 +56,25 @@ template <typename F> Run inChild(F&& f)
 int importFile(const std::string& in, const std::string& out, const std::string& countsFile)
 {
     try {
+        const auto t0 = Clock::now();
         auto imp = fs::import::makeImporter(fs::import::Format::PytorchSnapshot, in);
         imp->prepare();
+        const auto t1 = Clock::now();
         fs::IngestOptions o;
         o.path = out;
         imp->configure(o);
         fs::Ingest ing(o);
         ing.begin();
         imp->emit(ing);
+        const auto t2 = Clock::now();
         ing.end();
+        const auto t3 = Clock::now();
+        const auto sec = [](auto d) { return std::chrono::duration<double>(d).count(); };
+        // Where the time goes (wall, this process): read and reconstruct, convert and insert,
+        // finish (indexes).
+        fmt::print("  phases: prepare {:.2f} s, emit {:.2f} s, end {:.2f} s\n", sec(t1 - t0),
+                   sec(t2 - t1), sec(t3 - t2));
+        std::fflush(stdout);
         int64_t entries = 0;
         for (const auto& [k, v] : imp->report().counts)
             if (k.rfind("trace.", 0) == 0) entries += v;
@@ -72,42 +89,67 @@ int importFile(const std::string& in, const std::string& out, const std::string&
     }
 }
 
-int bench(const std::string& file, const stdfs::path& tmp)
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// runs > 1: fragscope and python alternate, so that both see the same moments of a shared
+// machine's load; the ratio is of the medians.
+int bench(const std::string& file, const stdfs::path& tmp, int runs)
 {
     const double mb = static_cast<double>(stdfs::file_size(file)) / (1 << 20);
-    fmt::print("snapshot {} ({:.1f} MiB)\n", file, mb);
+    fmt::print("snapshot {} ({:.1f} MiB), {} run(s) each\n", file, mb, runs);
     const std::string out = (tmp / "bench.fragscope").string();
     const std::string counts = (tmp / "counts.txt").string();
-    const Run imp = inChild([&] { return importFile(file, out, counts); });
-    if (imp.status != 0) {
-        fmt::print("FAILED: import exited with {}\n", imp.status);
-        return 1;
+    std::vector<double> impWall, impCpu, pyWall, pyCpu;
+    for (int i = 0; i < runs; ++i) {
+        const Run imp = inChild([&] { return importFile(file, out, counts); });
+        if (imp.status != 0) {
+            fmt::print("FAILED: import exited with {}\n", imp.status);
+            return 1;
+        }
+        long long entries = 0, events = 0;
+        if (FILE* f = std::fopen(counts.c_str(), "r")) {
+            if (std::fscanf(f, "%lld %lld", &entries, &events) != 2) entries = events = 0;
+            std::fclose(f);
+        }
+        fmt::print("  fragscope import  {:8.2f} s (cpu {:.2f} s)  {:8.1f} MB/s  {:10.0f} trace "
+                   "entries/s  {:10.0f} events/s  peak RSS {:.0f} MiB  ({} entries, {} events, "
+                   "session {:.1f} MiB)\n",
+                   imp.seconds, imp.cpuSeconds, mb / imp.seconds,
+                   static_cast<double>(entries) / imp.seconds,
+                   static_cast<double>(events) / imp.seconds,
+                   static_cast<double>(imp.peakRssKb) / 1024, entries, events,
+                   static_cast<double>(stdfs::file_size(out)) / (1 << 20));
+        const Run py = inChild([&] {
+            execlp("python3", "python3", "-c",
+                   "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", file.c_str(),
+                   static_cast<char*>(nullptr));
+            return 127;
+        });
+        if (py.status != 0) {
+            fmt::print("  python3 pickle.load FAILED (exit {})\n", py.status);
+            return 1;
+        }
+        fmt::print("  python3 pickle.load {:6.2f} s (cpu {:.2f} s)  {:8.1f} MB/s  peak RSS {:.0f} "
+                   "MiB (baseline, same run)\n",
+                   py.seconds, py.cpuSeconds, mb / py.seconds,
+                   static_cast<double>(py.peakRssKb) / 1024);
+        impWall.push_back(imp.seconds);
+        impCpu.push_back(imp.cpuSeconds);
+        pyWall.push_back(py.seconds);
+        pyCpu.push_back(py.cpuSeconds);
     }
-    long long entries = 0, events = 0;
-    if (FILE* f = std::fopen(counts.c_str(), "r")) {
-        if (std::fscanf(f, "%lld %lld", &entries, &events) != 2) entries = events = 0;
-        std::fclose(f);
-    }
-    fmt::print(
-        "  fragscope import  {:8.2f} s  {:8.1f} MB/s  {:10.0f} trace entries/s  {:10.0f} events/s  "
-        "peak RSS {:.0f} MiB  ({} entries, {} events, session {:.1f} MiB)\n",
-        imp.seconds, mb / imp.seconds, static_cast<double>(entries) / imp.seconds,
-        static_cast<double>(events) / imp.seconds, static_cast<double>(imp.peakRssKb) / 1024,
-        entries, events, static_cast<double>(stdfs::file_size(out)) / (1 << 20));
-    const Run py = inChild([&] {
-        execlp("python3", "python3", "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
-               file.c_str(), static_cast<char*>(nullptr));
-        return 127;
-    });
-    if (py.status != 0) {
-        fmt::print("  python3 pickle.load FAILED (exit {})\n", py.status);
-        return 1;
-    }
-    fmt::print(
-        "  python3 pickle.load {:6.2f} s  {:8.1f} MB/s  peak RSS {:.0f} MiB (baseline, same run)\n",
-        py.seconds, mb / py.seconds, static_cast<double>(py.peakRssKb) / 1024);
-    fmt::print("  import / pickle.load time: {:.2f}x  ({})\n", imp.seconds / py.seconds,
-               imp.seconds < py.seconds ? "fragscope is faster" : "fragscope is SLOWER");
+    const double iw = median(impWall), pw = median(pyWall);
+    fmt::print("  median of {}: import {:.2f} s (cpu {:.2f} s), pickle.load {:.2f} s (cpu {:.2f} "
+               "s)\n",
+               runs, iw, median(impCpu), pw, median(pyCpu));
+    fmt::print("  import / pickle.load time: {:.2f}x  (cpu {:.2f}x; {})\n", iw / pw,
+               median(impCpu) / median(pyCpu),
+               iw < pw ? "fragscope is faster" : "fragscope is SLOWER");
     return 0;
 }
 
@@ -115,6 +157,13 @@ int bench(const std::string& file, const stdfs::path& tmp)
 
 int main(int argc, char** argv)
 {
+    // --runs N first (default 1): N alternating runs of each side, medians compared.
+    int runs = 1;
+    if (argc > 2 && std::string(argv[1]) == "--runs") {
+        runs = std::max(1, std::atoi(argv[2]));
+        argc -= 2;
+        argv += 2;
+    }
     const std::string arg = argc > 1 ? argv[1] : "--real";
     const stdfs::path tmp =
         stdfs::temp_directory_path() / fmt::format("fragscope-bench-import-{}", getpid());
@@ -136,7 +185,7 @@ int main(int argc, char** argv)
             fmt::print("FAILED: no snapshot in {}\n", dir.string());
             rc = 1;
         } else {
-            rc = bench(largest, tmp);
+            rc = bench(largest, tmp, runs);
         }
     } else if (arg == "--generate") {
         const long mib = argc > 2 ? std::atol(argv[2]) : 1024;
@@ -149,10 +198,10 @@ int main(int argc, char** argv)
             fmt::print("FAILED: generator\n");
             rc = 1;
         } else {
-            rc = bench(file, tmp);
+            rc = bench(file, tmp, runs);
         }
     } else {
-        rc = bench(arg, tmp);
+        rc = bench(arg, tmp, runs);
     }
     std::error_code ec;
     stdfs::remove_all(tmp, ec);

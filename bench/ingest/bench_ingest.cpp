@@ -141,7 +141,6 @@ double runBare(const std::string& path, const std::vector<Row>& rows)
             .bind(6, r.t1)
             .run();
     db.exec("CREATE INDEX allocations_time ON allocations(device, level, alloc_ns)");
-    db.exec("CREATE INDEX allocations_address ON allocations(device, address)");
     db.exec("COMMIT");
     db.exec("PRAGMA journal_mode=DELETE");
     return std::chrono::duration<double>(Clock::now() - t0).count();

@@ -539,19 +539,7 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
         }
         if (rr.address + rr.size > pos) frags.push_back(rr.address + rr.size - pos);
     }
-    SizeClassCounts classes;
-    for (uint64_t f : frags) {
-        s.freeBytes += f;
-        s.largestFreeFragmentBytes = std::max(s.largestFreeFragmentBytes, f);
-        classes.add(f);
-    }
-    s.fragmentCount = static_cast<int64_t>(frags.size());
-    s.fragmentationRatio = s.freeBytes == 0
-                               ? 0.0
-                               : 1.0 - static_cast<double>(s.largestFreeFragmentBytes) /
-                                           static_cast<double>(s.freeBytes);
-    s.fragmentEntropyBits = classes.bits();
-    s.histogram = makeHistogram(frags);
+    setFragmentFigures(s, frags);
     return s;
 }
 

@@ -121,6 +121,13 @@ public:
     // Same figures by replaying every event from the start (slow; tests compare the two).
     State stateAtFullReplay(uint32_t device, Level level, int64_t t) const;
     std::vector<Fragment> fragmentsAt(uint32_t device, Level level, int64_t t) const;
+    // The state at t of each memory pool of the track (core/analysis/pools.cpp): one entry per
+    // pool that has a region on the track, by pool id (the default pool 0 first). Summed over the
+    // pools, reserved, allocated, free and the fragment count equal stateAt's.
+    std::vector<PoolState> poolStatesAt(uint32_t device, Level level, int64_t t) const;
+    // timeline(o) with the figures of one pool at each sample (poolStatesAt); the event-size
+    // entropy stays the track's (a caveat says so).
+    Timeline poolTimeline(const TimelineOptions& o, uint64_t pool) const;
     std::vector<AllocationInfo> liveAllocationsAt(uint32_t device, Level level, int64_t t) const;
     // Live allocation of the track covering address at t (hover tooltip), with tag and stack.
     std::optional<AllocationInfo> allocationAt(uint32_t device, Level level, int64_t t,

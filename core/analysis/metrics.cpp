@@ -66,6 +66,25 @@ Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<u
     return h;
 }
 
+void setFragmentFigures(State& s, std::span<const uint64_t> fragmentSizes)
+{
+    SizeClassCounts classes;
+    s.freeBytes = 0;
+    s.largestFreeFragmentBytes = 0;
+    for (uint64_t f : fragmentSizes) {
+        s.freeBytes += f;
+        s.largestFreeFragmentBytes = std::max(s.largestFreeFragmentBytes, f);
+        classes.add(f);
+    }
+    s.fragmentCount = static_cast<int64_t>(fragmentSizes.size());
+    s.fragmentationRatio = s.freeBytes == 0
+                               ? 0.0
+                               : 1.0 - static_cast<double>(s.largestFreeFragmentBytes) /
+                                           static_cast<double>(s.freeBytes);
+    s.fragmentEntropyBits = classes.bits();
+    s.histogram = makeHistogram(fragmentSizes);
+}
+
 Histogram makeHistogram(std::span<const uint64_t> fragmentSizes)
 {
     std::array<int64_t, 64> count{};

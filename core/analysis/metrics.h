@@ -32,6 +32,9 @@ struct SizeClassCounts
 int log2Bin(uint64_t bytes);
 // Builds a histogram from fragment sizes.
 Histogram makeHistogram(std::span<const uint64_t> fragmentSizes);
+// Sets a state's free-fragment figures from its fragment sizes: freeBytes (their sum),
+// fragmentCount, largestFreeFragmentBytes, fragmentationRatio, fragmentEntropyBits, histogram.
+void setFragmentFigures(State& s, std::span<const uint64_t> fragmentSizes);
 // Builds it from log2-bin counts/bytes (64 bins) plus the cluster ranges counted separately.
 Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<uint64_t, 64>& bytes,
                         const std::array<int64_t, 3>& clusterCount,

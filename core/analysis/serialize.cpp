@@ -55,6 +55,15 @@ void writeStateFields(JsonWriter& j, const State& s)
     writeHistogramBins(j, s.histogram.clusters);
 }
 
+void writePoolState(JsonWriter& j, const PoolState& p)
+{
+    j.beginObject();
+    j.field("pool", p.pool);
+    j.field("pool_label", poolLabel(p.pool, p.state.level));
+    writeStateFields(j, p.state);
+    j.endObject();
+}
+
 void writeState(JsonWriter& j, const State& s)
 {
     j.beginObject();

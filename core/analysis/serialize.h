@@ -16,8 +16,9 @@ std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" fr
 
 void writeCaveats(JsonWriter& j, const Caveats& c); // "caveats": [...]
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
-void writeStateFields(JsonWriter& j, const State& s); // fields of one state object
-void writeState(JsonWriter& j, const State& s);       // {...}
+void writeStateFields(JsonWriter& j, const State& s);   // fields of one state object
+void writeState(JsonWriter& j, const State& s);         // {...}
+void writePoolState(JsonWriter& j, const PoolState& p); // {pool, pool_label, ...state fields}
 void writePrecursor(JsonWriter& j, const Precursor& p);
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
 void writeCorrelation(JsonWriter& j, const Correlation& c);

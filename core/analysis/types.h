@@ -123,6 +123,21 @@ struct Track
     int64_t regions = 0;
 };
 
+// One memory pool of a (device, level) track at one instant (docs/analysis.md, "Pools"):
+// PyTorch's private pools (segment_pool_id, e.g. CUDA-graph pools) apart from the default pool 0.
+// state covers the pool's regions only: regionCount, liveAllocations, reserved, allocated, free
+// fragments, F, fragment entropy and histogram; allocations outside any region count in pool 0;
+// the event-size entropy is a figure of the whole track and stays 0 here.
+struct PoolState
+{
+    uint64_t pool = 0; // regions.pool_id; PyTorch's (a, b) is a << 32 | b
+    State state;
+};
+// "default" for 0; "(a, b)" for a PyTorch pool id; "0x..." for a pool-level (CUDA mempool) id.
+std::string poolLabel(uint64_t pool, Level level);
+// Reads "default", "a,b", "(a, b)", a decimal or a 0x-hex id; false when it is none of these.
+bool parsePoolId(std::string_view text, uint64_t& pool);
+
 // ---- timelines -------------------------------------------------------------------------------
 
 struct TimelineOptions

@@ -160,11 +160,11 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
         bad(fmt::format("a trace entry of device {} should be a dict, found {}", device,
                         ptypeName(ev.type())));
     Entry e;
-    std::string_view action;
+    PValue action;
     doc_->forEachKeyed(ev, [&](int key, PValue v) {
         switch (key) {
         case kAction:
-            action = doc_->str(v);
+            action = v;
             break;
         case kAddr:
             e.addr = u64(v, "addr");
@@ -200,7 +200,13 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
             break;
         }
     });
-    e.act = actOf(action);
+    // The action strings are memo references shared by all entries: one comparison per distinct
+    // string, remembered by the string's value (a small direct-mapped cache).
+    ActSlot& slot = actCache_[action.payload() % actCache_.size()];
+    if (!slot.valid || !(slot.key == action)) {
+        slot = {action, actOf(doc_->str(action)), true};
+    }
+    e.act = slot.act;
     return e;
 }
 

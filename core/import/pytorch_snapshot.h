@@ -205,7 +205,8 @@ public:
         o.timeAxis = ordinal_ ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
         o.aliveAtEndIsAnomaly = false;
         o.expectRegions = true;
-        o.durable = false; // a one-shot conversion: on failure the output is removed
+        o.durable = false;     // a one-shot conversion: on failure the output is removed
+        o.writerThread = true; // events are written while the next ones are decoded
     }
     void emit(Ingest& ingest) override;
 
@@ -272,6 +273,13 @@ private:
     bool derivedAddresses_ = false;
     int64_t nonMonotonic_ = 0;
     int64_t untiledSegments_ = 0;
+    struct ActSlot
+    {
+        PValue key;
+        Act act = Act::Unknown;
+        bool valid = false;
+    };
+    std::array<ActSlot, 16> actCache_{};
     std::unordered_map<uint64_t, StringId> frameCache_;
     std::unordered_map<std::string, StackId> stackCache_;
     std::string stackKey_;

@@ -357,6 +357,70 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM markers"), int64_t{8});
     }
 
+    // The writer thread (IngestOptions::writerThread) and the batched allocation rows change how
+    // the file is written, never what it holds: the same events, with strings and stacks interned
+    // and notes written between them (each forces the thread to catch up), give the same rows as
+    // a plain one-thread ingest. 30,000 alloc/free pairs span several 4,096-event batches and
+    // many 64-row inserts; allocation k is 4096 * (1 + k % 7) bytes: 30000 = 7 * 4285 + 5, so the
+    // sizes sum to 4096 * (4285 * (1+2+...+7) + (1+2+3+4+5)) = 4096 * (119980 + 15).
+    void writerThreadWritesTheSameFile()
+    {
+        auto write = [&](const std::string& f, bool thread) {
+            IngestOptions o = opts(f);
+            o.durable = false;
+            o.writerThread = thread;
+            o.aliveAtEndIsAnomaly = false;
+            Ingest in(o);
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 64 << 20));
+            std::mt19937 rng(7);
+            for (int k = 0; k < 30000; ++k) {
+                const uint64_t addr = kBase + 65536ull * (k % 900);
+                Event a = ev(EventType::Alloc, 10 + 3 * k, addr, 4096ull * (1 + k % 7));
+                if (k % 1000 == 0) a.name = in.intern("tag " + std::to_string(k / 1000));
+                if (k % 500 == 0)
+                    a.aux = in.internStack({in.intern("f" + std::to_string(k)), in.intern("main")})
+                                .value;
+                in.add(a);
+                if (k % 900 != 899) in.add(ev(EventType::Free, 11 + 3 * k, addr));
+                if (k % 4999 == 0) in.warn("note " + std::to_string(k));
+                if (k % 7001 == 0) {
+                    Event m = ev(EventType::Mark, 12 + 3 * k, 0);
+                    m.name = in.intern("frame " + std::to_string(k / 7001));
+                    in.add(m);
+                }
+                if (rng() % 5000 == 0)
+                    in.add(ev(EventType::Free, 12 + 3 * k, kBase + 1)); // unknown
+            }
+            in.end();
+        };
+        const auto plain = path("plain.fragscope"), threaded = path("threaded.fragscope");
+        write(plain, false);
+        write(threaded, true);
+        Session a = Session::open(plain), b = Session::open(threaded);
+        for (const char* q :
+             {"SELECT * FROM allocations ORDER BY id", "SELECT * FROM strings ORDER BY id",
+              "SELECT * FROM stacks ORDER BY id, depth", "SELECT * FROM regions ORDER BY id",
+              "SELECT * FROM markers ORDER BY id", "SELECT * FROM frames ORDER BY idx",
+              "SELECT * FROM anomalies ORDER BY id",
+              "SELECT time_ns, kind, value, detail FROM capture_health ORDER BY id"}) {
+            Stmt x = a.db().prepare(q), y = b.db().prepare(q);
+            int64_t rows = 0;
+            while (true) {
+                const bool hx = x.step(), hy = y.step();
+                QCOMPARE(hx, hy);
+                if (!hx) break;
+                ++rows;
+                for (int c = 0; c < sqlite3_column_count(x.raw()); ++c)
+                    QCOMPARE(x.text(c), y.text(c));
+            }
+            QVERIFY2(rows > 0 || std::string(q).find("anomalies") != std::string::npos, q);
+        }
+        QCOMPARE(b.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{30000});
+        QCOMPARE(b.db().scalar("SELECT SUM(size) FROM allocations"), int64_t{4096} * 119995);
+        QCOMPARE(b.db().scalar("SELECT COUNT(*) FROM frames"), int64_t{5}); // k = 0, 7001 .. 28004
+    }
+
     void parsesMetricMessages_data()
     {
         QTest::addColumn<QString>("msg");

@@ -29,8 +29,10 @@
 #include "endstate.h"
 #include "importtest.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QTemporaryDir>
+#include <map>
 
 using namespace fstest;
 
@@ -184,6 +186,114 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT count(*) FROM devices"), int64_t{3});
         // Device 1's side stream is renumbered 1.
         QCOMPARE(s.db().scalar("SELECT stream FROM regions WHERE address=0x80000000"), int64_t{1});
+    }
+
+    // Private pools as their own tracks: `state --pools` splits device 0's framework track by
+    // regions.pool_id. From the file's comment: pool (1, 5) = 1 << 32 | 5 is segment P alone:
+    // 1 region, reserved 2 MiB, p1 0.5 MiB allocated, one 1.5 MiB fragment (F = 0). The default
+    // pool is A and E: reserved 8 + 6 + 2 = 16 MiB, allocated 4 + 2 + 2 = 8 MiB, free 8 MiB in
+    // A's 2 + E's 1 = 3 fragments, largest 4 MiB (E's), F = 1 - 4/8 = 0.5. The two add up to
+    // the device's 18 / 8.5 / 9.5 MiB and 4 fragments. Device 1 has the default pool only.
+    void privatePoolsAsTheirOwnTracks()
+    {
+        const CliResult r = runCli({"state", multi_, "--at", "end", "--pools", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject doc = QJsonDocument::fromJson(r.out).object();
+        const qint64 pool15 = (qint64{1} << 32) | 5;
+        std::map<std::pair<int, qint64>, QJsonObject> pools;
+        for (const auto& x : doc["pools"].toArray())
+            if (x.toObject()["level"].toString() == "framework")
+                pools[{x.toObject()["device"].toInt(), x.toObject()["pool"].toInteger()}] =
+                    x.toObject();
+        QCOMPARE(pools.size(), size_t{4}); // device 0: default, (1, 5); devices 1, 2: default
+        const QJsonObject p = pools[{0, pool15}], d = pools[{0, 0}];
+        QCOMPARE(p["pool_label"].toString(), QString("(1, 5)"));
+        QCOMPARE(p["region_count"].toInteger(), qint64{1});
+        QCOMPARE(p["reserved_bytes"].toInteger(), 2 * MiB);
+        QCOMPARE(p["allocated_bytes"].toInteger(), MiB / 2);
+        QCOMPARE(p["free_bytes"].toInteger(), 3 * MiB / 2);
+        QCOMPARE(p["fragment_count"].toInteger(), qint64{1});
+        QCOMPARE(p["largest_free_fragment_bytes"].toInteger(), 3 * MiB / 2);
+        QCOMPARE(p["fragmentation_ratio"].toDouble(), 0.0);
+        QCOMPARE(d["pool_label"].toString(), QString("default"));
+        QCOMPARE(d["reserved_bytes"].toInteger(), 16 * MiB);
+        QCOMPARE(d["allocated_bytes"].toInteger(), 8 * MiB);
+        QCOMPARE(d["free_bytes"].toInteger(), 8 * MiB);
+        QCOMPARE(d["fragment_count"].toInteger(), qint64{3});
+        QCOMPARE(d["largest_free_fragment_bytes"].toInteger(), 4 * MiB);
+        QCOMPARE(d["fragmentation_ratio"].toDouble(), 0.5);
+        const QJsonObject dev0 = stateAt(multi_, "end", 0);
+        for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes", "fragment_count",
+                              "region_count", "live_allocations"})
+            QCOMPARE(p[k].toInteger() + d[k].toInteger(), dev0[k].toInteger());
+        const QJsonObject dev1 = pools[std::make_pair(1, qint64{0})];
+        QCOMPARE(dev1["reserved_bytes"].toInteger(), 6 * MiB);
+        // --pool: that pool only, written as PyTorch prints it or as the stored number.
+        for (const QString& spec : {QString("1,5"), QString("(1, 5)"), QString::number(pool15)}) {
+            const CliResult one =
+                runCli({"state", multi_, "--at", "end", "--pool", spec, "--json"});
+            QCOMPARE(one.exitCode, 0);
+            const QJsonArray arr = QJsonDocument::fromJson(one.out).object()["pools"].toArray();
+            QCOMPARE(arr.size(), qsizetype{1});
+            QCOMPARE(arr[0].toObject()["allocated_bytes"].toInteger(), MiB / 2);
+        }
+        const CliResult text = runCli({"state", multi_, "--at", "end", "--pool", "1,5"});
+        QVERIFY(text.out.contains("pool (1, 5): device 0 level framework"));
+        QCOMPARE(runCli({"state", multi_, "--at", "end", "--pool", "1,x"}).exitCode, 64);
+        // `report --json`: a track with more than one pool lists each pool's end state.
+        const CliResult rep = runCli({"report", multi_, "--json"});
+        QCOMPARE(rep.exitCode, 0);
+        int withPools = 0;
+        for (const auto& x : QJsonDocument::fromJson(rep.out).object()["tracks"].toArray()) {
+            const QJsonArray ps = x.toObject()["end_state_pools"].toArray();
+            if (ps.isEmpty()) continue;
+            ++withPools;
+            QCOMPARE(x.toObject()["device"].toInt(), 0);
+            QCOMPARE(ps.size(), qsizetype{2});
+            QCOMPARE(ps[1].toObject()["pool"].toInteger(), pool15);
+            QCOMPARE(ps[1].toObject()["allocated_bytes"].toInteger(), MiB / 2);
+        }
+        QCOMPARE(withPools, 1); // devices 1 and 2 have the default pool only
+    }
+
+    // `export timeline --pool`: the pool's figures at every sample, on the tracks that have it.
+    // Pool (1, 5) is segment P with p1 from the first trace entry to the end (both exist before
+    // the trace): every row is device 0 with reserved 2 MiB and allocated 0.5 MiB; and at every
+    // sample the default pool's row plus pool (1, 5)'s equals the track's own row.
+    void privatePoolTimeline()
+    {
+        auto rows = [&](const QStringList& extra) {
+            const QString out = tmp_.filePath("pool-timeline.csv");
+            QStringList args = {"export",   "timeline", multi_,   "-o",   out,
+                                "--device", "0",        "--step", "10000"};
+            const CliResult r = runCli(args + extra);
+            if (r.exitCode != 0) qWarning("export failed: %s", r.err.constData());
+            QFile f(out);
+            std::vector<QStringList> v;
+            if (f.open(QIODevice::ReadOnly))
+                for (const QByteArray& line : f.readAll().split('\n').mid(1))
+                    if (!line.isEmpty()) v.push_back(QString::fromUtf8(line).split(','));
+            return v;
+        };
+        const auto track = rows({}), priv = rows({"--pool", "1,5"}),
+                   dflt = rows({"--pool", "default"});
+        QVERIFY(track.size() > 3);
+        QCOMPARE(priv.size(), track.size());
+        QCOMPARE(dflt.size(), track.size());
+        // columns: time_ns, device, level, reserved, allocated, free, fragments, largest, ...
+        for (size_t i = 0; i < track.size(); ++i) {
+            QCOMPARE(priv[i][0], track[i][0]);
+            QCOMPARE(priv[i][1], QString("0"));
+            QCOMPARE(priv[i][3].toLongLong(), 2 * MiB);
+            QCOMPARE(priv[i][4].toLongLong(), MiB / 2);
+            for (int c : {3, 4, 5, 6})
+                QCOMPARE(priv[i][c].toLongLong() + dflt[i][c].toLongLong(),
+                         track[i][c].toLongLong());
+        }
+        QCOMPARE(runCli({"export", "timeline", multi_, "-o", tmp_.filePath("x.csv"), "--device",
+                         "1", "--pool", "1,5"})
+                     .exitCode,
+                 64); // device 1 has no pool (1, 5)
     }
 
     void notesAndSettings()

@@ -145,6 +145,32 @@ private slots:
         // 9 active_pending_free blocks, pending when the snapshot was taken.
         QCOMPARE(s.db().scalar("SELECT count(*) FROM pending_frees WHERE complete_ns IS NULL"),
                  int64_t{9});
+        // Each pool's end state, as PyTorch's segsum and block walk give it for the segments of
+        // that segment_pool_id (worked out with python3's pickle over the file's 'segments':
+        // total_size summed, active_allocated blocks summed, runs of other blocks = free gaps):
+        //   pool    reserved      allocated     gaps  largest gap  F = 1 - largest/free
+        //   (0,0)   3810525184    2623884288    52    272629760    0.770251
+        //   (0,1)    585105408     498546688    43     16613376    0.808068
+        //   (0,2)  21793603584   21793603584     0            0    0
+        // They add up to reference.json's device 0 (26189234176 reserved, 95 gaps).
+        const CliResult r = runCli({"state", o, "--at", "end", "--pools", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonArray pools = QJsonDocument::fromJson(r.out).object()["pools"].toArray();
+        QCOMPARE(pools.size(), qsizetype{3});
+        const qint64 want[3][4] = {{3810525184, 2623884288, 52, 272629760},
+                                   {585105408, 498546688, 43, 16613376},
+                                   {21793603584, 21793603584, 0, 0}};
+        const double wantF[3] = {0.770251, 0.808068, 0};
+        for (int i = 0; i < 3; ++i) {
+            const QJsonObject p = pools[i].toObject();
+            QCOMPARE(p["pool"].toInteger(), qint64{i});
+            QCOMPARE(p["reserved_bytes"].toInteger(), want[i][0]);
+            QCOMPARE(p["allocated_bytes"].toInteger(), want[i][1]);
+            QCOMPARE(p["free_bytes"].toInteger(), want[i][0] - want[i][1]);
+            QCOMPARE(p["fragment_count"].toInteger(), want[i][2]);
+            QCOMPARE(p["largest_free_fragment_bytes"].toInteger(), want[i][3]);
+            QVERIFY(std::abs(p["fragmentation_ratio"].toDouble() - wantF[i]) < 1e-6);
+        }
     }
 
     void stacksAreKept()

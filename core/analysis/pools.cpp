@@ -1,0 +1,147 @@
+// Per-pool state (docs/analysis.md, "Pools"): the track's state at t split by the pool of each
+// region (regions.pool_id), from the same regions, live allocations and free fragments the
+// engine's state is made of, so that the pools add up to the track.
+#include "engine_impl.h"
+#include "metrics.h"
+
+#include "core/sqlite.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace fs::analysis {
+
+std::string poolLabel(uint64_t pool, Level level)
+{
+    if (pool == 0) return "default";
+    if (level == Level::Pool) return fmt::format("{:#x}", pool);
+    return fmt::format("({}, {})", pool >> 32, pool & 0xffffffffu);
+}
+
+bool parsePoolId(std::string_view text, uint64_t& pool)
+{
+    auto trim = [](std::string_view v) {
+        while (!v.empty() && (v.front() == ' ' || v.front() == '('))
+            v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == ')'))
+            v.remove_suffix(1);
+        return v;
+    };
+    auto number = [](std::string_view v, uint64_t& out) {
+        int base = 10;
+        if (v.starts_with("0x") || v.starts_with("0X")) {
+            v.remove_prefix(2);
+            base = 16;
+        }
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out, base);
+        return !v.empty() && ec == std::errc() && p == v.data() + v.size();
+    };
+    text = trim(text);
+    if (text == "default") {
+        pool = 0;
+        return true;
+    }
+    const size_t comma = text.find(',');
+    if (comma == std::string_view::npos) return number(text, pool);
+    uint64_t a = 0, b = 0;
+    if (!number(trim(text.substr(0, comma)), a) || !number(trim(text.substr(comma + 1)), b) ||
+        a > 0xffffffffu || b > 0xffffffffu)
+        return false;
+    pool = (a << 32) | b;
+    return true;
+}
+
+namespace {
+
+using PoolOf = std::unordered_map<int64_t, uint64_t>; // region id -> pool id
+
+std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_t device,
+                                  Level level, int64_t t)
+{
+    std::map<uint64_t, State> pools;
+    auto at = [&](uint64_t pool) -> State& {
+        auto [it, inserted] = pools.try_emplace(pool);
+        if (inserted) {
+            it->second.device = device;
+            it->second.level = level;
+            it->second.time = t;
+        }
+        return it->second;
+    };
+    auto poolOfRegion = [&](int64_t id) {
+        auto it = poolOf.find(id);
+        return it == poolOf.end() ? uint64_t{0} : it->second;
+    };
+    for (const auto& [id, pool] : poolOf)
+        at(pool);
+    // Regions (an expandable segment's mapped ranges each count, as in the track's state).
+    for (const RegionInfo& r : e.regions(device, level)) {
+        if (r.createNs > t || r.destroyNs <= t) continue;
+        State& s = at(poolOfRegion(r.id));
+        ++s.regionCount;
+        s.reservedBytes += r.size;
+    }
+    for (const AllocationInfo& a : e.liveAllocationsAt(device, level, t)) {
+        State& s = at(a.regionId < 0 ? 0 : poolOfRegion(a.regionId));
+        ++s.liveAllocations;
+        (a.regionId < 0 ? s.allocatedOutsideBytes : s.allocatedBytes) += a.size;
+    }
+    std::map<uint64_t, std::vector<uint64_t>> frags;
+    for (const Fragment& f : e.fragmentsAt(device, level, t))
+        frags[poolOfRegion(f.regionId)].push_back(f.size);
+    for (auto& [pool, s] : pools)
+        setFragmentFigures(s, frags[pool]);
+    std::vector<PoolState> out;
+    for (auto& [pool, s] : pools)
+        out.push_back({pool, std::move(s)});
+    return out;
+}
+
+PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
+{
+    PoolOf poolOf;
+    std::lock_guard lock(d.dbMutex);
+    if (!d.session) return poolOf;
+    Stmt st = d.session->db().prepare(
+        "SELECT id, COALESCE(pool_id, 0) FROM regions WHERE device=?1 AND level=?2");
+    st.bind(1, device).bind(2, static_cast<int>(level));
+    while (st.step())
+        poolOf[st.i64(0)] = st.u64(1);
+    return poolOf;
+}
+
+} // namespace
+
+std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
+{
+    return poolStates(*this, regionPools(*d_, device, level), device, level, t);
+}
+
+Timeline Engine::poolTimeline(const TimelineOptions& o, uint64_t pool) const
+{
+    Timeline tl = timeline(o);
+    const PoolOf poolOf = regionPools(*d_, o.device, o.level);
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        State s; // zeros when the pool has nothing at that time
+        for (PoolState& p : poolStates(*this, poolOf, o.device, o.level, tl.time[i]))
+            if (p.pool == pool) s = std::move(p.state);
+        tl.reserved[i] = static_cast<double>(s.reservedBytes);
+        tl.allocated[i] = static_cast<double>(s.allocatedBytes);
+        tl.allocatedOutside[i] = static_cast<double>(s.allocatedOutsideBytes);
+        tl.freeInRegions[i] = static_cast<double>(s.freeBytes);
+        tl.fragmentCount[i] = static_cast<double>(s.fragmentCount);
+        tl.largestFragment[i] = static_cast<double>(s.largestFreeFragmentBytes);
+        tl.fragmentationRatio[i] = s.fragmentationRatio;
+        tl.fragmentEntropy[i] = s.fragmentEntropyBits;
+    }
+    tl.caveats.notes.push_back(fmt::format(
+        "pool {} only: its regions' figures; the event-size entropy is the whole track's",
+        poolLabel(pool, o.level)));
+    return tl;
+}
+
+} // namespace fs::analysis
