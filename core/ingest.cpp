@@ -582,34 +582,40 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
             return;
         }
         s.regionDestroy.bind(1, it->second.id).bind(2, e.time).run();
+        mappings_.erase(it->second.id); // its pieces end with it (the analysis clamps them)
         regs.erase(it);
         break;
     }
     case EventType::RegionMap:
-    case EventType::RegionUnmap: {
-        const int64_t rid = regionAt(e.device, e.level, e.address, e.size);
-        if (rid < 0) {
-            anomaly(anomaly::UnknownRegion, e, seq, "mapping outside any region");
-            return;
-        }
-        if (e.type == EventType::RegionMap) {
-            s.mapping.bind(1, rid).bind(2, e.address).bind(3, e.size).bind(4, e.time).run();
-            mappings_[{static_cast<uint32_t>(rid), e.address}] =
-                sqlite3_last_insert_rowid(db_->raw());
-        } else {
-            auto it = mappings_.find({static_cast<uint32_t>(rid), e.address});
-            if (it == mappings_.end()) {
-                anomaly(anomaly::UnknownRegion, e, seq, "unmap of an unknown mapping");
-                return;
-            }
-            s.unmapping.bind(1, it->second).bind(2, e.time).run();
-            mappings_.erase(it);
-        }
+    case EventType::RegionUnmap:
+        onMapping(e, seq);
         break;
-    }
     default:
         break;
     }
+}
+
+// Mapped ranges of an expandable region are kept maximal (core/mapped_pieces.h): each piece is
+// one region_mappings row.
+void Ingest::onMapping(const Event& e, uint64_t seq)
+{
+    auto& s = *st_;
+    const int64_t rid = regionAt(e.device, e.level, e.address, e.size);
+    if (rid < 0) {
+        anomaly(anomaly::UnknownRegion, e, seq, "mapping outside any region");
+        return;
+    }
+    auto ended = [&](uint64_t, const MappedPieces<int64_t>::Piece& p) {
+        s.unmapping.bind(1, p.tag).bind(2, e.time).run();
+    };
+    auto started = [&](uint64_t a, uint64_t size) {
+        s.mapping.bind(1, rid).bind(2, a).bind(3, size).bind(4, e.time).run();
+        return static_cast<int64_t>(sqlite3_last_insert_rowid(db_->raw()));
+    };
+    if (e.type == EventType::RegionMap)
+        mappings_[rid].map(e.address, e.size, ended, started);
+    else if (!mappings_[rid].unmap(e.address, e.size, ended, started))
+        anomaly(anomaly::UnknownRegion, e, seq, "unmap of an unknown mapping");
 }
 
 void Ingest::closeFrame(int64_t t)

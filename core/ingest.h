@@ -4,6 +4,7 @@
 
 #include "event_sink.h"
 #include "events.h"
+#include "mapped_pieces.h"
 #include "session.h"
 
 #include <chrono>
@@ -180,8 +181,11 @@ private:
     // Live regions per (device, level): a level's regions host that level's allocations, and a
     // framework heap may lie inside a driver allocation without overlapping anything.
     std::map<std::pair<uint32_t, int>, std::map<uint64_t, LiveRegion>> regions_;
-    std::map<std::pair<uint32_t, uint64_t>, int64_t> mappings_; // (region, addr) -> mapping id
-    std::unordered_map<uint64_t, uint64_t> recentlyFreed_;      // addr -> seq
+    // Mapped pieces of each expandable region: region id -> pieces tagged with their
+    // region_mappings row.
+    std::map<int64_t, MappedPieces<int64_t>> mappings_;
+    void onMapping(const Event& e, uint64_t seq);
+    std::unordered_map<uint64_t, uint64_t> recentlyFreed_; // addr -> seq
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
     struct AllocRow
     {

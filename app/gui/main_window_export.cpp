@@ -2,6 +2,9 @@
 // window's current state, so a report image is what the user sees.
 #include "main_window.h"
 
+#include "compare_window.h"
+#include "whatif_controller.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -257,6 +260,31 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         if (auto* dock = findChild<QDockWidget*>(QStringLiteral("oomDock"))) dock->raise();
         emit oomList_->tree()->itemActivated(oomList_->tree()->topLevelItem(0), 0);
         shot(QStringLiteral("gui-oom.png"));
+    }
+    // A what-if replay under expandable segments, opened beside the real run as a user would
+    // from File > What-if replay... (the dialog's first preset).
+    if (whatIf_ && whatIf_->action()->isEnabled()) {
+        CompareWindow* cw = nullptr;
+        const auto conn = connect(whatIf_, &WhatIfController::compareOpened, this,
+                                  [&cw](CompareWindow* w) { cw = w; });
+        alloc::RunSpec spec;
+        spec.label = "expandable_segments:True";
+        spec.config = alloc::Config::parse(spec.label);
+        whatIf_->start(spec);
+        settle([&] { return cw != nullptr || !whatIf_->running(); }, 120000);
+        disconnect(conn);
+        if (cw) {
+            cw->resize(1600, 1000);
+            settle(
+                [cw] {
+                    return cw->comparison() && cw->heatmapA()->isRefined() &&
+                           cw->heatmapB()->isRefined();
+                },
+                60000);
+            const QString p = dir + QStringLiteral("/gui-whatif-compare.png");
+            if (cw->grab().save(p)) written << p;
+            cw->close();
+        }
     }
     QString err;
     for (render::View v : {render::View::Heatmap, render::View::Histogram, render::View::Timeline,

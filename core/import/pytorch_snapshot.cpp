@@ -5,6 +5,8 @@
 // exactly the snapshot's final state (docs/importers.md, "PyTorch snapshots").
 #include "pytorch_snapshot.h"
 
+#include "core/mapped_pieces.h"
+
 #include "core/json.h"
 
 #include <algorithm>
@@ -395,8 +397,6 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         base.time = t0;
         std::map<uint64_t, uint64_t> curSegs;   // addr -> size, mirrors what ingest was told
         std::map<uint64_t, uint64_t> curAllocs; // addr -> size
-        Ranges pieces; // expandable mapped ranges as ingest knows them (maximal, as PyTorch's
-                       // snapshot reports one segment per contiguous mapped range)
         auto regionCreate = [&](uint64_t a, const SegInfo& s, int64_t t) {
             Event e = base;
             e.type = EventType::RegionCreate;
@@ -424,6 +424,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             e.flags = 1;
             ing.add(e);
         }
+        // segment_map / segment_unmap go to ingest as PyTorch reports them (page runs); ingest
+        // keeps each reservation's mapped pieces maximal, and so does this mirror of them (per
+        // reservation, for the check of the final state against the snapshot's segments).
+        std::map<uint64_t, MappedPieces<char>> mirror; // reservation start -> its pieces
         auto clusterOf = [&](uint64_t a) -> const Cluster* {
             auto it = std::upper_bound(d.clusters.begin(), d.clusters.end(), a,
                                        [](uint64_t v, const Cluster& c) { return v < c.lo; });
@@ -432,54 +436,27 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             return a < it->hi ? &*it : nullptr;
         };
         auto mapping = [&](EventType type, uint64_t a, uint64_t s, int64_t t) {
+            if (s == 0) return;
             Event e = base;
             e.type = type;
             e.time = t;
             e.address = a;
             e.size = s;
             ing.add(e);
+            const Cluster* c = clusterOf(a);
+            if (!c) return; // ingest records the anomaly
+            auto ended = [](uint64_t, const auto&) {};
+            auto started = [](uint64_t, uint64_t) { return char{}; };
             if (type == EventType::RegionMap)
-                pieces[a] = s;
+                mirror[c->lo].map(a, s, ended, started);
             else
-                pieces.erase(a);
+                mirror[c->lo].unmap(a, s, ended, started);
         };
-        auto rawMap = [&](uint64_t a, uint64_t s, int64_t t) {
+        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
             mapping(EventType::RegionMap, a, s, t);
         };
-        auto rawUnmap = [&](uint64_t a, uint64_t s, int64_t t) {
-            mapping(EventType::RegionUnmap, a, s, t);
-        };
-        // A new mapping that touches mapped ranges of its reservation extends them: the segment
-        // grows (the engine moves the blocks of the replaced ranges into the grown one).
-        auto mapPiece = [&](uint64_t a, uint64_t s, int64_t t) {
-            if (s == 0) return;
-            const Cluster* c = clusterOf(a);
-            uint64_t lo = a, hi = a + s;
-            std::vector<std::pair<uint64_t, uint64_t>> join;
-            auto it = pieces.lower_bound(a);
-            if (it != pieces.begin()) --it;
-            for (; it != pieces.end() && it->first <= hi; ++it)
-                if (it->first + it->second >= lo && c && clusterOf(it->first) == c)
-                    join.emplace_back(*it);
-            for (auto [pa, ps] : join) {
-                lo = std::min(lo, pa);
-                hi = std::max(hi, pa + ps);
-                rawUnmap(pa, ps, t);
-            }
-            rawMap(lo, hi - lo, t);
-        };
         auto unmap = [&](uint64_t a, uint64_t s, int64_t t) {
-            const uint64_t end = a + s;
-            auto it = pieces.lower_bound(a);
-            if (it != pieces.begin()) --it;
-            std::vector<std::pair<uint64_t, uint64_t>> hit;
-            for (; it != pieces.end() && it->first < end; ++it)
-                if (it->first + it->second > a) hit.emplace_back(*it);
-            for (auto [pa, ps] : hit) {
-                rawUnmap(pa, ps, t);
-                if (pa < a) rawMap(pa, a - pa, t);
-                if (pa + ps > end) rawMap(end, pa + ps - end, t);
-            }
+            mapping(EventType::RegionUnmap, a, s, t);
         };
         auto alloc = [&](uint64_t a, uint64_t size, uint64_t req, uint32_t stream, PValue frames,
                          int64_t t, PValue userMeta = {}, PValue compileCtx = {}) {
@@ -663,8 +640,14 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 regionCreate(a, s, tEnd);
                 ++fixed;
             }
+        // Expandable mapped ranges as ingest knows them (maximal, as PyTorch's snapshot reports
+        // one segment per contiguous mapped range).
+        Ranges pieces;
+        for (const auto& [lo, m] : mirror)
+            for (const auto& [a, p] : m.pieces())
+                pieces[a] = p.size;
         if (pieces != d.finalMapped) {
-            for (auto [a, s] : Ranges(pieces))
+            for (auto [a, s] : pieces)
                 unmap(a, s, tEnd);
             for (auto [a, s] : d.finalMapped)
                 mapPiece(a, s, tEnd);

@@ -8,8 +8,10 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
+
 #include <QThread>
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <random>
 #include <sys/wait.h>
@@ -187,6 +189,49 @@ private slots:
         QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=2"), int64_t{4});
         QCOMPARE(s.db().scalar("SELECT level FROM regions WHERE id=2"),
                  int64_t{static_cast<int>(Level::Framework)});
+    }
+
+    void mappedPiecesStayMaximal()
+    {
+        // An expandable reservation of 64 MiB at B, reported page run by page run (MiB):
+        //   t1 map [0, 2)    -> row 1 [0, 2)
+        //   t2 map [2, 4)    -> touches row 1: row 1 ends at 2, row 2 [0, 4)
+        //   t3 map [8, 10)   -> row 3 [8, 10) (a gap of 4 MiB: no join)
+        //   t4 map [4, 8)    -> touches rows 2 and 3: both end at 4, row 4 [0, 10)
+        //   t5 unmap [1, 3)  -> row 4 ends at 5; row 5 [0, 1) and row 6 [3, 10)
+        //   t6 unmap [0, 10) -> rows 5 and 6 end at 6 (one unmap over two pieces)
+        //   t7 unmap [20, 22) hits nothing: one anomaly, no row.
+        // Alive at 5.5: [0, 1) and [3, 10), 8 MiB, which never touch.
+        const auto f = path("pieces.fragscope");
+        constexpr uint64_t M = 1 << 20;
+        Ingest in(opts(f));
+        in.begin();
+        Event r = ev(EventType::RegionCreate, 0, kBase, 64 * M, Level::Framework);
+        r.flags = 1;
+        in.add(r);
+        in.add(ev(EventType::RegionMap, 1, kBase, 2 * M, Level::Framework));
+        in.add(ev(EventType::RegionMap, 2, kBase + 2 * M, 2 * M, Level::Framework));
+        in.add(ev(EventType::RegionMap, 3, kBase + 8 * M, 2 * M, Level::Framework));
+        in.add(ev(EventType::RegionMap, 4, kBase + 4 * M, 4 * M, Level::Framework));
+        in.add(ev(EventType::RegionUnmap, 5, kBase + 1 * M, 2 * M, Level::Framework));
+        in.add(ev(EventType::RegionUnmap, 6, kBase, 10 * M, Level::Framework));
+        in.add(ev(EventType::RegionUnmap, 7, kBase + 20 * M, 2 * M, Level::Framework));
+        in.end();
+        Session s = Session::open(f);
+        Stmt q = s.db().prepare("SELECT address - ?1, size, map_ns, unmap_ns FROM region_mappings"
+                                " ORDER BY id");
+        q.bind(1, static_cast<int64_t>(kBase));
+        const std::vector<std::array<int64_t, 4>> want = {
+            {0, 2 * M, 1, 2},  {0, 4 * M, 2, 4}, {8 * M, 2 * M, 3, 4},
+            {0, 10 * M, 4, 5}, {0, 1 * M, 5, 6}, {3 * M, 7 * M, 5, 6}};
+        size_t n = 0;
+        for (; q.step(); ++n) {
+            QVERIFY(n < want.size());
+            for (int c = 0; c < 4; ++c)
+                QCOMPARE(q.i64(c), want[n][size_t(c)]);
+        }
+        QCOMPARE(n, want.size());
+        QCOMPARE(s.summary().health.anomalyTotal(), int64_t{1});
     }
 
     void internsStringsOnce()
