@@ -2,7 +2,10 @@
 // one row per key, valid only for this engine version and this exact session content (stamp).
 #include "engine_impl.h"
 
+#include <chrono>
 #include <cstring>
+#include <random>
+#include <set>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -15,7 +18,7 @@ constexpr const char* kFrameKey = "frames";
 
 // Everything the cached per-frame figures depend on. A live or abruptly ended session has no
 // stamp: its content can still change, so nothing is cached for it.
-std::string stamp(Db& db)
+std::string stamp(Db& db, const SessionSummary& sum)
 {
     if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete") return {};
     // Frame times summed over their low 32 bits: full timestamps (ns since 1970 in recorded
@@ -26,10 +29,10 @@ std::string stamp(Db& db)
                        db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
                        db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
                        db.scalar("SELECT COUNT(*) FROM frames"), db.scalarText(frameTimes),
-                       db.scalar("SELECT COUNT(*) FROM allocations"),
-                       db.scalar("SELECT COUNT(*) FROM regions"),
-                       db.scalar("SELECT COUNT(*) FROM region_mappings"),
-                       db.scalar("SELECT COUNT(*) FROM kernels"),
+                       // The summary the engine just read counted these (exactly: the open
+                       // asks for exact counts): no second pass over the large tables.
+                       sum.allocations, sum.regions,
+                       db.scalar("SELECT COUNT(*) FROM region_mappings"), sum.kernels,
                        db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
 }
 
@@ -77,25 +80,97 @@ std::string indexKey(const TrackData& t)
     return fmt::format("index:{}:{}", t.device, static_cast<int>(t.level));
 }
 
-// Writes key -> value rows through a separate read-write connection, only when the file is
-// writable: the engine's connection stays read-only and a read-only file gets no cache.
-bool storeCache(const std::string& path, const std::string& stampValue,
-                const std::vector<std::pair<std::string, std::string>>& rows)
+// The guard (docs/session-format.md "analysis_cache"): triggers on every table the cached values
+// are computed from delete meta's analysis_guard row on any insert, update or delete. A stored
+// value carries the guard's nonce in its stamp, so it matches only while nothing was changed
+// since it was computed, and a reopen checks that without reading a row.
+constexpr const char* kGuardKey = "analysis_guard";
+constexpr const char* kGuardedTables[] = {"allocations", "regions", "region_mappings", "frames",
+                                          "kernels"};
+constexpr const char* kGuardOps[] = {"INSERT", "UPDATE", "DELETE"};
+
+std::string guardTrigger(const char* table, const char* op)
 {
-    if (stampValue.empty() || ::access(path.c_str(), W_OK) != 0) return false;
+    std::string name = fmt::format("fs_analysis_guard_{}_{}", table, op);
+    for (char& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+}
+
+// The guard's nonce when it and every trigger are in place, else empty.
+std::string readGuard(Db& db)
+{
+    int64_t expected = 0;
+    std::string names;
+    for (const char* table : kGuardedTables) {
+        if (!db.hasTable(table)) continue;
+        for (const char* op : kGuardOps) {
+            names += fmt::format("{}'{}'", names.empty() ? "" : ",", guardTrigger(table, op));
+            ++expected;
+        }
+    }
+    if (db.scalar(fmt::format("SELECT COUNT(*) FROM sqlite_master WHERE type='trigger' AND name "
+                              "IN ({})",
+                              names)) != expected)
+        return {};
+    return db.scalarText(fmt::format("SELECT value FROM meta WHERE key='{}'", kGuardKey));
+}
+
+// Installs the triggers (those missing) and a new nonce (a writable, finished file).
+std::string installGuard(const std::string& path)
+{
+    if (::access(path.c_str(), W_OK) != 0) return {};
     try {
         Db db(path, SQLITE_OPEN_READWRITE);
         db.exec("PRAGMA busy_timeout=2000");
+        db.exec("BEGIN IMMEDIATE");
+        for (const char* table : kGuardedTables) {
+            if (!db.hasTable(table)) continue;
+            for (const char* op : kGuardOps)
+                db.exec(fmt::format("CREATE TRIGGER IF NOT EXISTS {} AFTER {} ON {} BEGIN DELETE "
+                                    "FROM meta WHERE key='{}'; END",
+                                    guardTrigger(table, op), op, table, kGuardKey));
+        }
+        std::random_device rd;
+        const uint64_t nonce =
+            (uint64_t{rd()} << 32) ^ rd() ^
+            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        // Always a new nonce: values stored under an older one may describe content changed
+        // while a trigger was missing.
+        db.exec(fmt::format("INSERT OR REPLACE INTO meta(key, value) VALUES('{}', '{:016x}')",
+                            kGuardKey, nonce));
+        db.exec("COMMIT");
+        return readGuard(db);
+    } catch (const SessionError&) {
+        return {}; // locked or read-only: nothing is cached
+    }
+}
+
+// Writes key -> value rows through a separate read-write connection, only when the file is
+// writable and the guard named in the stamp is still there (nothing changed since the values
+// were computed): the engine's connection stays read-only and a read-only file gets no cache.
+bool storeCache(const std::string& path, const std::string& stampValue,
+                const std::vector<std::pair<std::string, std::string_view>>& rows)
+{
+    if (stampValue.empty() || ::access(path.c_str(), W_OK) != 0) return false;
+    const auto g = stampValue.rfind("|g");
+    if (g == std::string::npos) return false;
+    try {
+        Db db(path, SQLITE_OPEN_READWRITE);
+        db.exec("PRAGMA busy_timeout=2000");
+        db.exec("BEGIN IMMEDIATE");
+        if (readGuard(db) != stampValue.substr(g + 2)) {
+            db.exec("ROLLBACK");
+            return false; // changed behind the engine since it read the rows
+        }
         db.exec("CREATE TABLE IF NOT EXISTS analysis_cache(key TEXT PRIMARY KEY, engine_version "
                 "INTEGER NOT NULL, stamp TEXT NOT NULL, value BLOB NOT NULL)");
-        db.exec("BEGIN");
         Stmt st = db.prepare("INSERT OR REPLACE INTO analysis_cache(key, engine_version, stamp, "
                              "value) VALUES(?1,?2,?3,?4)");
         for (const auto& [key, value] : rows) {
             st.reset();
             st.bind(1, std::string_view(key)).bind(2, kEngineVersion).bind(3, stampValue);
-            sqlite3_bind_blob(st.raw(), 4, value.data(), static_cast<int>(value.size()),
-                              SQLITE_TRANSIENT);
+            sqlite3_bind_blob64(st.raw(), 4, value.data(), value.size(), SQLITE_STATIC);
             st.run();
         }
         db.exec("COMMIT");
@@ -150,8 +225,165 @@ void getState(Reader& r, State& s)
 
 void Engine::Impl::setCacheStamp(Db& db)
 {
-    const std::string s = stamp(db);
-    cacheStamp = s.empty() ? std::string() : fmt::format("{}|{:016x}", s, contentHash);
+    cacheStamp.clear();
+    const std::string s = stamp(db, summary);
+    if (s.empty()) return;
+    std::string guard = readGuard(db);
+    if (guard.empty()) guard = installGuard(path);
+    if (!guard.empty()) cacheStamp = fmt::format("{}|g{}", s, guard);
+}
+
+namespace {
+
+// Allocation records go to the cache in chunks (a blob stays far below SQLite's 1 GB limit).
+constexpr size_t kRowChunk = size_t{1} << 20;
+
+std::string rowsKey(const TrackData& t, size_t chunk)
+{
+    return fmt::format("rows:{}:{}:{}", t.device, static_cast<int>(t.level), chunk);
+}
+
+// Reads the blob of key (this version, this stamp) straight into dst, which must be exactly its
+// size; false when absent or of another size.
+bool fetchInto(Db& db, const std::string& key, const std::string& stampValue, void* dst,
+               size_t bytes)
+{
+    Stmt st = db.prepare("SELECT rowid, length(value) FROM analysis_cache WHERE key=?1 AND "
+                         "engine_version=?2 AND stamp=?3");
+    st.bind(1, std::string_view(key)).bind(2, kEngineVersion).bind(3, stampValue);
+    if (!st.step() || static_cast<uint64_t>(st.i64(1)) != bytes) return false;
+    sqlite3_blob* blob = nullptr;
+    if (sqlite3_blob_open(db.raw(), "main", "analysis_cache", "value", st.i64(0), 0, &blob) !=
+        SQLITE_OK) {
+        sqlite3_blob_close(blob);
+        return false;
+    }
+    bool ok = true;
+    constexpr size_t kPiece = size_t{1} << 30; // sqlite3_blob_read takes an int
+    for (size_t off = 0; ok && off < bytes; off += kPiece)
+        ok = sqlite3_blob_read(blob, static_cast<char*>(dst) + off,
+                               static_cast<int>(std::min(kPiece, bytes - off)),
+                               static_cast<int>(off)) == SQLITE_OK;
+    sqlite3_blob_close(blob);
+    return ok;
+}
+
+} // namespace
+
+bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor)
+{
+    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return false;
+    std::string blob;
+    if (!fetchCache(db, "tracks", cacheStamp, blob)) return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    const uint64_t n = r.get<uint64_t>();
+    if (!r.ok || n > blob.size()) return false;
+    std::vector<std::pair<size_t, uint64_t>> counts;
+    for (uint64_t k = 0; k < n; ++k) {
+        const uint32_t device = r.get<uint32_t>();
+        const int32_t level = r.get<int32_t>();
+        const uint64_t allocs = r.get<uint64_t>(), regs = r.get<uint64_t>();
+        if (!r.ok || level < 0 || level >= kLevelCount) return false;
+        counts.emplace_back(trackFor(device, level), allocs);
+        if (tracks[counts.back().first].regions.size() != regs) return false;
+    }
+    if (!r.ok || r.p != r.end || counts.size() != tracks.size()) return false;
+    // Every value a deferred load needs must be there under the same stamp.
+    std::set<std::string> keys;
+    {
+        Stmt st = db.prepare("SELECT key FROM analysis_cache WHERE engine_version=?1 AND stamp=?2");
+        st.bind(1, kEngineVersion).bind(2, cacheStamp);
+        while (st.step())
+            keys.insert(st.text(0));
+    }
+    for (const auto& [ti, allocs] : counts) {
+        TrackData& t = tracks[ti];
+        t.storedAllocs = allocs;
+        if (!keys.count(indexKey(t))) return false;
+        for (size_t c = 0; c * kRowChunk < allocs; ++c)
+            if (!keys.count(rowsKey(t, c))) return false;
+    }
+    return true;
+}
+
+bool Engine::Impl::readStoredRows(Db& db, TrackData& t)
+{
+    const size_t n = t.storedAllocs;
+    std::vector<Alloc> allocs(n);
+    for (size_t c = 0; c * kRowChunk < n; ++c) {
+        const size_t first = c * kRowChunk, count = std::min(kRowChunk, n - first);
+        if (!fetchInto(db, rowsKey(t, c), cacheStamp, allocs.data() + first, count * sizeof(Alloc)))
+            return false;
+    }
+    // The records must be what a load from the rows gives: sorted, in range.
+    const auto nR = static_cast<uint32_t>(t.regions.size());
+    for (size_t i = 0; i < n; ++i) {
+        const Alloc& a = allocs[i];
+        if (a.freeNs < a.allocNs || a.address + a.size < a.address ||
+            (a.region != kNoRegion && a.region >= nR) ||
+            (i > 0 && (allocs[i - 1].allocNs > a.allocNs ||
+                       (allocs[i - 1].allocNs == a.allocNs && allocs[i - 1].id >= a.id))))
+            return false;
+    }
+    t.allocs = std::move(allocs);
+    return readIndex(db, t);
+}
+
+void Engine::Impl::loadDeferredRows()
+{
+    // A connection of its own: lookups keep theirs meanwhile. The stored values carry the stamp
+    // the engine opened with, so records and index describe the content it opened even if the
+    // file changed since.
+    Db db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+    db.exec("BEGIN");
+    bool stored = true;
+    for (TrackData& t : tracks)
+        if (!(stored = readStoredRows(db, t))) break;
+    if (!stored) {
+        // Missing or malformed stored values. While the guard of the stamp is still there, the
+        // rows are those the engine opened: read and index them again. Otherwise the file was
+        // changed since it was opened, and nothing here matches the rest of the engine.
+        if (readGuard(db) != cacheStamp.substr(cacheStamp.rfind("|g") + 2))
+            throw SessionError(path, "changed by another program since it was opened (the "
+                                     "stored analysis index no longer matches); open it again");
+        std::map<std::pair<uint32_t, int>, size_t> index;
+        for (size_t ti = 0; ti < tracks.size(); ++ti) {
+            TrackData& t = tracks[ti];
+            t.allocs.clear();
+            index[{t.device, static_cast<int>(t.level)}] = ti;
+        }
+        const int64_t rows = readAllocations(
+            db,
+            [&](uint32_t device, int level) -> size_t {
+                auto it = index.find({device, level});
+                if (it == index.end())
+                    throw SessionError(path, "allocations: a track the stored index does not "
+                                             "list; open the file again");
+                return it->second;
+            },
+            nullptr, 1);
+        for (TrackData& t : tracks)
+            indexTrack(t);
+        deferredRowsRead.store(std::max<int64_t>(rows, 1));
+    }
+    db.exec("COMMIT");
+    if (!stored) writeIndex();
+}
+
+void Engine::Impl::ensureRows() const
+{
+    if (!rowsReady.load(std::memory_order_acquire)) {
+        std::lock_guard lock(rowsMutex);
+        if (!rowsReady.load(std::memory_order_relaxed)) {
+            try {
+                const_cast<Impl*>(this)->loadDeferredRows();
+            } catch (...) {
+                rowsError = std::current_exception();
+            }
+            rowsReady.store(true, std::memory_order_release);
+        }
+    }
+    if (rowsError) std::rethrow_exception(rowsError);
 }
 
 bool Engine::Impl::readIndex(Db& db, TrackData& t)
@@ -190,10 +422,18 @@ bool Engine::Impl::readIndex(Db& db, TrackData& t)
     return true;
 }
 
-void Engine::Impl::writeIndex()
+bool Engine::Impl::writeIndex()
 {
-    std::vector<std::pair<std::string, std::string>> rows;
+    std::vector<std::pair<std::string, std::string_view>> rows;
+    std::vector<std::string> blobs; // owns the index values the views in rows point into
+    blobs.reserve(tracks.size() + 1);
+    Writer list;
+    list.put<uint64_t>(tracks.size());
     for (const TrackData& t : tracks) {
+        list.put<uint32_t>(t.device);
+        list.put<int32_t>(static_cast<int32_t>(t.level));
+        list.put<uint64_t>(t.allocs.size());
+        list.put<uint64_t>(t.regions.size());
         Writer w;
         w.put<uint64_t>(t.allocs.size());
         w.put<uint64_t>(t.regions.size());
@@ -208,9 +448,20 @@ void Engine::Impl::writeIndex()
             w.put<uint64_t>(c.regionEndPos);
             putArray(w, c.live);
         }
-        rows.emplace_back(indexKey(t), std::move(w.out));
+        blobs.push_back(std::move(w.out));
+        rows.emplace_back(indexKey(t), blobs.back());
+        // The sorted records themselves, so that a reopen reads no allocation row.
+        for (size_t c = 0; c * kRowChunk < t.allocs.size(); ++c) {
+            const size_t first = c * kRowChunk;
+            const size_t count = std::min(kRowChunk, t.allocs.size() - first);
+            rows.emplace_back(rowsKey(t, c),
+                              std::string_view(reinterpret_cast<const char*>(&t.allocs[first]),
+                                               count * sizeof(Alloc)));
+        }
     }
-    loadInfo.indexCacheWritten = storeCache(path, cacheStamp, rows);
+    blobs.push_back(std::move(list.out));
+    rows.emplace_back("tracks", blobs.back());
+    return storeCache(path, cacheStamp, rows);
 }
 
 bool Engine::Impl::readTimelineCache(const std::string& key, Timeline& tl) const
@@ -243,7 +494,61 @@ void Engine::Impl::writeTimelineCache(const std::string& key, const Timeline& tl
           &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
         w.out.append(reinterpret_cast<const char*>(v->data()), v->size() * sizeof(double));
     std::lock_guard lock(dbMutex);
-    storeCache(path, cacheStamp, {{key, std::move(w.out)}});
+    storeCache(path, cacheStamp, {{key, w.out}});
+}
+
+namespace {
+std::string rasterKey(uint32_t device, Level level)
+{
+    return fmt::format("heatmap:{}:{}", device, static_cast<int>(level));
+}
+} // namespace
+
+bool Engine::Impl::readRasterCache(HeatmapRaster& h, uint32_t device, Level level) const
+{
+    std::lock_guard lock(dbMutex);
+    if (cacheStamp.empty() || !session) return false;
+    std::string blob;
+    if (!fetchCache(session->db(), rasterKey(device, level), cacheStamp, blob)) return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    // The request as resolved (window and size) must be the same, value for value.
+    if (r.get<int32_t>() != h.width || r.get<int32_t>() != h.height || r.get<int64_t>() != h.t0 ||
+        r.get<int64_t>() != h.t1 || r.get<uint64_t>() != h.y0 || r.get<uint64_t>() != h.y1)
+        return false;
+    const int64_t inView = r.get<int64_t>();
+    const auto n = static_cast<uint64_t>(h.width) * static_cast<uint64_t>(h.height);
+    std::vector<float> occ, reg;
+    std::vector<uint8_t> st;
+    if (!r.array(occ, n) || !r.array(reg, n) || !r.array(st, n) || r.p != r.end) return false;
+    h.state.resize(st.size());
+    for (size_t k = 0; k < st.size(); ++k) {
+        if (st[k] > static_cast<uint8_t>(CellState::Separator)) return false;
+        h.state[k] = static_cast<CellState>(st[k]);
+    }
+    h.occupancy = std::move(occ);
+    h.reservedFraction = std::move(reg);
+    h.allocationsInView = inView;
+    return true;
+}
+
+void Engine::Impl::writeRasterCache(const HeatmapRaster& h, uint32_t device, Level level) const
+{
+    Writer w;
+    w.put<int32_t>(h.width);
+    w.put<int32_t>(h.height);
+    w.put(h.t0);
+    w.put(h.t1);
+    w.put(h.y0);
+    w.put(h.y1);
+    w.put(h.allocationsInView);
+    w.out.append(reinterpret_cast<const char*>(h.occupancy.data()),
+                 h.occupancy.size() * sizeof(float));
+    w.out.append(reinterpret_cast<const char*>(h.reservedFraction.data()),
+                 h.reservedFraction.size() * sizeof(float));
+    for (CellState c : h.state)
+        w.put<uint8_t>(static_cast<uint8_t>(c));
+    std::lock_guard lock(dbMutex);
+    storeCache(path, cacheStamp, {{rasterKey(device, level), w.out}});
 }
 
 bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
@@ -277,7 +582,7 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
     }
     std::lock_guard lock(dbMutex);
     storeCache(path, cacheStamp,
-               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), std::move(w.out)}});
+               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), w.out}});
 }
 
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
@@ -356,7 +661,7 @@ void Engine::Impl::writeFrameCache(const std::vector<size_t>& timed)
             w.put(fa.allocBytes);
         }
     }
-    loadInfo.frameCacheWritten = storeCache(path, cacheStamp, {{kFrameKey, std::move(w.out)}});
+    loadInfo.frameCacheWritten = storeCache(path, cacheStamp, {{kFrameKey, w.out}});
 }
 
 } // namespace fs::analysis

@@ -214,6 +214,7 @@ Precursor fold(std::vector<Precursor>& rows)
 
 CollapseReport Engine::frameReport(int64_t frame) const
 {
+    d_->ensureRows(); // the ranking walks every track's allocations
     CollapseReport rep;
     rep.frame = frame;
     rep.collapse = {frame, frame, {}};
