@@ -60,6 +60,10 @@ int measureOpen(MainWindow& w, const QString& file)
     QObject::connect(w.loader(), &SessionLoader::loaded, [&] {
         if (readyMs < 0) readyMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
     });
+    double completeMs = -1;
+    QObject::connect(w.loader(), &SessionLoader::completed, [&] {
+        if (completeMs < 0) completeMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
     QObject::connect(w.loader(), &SessionLoader::failed,
                      [&](const QString&, const QString& m) { error = m; });
     views::HeatmapWidget* h = w.heatmap();
@@ -81,7 +85,7 @@ int measureOpen(MainWindow& w, const QString& file)
     clock.start();
     tick.start();
     w.openFile(file);
-    waitFor([&] { return exactHeatmapMs >= 0; }, 600000);
+    waitFor([&] { return exactHeatmapMs >= 0 && completeMs >= 0; }, 600000);
     if (!error.isEmpty() || exactHeatmapMs < 0) {
         std::fprintf(stderr, "fragscope-gui: %s\n",
                      qPrintable(error.isEmpty() ? QStringLiteral("no heatmap was drawn") : error));
@@ -130,12 +134,13 @@ int measureOpen(MainWindow& w, const QString& file)
     const auto scene = w.scene();
     std::printf("{\"events\": %lld, \"allocations\": %lld, \"summary_ms\": %.1f, "
                 "\"first_heatmap_ms\": %.1f, \"exact_heatmap_ms\": %.1f, \"views_ready_ms\": %.1f, "
+                "\"complete_ms\": %.1f, "
                 "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
                 "\"redraw_first_image_ms_median\": %.1f, "
                 "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
                 static_cast<long long>(scene ? scene->summary.events : 0),
                 static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
-                firstHeatmapMs, exactHeatmapMs, readyMs, median(zoom), median(pan),
+                firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
                 median(firstImage), static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
     if (std::getenv("FRAGSCOPE_MEASURE_DEBUG"))

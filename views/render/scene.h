@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/analysis/engine.h"
+#include "core/analysis/oom.h"
 #include "core/events.h"
 #include "core/session.h"
 
@@ -49,7 +50,20 @@ struct Scene
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
     std::vector<analysis::Collapse> collapses;
     std::shared_ptr<const analysis::Engine> engine;
+    // The engine's OOM diagnoses (a replay per OOM: too long for the GUI thread), computed by
+    // loadScene on the loading thread; null when the scene was made otherwise (the OOM list
+    // then asks the engine).
+    std::shared_ptr<const std::vector<analysis::OomDiagnosis>> ooms;
     bool live = false; // from a recording still being written (LiveScene)
+    // heatmap() asks the engine for a raster kept in the session file (Engine::heatmapKept):
+    // the CLI's exporter sets it, so that the same export again reads no allocation record.
+    bool keepHeatmaps = false;
+    // A first look (the GUI's loader hands it out before the engine has read the allocation
+    // records a reopen deferred): until the records are in memory, the queries below that need
+    // them answer nothing at once instead of waiting, except heatmap(), which views run on a
+    // worker. The loader then delivers the complete scene (SessionLoader::completed).
+    bool firstLook = false;
+    bool recordsReady() const { return !engine || engine->rowsLoaded(); }
     // The engine's last frame report: the inspector and the kernel lane ask for the same frame
     // (a report ranks every precursor of the window: tens of ms on a long run). Shared by the
     // scenes withRules() makes, whose reports are the same.
@@ -120,6 +134,12 @@ struct LoadProgress
     // The engine's options: collapse rules, precursor lookback, entropy window (the user's
     // settings file, docs/settings.md); progress, cancel and summary above replace its own.
     analysis::LoadOptions options;
+    // Read the allocation records a reopen deferred (analysis::LoadInfo::rowsDeferred) before
+    // returning, on the loading thread: the GUI's views ask row queries (state, fragments) on
+    // their thread as soon as they get the scene. False: the first such query reads them.
+    bool loadRows = true;
+    // Exact heatmaps are kept in the session file for their request (Scene::keepHeatmaps).
+    bool keepHeatmaps = false;
 };
 
 // Thrown when LoadProgress::cancel becomes true.
