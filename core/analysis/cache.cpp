@@ -254,9 +254,10 @@ std::string rowsKey(const TrackData& t, size_t chunk)
 }
 
 // Allocation records in the cache, column by column as deltas from the previous record of the
-// chunk (sorted by allocation time, so times and ids grow slowly), each a LEB128 varint: about
-// 14 bytes a record instead of the 48 held in memory, and decoded faster than 48 bytes a record
-// are read. A never-freed block's lifetime is 0, a block outside every region is region 0.
+// chunk (sorted by allocation time, so times and ids grow slowly), each a LEB128 varint: 21
+// bytes a record on the 30M-event simulation instead of the 48 held in memory (addresses jump
+// around), fewer bytes to read for a little decoding. A never-freed block's lifetime is 0, a
+// block outside every region is region 0.
 void putVarint(std::string& out, uint64_t v)
 {
     while (v >= 0x80) {

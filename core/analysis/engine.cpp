@@ -238,6 +238,9 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         done += static_cast<int64_t>(t.allocs.size());
         if (o.progress) o.progress(total + done, total * 2);
     }
+    // Done with what open() reads (a deferred load reads nothing more here): the caller's
+    // progress line ends at 100 % either way.
+    if (o.progress) o.progress(total * 2, total * 2);
     stage("sort, checkpoints, layout");
     loadInfo.indexCacheUsed = allCached && !tracks.empty();
     {
