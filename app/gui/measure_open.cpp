@@ -32,6 +32,44 @@ double peakRssMb()
     return static_cast<double>(u.ru_maxrss) / 1024.0; // ru_maxrss is in KiB on Linux
 }
 
+// FRAGSCOPE_MEASURE_DEBUG=1: which events the GUI thread spent longest on. Installed on the
+// application, the filter sees every event just before it is delivered, so the time to the next
+// one is (about) what delivering it took, nested events included.
+class EventTimer : public QObject
+{
+public:
+    struct Slow
+    {
+        double ms;
+        double at;
+        QByteArray what;
+    };
+    explicit EventTimer(const QElapsedTimer& clock) : clock_(clock) {}
+    bool eventFilter(QObject* o, QEvent* e) override
+    {
+        const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+        if (last_ >= 0 && now - last_ > 30) slow_.push_back({now - last_, last_, lastWhat_});
+        last_ = now;
+        lastWhat_ = QByteArray(o->metaObject()->className()) + " " +
+                    QByteArray::number(static_cast<int>(e->type()));
+        return false;
+    }
+    void print() const
+    {
+        auto v = slow_;
+        std::sort(v.begin(), v.end(), [](const Slow& a, const Slow& b) { return a.ms > b.ms; });
+        for (size_t i = 0; i < std::min<size_t>(v.size(), 12); ++i)
+            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s\n", v[i].ms, v[i].at,
+                         v[i].what.constData());
+    }
+
+private:
+    const QElapsedTimer& clock_;
+    double last_ = -1;
+    QByteArray lastWhat_;
+    std::vector<Slow> slow_;
+};
+
 } // namespace
 
 int measureOpen(MainWindow& w, const QString& file)
@@ -82,6 +120,9 @@ int measureOpen(MainWindow& w, const QString& file)
         while (!done() && error.isEmpty() && t.elapsed() < limitMs)
             QApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
     };
+    EventTimer events(clock);
+    const bool debug = std::getenv("FRAGSCOPE_MEASURE_DEBUG") != nullptr;
+    if (debug) qApp->installEventFilter(&events);
     clock.start();
     tick.start();
     w.openFile(file);
@@ -143,9 +184,12 @@ int measureOpen(MainWindow& w, const QString& file)
                 firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
                 median(firstImage), static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
-    if (std::getenv("FRAGSCOPE_MEASURE_DEBUG"))
-        std::fprintf(stderr, "largest event-loop gap ended at %lld ms\n",
+    if (debug) {
+        qApp->removeEventFilter(&events);
+        std::fprintf(stderr, "largest event-loop gap ended at %lld ms; longest events:\n",
                      static_cast<long long>(maxGapAt));
+        events.print();
+    }
     return 0;
 }
 
