@@ -373,7 +373,8 @@ bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, 
         for (size_t c = 0; c * kRowChunk < allocs; ++c)
             if (!keys.count(rowsKey(t, c))) return false;
     }
-    return true;
+    // The regions were read after the guard: still the same guard, still the same content.
+    return readGuard(db) == cacheStamp.substr(cacheStamp.rfind("|g") + 2);
 }
 
 bool Engine::Impl::readStoredRows(Db& db, TrackData& t)

@@ -142,6 +142,9 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         }
         return it->second;
     };
+    // The guard first: whatever is read after it and stored under it is the content as long as
+    // the guard is still there when storing (storeCache checks).
+    if (o.useCache && !snapshot) setCacheStamp(s.db());
     // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
     // mapping counts as its own range, alive from map to unmap, and fragments never span two.
     std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
@@ -185,9 +188,9 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     checkCancel(o);
     stage("regions");
     // The stored index, when this engine version built it from this very content (checked
-    // without reading a row: docs/analysis.md "Caching"). When every value is there, the
-    // allocation records stay in the file until a query needs them.
-    if (o.useCache && !snapshot) setCacheStamp(s.db());
+    // without reading a row: docs/analysis.md "Caching"; the guard was read before the regions,
+    // so any change since shows). When every value is there, the allocation records stay in the
+    // file until a query needs them.
     bool deferred = false;
     if (!cacheStamp.empty() && !keepBuilders) {
         const size_t before = tracks.size();
