@@ -1,5 +1,8 @@
 #include "cli_settings.h"
 
+#include "core/progress.h"
+#include "render/scene.h"
+
 #include <fmt/format.h>
 
 namespace fs::cli {
@@ -38,6 +41,29 @@ settings::Settings commandSettings(const Args& a)
     duration("entropy-window", s.entropyWindowNs);
     duration("burst-gap", s.burstGapNs);
     return s;
+}
+
+} // namespace fs::cli
+
+namespace fs::cli {
+
+void storeAnalysisIndex(const std::string& path)
+{
+    render::LoadProgress lp;
+    try {
+        lp.options = settings::loadUser().loadOptions(); // as the GUI's loader reads them
+    } catch (const std::exception&) {
+        // A broken settings file: the defaults (commands that read it report it).
+    }
+    Progress progress("indexing", 100, "%");
+    lp.progress = [&](int percent, const std::string&) { progress.update(percent); };
+    try {
+        render::storeForViewing(path, lp);
+        progress.finish();
+    } catch (const std::exception& e) {
+        progress.finish();
+        fmt::print(stderr, "warning: {}: analysis index not stored: {}\n", path, e.what());
+    }
 }
 
 } // namespace fs::cli

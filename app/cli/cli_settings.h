@@ -13,4 +13,10 @@ namespace fs::cli {
 std::vector<Option> withSettingsOptions(std::vector<Option> own);
 settings::Settings commandSettings(const Args& a);
 
+// After a command wrote a session: builds the analysis index and what the GUI's first look
+// needs and stores them in the file (render::storeForViewing, docs/analysis.md "Caching"), with
+// a progress line; the user's settings file gives the options, as the GUI reads them. A failure
+// only warns: the file is complete without the index.
+void storeAnalysisIndex(const std::string& path);
+
 } // namespace fs::cli

@@ -108,6 +108,8 @@ int runExport(Args& a)
     render::LoadProgress lp;
     lp.options = commandSettings(a).loadOptions(); // the collapses `report` shows
     lp.progress = [&](int percent, const std::string&) { loading.update(percent); };
+    lp.loadRows = false;    // a query that needs the records reads them
+    lp.keepHeatmaps = true; // the same heatmap again comes from the session file
     const auto scene = render::loadScene(a.positional()[1], lp);
     loading.finish();
     render::RenderOptions o;

@@ -138,6 +138,7 @@ int runImport(Args& a)
     for (const auto& imp : importers)
         for (const auto& w : imp->report().warnings)
             fmt::print(stderr, "warning: {}: {}\n", imp->path(), w);
+    if (!a.flag("no-index")) storeAnalysisIndex(*out);
     fmt::print("{}: {} events, {} allocations, {} regions, {} anomalies\n", *out, st.events,
                st.allocations, st.regions, st.anomalies);
     return Ok;
@@ -155,6 +156,8 @@ FRAGSCOPE_COMMAND({
          {"format", "F",
           "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"no-index", "",
+          "do not store the analysis index in the file (the first open then builds it)"},
          {"settings", "FILE",
           "settings file whose frame_pattern finds the frames (default: the user's,\n"
           "docs/settings.md)"}},

@@ -2,6 +2,7 @@
 // (capture/sim, docs/simulator.md), written through Ingest like any other source.
 #include "capture/recorder/live_sim.h"
 #include "capture/sim/simulator.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/ingest.h"
 #include "core/progress.h"
@@ -73,6 +74,7 @@ int runSimulate(Args& a)
         throw;
     }
 
+    if (!a.flag("no-index")) storeAnalysisIndex(*out);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
     fmt::print(
@@ -104,6 +106,8 @@ FRAGSCOPE_COMMAND({
                 {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
                 {"live", "",
                  "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
+                {"no-index", "",
+                 "do not store the analysis index in the file (the first open then builds it)"},
                 {"live-rate", "N",
                  "with --live: emit at most N events per second (default: as fast as read)"}},
     .details =

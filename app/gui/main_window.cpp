@@ -132,6 +132,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 statusBar()->clearMessage();
                 setScene(p, std::move(s));
             });
+    // The complete scene after the first look (same engine): only the views that need the
+    // allocation records or the OOM diagnoses take it; the heatmap, the timelines and the
+    // frames table keep drawing what they have (no second replot).
+    connect(loader_, &SessionLoader::completed, this,
+            [this](const QString&, std::shared_ptr<const render::Scene> s) {
+                if (!scene_ || scene_->engine != s->engine) return;
+                scene_ = std::move(s);
+                syncing_ = true;
+                histogram_->setScene(scene_, level_);
+                memmap_->setScene(scene_, level_);
+                inspector_->setScene(scene_, level_);
+                details_->setScene(scene_, level_);
+                oomList_->setScene(scene_);
+                syncing_ = false;
+                onSelection(selection_->current());
+                updateStatus();
+            });
     connect(loader_, &SessionLoader::failed, this, [this](const QString& p, const QString& msg) {
         if (loader_->live()) {
             // Before the recorder's first commit the file is not a session yet: keep waiting.

@@ -32,6 +32,44 @@ double peakRssMb()
     return static_cast<double>(u.ru_maxrss) / 1024.0; // ru_maxrss is in KiB on Linux
 }
 
+// FRAGSCOPE_MEASURE_DEBUG=1: which events the GUI thread spent longest on. Installed on the
+// application, the filter sees every event just before it is delivered, so the time to the next
+// one is (about) what delivering it took, nested events included.
+class EventTimer : public QObject
+{
+public:
+    struct Slow
+    {
+        double ms;
+        double at;
+        QByteArray what;
+    };
+    explicit EventTimer(const QElapsedTimer& clock) : clock_(clock) {}
+    bool eventFilter(QObject* o, QEvent* e) override
+    {
+        const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+        if (last_ >= 0 && now - last_ > 30) slow_.push_back({now - last_, last_, lastWhat_});
+        last_ = now;
+        lastWhat_ = QByteArray(o->metaObject()->className()) + " " +
+                    QByteArray::number(static_cast<int>(e->type()));
+        return false;
+    }
+    void print() const
+    {
+        auto v = slow_;
+        std::sort(v.begin(), v.end(), [](const Slow& a, const Slow& b) { return a.ms > b.ms; });
+        for (size_t i = 0; i < std::min<size_t>(v.size(), 12); ++i)
+            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s\n", v[i].ms, v[i].at,
+                         v[i].what.constData());
+    }
+
+private:
+    const QElapsedTimer& clock_;
+    double last_ = -1;
+    QByteArray lastWhat_;
+    std::vector<Slow> slow_;
+};
+
 } // namespace
 
 int measureOpen(MainWindow& w, const QString& file)
@@ -60,6 +98,10 @@ int measureOpen(MainWindow& w, const QString& file)
     QObject::connect(w.loader(), &SessionLoader::loaded, [&] {
         if (readyMs < 0) readyMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
     });
+    double completeMs = -1;
+    QObject::connect(w.loader(), &SessionLoader::completed, [&] {
+        if (completeMs < 0) completeMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+    });
     QObject::connect(w.loader(), &SessionLoader::failed,
                      [&](const QString&, const QString& m) { error = m; });
     views::HeatmapWidget* h = w.heatmap();
@@ -78,10 +120,13 @@ int measureOpen(MainWindow& w, const QString& file)
         while (!done() && error.isEmpty() && t.elapsed() < limitMs)
             QApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
     };
+    EventTimer events(clock);
+    const bool debug = std::getenv("FRAGSCOPE_MEASURE_DEBUG") != nullptr;
+    if (debug) qApp->installEventFilter(&events);
     clock.start();
     tick.start();
     w.openFile(file);
-    waitFor([&] { return exactHeatmapMs >= 0; }, 600000);
+    waitFor([&] { return exactHeatmapMs >= 0 && completeMs >= 0; }, 600000);
     if (!error.isEmpty() || exactHeatmapMs < 0) {
         std::fprintf(stderr, "fragscope-gui: %s\n",
                      qPrintable(error.isEmpty() ? QStringLiteral("no heatmap was drawn") : error));
@@ -130,17 +175,21 @@ int measureOpen(MainWindow& w, const QString& file)
     const auto scene = w.scene();
     std::printf("{\"events\": %lld, \"allocations\": %lld, \"summary_ms\": %.1f, "
                 "\"first_heatmap_ms\": %.1f, \"exact_heatmap_ms\": %.1f, \"views_ready_ms\": %.1f, "
+                "\"complete_ms\": %.1f, "
                 "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
                 "\"redraw_first_image_ms_median\": %.1f, "
                 "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
                 static_cast<long long>(scene ? scene->summary.events : 0),
                 static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
-                firstHeatmapMs, exactHeatmapMs, readyMs, median(zoom), median(pan),
+                firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
                 median(firstImage), static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
-    if (std::getenv("FRAGSCOPE_MEASURE_DEBUG"))
-        std::fprintf(stderr, "largest event-loop gap ended at %lld ms\n",
+    if (debug) {
+        qApp->removeEventFilter(&events);
+        std::fprintf(stderr, "largest event-loop gap ended at %lld ms; longest events:\n",
                      static_cast<long long>(maxGapAt));
+        events.print();
+    }
     return 0;
 }
 

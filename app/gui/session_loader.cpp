@@ -121,12 +121,37 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
                 session = importForView(session, cancel.get(), post, path);
                 if (cancel->load()) return;
             }
-            auto scene = liveScene ? liveScene->refresh(rules) : render::loadScene(session, lp);
-            post([session = QString::fromStdString(session), scene](SessionLoader* l) {
+            const QString sessionPath = QString::fromStdString(session);
+            if (liveScene) {
+                auto scene = liveScene->refresh(rules);
+                post([sessionPath, scene](SessionLoader* l) {
+                    l->busy_ = false;
+                    emit l->loaded(sessionPath, scene);
+                });
+                if (!cancel->load()) scene->warmUp();
+                return;
+            }
+            // Staged: the first look as soon as the engine is open (a reopen reads no
+            // allocation record for it), then the records and the OOM diagnoses here, off the
+            // GUI thread, then the complete scene.
+            lp.loadRows = false;
+            lp.options.storeIndexAtOpen = false; // stored below, after the first look
+            const auto base = render::loadScene(session, lp);
+            auto first = std::make_shared<render::Scene>(*base);
+            first->firstLook = true;
+            post([sessionPath, first](SessionLoader* l) { emit l->loaded(sessionPath, first); });
+            if (cancel->load()) return;
+            base->engine->loadRows();
+            auto complete = std::make_shared<render::Scene>(*base);
+            complete->ooms =
+                std::make_shared<const std::vector<analysis::OomDiagnosis>>(base->engine->ooms());
+            post([sessionPath, complete](SessionLoader* l) {
                 l->busy_ = false;
-                emit l->loaded(session, scene);
+                emit l->completed(sessionPath, complete);
             });
-            if (!cancel->load()) scene->warmUp();
+            // A first open: the index it built, so that the next one reads no allocation row.
+            base->engine->storeIndex();
+            if (!cancel->load()) complete->warmUp();
         } catch (const import::ImportCancelled&) {
             // cancel() already told the window; the import left nothing behind.
         } catch (const render::LoadCancelled&) {

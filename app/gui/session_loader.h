@@ -43,7 +43,12 @@ signals:
     // Staged results: the summary as soon as it is read, long before the scene.
     void summaryRead(const QString& path, const fs::SessionSummary& summary);
     // path: the session file (for a trace opened directly, the session it was imported into).
+    // The scene is a first look (Scene::firstLook): timelines, frames, collapses and the
+    // heatmap can be drawn; completed() follows with the same engine once the allocation
+    // records are read and the OOMs diagnosed (busy() until then). A live refresh emits only
+    // loaded(), with a complete scene.
     void loaded(const QString& path, std::shared_ptr<const fs::render::Scene> scene);
+    void completed(const QString& path, std::shared_ptr<const fs::render::Scene> scene);
     // A trace (PyTorch snapshot, Kineto trace, nsys export) was imported into session, or an
     // earlier import of the same unchanged input was reused; loaded() follows.
     void imported(const QString& input, const QString& session, bool reused);

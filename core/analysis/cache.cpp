@@ -2,7 +2,12 @@
 // one row per key, valid only for this engine version and this exact session content (stamp).
 #include "engine_impl.h"
 
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <random>
+#include <set>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -15,7 +20,7 @@ constexpr const char* kFrameKey = "frames";
 
 // Everything the cached per-frame figures depend on. A live or abruptly ended session has no
 // stamp: its content can still change, so nothing is cached for it.
-std::string stamp(Db& db)
+std::string stamp(Db& db, const SessionSummary& sum)
 {
     if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete") return {};
     // Frame times summed over their low 32 bits: full timestamps (ns since 1970 in recorded
@@ -26,10 +31,10 @@ std::string stamp(Db& db)
                        db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
                        db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
                        db.scalar("SELECT COUNT(*) FROM frames"), db.scalarText(frameTimes),
-                       db.scalar("SELECT COUNT(*) FROM allocations"),
-                       db.scalar("SELECT COUNT(*) FROM regions"),
-                       db.scalar("SELECT COUNT(*) FROM region_mappings"),
-                       db.scalar("SELECT COUNT(*) FROM kernels"),
+                       // The summary the engine just read counted these (exactly: the open
+                       // asks for exact counts): no second pass over the large tables.
+                       sum.allocations, sum.regions,
+                       db.scalar("SELECT COUNT(*) FROM region_mappings"), sum.kernels,
                        db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
 }
 
@@ -77,27 +82,107 @@ std::string indexKey(const TrackData& t)
     return fmt::format("index:{}:{}", t.device, static_cast<int>(t.level));
 }
 
-// Writes key -> value rows through a separate read-write connection, only when the file is
-// writable: the engine's connection stays read-only and a read-only file gets no cache.
-bool storeCache(const std::string& path, const std::string& stampValue,
-                const std::vector<std::pair<std::string, std::string>>& rows)
+// The guard (docs/session-format.md "analysis_cache"): triggers on every table the cached values
+// are computed from delete meta's analysis_guard row on any insert, update or delete. A stored
+// value carries the guard's nonce in its stamp, so it matches only while nothing was changed
+// since it was computed, and a reopen checks that without reading a row.
+constexpr const char* kGuardKey = "analysis_guard";
+constexpr const char* kGuardedTables[] = {"allocations", "regions", "region_mappings", "frames",
+                                          "kernels"};
+constexpr const char* kGuardOps[] = {"INSERT", "UPDATE", "DELETE"};
+
+std::string guardTrigger(const char* table, const char* op)
 {
-    if (stampValue.empty() || ::access(path.c_str(), W_OK) != 0) return false;
+    std::string name = fmt::format("fs_analysis_guard_{}_{}", table, op);
+    for (char& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+}
+
+// The guard's nonce when it and every trigger are in place, else empty.
+std::string readGuard(Db& db)
+{
+    int64_t expected = 0;
+    std::string names;
+    for (const char* table : kGuardedTables) {
+        if (!db.hasTable(table)) continue;
+        for (const char* op : kGuardOps) {
+            names += fmt::format("{}'{}'", names.empty() ? "" : ",", guardTrigger(table, op));
+            ++expected;
+        }
+    }
+    if (db.scalar(fmt::format("SELECT COUNT(*) FROM sqlite_master WHERE type='trigger' AND name "
+                              "IN ({})",
+                              names)) != expected)
+        return {};
+    return db.scalarText(fmt::format("SELECT value FROM meta WHERE key='{}'", kGuardKey));
+}
+
+// Installs the triggers (those missing) and a new nonce (a writable, finished file).
+std::string installGuard(const std::string& path)
+{
+    if (::access(path.c_str(), W_OK) != 0) return {};
     try {
         Db db(path, SQLITE_OPEN_READWRITE);
         db.exec("PRAGMA busy_timeout=2000");
+        db.exec("BEGIN IMMEDIATE");
+        for (const char* table : kGuardedTables) {
+            if (!db.hasTable(table)) continue;
+            for (const char* op : kGuardOps)
+                db.exec(fmt::format("CREATE TRIGGER IF NOT EXISTS {} AFTER {} ON {} BEGIN DELETE "
+                                    "FROM meta WHERE key='{}'; END",
+                                    guardTrigger(table, op), op, table, kGuardKey));
+        }
+        std::random_device rd;
+        const uint64_t nonce =
+            (uint64_t{rd()} << 32) ^ rd() ^
+            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        // Always a new nonce: values stored under an older one may describe content changed
+        // while a trigger was missing.
+        db.exec(fmt::format("INSERT OR REPLACE INTO meta(key, value) VALUES('{}', '{:016x}')",
+                            kGuardKey, nonce));
+        db.exec("COMMIT");
+        return readGuard(db);
+    } catch (const SessionError&) {
+        return {}; // locked or read-only: nothing is cached
+    }
+}
+
+// Writes key -> value rows through a separate read-write connection, only when the file is
+// writable and the guard named in the stamp is still there (nothing changed since the values
+// were computed): the engine's connection stays read-only and a read-only file gets no cache.
+// Values produced inside the write transaction, one at a time (the allocation records: a
+// large session's would otherwise all be held encoded at once).
+using PutValue = std::function<void(const std::string& key, std::string_view value)>;
+
+bool storeCache(const std::string& path, const std::string& stampValue,
+                const std::vector<std::pair<std::string, std::string_view>>& rows,
+                const std::function<void(const PutValue&)>& more = {})
+{
+    if (stampValue.empty() || ::access(path.c_str(), W_OK) != 0) return false;
+    const auto g = stampValue.rfind("|g");
+    if (g == std::string::npos) return false;
+    try {
+        Db db(path, SQLITE_OPEN_READWRITE);
+        db.exec("PRAGMA busy_timeout=2000");
+        db.exec("BEGIN IMMEDIATE");
+        if (readGuard(db) != stampValue.substr(g + 2)) {
+            db.exec("ROLLBACK");
+            return false; // changed behind the engine since it read the rows
+        }
         db.exec("CREATE TABLE IF NOT EXISTS analysis_cache(key TEXT PRIMARY KEY, engine_version "
                 "INTEGER NOT NULL, stamp TEXT NOT NULL, value BLOB NOT NULL)");
-        db.exec("BEGIN");
         Stmt st = db.prepare("INSERT OR REPLACE INTO analysis_cache(key, engine_version, stamp, "
                              "value) VALUES(?1,?2,?3,?4)");
-        for (const auto& [key, value] : rows) {
+        const PutValue put = [&](const std::string& key, std::string_view value) {
             st.reset();
             st.bind(1, std::string_view(key)).bind(2, kEngineVersion).bind(3, stampValue);
-            sqlite3_bind_blob(st.raw(), 4, value.data(), static_cast<int>(value.size()),
-                              SQLITE_TRANSIENT);
+            sqlite3_bind_blob64(st.raw(), 4, value.data(), value.size(), SQLITE_STATIC);
             st.run();
-        }
+        };
+        for (const auto& [key, value] : rows)
+            put(key, value);
+        if (more) more(put);
         db.exec("COMMIT");
         return true;
     } catch (const SessionError&) {
@@ -150,8 +235,228 @@ void getState(Reader& r, State& s)
 
 void Engine::Impl::setCacheStamp(Db& db)
 {
-    const std::string s = stamp(db);
-    cacheStamp = s.empty() ? std::string() : fmt::format("{}|{:016x}", s, contentHash);
+    cacheStamp.clear();
+    const std::string s = stamp(db, summary);
+    if (s.empty()) return;
+    std::string guard = readGuard(db);
+    if (guard.empty()) guard = installGuard(path);
+    if (!guard.empty()) cacheStamp = fmt::format("{}|g{}", s, guard);
+}
+
+namespace {
+
+// Allocation records go to the cache in chunks (a blob stays far below SQLite's 1 GB limit).
+constexpr size_t kRowChunk = size_t{1} << 20;
+
+std::string rowsKey(const TrackData& t, size_t chunk)
+{
+    return fmt::format("rows:{}:{}:{}", t.device, static_cast<int>(t.level), chunk);
+}
+
+// Allocation records in the cache, column by column as deltas from the previous record of the
+// chunk (sorted by allocation time, so times and ids grow slowly), each a LEB128 varint: 21
+// bytes a record on the 30M-event simulation instead of the 48 held in memory (addresses jump
+// around), fewer bytes to read for a little decoding. A never-freed block's lifetime is 0, a
+// block outside every region is region 0.
+void putVarint(std::string& out, uint64_t v)
+{
+    while (v >= 0x80) {
+        out.push_back(static_cast<char>(v | 0x80));
+        v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+}
+
+uint64_t zigzag(int64_t v)
+{
+    return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+int64_t unzigzag(uint64_t v)
+{
+    return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+std::string encodeRows(const Alloc* a, size_t n)
+{
+    std::string out;
+    out.reserve(n * 16);
+    Alloc prev{};
+    for (size_t i = 0; i < n; ++i) {
+        const Alloc& x = a[i];
+        putVarint(out, zigzag(static_cast<int64_t>(static_cast<uint64_t>(x.allocNs) -
+                                                   static_cast<uint64_t>(prev.allocNs))));
+        putVarint(out, zigzag(static_cast<int64_t>(static_cast<uint64_t>(x.id) -
+                                                   static_cast<uint64_t>(prev.id))));
+        putVarint(out, zigzag(static_cast<int64_t>(x.address - prev.address)));
+        putVarint(out, x.size);
+        putVarint(out, x.freeNs == kAlive ? 0
+                                          : static_cast<uint64_t>(x.freeNs) -
+                                                static_cast<uint64_t>(x.allocNs) + 1);
+        putVarint(out, x.region == kNoRegion ? 0 : uint64_t{x.region} + 1);
+        prev = x;
+    }
+    return out;
+}
+
+// False when the blob does not decode to exactly n records.
+bool decodeRows(const std::string& blob, Alloc* out, size_t n)
+{
+    const auto* p = reinterpret_cast<const unsigned char*>(blob.data());
+    const auto* end = p + blob.size();
+    bool ok = true;
+    auto next = [&]() -> uint64_t {
+        uint64_t v = 0;
+        for (int shift = 0; shift < 64; shift += 7) {
+            if (p == end) break;
+            const unsigned char c = *p++;
+            v |= static_cast<uint64_t>(c & 0x7f) << shift;
+            if (!(c & 0x80)) return v;
+        }
+        ok = false;
+        return 0;
+    };
+    Alloc prev{};
+    for (size_t i = 0; i < n && ok; ++i) {
+        Alloc x{};
+        x.allocNs = static_cast<int64_t>(static_cast<uint64_t>(prev.allocNs) +
+                                         static_cast<uint64_t>(unzigzag(next())));
+        x.id = static_cast<int64_t>(static_cast<uint64_t>(prev.id) +
+                                    static_cast<uint64_t>(unzigzag(next())));
+        x.address = prev.address + static_cast<uint64_t>(unzigzag(next()));
+        x.size = next();
+        const uint64_t life = next();
+        x.freeNs =
+            life == 0 ? kAlive : static_cast<int64_t>(static_cast<uint64_t>(x.allocNs) + life - 1);
+        const uint64_t region = next();
+        if (region > kNoRegion) ok = false;
+        x.region = region == 0 ? kNoRegion : static_cast<uint32_t>(region - 1);
+        x.pad = 0;
+        out[i] = x;
+        prev = x;
+    }
+    return ok && p == end;
+}
+
+} // namespace
+
+bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor)
+{
+    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return false;
+    std::string blob;
+    if (!fetchCache(db, "tracks", cacheStamp, blob)) return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    const uint64_t n = r.get<uint64_t>();
+    if (!r.ok || n > blob.size()) return false;
+    std::vector<std::pair<size_t, uint64_t>> counts;
+    for (uint64_t k = 0; k < n; ++k) {
+        const uint32_t device = r.get<uint32_t>();
+        const int32_t level = r.get<int32_t>();
+        const uint64_t allocs = r.get<uint64_t>(), regs = r.get<uint64_t>();
+        if (!r.ok || level < 0 || level >= kLevelCount) return false;
+        counts.emplace_back(trackFor(device, level), allocs);
+        if (tracks[counts.back().first].regions.size() != regs) return false;
+    }
+    if (!r.ok || r.p != r.end || counts.size() != tracks.size()) return false;
+    // Every value a deferred load needs must be there under the same stamp.
+    std::set<std::string> keys;
+    {
+        Stmt st = db.prepare("SELECT key FROM analysis_cache WHERE engine_version=?1 AND stamp=?2");
+        st.bind(1, kEngineVersion).bind(2, cacheStamp);
+        while (st.step())
+            keys.insert(st.text(0));
+    }
+    for (const auto& [ti, allocs] : counts) {
+        TrackData& t = tracks[ti];
+        t.storedAllocs = allocs;
+        if (!keys.count(indexKey(t))) return false;
+        for (size_t c = 0; c * kRowChunk < allocs; ++c)
+            if (!keys.count(rowsKey(t, c))) return false;
+    }
+    // The regions were read after the guard: still the same guard, still the same content.
+    return readGuard(db) == cacheStamp.substr(cacheStamp.rfind("|g") + 2);
+}
+
+bool Engine::Impl::readStoredRows(Db& db, TrackData& t)
+{
+    const size_t n = t.storedAllocs;
+    std::vector<Alloc> allocs(n);
+    std::string blob;
+    for (size_t c = 0; c * kRowChunk < n; ++c) {
+        const size_t first = c * kRowChunk, count = std::min(kRowChunk, n - first);
+        if (!fetchCache(db, rowsKey(t, c), cacheStamp, blob) ||
+            !decodeRows(blob, allocs.data() + first, count))
+            return false;
+    }
+    // The records must be what a load from the rows gives: sorted, in range.
+    const auto nR = static_cast<uint32_t>(t.regions.size());
+    for (size_t i = 0; i < n; ++i) {
+        const Alloc& a = allocs[i];
+        if (a.freeNs < a.allocNs || a.address + a.size < a.address ||
+            (a.region != kNoRegion && a.region >= nR) ||
+            (i > 0 && (allocs[i - 1].allocNs > a.allocNs ||
+                       (allocs[i - 1].allocNs == a.allocNs && allocs[i - 1].id >= a.id))))
+            return false;
+    }
+    t.allocs = std::move(allocs);
+    return readIndex(db, t);
+}
+
+void Engine::Impl::loadDeferredRows()
+{
+    // A connection of its own: lookups keep theirs meanwhile. The stored values carry the stamp
+    // the engine opened with, so records and index describe the content it opened even if the
+    // file changed since.
+    Db db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+    db.exec("BEGIN");
+    bool stored = true;
+    for (TrackData& t : tracks)
+        if (!(stored = readStoredRows(db, t))) break;
+    if (!stored) {
+        // Missing or malformed stored values. While the guard of the stamp is still there, the
+        // rows are those the engine opened: read and index them again. Otherwise the file was
+        // changed since it was opened, and nothing here matches the rest of the engine.
+        if (readGuard(db) != cacheStamp.substr(cacheStamp.rfind("|g") + 2))
+            throw SessionError(path, "changed by another program since it was opened (the "
+                                     "stored analysis index no longer matches); open it again");
+        std::map<std::pair<uint32_t, int>, size_t> index;
+        for (size_t ti = 0; ti < tracks.size(); ++ti) {
+            TrackData& t = tracks[ti];
+            t.allocs.clear();
+            index[{t.device, static_cast<int>(t.level)}] = ti;
+        }
+        const int64_t rows = readAllocations(
+            db,
+            [&](uint32_t device, int level) -> size_t {
+                auto it = index.find({device, level});
+                if (it == index.end())
+                    throw SessionError(path, "allocations: a track the stored index does not "
+                                             "list; open the file again");
+                return it->second;
+            },
+            nullptr, 1);
+        for (TrackData& t : tracks)
+            indexTrack(t);
+        deferredRowsRead.store(std::max<int64_t>(rows, 1));
+    }
+    db.exec("COMMIT");
+    if (!stored) writeIndex();
+}
+
+void Engine::Impl::ensureRows() const
+{
+    if (!rowsReady.load(std::memory_order_acquire)) {
+        std::lock_guard lock(rowsMutex);
+        if (!rowsReady.load(std::memory_order_relaxed)) {
+            try {
+                const_cast<Impl*>(this)->loadDeferredRows();
+            } catch (...) {
+                rowsError = std::current_exception();
+            }
+            rowsReady.store(true, std::memory_order_release);
+        }
+    }
+    if (rowsError) std::rethrow_exception(rowsError);
 }
 
 bool Engine::Impl::readIndex(Db& db, TrackData& t)
@@ -190,10 +495,17 @@ bool Engine::Impl::readIndex(Db& db, TrackData& t)
     return true;
 }
 
-void Engine::Impl::writeIndex()
+bool Engine::Impl::writeIndex()
 {
-    std::vector<std::pair<std::string, std::string>> rows;
+    std::vector<std::pair<std::string, std::string_view>> rows;
+    std::deque<std::string> blobs; // owns the values the views in rows point into
+    Writer list;
+    list.put<uint64_t>(tracks.size());
     for (const TrackData& t : tracks) {
+        list.put<uint32_t>(t.device);
+        list.put<int32_t>(static_cast<int32_t>(t.level));
+        list.put<uint64_t>(t.allocs.size());
+        list.put<uint64_t>(t.regions.size());
         Writer w;
         w.put<uint64_t>(t.allocs.size());
         w.put<uint64_t>(t.regions.size());
@@ -208,9 +520,21 @@ void Engine::Impl::writeIndex()
             w.put<uint64_t>(c.regionEndPos);
             putArray(w, c.live);
         }
-        rows.emplace_back(indexKey(t), std::move(w.out));
+        blobs.push_back(std::move(w.out));
+        rows.emplace_back(indexKey(t), blobs.back());
     }
-    loadInfo.indexCacheWritten = storeCache(path, cacheStamp, rows);
+    blobs.push_back(std::move(list.out));
+    rows.emplace_back("tracks", blobs.back());
+    // The sorted records themselves, so that a reopen reads no allocation row: encoded and
+    // written a chunk at a time.
+    return storeCache(path, cacheStamp, rows, [&](const PutValue& put) {
+        for (const TrackData& t : tracks)
+            for (size_t c = 0; c * kRowChunk < t.allocs.size(); ++c) {
+                const size_t first = c * kRowChunk;
+                const size_t count = std::min(kRowChunk, t.allocs.size() - first);
+                put(rowsKey(t, c), encodeRows(&t.allocs[first], count));
+            }
+    });
 }
 
 bool Engine::Impl::readTimelineCache(const std::string& key, Timeline& tl) const
@@ -243,7 +567,61 @@ void Engine::Impl::writeTimelineCache(const std::string& key, const Timeline& tl
           &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
         w.out.append(reinterpret_cast<const char*>(v->data()), v->size() * sizeof(double));
     std::lock_guard lock(dbMutex);
-    storeCache(path, cacheStamp, {{key, std::move(w.out)}});
+    storeCache(path, cacheStamp, {{key, w.out}});
+}
+
+namespace {
+std::string rasterKey(uint32_t device, Level level)
+{
+    return fmt::format("heatmap:{}:{}", device, static_cast<int>(level));
+}
+} // namespace
+
+bool Engine::Impl::readRasterCache(HeatmapRaster& h, uint32_t device, Level level) const
+{
+    std::lock_guard lock(dbMutex);
+    if (cacheStamp.empty() || !session) return false;
+    std::string blob;
+    if (!fetchCache(session->db(), rasterKey(device, level), cacheStamp, blob)) return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    // The request as resolved (window and size) must be the same, value for value.
+    if (r.get<int32_t>() != h.width || r.get<int32_t>() != h.height || r.get<int64_t>() != h.t0 ||
+        r.get<int64_t>() != h.t1 || r.get<uint64_t>() != h.y0 || r.get<uint64_t>() != h.y1)
+        return false;
+    const int64_t inView = r.get<int64_t>();
+    const auto n = static_cast<uint64_t>(h.width) * static_cast<uint64_t>(h.height);
+    std::vector<float> occ, reg;
+    std::vector<uint8_t> st;
+    if (!r.array(occ, n) || !r.array(reg, n) || !r.array(st, n) || r.p != r.end) return false;
+    h.state.resize(st.size());
+    for (size_t k = 0; k < st.size(); ++k) {
+        if (st[k] > static_cast<uint8_t>(CellState::Separator)) return false;
+        h.state[k] = static_cast<CellState>(st[k]);
+    }
+    h.occupancy = std::move(occ);
+    h.reservedFraction = std::move(reg);
+    h.allocationsInView = inView;
+    return true;
+}
+
+void Engine::Impl::writeRasterCache(const HeatmapRaster& h, uint32_t device, Level level) const
+{
+    Writer w;
+    w.put<int32_t>(h.width);
+    w.put<int32_t>(h.height);
+    w.put(h.t0);
+    w.put(h.t1);
+    w.put(h.y0);
+    w.put(h.y1);
+    w.put(h.allocationsInView);
+    w.out.append(reinterpret_cast<const char*>(h.occupancy.data()),
+                 h.occupancy.size() * sizeof(float));
+    w.out.append(reinterpret_cast<const char*>(h.reservedFraction.data()),
+                 h.reservedFraction.size() * sizeof(float));
+    for (CellState c : h.state)
+        w.put<uint8_t>(static_cast<uint8_t>(c));
+    std::lock_guard lock(dbMutex);
+    storeCache(path, cacheStamp, {{rasterKey(device, level), w.out}});
 }
 
 // Devices that ran kernels and each kernel name's first start at or after firstStart (the first
@@ -313,7 +691,7 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
     }
     std::lock_guard lock(dbMutex);
     storeCache(path, cacheStamp,
-               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), std::move(w.out)}});
+               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), w.out}});
 }
 
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
@@ -392,7 +770,7 @@ void Engine::Impl::writeFrameCache(const std::vector<size_t>& timed)
             w.put(fa.allocBytes);
         }
     }
-    loadInfo.frameCacheWritten = storeCache(path, cacheStamp, {{kFrameKey, std::move(w.out)}});
+    loadInfo.frameCacheWritten = storeCache(path, cacheStamp, {{kFrameKey, w.out}});
 }
 
 } // namespace fs::analysis

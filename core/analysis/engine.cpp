@@ -25,17 +25,6 @@ void checkCancel(const LoadOptions& o)
 
 } // namespace
 
-namespace {
-// Mixes one 64-bit value into the content hash (a multiply-xorshift: one step per value keeps
-// hashing 10 M rows well under the cost of reading them).
-inline void mix(uint64_t& h, uint64_t v)
-{
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
-}
-} // namespace
-
 const char* const kRegionSelect = "SELECT id, device, level, kind, address, size, create_ns,"
                                   " destroy_ns, expandable FROM regions";
 const char* const kAllocSelect = "SELECT id, device, level, region_id, address, size, alloc_ns,"
@@ -113,8 +102,10 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     StageTimer stage;
     tracks.clear();
     regionById.clear();
-    contentHash = 0;
     cacheStamp.clear();
+    rowsReady.store(true);
+    rowsError = nullptr;
+    loadInfo.rowsDeferred = false;
     {
         std::lock_guard lock(lodMutex);
         lods.clear();
@@ -151,6 +142,9 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         }
         return it->second;
     };
+    // The guard first: whatever is read after it and stored under it is the content as long as
+    // the guard is still there when storing (storeCache checks).
+    if (o.useCache && !snapshot) setCacheStamp(s.db());
     // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
     // mapping counts as its own range, alive from map to unmap, and fragments never span two.
     std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
@@ -161,9 +155,6 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         while (st.step()) {
             mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
                                          st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
-            for (uint64_t v : {st.u64(0), st.u64(1), st.u64(2), st.u64(3),
-                               st.isNull(4) ? ~uint64_t{0} : st.u64(4)})
-                mix(contentHash, v);
         }
     }
     {
@@ -175,10 +166,6 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             bool expandable = false;
             const RegionRec r = readRegionRow(st, path, device, level, expandable);
             const size_t ti = trackFor(device, level);
-            for (uint64_t v :
-                 {uint64_t(r.id), r.address, r.size, uint64_t(r.createNs), uint64_t(r.destroyNs),
-                  uint64_t(r.kind), uint64_t(device), uint64_t(level), uint64_t(expandable)})
-                mix(contentHash, v);
             if (expandable) {
                 for (RegionRec m : mapped[r.id]) {
                     m.kind = r.kind;
@@ -200,31 +187,25 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     checkCancel(o);
     stage("regions");
-    const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
-    {
-        Stmt st = s.db().prepare(kAllocSelect);
-        int64_t n = 0;
-        while (st.step()) {
-            uint32_t device = 0;
-            int level = 0;
-            int64_t regionId = -1;
-            Alloc a = readAllocRow(st, path, device, level, regionId);
-            const size_t ti = trackFor(device, level);
-            for (uint64_t v :
-                 {uint64_t(a.id), a.address, a.size, uint64_t(a.allocNs), uint64_t(a.freeNs),
-                  uint64_t(regionId), uint64_t(device), uint64_t(level)})
-                mix(contentHash, v);
-            if (regionId >= 0) a.region = regionOf(regionId, ti, a);
-            // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
-            if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
-            tracks[ti].allocs.push_back(a);
-            ++loadInfo.allocationRowsRead;
-            if ((++n & 0xfffff) == 0) {
-                checkCancel(o);
-                if (o.progress) o.progress(n, total * 2);
-            }
+    // The stored index, when this engine version built it from this very content (checked
+    // without reading a row: docs/analysis.md "Caching"; the guard was read before the regions,
+    // so any change since shows). When every value is there, the allocation records stay in the
+    // file until a query needs them.
+    bool deferred = false;
+    if (!cacheStamp.empty() && !keepBuilders) {
+        const size_t before = tracks.size();
+        const auto indexBefore = trackIndex;
+        deferred = prepareDeferred(s.db(), trackFor);
+        if (!deferred) { // back to the tracks the regions made
+            tracks.resize(before);
+            trackIndex = indexBefore;
+            for (TrackData& t : tracks)
+                t.storedAllocs = 0;
         }
     }
+    stage(deferred ? "stored index checked" : "cache stamp");
+    const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
+    if (!deferred) loadInfo.allocationRowsRead += readAllocations(s.db(), trackFor, &o, total);
     stage("allocations");
     std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
         return a.device != b.device ? a.device < b.device : a.level < b.level;
@@ -240,11 +221,16 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             for (const auto& [ti, i] : where)
                 tracks[ti].pieces[id].push_back(i);
     if (keepBuilders) builders.assign(tracks.size(), {});
-    // The stored index, when this engine version built it from these very rows.
-    if (o.useCache && !snapshot) setCacheStamp(s.db());
     bool allCached = !cacheStamp.empty();
     int64_t done = 0;
+    if (deferred) {
+        for (TrackData& t : tracks)
+            buildLayout(t);
+        rowsReady.store(false);
+        loadInfo.rowsDeferred = true;
+    }
     for (TrackData& t : tracks) {
+        if (deferred) break;
         checkCancel(o);
         if (!cacheStamp.empty() && readIndex(s.db(), t)) {
             buildLayout(t);
@@ -255,16 +241,48 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         done += static_cast<int64_t>(t.allocs.size());
         if (o.progress) o.progress(total + done, total * 2);
     }
+    // Done with what open() reads (a deferred load reads nothing more here): the caller's
+    // progress line ends at 100 % either way.
+    if (o.progress) o.progress(total * 2, total * 2);
     stage("sort, checkpoints, layout");
     loadInfo.indexCacheUsed = allCached && !tracks.empty();
     {
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
-    if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) writeIndex();
+    indexPending = false;
+    if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) {
+        if (o.storeIndexAtOpen)
+            loadInfo.indexCacheWritten = writeIndex();
+        else
+            indexPending = true;
+    }
     loadFrames(o);
     if (snapshot) session->db().exec("COMMIT");
     stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
+}
+
+int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
+                                      const LoadOptions* o, int64_t total)
+{
+    Stmt st = db.prepare(kAllocSelect);
+    int64_t n = 0;
+    while (st.step()) {
+        uint32_t device = 0;
+        int level = 0;
+        int64_t regionId = -1;
+        Alloc a = readAllocRow(st, path, device, level, regionId);
+        const size_t ti = trackFor(device, level);
+        if (regionId >= 0) a.region = regionOf(regionId, ti, a);
+        // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
+        if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
+        tracks[ti].allocs.push_back(a);
+        if ((++n & 0xfffff) == 0 && o) {
+            checkCancel(*o);
+            if (o->progress) o->progress(n, total * 2);
+        }
+    }
+    return n;
 }
 
 void Engine::Impl::applySummary(SessionSummary sum)
@@ -353,8 +371,16 @@ void Engine::Impl::buildCheckpoints(TrackData& t)
     b.run(t);
 }
 
+const TrackData* Engine::Impl::trackInfo(uint32_t device, Level level) const
+{
+    for (const TrackData& t : tracks)
+        if (t.device == device && t.level == level) return &t;
+    return nullptr;
+}
+
 const TrackData* Engine::Impl::track(uint32_t device, Level level) const
 {
+    ensureRows();
     for (const TrackData& t : tracks)
         if (t.device == device && t.level == level) return &t;
     return nullptr;
@@ -362,6 +388,7 @@ const TrackData* Engine::Impl::track(uint32_t device, Level level) const
 
 const TrackData& Engine::Impl::trackOrThrow(uint32_t device, Level level) const
 {
+    ensureRows();
     if (const TrackData* t = track(device, level)) return *t;
     static const TrackData empty;
     return empty;
@@ -436,6 +463,15 @@ std::shared_lock<std::shared_mutex> Engine::readLock() const
 LoadInfo Engine::loadInfo() const
 {
     LoadInfo i = d_->loadInfo;
+    i.indexCacheWritten = i.indexCacheWritten || d_->indexStoredLater.load();
+    if (i.rowsDeferred && d_->rowsReady.load() && !d_->rowsError) {
+        // What the deferred load found (engine_impl.h): the stored columns, or malformed
+        // stored values and the rows read and indexed again.
+        const int64_t rows = d_->deferredRowsRead.load();
+        i.rowsFromCache = rows == 0;
+        i.indexCacheUsed = rows == 0;
+        i.allocationRowsRead += rows;
+    }
     i.timelinesFromCache = d_->timelinesFromCache.load();
     return i;
 }
@@ -451,8 +487,10 @@ int64_t Engine::timeEnd() const
 std::vector<Track> Engine::tracks() const
 {
     std::vector<Track> out;
+    const bool loaded = d_->rowsReady.load();
     for (const TrackData& t : d_->tracks)
-        out.push_back({t.device, t.level, static_cast<int64_t>(t.allocs.size()),
+        out.push_back({t.device, t.level,
+                       static_cast<int64_t>(loaded ? t.allocs.size() : t.storedAllocs),
                        static_cast<int64_t>(t.regions.size())});
     return out;
 }
@@ -471,7 +509,7 @@ std::optional<Track> Engine::defaultTrack(uint32_t device) const
 std::vector<RegionInfo> Engine::regions(uint32_t device, Level level) const
 {
     std::vector<RegionInfo> out;
-    if (const TrackData* t = d_->track(device, level))
+    if (const TrackData* t = d_->trackInfo(device, level))
         for (const RegionRec& r : t->regions)
             out.push_back(
                 {r.id, device, level, r.kind, r.address, r.size, r.createNs, r.destroyNs});
@@ -609,6 +647,26 @@ std::optional<AllocationInfo> Engine::allocation(int64_t id) const
                          });
     if (it == td->allocs.end() || it->id != id) return std::nullopt;
     return d_->info(*td, *it);
+}
+
+void Engine::loadRows() const
+{
+    d_->ensureRows();
+}
+
+bool Engine::rowsLoaded() const
+{
+    return d_->rowsReady.load();
+}
+
+bool Engine::storeIndex() const
+{
+    std::lock_guard lock(d_->storeMutex);
+    if (!d_->indexPending) return false;
+    d_->indexPending = false;
+    const bool stored = d_->writeIndex();
+    d_->indexStoredLater.store(stored);
+    return stored;
 }
 
 int64_t parseTime(const Engine& e, const std::string& text)

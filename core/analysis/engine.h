@@ -46,6 +46,10 @@ struct LoadOptions
     // Event-size entropy window stateAt() uses (timelines take theirs in TimelineOptions).
     int64_t entropyWindowNs = 300'000'000'000;
     bool useCache = true; // read/write the per-frame cache in the session file
+    // Store a newly built index (and the allocation records) in the session file before open()
+    // returns; false: Engine::storeIndex() does it later (the GUI's loader, after its first
+    // look: writing the records takes a while on a large session).
+    bool storeIndexAtOpen = true;
     // PRAGMA quick_check on open (Session::open); false when the caller has just checked the
     // same file itself (the GUI's loader opens it in parallel).
     bool integrityCheck = true;
@@ -59,6 +63,10 @@ struct LoadInfo
     bool indexCacheUsed = false;    // checkpoints and sorted streams came from analysis_cache
     bool indexCacheWritten = false; // ... or were built and stored there
     int64_t timelinesFromCache = 0; // whole-session timelines answered from analysis_cache
+    // open() found every stored value valid and left the allocation records in the file: they
+    // are read from the stored columns (rowsFromCache) by the first query that needs them.
+    bool rowsDeferred = false;
+    bool rowsFromCache = false;
     // Rows of the allocations table read into allocation records, over open() and every live
     // refresh (LiveEngine): a refresh reads only the new rows, a rule change reads none.
     int64_t allocationRowsRead = 0;
@@ -196,7 +204,22 @@ public:
     // that cuts a grid cell assumes it uniform, so this is the quick first image that the
     // exact heatmap() then replaces (docs/analysis.md "Level of detail").
     HeatmapRaster heatmapPreview(const HeatmapRequest& r) const;
+    // heatmap(r), kept in the session's analysis_cache (one raster per track: the last request
+    // kept) and answered from there when the same request comes again for the same content:
+    // `fragscope export heatmap` a second time reads no allocation record.
+    HeatmapRaster heatmapKept(const HeatmapRequest& r) const;
     MemmapRaster memmap(const MemmapRequest& r) const;
+    // Reads the allocation records now when open() deferred them (LoadInfo::rowsDeferred), so
+    // that the first query that needs them does not wait (the GUI's loader calls it on its
+    // worker after handing out the first picture); no-op otherwise. Throws SessionError when
+    // the stored index went away since open (the file was changed by another program).
+    void loadRows() const;
+    // Whether the allocation records are in memory (always, unless open() deferred them and no
+    // query or loadRows() has read them yet): a query that needs them then answers at once.
+    bool rowsLoaded() const;
+    // Stores the index open() built when LoadOptions::storeIndexAtOpen was false; no-op
+    // otherwise or when done. Returns whether something was stored.
+    bool storeIndex() const;
 
     struct Impl;
 

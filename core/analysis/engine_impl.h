@@ -9,6 +9,8 @@
 
 #include <array>
 #include <atomic>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -85,6 +87,9 @@ struct TrackData
     std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs
     std::vector<Checkpoint> checkpoints; // ascending time; the first is the empty state
     AddressLayout layout;
+    // Allocations of the track as the stored index lists them, while a deferred load has not
+    // read them yet (Engine::Impl::ensureRows).
+    size_t storedAllocs = 0;
     // Mapped pieces of each expandable region (region id -> indices into regions), for regions
     // with more than one: a block outlives the piece it was placed in when the segment grows or
     // shrinks around it, and then lives on in the piece that covers it.
@@ -334,12 +339,33 @@ struct Engine::Impl
     bool readFrameCache(const std::vector<size_t>& timed);
     void writeFrameCache(const std::vector<size_t>& timed);
     // Stored index (docs/session-format.md "analysis_cache"): every cached value is keyed by
-    // the engine version and cacheStamp, which holds a hash of every row of the regions,
-    // region_mappings and allocations tables as load() read them (contentHash) plus the
-    // counts of the other tables the figures depend on. Empty: nothing is cached (a session
-    // still being written, or caching off).
+    // the engine version and cacheStamp: counts and bounds of the tables the figures depend on
+    // plus the nonce of the guard (triggers that drop it on any change to those tables). Empty:
+    // nothing is cached (a session still being written, caching off, a read-only file without
+    // a guard).
     std::string cacheStamp;
-    uint64_t contentHash = 0;
+    // Deferred rows: when every stored value is valid at open, the allocation records and the
+    // replay index stay in the file until a query needs them (timelines, frames, collapses and
+    // the level-of-detail preview come from the cache without them). ensureRows() reads them,
+    // once, from the stored columns (never the allocations table); every query that walks
+    // allocations calls it first (track() and trackOrThrow() do).
+    mutable std::mutex rowsMutex;
+    mutable std::atomic<bool> rowsReady{true};
+    mutable std::exception_ptr rowsError;
+    void ensureRows() const;
+    void loadDeferredRows();
+    // Rows of the allocations table a deferred load had to read (stored values malformed).
+    std::atomic<int64_t> deferredRowsRead{0};
+    bool readStoredRows(Db& db, TrackData& t);
+    // Every allocation row into its track (trackFor: the track index of (device, level));
+    // progress and cancel from o when given. Returns the rows read.
+    int64_t readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
+                            const LoadOptions* o, int64_t total);
+    // Whether the stored values allow a deferred load; adds the tracks that have allocations
+    // only (trackFor) and sets each track's storedAllocs.
+    bool prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor);
+    // A track without loading rows (layout, regions, cached answers).
+    const TrackData* trackInfo(uint32_t device, Level level) const;
     mutable std::atomic<int64_t> timelinesFromCache{0};
     // Level-of-detail grids per track (index as tracks), built on first use under lodMutex;
     // dropped by a live refresh.
@@ -363,8 +389,15 @@ struct Engine::Impl
     // The sorted free stream, released regions and checkpoints of a track from the cache;
     // false (track untouched) when absent, stale or malformed.
     bool readIndex(Db& db, TrackData& t);
-    void writeIndex(); // every track's, through a separate read-write connection
+    bool writeIndex(); // every track's, through a separate read-write connection
+    // Built, not stored yet (LoadOptions::storeIndexAtOpen false); under storeMutex.
+    bool indexPending = false;
+    mutable std::mutex storeMutex;
+    std::atomic<bool> indexStoredLater{false};
     bool readTimelineCache(const std::string& key, Timeline& tl) const;
+    // An exact raster kept for its request (Engine::heatmapKept); h holds the resolved window.
+    bool readRasterCache(HeatmapRaster& h, uint32_t device, Level level) const;
+    void writeRasterCache(const HeatmapRaster& h, uint32_t device, Level level) const;
     void writeTimelineCache(const std::string& key, const Timeline& tl) const;
     LoadInfo loadInfo;
     // Lazily, under dbMutex: devices that ran kernels (queries then use the (device, start_ns)

@@ -62,6 +62,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
 
     const bool cached = o.useCache && readFrameCache(timed);
     if (!cached) {
+        ensureRows(); // a deferred load (engine_impl.h) needs the records now
         // Allocator figures per frame and track: one forward replay per track; the hook keeps the
         // extremes inside each frame.
         for (const TrackData& td : tracks) {
@@ -251,6 +252,7 @@ void Engine::Impl::buildKernelIndex(int64_t firstStart) const
 
 std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
 {
+    d_->ensureRows(); // kernel-variant shifts look at the allocations around them
     const auto& fr = d_->frames;
     auto it =
         std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
@@ -291,6 +293,7 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
 
 std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
 {
+    d_->ensureRows();
     const auto& fr = d_->frames;
     auto it =
         std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });

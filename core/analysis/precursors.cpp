@@ -219,6 +219,7 @@ CollapseReport Engine::frameReport(int64_t frame) const
 
 CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule>& rules) const
 {
+    d_->ensureRows(); // the ranking walks every track's allocations
     CollapseReport rep;
     rep.frame = frame;
     rep.collapse = {frame, frame, {}};

@@ -48,7 +48,9 @@ void Engine::Impl::buildLayout(TrackData& t)
 
 AddressLayout Engine::layout(uint32_t device, Level level) const
 {
-    return d_->trackOrThrow(device, level).layout;
+    static const TrackData empty;
+    const TrackData* t = d_->trackInfo(device, level);
+    return (t ? *t : empty).layout;
 }
 
 namespace {
@@ -293,6 +295,7 @@ std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td
     lod->ySize = std::max<double>(1.0, static_cast<double>(td.layout.compactSize));
     std::vector<double> occCells, regCells;
     if (!readLodCache(td, lod->nt, lod->ny, occCells, regCells)) {
+        ensureRows();
         const double dt = static_cast<double>(lod->t1 - lod->t0) / lod->nt;
         const double dy = lod->ySize / lod->ny;
         auto px = [&](int64_t t) { return static_cast<double>(t - lod->t0) / dt; };
@@ -320,9 +323,24 @@ std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td
     return lod;
 }
 
+HeatmapRaster Engine::heatmapKept(const HeatmapRequest& rq) const
+{
+    static const TrackData empty;
+    const TrackData* info = d_->trackInfo(rq.device, rq.level);
+    HeatmapRaster h = d_->heatmapFrame(rq, info ? *info : empty);
+    if (info && d_->readRasterCache(h, rq.device, rq.level)) return h;
+    h = heatmap(rq);
+    if (info) d_->writeRasterCache(h, rq.device, rq.level);
+    return h;
+}
+
 HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
 {
-    const TrackData& td = d_->trackOrThrow(rq.device, rq.level);
+    // The stored grid answers without the allocation records (a deferred load reads them only
+    // when the grid must be built).
+    static const TrackData empty;
+    const TrackData* info = d_->trackInfo(rq.device, rq.level);
+    const TrackData& td = info ? *info : empty;
     HeatmapRaster h = d_->heatmapFrame(rq, td);
     const size_t n = static_cast<size_t>(h.width) * static_cast<size_t>(h.height);
     h.occupancy.assign(n, 0.0f);

@@ -10,7 +10,6 @@ namespace fs::analysis {
 
 Timeline Engine::timeline(const TimelineOptions& o) const
 {
-    const TrackData& td = d_->trackOrThrow(o.device, o.level);
     Timeline tl;
     tl.device = o.device;
     tl.level = o.level;
@@ -26,6 +25,7 @@ Timeline Engine::timeline(const TimelineOptions& o) const
         ++d_->timelinesFromCache;
         return tl;
     }
+    const TrackData& td = d_->trackOrThrow(o.device, o.level);
     const int64_t from = o.from == kNoTime ? d_->timeBegin : o.from;
     const int64_t to = o.to == kNoTime ? d_->timeEnd : std::max(o.to, from);
     int64_t step = o.step > 0 ? o.step : (to - from) / 1000;

@@ -1,6 +1,7 @@
 // The engine's index kept in the session file (analysis_cache): a reopen uses it and replays
-// nothing; content changed behind it (same row counts) is detected and the index rebuilt; a
-// malformed stored index is ignored, never trusted.
+// nothing, and reads no allocation row (the records come from the stored columns, and only when
+// a query needs them); content changed behind it (same row counts) is detected by the guard
+// triggers and the index rebuilt; a malformed stored index is ignored, never trusted.
 #include "builder.h"
 
 #include "core/analysis/engine.h"
@@ -8,6 +9,8 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <sys/stat.h>
 
 using namespace fs;
 using namespace fs::analysis;
@@ -218,6 +221,237 @@ private slots:
         QVERIFY(Engine::open(path)->loadInfo().indexCacheUsed); // the rebuilt one is kept
     }
 
+    void reopenReadsNoAllocationRow()
+    {
+        // A reopen answers the first picture (timelines, frames, collapses, the heatmap
+        // preview) from the stored values alone: not one row of the allocations table is read,
+        // and the records themselves stay in the file until a query walks them.
+        const std::string path = dir_.filePath("deferred.fragscope").toStdString();
+        makeSession(path);
+        TimelineOptions o;
+        HeatmapRequest rq;
+        rq.width = 300;
+        rq.height = 200;
+        {
+            const auto first = Engine::open(path);
+            QVERIFY(!first->loadInfo().rowsDeferred);
+            QVERIFY(first->loadInfo().allocationRowsRead > 0);
+            o.step = (first->timeEnd() - first->timeBegin()) / 300;
+            first->timeline(o);        // stored
+            first->heatmapPreview(rq); // grid stored
+        }
+        const auto again = Engine::open(path);
+        QVERIFY(again->loadInfo().rowsDeferred);
+        QVERIFY(!again->loadInfo().rowsFromCache);
+        QCOMPARE(again->loadInfo().allocationRowsRead, int64_t(0));
+        QVERIFY(again->loadInfo().frameCacheUsed);
+        const Timeline tl = again->timeline(o);
+        QCOMPARE(again->loadInfo().timelinesFromCache, int64_t(1));
+        QVERIFY(!tl.time.empty());
+        again->heatmapPreview(rq);
+        QVERIFY(!again->frames().empty());
+        QCOMPARE(again->tracks().size(), size_t(1));
+        // 3000 events, a third of them frees: the track's count comes from the stored list.
+        const auto eager = [&] {
+            LoadOptions no;
+            no.useCache = false;
+            return Engine::open(path, no);
+        }();
+        QCOMPARE(again->tracks()[0].allocations, eager->tracks()[0].allocations);
+        QVERIFY(!again->loadInfo().rowsFromCache); // nothing above needed the records
+        // The first query that walks allocations reads them from the stored columns.
+        exact(*again);
+        QVERIFY(again->loadInfo().rowsFromCache);
+        QCOMPARE(again->loadInfo().allocationRowsRead, int64_t(0));
+        sameFigures(*eager, *again);
+    }
+
+    void deferredEngineAnswersLikeAFreshOne()
+    {
+        // Every query of an engine whose records were deferred equals the same query of one that
+        // read the rows (no cache at all).
+        const std::string path = dir_.filePath("same.fragscope").toStdString();
+        makeSession(path);
+        Engine::open(path);
+        LoadOptions no;
+        no.useCache = false;
+        const auto a = Engine::open(path, no);
+        const auto b = Engine::open(path);
+        QVERIFY(b->loadInfo().rowsDeferred);
+        const int64_t end = a->timeEnd(), mid = (a->timeBegin() + a->timeEnd()) / 2;
+        // The precursor ranking first: it is the query that walks every track directly.
+        const auto fa = a->frameReport(3), fb = b->frameReport(3);
+        QCOMPARE(fa.precursors.size(), fb.precursors.size());
+        for (size_t i = 0; i < fa.precursors.size(); ++i) {
+            QCOMPARE(fa.precursors[i].allocationId, fb.precursors[i].allocationId);
+            QCOMPARE(fa.precursors[i].score, fb.precursors[i].score);
+        }
+        QVERIFY(b->loadInfo().rowsFromCache);
+        QCOMPARE(a->fragmentsAt(0, Level::Framework, mid).size(),
+                 b->fragmentsAt(0, Level::Framework, mid).size());
+        QCOMPARE(a->liveAllocationsAt(0, Level::Framework, end).size(),
+                 b->liveAllocationsAt(0, Level::Framework, end).size());
+        QCOMPARE(a->bursts(0, Level::Framework).size(), b->bursts(0, Level::Framework).size());
+        QCOMPARE(a->addressJumps(0, Level::Framework, 4).size(),
+                 b->addressJumps(0, Level::Framework, 4).size());
+        HeatmapRequest rq;
+        rq.width = 200;
+        rq.height = 100;
+        QVERIFY(a->heatmap(rq).occupancy == b->heatmap(rq).occupancy);
+        const auto live = a->liveAllocationsAt(0, Level::Framework, end);
+        QVERIFY(!live.empty());
+        QCOMPARE(b->allocation(live.front().id)->address, live.front().address);
+        const auto ha = a->histogramOver(0, Level::Framework, a->timeBegin(), end);
+        const auto hb = b->histogramOver(0, Level::Framework, b->timeBegin(), end);
+        QCOMPARE(ha.log2.size(), hb.log2.size());
+        for (size_t i = 0; i < ha.log2.size(); ++i)
+            QCOMPARE(ha.log2[i].count, hb.log2[i].count);
+    }
+
+    void storedRecordsKeepEveryField()
+    {
+        // The stored records are delta-coded column by column: every field must come back as a
+        // load from the rows gives it, edge values included (a block outside every region, one
+        // never freed, one freed when allocated, one of size 0, addresses far apart, ids out of
+        // time order).
+        const std::string path = dir_.filePath("fields.fragscope").toStdString();
+        {
+            Ingest in(options(path));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 64 * MiB));
+            in.add(ev(EventType::Alloc, 10, kBase + MiB, 3 * MiB));         // freed at 900
+            in.add(ev(EventType::Alloc, 20, 0xffffff0000000000ull, 12345)); // outside
+            in.add(ev(EventType::Alloc, 30, kBase, 0));                     // size 0
+            in.add(ev(EventType::Alloc, 40, kBase + 8 * MiB, 4096));        // freed at 40
+            in.add(ev(EventType::Free, 40, kBase + 8 * MiB));
+            in.add(ev(EventType::Alloc, 50, kBase + 60 * MiB, 4 * MiB - 1)); // never freed
+            in.add(ev(EventType::Free, 900, kBase + MiB));
+            in.end();
+        }
+        Engine::open(path);
+        LoadOptions no;
+        no.useCache = false;
+        const auto a = Engine::open(path, no);
+        const auto b = Engine::open(path);
+        QVERIFY(b->loadInfo().rowsDeferred);
+        std::vector<int64_t> ids;
+        {
+            Db db(path, SQLITE_OPEN_READONLY);
+            Stmt st = db.prepare("SELECT id FROM allocations ORDER BY id");
+            while (st.step())
+                ids.push_back(st.i64(0));
+        }
+        QCOMPARE(ids.size(), size_t(5));
+        for (int64_t id : ids) {
+            const auto x = a->allocation(id), y = b->allocation(id);
+            QVERIFY(x && y);
+            QCOMPARE(y->address, x->address);
+            QCOMPARE(y->size, x->size);
+            QCOMPARE(y->allocNs, x->allocNs);
+            QCOMPARE(y->freeNs, x->freeNs);
+            QCOMPARE(y->regionId, x->regionId);
+        }
+        QVERIFY(b->loadInfo().rowsFromCache);
+        for (int64_t t : {int64_t(0), int64_t(25), int64_t(45), int64_t(1000)}) {
+            QCOMPARE(b->stateAt(0, Level::Framework, t).allocatedOutsideBytes,
+                     a->stateAt(0, Level::Framework, t).allocatedOutsideBytes);
+            QCOMPARE(b->stateAt(0, Level::Framework, t).freeBytes,
+                     a->stateAt(0, Level::Framework, t).freeBytes);
+        }
+    }
+
+    void guardDropsTheIndexOnAnyChange()
+    {
+        // Triggers on the tables the index is computed from drop meta's guard on any change,
+        // made by any program (here: plain SQL): the next open reads the rows again.
+        const std::string path = dir_.filePath("guard.fragscope").toStdString();
+        makeSession(path);
+        Engine::open(path);
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            QVERIFY(!db.scalarText("SELECT value FROM meta WHERE key='analysis_guard'").empty());
+            db.exec("UPDATE regions SET destroy_ns = destroy_ns WHERE id = 1");
+            QVERIFY(db.scalarText("SELECT value FROM meta WHERE key='analysis_guard'").empty());
+        }
+        const auto e = Engine::open(path);
+        QVERIFY(!e->loadInfo().rowsDeferred);
+        QVERIFY(!e->loadInfo().indexCacheUsed);
+        QVERIFY(e->loadInfo().indexCacheWritten); // under a new guard
+        QVERIFY(Engine::open(path)->loadInfo().rowsDeferred);
+        // Without its triggers the guard proves nothing: a reopen does not trust it.
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("DROP TRIGGER fs_analysis_guard_allocations_update");
+            db.exec("UPDATE allocations SET size = size WHERE id = 2");
+        }
+        const auto f = Engine::open(path);
+        QVERIFY(!f->loadInfo().rowsDeferred);
+        QVERIFY(!f->loadInfo().indexCacheUsed);
+        exact(*f);
+    }
+
+    void storedIndexChangedBeforeRowsAreRead()
+    {
+        // The records of a deferred engine are read later, by the first query that needs them.
+        const std::string path = dir_.filePath("later.fragscope").toStdString();
+        makeSession(path);
+        const auto before = Engine::open(path); // stores the index
+        // (a) A row changed meanwhile: the engine answers for the content it opened (the stored
+        // records carry its stamp), like an engine that had read everything at open.
+        const auto a = Engine::open(path);
+        QVERIFY(a->loadInfo().rowsDeferred);
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE allocations SET address = address + 4096 WHERE id = (SELECT id FROM"
+                    " allocations WHERE free_ns IS NULL ORDER BY id LIMIT 1)");
+        }
+        sameFigures(*before, *a);
+        QVERIFY(a->loadInfo().rowsFromCache);
+        // (b) Stored records gone, content unchanged (the guard stands): the rows are read and
+        // indexed again.
+        Engine::open(path); // the new content stored under a new guard
+        const auto b = Engine::open(path);
+        QVERIFY(b->loadInfo().rowsDeferred);
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("DELETE FROM analysis_cache WHERE key LIKE 'rows:%'");
+        }
+        exact(*b);
+        QVERIFY(!b->loadInfo().rowsFromCache);
+        QVERIFY(b->loadInfo().allocationRowsRead > 0);
+        // (c) Stored records gone and content changed: nothing in the file matches the engine
+        // any more; the query fails with an error naming the file, never with mixed figures.
+        const auto c = Engine::open(path);
+        QVERIFY(c->loadInfo().rowsDeferred);
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("DELETE FROM analysis_cache WHERE key LIKE 'rows:%'");
+            db.exec("UPDATE allocations SET size = size WHERE id = 2");
+        }
+        try {
+            c->stateAt(0, Level::Framework, c->timeEnd());
+            QFAIL("expected a SessionError");
+        } catch (const SessionError& err) {
+            QVERIFY(std::string(err.what()).find(path) != std::string::npos);
+        }
+        // A fresh open rebuilds.
+        const auto d = Engine::open(path);
+        QVERIFY(!d->loadInfo().rowsDeferred);
+        exact(*d);
+    }
+
+    void readOnlyFileUsesItsGuardedIndex()
+    {
+        const std::string path = dir_.filePath("ro.fragscope").toStdString();
+        makeSession(path);
+        Engine::open(path);
+        QCOMPARE(::chmod(path.c_str(), 0444), 0);
+        if (::access(path.c_str(), W_OK) == 0) QSKIP("running as root: the file stays writable");
+        const auto e = Engine::open(path);
+        QVERIFY(e->loadInfo().rowsDeferred);
+        exact(*e);
+    }
+
     void malformedIndexIsIgnored()
     {
         const std::string path = dir_.filePath("bad.fragscope").toStdString();
@@ -229,9 +463,13 @@ private slots:
             db.exec("UPDATE analysis_cache SET value = substr(value, 1, 40) WHERE key LIKE "
                     "'index:%'");
         }
+        // A reopen finds a stamp that matches and leaves the records for later; the first query
+        // that walks them finds the value malformed and reads and indexes the rows instead.
         const auto e = Engine::open(path);
-        QVERIFY(!e->loadInfo().indexCacheUsed);
         exact(*e);
+        QVERIFY(!e->loadInfo().indexCacheUsed);
+        QVERIFY(!e->loadInfo().rowsFromCache);
+        QVERIFY(e->loadInfo().allocationRowsRead > 0);
         {
             Db db(path, SQLITE_OPEN_READWRITE);
             // An index pointing past the allocations.
@@ -239,8 +477,8 @@ private slots:
                     " WHERE key LIKE 'index:%'");
         }
         const auto f = Engine::open(path);
-        QVERIFY(!f->loadInfo().indexCacheUsed);
         exact(*f);
+        QVERIFY(!f->loadInfo().indexCacheUsed);
     }
 
     void noCacheWhenAsked()

@@ -46,8 +46,10 @@ QStringList tableContents(const std::string& path)
             for (int i = 0; i < sqlite3_column_count(st.raw()); ++i)
                 cols << (st.isNull(i) ? QStringLiteral("NULL")
                                       : QString::fromStdString(st.text(i)));
-            if (table == "meta" &&
-                (cols[0] == "created_at" || cols[0] == "writer_pid" || cols[0] == "writer_host"))
+            // Per-write values: when and by whom, and the analysis cache's guard (a random nonce,
+            // docs/session-format.md "analysis_cache").
+            if (table == "meta" && (cols[0] == "created_at" || cols[0] == "writer_pid" ||
+                                    cols[0] == "writer_host" || cols[0] == "analysis_guard"))
                 continue;
             lines << QString::fromStdString(table) + "|" + cols.join('|');
         }

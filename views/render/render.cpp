@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace fs::render {
 
@@ -490,11 +491,20 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     QColor line =
         numbers || th.dark ? QColor(255, 255, 255, th.dark ? 90 : 150) : QColor(120, 120, 120, 110);
     p.setFont(font(10.5));
+    p.setPen(QPen(line, 1, Qt::DashLine));
+    // One boundary per device pixel column: thousands of frames zoomed out would otherwise
+    // draw thousands of dashed lines over the same columns, on the GUI thread, every paint.
+    const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
+    int64_t lastColumn = std::numeric_limits<int64_t>::min();
     for (const auto& f : s.frames) {
         if (f.start == kNoTime || f.start < t0 || f.start > t1) continue;
         const double x = X(f.start);
-        p.setPen(QPen(line, 1, Qt::DashLine));
-        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+        const auto column = static_cast<int64_t>(std::floor(x * dpr));
+        if (column != lastColumn) {
+            p.setPen(QPen(line, 1, Qt::DashLine));
+            p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+            lastColumn = column;
+        }
         if (numbers && f.index % every == 0) {
             const QRectF lab(x + 2, plot.top() + 2, 40, 14);
             p.fillRect(

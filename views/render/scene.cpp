@@ -1,7 +1,10 @@
 #include "scene.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <set>
 
@@ -117,6 +120,7 @@ template <typename F> auto locked(const Scene& s, F&& f) -> decltype(f(*s.engine
 
 analysis::State Scene::stateAt(int li, int64_t t) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const LevelData& ld = levels[static_cast<size_t>(li)];
     return locked(*this,
@@ -125,6 +129,7 @@ analysis::State Scene::stateAt(int li, int64_t t) const
 
 std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const LevelData& ld = levels[static_cast<size_t>(li)];
     return locked(*this,
@@ -161,7 +166,9 @@ analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0
 {
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const auto rq = heatmapRequest(levels[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
-    return locked(*this, [&](const analysis::Engine& e) { return e.heatmap(rq); });
+    return locked(*this, [&](const analysis::Engine& e) {
+        return keepHeatmaps ? e.heatmapKept(rq) : e.heatmap(rq);
+    });
 }
 
 analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
@@ -174,6 +181,7 @@ analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, do
 
 analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const LevelData& ld = levels[static_cast<size_t>(li)];
     analysis::MemmapRequest rq;
@@ -186,6 +194,7 @@ analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
 
 std::optional<analysis::AllocationInfo> Scene::allocationAt(int li, int64_t t, uint64_t addr) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return std::nullopt;
     const LevelData& ld = levels[static_cast<size_t>(li)];
     return locked(*this, [&](const analysis::Engine& e) {
@@ -195,12 +204,14 @@ std::optional<analysis::AllocationInfo> Scene::allocationAt(int li, int64_t t, u
 
 std::optional<analysis::AllocationInfo> Scene::allocation(int64_t id) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine || id < 0) return std::nullopt;
     return locked(*this, [&](const analysis::Engine& e) { return e.allocation(id); });
 }
 
 analysis::CollapseReport Scene::frameReport(int64_t f) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine) return {};
     std::lock_guard lock(reportCache->mutex);
     if (reportCache->frame != f || reportCache->rules != rules || live) {
@@ -214,6 +225,7 @@ analysis::CollapseReport Scene::frameReport(int64_t f) const
 
 std::vector<analysis::KernelSummary> Scene::kernelsInFrame(int64_t f) const
 {
+    if (firstLook && !recordsReady()) return {};
     if (!engine) return {};
     return locked(*this, [&](const analysis::Engine& e) { return e.kernelsInFrame(f); });
 }
@@ -278,8 +290,23 @@ void Scene::warmUp() const
         }
 }
 
+namespace {
+// FRAGSCOPE_ANALYSIS_TIMING=1 prints the loader's stages after the engine's own (stderr).
+void stageTime(const char* stage)
+{
+    static const bool on = std::getenv("FRAGSCOPE_ANALYSIS_TIMING") != nullptr;
+    if (!on) return;
+    static thread_local auto last = std::chrono::steady_clock::now();
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "load scene: %-30s %8.1f ms\n", stage,
+                 std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+}
+} // namespace
+
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp, int samples)
 {
+    stageTime("start");
     analysis::LoadOptions o = lp.options;
     o.cancel = lp.cancel;
     o.summary = lp.summary;
@@ -297,9 +324,34 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     }
     if (lp.progress) lp.progress(90, "timelines");
     if (lp.cancel && lp.cancel->load()) throw LoadCancelled{};
+    stageTime("engine open");
+    if (lp.loadRows) e->loadRows();
+    stageTime("allocation records");
+    if (lp.cancel && lp.cancel->load()) throw LoadCancelled{};
     auto s = sceneFromEngine(std::move(e), samples);
+    s->keepHeatmaps = lp.keepHeatmaps;
+    stageTime("scene (timelines)");
+    if (lp.loadRows)
+        s->ooms = std::make_shared<const std::vector<analysis::OomDiagnosis>>(s->engine->ooms());
+    stageTime("OOM diagnoses");
     if (lp.progress) lp.progress(100, "done");
     return s;
+}
+
+bool storeForViewing(const std::string& path, const LoadProgress& lp, int samples)
+{
+    LoadProgress p = lp;
+    p.loadRows = false;               // a first open reads them anyway
+    p.options.integrityCheck = false; // just written by the caller
+    p.options.storeIndexAtOpen = true;
+    const auto s = loadScene(path, p, samples);
+    const int li = s->defaultLevel();
+    // The grid the heatmap's first preview reads (Engine::heatmapPreview: 17 MB), for a track
+    // large enough that the heatmap previews it (a smaller one is drawn exactly at once).
+    if (li >= 0 && s->levels[static_cast<size_t>(li)].allocations >= 1'000'000)
+        s->heatmapPreview(li, s->timeBegin(), s->timeEnd() + 1, 0,
+                          s->levels[static_cast<size_t>(li)].compactSize(), 1, 1);
+    return s->engine->loadInfo().indexCacheWritten;
 }
 
 std::string formatBytes(double b)

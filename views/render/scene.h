@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/analysis/engine.h"
+#include "core/analysis/oom.h"
 #include "core/events.h"
 #include "core/session.h"
 
@@ -49,7 +50,20 @@ struct Scene
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
     std::vector<analysis::Collapse> collapses;
     std::shared_ptr<const analysis::Engine> engine;
+    // The engine's OOM diagnoses (a replay per OOM: too long for the GUI thread), computed by
+    // loadScene on the loading thread; null when the scene was made otherwise (the OOM list
+    // then asks the engine).
+    std::shared_ptr<const std::vector<analysis::OomDiagnosis>> ooms;
     bool live = false; // from a recording still being written (LiveScene)
+    // heatmap() asks the engine for a raster kept in the session file (Engine::heatmapKept):
+    // the CLI's exporter sets it, so that the same export again reads no allocation record.
+    bool keepHeatmaps = false;
+    // A first look (the GUI's loader hands it out before the engine has read the allocation
+    // records a reopen deferred): until the records are in memory, the queries below that need
+    // them answer nothing at once instead of waiting, except heatmap(), which views run on a
+    // worker. The loader then delivers the complete scene (SessionLoader::completed).
+    bool firstLook = false;
+    bool recordsReady() const { return !engine || engine->rowsLoaded(); }
     // The engine's last frame report: the inspector and the kernel lane ask for the same frame
     // (a report ranks every precursor of the window: tens of ms on a long run). Shared by the
     // scenes withRules() makes; keyed by frame and rules, since the ranking's healthy baseline
@@ -123,6 +137,12 @@ struct LoadProgress
     // The engine's options: collapse rules, precursor lookback, entropy window (the user's
     // settings file, docs/settings.md); progress, cancel and summary above replace its own.
     analysis::LoadOptions options;
+    // Read the allocation records a reopen deferred (analysis::LoadInfo::rowsDeferred) before
+    // returning, on the loading thread: the GUI's views ask row queries (state, fragments) on
+    // their thread as soon as they get the scene. False: the first such query reads them.
+    bool loadRows = true;
+    // Exact heatmaps are kept in the session file for their request (Scene::keepHeatmaps).
+    bool keepHeatmaps = false;
 };
 
 // Thrown when LoadProgress::cancel becomes true.
@@ -134,6 +154,15 @@ struct LoadCancelled
 // SessionError for a bad file, LoadCancelled on cancel.
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp = {},
                                        int samples = 1200);
+
+// What the GUI's first look needs, built now and stored in the session file (docs/analysis.md
+// "Caching"): the engine's index and allocation records, the per-frame figures, each track's
+// timeline at the GUI's sampling and the default track's level-of-detail grid (from a million
+// allocations: smaller tracks are drawn exactly at once); the GUI then
+// opens the file as a reopen, reading no allocation row. The writers of a session (`fragscope
+// simulate`, `fragscope import`) call it when they finish. Returns whether the index was stored
+// (false: a read-only or unfinished file, nothing changed). Throws like loadScene.
+bool storeForViewing(const std::string& path, const LoadProgress& lp = {}, int samples = 1200);
 
 // Formatting shared by every view and the CLI.
 std::string formatBytes(double bytes);

@@ -61,7 +61,10 @@ void OomList::setScene(std::shared_ptr<const render::Scene> scene)
     scene_ = std::move(scene);
     tree_->clear();
     rows_ = std::make_shared<Rows>();
-    if (scene_ && scene_->engine) rows_->ooms = scene_->engine->ooms();
+    if (scene_ && scene_->ooms)
+        rows_->ooms = *scene_->ooms; // diagnosed by the loader, off this thread
+    else if (scene_ && scene_->engine && !scene_->firstLook)
+        rows_->ooms = scene_->engine->ooms();
     const TimeAxis ax = scene_ ? scene_->summary.timeAxis : TimeAxis::Nanoseconds;
     for (const auto& o : rows_->ooms) {
         auto* it = new QTreeWidgetItem(
@@ -72,6 +75,8 @@ void OomList::setScene(std::shared_ptr<const render::Scene> scene)
     }
     if (tree_->topLevelItemCount() > 0)
         tree_->setCurrentItem(tree_->topLevelItem(0));
+    else if (scene_ && scene_->firstLook && !scene_->ooms)
+        details_->setText(tr("Diagnosing OOMs…")); // the loader's complete scene follows
     else
         details_->setText(scene_ && scene_->engine ? tr("No OOM in this session.")
                                                    : tr("(no session analysed)"));

@@ -67,6 +67,12 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
     lay->setContentsMargins(0, 0, 0, 0);
     plot_ = new QCustomPlot(this);
     plot_->setAutoAddPlottableToLegend(false); // each panel has its own legend
+    // Thousands of points per panel: polylines drawn as such, not as antialiased polygons
+    // (a replot runs on the GUI thread).
+    plot_->setPlottingHint(QCP::phFastPolylines, true);
+    // Collapse bands and the selection are axis-aligned rectangles: no antialiasing needed
+    // (hundreds of bands a panel on a long run).
+    plot_->setNotAntialiasedElements(QCP::aeItems);
     lay->addWidget(plot_);
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
         if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton ||
