@@ -148,8 +148,8 @@ int runImport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "import",
-    .synopsis =
-        "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite] [--quiet]",
+    .synopsis = "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite] "
+                "[--quiet] [--no-index]",
     .summary = "Import PyTorch allocator snapshots, Kineto traces or Nsight Systems SQLite exports",
     .options =
         {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},

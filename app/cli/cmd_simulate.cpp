@@ -95,7 +95,8 @@ int runSimulate(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "simulate",
-    .synopsis = "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES]",
+    .synopsis =
+        "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES] [--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = {{"output", "FILE", "session file to write (replaced if it exists)"},
                 {"frames", "N", "frames per generated video (default 24)"},

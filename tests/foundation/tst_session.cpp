@@ -39,6 +39,15 @@ private:
         }
     }
 
+    // The bytes of a 20,000-allocation session written as `name` (empty if it cannot be read).
+    QByteArray smallSessionBytes(const char* name) const
+    {
+        const auto f = path(name);
+        fstest::writeSmallSession(f, 20000);
+        QFile q(QString::fromStdString(f));
+        return q.open(QIODevice::ReadOnly) ? q.readAll() : QByteArray();
+    }
+
 private slots:
     void initTestCase() { QVERIFY(dir_.isValid()); }
 
@@ -119,12 +128,7 @@ private slots:
 
     void truncatedRefused()
     {
-        const auto f = path("big.fragscope");
-        fstest::writeSmallSession(f, 20000);
-        QFile q(QString::fromStdString(f));
-        QVERIFY(q.open(QIODevice::ReadOnly));
-        const QByteArray all = q.readAll();
-        q.close();
+        const QByteArray all = smallSessionBytes("big.fragscope");
         QVERIFY(all.size() > 100000);
         const auto t = path("truncated.fragscope");
         QFile w(QString::fromStdString(t));
@@ -141,12 +145,8 @@ private slots:
     // is refused at once (truncatedRefused).
     void fileBeingExtendedIsNotTruncated()
     {
-        const auto f = path("growing-src.fragscope");
-        fstest::writeSmallSession(f, 20000);
-        QFile q(QString::fromStdString(f));
-        QVERIFY(q.open(QIODevice::ReadOnly));
-        const QByteArray all = q.readAll();
-        q.close();
+        const QByteArray all = smallSessionBytes("growing-src.fragscope");
+        QVERIFY(!all.isEmpty());
         const auto g = path("growing.fragscope");
         QFile w(QString::fromStdString(g));
         QVERIFY(w.open(QIODevice::WriteOnly | QIODevice::Truncate));
