@@ -139,6 +139,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             [this](const QString&, std::shared_ptr<const render::Scene> s) {
                 if (!scene_ || scene_->engine != s->engine) return;
                 scene_ = std::move(s);
+                fillTrackBox(); // the pools' entries come with the records
                 syncing_ = true;
                 histogram_->setScene(scene_, level_);
                 memmap_->setScene(scene_, level_);
@@ -376,6 +377,7 @@ void MainWindow::buildMenus()
     tb->addWidget(new QLabel(tr(" Track: "), this));
     levelBox_ = new QComboBox(this);
     levelBox_->setMinimumContentsLength(22);
+    levelBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents); // a pool's entry is longer
     levelBox_->setToolTip(tr("Device and allocation level shown by every view"));
     tb->addWidget(levelBox_);
     connect(levelBox_, qOverload<int>(&QComboBox::activated), this,
@@ -416,9 +418,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     std::shared_ptr<const render::Scene> old = std::move(scene_);
     scene_ = std::move(scene);
     if (old) QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
-    levelBox_->clear();
-    for (size_t i = 0; i < scene_->levels.size(); ++i)
-        levelBox_->addItem(QString::fromStdString(scene_->levels[i].label()), static_cast<int>(i));
+    fillTrackBox();
     int idx = keepView ? levelBox_->findText(track) : -1;
     if (idx < 0) idx = levelBox_->findData(scene_->defaultLevel());
     levelBox_->setCurrentIndex(std::max(0, idx));
@@ -433,9 +433,37 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     updateStatus();
 }
 
+void MainWindow::fillTrackBox()
+{
+    // Each track, then its pools' entries (render::addPoolTracks) under it, indented.
+    const QSignalBlocker block(levelBox_);
+    const int current = levelBox_->currentData().toInt();
+    levelBox_->clear();
+    const auto& levels = scene_->levels;
+    for (size_t i = 0; i < levels.size(); ++i) {
+        if (levels[i].pool) continue;
+        levelBox_->addItem(QString::fromStdString(levels[i].label()), static_cast<int>(i));
+        for (size_t j = 0; j < levels.size(); ++j)
+            if (levels[j].pool && levels[j].device == levels[i].device &&
+                levels[j].level == levels[i].level)
+                levelBox_->addItem(QStringLiteral("    ") +
+                                       QString::fromStdString(levels[j].label()),
+                                   static_cast<int>(j));
+    }
+    levelBox_->setCurrentIndex(std::max(0, levelBox_->findData(current)));
+}
+
 void MainWindow::setLevel(int level)
 {
     level_ = level;
+    // A pool's entry plots that pool's figures: the timelines' title says which.
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("timelineDock")))
+        dock->setWindowTitle(level >= 0 && level < static_cast<int>(scene_->levels.size()) &&
+                                     scene_->levels[static_cast<size_t>(level)].pool
+                                 ? tr("Timelines — %1 only")
+                                       .arg(QString::fromStdString(
+                                           scene_->levels[static_cast<size_t>(level)].label()))
+                                 : tr("Timelines"));
     syncing_ = true;
     heatmap_->setScene(scene_, level);
     timeline_->setScene(scene_, level);

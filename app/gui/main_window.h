@@ -97,6 +97,7 @@ private:
     void replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView);
     void onSelection(const views::Selection& s);
     void setLevel(int level);
+    void fillTrackBox(); // the track selector from scene_->levels
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void showExportDialog();

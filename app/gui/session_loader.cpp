@@ -143,6 +143,7 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             if (cancel->load()) return;
             base->engine->loadRows();
             auto complete = std::make_shared<render::Scene>(*base);
+            render::addPoolTracks(*complete); // private pools' entries read the records
             complete->ooms =
                 std::make_shared<const std::vector<analysis::OomDiagnosis>>(base->engine->ooms());
             post([sessionPath, complete](SessionLoader* l) {

@@ -12,6 +12,7 @@
 
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QEventLoop>
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -37,7 +38,6 @@ Timing openOnce(const QString& snapshot)
     w.show();
     Timing t;
     QElapsedTimer clock;
-    w.setErrorReporter([&](const QString&, const QString& m) { t.error = m; });
     QObject::connect(w.loader(), &fs::gui::SessionLoader::imported,
                      [&](const QString&, const QString&, bool reused) {
                          t.imported = clock.nsecsElapsed() / 1e9;
@@ -45,18 +45,23 @@ Timing openOnce(const QString& snapshot)
                      });
     QObject::connect(w.loader(), &fs::gui::SessionLoader::loaded,
                      [&] { t.loaded = clock.nsecsElapsed() / 1e9; });
+    // Wait as the application's event loop does: blocked until an event comes, a timer for the
+    // time limit. (processEvents(flags, ms) in a loop drops WaitForMoreEvents and spun the GUI
+    // thread: it took a core from the import on a 2-core machine, which a user's window never
+    // does.)
+    QEventLoop loop;
     QObject::connect(w.heatmap(), &fs::views::HeatmapWidget::refinedChanged, [&] {
         if (t.firstPicture < 0) t.firstPicture = clock.nsecsElapsed() / 1e9;
+        loop.quit();
     });
-    // Wait as the application's event loop does (blocked until an event comes; a timer wakes it
-    // for the time limit): polling without blocking would spin the GUI thread and take a core
-    // from the import on a 2-core machine, which a user's window never does.
-    QTimer tick;
-    tick.start(50);
+    w.setErrorReporter([&](const QString&, const QString& m) {
+        t.error = m;
+        loop.quit();
+    });
+    QTimer::singleShot(600000, &loop, &QEventLoop::quit);
     clock.start();
     w.openFile(snapshot);
-    while (t.firstPicture < 0 && t.error.isEmpty() && clock.elapsed() < 600000)
-        QApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    if (t.firstPicture < 0 && t.error.isEmpty()) loop.exec();
     return t;
 }
 

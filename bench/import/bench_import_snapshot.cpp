@@ -5,7 +5,12 @@
 //   bench_import_snapshot --generate MB   a generated PyTorch-format snapshot of about MB MiB
 //   bench_import_snapshot FILE            any snapshot
 //   --runs N before any of these: N alternating runs of each side, medians compared
+//   --no-index before any of these: skip storing the analysis index (`fragscope import
+//              --no-index`); by default the import ends as `fragscope import` does, with
+//              render::storeForViewing, and its time is counted
 #include "core/import/importer.h"
+
+#include "views/render/scene.h"
 
 #include <algorithm>
 #include <chrono>
@@ -53,6 +58,8 @@ template <typename F> Run inChild(F&& f)
     return r;
 }
 
+bool g_storeIndex = true; // --no-index clears it
+
 int importFile(const std::string& in, const std::string& out, const std::string& countsFile)
 {
     try {
@@ -69,11 +76,14 @@ int importFile(const std::string& in, const std::string& out, const std::string&
         const auto t2 = Clock::now();
         ing.end();
         const auto t3 = Clock::now();
+        if (g_storeIndex) fs::render::storeForViewing(out);
+        const auto t4 = Clock::now();
         const auto sec = [](auto d) { return std::chrono::duration<double>(d).count(); };
         // Where the time goes (wall, this process): read and reconstruct, convert and insert,
-        // finish (indexes).
-        fmt::print("  phases: prepare {:.2f} s, emit {:.2f} s, end {:.2f} s\n", sec(t1 - t0),
-                   sec(t2 - t1), sec(t3 - t2));
+        // finish (indexes), the analysis index the GUI's first open reads.
+        fmt::print("  phases: prepare {:.2f} s, emit {:.2f} s, end {:.2f} s, store index {}\n",
+                   sec(t1 - t0), sec(t2 - t1), sec(t3 - t2),
+                   g_storeIndex ? fmt::format("{:.2f} s", sec(t4 - t3)) : "skipped (--no-index)");
         std::fflush(stdout);
         int64_t entries = 0;
         for (const auto& [k, v] : imp->report().counts)
@@ -159,10 +169,20 @@ int main(int argc, char** argv)
 {
     // --runs N first (default 1): N alternating runs of each side, medians compared.
     int runs = 1;
-    if (argc > 2 && std::string(argv[1]) == "--runs") {
-        runs = std::max(1, std::atoi(argv[2]));
-        argc -= 2;
-        argv += 2;
+    for (bool more = true; more;) {
+        more = false;
+        if (argc > 2 && std::string(argv[1]) == "--runs") {
+            runs = std::max(1, std::atoi(argv[2]));
+            argc -= 2;
+            argv += 2;
+            more = true;
+        }
+        if (argc > 1 && std::string(argv[1]) == "--no-index") {
+            g_storeIndex = false;
+            --argc;
+            ++argv;
+            more = true;
+        }
     }
     const std::string arg = argc > 1 ? argv[1] : "--real";
     const stdfs::path tmp =

@@ -136,6 +136,12 @@ public:
     // timeline(o) with the figures of one pool at each sample (poolStatesAt); the event-size
     // entropy stays the track's (a caveat says so).
     Timeline poolTimeline(const TimelineOptions& o, uint64_t pool) const;
+    // The pools that have a region on the track, ascending (those poolStatesAt lists); reads
+    // the regions only.
+    std::vector<uint64_t> pools(uint32_t device, Level level) const;
+    // fragmentsAt(device, level, t) of the regions of one pool only.
+    std::vector<Fragment> poolFragmentsAt(uint32_t device, Level level, int64_t t,
+                                          uint64_t pool) const;
     std::vector<AllocationInfo> liveAllocationsAt(uint32_t device, Level level, int64_t t) const;
     // Live allocation of the track covering address at t (hover tooltip), with tag and stack.
     std::optional<AllocationInfo> allocationAt(uint32_t device, Level level, int64_t t,

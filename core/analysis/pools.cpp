@@ -121,6 +121,28 @@ std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_
     return poolStates(*this, regionPools(*d_, device, level), device, level, t);
 }
 
+std::vector<uint64_t> Engine::pools(uint32_t device, Level level) const
+{
+    std::vector<uint64_t> out;
+    for (const auto& [id, pool] : regionPools(*d_, device, level))
+        out.push_back(pool);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::vector<Fragment> Engine::poolFragmentsAt(uint32_t device, Level level, int64_t t,
+                                              uint64_t pool) const
+{
+    const PoolOf poolOf = regionPools(*d_, device, level);
+    std::vector<Fragment> out;
+    for (Fragment& f : fragmentsAt(device, level, t)) {
+        const auto it = poolOf.find(f.regionId);
+        if ((it == poolOf.end() ? uint64_t{0} : it->second) == pool) out.push_back(std::move(f));
+    }
+    return out;
+}
+
 Timeline Engine::poolTimeline(const TimelineOptions& o, uint64_t pool) const
 {
     Timeline tl = timeline(o);

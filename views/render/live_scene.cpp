@@ -12,6 +12,7 @@ std::shared_ptr<const Scene> LiveScene::refresh(const std::vector<analysis::Coll
     std::lock_guard lock(mu_);
     engine_.setRules(rules.empty() ? analysis::defaultCollapseRules() : rules);
     auto s = sceneFromEngine(engine_.refresh(), samples_);
+    addPoolTracks(*s, samples_);
     s->live = true;
     return s;
 }

@@ -12,6 +12,9 @@ namespace fs::render {
 
 std::string LevelData::label() const
 {
+    if (pool)
+        return fmt::format("device {} · {} · pool {}", device, levelName(level),
+                           analysis::poolLabel(*pool, level));
     return fmt::format("device {} · {}", device, levelName(level));
 }
 
@@ -123,8 +126,12 @@ analysis::State Scene::stateAt(int li, int64_t t) const
     if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const LevelData& ld = levels[static_cast<size_t>(li)];
-    return locked(*this,
-                  [&](const analysis::Engine& e) { return e.stateAt(ld.device, ld.level, t); });
+    return locked(*this, [&](const analysis::Engine& e) {
+        if (!ld.pool) return e.stateAt(ld.device, ld.level, t);
+        for (analysis::PoolState& p : e.poolStatesAt(ld.device, ld.level, t))
+            if (p.pool == *ld.pool) return std::move(p.state);
+        return analysis::State{}; // the pool has nothing at t
+    });
 }
 
 std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
@@ -132,8 +139,10 @@ std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
     if (firstLook && !recordsReady()) return {};
     if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
     const LevelData& ld = levels[static_cast<size_t>(li)];
-    return locked(*this,
-                  [&](const analysis::Engine& e) { return e.fragmentsAt(ld.device, ld.level, t); });
+    return locked(*this, [&](const analysis::Engine& e) {
+        return ld.pool ? e.poolFragmentsAt(ld.device, ld.level, t, *ld.pool)
+                       : e.fragmentsAt(ld.device, ld.level, t);
+    });
 }
 
 std::vector<analysis::RegionInfo> Scene::regions(int li) const
@@ -242,6 +251,18 @@ std::vector<analysis::GraphLaunchSpan> Scene::graphLaunches(int64_t from, int64_
     return locked(*this, [&](const analysis::Engine& e) { return e.graphLaunches(from, to); });
 }
 
+namespace {
+analysis::TimelineOptions timelineOptions(const analysis::Engine& e, uint32_t device, Level level,
+                                          int samples)
+{
+    analysis::TimelineOptions o;
+    o.device = device;
+    o.level = level;
+    o.step = std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / std::max(1, samples));
+    return o;
+}
+} // namespace
+
 std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> engine, int samples)
 {
     auto s = std::make_shared<Scene>();
@@ -265,16 +286,34 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
             ld.allocations = t.allocations;
             ld.regions = t.regions;
             ld.layout = e.layout(t.device, t.level);
-            analysis::TimelineOptions o;
-            o.device = t.device;
-            o.level = t.level;
-            o.step = std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / std::max(1, samples));
-            ld.timeline = std::make_shared<const analysis::Timeline>(e.timeline(o));
+            ld.timeline = std::make_shared<const analysis::Timeline>(
+                e.timeline(timelineOptions(e, t.device, t.level, samples)));
             s->levels.push_back(std::move(ld));
         }
     }
     s->engine = std::move(engine);
     return s;
+}
+
+void addPoolTracks(Scene& s, int samples)
+{
+    if (!s.engine) return;
+    const auto lock = s.engine->readLock();
+    const analysis::Engine& e = *s.engine;
+    const size_t tracks = s.levels.size();
+    for (size_t i = 0; i < tracks; ++i) {
+        const LevelData ld = s.levels[i];
+        if (ld.pool) return; // already added
+        const std::vector<uint64_t> pools = e.pools(ld.device, ld.level);
+        if (pools.size() < 2 && (pools.empty() || pools.front() == 0)) continue;
+        const auto o = timelineOptions(e, ld.device, ld.level, samples);
+        for (uint64_t pool : pools) {
+            LevelData p = ld;
+            p.pool = pool;
+            p.timeline = std::make_shared<const analysis::Timeline>(e.poolTimeline(o, pool));
+            s.levels.push_back(std::move(p));
+        }
+    }
 }
 
 void Scene::warmUp() const
@@ -329,6 +368,7 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     stageTime("allocation records");
     if (lp.cancel && lp.cancel->load()) throw LoadCancelled{};
     auto s = sceneFromEngine(std::move(e), samples);
+    if (lp.loadRows) addPoolTracks(*s, samples);
     s->keepHeatmaps = lp.keepHeatmaps;
     stageTime("scene (timelines)");
     if (lp.loadRows)

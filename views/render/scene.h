@@ -23,11 +23,15 @@
 
 namespace fs::render {
 
-// One (device, level) track as the views show it.
+// One (device, level) track as the views show it, or one memory pool of such a track (PyTorch's
+// private pools, e.g. CUDA-graph pools: Engine::poolTimeline).
 struct LevelData
 {
     uint32_t device = 0;
     Level level = Level::Driver;
+    // Set on a pool's entry: timeline, stateAt and fragmentsAt are the pool's figures (the
+    // engine's); the heatmap, memory map and regions stay the whole track's.
+    std::optional<uint64_t> pool;
     int64_t allocations = 0;
     int64_t regions = 0;
     analysis::AddressLayout layout;                     // the compacted address axis
@@ -44,7 +48,9 @@ struct Scene
 {
     std::string path;
     SessionSummary summary;
-    std::vector<LevelData> levels;           // one per engine track, device then level
+    // One per engine track, device then level; then the entries of each track's pools
+    // (addPoolTracks), appended so that the tracks' indices stay those of the first look.
+    std::vector<LevelData> levels;
     std::vector<analysis::FrameInfo> frames; // by index; frames without a time range included
     std::vector<std::string> metricNames;
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
@@ -127,6 +133,11 @@ struct Scene
 // session), frames, metric names and the collapses under the engine's rules.
 std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> engine,
                                        int samples = 1200);
+// Appends an entry per memory pool of each track that has a pool other than the default one
+// (Engine::poolStatesAt lists them), with the engine's per-pool timeline at the same sampling.
+// It reads allocation records: loadScene calls it when it loads them, the GUI's loader for the
+// complete scene (not for the first look).
+void addPoolTracks(Scene& scene, int samples = 1200);
 
 struct LoadProgress
 {

@@ -17,7 +17,9 @@ void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int leve
             const analysis::State* st = nullptr;
             for (const auto& fa : f.allocator)
                 if (fa.device == ld.device && fa.level == ld.level) st = &fa.atEnd;
-            atEnd_.push_back(st); // null for a frame without a time range
+            // Null for a frame without a time range, and on a pool's entry: the per-frame
+            // figures are the whole track's.
+            atEnd_.push_back(ld.pool ? nullptr : st);
         }
     }
     endResetModel();
