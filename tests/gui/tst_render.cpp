@@ -99,8 +99,15 @@ class TstRender : public QObject
             const analysis::Timeline& tl = *ld.timeline;
             QVERIFY(!tl.time.empty());
             QCOMPARE(tl.time.back(), s.timeEnd()); // the session end is a sample
+            // A pool's entry (PyTorch private pools) plots that pool's state.
+            auto expected = [&](int64_t t) {
+                if (!ld.pool) return s.engine->stateAt(ld.device, ld.level, t);
+                for (const analysis::PoolState& p : s.engine->poolStatesAt(ld.device, ld.level, t))
+                    if (p.pool == *ld.pool) return p.state;
+                return analysis::State{};
+            };
             for (size_t i = 0; i < tl.time.size(); ++i) {
-                const analysis::State st = s.engine->stateAt(ld.device, ld.level, tl.time[i]);
+                const analysis::State st = expected(tl.time[i]);
                 QCOMPARE(tl.reserved[i], double(st.reservedBytes));
                 QCOMPARE(tl.allocated[i], double(st.allocatedBytes));
                 QCOMPARE(tl.freeInRegions[i], double(st.freeBytes));
@@ -119,15 +126,20 @@ class TstRender : public QObject
                 QCOMPARE(one.eventEntropy.back(), tl.eventEntropy[i]);
             }
             for (size_t i : {tl.time.size() / 3, tl.time.size() - 1}) {
-                const auto r =
-                    fstest::runCli({"state", file, "--at", QString::number(tl.time[i]), "--device",
-                                    QString::number(ld.device), "--level",
-                                    QString::fromUtf8(levelName(ld.level).data(),
-                                                      static_cast<int>(levelName(ld.level).size())),
-                                    "--json"});
+                QStringList args = {
+                    "state",    file,
+                    "--at",     QString::number(tl.time[i]),
+                    "--device", QString::number(ld.device),
+                    "--level",  QString::fromStdString(std::string(levelName(ld.level))),
+                    "--json"};
+                if (ld.pool) args << "--pool" << QString::number(*ld.pool);
+                const auto r = fstest::runCli(args);
                 QVERIFY2(r.exitCode == 0, r.err.constData());
-                const QJsonObject st =
-                    QJsonDocument::fromJson(r.out).object()["states"].toArray().at(0).toObject();
+                const QJsonObject st = QJsonDocument::fromJson(r.out)
+                                           .object()[ld.pool ? "pools" : "states"]
+                                           .toArray()
+                                           .at(0)
+                                           .toObject();
                 QCOMPARE(st["fragment_count"].toDouble(), tl.fragmentCount[i]);
                 QCOMPARE(st["reserved_bytes"].toDouble(), tl.reserved[i]);
                 QCOMPARE(st["free_bytes"].toDouble(), tl.freeInRegions[i]);
