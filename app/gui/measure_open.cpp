@@ -42,7 +42,7 @@ public:
     {
         double ms;
         double at;
-        QByteArray what;
+        QByteArray what, next;
     };
     EventTimer(const QElapsedTimer& clock, double thresholdMs)
         : clock_(clock), threshold_(thresholdMs)
@@ -51,11 +51,12 @@ public:
     bool eventFilter(QObject* o, QEvent* e) override
     {
         const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
+        const QByteArray what = QByteArray(o->metaObject()->className()) + " " +
+                                QByteArray::number(static_cast<int>(e->type()));
         if (last_ >= 0 && now - last_ > threshold_)
-            slow_.push_back({now - last_, last_, lastWhat_});
+            slow_.push_back({now - last_, last_, lastWhat_, what});
         last_ = now;
-        lastWhat_ = QByteArray(o->metaObject()->className()) + " " +
-                    QByteArray::number(static_cast<int>(e->type()));
+        lastWhat_ = what;
         return false;
     }
     void print() const
@@ -63,8 +64,8 @@ public:
         auto v = slow_;
         std::sort(v.begin(), v.end(), [](const Slow& a, const Slow& b) { return a.ms > b.ms; });
         for (size_t i = 0; i < std::min<size_t>(v.size(), 40); ++i)
-            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s\n", v[i].ms, v[i].at,
-                         v[i].what.constData());
+            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s (next: %s)\n", v[i].ms,
+                         v[i].at, v[i].what.constData(), v[i].next.constData());
     }
 
 private:
