@@ -97,6 +97,8 @@ int runAttach(Args& a)
     fmt::print(stderr, "fragscope attach: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
     // As simulate and import do: the index stored now, so that the first open is a reopen.
+    // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
+    capture::restoreStopSignals();
     if (!a.flag("no-index")) storeAnalysisIndex(*out);
     return res.badStream ? BadInput : Ok;
 }

@@ -137,6 +137,8 @@ int runRecord(Args& a)
     fmt::print(stderr, "fragscope record: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
     // As simulate and import do: the index stored now, so that the first open is a reopen.
+    // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
+    capture::restoreStopSignals();
     if (!a.flag("no-index")) storeAnalysisIndex(*out);
     if (res.badStream) return BadInput;
     if (!reaped) {

@@ -218,18 +218,21 @@ private slots:
         // import do: the first open of their session reads no allocation row. rec.fragscope and
         // att.fragscope were written by the tests above (QtTest runs slots in order); the
         // attach stopped with SIGTERM is what the GUI's Stop recording does.
-        PacedTarget target;
-        QVERIFY(startPacedTarget(target, "4000"));
-        const qint64 pid = target.pid;
-        QProcess att;
-        att.setProcessEnvironment(testEnv(sockDir()));
-        att.start(QStringLiteral(FRAGSCOPE_CLI),
-                  {"attach", QString::number(pid), "-o", file("stop.fragscope")});
-        QVERIFY(att.waitForStarted());
-        QTest::qWait(1500);
-        att.terminate(); // MainWindow::stopRecording
-        QVERIFY(att.waitForFinished(60000));
-        QVERIFY2(att.exitCode() == 0, att.readAllStandardError().constData());
+        {
+            PacedTarget target;
+            QVERIFY(startPacedTarget(target, "2000")); // longer than the wait below
+            const qint64 pid = target.pid;
+            QProcess att;
+            att.setProcessEnvironment(testEnv(sockDir()));
+            att.start(QStringLiteral(FRAGSCOPE_CLI),
+                      {"attach", QString::number(pid), "-o", file("stop.fragscope")});
+            QVERIFY(att.waitForStarted());
+            QTest::qWait(1000);
+            QCOMPARE(att.state(), QProcess::Running); // still recording: stopped below
+            att.terminate();                          // MainWindow::stopRecording
+            QVERIFY(att.waitForFinished(60000));
+            QVERIFY2(att.exitCode() == 0, att.readAllStandardError().constData());
+        } // the target ends here
         for (const char* name : {"rec.fragscope", "att.fragscope", "stop.fragscope"}) {
             const std::string path = file(name).toStdString();
             const auto e = fs::analysis::Engine::open(path);
