@@ -2,6 +2,7 @@
 #include "capture/protocol/socket_dir.h"
 #include "capture/recorder/launcher.h"
 #include "capture/recorder/recorder.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
 
@@ -95,6 +96,10 @@ int runAttach(Args& a)
     }
     fmt::print(stderr, "fragscope attach: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    // As simulate and import do: the index stored now, so that the first open is a reopen.
+    // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
+    capture::restoreStopSignals();
+    if (!a.flag("no-index")) storeAnalysisIndex(*out);
     return res.badStream ? BadInput : Ok;
 }
 
@@ -103,7 +108,7 @@ int runAttach(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "attach",
     .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject] [--no-pytorch] [--stacks "
-                "python|all]",
+                "python|all] [--no-index]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
     .options = {{"output", "FILE", "session file to write (also -o)"},
                 {"duration", "TIME",
@@ -112,7 +117,10 @@ FRAGSCOPE_COMMAND({
                  "fail instead of loading the agent with gdb when PID has no control socket"},
                 {"no-pytorch", "",
                  "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
-                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"}},
+                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
+                {"no-index", "",
+                 "do not store the analysis index in the file when the recording ends (the first "
+                 "open then builds it)"}},
     .details =
         "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
         "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"
@@ -122,7 +130,9 @@ FRAGSCOPE_COMMAND({
         "seen. In a PyTorch process the blocks alive at the attach come from one snapshot of\n"
         "the caching allocator, marked pre-existing; --no-pytorch and --stacks apply when\n"
         "attach loads the agent (a launched process keeps its launch options).\n"
-        "Only the owner of a process may attach to it. See docs/capture.md.",
+        "Only the owner of a process may attach to it. When the recording ends, the analysis\n"
+        "index is stored in the file (--no-index skips it; docs/analysis.md \"Caching\").\n"
+        "See docs/capture.md.",
     .run = runAttach,
     .order = 41,
     .needsCapture = true,

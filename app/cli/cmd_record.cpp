@@ -3,6 +3,7 @@
 #include "capture/protocol/socket_dir.h"
 #include "capture/recorder/launcher.h"
 #include "capture/recorder/recorder.h"
+#include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
 #include "core/sqlite.h"
@@ -135,6 +136,10 @@ int runRecord(Args& a)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     fmt::print(stderr, "fragscope record: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    // As simulate and import do: the index stored now, so that the first open is a reopen.
+    // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
+    capture::restoreStopSignals();
+    if (!a.flag("no-index")) storeAnalysisIndex(*out);
     if (res.badStream) return BadInput;
     if (!reaped) {
         fmt::print(stderr, "fragscope record: recording stopped; pid {} is still running\n", child);
@@ -147,14 +152,18 @@ int runRecord(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "record",
-    .synopsis = "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] -- CMD [ARGS…]",
+    .synopsis = "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] [--no-index] -- "
+                "CMD [ARGS…]",
     .summary = "Run a command with the capture agent and record its GPU memory events",
     .options = {{"output", "FILE", "session file to write (also -o)"},
                 {"paused", "",
                  "load the agent idle; recording starts when the recorder gets SIGUSR1"},
                 {"no-pytorch", "",
                  "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
-                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"}},
+                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
+                {"no-index", "",
+                 "do not store the analysis index in the file when the recording ends (the first "
+                 "open then builds it)"}},
     .details =
         "CMD runs with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH pointing at\n"
         "libfragscope-inject.so: the agent records CUDA allocations, pools, VMM, kernels,\n"
@@ -163,7 +172,9 @@ FRAGSCOPE_COMMAND({
         "process it also records the caching allocator's blocks, segments and record_function\n"
         "ranges (torch >= 2.1 with CUDA; --no-pytorch turns it off). It starts at\n"
         "CMD's first CUDA or NVTX call; events are ingested live, committed at least once a\n"
-        "second. The session is finished when CMD exits; Ctrl-C stops the recording.\n"
+        "second. The session is finished when CMD exits; Ctrl-C stops the recording. Then the\n"
+        "analysis index is built and stored in the file (--no-index skips it), so that the\n"
+        "first open reads no allocation row (docs/analysis.md \"Caching\").\n"
         "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
         "2 when the capture stream was malformed. A target killed midway still leaves a\n"
         "session that opens, marked 'ended abruptly'. See docs/capture.md.",

@@ -9,6 +9,7 @@
 #include "widgets/oom_list.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
+#include "widgets/worker_priority.h"
 
 #include <QAction>
 #include <QApplication>
@@ -490,6 +491,7 @@ void MainWindow::applyRules(const std::vector<analysis::CollapseRule>& rules)
     statusBar()->showMessage(tr("Re-evaluating collapses…"));
     QPointer<MainWindow> self(this);
     QThreadPool::globalInstance()->start([self, from, rules, gen] {
+        views::lowerWorkerPriority();
         auto copy = from->withRules(rules);
         QMetaObject::invokeMethod(
             qApp,

@@ -42,29 +42,35 @@ public:
     {
         double ms;
         double at;
-        QByteArray what;
+        QByteArray what, next;
     };
-    explicit EventTimer(const QElapsedTimer& clock) : clock_(clock) {}
+    EventTimer(const QElapsedTimer& clock, double thresholdMs)
+        : clock_(clock), threshold_(thresholdMs)
+    {
+    }
     bool eventFilter(QObject* o, QEvent* e) override
     {
         const double now = static_cast<double>(clock_.nsecsElapsed()) / 1e6;
-        if (last_ >= 0 && now - last_ > 30) slow_.push_back({now - last_, last_, lastWhat_});
+        const QByteArray what = QByteArray(o->metaObject()->className()) + " " +
+                                QByteArray::number(static_cast<int>(e->type()));
+        if (last_ >= 0 && now - last_ > threshold_)
+            slow_.push_back({now - last_, last_, lastWhat_, what});
         last_ = now;
-        lastWhat_ = QByteArray(o->metaObject()->className()) + " " +
-                    QByteArray::number(static_cast<int>(e->type()));
+        lastWhat_ = what;
         return false;
     }
     void print() const
     {
         auto v = slow_;
         std::sort(v.begin(), v.end(), [](const Slow& a, const Slow& b) { return a.ms > b.ms; });
-        for (size_t i = 0; i < std::min<size_t>(v.size(), 12); ++i)
-            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s\n", v[i].ms, v[i].at,
-                         v[i].what.constData());
+        for (size_t i = 0; i < std::min<size_t>(v.size(), 40); ++i)
+            std::fprintf(stderr, "  %7.1f ms from %8.1f ms after event %s (next: %s)\n", v[i].ms,
+                         v[i].at, v[i].what.constData(), v[i].next.constData());
     }
 
 private:
     const QElapsedTimer& clock_;
+    double threshold_;
     double last_ = -1;
     QByteArray lastWhat_;
     std::vector<Slow> slow_;
@@ -120,8 +126,10 @@ int measureOpen(MainWindow& w, const QString& file)
         while (!done() && error.isEmpty() && t.elapsed() < limitMs)
             QApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
     };
-    EventTimer events(clock);
-    const bool debug = std::getenv("FRAGSCOPE_MEASURE_DEBUG") != nullptr;
+    // FRAGSCOPE_MEASURE_DEBUG=1 lists events over 30 ms; a larger number is the threshold.
+    const char* debugEnv = std::getenv("FRAGSCOPE_MEASURE_DEBUG");
+    const bool debug = debugEnv != nullptr;
+    EventTimer events(clock, debug && std::atof(debugEnv) > 1 ? std::atof(debugEnv) : 30);
     if (debug) qApp->installEventFilter(&events);
     clock.start();
     tick.start();

@@ -2,6 +2,7 @@
 
 #include "core/import/open_input.h"
 #include "core/settings/settings.h"
+#include "widgets/worker_priority.h"
 
 #include <QPointer>
 
@@ -88,6 +89,7 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
     QPointer<SessionLoader> self(this);
     auto cancel = cancel_;
     pool_.start([self, cancel, path, gen, liveScene, rules = rules_] {
+        views::lowerWorkerPriority();
         auto post = [self, gen](auto fn) {
             if (!self) return;
             QMetaObject::invokeMethod(

@@ -278,6 +278,12 @@ const std::atomic<bool>& installStopSignals()
     return g_stop;
 }
 
+void restoreStopSignals()
+{
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+}
+
 int64_t parseDurationMs(const std::string& s)
 {
     if (s.empty()) return -1;

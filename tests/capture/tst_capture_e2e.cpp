@@ -2,6 +2,7 @@
 // --live`, which serves the agent's control protocol and stream. Every process of a test shares a
 // private socket directory (FRAGSCOPE_SOCKET_DIR).
 #include "capture/recorder/recorder.h"
+#include "core/analysis/engine.h"
 #include "testutil.h"
 
 #include <algorithm>
@@ -70,6 +71,30 @@ class TestCaptureE2E : public QObject
     QString sockDir() const { return tmp_.path() + "/sockets"; }
     QString file(const QString& n) const { return tmp_.path() + "/" + n; }
     QJsonObject reference_;
+
+    // The live simulator paced at some events/s in the test's socket directory, killed when it
+    // goes out of scope.
+    struct PacedTarget
+    {
+        QProcess proc;
+        qint64 pid = 0;
+        ~PacedTarget()
+        {
+            proc.kill();
+            proc.waitForFinished();
+        }
+    };
+    // Starts t; whether `fragscope ps` lists it.
+    bool startPacedTarget(PacedTarget& t, const char* rate)
+    {
+        t.proc.setProcessEnvironment(testEnv(sockDir()));
+        t.proc.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate" << rate);
+        if (!t.proc.waitForStarted()) return false;
+        t.pid = t.proc.processId();
+        return !waitForTarget(sockDir(), [&](const QJsonObject& o) {
+                    return o["pid"].toInteger() == t.pid;
+                }).isEmpty();
+    }
 
 private slots:
     void initTestCase()
@@ -175,20 +200,9 @@ private slots:
 
     void attachWithDurationStopsCleanly()
     {
-        QProcess target;
-        target.setProcessEnvironment(testEnv(sockDir()));
-        // Paced so that a 1 s recording sees only part of the run.
-        target.start(QStringLiteral(FRAGSCOPE_CLI), QStringList{kSim} << "--live-rate"
-                                                                      << "4000");
-        QVERIFY(target.waitForStarted());
-        auto reap = qScopeGuard([&] {
-            target.kill();
-            target.waitForFinished();
-        });
-        const qint64 pid = target.processId();
-        QVERIFY(!waitForTarget(sockDir(), [&](const QJsonObject& o) {
-                     return o["pid"].toInteger() == pid;
-                 }).isEmpty());
+        PacedTarget target; // paced so that a 1 s recording sees only part of the run
+        QVERIFY(startPacedTarget(target, "4000"));
+        const qint64 pid = target.pid;
         const auto r = run(sockDir(), {"attach", QString::number(pid), "-o", file("dur.fragscope"),
                                        "--duration", "1s"});
         QVERIFY2(r.exitCode == 0, r.err);
@@ -196,8 +210,52 @@ private slots:
         QVERIFY(s["events"].toInteger() > 0);
         QVERIFY(s["events"].toInteger() < reference_["events"].toInteger());
         QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false); // stopped, not cut
-        target.kill();
-        target.waitForFinished();
+    }
+
+    void recordedSessionsOpenAsAReopen()
+    {
+        // record and attach store the analysis index when the recording ends, as simulate and
+        // import do: the first open of their session reads no allocation row. rec.fragscope and
+        // att.fragscope were written by the tests above (QtTest runs slots in order); the
+        // attach stopped with SIGTERM is what the GUI's Stop recording does.
+        {
+            PacedTarget target;
+            QVERIFY(startPacedTarget(target, "2000")); // longer than the wait below
+            const qint64 pid = target.pid;
+            QProcess att;
+            att.setProcessEnvironment(testEnv(sockDir()));
+            att.start(QStringLiteral(FRAGSCOPE_CLI),
+                      {"attach", QString::number(pid), "-o", file("stop.fragscope")});
+            QVERIFY(att.waitForStarted());
+            QTest::qWait(1000);
+            QCOMPARE(att.state(), QProcess::Running); // still recording: stopped below
+            att.terminate();                          // MainWindow::stopRecording
+            QVERIFY(att.waitForFinished(60000));
+            QVERIFY2(att.exitCode() == 0, att.readAllStandardError().constData());
+        } // the target ends here
+        for (const char* name : {"rec.fragscope", "att.fragscope", "stop.fragscope"}) {
+            const std::string path = file(name).toStdString();
+            const auto e = fs::analysis::Engine::open(path);
+            QVERIFY2(e->loadInfo().rowsDeferred, name);
+            QCOMPARE(e->loadInfo().allocationRowsRead, int64_t(0));
+            // The stored index answers like a fresh replay of the same file.
+            fs::analysis::LoadOptions fresh;
+            fresh.useCache = false;
+            const auto eager = fs::analysis::Engine::open(path, fresh);
+            QVERIFY(eager->loadInfo().allocationRowsRead > 0);
+            QCOMPARE(e->tracks().size(), eager->tracks().size());
+            for (size_t i = 0; i < e->tracks().size(); ++i)
+                QCOMPARE(e->tracks()[i].allocations, eager->tracks()[i].allocations);
+        }
+        // --no-index: nothing stored, the first open reads the rows.
+        const auto r =
+            run(sockDir(), QStringList{"record", "--no-index", "-o", file("noidx.fragscope"), "--",
+                                       QStringLiteral(FRAGSCOPE_CLI)} +
+                               kSim);
+        QVERIFY2(r.exitCode == 0, r.err + r.out);
+        const auto e = fs::analysis::Engine::open(file("noidx.fragscope").toStdString());
+        QVERIFY(!e->loadInfo().rowsDeferred);
+        QVERIFY(e->loadInfo().allocationRowsRead > 0);
     }
 
     void sigkillOfTheTargetLeavesAnOpenableSession()

@@ -1,5 +1,7 @@
 #include "heatmap_widget.h"
 
+#include "worker_priority.h"
+
 #include <QApplication>
 #include <QHelpEvent>
 #include <QKeyEvent>
@@ -199,6 +201,7 @@ void HeatmapWidget::startRaster()
         static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share <
         4.0 * w * h;
     QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, coarseFirst] {
+        lowerWorkerPriority();
         if (!coarseFirst) {
             // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
             // the exact one; the exact one is shown even when a newer request came meanwhile

@@ -10,6 +10,7 @@
 
 class QCustomPlot;
 class QCPAxisRect;
+class QCPAbstractItem;
 
 namespace fs::views {
 
@@ -33,11 +34,13 @@ signals:
 
 private:
     void rebuild();
+    void drawSelection(); // the selection band on every panel, replacing the last one
     double toX(int64_t t) const;
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     QCustomPlot* plot_ = nullptr;
     std::vector<QCPAxisRect*> rects_;
+    std::vector<QCPAbstractItem*> selectionItems_;
     Selection sel_;
     bool dark_ = false;
 };
