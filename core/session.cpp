@@ -207,6 +207,11 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
     return Session(std::move(db));
 }
 
+int64_t Session::allocationCount() const
+{
+    return db_.scalar("SELECT COALESCE(MAX(id), 0) FROM allocations");
+}
+
 std::string Session::meta(const std::string& key, const std::string& fallback) const
 {
     Stmt st = db_.prepare("SELECT value FROM meta WHERE key=?1");

@@ -73,6 +73,9 @@ public:
     // table counts stay 0 (the caller counts what it read) and the event count and time range
     // come from the last commit's meta keys instead of table scans, when the writer left them.
     SessionSummary summary(bool exact = true) const;
+    // The number of allocations without counting rows: ingest numbers them 1, 2, ... in
+    // allocation order, so it is the largest id (an index lookup).
+    int64_t allocationCount() const;
     // Text of an interned string (empty when unknown).
     std::string string(StringId id) const;
 

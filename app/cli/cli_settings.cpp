@@ -47,8 +47,19 @@ settings::Settings commandSettings(const Args& a)
 
 namespace fs::cli {
 
-void storeAnalysisIndex(const std::string& path)
+std::vector<Option> withIndexOptions(std::vector<Option> own)
 {
+    own.push_back({"index", "",
+                   "store the analysis index even for a session under 2 M allocations (one that "
+                   "small\nis indexed by its first open in well under a second)"});
+    own.push_back({"no-index", "",
+                   "do not store the analysis index in the file (the first open then builds it)"});
+    return own;
+}
+
+void storeAnalysisIndex(const std::string& path, const Args& a)
+{
+    if (a.flag("no-index")) return;
     render::LoadProgress lp;
     try {
         lp.options = settings::loadUser().loadOptions(); // as the GUI's loader reads them
@@ -58,7 +69,7 @@ void storeAnalysisIndex(const std::string& path)
     Progress progress("indexing", 100, "%");
     lp.progress = [&](int percent, const std::string&) { progress.update(percent); };
     try {
-        render::storeForViewing(path, lp);
+        render::storeForViewing(path, lp, 1200, a.flag("index"));
         progress.finish();
     } catch (const std::exception& e) {
         progress.finish();

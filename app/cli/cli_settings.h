@@ -17,6 +17,9 @@ settings::Settings commandSettings(const Args& a);
 // needs and stores them in the file (render::storeForViewing, docs/analysis.md "Caching"), with
 // a progress line; the user's settings file gives the options, as the GUI reads them. A failure
 // only warns: the file is complete without the index.
-void storeAnalysisIndex(const std::string& path);
+// `--index` (store it whatever the size) and `--no-index`, appended to a writer's options;
+// storeAnalysisIndex(path, a) honours them (default: render::storeForViewing's size rule).
+std::vector<Option> withIndexOptions(std::vector<Option> own);
+void storeAnalysisIndex(const std::string& path, const Args& a);
 
 } // namespace fs::cli

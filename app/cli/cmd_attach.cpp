@@ -99,7 +99,7 @@ int runAttach(Args& a)
     // As simulate and import do: the index stored now, so that the first open is a reopen.
     // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
     capture::restoreStopSignals();
-    if (!a.flag("no-index")) storeAnalysisIndex(*out);
+    storeAnalysisIndex(*out, a);
     return res.badStream ? BadInput : Ok;
 }
 
@@ -108,19 +108,17 @@ int runAttach(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "attach",
     .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject] [--no-pytorch] [--stacks "
-                "python|all] [--no-index]",
+                "python|all] [--index|--no-index]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
-    .options = {{"output", "FILE", "session file to write (also -o)"},
-                {"duration", "TIME",
-                 "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
-                {"no-inject", "",
-                 "fail instead of loading the agent with gdb when PID has no control socket"},
-                {"no-pytorch", "",
-                 "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
-                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
-                {"no-index", "",
-                 "do not store the analysis index in the file when the recording ends (the first "
-                 "open then builds it)"}},
+    .options = withIndexOptions({
+        {"output", "FILE", "session file to write (also -o)"},
+        {"duration", "TIME",
+         "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
+        {"no-inject", "",
+         "fail instead of loading the agent with gdb when PID has no control socket"},
+        {"no-pytorch", "", "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
+        {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
+    }),
     .details =
         "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
         "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"

@@ -138,7 +138,7 @@ int runImport(Args& a)
     for (const auto& imp : importers)
         for (const auto& w : imp->report().warnings)
             fmt::print(stderr, "warning: {}: {}\n", imp->path(), w);
-    if (!a.flag("no-index")) storeAnalysisIndex(*out);
+    storeAnalysisIndex(*out, a);
     fmt::print("{}: {} events, {} allocations, {} regions, {} anomalies\n", *out, st.events,
                st.allocations, st.regions, st.anomalies);
     return Ok;
@@ -149,18 +149,16 @@ int runImport(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "import",
     .synopsis = "INPUT... -o OUT.fragscope [--format auto|pytorch-snapshot|kineto|nsys-sqlite] "
-                "[--quiet] [--no-index]",
+                "[--quiet] [--index|--no-index]",
     .summary = "Import PyTorch allocator snapshots, Kineto traces or Nsight Systems SQLite exports",
-    .options =
+    .options = withIndexOptions(
         {{"output", "OUT.fragscope", "session file to write, also -o (replaced if it exists)"},
          {"format", "F",
           "auto (default: detected from the content), pytorch-snapshot, kineto, nsys-sqlite"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
-         {"no-index", "",
-          "do not store the analysis index in the file (the first open then builds it)"},
          {"settings", "FILE",
           "settings file whose frame_pattern finds the frames (default: the user's,\n"
-          "docs/settings.md)"}},
+          "docs/settings.md)"}}),
     .details = "Formats (docs/importers.md):\n"
                "  pytorch-snapshot  torch.cuda.memory._dump_snapshot() pickles; read as plain "
                "data, never\n"

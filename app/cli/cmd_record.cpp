@@ -139,7 +139,7 @@ int runRecord(Args& a)
     // As simulate and import do: the index stored now, so that the first open is a reopen.
     // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
     capture::restoreStopSignals();
-    if (!a.flag("no-index")) storeAnalysisIndex(*out);
+    storeAnalysisIndex(*out, a);
     if (res.badStream) return BadInput;
     if (!reaped) {
         fmt::print(stderr, "fragscope record: recording stopped; pid {} is still running\n", child);
@@ -152,18 +152,16 @@ int runRecord(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "record",
-    .synopsis = "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] [--no-index] -- "
-                "CMD [ARGS…]",
+    .synopsis =
+        "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] [--index|--no-index] -- "
+        "CMD [ARGS…]",
     .summary = "Run a command with the capture agent and record its GPU memory events",
-    .options = {{"output", "FILE", "session file to write (also -o)"},
-                {"paused", "",
-                 "load the agent idle; recording starts when the recorder gets SIGUSR1"},
-                {"no-pytorch", "",
-                 "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
-                {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
-                {"no-index", "",
-                 "do not store the analysis index in the file when the recording ends (the first "
-                 "open then builds it)"}},
+    .options = withIndexOptions({
+        {"output", "FILE", "session file to write (also -o)"},
+        {"paused", "", "load the agent idle; recording starts when the recorder gets SIGUSR1"},
+        {"no-pytorch", "", "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
+        {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
+    }),
     .details =
         "CMD runs with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH pointing at\n"
         "libfragscope-inject.so: the agent records CUDA allocations, pools, VMM, kernels,\n"

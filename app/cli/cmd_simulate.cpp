@@ -74,7 +74,7 @@ int runSimulate(Args& a)
         throw;
     }
 
-    if (!a.flag("no-index")) storeAnalysisIndex(*out);
+    storeAnalysisIndex(*out, a);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
     fmt::print(
@@ -95,22 +95,20 @@ int runSimulate(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "simulate",
-    .synopsis =
-        "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES] [--no-index]",
+    .synopsis = "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES] "
+                "[--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
-    .options = {{"output", "FILE", "session file to write (replaced if it exists)"},
-                {"frames", "N", "frames per generated video (default 24)"},
-                {"steps", "S", "denoising steps per frame (default 20)"},
-                {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
-                {"events", "N",
-                 "generate further videos until at least N events (k, M, G suffixes)"},
-                {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
-                {"live", "",
-                 "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
-                {"no-index", "",
-                 "do not store the analysis index in the file (the first open then builds it)"},
-                {"live-rate", "N",
-                 "with --live: emit at most N events per second (default: as fast as read)"}},
+    .options = withIndexOptions(
+        {{"output", "FILE", "session file to write (replaced if it exists)"},
+         {"frames", "N", "frames per generated video (default 24)"},
+         {"steps", "S", "denoising steps per frame (default 20)"},
+         {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
+         {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
+         {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
+         {"live", "",
+          "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
+         {"live-rate", "N",
+          "with --live: emit at most N events per second (default: as fast as read)"}}),
     .details =
         "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
         "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"

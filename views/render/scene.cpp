@@ -378,8 +378,10 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     return s;
 }
 
-bool storeForViewing(const std::string& path, const LoadProgress& lp, int samples)
+bool storeForViewing(const std::string& path, const LoadProgress& lp, int samples, bool always)
 {
+    if (!always && Session::open(path, false).allocationCount() < kIndexAtWriteAllocations)
+        return false;
     LoadProgress p = lp;
     p.loadRows = false;               // a first open reads them anyway
     p.options.integrityCheck = false; // just written by the caller
