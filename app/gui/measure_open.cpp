@@ -123,8 +123,10 @@ int measureOpen(MainWindow& w, const QString& file)
     auto waitFor = [&](const std::function<bool()>& done, qint64 limitMs) {
         QElapsedTimer t;
         t.start();
+        // Blocks until an event came (the 5 ms tick wakes it at the latest): the overload with a
+        // time limit ignores WaitForMoreEvents and would spin, taking a core from the loader.
         while (!done() && error.isEmpty() && t.elapsed() < limitMs)
-            QApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
+            QApplication::processEvents(QEventLoop::WaitForMoreEvents);
     };
     // FRAGSCOPE_MEASURE_DEBUG=1 lists events over 30 ms; a larger number is the threshold.
     const char* debugEnv = std::getenv("FRAGSCOPE_MEASURE_DEBUG");
