@@ -260,14 +260,10 @@ private slots:
 
     void realSnapshots()
     {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots");
         const QString dir = fstest::dataDir() + "/pytorch-snapshots";
         const QStringList files = QDir(dir).entryList({"*.pickle"}, QDir::Files, QDir::Name);
-        if (files.isEmpty()) {
-            if (qEnvironmentVariableIsSet("CI"))
-                QFAIL(qPrintable("no snapshots in " + dir + " (set FRAGSCOPE_DATA)"));
-            QSKIP(qPrintable("real data missing: " + dir +
-                             " (set FRAGSCOPE_DATA to the shared data folder)"));
-        }
+        QVERIFY2(!files.isEmpty(), qPrintable("no snapshots in " + dir));
         for (const QString& name : files) {
             const QString session = dir_.path() + "/" + QFileInfo(name).baseName() + ".fragscope";
             const auto imp = runCli({"import", dir + "/" + name, "-o", session});
