@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace fs::render::detail {
 
@@ -36,12 +37,25 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     // Region separators: the collapsed holes between reserved ranges.
     p.save();
     p.setClipRect(plot);
-    p.setPen(
-        QPen(th.dark ? QColor(255, 255, 255, 160) : QColor(255, 255, 255, 200), 1, Qt::DotLine));
-    for (const auto& [sb, se] : ld.layout.separators) {
-        const double y = Y((static_cast<double>(sb) + static_cast<double>(se)) / 2);
-        if (y >= plot.top() && y <= plot.bottom())
-            p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    const QPen separatorPen(th.dark ? QColor(255, 255, 255, 160) : QColor(255, 255, 255, 200), 1,
+                            Qt::DotLine);
+    p.setPen(separatorPen);
+    {
+        // At most one separator per device pixel row, copied from one stroked line on a raster
+        // device (a long run's tens of thousands of regions would stroke as many dotted lines).
+        const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
+        const QImage dots = lineStamp(p, separatorPen, plot.width(), false);
+        int64_t lastRow = std::numeric_limits<int64_t>::min();
+        for (const auto& [sb, se] : ld.layout.separators) {
+            const double y = Y((static_cast<double>(sb) + static_cast<double>(se)) / 2);
+            const auto row = static_cast<int64_t>(std::floor(y * dpr));
+            if (y < plot.top() || y > plot.bottom() || row == lastRow) continue;
+            lastRow = row;
+            if (!dots.isNull())
+                p.drawImage(QPointF(plot.left(), y - 0.5), dots);
+            else
+                p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+        }
     }
     // The selected allocation, outlined.
     if (o.selAlloc >= 0) {

@@ -17,6 +17,11 @@ std::vector<double> niceTicks(double lo, double hi, int n);
 QString num(double v);
 
 QFont font(double px, bool bold = false);
+// A dashed or dotted line of `length` stroked once into an image one device pixel thick
+// (vertical or horizontal), to copy wherever many such lines go: stroking thousands of
+// full-length patterned lines took tens of milliseconds of every paint on the GUI thread. Null
+// on a vector device (SVG, PDF), which gets real lines.
+QImage lineStamp(QPainter& p, const QPen& pen, double length, bool vertical);
 // Title line at the top of rect; returns the rect below it.
 // "file · SYNTHETIC DATA · incomplete capture · extra": the line under every report image's title.
 QString reportSubtitle(const Scene& s, const QString& extra);

@@ -316,6 +316,25 @@ QString num(double v)
     return QString::number(v, 'g', 6);
 }
 
+QImage lineStamp(QPainter& p, const QPen& pen, double length, bool vertical)
+{
+    if (!p.paintEngine() || p.paintEngine()->type() != QPaintEngine::Raster) return {};
+    const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
+    const int thick = static_cast<int>(std::ceil(dpr));
+    const int longSide = std::max(1, static_cast<int>(std::ceil(length * dpr)));
+    QImage img(vertical ? thick : longSide, vertical ? longSide : thick,
+               QImage::Format_ARGB32_Premultiplied);
+    img.setDevicePixelRatio(dpr);
+    img.fill(Qt::transparent);
+    QPainter lp(&img);
+    lp.setPen(pen);
+    if (vertical)
+        lp.drawLine(QPointF(0.5, 0), QPointF(0.5, length));
+    else
+        lp.drawLine(QPointF(0, 0.5), QPointF(length, 0.5));
+    return img;
+}
+
 QFont font(double px, bool bold)
 {
     QFont f(QStringLiteral("DejaVu Sans"));
@@ -494,22 +513,10 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     p.setFont(font(10.5));
     p.setPen(QPen(line, 1, Qt::DashLine));
     // One boundary per device pixel column: thousands of frames zoomed out would otherwise
-    // draw thousands of dashed lines over the same columns, on the GUI thread, every paint.
+    // draw thousands of dashed lines over the same columns, on the GUI thread, every paint
+    // (~1,900 full-height dashed lines took 30-50 ms of every heatmap paint of a long run).
     const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
-    // On a raster device (the widgets, PNG export) the dashed line is stroked once into an
-    // image one pixel wide and copied to each column: stroking ~1,900 full-height dashed lines
-    // took 30-50 ms of every heatmap paint of a long run. Vector output keeps real lines.
-    QImage dash;
-    if (p.paintEngine() && p.paintEngine()->type() == QPaintEngine::Raster) {
-        dash = QImage(static_cast<int>(std::ceil(dpr)),
-                      std::max(1, static_cast<int>(std::ceil(plot.height() * dpr))),
-                      QImage::Format_ARGB32_Premultiplied);
-        dash.setDevicePixelRatio(dpr);
-        dash.fill(Qt::transparent);
-        QPainter dp(&dash);
-        dp.setPen(QPen(line, 1, Qt::DashLine));
-        dp.drawLine(QPointF(0.5, 0), QPointF(0.5, plot.height()));
-    }
+    const QImage dash = lineStamp(p, QPen(line, 1, Qt::DashLine), plot.height(), true);
     int64_t lastColumn = std::numeric_limits<int64_t>::min();
     for (const auto& f : s.frames) {
         if (f.start == kNoTime || f.start < t0 || f.start > t1) continue;
