@@ -32,13 +32,9 @@ QByteArray snapshot(int64_t blockSize = 512 * 1024)
 {
     PickleWriter w;
     w.beginDict().key("segments").beginList();
-    w.beginDict()
+    w.beginSegment(0x100000, 2 << 20)
         .key("device")
         .integer(0)
-        .key("address")
-        .integer(0x100000)
-        .key("total_size")
-        .integer(2 << 20)
         .key("stream")
         .integer(0)
         .key("segment_type")

@@ -77,6 +77,12 @@ public:
         b_.append('e');
         return *this;
     }
+    // Opens one entry of the snapshot's "segments" list with its address and total_size; the
+    // caller adds the other keys (blocks, stream, segment_type, ...) and closes it with endDict.
+    PickleWriter& beginSegment(int64_t address, int64_t totalSize)
+    {
+        return beginDict().key("address").integer(address).key("total_size").integer(totalSize);
+    }
     // One entry of a segment's "blocks" list as PyTorch's snapshot writes it; requested_size and
     // address are left out when negative (older snapshots have neither).
     PickleWriter& block(int64_t size, const char* state, int64_t requested = -1,

@@ -302,13 +302,9 @@ private slots:
         // 40 alloc 0x10000 (the final block).
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict()
+        w.beginSegment(0x10000, 4096)
             .key("device")
             .integer(0)
-            .key("address")
-            .integer(0x10000)
-            .key("total_size")
-            .integer(4096)
             .key("stream")
             .integer(0)
             .key("segment_type")
@@ -388,11 +384,7 @@ private slots:
         //   an END "stray" without START (skipped, with a warning).
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict()
-            .key("address")
-            .integer(0x10000)
-            .key("total_size")
-            .integer(4096)
+        w.beginSegment(0x10000, 4096)
             .key("blocks")
             .beginList()
             .block(4096, "inactive")
@@ -477,11 +469,7 @@ private slots:
         // warns, and the end state still equals the snapshot's (1024 allocated of 4096).
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict()
-            .key("address")
-            .integer(0x10000)
-            .key("total_size")
-            .integer(4096)
+        w.beginSegment(0x10000, 4096)
             .key("blocks")
             .beginList()
             .block(1024, "active_allocated", 1024)
@@ -521,11 +509,7 @@ private slots:
         // the trace). Undoing: C existed at the start (type inferred 'small': <= 2 MiB), B did not.
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict()
-            .key("address")
-            .integer(0x10000)
-            .key("total_size")
-            .integer(4096)
+        w.beginSegment(0x10000, 4096)
             .key("segment_type")
             .str("large")
             .key("blocks")
@@ -579,11 +563,7 @@ private slots:
         // [0x400000, 0x600000) at 3 µs. Undoing it, nothing was mapped before the trace.
         PickleWriter w;
         w.beginDict().key("segments").beginList();
-        w.beginDict()
-            .key("address")
-            .integer(0x200000)
-            .key("total_size")
-            .integer(0x200000)
+        w.beginSegment(0x200000, 0x200000)
             .key("is_expandable")
             .boolean(true)
             .key("segment_type")
