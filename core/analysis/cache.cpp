@@ -696,17 +696,10 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
 
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
 {
-    Db& db = session->db();
-    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return false;
-    Stmt st = db.prepare(
-        "SELECT value FROM analysis_cache WHERE key=?1 AND engine_version=?2 AND stamp=?3");
-    st.bind(1, std::string_view(kFrameKey)).bind(2, kEngineVersion).bind(3, cacheStamp);
-    if (!st.step()) return false;
-    const auto* blob = static_cast<const char*>(sqlite3_column_blob(st.raw(), 0));
-    const int n = sqlite3_column_bytes(st.raw(), 0);
-    Reader r{blob, blob + n};
-    if (!blob || r.get<uint64_t>() != timed.size() || r.get<uint64_t>() != tracks.size())
-        return false;
+    std::string blob;
+    if (!fetchCache(session->db(), kFrameKey, cacheStamp, blob) || blob.empty()) return false;
+    Reader r{blob.data(), blob.data() + blob.size()};
+    if (r.get<uint64_t>() != timed.size() || r.get<uint64_t>() != tracks.size()) return false;
     std::vector<FrameInfo> copy = frames;
     for (size_t fi : timed) {
         FrameInfo& f = copy[fi];
