@@ -89,7 +89,7 @@ int main(int argc, char** argv)
         w.openFile(files.front());
         QElapsedTimer t;
         t.start();
-        while (w.loader()->busy() && t.elapsed() < 600000) {
+        while (w.busy() && t.elapsed() < 600000) {
             QApplication::processEvents(QEventLoop::AllEvents, 50);
             QThread::msleep(5);
         }

@@ -425,7 +425,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
-    setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel());
+    setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
     if (!keepView)
         selection_->clear();
     else if (!following)
@@ -454,7 +454,12 @@ void MainWindow::fillTrackBox()
     levelBox_->setCurrentIndex(std::max(0, levelBox_->findData(current)));
 }
 
-void MainWindow::setLevel(int level)
+bool MainWindow::busy() const
+{
+    return loader_->busy() || stagesPending_ > 0;
+}
+
+void MainWindow::setLevel(int level, bool staged)
 {
     level_ = level;
     // A pool's entry plots that pool's figures: the timelines' title says which.
@@ -467,16 +472,42 @@ void MainWindow::setLevel(int level)
                                  : tr("Timelines"));
     syncing_ = true;
     heatmap_->setScene(scene_, level);
-    timeline_->setScene(scene_, level);
     histogram_->setScene(scene_, level);
     memmap_->setScene(scene_, level);
     inspector_->setScene(scene_, level);
     details_->setScene(scene_, level);
-    framesModel_->resetData(scene_, level);
-    framesView_->resizeColumnsToContents();
     syncing_ = false;
-    timeline_->setTimeRange(heatmap_->viewport().t0, heatmap_->viewport().t1);
+    const uint64_t gen = ++levelGeneration_;
+    // Each step reads scene_ and level_ when it runs, and only while no later setLevel came.
+    auto timelines = [this, gen] {
+        if (gen != levelGeneration_) return;
+        syncing_ = true;
+        timeline_->setScene(scene_, level_);
+        timeline_->setTimeRange(heatmap_->viewport().t0, heatmap_->viewport().t1);
+        syncing_ = false;
+    };
+    auto frames = [this, gen] {
+        if (gen != levelGeneration_) return;
+        syncing_ = true;
+        framesModel_->resetData(scene_, level_);
+        framesView_->resizeColumnsToContents();
+        syncing_ = false;
+        onSelection(selection_->current());
+        stagesPending_ = 0;
+    };
+    if (!staged) {
+        timelines();
+        frames();
+        return;
+    }
     onSelection(selection_->current());
+    // Zero-time timers run once the posted events before them (the heatmap's paint, the
+    // timelines' replot) are done, so input and timers get turns in between.
+    stagesPending_ = 2;
+    QTimer::singleShot(0, this, [this, timelines, frames] {
+        timelines();
+        QTimer::singleShot(0, this, frames);
+    });
 }
 
 void MainWindow::applyRules(const std::vector<analysis::CollapseRule>& rules)

@@ -58,6 +58,8 @@ public:
 
     std::shared_ptr<const render::Scene> scene() const { return scene_; }
     SessionLoader* loader() const { return loader_; }
+    // Loading, or a new scene's timelines and frames table not drawn yet (setLevel stages them).
+    bool busy() const;
     views::SelectionModel* selection() const { return selection_; }
     views::HeatmapWidget* heatmap() const { return heatmap_; }
     views::TimelineWidget* timeline() const { return timeline_; }
@@ -96,7 +98,9 @@ private:
     void setScene(const QString& path, std::shared_ptr<const render::Scene> scene);
     void replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView);
     void onSelection(const views::Selection& s);
-    void setLevel(int level);
+    // staged: the heatmap and the cheap views now, the timelines and the frames table on later
+    // turns of the event loop (a new scene's first look: at once they held it ~55 ms).
+    void setLevel(int level, bool staged = false);
     void fillTrackBox(); // the track selector from scene_->levels
     void addRecent(const QString& path);
     void rebuildRecentMenu();
@@ -149,6 +153,8 @@ private:
     QAction* forwardAction_ = nullptr;
     WhatIfController* whatIf_ = nullptr; // File › What-if replay…
     bool syncing_ = false;
+    uint64_t levelGeneration_ = 0; // a staged setLevel's later steps run only if it is current
+    int stagesPending_ = 0;
     uint64_t rulesGeneration_ = 0;
 };
 

@@ -55,9 +55,18 @@ public:
                                 QByteArray::number(static_cast<int>(e->type()));
         if (last_ >= 0 && now - last_ > threshold_)
             slow_.push_back({now - last_, last_, lastWhat_, what});
+        if (last_ >= 0 && now - last_ > 0.5) all_.push_back({now - last_, last_, lastWhat_, what});
         last_ = now;
         lastWhat_ = what;
         return false;
+    }
+    // The events delivered inside [from, to] ms, in order: what the largest gap was made of.
+    void printWindow(double from, double to) const
+    {
+        for (const Slow& s : all_)
+            if (s.at + s.ms >= from && s.at <= to)
+                std::fprintf(stderr, "  %8.1f ms: %5.1f ms %s (next: %s)\n", s.at, s.ms,
+                             s.what.constData(), s.next.constData());
     }
     void print() const
     {
@@ -73,7 +82,7 @@ private:
     double threshold_;
     double last_ = -1;
     QByteArray lastWhat_;
-    std::vector<Slow> slow_;
+    std::vector<Slow> slow_, all_;
 };
 
 } // namespace
@@ -196,8 +205,10 @@ int measureOpen(MainWindow& w, const QString& file)
     std::fflush(stdout);
     if (debug) {
         qApp->removeEventFilter(&events);
-        std::fprintf(stderr, "largest event-loop gap ended at %lld ms; longest events:\n",
+        std::fprintf(stderr, "largest event-loop gap ended at %lld ms; events over 0.5 ms in it:\n",
                      static_cast<long long>(maxGapAt));
+        events.printWindow(static_cast<double>(maxGapAt - maxGap), static_cast<double>(maxGapAt));
+        std::fprintf(stderr, "longest events:\n");
         events.print();
     }
     return 0;

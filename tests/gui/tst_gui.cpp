@@ -35,7 +35,7 @@ namespace {
 
 void waitLoaded(gui::MainWindow& w)
 {
-    QTRY_VERIFY_WITH_TIMEOUT(!w.loader()->busy(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
     QApplication::processEvents();
 }
 

@@ -63,7 +63,7 @@ private slots:
         w.resize(1500, 950);
         w.show();
         w.openFile(dir_.filePath("multi-device.pickle")); // imported, then opened
-        QTRY_VERIFY_WITH_TIMEOUT(!w.loader()->busy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
         QApplication::processEvents();
         QVERIFY(w.scene());
         QComboBox* box = nullptr;

@@ -39,7 +39,7 @@ private slots:
             gui::MainWindow w;
             w.show();
             w.openFile(fixture_);
-            QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.loader()->busy(), 60000);
+            QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
             QVERIFY(!w.scene()->engine->loadInfo().rowsDeferred);
             QVERIFY(w.scene()->engine->loadInfo().allocationRowsRead > 0);
             QVERIFY(w.scene()->ooms);
@@ -58,7 +58,7 @@ private slots:
                     rowsAtFirstLook = s->engine->loadInfo().allocationRowsRead;
                 });
         w.openFile(fixture_);
-        QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.loader()->busy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
         QApplication::processEvents();
         QVERIFY(firstLook);
         QVERIFY(deferred);

@@ -67,7 +67,7 @@ private slots:
         w.resize(1600, 1000);
         w.show();
         w.openFile(file_);
-        QTRY_VERIFY_WITH_TIMEOUT(!w.loader()->busy(), 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
         QApplication::processEvents();
         QVERIFY(w.scene());
         auto* list = w.findChild<views::OomList*>();
