@@ -660,15 +660,30 @@ void Engine::Impl::writeKernelIndexCache(int64_t firstStart) const
     storeCache(path, cacheStamp, {{fmt::format("kernels:{}", firstStart), std::move(w.out)}});
 }
 
+std::string lodKey(const TrackData& t)
+{
+    return fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level));
+}
+
+void Engine::Impl::readStoredLods(Db& db)
+{
+    std::lock_guard lock(lodMutex);
+    storedLods.clear();
+    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return;
+    Stmt st = db.prepare("SELECT key FROM analysis_cache WHERE engine_version=?1 AND stamp=?2"
+                         " AND key LIKE 'lod:%'");
+    st.bind(1, kEngineVersion).bind(2, cacheStamp);
+    while (st.step())
+        storedLods.insert(st.text(0));
+}
+
 bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
                                 std::vector<double>& reg) const
 {
     std::lock_guard lock(dbMutex);
     if (cacheStamp.empty() || !session) return false;
     std::string blob;
-    if (!fetchCache(session->db(), fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)),
-                    cacheStamp, blob))
-        return false;
+    if (!fetchCache(session->db(), lodKey(t), cacheStamp, blob)) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     if (r.get<int32_t>() != nt || r.get<int32_t>() != ny) return false;
     const auto cells = static_cast<uint64_t>(nt) * static_cast<uint64_t>(ny);
@@ -690,8 +705,7 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
         w.out.append(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
     }
     std::lock_guard lock(dbMutex);
-    storeCache(path, cacheStamp,
-               {{fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level)), w.out}});
+    storeCache(path, cacheStamp, {{lodKey(t), w.out}});
 }
 
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -145,6 +146,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     // The guard first: whatever is read after it and stored under it is the content as long as
     // the guard is still there when storing (storeCache checks).
     if (o.useCache && !snapshot) setCacheStamp(s.db());
+    readStoredLods(s.db());
     // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
     // mapping counts as its own range, alive from map to unmap, and fragments never span two.
     std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
@@ -205,7 +207,8 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     stage(deferred ? "stored index checked" : "cache stamp");
     const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
-    if (!deferred) loadInfo.allocationRowsRead += readAllocations(s.db(), trackFor, &o, total);
+    if (!deferred)
+        loadInfo.allocationRowsRead += readAllocations(s.db(), trackFor, &o, total, !snapshot);
     stage("allocations");
     std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
         return a.device != b.device ? a.device < b.device : a.level < b.level;
@@ -262,27 +265,107 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
 }
 
+namespace {
+// From this many rows on, an open reads the allocations table in two id ranges at once, the
+// second on a connection of its own: decoding SQLite rows is most of an un-indexed open.
+constexpr int64_t kParallelReadRows = 500'000;
+} // namespace
+
 int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
-                                      const LoadOptions* o, int64_t total)
+                                      const LoadOptions* o, int64_t total, bool parallel)
 {
-    Stmt st = db.prepare(kAllocSelect);
-    int64_t n = 0;
-    while (st.step()) {
-        uint32_t device = 0;
-        int level = 0;
-        int64_t regionId = -1;
-        Alloc a = readAllocRow(st, path, device, level, regionId);
-        const size_t ti = trackFor(device, level);
-        if (regionId >= 0) a.region = regionOf(regionId, ti, a);
-        // Reserved pages that stay untouched cost nothing; regrowing millions of rows does.
-        if (tracks[ti].allocs.empty()) tracks[ti].allocs.reserve(static_cast<size_t>(total));
-        tracks[ti].allocs.push_back(a);
-        if ((++n & 0xfffff) == 0 && o) {
-            checkCancel(*o);
-            if (o->progress) o->progress(n, total * 2);
+    using Key = std::pair<uint32_t, int>;
+    // Read in two ranges, tracks without regions are created (trackFor) only after both are
+    // read: the second range's reader looks up regions while this thread fills tracks[].allocs.
+    std::map<Key, size_t> known;
+    for (size_t ti = 0; ti < tracks.size(); ++ti)
+        known[{tracks[ti].device, static_cast<int>(tracks[ti].level)}] = ti;
+    struct Range
+    {
+        std::vector<std::vector<Alloc>> byTrack;   // the second range's rows of known tracks
+        std::map<Key, std::vector<Alloc>> unknown; // rows of tracks without regions
+        int64_t rows = 0;
+    };
+    // Rows of one range in id order: a known track's into into(ti); another's into r.unknown
+    // while the other range is being read (stop given), else into a track trackFor makes.
+    const bool split2 =
+        parallel && total >= kParallelReadRows && std::thread::hardware_concurrency() > 1;
+    auto readRange = [&](Db& from, int64_t lo, int64_t hi, Range& r, auto&& into,
+                         const std::atomic<bool>* stop) {
+        Stmt st = from.prepare(std::string(kAllocSelect) + " WHERE id >= ?1 AND id <= ?2");
+        st.bind(1, lo).bind(2, hi);
+        while (st.step()) {
+            uint32_t device = 0;
+            int level = 0;
+            int64_t regionId = -1;
+            Alloc a = readAllocRow(st, path, device, level, regionId);
+            auto it = known.find({device, level});
+            if (it == known.end() && !split2)
+                it = known.emplace(Key{device, level}, trackFor(device, level)).first;
+            if (it == known.end()) {
+                r.unknown[{device, level}].push_back(a);
+            } else {
+                if (regionId >= 0) a.region = regionOf(regionId, it->second, a);
+                std::vector<Alloc>& v = into(it->second);
+                // Reserved pages that stay untouched cost nothing; regrowing millions does.
+                if (v.empty()) v.reserve(static_cast<size_t>(total));
+                v.push_back(a);
+            }
+            if ((++r.rows & 0xfffff) == 0) {
+                if (stop && stop->load(std::memory_order_relaxed)) return;
+                if (o) checkCancel(*o);
+                if (o && o->progress && !stop) // the first range's share of the whole
+                    o->progress(r.rows * (split2 ? 2 : 1), total * 2);
+            }
         }
+    };
+    constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    int64_t split = kMax; // the second range's first id
+    if (split2) {
+        const int64_t lo = db.scalar("SELECT min(id) FROM allocations");
+        const int64_t hi = db.scalar("SELECT max(id) FROM allocations");
+        if (hi > lo) split = lo + (hi - lo) / 2 + 1;
     }
-    return n;
+    Range first, second;
+    second.byTrack.resize(tracks.size());
+    std::exception_ptr secondError;
+    std::atomic<bool> stop{false};
+    {
+        std::jthread reader;
+        if (split != kMax)
+            reader = std::jthread([&] {
+                try {
+                    Db other(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+                    readRange(
+                        other, split, kMax, second,
+                        [&](size_t ti) -> std::vector<Alloc>& { return second.byTrack[ti]; },
+                        &stop);
+                } catch (...) {
+                    secondError = std::current_exception();
+                }
+            });
+        try {
+            readRange(
+                db, kMin, split == kMax ? kMax : split - 1, first,
+                [&](size_t ti) -> std::vector<Alloc>& { return tracks[ti].allocs; }, nullptr);
+        } catch (...) {
+            stop.store(true);
+            throw; // the reader stops at its next check and is joined
+        }
+    } // joined
+    if (secondError) std::rethrow_exception(secondError);
+    for (size_t ti = 0; ti < second.byTrack.size(); ++ti) {
+        auto& dst = tracks[ti].allocs;
+        dst.insert(dst.end(), second.byTrack[ti].begin(), second.byTrack[ti].end());
+    }
+    // Tracks with allocations only (no region): first range's rows, then the second's.
+    for (Range* r : {&first, &second})
+        for (auto& [key, rows] : r->unknown) {
+            auto& dst = tracks[trackFor(key.first, key.second)].allocs;
+            dst.insert(dst.end(), rows.begin(), rows.end());
+        }
+    return first.rows + second.rows;
 }
 
 void Engine::Impl::applySummary(SessionSummary sum)
@@ -344,15 +427,48 @@ void sortAllocs(TrackData& t)
     }
 }
 
+namespace {
+
+void sortByFree(TrackData& t)
+{
+    // The freed blocks by free time, ties in allocation order. Sorted as (time, index) pairs,
+    // not as indices compared through the records (a cache miss per comparison: 0.8 s for 10 M
+    // blocks), and a long track's two halves on two threads, then merged.
+    struct Key
+    {
+        int64_t freeNs;
+        uint32_t i;
+        bool operator<(const Key& o) const
+        {
+            return freeNs != o.freeNs ? freeNs < o.freeNs : i < o.i;
+        }
+    };
+    std::vector<Key> keys;
+    keys.reserve(t.allocs.size());
+    for (uint32_t i = 0; i < t.allocs.size(); ++i)
+        if (t.allocs[i].freeNs != kAlive) keys.push_back({t.allocs[i].freeNs, i});
+    const auto mid = keys.begin() + static_cast<std::ptrdiff_t>(keys.size() / 2);
+    if (keys.size() >= 1'000'000 && std::thread::hardware_concurrency() > 1) {
+        std::jthread other([&] { std::sort(mid, keys.end()); });
+        std::sort(keys.begin(), mid);
+        other.join();
+    } else {
+        std::sort(keys.begin(), mid);
+        std::sort(mid, keys.end());
+    }
+    t.byFree.clear();
+    t.byFree.reserve(keys.size());
+    auto a = keys.begin(), b = mid;
+    while (a != mid || b != keys.end())
+        t.byFree.push_back((b == keys.end() || (a != mid && !(*b < *a)) ? a++ : b++)->i);
+}
+
+} // namespace
+
 void Engine::Impl::indexTrack(TrackData& t)
 {
     sortAllocs(t);
-    t.byFree.clear();
-    for (uint32_t i = 0; i < t.allocs.size(); ++i)
-        if (t.allocs[i].freeNs != kAlive) t.byFree.push_back(i);
-    std::stable_sort(t.byFree.begin(), t.byFree.end(), [&](uint32_t a, uint32_t b) {
-        return t.allocs[a].freeNs < t.allocs[b].freeNs;
-    });
+    sortByFree(t);
     t.regionsByEnd.clear();
     for (uint32_t i = 0; i < t.regions.size(); ++i)
         if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);

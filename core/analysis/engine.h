@@ -210,6 +210,10 @@ public:
     // that cuts a grid cell assumes it uniform, so this is the quick first image that the
     // exact heatmap() then replaces (docs/analysis.md "Level of detail").
     HeatmapRaster heatmapPreview(const HeatmapRequest& r) const;
+    // Whether heatmapPreview answers at once: the track's grid is built or stored. Building it
+    // costs a pass over every block, more than one exact heatmap() of the whole span, so a
+    // first open draws exactly and leaves the grid to later (Scene::warmUp). Never waits.
+    bool previewReady(uint32_t device, Level level) const;
     // heatmap(r), kept in the session's analysis_cache (one raster per track: the last request
     // kept) and answered from there when the same request comes again for the same content:
     // `fragscope export heatmap` a second time reads no allocation record.

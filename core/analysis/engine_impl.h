@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -288,10 +289,14 @@ private:
 // The lock around the engine's connection. On a LiveEngine's engine between refreshes it is
 // transient: releasing the lock closes the connection a lookup opened, so no connection stays
 // open while the recorder may be finishing the file.
+// The analysis_cache key of a track's level-of-detail grid.
+std::string lodKey(const TrackData& t);
+
 class DbMutex
 {
 public:
     void lock() { m_.lock(); }
+    bool try_lock() { return m_.try_lock(); }
     void unlock()
     {
         if (transient_ && session_) session_->close();
@@ -358,9 +363,10 @@ struct Engine::Impl
     std::atomic<int64_t> deferredRowsRead{0};
     bool readStoredRows(Db& db, TrackData& t);
     // Every allocation row into its track (trackFor: the track index of (device, level));
-    // progress and cancel from o when given. Returns the rows read.
+    // progress and cancel from o when given; parallel: a long table in two ranges at once (not
+    // within a read transaction that another connection would not share). Returns the rows read.
     int64_t readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
-                            const LoadOptions* o, int64_t total);
+                            const LoadOptions* o, int64_t total, bool parallel = false);
     // Whether the stored values allow a deferred load; adds the tracks that have allocations
     // only (trackFor) and sets each track's storedAllocs.
     bool prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor);
@@ -380,6 +386,9 @@ struct Engine::Impl
     mutable std::vector<std::shared_ptr<const Lod>> lods;
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
     // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
+    // The grids stored under the current stamp (read at open; under lodMutex).
+    std::set<std::string> storedLods;
+    void readStoredLods(Db& db);
     bool readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
                       std::vector<double>& reg) const;
     void writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,

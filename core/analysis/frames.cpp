@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -63,46 +65,10 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     const bool cached = o.useCache && readFrameCache(timed);
     if (!cached) {
         ensureRows(); // a deferred load (engine_impl.h) needs the records now
-        // Allocator figures per frame and track: one forward replay per track; the hook keeps the
-        // extremes inside each frame.
-        for (const TrackData& td : tracks) {
-            if (o.cancel && o.cancel->load()) throw Cancelled();
-            Replayer r(td);
-            for (size_t fi : timed) {
-                FrameInfo& f = frames[fi];
-                // A frame's events are those in (start, end]: adjacent frames (start = previous
-                // end) then replay strictly forward, never rebuilding from a checkpoint.
-                r.seek(f.start);
-                FrameAllocator fa;
-                fa.device = td.device;
-                fa.level = td.level;
-                const FragState& s = r.state();
-                fa.minLargestFragment = fa.maxLargestFragment = s.largest();
-                fa.minRatio = fa.maxRatio = s.ratio();
-                fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
-                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t) {
-                    if (kind == ReplayEvent::Alloc) {
-                        ++fa.allocs;
-                        fa.allocBytes += td.allocs[i].size;
-                    } else if (kind == ReplayEvent::Free) {
-                        ++fa.frees;
-                    }
-                    const uint64_t l = s.largest();
-                    const double ratio = s.ratio();
-                    fa.minLargestFragment = std::min(fa.minLargestFragment, l);
-                    fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
-                    fa.minRatio = std::min(fa.minRatio, ratio);
-                    fa.maxRatio = std::max(fa.maxRatio, ratio);
-                    fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
-                    fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
-                });
-                fa.atEnd = s.snapshot(f.end, false);
-                f.allocator.push_back(std::move(fa));
-            }
-        }
-
-        // Kernels per frame and the variants never seen in an earlier frame.
-        if (!timed.empty()) {
+        // Kernels per frame and the variants never seen in an earlier frame: a pass over the
+        // kernels table (dbMutex is held) that needs no allocation record, so on a long run it
+        // reads on a thread of its own while the replay below runs.
+        auto kernelPass = [&] {
             std::vector<int64_t> starts;
             for (size_t fi : timed)
                 starts.push_back(frames[fi].start);
@@ -145,7 +111,63 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             kernelDevices.assign(devices.begin(), devices.end());
             kernelIndexReady = true;
             if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);
+        };
+        size_t records = 0;
+        for (const TrackData& td : tracks)
+            records += td.allocs.size();
+        std::exception_ptr kernelError;
+        std::jthread kernelThread;
+        if (!timed.empty() && records >= 200'000)
+            kernelThread = std::jthread([&] {
+                try {
+                    kernelPass();
+                } catch (...) {
+                    kernelError = std::current_exception();
+                }
+            });
+        // Allocator figures per frame and track: one forward replay per track; the hook keeps the
+        // extremes inside each frame.
+        for (const TrackData& td : tracks) {
+            if (o.cancel && o.cancel->load()) throw Cancelled();
+            Replayer r(td);
+            for (size_t fi : timed) {
+                FrameInfo& f = frames[fi];
+                // A frame's events are those in (start, end]: adjacent frames (start = previous
+                // end) then replay strictly forward, never rebuilding from a checkpoint.
+                r.seek(f.start);
+                FrameAllocator fa;
+                fa.device = td.device;
+                fa.level = td.level;
+                const FragState& s = r.state();
+                fa.minLargestFragment = fa.maxLargestFragment = s.largest();
+                fa.minRatio = fa.maxRatio = s.ratio();
+                fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
+                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t) {
+                    if (kind == ReplayEvent::Alloc) {
+                        ++fa.allocs;
+                        fa.allocBytes += td.allocs[i].size;
+                    } else if (kind == ReplayEvent::Free) {
+                        ++fa.frees;
+                    }
+                    const uint64_t l = s.largest();
+                    const double ratio = s.ratio();
+                    fa.minLargestFragment = std::min(fa.minLargestFragment, l);
+                    fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
+                    fa.minRatio = std::min(fa.minRatio, ratio);
+                    fa.maxRatio = std::max(fa.maxRatio, ratio);
+                    fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
+                    fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
+                });
+                fa.atEnd = s.snapshot(f.end, false);
+                f.allocator.push_back(std::move(fa));
+            }
         }
+
+        if (kernelThread.joinable())
+            kernelThread.join();
+        else if (!timed.empty())
+            kernelPass();
+        if (kernelError) std::rethrow_exception(kernelError);
 
         if (o.useCache) writeFrameCache(timed);
     }

@@ -323,6 +323,17 @@ std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td
     return lod;
 }
 
+bool Engine::previewReady(uint32_t device, Level level) const
+{
+    const TrackData* t = d_->trackInfo(device, level);
+    if (!t) return false;
+    // Held while a grid is being built: not ready yet.
+    std::unique_lock lock(d_->lodMutex, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    const auto ti = static_cast<size_t>(t - d_->tracks.data());
+    return (ti < d_->lods.size() && d_->lods[ti]) || d_->storedLods.count(lodKey(*t)) > 0;
+}
+
 HeatmapRaster Engine::heatmapKept(const HeatmapRequest& rq) const
 {
     static const TrackData empty;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -40,50 +42,80 @@ Timeline Engine::timeline(const TimelineOptions& o) const
     for (auto* v :
          {&tl.reserved, &tl.allocated, &tl.allocatedOutside, &tl.freeInRegions, &tl.fragmentCount,
           &tl.largestFragment, &tl.fragmentationRatio, &tl.eventEntropy, &tl.fragmentEntropy})
-        v->reserve(samples);
-    tl.time.reserve(samples);
-
-    Replayer r(td);
-    r.seek(from);
+        v->resize(samples);
+    tl.time.resize(samples);
+    auto sampleTime = [&](size_t k) {
+        return k + 1 == samples ? to : from + static_cast<int64_t>(k) * step;
+    };
     const auto& A = td.allocs;
     const auto& F = td.byFree;
-    // Event-size entropy over (t - window, t]: head pointers add events up to t, tail pointers
-    // remove those at or before t - window.
-    const int64_t start = from - window;
-    size_t ah = static_cast<size_t>(
-        std::upper_bound(A.begin(), A.end(), start,
-                         [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
-        A.begin());
-    size_t fh = static_cast<size_t>(
-        std::upper_bound(F.begin(), F.end(), start,
-                         [&](int64_t v, uint32_t i) { return v < A[i].freeNs; }) -
-        F.begin());
-    size_t at = ah, ft = fh;
-    SizeClassCounts events;
-    for (size_t k = 0; k < samples; ++k) {
-        const int64_t t = k + 1 == samples ? to : from + static_cast<int64_t>(k) * step;
-        r.advanceTo(t);
-        while (ah < A.size() && A[ah].allocNs <= t)
-            events.add(A[ah++].size);
-        while (fh < F.size() && A[F[fh]].freeNs <= t)
-            events.add(A[F[fh++]].size);
-        while (at < ah && A[at].allocNs <= t - window)
-            events.remove(A[at++].size);
-        while (ft < fh && A[F[ft]].freeNs <= t - window)
-            events.remove(A[F[ft++]].size);
-        const FragState& s = r.state();
-        tl.time.push_back(t);
-        tl.reserved.push_back(static_cast<double>(s.reserved));
-        tl.allocated.push_back(static_cast<double>(s.allocatedIn));
-        tl.allocatedOutside.push_back(static_cast<double>(s.allocatedOut));
-        tl.freeInRegions.push_back(static_cast<double>(s.freeBytes));
-        tl.fragmentCount.push_back(static_cast<double>(s.fragCount));
-        tl.largestFragment.push_back(static_cast<double>(s.largest()));
-        tl.fragmentationRatio.push_back(s.ratio());
-        tl.eventEntropy.push_back(events.bits());
-        tl.fragmentEntropy.push_back(s.entropy());
-    }
-    tl.eventsReplayed = r.processed();
+    // Samples [k0, k1): a replay from the state at the first (checkpoints make the seek cheap),
+    // so that chunks run on threads of their own and give what one replay gives.
+    auto fill = [&](size_t k0, size_t k1) -> int64_t {
+        Replayer r(td);
+        r.seek(sampleTime(k0));
+        // Event-size entropy over (t - window, t]: head pointers add events up to t, tail
+        // pointers remove those at or before t - window.
+        const int64_t start = sampleTime(k0) - window;
+        size_t ah = static_cast<size_t>(
+            std::upper_bound(A.begin(), A.end(), start,
+                             [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
+            A.begin());
+        size_t fh = static_cast<size_t>(
+            std::upper_bound(F.begin(), F.end(), start,
+                             [&](int64_t v, uint32_t i) { return v < A[i].freeNs; }) -
+            F.begin());
+        size_t at = ah, ft = fh;
+        SizeClassCounts events;
+        for (size_t k = k0; k < k1; ++k) {
+            const int64_t t = sampleTime(k);
+            r.advanceTo(t);
+            while (ah < A.size() && A[ah].allocNs <= t)
+                events.add(A[ah++].size);
+            while (fh < F.size() && A[F[fh]].freeNs <= t)
+                events.add(A[F[fh++]].size);
+            while (at < ah && A[at].allocNs <= t - window)
+                events.remove(A[at++].size);
+            while (ft < fh && A[F[ft]].freeNs <= t - window)
+                events.remove(A[F[ft++]].size);
+            const FragState& s = r.state();
+            tl.time[k] = t;
+            tl.reserved[k] = static_cast<double>(s.reserved);
+            tl.allocated[k] = static_cast<double>(s.allocatedIn);
+            tl.allocatedOutside[k] = static_cast<double>(s.allocatedOut);
+            tl.freeInRegions[k] = static_cast<double>(s.freeBytes);
+            tl.fragmentCount[k] = static_cast<double>(s.fragCount);
+            tl.largestFragment[k] = static_cast<double>(s.largest());
+            tl.fragmentationRatio[k] = s.ratio();
+            tl.eventEntropy[k] = events.bits();
+            tl.fragmentEntropy[k] = s.entropy();
+        }
+        return r.processed();
+    };
+    // A long track's replay is split over the cores (a first open waits for it); a short one
+    // is not worth a thread.
+    const size_t chunks = A.size() < 200'000 || samples < 64
+                              ? 1
+                              : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    std::vector<int64_t> processed(chunks, 0);
+    std::vector<std::exception_ptr> failed(chunks);
+    {
+        std::vector<std::jthread> threads;
+        for (size_t c = 1; c < chunks; ++c)
+            threads.emplace_back([&, c] {
+                try {
+                    processed[c] = fill(samples * c / chunks, samples * (c + 1) / chunks);
+                } catch (...) {
+                    failed[c] = std::current_exception();
+                }
+            });
+        processed[0] = fill(0, samples / chunks);
+    } // joined
+    for (const auto& e : failed)
+        if (e) std::rethrow_exception(e);
+    tl.eventsReplayed = 0;
+    for (int64_t p : processed)
+        tl.eventsReplayed += p;
     if (whole) d_->writeTimelineCache(key, tl);
     return tl;
 }

@@ -180,6 +180,14 @@ analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0
     });
 }
 
+bool Scene::previewReady(int li) const
+{
+    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return false;
+    const LevelData& ld = levels[static_cast<size_t>(li)];
+    return locked(*this,
+                  [&](const analysis::Engine& e) { return e.previewReady(ld.device, ld.level); });
+}
+
 analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
                                               int w, int h) const
 {

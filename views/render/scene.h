@@ -114,6 +114,7 @@ struct Scene
     // The engine's quick level-of-detail heatmap of the same window (Engine::heatmapPreview).
     analysis::HeatmapRaster heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
                                            int w, int h) const;
+    bool previewReady(int li) const; // Engine::previewReady
     analysis::MemmapRaster memmap(int li, int64_t t, int order) const;
     std::optional<analysis::AllocationInfo> allocationAt(int li, int64_t t, uint64_t addr) const;
     std::optional<analysis::AllocationInfo> allocation(int64_t id) const;

@@ -17,6 +17,11 @@
 
 namespace fs::views {
 
+namespace {
+// What a raster request shows before its full-resolution image (HeatmapWidget::startRaster).
+enum class Pass { Preview, Coarse, None };
+} // namespace
+
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
 {
     setFocusPolicy(Qt::StrongFocus);
@@ -191,18 +196,24 @@ void HeatmapWidget::startRaster()
             },
             Qt::QueuedConnection);
     };
-    // A raster costs blocks in view + pixels. When the blocks dominate (a zoomed-out view of
-    // millions; estimated from the share of the run in view), the engine's level-of-detail
-    // preview (O(pixels)) goes first; otherwise a coarse exact pass does.
+    // A raster costs blocks in view + pixels (estimated from the share of the run in view).
+    // When the blocks dominate (a zoomed-out view of millions) and the engine's level-of-detail
+    // grid is there, its preview (O(pixels)) goes first; when the pixels dominate, a coarse
+    // exact pass (a sixteenth of them) does. Otherwise a first image would cost about as much
+    // as the full one (building the grid costs more) and only delay it: the full one comes
+    // at once.
     const double share =
         static_cast<double>(vp.t1 - vp.t0) /
         static_cast<double>(std::max<int64_t>(1, scene_->timeEnd() - scene_->timeBegin()));
-    const bool coarseFirst =
-        static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share <
-        4.0 * w * h;
-    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, coarseFirst] {
+    const double blocks =
+        static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share;
+    const double pixels = static_cast<double>(w) * h;
+    const Pass first = blocks < 0.5 * pixels                                   ? Pass::Coarse
+                       : blocks >= 4.0 * pixels && scene_->previewReady(level) ? Pass::Preview
+                                                                               : Pass::None;
+    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, first] {
         lowerWorkerPriority();
-        if (!coarseFirst) {
+        if (first == Pass::Preview) {
             // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
             // the exact one; the exact one is shown even when a newer request came meanwhile
             // (stretched onto the new viewport, not marked refined).
@@ -213,19 +224,20 @@ void HeatmapWidget::startRaster()
                 post(QImage(), false, true);
                 return;
             }
-            post(render::heatmapRaster(*scene, level, vp, w, h), true, true);
-            return;
+        } else if (first == Pass::Coarse) {
+            // The coarse pass (a quarter of the pixels each way) always completes.
+            QImage coarse =
+                render::heatmapRaster(*scene, level, vp, std::max(1, w / 4), std::max(1, h / 4));
+            if (cancel->load()) {
+                post(std::move(coarse), false, true);
+                return;
+            }
+            post(std::move(coarse), false, false);
         }
-        // The coarse pass (a quarter of the pixels each way) always completes.
-        QImage coarse =
-            render::heatmapRaster(*scene, level, vp, std::max(1, w / 4), std::max(1, h / 4));
-        if (cancel->load()) {
-            post(std::move(coarse), false, true);
-            return;
-        }
-        post(std::move(coarse), false, false);
         QImage fine = render::heatmapRaster(*scene, level, vp, w, h);
-        post(cancel->load() ? QImage() : std::move(fine), true, true);
+        // A cancelled full raster after a coarse one is dropped; otherwise it is shown (on a
+        // newer viewport stretched, not marked refined).
+        post(cancel->load() && first == Pass::Coarse ? QImage() : std::move(fine), true, true);
     });
 }
 
