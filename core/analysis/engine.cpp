@@ -1,5 +1,6 @@
 // Engine: loading the session into the replay index, state queries and allocation lookups.
 #include "engine_impl.h"
+#include "parallel.h"
 
 #include "core/format.h"
 
@@ -265,12 +266,6 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
 }
 
-namespace {
-// From this many rows on, an open reads the allocations table in two id ranges at once, the
-// second on a connection of its own: decoding SQLite rows is most of an un-indexed open.
-constexpr int64_t kParallelReadRows = 500'000;
-} // namespace
-
 int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
                                       const LoadOptions* o, int64_t total, bool parallel)
 {
@@ -288,8 +283,10 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
     };
     // Rows of one range in id order: a known track's into into(ti); another's into r.unknown
     // while the other range is being read (stop given), else into a track trackFor makes.
-    const bool split2 =
-        parallel && total >= kParallelReadRows && std::thread::hardware_concurrency() > 1;
+    // A long table is read in two id ranges at once, the second on a connection of its own:
+    // decoding SQLite rows is most of an un-indexed open.
+    const bool split2 = parallel && parallelChunks(static_cast<size_t>(std::max<int64_t>(total, 0)),
+                                                   options.parallelFrom) > 1;
     auto readRange = [&](Db& from, int64_t lo, int64_t hi, Range& r, auto&& into,
                          const std::atomic<bool>* stop) {
         Stmt st = from.prepare(std::string(kAllocSelect) + " WHERE id >= ?1 AND id <= ?2");
@@ -429,7 +426,7 @@ void sortAllocs(TrackData& t)
 
 namespace {
 
-void sortByFree(TrackData& t)
+void sortByFree(TrackData& t, size_t parallelFrom)
 {
     // The freed blocks by free time, ties in allocation order. Sorted as (time, index) pairs,
     // not as indices compared through the records (a cache miss per comparison: 0.8 s for 10 M
@@ -448,7 +445,7 @@ void sortByFree(TrackData& t)
     for (uint32_t i = 0; i < t.allocs.size(); ++i)
         if (t.allocs[i].freeNs != kAlive) keys.push_back({t.allocs[i].freeNs, i});
     const auto mid = keys.begin() + static_cast<std::ptrdiff_t>(keys.size() / 2);
-    if (keys.size() >= 1'000'000 && std::thread::hardware_concurrency() > 1) {
+    if (parallelChunks(keys.size(), parallelFrom) > 1) {
         std::jthread other([&] { std::sort(mid, keys.end()); });
         std::sort(keys.begin(), mid);
         other.join();
@@ -468,7 +465,7 @@ void sortByFree(TrackData& t)
 void Engine::Impl::indexTrack(TrackData& t)
 {
     sortAllocs(t);
-    sortByFree(t);
+    sortByFree(t, options.parallelFrom);
     t.regionsByEnd.clear();
     for (uint32_t i = 0; i < t.regions.size(); ++i)
         if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);

@@ -1,6 +1,7 @@
 // Frames, collapses, address jumps, kernels per frame and correlations (precursors:
 // precursors.cpp, kernel-variant shifts: kernel_shift.cpp).
 #include "engine_impl.h"
+#include "parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,7 +118,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             records += td.allocs.size();
         std::exception_ptr kernelError;
         std::jthread kernelThread;
-        if (!timed.empty() && records >= 200'000)
+        if (!timed.empty() && parallelChunks(records, o.parallelFrom) > 1)
             kernelThread = std::jthread([&] {
                 try {
                     kernelPass();

@@ -1,10 +1,9 @@
 // Time series over one track: the metrics timeline, bursts, trends and windowed histograms.
 #include "engine_impl.h"
+#include "parallel.h"
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -92,27 +91,11 @@ Timeline Engine::timeline(const TimelineOptions& o) const
         }
         return r.processed();
     };
-    // A long track's replay is split over the cores (a first open waits for it); a short one
-    // is not worth a thread.
-    const size_t chunks = A.size() < 200'000 || samples < 64
-                              ? 1
-                              : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    // A long track's replay is split over the cores (a first open waits for it).
+    const size_t chunks = samples < 2 ? 1 : parallelChunks(A.size(), d_->options.parallelFrom);
     std::vector<int64_t> processed(chunks, 0);
-    std::vector<std::exception_ptr> failed(chunks);
-    {
-        std::vector<std::jthread> threads;
-        for (size_t c = 1; c < chunks; ++c)
-            threads.emplace_back([&, c] {
-                try {
-                    processed[c] = fill(samples * c / chunks, samples * (c + 1) / chunks);
-                } catch (...) {
-                    failed[c] = std::current_exception();
-                }
-            });
-        processed[0] = fill(0, samples / chunks);
-    } // joined
-    for (const auto& e : failed)
-        if (e) std::rethrow_exception(e);
+    forEachChunk(samples, chunks,
+                 [&](size_t c, size_t k0, size_t k1) { processed[c] = fill(k0, k1); });
     tl.eventsReplayed = 0;
     for (int64_t p : processed)
         tl.eventsReplayed += p;
