@@ -501,12 +501,13 @@ void MainWindow::setLevel(int level, bool staged)
         return;
     }
     onSelection(selection_->current());
-    // Zero-time timers run once the posted events before them (the heatmap's paint, the
-    // timelines' replot) are done, so input and timers get turns in between.
+    // 1 ms timers, not zero-time ones: they run once the posted events before them (the
+    // heatmap's paint, the timelines' replot) are done and after the timers already due, so
+    // input and timers get turns in between (a zero-time timer went first).
     stagesPending_ = 2;
-    QTimer::singleShot(0, this, [this, timelines, frames] {
+    QTimer::singleShot(1, this, [this, timelines, frames] {
         timelines();
-        QTimer::singleShot(0, this, frames);
+        QTimer::singleShot(1, this, frames);
     });
 }
 
