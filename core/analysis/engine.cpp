@@ -269,9 +269,14 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
 int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
                                       const LoadOptions* o, int64_t total, bool parallel)
 {
+    // A long table is read in two id ranges at once, the second on a connection of its own
+    // (decoding SQLite rows is most of an un-indexed open). The tracks the regions made are
+    // known; while two ranges are read, the rows of any other track wait apart and their tracks
+    // are made (trackFor) only after both: the second range's reader looks up regions while
+    // this thread fills tracks[].allocs, so tracks must not move meanwhile.
     using Key = std::pair<uint32_t, int>;
-    // Read in two ranges, tracks without regions are created (trackFor) only after both are
-    // read: the second range's reader looks up regions while this thread fills tracks[].allocs.
+    const bool split2 = parallel && parallelChunks(static_cast<size_t>(std::max<int64_t>(total, 0)),
+                                                   options.parallelFrom) > 1;
     std::map<Key, size_t> known;
     for (size_t ti = 0; ti < tracks.size(); ++ti)
         known[{tracks[ti].device, static_cast<int>(tracks[ti].level)}] = ti;
@@ -281,12 +286,8 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
         std::map<Key, std::vector<Alloc>> unknown; // rows of tracks without regions
         int64_t rows = 0;
     };
-    // Rows of one range in id order: a known track's into into(ti); another's into r.unknown
-    // while the other range is being read (stop given), else into a track trackFor makes.
-    // A long table is read in two id ranges at once, the second on a connection of its own:
-    // decoding SQLite rows is most of an un-indexed open.
-    const bool split2 = parallel && parallelChunks(static_cast<size_t>(std::max<int64_t>(total, 0)),
-                                                   options.parallelFrom) > 1;
+    // The rows of ids [lo, hi] in id order: a known track's into into(ti), another's into
+    // r.unknown (split2) or into the track trackFor makes. stop: the second range's reader.
     auto readRange = [&](Db& from, int64_t lo, int64_t hi, Range& r, auto&& into,
                          const std::atomic<bool>* stop) {
         Stmt st = from.prepare(std::string(kAllocSelect) + " WHERE id >= ?1 AND id <= ?2");
@@ -453,11 +454,11 @@ void sortByFree(TrackData& t, size_t parallelFrom)
         std::sort(keys.begin(), mid);
         std::sort(mid, keys.end());
     }
+    std::inplace_merge(keys.begin(), mid, keys.end());
     t.byFree.clear();
     t.byFree.reserve(keys.size());
-    auto a = keys.begin(), b = mid;
-    while (a != mid || b != keys.end())
-        t.byFree.push_back((b == keys.end() || (a != mid && !(*b < *a)) ? a++ : b++)->i);
+    for (const Key& k : keys)
+        t.byFree.push_back(k.i);
 }
 
 } // namespace
