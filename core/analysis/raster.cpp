@@ -6,7 +6,6 @@
 // costs 4 additions, so a block costs O(1) whatever its size, and one prefix-sum pass over the
 // pixels resolves them: cost O(blocks in view + pixels).
 #include "engine_impl.h"
-#include "parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -116,16 +115,6 @@ public:
                 if (v != 0) box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
             }
     }
-    // Adds another grid of the same size (a chunk of the blocks accumulated apart).
-    void add(const DiffGrid& o)
-    {
-        for (size_t k = 0; k < d_.size(); ++k)
-            d_[k] += o.d_[k];
-        if (o.cell_.empty()) return;
-        if (cell_.empty()) cell_.assign(o.cell_.size(), 0.0);
-        for (size_t k = 0; k < cell_.size(); ++k)
-            cell_[k] += o.cell_[k];
-    }
     // Resolves the differences into per-cell values (row-major, h rows of w).
     std::vector<double> resolve() const
     {
@@ -218,28 +207,19 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
         reg.addRect(px(std::max(r.createNs, h.t0)), px(std::min(r.destroyNs, far)),
                     py(static_cast<double>(c)), py(static_cast<double>(c + r.size)));
     }
-    // Millions of blocks in view are accumulated in chunks over the cores, then added up.
-    const std::vector<uint32_t> live = d_->liveAt(td, h.t0, h.t1 - 1);
-    const size_t chunks = parallelChunks(live.size(), d_->options.parallelFrom);
-    std::vector<DiffGrid> more(chunks - 1, DiffGrid(h.width, h.height));
-    std::vector<int64_t> inView(chunks, 0);
-    forEachChunk(live.size(), chunks, [&](size_t chunk, size_t begin, size_t end) {
-        DiffGrid& g = chunk == 0 ? occ : more[chunk - 1];
-        for (size_t k = begin; k < end; ++k) {
-            const Alloc& a = td.allocs[live[k]];
-            if (a.region == kNoRegion || a.allocNs >= h.t1) continue;
-            uint64_t c = 0;
-            if (!td.layout.toCompact(a.address, c)) continue;
-            if (c + a.size <= h.y0 || c >= h.y1) continue;
-            ++inView[chunk];
-            g.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
-                      py(static_cast<double>(c)), py(static_cast<double>(c + a.size)));
-        }
-    });
-    for (const DiffGrid& g : more)
-        occ.add(g);
-    for (int64_t n : inView)
-        h.allocationsInView += n;
+    // One pass in the blocks' order, on one thread: chunks added up in another order could move
+    // a cell that is zero within rounding across the allocated/free line, and the picture would
+    // depend on the machine's cores.
+    for (uint32_t i : d_->liveAt(td, h.t0, h.t1 - 1)) {
+        const Alloc& a = td.allocs[i];
+        if (a.region == kNoRegion || a.allocNs >= h.t1) continue;
+        uint64_t c = 0;
+        if (!td.layout.toCompact(a.address, c)) continue;
+        if (c + a.size <= h.y0 || c >= h.y1) continue;
+        ++h.allocationsInView;
+        occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
+                    py(static_cast<double>(c)), py(static_cast<double>(c + a.size)));
+    }
     const std::vector<double> o = occ.resolve(), g = reg.resolve();
     const std::vector<bool> sep = separatorMask(td.layout, ty0, dy, h.height);
     const size_t n = o.size();
