@@ -501,13 +501,14 @@ void MainWindow::setLevel(int level, bool staged)
         return;
     }
     onSelection(selection_->current());
-    // 1 ms timers, not zero-time ones: they run once the posted events before them (the
-    // heatmap's paint, the timelines' replot) are done and after the timers already due, so
-    // input and timers get turns in between (a zero-time timer went first).
+    // A display frame (16 ms) apart: each step runs after the paint and replot the one before
+    // posted, and after the timers and input already due, so the event loop gets turns in
+    // between (a zero-time or 1 ms timer could be due before them and join two steps).
+    constexpr int kStepMs = 16;
     stagesPending_ = 2;
-    QTimer::singleShot(1, this, [this, timelines, frames] {
+    QTimer::singleShot(kStepMs, this, [this, timelines, frames] {
         timelines();
-        QTimer::singleShot(1, this, frames);
+        QTimer::singleShot(kStepMs, this, frames);
     });
 }
 

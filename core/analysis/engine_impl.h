@@ -286,17 +286,16 @@ private:
     bool reopen_ = false;
 };
 
-// The lock around the engine's connection. On a LiveEngine's engine between refreshes it is
-// transient: releasing the lock closes the connection a lookup opened, so no connection stays
-// open while the recorder may be finishing the file.
 // The analysis_cache key of a track's level-of-detail grid.
 std::string lodKey(const TrackData& t);
 
+// The lock around the engine's connection. On a LiveEngine's engine between refreshes it is
+// transient: releasing the lock closes the connection a lookup opened, so no connection stays
+// open while the recorder may be finishing the file.
 class DbMutex
 {
 public:
     void lock() { m_.lock(); }
-    bool try_lock() { return m_.try_lock(); }
     void unlock()
     {
         if (transient_ && session_) session_->close();
@@ -385,10 +384,10 @@ struct Engine::Impl
     mutable std::mutex lodMutex;
     mutable std::vector<std::shared_ptr<const Lod>> lods;
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
-    // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
     // The grids stored under the current stamp (read at open; under lodMutex).
     std::set<std::string> storedLods;
     void readStoredLods(Db& db);
+    // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
     bool readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
                       std::vector<double>& reg) const;
     void writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
