@@ -414,7 +414,8 @@ private slots:
         QVERIFY(dlg);
         const auto before = w.scene();
         emit dlg->rulesChanged({{"coherence_score", analysis::Compare::Less, 0.5}});
-        QTRY_VERIFY(w.scene() != before);
+        // The new scene, then its frames table (drawn a few turns later: MainWindow::setLevel).
+        QTRY_VERIFY(w.scene() != before && !w.busy());
         QCOMPARE(w.scene()->collapses.size(), size_t(1));
         QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
         QCOMPARE(w.scene()->collapses[0].lastFrame, int64_t(18));
