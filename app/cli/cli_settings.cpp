@@ -43,10 +43,6 @@ settings::Settings commandSettings(const Args& a)
     return s;
 }
 
-} // namespace fs::cli
-
-namespace fs::cli {
-
 std::vector<Option> withIndexOptions(std::vector<Option> own)
 {
     own.push_back({"index", "",

@@ -326,7 +326,7 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
         if (hi > lo) split = lo + (hi - lo) / 2 + 1;
     }
     Range first, second;
-    second.byTrack.resize(tracks.size());
+    if (split != kMax) second.byTrack.resize(tracks.size());
     std::exception_ptr secondError;
     std::atomic<bool> stop{false};
     {

@@ -53,9 +53,10 @@ struct LoadOptions
     // PRAGMA quick_check on open (Session::open); false when the caller has just checked the
     // same file itself (the GUI's loader opens it in parallel).
     bool integrityCheck = true;
-    // Work (allocation rows, blocks in a raster) from which open and the queries split it over
-    // the cores, two threads at least (at most four); tests set 1 to split even a small
-    // fixture, SIZE_MAX never splits. Results are the same either way.
+    // Allocation rows from which open (its row reading, free-time sort, frames' kernel pass)
+    // and a timeline split their work over the cores, two threads at least (at most four);
+    // tests set 1 to split even a small fixture, SIZE_MAX never splits. Results are the same
+    // either way.
     size_t parallelFrom = 500'000;
 };
 
