@@ -240,6 +240,7 @@ public:
 
 private:
     friend class LiveEngine;
+    friend const Impl& engineImpl(const Engine& e); // the Explorer's access (explore_impl.h)
     Engine();
     std::unique_ptr<Impl> d_;
 };

@@ -135,6 +135,14 @@ public:
     }
     double entropy() const { return classes_.bits(); }
     State snapshot(int64_t t, bool withHistogram) const;
+    // The free fragment the last free() left the block's space in, and whether a live block
+    // bounds it on each side (a hole: the explorer's call sites count them).
+    struct FreedGap
+    {
+        uint64_t bytes = 0;
+        bool enclosed = false;
+    };
+    FreedGap lastFreed;
     // Every free fragment, region by region in address order.
     std::vector<Fragment> fragments() const;
 

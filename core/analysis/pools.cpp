@@ -2,6 +2,7 @@
 // region (regions.pool_id), from the same regions, live allocations and free fragments the
 // engine's state is made of, so that the pools add up to the track.
 #include "engine_impl.h"
+#include "explore_impl.h"
 #include "metrics.h"
 
 #include "core/sqlite.h"
@@ -101,6 +102,9 @@ std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_
     return out;
 }
 
+} // namespace
+
+// Declared in explore_impl.h: the explorer groups and filters by pool too.
 PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
 {
     PoolOf poolOf;
@@ -113,8 +117,6 @@ PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
         poolOf[st.i64(0)] = st.u64(1);
     return poolOf;
 }
-
-} // namespace
 
 std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
 {

@@ -188,6 +188,7 @@ void FragState::alloc(const Alloc& a)
 
 void FragState::free(const Alloc& a)
 {
+    lastFreed = {};
     if (a.region == kNoRegion) {
         --live;
         allocatedOut -= a.size;
@@ -221,6 +222,7 @@ void FragState::free(const Alloc& a)
     if (a.address > prevEnd) removeFragment(a.address - prevEnd);
     if (nextStart > end) removeFragment(nextStart - end);
     if (nextStart > prevEnd) addFragment(nextStart - prevEnd);
+    lastFreed = {nextStart - prevEnd, it != R.allocs.begin() && next != R.allocs.end()};
     R.allocs.erase(it);
 }
 

@@ -1,0 +1,151 @@
+// Internal to fragscope_analysis: the difference-array grid behind the heatmap and memory-map
+// rasters (raster.cpp explains the arithmetic), shared with the explorer's styled heatmap.
+#pragma once
+
+#include "types.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace fs::analysis {
+
+// One axis of a rectangle in pixel units [a, b) clipped to [0, n): the terms of its coverage.
+struct AxisTerms
+{
+    int n = 0;
+    int lo[3], hi[3];
+    double w[3];
+};
+
+inline bool axisTerms(double a, double b, int n, AxisTerms& out)
+{
+    a = std::max(a, 0.0);
+    b = std::min(b, static_cast<double>(n));
+    if (!(b > a)) return false;
+    int c0 = static_cast<int>(std::floor(a));
+    int c1 = static_cast<int>(std::ceil(b)) - 1;
+    c0 = std::clamp(c0, 0, n - 1);
+    c1 = std::clamp(c1, c0, n - 1);
+    out.n = 0;
+    out.lo[out.n] = c0, out.hi[out.n] = c1, out.w[out.n++] = 1.0;
+    if (c0 == c1) {
+        out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (b - a) - 1.0;
+    } else {
+        out.lo[out.n] = c0, out.hi[out.n] = c0,
+        out.w[out.n++] = (static_cast<double>(c0 + 1) - a) - 1.0;
+        out.lo[out.n] = c1, out.hi[out.n] = c1,
+        out.w[out.n++] = (b - static_cast<double>(c1)) - 1.0;
+    }
+    return true;
+}
+
+class DiffGrid
+{
+public:
+    DiffGrid(int w, int h)
+        : w_(w), h_(h), d_(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0)
+    {
+    }
+    // Adds weight times the coverage of [x0, x1) x [y0, y1) (pixel units).
+    void addRect(double x0, double x1, double y0, double y1, double weight = 1.0)
+    {
+        // Fast path: a rectangle inside one cell (most blocks when zoomed out) is one addition
+        // to the cell's own value, kept apart from the differences.
+        if (x0 >= 0 && y0 >= 0 && x1 <= w_ && y1 <= h_ && x1 > x0 && y1 > y0) {
+            const auto cx = static_cast<int>(x0), cy = static_cast<int>(y0);
+            if (x1 <= cx + 1 && y1 <= cy + 1) {
+                if (cell_.empty())
+                    cell_.assign(static_cast<size_t>(w_) * static_cast<size_t>(h_), 0.0);
+                cell_[static_cast<size_t>(cy) * static_cast<size_t>(w_) +
+                      static_cast<size_t>(cx)] += weight * (x1 - x0) * (y1 - y0);
+                return;
+            }
+        }
+        AxisTerms tx, ty;
+        if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty)) return;
+        for (int i = 0; i < tx.n; ++i)
+            for (int j = 0; j < ty.n; ++j) {
+                const double v = weight * tx.w[i] * ty.w[j];
+                if (v != 0) box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
+            }
+    }
+    // Resolves the differences into per-cell values (row-major, h rows of w).
+    std::vector<double> resolve() const
+    {
+        std::vector<double> out(static_cast<size_t>(w_) * static_cast<size_t>(h_));
+        std::vector<double> col(static_cast<size_t>(w_) + 1, 0.0);
+        for (int y = 0; y < h_; ++y) {
+            double run = 0;
+            for (int x = 0; x < w_; ++x) {
+                col[static_cast<size_t>(x)] += d_[idx(x, y)];
+                run += col[static_cast<size_t>(x)];
+                const size_t k =
+                    static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x);
+                out[k] = cell_.empty() ? run : run + cell_[k];
+            }
+        }
+        return out;
+    }
+
+private:
+    size_t idx(int x, int y) const
+    {
+        return static_cast<size_t>(y) * static_cast<size_t>(w_ + 1) + static_cast<size_t>(x);
+    }
+    void box(int x0, int x1, int y0, int y1, double v)
+    {
+        d_[idx(x0, y0)] += v;
+        d_[idx(x1 + 1, y0)] -= v;
+        d_[idx(x0, y1 + 1)] -= v;
+        d_[idx(x1 + 1, y1 + 1)] += v;
+    }
+    int w_, h_;
+    std::vector<double> d_;
+    std::vector<double> cell_; // single-cell rectangles, allocated on first use
+};
+
+// Rows (or curve positions) whose centre falls in a separator.
+inline std::vector<bool> separatorMask(const AddressLayout& L, double y0, double dy, int n)
+{
+    std::vector<bool> m(static_cast<size_t>(n), false);
+    if (L.separators.empty()) return m;
+    for (int r = 0; r < n; ++r) {
+        const double c = y0 + (r + 0.5) * dy;
+        // Separators are sorted: binary search the last one starting at or before c.
+        auto it = std::upper_bound(L.separators.begin(), L.separators.end(), c,
+                                   [](double v, const std::pair<uint64_t, uint64_t>& s) {
+                                       return v < static_cast<double>(s.first);
+                                   });
+        if (it != L.separators.begin() && c < static_cast<double>(std::prev(it)->second))
+            m[static_cast<size_t>(r)] = true;
+    }
+    return m;
+}
+
+inline constexpr double kEps = 1e-9;
+
+// Fills a heatmap's cells from the resolved occupancy and region grids and the separator rows.
+inline void finishHeatmap(HeatmapRaster& h, const std::vector<double>& o,
+                          const std::vector<double>& g, const std::vector<bool>& sep)
+{
+    const size_t n = o.size();
+    h.occupancy.resize(n);
+    h.reservedFraction.resize(n);
+    h.state.resize(n);
+    for (int y = 0; y < h.height; ++y)
+        for (int x = 0; x < h.width; ++x) {
+            const size_t k =
+                static_cast<size_t>(y) * static_cast<size_t>(h.width) + static_cast<size_t>(x);
+            const double ov = o[k] < kEps ? 0.0 : std::min(o[k], 1.0);
+            const double gv = g[k] < kEps ? 0.0 : std::min(g[k], 1.0);
+            h.occupancy[k] = static_cast<float>(ov);
+            h.reservedFraction[k] = static_cast<float>(gv);
+            h.state[k] = sep[static_cast<size_t>(y)] ? CellState::Separator
+                         : ov > 0                    ? CellState::Allocated
+                         : gv > 0                    ? CellState::Free
+                                                     : CellState::Outside;
+        }
+}
+
+} // namespace fs::analysis
