@@ -5,6 +5,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/analysis/engine.h"
+#include "core/analysis/explore.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
 #include "core/session.h"
@@ -40,7 +41,8 @@ int runState(Args& a)
         onlyPool = id;
     }
     const bool pools = a.flag("pools") || onlyPool.has_value();
-    const auto engine = openEngine(a.positional()[0], commandSettings(a).loadOptions());
+    const settings::Settings st = commandSettings(a);
+    const auto engine = openEngine(a.positional()[0], st.loadOptions());
     int64_t t = 0;
     try {
         t = parseTime(*engine, *at);
@@ -106,6 +108,8 @@ int runState(Args& a)
     } else {
         for (const State& s : states) {
             fmt::print("{}", stateText(s, engine->timeBegin(), ordinal));
+            // F beside the free share (docs/settings.md, fragmented_min_*).
+            fmt::print("  verdict            {}\n", headline(s, st.fragmented).text);
             if (!pools) continue;
             fmt::print("  pools (a private pool's figures apart from the default pool's)\n");
             for (const PoolState& p : poolStates)
@@ -149,6 +153,8 @@ FRAGSCOPE_COMMAND({
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
+        "verdict: fragmented only when F > fragmented_min_ratio (0.35) and free is at\n"
+        "least fragmented_min_free_share (5 %) of reserved (settings file).\n"
         "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
         "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
         "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"

@@ -67,6 +67,15 @@ Rule readRule(const JsonDoc& d, uint32_t n, const std::string& path, size_t inde
     return r;
 }
 
+// A share in [0, 1] (the fragmented thresholds).
+double fraction(const JsonDoc& d, uint32_t n, const std::string& path, const char* key)
+{
+    double v = 0;
+    if (!d.toDouble(n, v) || !std::isfinite(v) || v < 0 || v > 1)
+        bad(path, key, "expected a number from 0 to 1");
+    return v;
+}
+
 std::vector<Rule> readRules(const JsonDoc& d, uint32_t n, const std::string& path)
 {
     if (d.node(n).type != JType::Array) bad(path, "collapse_rules", "expected an array");
@@ -127,9 +136,9 @@ Settings read(const std::string& path, const Settings& base)
     if (d.node(root).type != JType::Object)
         throw SessionError(path, "expected a JSON object of settings or an array of rules");
     static const char* known[] = {
-        "version",           "collapse_rules",   "precursor_lookback_frames",
-        "entropy_window_ns", "timeline_step_ns", "burst_gap_ns",
-        "frame_pattern"};
+        "version",           "collapse_rules",       "precursor_lookback_frames",
+        "entropy_window_ns", "timeline_step_ns",     "burst_gap_ns",
+        "frame_pattern",     "fragmented_min_ratio", "fragmented_min_free_share"};
     for (uint32_t c = d.node(root).first; c != JsonDoc::kNone; c = d.node(c).next) {
         const std::string& k = d.node(c).key;
         if (std::find(std::begin(known), std::end(known), k) == std::end(known))
@@ -149,6 +158,10 @@ Settings read(const std::string& path, const Settings& base)
         s.timelineStepNs = positiveInt(d, n, path, "timeline_step_ns", 0);
     if (uint32_t n = d.member(root, "burst_gap_ns"); n != JsonDoc::kNone)
         s.burstGapNs = positiveInt(d, n, path, "burst_gap_ns", 1);
+    if (uint32_t n = d.member(root, "fragmented_min_ratio"); n != JsonDoc::kNone)
+        s.fragmented.minRatio = fraction(d, n, path, "fragmented_min_ratio");
+    if (uint32_t n = d.member(root, "fragmented_min_free_share"); n != JsonDoc::kNone)
+        s.fragmented.minFreeShare = fraction(d, n, path, "fragmented_min_free_share");
     if (uint32_t n = d.member(root, "frame_pattern"); n != JsonDoc::kNone) {
         if (d.node(n).type != JType::String) bad(path, "frame_pattern", "expected a string");
         std::string p(d.str(n));
@@ -189,6 +202,8 @@ std::string toJson(const Settings& s)
     j.field("timeline_step_ns", s.timelineStepNs);
     j.field("burst_gap_ns", s.burstGapNs);
     j.field("frame_pattern", s.framePattern);
+    j.field("fragmented_min_ratio", s.fragmented.minRatio);
+    j.field("fragmented_min_free_share", s.fragmented.minFreeShare);
     j.endObject();
     return j.str() + "\n";
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/analysis/engine.h"
+#include "core/analysis/explore.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -32,6 +33,7 @@ struct Settings
     int64_t timelineStepNs = 0;                // timeline sample spacing; 0: span / 1000
     int64_t burstGapNs = 5'000'000;            // a burst ends at a gap of 5 ms or more
     std::string framePattern;                  // ECMAScript regex, group 1 = frame number
+    analysis::FragmentedRule fragmented;       // when an instant counts as fragmented
 
     Settings();                                              // the defaults
     std::vector<analysis::CollapseRule> activeRules() const; // enabled rules only

@@ -95,6 +95,9 @@ private slots:
         QCOMPARE(s.burstGapNs, int64_t(5000000));
         QCOMPARE(s.timelineStepNs, int64_t(0));
         QCOMPARE(s.framePattern, IngestOptions().framePattern);
+        // DESIGN: fragmented means F > 0.35 and free >= 5 % of reserved.
+        QCOMPARE(s.fragmented.minRatio, 0.35);
+        QCOMPARE(s.fragmented.minFreeShare, 0.05);
         const analysis::LoadOptions lo = s.loadOptions();
         QCOMPARE(lo.rules.size(), s.rules.size());
         QCOMPARE(lo.entropyWindowNs, s.entropyWindowNs);
@@ -127,6 +130,7 @@ private slots:
         s.timelineStepNs = 250000000;
         s.burstGapNs = 7;
         s.framePattern = R"(^step (\d+)$)";
+        s.fragmented = {0.5, 0.125};
         const QString p = dir_.path() + "/nested/dir/rt.json";
         settings::write(s, p.toStdString()); // creates the folders
         const settings::Settings back = settings::read(p.toStdString());
@@ -178,6 +182,10 @@ private slots:
             << QByteArray("{\"frame_pattern\": \"frame (\\\\d+\"}") << "frame_pattern";
         QTest::newRow("no group") << QByteArray(R"({"frame_pattern": "frame"})") << "group";
         QTest::newRow("version") << QByteArray(R"({"version": 2})") << "version";
+        QTest::newRow("share above 1")
+            << QByteArray(R"({"fragmented_min_free_share": 5})") << "fragmented_min_free_share";
+        QTest::newRow("ratio not a number")
+            << QByteArray(R"({"fragmented_min_ratio": "high"})") << "fragmented_min_ratio";
         QTest::newRow("truncated") << QByteArray(R"({"collapse_rules": [)") << "offset";
         QTest::newRow("not json") << QByteArray("lookback=2") << "offset";
     }
