@@ -25,8 +25,10 @@ int main(int argc, char** argv)
                         fs::cuptiVersion().c_str());
             return 0;
         }
+        // Headless runs, and --help anywhere (a terminal without a display must read it).
         if ((std::strcmp(argv[i], "--screenshots") == 0 ||
-             std::strcmp(argv[i], "--measure-open") == 0) &&
+             std::strcmp(argv[i], "--measure-open") == 0 || std::strcmp(argv[i], "--help") == 0 ||
+             std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help-all") == 0) &&
             !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
             setenv("QT_QPA_PLATFORM", "offscreen", 0);
     }
@@ -53,8 +55,9 @@ int main(int argc, char** argv)
          QStringLiteral("DIR")});
     cli.addOption(
         {QStringLiteral("measure-open"),
-         QStringLiteral("Open FILE, draw the first heatmap, zoom 10 times and pan 10 times, print "
-                        "one JSON line of timings (docs/gui.md), then exit."),
+         QStringLiteral("Open FILE, draw the first heatmap, zoom 10 times and pan 10 times, move "
+                        "the time cursor across the run, print one JSON line of timings "
+                        "(docs/gui.md), then exit."),
          QStringLiteral("FILE")});
     cli.addOption({QStringLiteral("attach"),
                    QStringLiteral("Record process PID (as File › Attach… does) and follow it live; "

@@ -60,9 +60,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     };
     dark_ = QApplication::palette().color(QPalette::Window).lightness() < 128;
     heatmap_ = new views::HeatmapWidget(this);
-    setCentralWidget(heatmap_);
+    setCentralWidget(buildCentral()); // the heatmap under the cursor bar
     buildDocks();
+    buildExploreDocks();
     buildMenus();
+    buildExploreMenus();
 
     auto* sb = statusBar();
     healthLabel_ = new QLabel(this);
@@ -149,6 +151,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 oomList_->setScene(scene_);
                 syncing_ = false;
                 onSelection(selection_->current());
+                exploreCompleted();
                 updateStatus();
             });
     connect(loader_, &SessionLoader::failed, this, [this](const QString& p, const QString& msg) {
@@ -431,6 +434,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     else if (!following)
         heatmap_->setViewport(vp);
     whatIf_->setSession(path_, scene_);
+    exploreScene(keepView);
     updateStatus();
 }
 
@@ -456,7 +460,7 @@ void MainWindow::fillTrackBox()
 
 bool MainWindow::busy() const
 {
-    return loader_->busy() || stagesPending_ > 0;
+    return loader_->busy() || stagesPending_ > 0 || exploreBusy();
 }
 
 void MainWindow::setLevel(int level, bool staged)
@@ -477,6 +481,7 @@ void MainWindow::setLevel(int level, bool staged)
     inspector_->setScene(scene_, level);
     details_->setScene(scene_, level);
     syncing_ = false;
+    exploreLevel();
     const uint64_t gen = ++levelGeneration_;
     // Each step reads scene_ and level_ when it runs, and only while no later setLevel came.
     auto timelines = [this, gen] {
@@ -561,11 +566,13 @@ void MainWindow::onSelection(const Selection& s)
     details_->setSelection(s);
     kernels_->setSelection(s);
     syncing_ = false;
+    exploreSelection(s);
 }
 
 void MainWindow::setDark(bool dark)
 {
     dark_ = dark;
+    applyPalette(dark);
     heatmap_->setDark(dark);
     timeline_->setDark(dark);
     histogram_->setDark(dark);

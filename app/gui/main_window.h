@@ -6,11 +6,15 @@
 #include "session_loader.h"
 #include "widgets/selection.h"
 
+#include "core/analysis/explore.h"
+
 #include <QMainWindow>
+#include <QPalette>
 #include <QPointer>
 #include <QProcess>
 #include <functional>
 #include <memory>
+#include <optional>
 
 class QComboBox;
 class QLabel;
@@ -22,6 +26,13 @@ class QMenu;
 class QTimer;
 
 namespace fs::views {
+class BlockList;
+class CallSitesPanel;
+class CursorBar;
+class CursorWorker;
+class SearchPanel;
+class TimeCursor;
+struct CursorSnapshot;
 class HeatmapWidget;
 class TimelineWidget;
 class HistogramWidget;
@@ -83,9 +94,41 @@ public:
     void setDark(bool dark);
     bool isDark() const { return dark_; }
 
+    // ---- time cursor, block list, call sites, search (main_window_cursor.cpp) ----
+    views::TimeCursor* timeCursor() const { return cursor_; }
+    views::BlockList* blockList() const { return blockList_; }
+    views::CallSitesPanel* callSites() const { return callSites_; }
+    views::SearchPanel* searchPanel() const { return search_; }
+    views::CursorBar* cursorBar() const { return cursorBar_; }
+    // The snapshot the views show (null before the first).
+    std::shared_ptr<const views::CursorSnapshot> cursorSnapshot() const { return snapshot_; }
+    void setCursorTime(int64_t t); // clamped to the session
+    void stepEvent(int dir);       // previous (< 0) or next allocator event of the track
+    void stepFrame(int dir);
+    enum class Jump {
+        MaxRatio,
+        PeakReserved,
+        MinLargest,
+        NextOom,
+        PreviousOom,
+        NextCollapse,
+        PreviousCollapse
+    };
+    bool jump(Jump j); // false when the session has no such moment (or not computed yet)
+    const std::optional<analysis::JumpTargets>& jumpTargets() const { return jumps_; }
+    bool stateOnly() const { return stateOnly_; }
+    // View › Layout (main_window_layout.cpp).
+    enum class Layout { Default, InspectorFirst, Explore };
+    void applyLayout(Layout l);
+    // --screenshots: gui-cursor.png (the cursor at max F, the block list) and gui-callsites.png
+    // (top call sites, the heatmap coloured by call site); shot(name) settles and saves.
+    void exploreScreenshots(const std::function<void(const QString&)>& shot);
+
 signals:
     // A live refresh reached the views (events committed so far).
     void liveUpdated(qint64 events);
+    // The views show the state at the cursor (its snapshot arrived).
+    void cursorShown(qint64 t);
 
 protected:
     void closeEvent(QCloseEvent*) override;
@@ -115,6 +158,24 @@ private:
     void showAbout();
     void updateStatus();
     void applyRules(const std::vector<analysis::CollapseRule>& rules);
+    // Explore (main_window_cursor.cpp): the heatmap under the cursor bar; docks; Go menu; what
+    // a new scene, track, selection or complete scene changes for them.
+    QWidget* buildCentral();
+    void buildExploreDocks();
+    void buildExploreMenus();
+    void exploreScene(bool keepView);
+    void exploreLevel();
+    void exploreSelection(const views::Selection& s);
+    void exploreCompleted();
+    bool exploreBusy() const; // a cursor snapshot, call-site table or search still computing
+    void onCursorMoved(int64_t t);
+    void onSnapshot(std::shared_ptr<const views::CursorSnapshot> s);
+    void updateHeatmapStyle();
+    void fillOomMenu();
+    // Layout (main_window_layout.cpp): sessions without frames or kernels give the frames
+    // table, inspector and kernel lane's room to the block list and call sites; the palette.
+    void adaptLayout();
+    void applyPalette(bool dark);
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;
@@ -156,6 +217,28 @@ private:
     uint64_t levelGeneration_ = 0; // a staged setLevel's later steps run only if it is current
     int stagesPending_ = 0;
     uint64_t rulesGeneration_ = 0;
+
+    views::TimeCursor* cursor_ = nullptr;
+    views::CursorWorker* cursorWorker_ = nullptr;
+    views::CursorBar* cursorBar_ = nullptr;
+    views::BlockList* blockList_ = nullptr;
+    views::CallSitesPanel* callSites_ = nullptr;
+    views::SearchPanel* search_ = nullptr;
+    std::shared_ptr<const views::CursorSnapshot> snapshot_;
+    std::optional<analysis::JumpTargets> jumps_;
+    uint64_t jumpsGeneration_ = 0;
+    bool stateOnly_ = false;
+    int64_t shownFrame_ = -1;       // the selection's frame the cursor last followed
+    int64_t shownMarker_ = kNoTime; // ... and its marked instant
+    analysis::Colouring colourBy_ = analysis::Colouring::Occupancy;
+    QString highlight_; // the search whose matches the heatmap highlights
+    analysis::FragmentedRule fragmentedRule_;
+    QMenu* jumpMenu_ = nullptr;
+    QMenu* oomMenu_ = nullptr;
+    QList<QAction*> jumpActions_; // by Jump
+    QByteArray defaultLayout_;
+    QStringList hiddenForSession_; // docks adaptLayout() hid (it shows them again)
+    QPalette originalPalette_;
 };
 
 } // namespace fs::gui

@@ -208,7 +208,7 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
     show();
     settle([] { return false; }, 200);
     auto shot = [&](const QString& name) {
-        settle([this] { return heatmap_->isRefined(); }, 20000);
+        settle([this] { return heatmap_->isRefined() && !exploreBusy(); }, 20000);
         const QString p = QStringLiteral("%1/%2").arg(dir, name);
         if (grab().save(p)) written << p;
     };
@@ -261,6 +261,7 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         emit oomList_->tree()->itemActivated(oomList_->tree()->topLevelItem(0), 0);
         shot(QStringLiteral("gui-oom.png"));
     }
+    exploreScreenshots(shot);
     // A what-if replay under expandable segments, opened beside the real run as a user would
     // from File > What-if replay... (the dialog's first preset).
     if (whatIf_ && whatIf_->action()->isEnabled()) {

@@ -1,9 +1,11 @@
 #include "measure_open.h"
 
 #include "main_window.h"
+#include "widgets/callsite_table.h"
 #include "widgets/heatmap_widget.h"
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QTimer>
 
@@ -190,6 +192,36 @@ int measureOpen(MainWindow& w, const QString& file)
         vp.t1 += step;
         pan.push_back(redraw(vp));
     }
+    // The time cursor across the run: a first move reads the blocks' attributes (tags,
+    // streams, call sites: attributes_ms), then 20 instants, each timed from the request to
+    // every view showing it (histogram, memory map, block list, readout, painted).
+    int64_t shownAt = kNoTime;
+    QObject::connect(&w, &MainWindow::cursorShown, [&](qint64 t) { shownAt = t; });
+    std::vector<double> cursorMs;
+    double attributesMs = -1, callSitesMs = -1;
+    if (const auto sc = w.scene()) {
+        const int64_t b = sc->timeBegin(), span = std::max<int64_t>(1, sc->timeEnd() - b);
+        auto move = [&](int64_t t) {
+            QElapsedTimer c;
+            c.start();
+            w.setCursorTime(t);
+            waitFor([&] { return shownAt == t && !w.busy(); }, 120000);
+            QApplication::processEvents(); // the paints the new state posted
+            return static_cast<double>(c.nsecsElapsed()) / 1e6;
+        };
+        attributesMs = move(b + span / 40);
+        for (int i = 0; i < 20; ++i)
+            cursorMs.push_back(
+                move(b + static_cast<int64_t>(static_cast<double>(span) * (i + 0.5) / 20.0)));
+        // The call-site table over the whole run (its first: one replay for the holes).
+        if (auto* d = w.findChild<QDockWidget*>(QStringLiteral("callSitesDock"))) {
+            d->show();
+            d->raise();
+        }
+        w.callSites()->setRange(views::CallSitesPanel::Range::WholeRun);
+        waitFor([&] { return !w.callSites()->busy(); }, 120000);
+        callSitesMs = w.callSites()->lastMs();
+    }
     tick.stop();
     const auto scene = w.scene();
     std::printf("{\"events\": %lld, \"allocations\": %lld, \"summary_ms\": %.1f, "
@@ -197,11 +229,15 @@ int measureOpen(MainWindow& w, const QString& file)
                 "\"complete_ms\": %.1f, "
                 "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
                 "\"redraw_first_image_ms_median\": %.1f, "
+                "\"attributes_ms\": %.1f, \"cursor_redraw_ms_median\": %.1f, "
+                "\"cursor_redraw_ms_max\": %.1f, \"callsites_whole_run_ms\": %.1f, "
                 "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
                 static_cast<long long>(scene ? scene->summary.events : 0),
                 static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
                 firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
-                median(firstImage), static_cast<long long>(maxGap), peakRssMb());
+                median(firstImage), attributesMs, median(cursorMs),
+                cursorMs.empty() ? 0.0 : *std::max_element(cursorMs.begin(), cursorMs.end()),
+                callSitesMs, static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
     if (debug) {
         qApp->removeEventFilter(&events);

@@ -59,11 +59,15 @@ constexpr std::array<std::string_view, 9> kAllocator = {"CachingAllocator",
                                                         "at::native::empty_cuda",
                                                         "at::native::empty_strided_cuda",
                                                         "cudaMalloc"};
-// CPython's own functions and libc's start-up, by symbol...
-constexpr std::array<std::string_view, 14> kInterpreterSymbols = {
-    "_Py",          "Py",     "cfunction_", "method_vectorcall", "slot_tp_", "run_mod",
-    "run_eval",     "pyrun_", "pymain_",    "__libc_",           "_start",   "__clone",
-    "start_thread", "clone3"};
+// CPython's own functions, libc's start-up and thread trampolines, by symbol...
+constexpr std::array<std::string_view, 19> kInterpreterSymbols = {
+    "_Py",          "Py",      "cfunction_", "method_vectorcall",
+    "slot_tp_",     "run_mod", "run_eval",   "pyrun_",
+    "pymain_",      "__libc_", "_start",     "__clone",
+    "start_thread", "clone3",  "pthread_",   "execute_native_thread_routine",
+    "__GI_",        "_dl_",    "dynamo_"};
+// ... by exact name ...
+constexpr std::array<std::string_view, 2> kInterpreterNames = {"clone", "start_thread"};
 // ... and by source file.
 constexpr std::array<std::string_view, 9> kInterpreterFiles = {
     "/Python/",   "/Objects/", "/Modules/", "/Include/", "/Parser/",
@@ -128,7 +132,10 @@ FrameKind classifyFrame(const std::string& text)
     const bool python =
         contains(file, ".py:") || endsWith(file, ".py") || contains(file, "<frozen");
     if (!python) {
-        if (startsAny(function, kInterpreterSymbols) || containsAny(file, kInterpreterFiles))
+        if (startsAny(function, kInterpreterSymbols) || containsAny(file, kInterpreterFiles) ||
+            std::find(kInterpreterNames.begin(), kInterpreterNames.end(), function) !=
+                kInterpreterNames.end() ||
+            endsWith(file, ".o"))
             return FrameKind::Interpreter;
         if (containsAny(function, kDispatch)) return FrameKind::Dispatch;
         // Native code without a source file of its own: a library's exported symbol.
@@ -156,9 +163,14 @@ StackView viewStack(const std::vector<std::string>& stack)
     for (FrameKind k : {FrameKind::User, FrameKind::Library})
         for (size_t i = 0; i < v.frames.size(); ++i)
             if (v.frames[i].kind == k) v.shown.push_back(i);
-    if (v.shown.empty())
+    // No frame of the program or a library (an autograd thread asking for a workspace): the
+    // frames of the most telling kind there is, dispatch before interpreter before allocator.
+    for (FrameKind k :
+         {FrameKind::Dispatch, FrameKind::Interpreter, FrameKind::Allocator, FrameKind::Unwind}) {
+        if (!v.shown.empty()) break;
         for (size_t i = 0; i < v.frames.size(); ++i)
-            v.shown.push_back(i);
+            if (v.frames[i].kind == k) v.shown.push_back(i);
+    }
     if (!v.shown.empty()) v.callSite = static_cast<int>(v.shown.front());
     return v;
 }

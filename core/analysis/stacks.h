@@ -44,9 +44,10 @@ struct StackView
 {
     std::vector<StackFrame> frames; // every frame, as recorded (innermost first)
     // Frames the default filter shows: user frames first (innermost first), then library
-    // frames; never empty when frames is not (a stack of hidden frames only shows them all).
+    // frames; without either, the frames of the first kind present among dispatch,
+    // interpreter, allocator, unwind. Never empty when frames is not.
     std::vector<size_t> shown;
-    int callSite = -1; // the call site: the innermost user frame, else library, else frame 0
+    int callSite = -1; // the call site: shown's first frame (the innermost user frame, ...)
     size_t hiddenCount() const { return frames.size() - shown.size(); }
 };
 StackView viewStack(const std::vector<std::string>& stack);

@@ -155,6 +155,9 @@ private slots:
             "cfunction_call (/usr/local/src/conda/python-3.12.3/Objects/methodobject.c:537)",
             FrameKind::Interpreter, "methodobject.c:537 cfunction_call");
         row("libc", "__libc_start_main", FrameKind::Interpreter, "__libc_start_main");
+        row("thread", "execute_native_thread_routine (thread48.o)", FrameKind::Interpreter,
+            "thread48.o execute_native_thread_routine");
+        row("clone", "clone", FrameKind::Interpreter, "clone");
         row("site-packages",
             "einsum (/root/x/.venv/lib/python3.12/site-packages/einops/einops.py:916)",
             FrameKind::Library, "einops.py:916 einsum");
@@ -192,10 +195,15 @@ private slots:
         const StackView v2 = viewStack(kStack2);
         QCOMPARE(v2.shown, (std::vector<size_t>{2, 1}));
         QCOMPARE(v2.frames[2].label(), std::string("model.py:20 alloc_b"));
-        // Only hidden frames: all shown, none lost.
-        const StackView v3 = viewStack({"torch::unwind::unwind()", "__libc_start_main"});
-        QCOMPARE(v3.shown.size(), size_t(2));
-        QCOMPARE(v3.callSite, 0);
+        // No user or library frame (an autograd thread asking for a cuBLAS workspace): the
+        // dispatch frames, the first of them the call site.
+        const StackView v3 = viewStack(
+            {"torch::unwind::unwind()", "c10::cuda::CUDACachingAllocator::Native::malloc()",
+             "at::cuda::getNewWorkspace()", "at::cuda::getCurrentCUDABlasHandle()",
+             "execute_native_thread_routine (thread48.o)", "pthread_condattr_setpshared", "clone"});
+        QCOMPARE(v3.shown, (std::vector<size_t>{2, 3}));
+        QCOMPARE(v3.callSite, 2);
+        QCOMPARE(v3.hiddenCount(), size_t(5));
     }
 
     void headlineNeedsBothFigures()

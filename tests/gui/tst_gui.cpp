@@ -121,8 +121,10 @@ private slots:
         const auto& hs = w.heatmap()->selection();
         QVERIFY(hs.from <= fr->start && hs.to >= fr->end);
         QVERIFY(w.heatmap()->viewport().t0 <= fr->start && w.heatmap()->viewport().t1 >= fr->end);
-        // The histogram shows that frame's fragments (at its end), with f-1 to compare.
-        QCOMPARE(w.histogram()->shownAt(), fr->end);
+        // The histogram shows that frame's fragments (at its end: the time cursor moved there,
+        // the state comes from a worker), with f-1 to compare.
+        QTRY_COMPARE_WITH_TIMEOUT(w.histogram()->shownAt(), fr->end, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 30000);
         const auto& ld = s.levels[size_t(w.level())];
         const auto want = s.engine->stateAt(ld.device, ld.level, fr->end).histogram.log2;
         QVERIFY(!want.empty());

@@ -146,6 +146,8 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
                                      {outsideColor(), QStringLiteral("outside any region")},
                                      {collapseColor(), QStringLiteral("collapsed frames"), 0},
                                      {th.muted, QStringLiteral("frame boundary (numbered)"), 2}};
+    if (!o.occupancyLegend) // the blocks' colours are a grouping's (the widget draws its legend)
+        items.erase(items.begin(), items.begin() + 3);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     drawLegend(p, plot.left(), plot.bottom() + 46 * kk, plot.width(), items, th);
 }
@@ -176,7 +178,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const double side = std::min(area.width(), area.height());
     const QRectF sq(area.left() + (area.width() - side) / 2, area.top(), side, side);
     // The engine's memory map: the compacted address space along a Hilbert curve, 128 x 128.
-    const analysis::MemmapRaster mm = s.memmap(o.level, t, 7);
+    const analysis::MemmapRaster mm = o.memmap ? *o.memmap : s.memmap(o.level, t, 7);
     const int n = std::max(1, mm.side);
     QImage img(n, n, QImage::Format_RGB32);
     img.fill(outsideColor());
@@ -197,7 +199,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     p.restore();
     p.setPen(QPen(th.foreground, 1));
     p.drawRect(sq);
-    const analysis::State st = s.stateAt(o.level, t);
+    const analysis::State st = o.state ? *o.state : s.stateAt(o.level, t);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     double y = sq.top();
     const double x = sq.right() + 16 * kk;

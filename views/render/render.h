@@ -57,6 +57,11 @@ struct RenderOptions
     int64_t marker = kNoTime; // an instant marked on the heatmap (the selected precursor)
     Theme theme = Theme::light();
     bool title = true;
+    bool occupancyLegend = true; // false: the heatmap's blocks are coloured by a grouping
+    // The memory map's figures when the caller has them (the GUI's time cursor computes them
+    // off the GUI thread); null: asked from the engine while painting.
+    const analysis::MemmapRaster* memmap = nullptr;
+    const analysis::State* state = nullptr;
 };
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours

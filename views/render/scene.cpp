@@ -299,6 +299,7 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
             s->levels.push_back(std::move(ld));
         }
     }
+    s->explorer = std::make_shared<const analysis::Explorer>(engine);
     s->engine = std::move(engine);
     return s;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/analysis/engine.h"
+#include "core/analysis/explore.h"
 #include "core/analysis/oom.h"
 #include "core/events.h"
 #include "core/session.h"
@@ -56,6 +57,9 @@ struct Scene
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
     std::vector<analysis::Collapse> collapses;
     std::shared_ptr<const analysis::Engine> engine;
+    // The engine's explorer (time cursor, block list, call sites, search: scene_explore.h),
+    // shared by the scenes withRules() makes; it reads nothing until asked.
+    std::shared_ptr<const analysis::Explorer> explorer;
     // The engine's OOM diagnoses (a replay per OOM: too long for the GUI thread), computed by
     // loadScene on the loading thread; null when the scene was made otherwise (the OOM list
     // then asks the engine).

@@ -1,8 +1,10 @@
 #include "heatmap_widget.h"
 
+#include "render/scene_explore.h"
 #include "worker_priority.h"
 
 #include <QApplication>
+#include <QFontMetricsF>
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -70,6 +72,7 @@ render::RenderOptions HeatmapWidget::options() const
     o.frame = sel_.frame;
     o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
     o.title = false;
+    o.occupancyLegend = legend_.empty();
     return o;
 }
 
@@ -173,14 +176,19 @@ void HeatmapWidget::startRaster()
     auto cancel = cancel_;
     const render::Viewport vp = vp_;
     const int level = level_;
-    auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last) {
+    using Legend = std::shared_ptr<const analysis::StyledRaster>;
+    auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last,
+                                                Legend legend = nullptr) {
         QMetaObject::invokeMethod(
             qApp,
-            [self, img = std::move(img), vp, fine, last, path] {
+            [self, img = std::move(img), vp, fine, last, path, legend] {
                 if (!self) return; // only one job runs: whatever it sends is for this widget
                 // An image of another session is never shown, one of an older refresh of the
                 // same recording is (stretched onto the current viewport, until the next).
                 if (!img.isNull() && self->scene_ && self->scene_->path == path) {
+                    self->legend_ = legend ? legend->legend : std::vector<analysis::LegendEntry>{};
+                    self->legendColours_ =
+                        legend ? render::legendColours(*legend) : std::vector<QColor>{};
                     self->raster_ = img;
                     self->rasterVp_ = vp;
                     self->refined_ = fine && !self->rasterPending_ && vp == self->vp_;
@@ -211,6 +219,28 @@ void HeatmapWidget::startRaster()
     const Pass first = blocks < 0.5 * pixels                                   ? Pass::Coarse
                        : blocks >= 4.0 * pixels && scene_->previewReady(level) ? Pass::Preview
                                                                                : Pass::None;
+    if (render::styled(*scene_, level, style_)) {
+        // Coloured by a grouping, or one pool's blocks: the explorer's raster, in one pass.
+        QThreadPool::globalInstance()->start([scene, vp, level, w, h, post, style = style_] {
+            lowerWorkerPriority();
+            analysis::StyledRaster r;
+            try {
+                r = render::styledHeatmap(*scene, level, vp.t0, vp.t1, vp.y0, vp.y1, w, h, style);
+            } catch (const std::invalid_argument&) { // a search that no longer parses
+                auto plain = style;
+                plain.colouring = analysis::Colouring::Occupancy;
+                r = render::styledHeatmap(*scene, level, vp.t0, vp.t1, vp.y0, vp.y1, w, h, plain);
+            }
+            QImage img = render::styledImage(r);
+            r.raster.occupancy.clear(); // the legend travels with the image, not the cells
+            r.raster.reservedFraction.clear();
+            r.raster.state.clear();
+            r.category.clear();
+            post(std::move(img), true, true,
+                 std::make_shared<const analysis::StyledRaster>(std::move(r)));
+        });
+        return;
+    }
     QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, first] {
         lowerWorkerPriority();
         if (first == Pass::Preview) {
@@ -276,6 +306,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         const QImage ph = placeholder();
         render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &ph);
     }
+    paintOverlay(p);
     if (boxing_) {
         p.setPen(QPen(QColor(255, 255, 255), 1, Qt::DashLine));
         p.setBrush(QColor(255, 255, 255, 40));
@@ -331,15 +362,41 @@ void HeatmapWidget::mousePressEvent(QMouseEvent* e)
 {
     pressPos_ = e->position();
     pressVp_ = vp_;
+    setFocus();
+    const QRectF plot = plotArea();
+    // The cursor line (within 5 px) or the time axis strip under the plot: scrub the cursor.
+    const bool onLine = cursor_ != kNoTime &&
+                        std::fabs(e->position().x() - timeToX(cursor_)) <= 5 &&
+                        e->position().y() >= plot.top() && e->position().y() <= plot.bottom();
+    const bool onAxis = e->position().y() > plot.bottom() &&
+                        e->position().y() < plot.bottom() + 34 &&
+                        e->position().x() >= plot.left() && e->position().x() <= plot.right();
+    if (scene_ && e->button() == Qt::LeftButton && (onLine || onAxis)) {
+        scrubbing_ = true;
+        boxing_ = dragging_ = false;
+        mouseMoveEvent(e);
+        return;
+    }
     boxing_ = e->button() == Qt::RightButton ||
               (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
     dragging_ = !boxing_ && e->button() == Qt::LeftButton;
     box_ = QRectF(pressPos_, pressPos_);
-    setFocus();
 }
 
 void HeatmapWidget::mouseMoveEvent(QMouseEvent* e)
 {
+    if (scrubbing_) {
+        const QRectF plot = plotArea();
+        const double fx = std::clamp((e->position().x() - plot.left()) / plot.width(), 0.0, 1.0);
+        emit cursorRequested(vp_.t0 +
+                             static_cast<int64_t>(fx * static_cast<double>(vp_.t1 - vp_.t0)));
+        return;
+    }
+    if (!dragging_ && !boxing_ && cursor_ != kNoTime) {
+        const bool near = std::fabs(e->position().x() - timeToX(cursor_)) <= 5 &&
+                          plotArea().contains(e->position());
+        QWidget::setCursor(near ? Qt::SizeHorCursor : Qt::ArrowCursor);
+    }
     if (boxing_) {
         box_ = QRectF(pressPos_, e->position()).normalized().intersected(plotArea());
         update();
@@ -361,6 +418,10 @@ void HeatmapWidget::mouseMoveEvent(QMouseEvent* e)
 
 void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
 {
+    if (scrubbing_) {
+        scrubbing_ = false;
+        return;
+    }
     const bool click = (e->position() - pressPos_).manhattanLength() < 4;
     if (boxing_) {
         boxing_ = false;
@@ -378,8 +439,12 @@ void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
         double y;
         uint64_t addr;
         const auto& ld = scene_->levels[static_cast<size_t>(level_)];
-        if (toData(e->position(), t, y) && ld.yToAddress(y, addr))
-            if (const auto a = scene_->allocationAt(level_, t, addr)) emit allocationClicked(a->id);
+        if (toData(e->position(), t, y)) {
+            emit cursorRequested(t);
+            if (ld.yToAddress(y, addr))
+                if (const auto a = scene_->allocationAt(level_, t, addr))
+                    emit allocationClicked(a->id);
+        }
     }
 }
 
@@ -426,6 +491,151 @@ void HeatmapWidget::keyPressEvent(QKeyEvent* e)
 void HeatmapWidget::resizeEvent(QResizeEvent*)
 {
     if (scene_) requestRaster();
+}
+
+void HeatmapWidget::setTimeCursor(int64_t t)
+{
+    if (t == cursor_) return;
+    cursor_ = t;
+    update();
+}
+
+void HeatmapWidget::setStyle(const analysis::HeatmapStyle& style)
+{
+    style_ = style;
+    if (scene_ && level_ >= 0) requestRaster();
+}
+
+void HeatmapWidget::setOoms(std::vector<int64_t> times)
+{
+    ooms_ = std::move(times);
+    update();
+}
+
+void HeatmapWidget::setFragmentHighlight(uint64_t address, uint64_t size)
+{
+    fragAddress_ = address;
+    fragSize_ = size;
+    update();
+}
+
+void HeatmapWidget::setNote(const QString& note)
+{
+    note_ = note;
+    update();
+}
+
+double HeatmapWidget::timeToX(int64_t t) const
+{
+    const QRectF plot = plotArea();
+    return plot.left() + static_cast<double>(t - vp_.t0) /
+                             static_cast<double>(std::max<int64_t>(1, vp_.t1 - vp_.t0)) *
+                             plot.width();
+}
+
+void HeatmapWidget::showSpan(int64_t t0, int64_t t1, uint64_t address, uint64_t size)
+{
+    if (!scene_ || level_ < 0) return;
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    render::Viewport vp = vp_;
+    const double ya = ld.addressToY(address);
+    const double yb = ld.addressToY(address + size);
+    bool change = false;
+    if (t0 < vp.t0 || t1 > vp.t1) {
+        const int64_t margin = std::max<int64_t>(1, (t1 - t0) / 8);
+        vp.t0 = std::min(vp.t0, t0 - margin);
+        vp.t1 = std::max(vp.t1, t1 + margin);
+        change = true;
+    }
+    if (ya >= 0 && (ya < vp.y0 || yb > vp.y1)) {
+        const double span = std::max(vp.y1 - vp.y0, (yb - ya) * 1.5);
+        vp.y0 = (ya + yb) / 2 - span / 2;
+        vp.y1 = vp.y0 + span;
+        change = true;
+    }
+    if (change) setViewport(vp);
+}
+
+void HeatmapWidget::paintOverlay(QPainter& p)
+{
+    if (!scene_ || level_ < 0) return;
+    const QRectF plot = plotArea();
+    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    p.save();
+    const double yspan = std::max(1e-9, vp_.y1 - vp_.y0);
+    auto Y = [&](double y) { return plot.bottom() - (y - vp_.y0) / yspan * plot.height(); };
+    // OOMs: red triangles on the time axis, a thin line up through the plot.
+    for (int64_t t : ooms_) {
+        if (t < vp_.t0 || t > vp_.t1) continue;
+        const double x = timeToX(t);
+        p.setPen(QPen(QColor(220, 30, 30, 150), 1, Qt::DashLine));
+        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(220, 30, 30));
+        const QPointF tri[] = {
+            {x, plot.bottom() + 1}, {x - 5, plot.bottom() + 9}, {x + 5, plot.bottom() + 9}};
+        p.drawPolygon(tri, 3);
+    }
+    // The free fragment picked in the block list or found by a search, at the cursor.
+    if (fragSize_ > 0 && cursor_ != kNoTime) {
+        const double ya = ld.addressToY(fragAddress_), yb = ld.addressToY(fragAddress_ + fragSize_);
+        if (ya >= 0) {
+            const double x = timeToX(cursor_);
+            p.setPen(QPen(QColor(40, 230, 120), 2));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(QRectF(QPointF(x - 6, Y(yb)), QPointF(x + 6, Y(ya))).adjusted(0, -1, 0, 1));
+        }
+    }
+    // The time cursor: a line with a handle on the axis.
+    if (cursor_ != kNoTime && cursor_ >= vp_.t0 && cursor_ <= vp_.t1) {
+        const double x = timeToX(cursor_);
+        p.setPen(QPen(QColor(255, 160, 20), 1.5));
+        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom() + 6));
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(255, 160, 20));
+        const QPointF tri[] = {
+            {x, plot.bottom() + 1}, {x - 6, plot.bottom() + 11}, {x + 6, plot.bottom() + 11}};
+        p.drawPolygon(tri, 3);
+    }
+    // The colouring's legend, in the top-right corner of the plot.
+    if (!legend_.empty() && legend_.size() == legendColours_.size()) {
+        QFont f = p.font();
+        f.setPointSizeF(std::max(7.0, f.pointSizeF() * 0.85));
+        p.setFont(f);
+        const QFontMetricsF fm(f);
+        const double lh = fm.height() + 2;
+        double wmax = 0;
+        QStringList labels;
+        for (const auto& e : legend_) {
+            labels << fm.elidedText(QString::fromStdString(e.label), Qt::ElideMiddle, 320);
+            wmax = std::max(wmax, fm.horizontalAdvance(labels.back()));
+        }
+        const QString title =
+            tr("coloured by %1").arg(QString::fromUtf8(analysis::colouringName(style_.colouring)));
+        wmax = std::max(wmax, fm.horizontalAdvance(title) - 16);
+        const QRectF box(plot.right() - wmax - 34, plot.top() + 6, wmax + 28,
+                         lh * static_cast<double>(legend_.size() + 1) + 8);
+        p.setPen(QColor(255, 255, 255, 90));
+        p.setBrush(QColor(20, 20, 24, 200));
+        p.drawRect(box);
+        p.setPen(QColor(235, 235, 235));
+        p.drawText(QPointF(box.left() + 6, box.top() + 4 + fm.ascent()), title);
+        for (size_t i = 0; i < legend_.size(); ++i) {
+            const double y = box.top() + 4 + lh * static_cast<double>(i + 1);
+            p.fillRect(QRectF(box.left() + 6, y + 2, 12, lh - 5), legendColours_[i]);
+            p.drawText(QPointF(box.left() + 22, y + fm.ascent()), labels[static_cast<int>(i)]);
+        }
+    }
+    if (!note_.isEmpty()) {
+        const QRectF band(plot.left() + 8, plot.top() + 8, plot.width() * 0.6, 0);
+        const QRectF r = p.fontMetrics().boundingRect(band.toRect(), Qt::TextWordWrap, note_);
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(20, 20, 24, 210));
+        p.drawRect(QRectF(r).adjusted(-6, -4, 6, 4));
+        p.setPen(QColor(255, 210, 120));
+        p.drawText(r, Qt::TextWordWrap, note_);
+    }
+    p.restore();
 }
 
 QString HeatmapWidget::describeAt(const QPointF& pt) const

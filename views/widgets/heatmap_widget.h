@@ -1,8 +1,13 @@
 // The VA heatmap: time × compacted address, painted by fragscope_render. Wheel zooms around the
-// cursor (time; Ctrl: address), drag pans, Shift+drag or right-drag box-zooms, F fits, arrows pan,
+// mouse (time; Ctrl: address), drag pans, Shift+drag or right-drag box-zooms, F fits, arrows pan,
 // +/- zoom. A coarse raster is drawn at once and a full-resolution one follows from a worker.
+// A click sets the time cursor (an orange line); dragging the line, or along the time axis
+// below the plot, scrubs it. The blocks can be coloured by call site, tag, stream or pool, or
+// search matches highlighted (HeatmapStyle, legend in the corner); a pool's track shows that
+// pool only. OOMs are marked under the time axis.
 #pragma once
 
+#include "core/analysis/explore.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -37,7 +42,23 @@ public:
     bool toData(const QPointF& pt, int64_t& t, double& y) const;
     QString describeAt(const QPointF& pt) const;
 
+    // ---- time cursor, styles, marks (docs/gui.md "Time cursor") ----
+    void setTimeCursor(int64_t t);
+    int64_t timeCursor() const { return cursor_; }
+    void setStyle(const analysis::HeatmapStyle& style);
+    const analysis::HeatmapStyle& style() const { return style_; }
+    const std::vector<analysis::LegendEntry>& legend() const { return legend_; }
+    void setOoms(std::vector<int64_t> times);
+    // A free fragment to outline at the cursor (size 0: none).
+    void setFragmentHighlight(uint64_t address, uint64_t size);
+    // A line over the plot saying what the picture is (a snapshot without a trace).
+    void setNote(const QString& note);
+    // Widens the view when [t0, t1] x the block's addresses is not all in it (a block's life).
+    void showSpan(int64_t t0, int64_t t1, uint64_t address, uint64_t size);
+    double timeToX(int64_t t) const;
+
 signals:
+    void cursorRequested(qint64 t);
     void viewportChanged(const fs::render::Viewport& vp);
     void allocationClicked(int64_t allocId);
     void refinedChanged();
@@ -78,6 +99,15 @@ private:
     bool dragging_ = false;
     bool boxing_ = false;
     QRectF box_;
+    bool scrubbing_ = false;
+    int64_t cursor_ = kNoTime;
+    analysis::HeatmapStyle style_;
+    std::vector<analysis::LegendEntry> legend_; // of the raster on screen
+    std::vector<QColor> legendColours_;
+    std::vector<int64_t> ooms_;
+    uint64_t fragAddress_ = 0, fragSize_ = 0;
+    QString note_;
+    void paintOverlay(QPainter& p);
 };
 
 } // namespace fs::views

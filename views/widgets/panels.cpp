@@ -1,7 +1,9 @@
 #include "panels.h"
 
 #include "core/analysis/engine.h"
+#include "core/analysis/stacks.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -37,7 +39,9 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     diff_->verticalHeader()->hide();
     diff_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     diff_->verticalHeader()->setDefaultSectionSize(20);
-    diff_->setMinimumHeight(6 * 20 + 28); // the whole f-1 -> f diff without scrolling
+    // The whole f-1 -> f diff (7 rows) without scrolling, under a header of its real height.
+    diff_->setMinimumHeight(7 * 20 + diff_->horizontalHeader()->sizeHint().height() +
+                            2 * diff_->frameWidth() + 2);
     model_ = new PrecursorModel(this);
     table_ = new QTableView(split);
     table_->setModel(model_);
@@ -46,6 +50,7 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(PrecursorModel::What, QHeaderView::Stretch);
     table_->verticalHeader()->hide();
+    table_->verticalHeader()->setDefaultSectionSize(20); // as the diff: more of the answer shows
     // The current precursor's fields, below the list; the splitter decides its height.
     detail_ = new QLabel(split);
     detail_->setWordWrap(true);
@@ -55,7 +60,7 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
     split->setStretchFactor(2, 1);
-    split->setSizes({150, 260, 190});
+    split->setSizes({diff_->minimumHeight(), 320, 110}); // the ranked answer gets the room
     lay->addWidget(split, 1);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& i) {
@@ -173,6 +178,19 @@ AllocationDetails::AllocationDetails(QWidget* parent) : QWidget(parent)
     tree_->setColumnCount(2);
     tree_->setHeaderLabels({tr("field"), tr("value")});
     lay->addWidget(tree_);
+    allFrames_ = new QCheckBox(tr("Show every stack frame (allocator, dispatch, torch::unwind, "
+                                  "interpreter)"),
+                               this);
+    allFrames_->setToolTip(tr("Off: the user's own file:line first, then library frames; the "
+                              "frames that only say how the allocation reached the allocator "
+                              "are folded"));
+    lay->addWidget(allFrames_);
+    connect(allFrames_, &QCheckBox::toggled, this, [this] { setSelection(sel_); });
+}
+
+void AllocationDetails::setAllFrames(bool on)
+{
+    allFrames_->setChecked(on);
 }
 
 void AllocationDetails::setScene(std::shared_ptr<const render::Scene> scene, int level)
@@ -184,6 +202,7 @@ void AllocationDetails::setScene(std::shared_ptr<const render::Scene> scene, int
 
 void AllocationDetails::setSelection(const Selection& s)
 {
+    sel_ = s;
     tree_->clear();
     if (!scene_ || level_ < 0 || s.allocId < 0) {
         new QTreeWidgetItem(
@@ -234,14 +253,41 @@ void AllocationDetails::setSelection(const Selection& s)
     if (a->stack.empty()) {
         add(tr("stack"), tr("(not recorded by this source)"));
     } else {
-        // Innermost frame first, as debuggers show it; the full text is in the tooltip.
-        const auto& frames = a->stack;
-        auto* st =
-            new QTreeWidgetItem(tree_, {tr("stack"), tr("%n frame(s)", "", int(frames.size()))});
-        for (size_t i = 0; i < frames.size(); ++i) {
-            const QString text = QString::fromStdString(frames[i]);
-            auto* item = new QTreeWidgetItem(st, {QStringLiteral("#%1").arg(i), text});
-            item->setToolTip(1, text);
+        // The engine's stack filter: the call site (the user's innermost frame) first, its
+        // file and line before the function (a long path would cut them off); the full text
+        // in the tooltip.
+        const analysis::StackView v = analysis::viewStack(a->stack);
+        const auto& cs = v.frames[static_cast<size_t>(v.callSite)];
+        auto* site =
+            new QTreeWidgetItem(tree_, {tr("call site"), QString::fromStdString(cs.label())});
+        site->setToolTip(1, QString::fromStdString(cs.text));
+        QFont bold = site->font(1);
+        bold.setBold(true);
+        site->setFont(1, bold);
+        const bool all = allFrames_->isChecked();
+        std::vector<size_t> order = v.shown;
+        if (all) {
+            order.clear();
+            for (size_t i = 0; i < v.frames.size(); ++i)
+                order.push_back(i);
+        }
+        auto* st = new QTreeWidgetItem(
+            tree_,
+            {tr("stack"), all ? tr("all %n frame(s), innermost first", "", int(v.frames.size()))
+                              : tr("%1 of %2 frames shown, the user's own first; %3 folded "
+                                   "(allocator, dispatch, unwind, interpreter)")
+                                    .arg(v.shown.size())
+                                    .arg(v.frames.size())
+                                    .arg(v.hiddenCount())});
+        for (size_t i : order) {
+            const analysis::StackFrame& f = v.frames[i];
+            auto* item =
+                new QTreeWidgetItem(st, {QStringLiteral("#%1 %2").arg(i).arg(
+                                             QString::fromUtf8(analysis::frameKindName(f.kind))),
+                                         QString::fromStdString(f.label())});
+            item->setToolTip(1, QString::fromStdString(f.text));
+            if (f.hidden() || f.kind == analysis::FrameKind::Library)
+                item->setForeground(1, palette().color(QPalette::PlaceholderText));
         }
         st->setExpanded(true);
     }

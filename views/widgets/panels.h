@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <memory>
 
+class QCheckBox;
 class QLabel;
 class QTableView;
 class QTableWidget;
@@ -50,11 +51,15 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
     void setSelection(const Selection& s);
     QTreeWidget* tree() const { return tree_; }
+    // The stack filter (analysis::viewStack): off shows every frame as recorded.
+    void setAllFrames(bool on);
 
 private:
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     QTreeWidget* tree_ = nullptr;
+    QCheckBox* allFrames_ = nullptr;
+    Selection sel_;
 };
 
 // A rule as the editor keeps it: the engine's rule, switched on or off (the settings file's own

@@ -1,4 +1,5 @@
 #include "plot_widgets.h"
+#include "time_cursor.h"
 
 #include <QPainter>
 #include <QVBoxLayout>
@@ -113,6 +114,36 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
     // (hundreds of bands a panel on a long run).
     plot_->setNotAntialiasedElements(QCP::aeItems);
     lay->addWidget(plot_);
+    // The time cursor's own layer, buffered: moving the cursor repaints that layer only (a
+    // full replot of a long run's panels takes tens of ms).
+    plot_->addLayer(QStringLiteral("cursor"), plot_->layer(QStringLiteral("overlay")),
+                    QCustomPlot::limAbove);
+    plot_->layer(QStringLiteral("cursor"))->setMode(QCPLayer::lmBuffered);
+    // A click sets the time cursor; a press on the cursor line drags it instead of the axis.
+    connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        pressPos_ = e->position();
+        if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton) return;
+        const QCPAxis* x = rects_.front()->axis(QCPAxis::atBottom);
+        if (cursor_ != kNoTime && !(e->modifiers() & Qt::ControlModifier) &&
+            std::fabs(x->coordToPixel(toX(cursor_)) - e->position().x()) <= 5) {
+            scrubbing_ = true;
+            plot_->setInteraction(QCP::iRangeDrag, false);
+        }
+    });
+    connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+        if (scrubbing_) emit cursorRequested(toTime(e->position().x()));
+    });
+    connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
+        if (scrubbing_) {
+            scrubbing_ = false;
+            plot_->setInteraction(QCP::iRangeDrag, true);
+            return;
+        }
+        if (scene_ && !rects_.empty() && e->button() == Qt::LeftButton &&
+            !(e->modifiers() & Qt::ControlModifier) &&
+            (e->position() - pressPos_).manhattanLength() < 4)
+            emit cursorRequested(toTime(e->position().x()));
+    });
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
         if (!scene_ || rects_.empty() || e->button() != Qt::LeftButton ||
             !(e->modifiers() & Qt::ControlModifier))
@@ -206,6 +237,8 @@ void TimelineWidget::rebuild()
     if (hadRange) keep = rects_.front()->axis(QCPAxis::atBottom)->range();
     plot_->clearItems();
     selectionItems_.clear();
+    cursorLines_.clear();
+    cursorTexts_.clear();
     plot_->clearGraphs();
     plot_->plotLayout()->clear();
     rects_.clear();
@@ -289,19 +322,23 @@ void TimelineWidget::rebuild()
             g->addToLegend(leg);
         return g;
     };
-    QVector<double> x, res, alc, fre, fr, fe, ee;
+    QVector<double> x, res, alc, fre, big, fr, fe, ee;
     for (size_t i = 0; i < tl.time.size(); ++i) {
         x << toX(tl.time[i]);
         res << tl.reserved[i] / div;
         alc << tl.allocated[i] / div;
         fre << tl.freeInRegions[i] / div;
+        big << tl.largestFragment[i] / div;
         fr << tl.fragmentationRatio[i];
         fe << tl.fragmentEntropy[i];
         ee << tl.eventEntropy[i];
     }
     addGraph(rects_[0], tr("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
     addGraph(rects_[0], tr("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
-    addGraph(rects_[0], tr("free in regions"), QColor(44, 160, 44), true)->setData(x, fre, true);
+    addGraph(rects_[0], tr("cached, unused (reserved − allocated)"), QColor(44, 160, 44), true)
+        ->setData(x, fre, true);
+    addGraph(rects_[0], tr("largest free block"), QColor(230, 120, 20), true)
+        ->setData(x, big, true);
     rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(units[ui]));
     rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
     addGraph(rects_[1], tr("fragmentation F = 1 − largest free / free (dashed: 0.35)"),
@@ -380,7 +417,15 @@ void TimelineWidget::rebuild()
     if (!bands.empty())
         for (auto* r : rects_)
             new BandsItem(plot_, r, bands, bandC);
+    // OOMs: a red line on every panel (the bands' item at zero width draws one pixel).
+    std::vector<std::pair<double, double>> oomLines;
+    for (int64_t t : ooms_)
+        oomLines.emplace_back(toX(t), toX(t));
+    if (!oomLines.empty())
+        for (auto* r : rects_)
+            new BandsItem(plot_, r, oomLines, QColor(220, 30, 30, 190));
     drawSelection();
+    placeCursor();
     applyPlotTheme(plot_, dark_);
     const double x1 = toX(scene_->timeEnd());
     rects_.front()
@@ -410,13 +455,13 @@ void HistogramWidget::setScene(std::shared_ptr<const render::Scene> scene, int l
     scene_ = std::move(scene);
     level_ = level;
     sel_ = {};
+    snap_.reset();
     rebuild();
 }
 
 void HistogramWidget::setSelection(const Selection& s)
 {
-    sel_ = s;
-    rebuild();
+    sel_ = s; // the instant comes from the time cursor (setSnapshot)
 }
 
 void HistogramWidget::rebuild()
@@ -429,21 +474,18 @@ void HistogramWidget::rebuild()
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    const analysis::FrameInfo* f = scene_->frame(sel_.frame);
-    if (f && f->start == kNoTime) f = nullptr;
-    // Without a selection: the end of the last timed frame (the session end often has nothing
-    // live), else the session end.
-    at_ = f ? f->end : sel_.to != kNoTime ? sel_.to : scene_->timeEnd();
-    if (!f && sel_.to == kNoTime)
-        for (auto it = scene_->frames.rbegin(); it != scene_->frames.rend(); ++it)
-            if (it->start != kNoTime) {
-                at_ = it->end;
-                break;
-            }
-    cur_ = scene_->stateAt(level_, at_).histogram.log2;
-    const analysis::FrameInfo* p = f ? scene_->frame(f->index - 1) : nullptr;
-    if (p && p->start == kNoTime) p = nullptr;
-    if (p) prev_ = scene_->stateAt(level_, p->end).histogram.log2;
+    // The engine's state at the time cursor, and at the end of the frame before when the cursor
+    // is at a frame's end (CursorWorker computes both off the GUI thread).
+    if (!snap_ || snap_->scene != scene_ || !snap_->blocks) {
+        at_ = kNoTime;
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    at_ = snap_->time;
+    const analysis::FrameInfo* f = snap_->previous ? scene_->frame(snap_->frame) : nullptr;
+    cur_ = snap_->blocks->state.histogram.log2;
+    const analysis::FrameInfo* p = f ? scene_->frame(snap_->previousFrame) : nullptr;
+    if (p) prev_ = snap_->previous->histogram.log2;
     auto k = [](const analysis::HistogramBin& b) {
         return static_cast<int>(
             std::lround(std::log2(static_cast<double>(std::max<uint64_t>(1, b.lo)))));
@@ -508,15 +550,14 @@ void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int leve
     scene_ = std::move(scene);
     level_ = level;
     sel_ = {};
+    snap_.reset();
     cacheValid_ = false;
     update();
 }
 
 void MemMapWidget::setSelection(const Selection& s)
 {
-    if (s.frame != sel_.frame || s.to != sel_.to) cacheValid_ = false;
-    sel_ = s;
-    update();
+    sel_ = s; // the instant comes from the time cursor (setSnapshot)
 }
 
 void MemMapWidget::setDark(bool dark)
@@ -533,11 +574,18 @@ void MemMapWidget::paintEvent(QPaintEvent*)
         p.fillRect(rect(), palette().window());
         return;
     }
+    if (!snap_ || snap_->scene != scene_ || !snap_->blocks) {
+        p.fillRect(rect(), palette().window());
+        return;
+    }
     if (!cacheValid_ || cache_.size() != size()) {
         render::RenderOptions o;
         o.level = level_;
-        o.frame = sel_.frame;
-        if (sel_.frame < 0 && sel_.to != kNoTime) o.at = sel_.to;
+        const analysis::FrameInfo* f = scene_->frame(snap_->frame);
+        o.frame = f && f->end == snap_->time ? f->index : -1;
+        o.at = snap_->time;
+        o.memmap = &snap_->memmap;
+        o.state = &snap_->blocks->state;
         o.title = false;
         o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
         cache_ = QImage(size(), QImage::Format_ARGB32_Premultiplied);
@@ -608,17 +656,10 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
     }
     const analysis::FrameInfo* f = scene_->frame(sel_.frame);
     if (f && f->start == kNoTime) f = nullptr;
-    int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd();
-    if (f) {
-        t0 = f->start;
-        t1 = f->end;
-    } else if (sel_.from != kNoTime) {
-        t0 = sel_.from;
-        t1 = sel_.to;
-    }
+    const auto [t0, t1] = window();
     fetch(t0, t1);
     const QStringList fresh = newVariants();
-    const QRectF lane(110, 22, width() - 120, 22), glane(110, 50, width() - 120, 14);
+    const QRectF lane = this->lane(), glane(110, 50, width() - 120, 14);
     p.drawText(QRectF(6, 4, width() - 12, 16), Qt::AlignLeft | Qt::AlignVCenter,
                f ? tr("frame %1: %2 kernel name(s)%3")
                        .arg(f->index)
@@ -655,6 +696,14 @@ void KernelLaneWidget::paintEvent(QPaintEvent*)
                           std::max(1.0, X(std::min(g.end, t1)) - X(std::max(g.start, t0))),
                           glane.height()),
                    QColor(120, 180, 90));
+    // OOMs (red) and the time cursor (orange) across both lanes.
+    for (int64_t t : ooms_)
+        if (t >= t0 && t <= t1)
+            p.fillRect(QRectF(X(t) - 0.5, lane.top() - 4, 1.5, glane.bottom() - lane.top() + 4),
+                       QColor(220, 30, 30));
+    if (cursor_ != kNoTime && cursor_ >= t0 && cursor_ <= t1)
+        p.fillRect(QRectF(X(cursor_) - 0.75, lane.top() - 6, 1.5, glane.bottom() - lane.top() + 8),
+                   QColor(255, 160, 20));
     p.setPen(palette().text().color());
     p.drawText(QRectF(110, 68, width() - 120, 16), Qt::AlignLeft | Qt::AlignVCenter,
                tr("%1 → %2   red: new variant, orange: variant shift")

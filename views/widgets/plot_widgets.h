@@ -11,8 +11,12 @@
 class QCustomPlot;
 class QCPAxisRect;
 class QCPAbstractItem;
+class QCPItemStraightLine;
+class QCPItemText;
 
 namespace fs::views {
+
+struct CursorSnapshot;
 
 class TimelineWidget : public QWidget
 {
@@ -28,12 +32,28 @@ public:
     QCustomPlot* plot() const { return plot_; }
     int graphCount() const;
     void setDark(bool dark);
+    // The time cursor: a line on every panel (its own buffered layer: moving it replots that
+    // layer only) and the engine's values at it (CursorSnapshot) in each panel's corner.
+    void setCursor(int64_t t);
+    void setCursorValues(const CursorSnapshot& s);
+    QStringList cursorValues() const; // the panels' readouts, top to bottom
+    void setOoms(std::vector<int64_t> times);
 
 signals:
     void timeClicked(int64_t t);
+    void cursorRequested(qint64 t); // a click, or a drag of the cursor line
 
 private:
     void rebuild();
+    void placeCursor();
+    int64_t toTime(double pixelX) const;
+    int64_t cursor_ = kNoTime;
+    std::vector<QCPItemStraightLine*> cursorLines_;
+    std::vector<QCPItemText*> cursorTexts_;
+    QStringList cursorText_; // the last snapshot's readouts (a rebuild makes new items)
+    std::vector<int64_t> ooms_;
+    bool scrubbing_ = false;
+    QPointF pressPos_;
     void drawSelection(); // the selection band on every panel, replacing the last one
     double toX(int64_t t) const;
     std::shared_ptr<const render::Scene> scene_;
@@ -59,10 +79,13 @@ public:
     int64_t shownAt() const { return at_; }
     QCustomPlot* plot() const { return plot_; }
     void setDark(bool dark);
+    // The state at the time cursor (the engine's, from the CursorWorker).
+    void setSnapshot(std::shared_ptr<const CursorSnapshot> s);
 
 private:
     void rebuild();
     std::shared_ptr<const render::Scene> scene_;
+    std::shared_ptr<const CursorSnapshot> snap_;
     int level_ = -1;
     QCustomPlot* plot_ = nullptr;
     std::vector<analysis::HistogramBin> cur_, prev_;
@@ -80,16 +103,19 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
     void setSelection(const Selection& s);
     void setDark(bool dark);
+    void setSnapshot(std::shared_ptr<const CursorSnapshot> s); // the map at the time cursor
+    int64_t shownAt() const;                                   // kNoTime before the first snapshot
 
 protected:
     void paintEvent(QPaintEvent*) override;
 
 private:
     std::shared_ptr<const render::Scene> scene_;
+    std::shared_ptr<const CursorSnapshot> snap_;
     int level_ = -1;
     Selection sel_;
     bool dark_ = false;
-    // The last painting: the engine is asked again only when what it shows changes.
+    // The last painting: redrawn only when what it shows changes.
     QImage cache_;
     bool cacheValid_ = false;
 };
@@ -106,11 +132,24 @@ public:
     // Kernels the engine reports as a kernel-variant shift in the selected frame.
     QStringList shiftedVariants() const { return shifted_; }
     void fetch(int64_t t0, int64_t t1); // the engine's kernels of the window, once per window
+    void setCursor(int64_t t);
+    void setOoms(std::vector<int64_t> times);
+    QString describeAt(const QPointF& pt) const; // the kernel or launch under pt (tooltip)
+
+signals:
+    void cursorRequested(qint64 t);
 
 protected:
     void paintEvent(QPaintEvent*) override;
+    bool event(QEvent* e) override;
+    void mousePressEvent(QMouseEvent* e) override;
+    void mouseMoveEvent(QMouseEvent* e) override;
 
 private:
+    std::pair<int64_t, int64_t> window() const; // the time range the lane shows
+    QRectF lane() const;
+    int64_t cursor_ = kNoTime;
+    std::vector<int64_t> ooms_;
     std::shared_ptr<const render::Scene> scene_;
     Selection sel_;
     QStringList shifted_;

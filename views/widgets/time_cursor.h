@@ -1,0 +1,86 @@
+// The time cursor: one instant shared by every view (docs/gui.md "Time cursor"). Clicking or
+// dragging on a time axis moves it; the views that show an instant (histogram, memory map,
+// state readout, block list) follow through a CursorWorker, which asks the engine on a worker
+// thread (newest request wins) and hands back one whole snapshot.
+#pragma once
+
+#include "render/scene.h"
+
+#include <QObject>
+
+#include <memory>
+#include <optional>
+
+namespace fs::views {
+
+class TimeCursor : public QObject
+{
+    Q_OBJECT
+public:
+    explicit TimeCursor(QObject* parent = nullptr) : QObject(parent) {}
+    int64_t time() const { return t_; }
+    bool isSet() const { return t_ != kNoTime; }
+    void setTime(int64_t t)
+    {
+        if (t == t_) return;
+        t_ = t;
+        emit moved(t_);
+    }
+
+signals:
+    void moved(qint64 t); // kNoTime when cleared
+
+private:
+    int64_t t_ = kNoTime;
+};
+
+// What the views show at the cursor, computed off the GUI thread.
+struct CursorSnapshot
+{
+    std::shared_ptr<const render::Scene> scene;
+    int level = -1;
+    int64_t time = kNoTime;
+    std::optional<analysis::BlocksAt> blocks; // state, blocks and fragments (the engine's)
+    analysis::MemmapRaster memmap;
+    // The frame the instant ends (the selected frame when the cursor is at its end) or lies
+    // in, and the end of the frame before it: the histogram's comparison.
+    int64_t frame = -1;
+    int64_t previousFrame = -1;
+    std::optional<analysis::State> previous;
+    double computeMs = 0; // on the worker
+};
+
+class CursorWorker : public QObject
+{
+    Q_OBJECT
+public:
+    explicit CursorWorker(QObject* parent = nullptr);
+    ~CursorWorker() override;
+    // Computes the snapshot at t; while one is computed, the newest request waits and the
+    // others are dropped. selectedFrame: the frame selected in the views (-1: none).
+    void request(std::shared_ptr<const render::Scene> scene, int level, int64_t t,
+                 int64_t selectedFrame);
+    bool busy() const { return running_ || pending_.has_value() || loadingAttributes_; }
+    static int64_t defaultTime(const render::Scene& s); // where a new session's cursor starts
+
+signals:
+    void ready(std::shared_ptr<const fs::views::CursorSnapshot> snapshot);
+    // The block attributes (tags, streams, call sites) of a track were read: a new request
+    // gets them.
+    void attributesLoaded();
+
+private:
+    struct Request
+    {
+        std::shared_ptr<const render::Scene> scene;
+        int level;
+        int64_t t;
+        int64_t frame;
+    };
+    void start(Request r);
+    bool running_ = false;
+    bool loadingAttributes_ = false;
+    std::optional<Request> pending_;
+};
+
+} // namespace fs::views
