@@ -436,7 +436,9 @@ void MainWindow::exploreLevel()
     jumps_.reset();
     for (QAction* a : jumpActions_.mid(0, 3))
         a->setEnabled(false);
-    if (render::canExplore(*scene_)) {
+    // Not while recording: a timeline of the whole run every refresh would hold the engine's
+    // read lock the refresh needs to write (the finished session computes them once).
+    if (render::canExplore(*scene_) && !scene_->live) {
         const uint64_t gen = ++jumpsGeneration_;
         QPointer<MainWindow> self(this);
         const auto scene = scene_;

@@ -188,9 +188,15 @@ private slots:
         w.selection()->select(sel);
         QTreeWidgetItem* st = stackItem();
         QVERIFY(st);
+        // Both frames are the user's: both shown, innermost first, file:line before the
+        // function; the innermost is the call site, shown above the stack.
         QCOMPARE(st->childCount(), 2);
-        QCOMPARE(st->child(0)->text(1), QStringLiteral("cache_block (kv.py:88)"));
-        QCOMPARE(st->child(1)->text(1), QStringLiteral("forward (model.py:412)"));
+        QCOMPARE(st->child(0)->text(1), QStringLiteral("kv.py:88 cache_block"));
+        QCOMPARE(st->child(1)->text(1), QStringLiteral("model.py:412 forward"));
+        const auto sites =
+            w.details()->tree()->findItems(QStringLiteral("call site"), Qt::MatchExactly, 0);
+        QCOMPARE(sites.size(), 1);
+        QCOMPARE(sites.front()->text(1), QStringLiteral("kv.py:88 cache_block"));
         sel.allocId = act;
         w.selection()->select(sel);
         st = stackItem();
@@ -454,9 +460,10 @@ private slots:
                 v.push_back(it->value);
             return v;
         };
-        // Graph 3 is F, 4 the fragment entropy (the order of TimelineWidget::rebuild).
-        QVERIFY(graphValues(3) == tl.fragmentationRatio);
-        QVERIFY(graphValues(4) == tl.fragmentEntropy);
+        // Graph 3 is the largest free block, 4 F, 5 the fragment entropy (the order of
+        // TimelineWidget::rebuild).
+        QVERIFY(graphValues(4) == tl.fragmentationRatio);
+        QVERIFY(graphValues(5) == tl.fragmentEntropy);
         // The same scene with another timeline: the widget plots the other values.
         auto changed = std::make_shared<render::Scene>(*scene);
         auto tl2 = std::make_shared<analysis::Timeline>(tl);
@@ -464,7 +471,7 @@ private slots:
             x = 0.5 * x + 0.25;
         changed->levels[size_t(li)].timeline = tl2;
         w.timeline()->setScene(changed, li);
-        QVERIFY(graphValues(3) == tl2->fragmentationRatio);
+        QVERIFY(graphValues(4) == tl2->fragmentationRatio);
         w.timeline()->setScene(scene, li);
         // The frames table: the engine's largest free fragment and F at each frame's end.
         const auto& frames = scene->engine->frames();

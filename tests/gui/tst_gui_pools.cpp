@@ -93,11 +93,13 @@ private slots:
         QApplication::processEvents();
         QVERIFY(
             w.findChild<QDockWidget*>("timelineDock")->windowTitle().contains("pool (1, 5) only"));
-        // reserved 2, allocated 0.5, free in regions 1.5 (MiB), F 0.
+        // reserved 2, allocated 0.5, cached but unused 1.5 (MiB), largest free block 1.5 (the
+        // pool's single fragment), F 1 - 1.5/1.5 = 0.
         QCOMPARE(lastValue(tl, 0), 2.0);
         QCOMPARE(lastValue(tl, 1), 0.5);
         QCOMPARE(lastValue(tl, 2), 1.5);
-        QCOMPARE(lastValue(tl, 3), 0.0);
+        QCOMPARE(lastValue(tl, 3), 1.5);
+        QCOMPARE(lastValue(tl, 4), 0.0);
         for (const auto& p : *tl->plot()->graph(0)->data())
             QCOMPARE(p.value, 2.0); // P is reserved for the whole run
 
