@@ -533,16 +533,27 @@ void MainWindow::exploreScreenshots(const std::function<void(const QString&)>& s
         }
     };
     // The cursor at max F with the blocks and fragments there, the largest block selected.
-    QElapsedTimer wait;
-    wait.start();
-    while (!jumps_ && wait.elapsed() < 60000) {
-        QApplication::processEvents(QEventLoop::AllEvents, 50);
-        QThread::msleep(5);
-    }
+    auto settle = [](const std::function<bool()>& done) {
+        QElapsedTimer wait;
+        wait.start();
+        while (!done() && wait.elapsed() < 60000) {
+            QApplication::processEvents(QEventLoop::AllEvents, 50);
+            QThread::msleep(5);
+        }
+    };
+    settle([this] { return jumps_.has_value(); });
     heatmap_->fit();
     if (jump(Jump::MaxRatio)) {
+        // The block list of that instant (the worker's snapshot), not the one before.
+        settle(
+            [this] { return !exploreBusy() && snapshot_ && snapshot_->time == cursor_->time(); });
         raise("blocksDock");
-        blockList_->table()->sortByColumn(views::BlockListModel::Size, Qt::DescendingOrder);
+        // The largest blocks first, the largest selected (its details and whole life shown).
+        QTableView* t = blockList_->table();
+        t->sortByColumn(views::BlockListModel::Size, Qt::DescendingOrder);
+        t->scrollToTop();
+        t->selectRow(0);
+        heatmap_->fit();
         shot(QStringLiteral("gui-cursor.png"));
     }
     // The top call sites up to the cursor, the heatmap coloured by them (by tag when the

@@ -181,7 +181,9 @@ CallSitesPanel::CallSitesPanel(QWidget* parent) : QWidget(parent)
     table_->verticalHeader()->setDefaultSectionSize(20);
     table_->setMinimumHeight(60); // a dock tab must not claim the timelines' height
     table_->setWordWrap(false);
-    table_->setTextElideMode(Qt::ElideMiddle);
+    // A call site's label starts with its file:line (two sites of one function differ there):
+    // a long one loses its end, never its line.
+    table_->setTextElideMode(Qt::ElideRight);
     table_->horizontalHeader()->setStretchLastSection(false);
     lay->addWidget(table_, 1);
     auto colouring = [this] {
@@ -342,7 +344,7 @@ void CallSitesPanel::start()
                         self->model_->resetData(
                             std::make_shared<const analysis::CallSiteTable>(std::move(*t)));
                         // Figures sized to their contents; the call site keeps at least
-                        // 40 % of the width (a long label is elided in the middle).
+                        // 40 % of the width (a long label loses its end).
                         QTableView* tv = self->table_;
                         tv->resizeColumnsToContents();
                         tv->setColumnWidth(
