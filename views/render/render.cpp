@@ -196,7 +196,7 @@ QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o)
     const double top = (o.title ? 52 : 10) * k;
     const double bottom = 78 * k; // axis labels, axis title and the legend row
     const double left = (v == View::Heatmap ? 150 : v == View::MemMap ? 20 : 100) * k;
-    const double right = (v == View::MemMap ? 200 : 22) * k;
+    const double right = (v == View::MemMap ? 200 : 22) * k + o.legendWidth;
     return QRectF(rect.left() + left, rect.top() + top, std::max(10.0, rect.width() - left - right),
                   std::max(10.0, rect.height() - top - bottom));
 }

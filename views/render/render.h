@@ -58,6 +58,7 @@ struct RenderOptions
     Theme theme = Theme::light();
     bool title = true;
     bool occupancyLegend = true; // false: the heatmap's blocks are coloured by a grouping
+    double legendWidth = 0;      // pixels kept right of the plot for the grouping's legend
     // The memory map's figures when the caller has them (the GUI's time cursor computes them
     // off the GUI thread); null: asked from the engine while painting.
     const analysis::MemmapRaster* memmap = nullptr;

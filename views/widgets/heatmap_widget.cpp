@@ -73,6 +73,9 @@ render::RenderOptions HeatmapWidget::options() const
     o.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
     o.title = false;
     o.occupancyLegend = legend_.empty();
+    // A colouring's legend gets a column of its own beside the plot (over the plot it hid the
+    // blocks it names); set with the style, before its raster comes, so the plot keeps its size.
+    if (style_.colouring != analysis::Colouring::Occupancy) o.legendWidth = kLegendWidth;
     return o;
 }
 
@@ -597,23 +600,21 @@ void HeatmapWidget::paintOverlay(QPainter& p)
             {x, plot.bottom() + 1}, {x - 6, plot.bottom() + 11}, {x + 6, plot.bottom() + 11}};
         p.drawPolygon(tri, 3);
     }
-    // The colouring's legend, in the top-right corner of the plot.
+    // The colouring's legend, in its column right of the plot.
     if (!legend_.empty() && legend_.size() == legendColours_.size()) {
         QFont f = p.font();
         f.setPointSizeF(std::max(7.0, f.pointSizeF() * 0.85));
         p.setFont(f);
         const QFontMetricsF fm(f);
         const double lh = fm.height() + 2;
-        double wmax = 0;
+        const double wmax = kLegendWidth - 42; // the box's margins and colour swatch
         QStringList labels;
-        for (const auto& e : legend_) {
-            labels << fm.elidedText(QString::fromStdString(e.label), Qt::ElideMiddle, 320);
-            wmax = std::max(wmax, fm.horizontalAdvance(labels.back()));
-        }
-        const QString title =
-            tr("coloured by %1").arg(QString::fromUtf8(analysis::colouringName(style_.colouring)));
-        wmax = std::max(wmax, fm.horizontalAdvance(title) - 16);
-        const QRectF box(plot.right() - wmax - 34, plot.top() + 6, wmax + 28,
+        for (const auto& e : legend_) // file:line first: a long label loses its end
+            labels << fm.elidedText(QString::fromStdString(e.label), Qt::ElideRight, wmax);
+        const QString title = fm.elidedText(
+            tr("coloured by %1").arg(QString::fromUtf8(analysis::colouringName(style_.colouring))),
+            Qt::ElideRight, wmax + 16);
+        const QRectF box(plot.right() + 8, plot.top(), wmax + 28,
                          lh * static_cast<double>(legend_.size() + 1) + 8);
         p.setPen(QColor(255, 255, 255, 90));
         p.setBrush(QColor(20, 20, 24, 200));

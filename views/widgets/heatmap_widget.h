@@ -25,6 +25,7 @@ class HeatmapWidget : public QWidget
 public:
     explicit HeatmapWidget(QWidget* parent = nullptr);
     ~HeatmapWidget() override;
+    static constexpr double kLegendWidth = 250; // the colouring legend's column (pixels)
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
     void setLevel(int level);
     int level() const { return level_; }
