@@ -2,8 +2,8 @@
 // (optical flow, tracking, CLIP) to a session. Every row is checked first; any bad row is
 // reported with its line number and nothing is written.
 #include "command.h"
-#include "core/session.h"
-#include "core/sqlite.h"
+#include "core/store/session.h"
+#include "core/store/sqlite.h"
 
 #include <cctype>
 #include <charconv>

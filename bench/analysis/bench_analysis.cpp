@@ -5,8 +5,8 @@
 // With --session PATH and an existing file, that session is used (no simulation).
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>

@@ -6,7 +6,7 @@
 // the drain rate: trace entries the bridge turns into events per second of GIL it holds. Usage:
 // bench_capture_pytorch [ROUNDS]   (default 3000 rounds = 48 000 allocator calls), run twice: no
 // other work between allocations, then 20 us of Python work after each.
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <algorithm>
 #include <array>

@@ -8,8 +8,8 @@
 // Run with --help for the options.
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // Ingest throughput (events/s, bytes/event) beside a bare prepared-statement SQLite insert of the
 // same allocation rows, measured in the same run. Usage: bench_ingest [EVENTS] [DIR] [REPEATS]
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>

@@ -9,7 +9,7 @@
 // `state --at end`, `export heatmap`, and `fragscope-gui --measure-open` twice (its JSON line).
 // Baseline in the same run: a plain SQLite scan of the allocations table (every column the
 // engine reads, no work per row), the least any open of the file can cost.
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "trace.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -2,8 +2,8 @@
 
 #include "core/analysis/engine.h"
 #include "core/event_sink.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>

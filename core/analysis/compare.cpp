@@ -1,6 +1,6 @@
 #include "compare.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 #include "engine.h"
 
 #include <algorithm>

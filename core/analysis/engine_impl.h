@@ -5,7 +5,7 @@
 #include "engine.h"
 #include "metrics.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <array>
 #include <atomic>

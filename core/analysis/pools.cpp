@@ -4,7 +4,7 @@
 #include "engine_impl.h"
 #include "metrics.h"
 
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <algorithm>
 #include <charconv>

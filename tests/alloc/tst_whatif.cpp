@@ -8,8 +8,8 @@
 #include "core/analysis/compare.h"
 #include "core/analysis/engine.h"
 #include "core/import/importer.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>

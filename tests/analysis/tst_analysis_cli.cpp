@@ -1,7 +1,7 @@
 // The state, report, collapse and metrics import commands, run as a user runs them; their JSON
 // is parsed and checked against the known answers of a hand-built session.
 #include "builder.h"
-#include "core/session.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QFile>

@@ -6,8 +6,8 @@
 #include "builder.h"
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <QTemporaryDir>
 #include <QTest>

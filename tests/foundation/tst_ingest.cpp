@@ -1,6 +1,6 @@
 // Ingest: pairing, regions, reordering, anomalies, frames/metrics from markers, crash safety.
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "sessionbuilder.h"
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
 // Session file format v1: magic, version, validation of bad files, documentation coverage.
-#include "core/session.h"
+#include "core/store/session.h"
 #include "sessionbuilder.h"
 #include "testutil.h"
 

@@ -4,8 +4,8 @@
 // that session is reused while the input is unchanged. Small inputs written here.
 #include "../import/importtest.h"
 #include "core/import/open_input.h"
-#include "core/session.h"
-#include "core/sqlite.h"
+#include "core/store/session.h"
+#include "core/store/sqlite.h"
 #include "main_window.h"
 #include "session_loader.h"
 

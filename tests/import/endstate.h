@@ -3,7 +3,7 @@
 // allocations alive at the end, and fragments = maximal gaps between them inside one region.
 #pragma once
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <cmath>

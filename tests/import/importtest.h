@@ -4,7 +4,7 @@
 
 #include "testutil.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <QByteArray>
 #include <QDir>

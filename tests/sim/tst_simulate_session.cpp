@@ -1,8 +1,8 @@
 // Simulated sessions written through Ingest, and `fragscope simulate` itself: the session agrees
 // with the simulator's own counters, is identical for the same seed, and `info --json` reads it.
 #include "capture/sim/simulator.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QDir>

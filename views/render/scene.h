@@ -10,7 +10,7 @@
 #include "core/analysis/engine.h"
 #include "core/analysis/oom.h"
 #include "core/events.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <atomic>
 #include <cstdint>

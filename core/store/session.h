@@ -1,7 +1,7 @@
 // The session file: a plain SQLite database (format v1, docs/session-format.md).
 #pragma once
 
-#include "events.h"
+#include "core/events.h"
 #include "sqlite.h"
 
 #include <cstdint>

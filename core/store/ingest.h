@@ -2,9 +2,9 @@
 // begin(), add() for each event (out of order within a bounded window), then end().
 #pragma once
 
-#include "event_sink.h"
-#include "events.h"
-#include "mapped_pieces.h"
+#include "core/event_sink.h"
+#include "core/events.h"
+#include "core/mapped_pieces.h"
 #include "session.h"
 
 #include <chrono>
