@@ -64,10 +64,15 @@ public:
     // openFlags are added to SQLITE_OPEN_READONLY: SQLITE_OPEN_NOMUTEX for a connection that
     // only ever one thread uses (no per-call mutex; loadScene reads millions of rows through it).
     static Session open(const std::string& path, bool integrityCheck = true, int openFlags = 0);
+    // Another read-only connection, used by one thread, to a file this process already opened
+    // with open(): no checks (the engine reads a long table on two connections at once).
+    static Session openUnchecked(const std::string& path);
 
     const std::string& path() const { return db_.path(); }
-    Db& db() { return db_; }
-    const Db& db() const { return db_; }
+    // A read transaction: every read until commitRead() sees the same commit, even while a
+    // recorder keeps committing (WAL readers see a fixed snapshot).
+    void beginRead();
+    void commitRead();
     std::string meta(const std::string& key, const std::string& fallback = {}) const;
     // exact=false: for a file a recording is still writing, read several times a second. The
     // table counts stay 0 (the caller counts what it read) and the event count and time range
@@ -78,6 +83,9 @@ public:
     int64_t allocationCount() const;
     // Text of an interned string (empty when unknown).
     std::string string(StringId id) const;
+
+    Db& db() { return db_; }
+    const Db& db() const { return db_; }
 
 private:
     explicit Session(Db db) : db_(std::move(db)) {}
