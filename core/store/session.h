@@ -84,10 +84,12 @@ public:
     // Text of an interned string (empty when unknown).
     std::string string(StringId id) const;
 
+private:
+    // The connection: only core/store runs SQL (SessionAccess, session_access.h; tests read raw
+    // rows through store::debugQuery).
+    friend struct SessionAccess;
     Db& db() { return db_; }
     const Db& db() const { return db_; }
-
-private:
     explicit Session(Db db) : db_(std::move(db)) {}
     Db db_;
 };

@@ -4,6 +4,7 @@
 
 #include "testutil.h"
 
+#include "core/store/debug_query.h"
 #include "core/store/session.h"
 
 #include <QByteArray>
@@ -107,7 +108,7 @@ private:
 
 inline int64_t scalar(fs::Session& s, const char* sql)
 {
-    return s.db().scalar(sql, -1);
+    return fs::store::debugQuery(s).scalar(sql, -1);
 }
 
 } // namespace fstest
