@@ -58,7 +58,7 @@ bool storeViewingIndex(const std::string& path, const ViewingIndexOptions& vo)
     if (vo.progress) vo.progress(100);
     // The grid the heatmap's first preview reads (Engine::heatmapPreview: 17 MB), for a track
     // large enough that the heatmap previews it (a smaller one is drawn exactly at once).
-    if (byDefault && byDefault->allocations >= 1'000'000) {
+    if (byDefault && byDefault->allocations >= vo.previewFrom) {
         HeatmapRequest rq;
         rq.device = byDefault->device;
         rq.level = byDefault->level;

@@ -1,6 +1,6 @@
 #include "baseline.h"
 
-#include "sqlite.h"
+#include "session_access.h"
 
 namespace fs::store {
 
@@ -33,6 +33,18 @@ void writeBareAllocations(const std::string& path, const std::vector<BareAllocat
     db.exec("CREATE INDEX allocations_time ON allocations(device, level, alloc_ns)");
     db.exec("COMMIT");
     db.exec("PRAGMA journal_mode=DELETE");
+}
+
+int64_t scanAllocations(const Session& s, uint64_t& checksum)
+{
+    Stmt st = SessionAccess::db(s).prepare("SELECT id, device, level, region_id, address, size,"
+                                           " alloc_ns, free_ns FROM allocations");
+    int64_t rows = 0;
+    while (st.step()) {
+        checksum += st.u64(4) + st.u64(5);
+        ++rows;
+    }
+    return rows;
 }
 
 } // namespace fs::store

@@ -2,6 +2,8 @@
 // least the same work needs, measured in the same run.
 #pragma once
 
+#include "session.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,5 +24,10 @@ struct BareAllocation
 // with the pragmas ingest uses and the same time index built at the end: what ingest's writer
 // is compared with (bench_ingest).
 void writeBareAllocations(const std::string& path, const std::vector<BareAllocation>& rows);
+
+// The SELECT of the columns the engine's open reads, over every allocation row, reading only
+// address and size: what the engine's cold open is compared with (bench_analysis). Returns the
+// rows read; checksum: a sum of the values read, so that the reads are not optimised away.
+int64_t scanAllocations(const Session& s, uint64_t& checksum);
 
 } // namespace fs::store
