@@ -8,7 +8,7 @@
 #include "core/analysis/explore.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 

@@ -77,8 +77,8 @@ struct Explorer::Data
     int stateOnly = -1; // -1: not computed
 };
 
-// The explorer's reads of the session file: the only SQL of the explore module, kept here so
-// that it moves to core/store/ with the engine's (explore_rows.cpp). Callers hold dbMutex.
+// The explorer's reads of the session file, through the store's typed readers
+// (explore_rows.cpp). Callers hold dbMutex.
 struct AttributeRow
 {
     int64_t id = 0;
