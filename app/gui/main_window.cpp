@@ -762,7 +762,10 @@ void MainWindow::attachDialog()
         QProcess ps;
         ps.start(cliPath(), {QStringLiteral("ps"), QStringLiteral("--json")});
         if (ps.waitForFinished(3000) && ps.exitCode() == 0) {
-            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput()).array();
+            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput())
+                                 .object()
+                                 .value(QStringLiteral("processes"))
+                                 .toArray();
             for (const auto& v : arr) {
                 const QJsonObject o = v.toObject();
                 items << QStringLiteral("%1  [%2, %3]  %4")

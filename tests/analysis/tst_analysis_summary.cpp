@@ -196,24 +196,13 @@ private slots:
 
     void knownAnswers()
     {
-        // One 1 MiB segment at 0: A [0, 256K) at 10, B [256K, 512K) at 20, C [512K, 896K) at
-        // 30, B freed at 40, D (4 KiB) outside any region at 50; the session ends at 100.
-        // States: 0..10 F 0 (one 1 MiB fragment); 10..20 largest 768K; 20..30 512K; 30..40
-        // 128K (F 0); 40..50 and 50..100 fragments 256K + 128K, F = 1 - 256/384 = 1/3.
+        // builder.h's known session: one 1 MiB segment at 0: A [0, 256K) at 10, B [256K, 512K)
+        // at 20, C [512K, 896K) at 30, B freed at 40, D (4 KiB) outside any region at 50; the
+        // session ends at 100. States: 0..10 F 0 (one 1 MiB fragment); 10..20 largest 768K; 20..30
+        // 512K; 30..40 128K (F 0); 40..50 and 50..100 fragments 256K + 128K, F = 1 - 256/384 = 1/3.
         // Mean F = (1/3 * 10 + 1/3 * 50) / 100 = 0.2 exactly (time-weighted, 100 ns reserved).
         const auto f = path("known.fragscope");
-        {
-            Ingest in(options(f));
-            in.begin();
-            in.add(ev(EventType::RegionCreate, 0, kBase, 1 * MiB));
-            in.add(ev(EventType::Alloc, 10, kBase, 256 * KiB));
-            in.add(ev(EventType::Alloc, 20, kBase + 256 * KiB, 256 * KiB));
-            in.add(ev(EventType::Alloc, 30, kBase + 512 * KiB, 384 * KiB));
-            in.add(ev(EventType::Free, 40, kBase + 256 * KiB));
-            in.add(ev(EventType::Alloc, 50, kBase + 2 * MiB, 4 * KiB));
-            mark(in, 100, "done");
-            in.end();
-        }
+        writeKnownSession(f);
         const auto e = Engine::open(f);
         QCOMPARE(e->timeEnd(), int64_t{100});
         const TrackSummary s = e->trackSummary(0, Level::Framework);
