@@ -11,9 +11,16 @@
 #include "builder.h"
 #include "testutil.h"
 
+#include "core/json.h"
+
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -86,6 +93,27 @@ void buildSession(const std::string& path)
     alloc(6200, 65 * MiB, 1 * MiB); // private pool
     mark(in, 7000 * ms, "end");
     in.end();
+}
+
+// Adds to missing every key of v (recursively) that is not in documented, as "file: path.key".
+// Keys under "devices" (device ids), "metrics" (a frame's own metric names) and "anomalies"
+// (anomaly kinds) are data, not field names.
+void undocumented(const QJsonValue& v, const QString& path, const QSet<QString>& documented,
+                  QStringList& missing)
+{
+    if (v.isArray()) {
+        for (const QJsonValue& x : v.toArray())
+            undocumented(x, path + "[]", documented, missing);
+        return;
+    }
+    if (!v.isObject()) return;
+    const QJsonObject o = v.toObject();
+    const bool data =
+        path.endsWith(".devices") || path.endsWith(".metrics") || path.endsWith(".anomalies");
+    for (auto it = o.begin(); it != o.end(); ++it) {
+        if (!data && !documented.contains(it.key())) missing << path + "." + it.key();
+        undocumented(it.value(), path + "." + it.key(), documented, missing);
+    }
 }
 
 } // namespace
@@ -163,6 +191,38 @@ private slots:
             QVERIFY2(err.isEmpty(), err.constData());
             snapshot_ = true;
         }
+    }
+
+    // Every field of every golden JSON output is named in docs/json.md (in backquotes), so the
+    // one page that documents them cannot fall behind an output.
+    void everyFieldDocumented()
+    {
+        QFile doc(QStringLiteral(FRAGSCOPE_SOURCE_DIR) + "/docs/json.md");
+        QVERIFY(doc.open(QIODevice::ReadOnly));
+        QSet<QString> documented;
+        const QString text = QString::fromUtf8(doc.readAll());
+        static const QRegularExpression quoted("`([^`]*)`"), word("[a-z_][a-z_0-9]*");
+        for (auto q = quoted.globalMatch(text); q.hasNext();)
+            for (auto w = word.globalMatch(q.next().captured(1)); w.hasNext();)
+                documented.insert(w.next().captured(0));
+        QVERIFY(documented.contains("schema_version"));
+        QStringList missing;
+        int files = 0;
+        for (QDirIterator it(goldenDir(), {"*.json"}, QDir::Files, QDirIterator::Subdirectories);
+             it.hasNext();) {
+            QFile f(it.next());
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QJsonParseError err;
+            const QJsonDocument d = QJsonDocument::fromJson(f.readAll(), &err);
+            QVERIFY2(err.error == QJsonParseError::NoError, qPrintable(f.fileName()));
+            QVERIFY2(d.object()["schema_version"].toInt() == kJsonSchemaVersion,
+                     qPrintable(f.fileName()));
+            undocumented(d.object(), QDir(goldenDir()).relativeFilePath(f.fileName()) + ":",
+                         documented, missing);
+            ++files;
+        }
+        QVERIFY(files >= 10);
+        QVERIFY2(missing.isEmpty(), qPrintable("not in docs/json.md: " + missing.join(", ")));
     }
 
     void outputs_data()
