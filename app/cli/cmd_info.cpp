@@ -3,7 +3,7 @@
 #include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include "summary.h"
 #include "types.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <atomic>
 #include <optional>

@@ -7,7 +7,7 @@
 
 #include "core/format.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <string>
 
