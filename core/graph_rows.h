@@ -1,0 +1,70 @@
+// The CUDA-graph rows of a session (graph_launches, graph-launched kernels, graph_captures,
+// graph_execs), read in one place: the graphs analysis (core/analysis/graphs.cpp) and `info`'s
+// capture health take them from here and run no SQL of their own. (Moves into core/store/ with
+// the other typed readers.)
+#pragma once
+
+#include "events.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fs {
+
+class Session;
+
+struct GraphLaunchRow
+{
+    int64_t start = 0;
+    int64_t end = 0;
+    int64_t graphId = 0; // 0: the source did not say
+    uint64_t execId = 0; // 0: the source did not say
+    uint32_t device = 0;
+    uint32_t stream = 0;
+};
+static_assert(sizeof(GraphLaunchRow) <= 40, "a million replays must read quickly");
+
+// A kernel that a graph launched (kernels.graph_id not NULL).
+struct GraphKernelRow
+{
+    int64_t start = 0;
+    int64_t end = 0;
+    int64_t graphId = 0;
+    uint32_t device = 0;
+};
+
+struct GraphCaptureRow
+{
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t graphId = 0;
+    uint64_t pool = 0; // 0: the source did not say
+    std::string name;  // empty: none given
+    uint32_t device = 0;
+    uint32_t stream = 0;
+};
+
+struct GraphExecRow
+{
+    int64_t instantiated = 0;
+    int64_t destroyed = kNoTime; // kNoTime: alive at the end
+    int64_t graphId = 0;
+    uint64_t execId = 0;
+    uint32_t device = 0;
+};
+
+struct GraphRows
+{
+    std::vector<GraphLaunchRow> launches; // by (start, row id)
+    std::vector<GraphKernelRow> kernels;  // by (start, row id); empty unless asked for
+    std::vector<GraphCaptureRow> captures;
+    std::vector<GraphExecRow> execs;
+    bool capturesRecorded = false; // the session has the graph_captures/graph_execs tables
+};
+
+// Reads the session's graph rows; kernels only with withKernels (the graphs analysis needs
+// them for replay durations, `info` does not). Throws fs::SessionError on a bad file.
+GraphRows readGraphRows(const Session& s, bool withKernels);
+
+} // namespace fs
