@@ -26,6 +26,8 @@ struct SessionSummary;
 
 namespace fs::analysis {
 
+struct GraphsReport; // graphs.h
+
 // Thrown by open() when the cancel flag was raised.
 class Cancelled : public std::exception
 {
@@ -197,6 +199,10 @@ public:
     std::vector<double> frameSeries(uint32_t device, Level level, const std::string& metric) const;
     // Every allocator metric of the default track against every frame metric in the session.
     std::vector<Correlation> correlations() const;
+    // ---- CUDA graphs and pools (graphs.h; core/analysis/graphs.cpp) ----
+    // Every graph, pool and replay of the session with the sharing candidates; their what-if
+    // savings are the allocator model's (fs::alloc::graphsReport fills them in).
+    GraphsReport graphs() const;
     // ---- OOMs ----
     // Every OOM of the session, diagnosed (docs/analysis.md "OOM diagnosis"), in time order.
     std::vector<OomDiagnosis> ooms() const;

@@ -286,6 +286,10 @@ private:
     bool reopen_ = false;
 };
 
+// Region id -> regions.pool_id of a track's regions (core/analysis/pools.cpp).
+std::unordered_map<int64_t, uint64_t> regionPoolIds(const Engine::Impl& d, uint32_t device,
+                                                    Level level);
+
 // The analysis_cache key of a track's level-of-detail grid.
 std::string lodKey(const TrackData& t);
 

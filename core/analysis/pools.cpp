@@ -116,6 +116,12 @@ PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
 
 } // namespace
 
+std::unordered_map<int64_t, uint64_t> regionPoolIds(const Engine::Impl& d, uint32_t device,
+                                                    Level level)
+{
+    return regionPools(d, device, level);
+}
+
 std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
 {
     return poolStates(*this, regionPools(*d_, device, level), device, level, t);
