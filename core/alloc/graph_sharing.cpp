@@ -1,0 +1,116 @@
+#include "graph_sharing.h"
+
+#include "replay.h"
+
+#include "core/analysis/engine.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace fs::alloc {
+
+namespace {
+
+// The peak reserved bytes of one device's replay with `merge` applied to its requests' pools
+// (merge[i]: the model pool that model pool i becomes).
+uint64_t replayPeak(const Trace& trace, size_t device, const std::vector<int32_t>& merge,
+                    const std::atomic<bool>* cancel)
+{
+    Trace one; // without a sink the replay reads only the device's requests
+    one.recorded = trace.recorded;
+    one.devices.push_back(trace.devices[device]);
+    for (Request& r : one.devices.front().requests)
+        if (r.pool >= 0 && static_cast<size_t>(r.pool) < merge.size()) r.pool = merge[r.pool];
+    const DeviceTrace& d = trace.devices[device];
+    ReplayOptions ro;
+    ro.config = trace.recorded;
+    ro.cancel = cancel;
+    // The memory the recording had, as `whatif` gives its recorded run.
+    ro.deviceCapacity[d.device] = d.usableBytes ? d.usableBytes : d.capacityBytes;
+    return replay(one, ro).front().peakReserved;
+}
+
+} // namespace
+
+void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::atomic<bool>* cancel)
+{
+    analysis::SharingSummary& all = r.sharingAll;
+    all = {};
+    if (r.sharing.empty()) {
+        all.note = "no two private pools have graphs that never replay concurrently";
+        return;
+    }
+    std::vector<int32_t> identity(trace.poolIds.size());
+    for (size_t i = 0; i < identity.size(); ++i)
+        identity[i] = static_cast<int32_t>(i);
+    auto modelPool = [&](uint64_t pool) {
+        auto it = std::find(trace.poolIds.begin(), trace.poolIds.end(), pool);
+        return it == trace.poolIds.end() ? -1 : static_cast<int32_t>(it - trace.poolIds.begin());
+    };
+    std::map<uint32_t, size_t> deviceIndex;
+    for (size_t i = 0; i < trace.devices.size(); ++i)
+        deviceIndex[trace.devices[i].device] = i;
+    std::map<uint32_t, std::vector<int32_t>> mergedAll; // every group of a device merged
+    std::map<uint32_t, uint64_t> before;
+    bool missing = false;
+    for (analysis::SharingGroup& g : r.sharing) {
+        auto dev = deviceIndex.find(g.device);
+        std::vector<int32_t> ids;
+        for (uint64_t p : g.pools)
+            ids.push_back(modelPool(p));
+        if (dev == deviceIndex.end() || std::count(ids.begin(), ids.end(), -1) > 0) {
+            missing = true; // a pool without requests: nothing to replay
+            continue;
+        }
+        const size_t d = dev->second;
+        if (!before.count(g.device)) before[g.device] = replayPeak(trace, d, identity, cancel);
+        std::vector<int32_t> merge = identity;
+        auto [it, added] = mergedAll.try_emplace(g.device, identity);
+        for (int32_t id : ids) {
+            merge[static_cast<size_t>(id)] = ids.front();
+            it->second[static_cast<size_t>(id)] = ids.front();
+        }
+        g.peakReservedBefore = before[g.device];
+        g.peakReservedAfter = replayPeak(trace, d, merge, cancel);
+        g.peakReservedSavedBytes =
+            static_cast<int64_t>(g.peakReservedBefore) - static_cast<int64_t>(g.peakReservedAfter);
+        g.computed = true;
+    }
+    if (mergedAll.empty()) {
+        all.note = "the session has no allocation requests in these pools: not computed";
+        return;
+    }
+    all.computed = true;
+    all.reproduced = true;
+    for (const auto& [device, merge] : mergedAll) {
+        const size_t d = deviceIndex[device];
+        all.recordedPeakReserved += trace.devices[d].recordedPeakReserved;
+        all.reproduced &= before[device] == trace.devices[d].recordedPeakReserved;
+        all.peakReservedBefore += before[device];
+        all.peakReservedAfter += replayPeak(trace, d, merge, cancel);
+    }
+    all.peakReservedSavedBytes =
+        static_cast<int64_t>(all.peakReservedBefore) - static_cast<int64_t>(all.peakReservedAfter);
+    all.note = fmt::format(
+        "computed by fragscope's allocator model: the recorded requests replayed with each "
+        "group's pools merged, against the same replay with the pools as recorded{}{}",
+        all.reproduced ? " (which peaks where the recording does)"
+                       : " (which does not peak where the recording does: read the savings as "
+                         "the model's)",
+        missing ? "; groups with a pool that made no request are left out" : "");
+}
+
+analysis::GraphsReport graphsReport(const analysis::Engine& e, const std::atomic<bool>* cancel)
+{
+    analysis::GraphsReport r = e.graphs();
+    if (r.sharing.empty()) {
+        computeSharing(r, Trace{}, cancel);
+        return r;
+    }
+    computeSharing(r, readTrace(e.path()), cancel);
+    return r;
+}
+
+} // namespace fs::alloc
