@@ -1,6 +1,8 @@
 // fragscope info FILE [--json]: what a session holds and how healthy its capture was.
 #include "command.h"
+#include "core/analysis/graphs_text.h"
 #include "core/format.h"
+#include "core/graph_rows.h"
 #include "core/json.h"
 #include "core/session.h"
 
@@ -11,7 +13,8 @@ using namespace fs::cli;
 
 namespace {
 
-std::string toJson(const SessionSummary& s, const std::string& allocatorSettings)
+std::string toJson(const SessionSummary& s, const std::string& allocatorSettings,
+                   const analysis::GraphHealth& graphs)
 {
     JsonWriter j;
     j.beginObject();
@@ -62,13 +65,15 @@ std::string toJson(const SessionSummary& s, const std::string& allocatorSettings
     for (const auto& w : s.health.warnings)
         j.value(w);
     j.endArray();
+    j.key("graphs"); // CUDA-graph input (docs/analysis.md "Graphs and pools")
+    analysis::writeGraphHealth(j, graphs);
     j.endObject();
     j.endObject();
     return j.str() + "\n";
 }
 
 std::string toText(const std::string& path, const SessionSummary& s,
-                   const std::string& allocatorSettings)
+                   const std::string& allocatorSettings, const analysis::GraphHealth& graphs)
 {
     std::string out = fmt::format("{}\n", path);
     out += fmt::format("  format        v{}{}\n", s.formatVersion,
@@ -105,6 +110,7 @@ std::string toText(const std::string& path, const SessionSummary& s,
         out += fmt::format("      {:<16} {}\n", k, v);
     for (const auto& w : s.health.warnings)
         out += fmt::format("    warning: {}\n", w);
+    if (graphs.launches > 0 || graphs.total() > 0) out += analysis::graphHealthText(graphs);
     return out;
 }
 
@@ -114,8 +120,10 @@ int runInfo(Args& a)
     const Session s = Session::open(a.positional()[0]);
     const SessionSummary sum = s.summary();
     const std::string settings = s.meta("allocator_settings");
-    fmt::print("{}",
-               a.flag("json") ? toJson(sum, settings) : toText(a.positional()[0], sum, settings));
+    const analysis::GraphHealth graphs =
+        analysis::graphHealth(readGraphRows(s, false), sum.health.anomalies);
+    fmt::print("{}", a.flag("json") ? toJson(sum, settings, graphs)
+                                    : toText(a.positional()[0], sum, settings, graphs));
     return Ok;
 }
 

@@ -3,7 +3,9 @@
 #include "cli_engine.h"
 #include "cli_settings.h"
 #include "command.h"
+#include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
+#include "core/analysis/graphs_text.h"
 #include "core/analysis/oom.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
@@ -105,6 +107,7 @@ int runReport(Args& a)
     std::vector<Correlation> corr;
     for (const Correlation& c : e.correlations())
         if (c.n >= 3) corr.push_back(c);
+    const GraphsSummary graphs = summarize(alloc::graphsReport(e)); // fragscope graphs in short
 
     if (a.flag("json")) {
         JsonWriter j;
@@ -211,6 +214,8 @@ int runReport(Args& a)
         for (const OomDiagnosis& o : ooms)
             writeOom(j, o);
         j.endArray();
+        j.key("graphs");
+        writeGraphsSummary(j, graphs);
         j.endObject();
         fmt::print("{}\n", j.str());
         return Ok;
@@ -286,6 +291,8 @@ int runReport(Args& a)
         for (const OomDiagnosis& o : ooms)
             fmt::print("{}", oomText(o, e.timeBegin(), ordinal));
     }
+    if (graphs.graphs > 0 || graphs.privatePools > 0)
+        fmt::print("\nCUDA graphs and pools\n{}", graphsSummaryText(graphs));
     fmt::print("\nCollapses ({})\n", reports.size());
     for (const CollapseReport& r : reports)
         fmt::print("{}", collapseReportText(r, e.timeBegin(), ordinal, r.precursors.size()));
