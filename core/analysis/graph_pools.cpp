@@ -39,6 +39,7 @@ void GraphPools::run()
     std::set<uint32_t> devices;
     for (const PoolInfo& p : r_.pools)
         devices.insert(p.device);
+    concurrency();
     for (uint32_t dev : devices)
         sharingCandidates(dev);
 }
@@ -223,9 +224,31 @@ void GraphPools::linkGraphs()
     }
 }
 
+// Graphs that replayed at the same time at least once (on any stream of their device): one
+// sweep over the replays in start order, keeping each graph's latest end.
+void GraphPools::concurrency()
+{
+    std::vector<int64_t> activeEnd(r_.graphs.size(), std::numeric_limits<int64_t>::min());
+    std::vector<uint32_t> active;
+    std::set<std::pair<uint32_t, uint32_t>> pairs;
+    for (const GraphReplay& rp : r_.replays) {
+        std::erase_if(active, [&](uint32_t g) { return activeEnd[g] <= rp.start; });
+        bool inActive = false;
+        for (uint32_t g : active) {
+            if (g == rp.graph)
+                inActive = true;
+            else if (r_.graphs[g].device == r_.graphs[rp.graph].device)
+                pairs.insert(std::minmax(g, rp.graph));
+        }
+        if (!inActive) active.push_back(rp.graph);
+        activeEnd[rp.graph] = std::max(activeEnd[rp.graph], rp.end);
+    }
+    r_.concurrent.assign(pairs.begin(), pairs.end());
+}
+
 // Pools whose graphs never replay concurrently may share one (docs/analysis.md "Sharing
-// what-if"): a sweep over the replays finds every pair of private pools with overlapping
-// replays; the others are grouped first fit, largest peak first.
+// what-if"): two private pools conflict when a graph of one replayed concurrently with a graph
+// of the other; the others are grouped first fit, largest peak first.
 void GraphPools::sharingCandidates(uint32_t device)
 {
     std::vector<size_t> cand; // indices into r_.pools
@@ -240,36 +263,20 @@ void GraphPools::sharingCandidates(uint32_t device)
     const size_t n = cand.size();
     if (n == 0) return;
     std::vector<std::vector<bool>> conflict(n, std::vector<bool>(n, false));
-    std::vector<int64_t> activeEnd(n, std::numeric_limits<int64_t>::min());
-    std::vector<uint32_t> activeGraph(n, 0);
-    std::vector<std::set<std::pair<uint32_t, uint32_t>>> sharedConcurrent(n);
-    std::vector<size_t> active;
-    for (const GraphReplay& rp : r_.replays) {
-        const GraphInfo& g = r_.graphs[rp.graph];
-        if (g.device != device || !g.poolKnown()) continue;
-        auto it = candOf.find(g.pool);
-        if (it == candOf.end()) continue;
-        const size_t c = it->second;
-        std::erase_if(active, [&](size_t i) { return activeEnd[i] <= rp.start; });
-        bool inActive = false;
-        for (size_t i : active) {
-            if (i != c) {
-                conflict[i][c] = conflict[c][i] = true;
-            } else {
-                inActive = true;
-                if (activeGraph[c] != rp.graph)
-                    sharedConcurrent[c].insert(std::minmax(activeGraph[c], rp.graph));
-            }
-        }
-        if (!inActive) active.push_back(c);
-        if (rp.end >= activeEnd[c]) activeGraph[c] = rp.graph;
-        activeEnd[c] = std::max(activeEnd[c], rp.end);
+    for (const auto& [a, b] : r_.concurrent) {
+        const GraphInfo& ga = r_.graphs[a];
+        const GraphInfo& gb = r_.graphs[b];
+        if (ga.device != device || !ga.poolKnown() || !gb.poolKnown()) continue;
+        auto ia = candOf.find(ga.pool);
+        auto ib = candOf.find(gb.pool);
+        if (ia == candOf.end() || ib == candOf.end()) continue;
+        if (ia->second == ib->second)
+            r_.notes.push_back(fmt::format("graphs '{}' and '{}' share pool {} but replay "
+                                           "concurrently",
+                                           ga.name, gb.name, poolLabel(ga.pool, Level::Framework)));
+        else
+            conflict[ia->second][ib->second] = conflict[ib->second][ia->second] = true;
     }
-    for (size_t c = 0; c < n; ++c)
-        for (const auto& [a, b] : sharedConcurrent[c])
-            r_.notes.push_back(fmt::format(
-                "graphs '{}' and '{}' share pool {} but replay concurrently", r_.graphs[a].name,
-                r_.graphs[b].name, poolLabel(r_.pools[cand[c]].pool, Level::Framework)));
 
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i)

@@ -25,6 +25,7 @@ private:
     // drift against the capture before.
     void capturePools(GraphInfo& g);
     void linkGraphs();
+    void concurrency();
     void sharingCandidates(uint32_t device);
     // Reserved bytes of a pool just after time t (from its series; 0 without one).
     uint64_t reservedAt(uint32_t device, uint64_t pool, int64_t t) const;

@@ -192,6 +192,8 @@ struct GraphsReport
     std::vector<SharingGroup> sharing;
     SharingSummary sharingAll;
     std::vector<GraphReplay> replays; // every replay, by start
+    // Graph pairs (indices, ascending) that replayed concurrently at least once.
+    std::vector<std::pair<uint32_t, uint32_t>> concurrent;
     GraphHealth health;
     std::vector<std::string> notes; // e.g. graphs of one pool that replay concurrently
     Caveats caveats;

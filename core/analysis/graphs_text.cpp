@@ -150,6 +150,10 @@ void writeGraphsReport(JsonWriter& j, const GraphsReport& r)
     }
     j.endArray();
 
+    j.key("concurrent").beginArray(); // graph pairs that replayed at the same time
+    for (const auto& [a, b] : r.concurrent)
+        j.beginArray().value(r.graphs[a].name).value(r.graphs[b].name).endArray();
+    j.endArray();
     j.key("sharing").beginArray();
     for (const SharingGroup& s : r.sharing) {
         j.beginObject();
@@ -288,6 +292,12 @@ std::string graphsReportText(const GraphsReport& r, int64_t begin, bool ordinal)
                            humanBytes(p.reservedBytes), humanBytes(p.allocatedBytes),
                            humanBytes(p.peakReservedBytes), formatTime(p.peakTime, begin, ordinal),
                            graphNames(r, p.graphs));
+    if (!r.concurrent.empty()) {
+        out += "\nReplayed concurrently\n ";
+        for (const auto& [a, b] : r.concurrent)
+            out += fmt::format(" {} + {};", r.graphs[a].name, r.graphs[b].name);
+        out.back() = '\n';
+    }
     out += "\nSharing what-if (computed by fragscope's allocator model, not measured)\n";
     if (r.sharing.empty())
         out += "  no two private pools have graphs that never replay concurrently\n";
