@@ -143,6 +143,9 @@ public:
     // timeline(o) with the figures of one pool at each sample (poolStatesAt); the event-size
     // entropy stays the track's (a caveat says so).
     Timeline poolTimeline(const TimelineOptions& o, uint64_t pool) const;
+    // poolTimeline of several pools of one track at once (each sample's state computed once).
+    std::vector<Timeline> poolTimelines(const TimelineOptions& o,
+                                        const std::vector<uint64_t>& pools) const;
     // The pools that have a region on the track, ascending (those poolStatesAt lists); reads
     // the regions only.
     std::vector<uint64_t> pools(uint32_t device, Level level) const;
