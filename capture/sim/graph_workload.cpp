@@ -338,27 +338,7 @@ Stats runGraphWorkload(const Config& cfg, EventSink& sink, const Simulator::Prog
     truth.all.peakReservedAfter = groups.empty() ? peak : sharedPeak(cfg, groups);
     sink.setMeta("sim.graphs_truth", truth.toJson());
 
-    Stats st;
-    const AllocatorCounters& c = w->allocator().counters();
-    st.events = out.events();
-    st.eventHash = out.hash();
-    st.allocs = c.allocs;
-    st.frees = c.frees;
-    st.segmentsCreated = c.segmentsCreated;
-    st.segmentsReleased = c.segmentsReleased;
-    st.ooms = c.ooms;
-    st.cacheFlushes = c.cacheFlushes;
-    st.kernels = out.count(EventType::Kernel);
-    st.graphLaunches = out.count(EventType::GraphLaunch);
-    st.marks = out.count(EventType::Mark);
-    st.ranges = out.count(EventType::Range);
-    st.peakReserved = c.peakReserved;
-    st.peakAllocated = c.peakAllocated;
-    st.allocatedAtEnd = c.allocated;
-    st.reservedAtEnd = c.reserved;
-    st.liveBlocksAtEnd = c.liveBlocks;
-    st.timeBegin = out.firstTime();
-    st.timeEnd = out.endTime();
+    Stats st = baseStats(out, w->allocator().counters());
     st.graphs = std::move(truth);
     if (progress) progress(st.events, st.events);
     return st;

@@ -32,6 +32,31 @@ bool parseWorkload(std::string_view name, WorkloadKind& out)
     return false;
 }
 
+Stats baseStats(const EventWriter& out, const AllocatorCounters& c)
+{
+    Stats st;
+    st.events = out.events();
+    st.eventHash = out.hash();
+    st.allocs = c.allocs;
+    st.frees = c.frees;
+    st.segmentsCreated = c.segmentsCreated;
+    st.segmentsReleased = c.segmentsReleased;
+    st.ooms = c.ooms;
+    st.cacheFlushes = c.cacheFlushes;
+    st.kernels = out.count(EventType::Kernel);
+    st.graphLaunches = out.count(EventType::GraphLaunch);
+    st.marks = out.count(EventType::Mark);
+    st.ranges = out.count(EventType::Range);
+    st.peakReserved = c.peakReserved;
+    st.peakAllocated = c.peakAllocated;
+    st.allocatedAtEnd = c.allocated;
+    st.reservedAtEnd = c.reserved;
+    st.liveBlocksAtEnd = c.liveBlocks;
+    st.timeBegin = out.firstTime();
+    st.timeEnd = out.endTime();
+    return st;
+}
+
 Simulator::Simulator(Config cfg) : cfg_(std::move(cfg)) {}
 
 int64_t Simulator::estimatedEvents() const
@@ -105,32 +130,12 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
     Workload w(cfg_, out);
     w.run();
 
-    Stats st;
-    const AllocatorCounters& c = w.allocator().counters();
-    st.events = out.events();
-    st.eventHash = out.hash();
-    st.allocs = c.allocs;
-    st.frees = c.frees;
-    st.segmentsCreated = c.segmentsCreated;
-    st.segmentsReleased = c.segmentsReleased;
-    st.ooms = c.ooms;
-    st.cacheFlushes = c.cacheFlushes;
-    st.kernels = out.count(EventType::Kernel);
+    Stats st = baseStats(out, w.allocator().counters());
     st.fallbackKernels = w.fallbackKernels();
-    st.graphLaunches = out.count(EventType::GraphLaunch);
-    st.marks = out.count(EventType::Mark);
-    st.ranges = out.count(EventType::Range);
     st.perFrame = w.frames();
     st.frames = static_cast<int64_t>(st.perFrame.size());
     for (const FrameStats& f : st.perFrame)
         st.collapsedFrames += f.coherence < kCollapseThreshold ? 1 : 0;
-    st.peakReserved = c.peakReserved;
-    st.peakAllocated = c.peakAllocated;
-    st.allocatedAtEnd = c.allocated;
-    st.reservedAtEnd = c.reserved;
-    st.liveBlocksAtEnd = c.liveBlocks;
-    st.timeBegin = out.firstTime();
-    st.timeEnd = out.endTime();
     if (progress) progress(st.events, st.events);
     return st;
 }

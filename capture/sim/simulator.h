@@ -104,6 +104,12 @@ struct Stats
 
 inline constexpr double kCollapseThreshold = 0.05; // default rule: coherence_score < 0.05
 
+class EventWriter;
+struct AllocatorCounters;
+// The figures of Stats every workload fills the same way: events by type, the allocator's
+// counters, the time span.
+Stats baseStats(const EventWriter& out, const AllocatorCounters& c);
+
 class Simulator
 {
 public:
