@@ -17,7 +17,7 @@ template <class Row> void sortByStart(std::vector<Row>& v)
 
 } // namespace
 
-GraphRows readGraphRows(const Session& s, bool withKernels)
+GraphRows readGraphRows(const Session& s)
 {
     const Db& db = s.db();
     GraphRows g;
@@ -35,19 +35,6 @@ GraphRows readGraphRows(const Session& s, bool withKernels)
             g.launches.push_back(r);
         }
         sortByStart(g.launches);
-    }
-    if (withKernels) {
-        Stmt q = db.prepare("SELECT start_ns, end_ns, graph_id, device FROM kernels"
-                            " WHERE graph_id IS NOT NULL ORDER BY id");
-        while (q.step()) {
-            GraphKernelRow r;
-            r.start = q.i64(0);
-            r.end = std::max(q.i64(1), r.start);
-            r.graphId = q.i64(2);
-            r.device = static_cast<uint32_t>(q.i64(3));
-            g.kernels.push_back(r);
-        }
-        sortByStart(g.kernels);
     }
     g.capturesRecorded = db.hasTable("graph_captures") && db.hasTable("graph_execs");
     if (!g.capturesRecorded) return g;
@@ -82,6 +69,20 @@ GraphRows readGraphRows(const Session& s, bool withKernels)
         }
     }
     return g;
+}
+
+void forEachGraphKernel(const Session& s, const std::function<void(const GraphKernelRow&)>& fn)
+{
+    Stmt q = s.db().prepare("SELECT start_ns, end_ns, graph_id, device FROM kernels"
+                            " WHERE graph_id IS NOT NULL");
+    GraphKernelRow r;
+    while (q.step()) {
+        r.start = q.i64(0);
+        r.end = std::max(q.i64(1), r.start);
+        r.graphId = q.i64(2);
+        r.device = static_cast<uint32_t>(q.i64(3));
+        fn(r);
+    }
 }
 
 } // namespace fs

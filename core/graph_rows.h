@@ -7,6 +7,7 @@
 #include "events.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,14 +58,15 @@ struct GraphExecRow
 struct GraphRows
 {
     std::vector<GraphLaunchRow> launches; // by (start, row id)
-    std::vector<GraphKernelRow> kernels;  // by (start, row id); empty unless asked for
     std::vector<GraphCaptureRow> captures;
     std::vector<GraphExecRow> execs;
     bool capturesRecorded = false; // the session has the graph_captures/graph_execs tables
 };
 
-// Reads the session's graph rows; kernels only with withKernels (the graphs analysis needs
-// them for replay durations, `info` does not). Throws fs::SessionError on a bad file.
-GraphRows readGraphRows(const Session& s, bool withKernels);
+// Reads the session's graph launches, captures and execs. Throws fs::SessionError on a bad file.
+GraphRows readGraphRows(const Session& s);
+// Calls fn for every kernel a graph launched, in the table's order (not necessarily by start):
+// a long run has tens of millions, so they are handed over one by one, never kept.
+void forEachGraphKernel(const Session& s, const std::function<void(const GraphKernelRow&)>& fn);
 
 } // namespace fs

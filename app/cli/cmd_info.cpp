@@ -121,7 +121,7 @@ int runInfo(Args& a)
     const SessionSummary sum = s.summary();
     const std::string settings = s.meta("allocator_settings");
     const analysis::GraphHealth graphs =
-        analysis::graphHealth(readGraphRows(s, false), sum.health.anomalies);
+        analysis::graphHealth(readGraphRows(s), sum.health.anomalies);
     fmt::print("{}", a.flag("json") ? toJson(sum, settings, graphs)
                                     : toText(a.positional()[0], sum, settings, graphs));
     return Ok;

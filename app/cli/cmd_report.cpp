@@ -107,7 +107,8 @@ int runReport(Args& a)
     std::vector<Correlation> corr;
     for (const Correlation& c : e.correlations())
         if (c.n >= 3) corr.push_back(c);
-    const GraphsSummary graphs = summarize(alloc::graphsReport(e)); // fragscope graphs in short
+    // fragscope graphs in short: counts only (no pass over a long run's graph kernels).
+    const GraphsSummary graphs = summarize(alloc::graphsReport(e, nullptr, false));
 
     if (a.flag("json")) {
         JsonWriter j;

@@ -102,9 +102,10 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
         missing ? "; groups with a pool that made no request are left out" : "");
 }
 
-analysis::GraphsReport graphsReport(const analysis::Engine& e, const std::atomic<bool>* cancel)
+analysis::GraphsReport graphsReport(const analysis::Engine& e, const std::atomic<bool>* cancel,
+                                    bool replayDetail)
 {
-    analysis::GraphsReport r = e.graphs();
+    analysis::GraphsReport r = e.graphs(replayDetail);
     if (r.sharing.empty()) {
         computeSharing(r, Trace{}, cancel);
         return r;

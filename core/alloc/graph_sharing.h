@@ -26,6 +26,7 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace,
 // Engine::graphs() with its sharing what-if computed: what `fragscope graphs`, `report` and the
 // GUI's Graphs panel show. Reads the session's request stream only when some pools may share.
 analysis::GraphsReport graphsReport(const analysis::Engine& e,
-                                    const std::atomic<bool>* cancel = nullptr);
+                                    const std::atomic<bool>* cancel = nullptr,
+                                    bool replayDetail = true);
 
 } // namespace fs::alloc

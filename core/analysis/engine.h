@@ -204,8 +204,10 @@ public:
     std::vector<Correlation> correlations() const;
     // ---- CUDA graphs and pools (graphs.h; core/analysis/graphs.cpp) ----
     // Every graph, pool and replay of the session with the sharing candidates; their what-if
-    // savings are the allocator model's (fs::alloc::graphsReport fills them in).
-    GraphsReport graphs() const;
+    // savings are the allocator model's (fs::alloc::graphsReport fills them in). replayDetail
+    // false (a summary's counts): replays end with their launch records and carry no allocator
+    // state (no pass over the graph kernels or the allocations).
+    GraphsReport graphs(bool replayDetail = true) const;
     // ---- OOMs ----
     // Every OOM of the session, diagnosed (docs/analysis.md "OOM diagnosis"), in time order.
     std::vector<OomDiagnosis> ooms() const;

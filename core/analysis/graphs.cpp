@@ -185,15 +185,14 @@ GraphsSummary summarize(const GraphsReport& r)
     return s;
 }
 
-GraphsReport Engine::graphs() const
+GraphsReport Engine::graphs(bool replayDetail) const
 {
     GraphsReport r;
     r.caveats = d_->resultCaveats();
-    GraphRows rows;
-    {
-        std::lock_guard lock(d_->dbMutex);
-        if (d_->session) rows = readGraphRows(*d_->session.operator->(), true);
-    }
+    // A connection of its own: a long run's graph kernels take a while to read, and the engine's
+    // lookups (the GUI's kernel lane, tooltips) must not wait for them.
+    const Session session = Session::open(d_->path, false, SQLITE_OPEN_NOMUTEX);
+    const GraphRows rows = readGraphRows(session);
     r.health = graphHealth(rows, d_->summary.health.anomalies);
 
     GraphTable table(r.graphs);
@@ -246,29 +245,35 @@ GraphsReport Engine::graphs() const
         r.replays.push_back(rp);
     }
     // Each graph kernel belongs to the latest launch of its graph (on its device) that started
-    // at or before it.
-    {
-        std::vector<bool> hasKernel(r.replays.size(), false);
-        DevMap<size_t> current;
-        size_t j = 0;
-        for (const GraphKernelRow& k : rows.kernels) {
-            for (; j < rows.launches.size() && rows.launches[j].start <= k.start; ++j)
-                current[{rows.launches[j].device, static_cast<uint64_t>(cudaGraph[j])}] = j;
-            auto it = current.find({k.device, static_cast<uint64_t>(k.graphId)});
-            if (it == current.end()) continue;
-            GraphReplay& rp = r.replays[it->second];
-            rp.end = hasKernel[it->second] ? std::max(rp.end, k.end) : k.end;
-            hasKernel[it->second] = true;
-        }
-        for (size_t i = 0; i < r.replays.size(); ++i)
-            if (!hasKernel[i]) r.replays[i].end = rows.launches[i].end;
+    // at or before it: found by binary search among that graph's launches, so the kernels may
+    // come in any order and are never kept.
+    std::vector<int64_t> lastEnd(r.replays.size(), kNoTime);
+    if (replayDetail) {
+        DevMap<std::vector<uint32_t>> launchesOf; // (device, CUDA graph) -> launches by start
+        for (size_t i = 0; i < rows.launches.size(); ++i)
+            launchesOf[{rows.launches[i].device, static_cast<uint64_t>(cudaGraph[i])}].push_back(
+                static_cast<uint32_t>(i));
+        forEachGraphKernel(session, [&](const GraphKernelRow& k) {
+            auto it = launchesOf.find({k.device, static_cast<uint64_t>(k.graphId)});
+            if (it == launchesOf.end()) return;
+            const std::vector<uint32_t>& v = it->second;
+            auto p = std::upper_bound(v.begin(), v.end(), k.start, [&](int64_t t, uint32_t i) {
+                return t < rows.launches[i].start;
+            });
+            if (p == v.begin()) return; // before the graph's first launch
+            int64_t& end = lastEnd[*std::prev(p)];
+            end = std::max(end, k.end);
+        });
     }
+    for (size_t i = 0; i < r.replays.size(); ++i)
+        r.replays[i].end = lastEnd[i] != kNoTime ? lastEnd[i] : rows.launches[i].end;
 
     // The allocator state of each device's default track at every replay's start.
     std::map<uint32_t, std::vector<size_t>> byDevice;
     for (size_t i = 0; i < r.replays.size(); ++i)
         byDevice[rows.launches[i].device].push_back(i);
     for (const auto& [device, idx] : byDevice) {
+        if (!replayDetail) break;
         const std::optional<Track> tr = defaultTrack(device);
         if (!tr) continue;
         const TrackData* td = d_->track(device, tr->level);

@@ -33,14 +33,6 @@ void writeGraphCorrelation(JsonWriter& j, const Correlation& c)
         .endObject();
 }
 
-std::string ns(double v)
-{
-    if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
-    if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
-    if (v >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
-    return fmt::format("{:.0f} ns", v);
-}
-
 std::string graphNames(const GraphsReport& r, const std::vector<uint32_t>& graphs)
 {
     std::string s;
@@ -50,6 +42,14 @@ std::string graphNames(const GraphsReport& r, const std::vector<uint32_t>& graph
 }
 
 } // namespace
+
+std::string durationText(double v)
+{
+    if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
+    if (v >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
+    return fmt::format("{:.0f} ns", v);
+}
 
 void writeGraphHealth(JsonWriter& j, const GraphHealth& h)
 {
@@ -258,10 +258,10 @@ std::string graphsReportText(const GraphsReport& r, int64_t begin, bool ordinal)
         out += fmt::format(
             "  {:<22} {:>3} {:>8} {:<12} {:>12} {:>8} {:>11} {:>11} {:>11} {:>11} {:>14}\n", g.name,
             g.device, g.captures.size(), graphPoolLabel(g), p ? humanBytes(p->reservedBytes) : "-",
-            g.replay.count, g.replay.count ? ns(static_cast<double>(g.replay.p50)) : "-",
-            g.replay.count ? ns(static_cast<double>(g.replay.p99)) : "-",
-            g.replay.count ? ns(static_cast<double>(g.replay.max)) : "-",
-            g.replay.count > 1 ? ns(g.replay.jitter) : "-",
+            g.replay.count, g.replay.count ? durationText(static_cast<double>(g.replay.p50)) : "-",
+            g.replay.count ? durationText(static_cast<double>(g.replay.p99)) : "-",
+            g.replay.count ? durationText(static_cast<double>(g.replay.max)) : "-",
+            g.replay.count > 1 ? durationText(g.replay.jitter) : "-",
             g.vsFragmentation.n >= 3
                 ? fmt::format("{:+.3f} ({})", g.vsFragmentation.spearman, g.vsFragmentation.n)
                 : fmt::format("- ({})", g.vsFragmentation.n));

@@ -19,5 +19,7 @@ void writeGraphsSummary(JsonWriter& j, const GraphsSummary& s); // {...}
 std::string graphsReportText(const GraphsReport& r, int64_t begin, bool ordinal);
 std::string graphHealthText(const GraphHealth& h); // indented lines for `info`'s health
 std::string graphsSummaryText(const GraphsSummary& s);
+// "1.234 ms", "12.5 us": a duration in ns as the graph figures print it.
+std::string durationText(double ns);
 
 } // namespace fs::analysis
