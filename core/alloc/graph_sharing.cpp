@@ -53,6 +53,7 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
     for (size_t i = 0; i < trace.devices.size(); ++i)
         deviceIndex[trace.devices[i].device] = i;
     std::map<uint32_t, std::vector<int32_t>> mergedAll; // every group of a device merged
+    std::map<uint32_t, std::vector<const analysis::SharingGroup*>> computed; // per device
     std::map<uint32_t, uint64_t> before;
     bool missing = false;
     for (analysis::SharingGroup& g : r.sharing) {
@@ -77,6 +78,7 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
         g.peakReservedSavedBytes =
             static_cast<int64_t>(g.peakReservedBefore) - static_cast<int64_t>(g.peakReservedAfter);
         g.computed = true;
+        computed[g.device].push_back(&g);
     }
     if (mergedAll.empty()) {
         all.note = "the session has no allocation requests in these pools: not computed";
@@ -89,7 +91,10 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
         all.recordedPeakReserved += trace.devices[d].recordedPeakReserved;
         all.reproduced &= before[device] == trace.devices[d].recordedPeakReserved;
         all.peakReservedBefore += before[device];
-        all.peakReservedAfter += replayPeak(trace, d, merge, cancel);
+        // One group on the device: merging every group is merging that one (replayed already).
+        const auto& groups = computed[device];
+        all.peakReservedAfter += groups.size() == 1 ? groups.front()->peakReservedAfter
+                                                    : replayPeak(trace, d, merge, cancel);
     }
     all.peakReservedSavedBytes =
         static_cast<int64_t>(all.peakReservedBefore) - static_cast<int64_t>(all.peakReservedAfter);
