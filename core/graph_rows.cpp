@@ -25,7 +25,7 @@ GraphRows readGraphRows(const Session& s)
         Stmt q = db.prepare("SELECT start_ns, end_ns, COALESCE(graph_id, 0), COALESCE(exec_id, 0),"
                             " device, COALESCE(stream, 0) FROM graph_launches ORDER BY id");
         while (q.step()) {
-            GraphLaunchRow r;
+            GraphLaunchRecord r;
             r.start = q.i64(0);
             r.end = std::max(q.i64(1), r.start);
             r.graphId = q.i64(2);

@@ -15,7 +15,7 @@ namespace fs {
 
 class Session;
 
-struct GraphLaunchRow
+struct GraphLaunchRecord
 {
     int64_t start = 0;
     int64_t end = 0;
@@ -24,7 +24,7 @@ struct GraphLaunchRow
     uint32_t device = 0;
     uint32_t stream = 0;
 };
-static_assert(sizeof(GraphLaunchRow) <= 40, "a million replays must read quickly");
+static_assert(sizeof(GraphLaunchRecord) <= 40, "a million replays must read quickly");
 
 // A kernel that a graph launched (kernels.graph_id not NULL).
 struct GraphKernelRow
@@ -57,7 +57,7 @@ struct GraphExecRow
 
 struct GraphRows
 {
-    std::vector<GraphLaunchRow> launches; // by (start, row id)
+    std::vector<GraphLaunchRecord> launches; // by (start, row id)
     std::vector<GraphCaptureRow> captures;
     std::vector<GraphExecRow> execs;
     bool capturesRecorded = false; // the session has the graph_captures/graph_execs tables

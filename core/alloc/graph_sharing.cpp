@@ -13,28 +13,46 @@ namespace fs::alloc {
 
 namespace {
 
-// The peak reserved bytes of one device's replay with `merge` applied to its requests' pools
+// One device's requests, taken out of the session's trace once (a long run's million requests are
+// not copied per replay) and replayed with their pools merged.
+struct OneDevice
+{
+    Trace trace;                // the device alone: without a sink the replay reads only it
+    std::vector<int32_t> pools; // each request's model pool as recorded
+};
+
+OneDevice takeDevice(Trace& trace, size_t device)
+{
+    OneDevice o;
+    o.trace.recorded = trace.recorded;
+    o.trace.devices.push_back(std::move(trace.devices[device]));
+    o.pools.reserve(o.trace.devices.front().requests.size());
+    for (const Request& r : o.trace.devices.front().requests)
+        o.pools.push_back(r.pool);
+    return o;
+}
+
+// The peak reserved bytes of the device's replay with `merge` applied to its requests' pools
 // (merge[i]: the model pool that model pool i becomes).
-uint64_t replayPeak(const Trace& trace, size_t device, const std::vector<int32_t>& merge,
+uint64_t replayPeak(OneDevice& o, const std::vector<int32_t>& merge,
                     const std::atomic<bool>* cancel)
 {
-    Trace one; // without a sink the replay reads only the device's requests
-    one.recorded = trace.recorded;
-    one.devices.push_back(trace.devices[device]);
-    for (Request& r : one.devices.front().requests)
-        if (r.pool >= 0 && static_cast<size_t>(r.pool) < merge.size()) r.pool = merge[r.pool];
-    const DeviceTrace& d = trace.devices[device];
+    DeviceTrace& d = o.trace.devices.front();
+    for (size_t i = 0; i < d.requests.size(); ++i) {
+        const int32_t p = o.pools[i];
+        d.requests[i].pool = p >= 0 && static_cast<size_t>(p) < merge.size() ? merge[p] : p;
+    }
     ReplayOptions ro;
-    ro.config = trace.recorded;
+    ro.config = o.trace.recorded;
     ro.cancel = cancel;
     // The memory the recording had, as `whatif` gives its recorded run.
     ro.deviceCapacity[d.device] = d.usableBytes ? d.usableBytes : d.capacityBytes;
-    return replay(one, ro).front().peakReserved;
+    return replay(o.trace, ro).front().peakReserved;
 }
 
 } // namespace
 
-void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::atomic<bool>* cancel)
+void computeSharing(analysis::GraphsReport& r, Trace trace, const std::atomic<bool>* cancel)
 {
     analysis::SharingSummary& all = r.sharingAll;
     all = {};
@@ -52,6 +70,7 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
     std::map<uint32_t, size_t> deviceIndex;
     for (size_t i = 0; i < trace.devices.size(); ++i)
         deviceIndex[trace.devices[i].device] = i;
+    std::map<uint32_t, OneDevice> taken;                // the devices some group replays
     std::map<uint32_t, std::vector<int32_t>> mergedAll; // every group of a device merged
     std::map<uint32_t, std::vector<const analysis::SharingGroup*>> computed; // per device
     std::map<uint32_t, uint64_t> before;
@@ -65,8 +84,11 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
             missing = true; // a pool without requests: nothing to replay
             continue;
         }
-        const size_t d = dev->second;
-        if (!before.count(g.device)) before[g.device] = replayPeak(trace, d, identity, cancel);
+        auto [one, first] = taken.try_emplace(g.device);
+        if (first) {
+            one->second = takeDevice(trace, dev->second);
+            before[g.device] = replayPeak(one->second, identity, cancel);
+        }
         std::vector<int32_t> merge = identity;
         auto [it, added] = mergedAll.try_emplace(g.device, identity);
         for (int32_t id : ids) {
@@ -74,7 +96,7 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
             it->second[static_cast<size_t>(id)] = ids.front();
         }
         g.peakReservedBefore = before[g.device];
-        g.peakReservedAfter = replayPeak(trace, d, merge, cancel);
+        g.peakReservedAfter = replayPeak(one->second, merge, cancel);
         g.peakReservedSavedBytes =
             static_cast<int64_t>(g.peakReservedBefore) - static_cast<int64_t>(g.peakReservedAfter);
         g.computed = true;
@@ -87,14 +109,15 @@ void computeSharing(analysis::GraphsReport& r, const Trace& trace, const std::at
     all.computed = true;
     all.reproduced = true;
     for (const auto& [device, merge] : mergedAll) {
-        const size_t d = deviceIndex[device];
-        all.recordedPeakReserved += trace.devices[d].recordedPeakReserved;
-        all.reproduced &= before[device] == trace.devices[d].recordedPeakReserved;
+        OneDevice& one = taken.at(device);
+        const uint64_t recorded = one.trace.devices.front().recordedPeakReserved;
+        all.recordedPeakReserved += recorded;
+        all.reproduced &= before[device] == recorded;
         all.peakReservedBefore += before[device];
         // One group on the device: merging every group is merging that one (replayed already).
         const auto& groups = computed[device];
-        all.peakReservedAfter += groups.size() == 1 ? groups.front()->peakReservedAfter
-                                                    : replayPeak(trace, d, merge, cancel);
+        all.peakReservedAfter +=
+            groups.size() == 1 ? groups.front()->peakReservedAfter : replayPeak(one, merge, cancel);
     }
     all.peakReservedSavedBytes =
         static_cast<int64_t>(all.peakReservedBefore) - static_cast<int64_t>(all.peakReservedAfter);

@@ -18,9 +18,10 @@ class Engine;
 
 namespace fs::alloc {
 
-// Fills r.sharing[*] and r.sharingAll from the trace of the session r was computed over.
-// Throws Cancelled when cancel is raised.
-void computeSharing(analysis::GraphsReport& r, const Trace& trace,
+// Fills r.sharing[*] and r.sharingAll from the trace of the session r was computed over (taken
+// by value: the replays reuse its devices' requests in place). Throws Cancelled when cancel is
+// raised.
+void computeSharing(analysis::GraphsReport& r, Trace trace,
                     const std::atomic<bool>* cancel = nullptr);
 
 // Engine::graphs() with its sharing what-if computed: what `fragscope graphs`, `report` and the

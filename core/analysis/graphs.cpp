@@ -137,7 +137,7 @@ GraphHealth graphHealth(const GraphRows& rows, const std::map<std::string, int64
     // A replay that starts before the previous replay of the same exec (graph, when the exec
     // is unknown) ended overlaps itself: one executable graph cannot run twice at once.
     DevMap<int64_t> lastEnd;
-    for (const GraphLaunchRow& l : rows.launches) {
+    for (const GraphLaunchRecord& l : rows.launches) {
         if (l.execId == 0 || !instantiated.count({l.device, l.execId}))
             ++h.launchesWithoutInstantiation;
         const DevKey key{l.device, l.execId != 0 ? l.execId : static_cast<uint64_t>(l.graphId)};
@@ -220,7 +220,7 @@ GraphsReport Engine::graphs(bool replayDetail) const
     std::vector<int64_t> cudaGraph(rows.launches.size());
     r.replays.reserve(rows.launches.size());
     for (size_t i = 0; i < rows.launches.size(); ++i) {
-        const GraphLaunchRow& l = rows.launches[i];
+        const GraphLaunchRecord& l = rows.launches[i];
         int64_t gid = l.graphId;
         if (gid == 0) {
             auto it = execCudaGraph.find({l.device, l.execId});
