@@ -7,7 +7,7 @@
 #include "core/alloc/graph_sharing.h"
 #include "core/analysis/graphs_text.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 

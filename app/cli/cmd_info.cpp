@@ -2,9 +2,9 @@
 #include "command.h"
 #include "core/analysis/graphs_text.h"
 #include "core/format.h"
-#include "core/graph_rows.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/graphs.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 
@@ -121,7 +121,7 @@ int runInfo(Args& a)
     const SessionSummary sum = s.summary();
     const std::string settings = s.meta("allocator_settings");
     const analysis::GraphHealth graphs =
-        analysis::graphHealth(readGraphRows(s), sum.health.anomalies);
+        analysis::graphHealth(store::readGraphRows(s), sum.health.anomalies);
     fmt::print("{}", a.flag("json") ? toJson(sum, settings, graphs)
                                     : toText(a.positional()[0], sum, settings, graphs));
     return Ok;

@@ -2,14 +2,14 @@
 // `fragscope graphs` computes) on a simulated decode-graphs run with REPLAYS graph replays
 // (default 1 M; the session is written first, not timed). Each measured step runs in a child
 // process, so its peak memory is its own. Baseline, same run: a plain read of the session's graph
-// launches and graph kernels (fs::readGraphRows), what any analysis of the replays must at least
-// do. Goal: engine open + graphs <= 2 s, peak RSS <= 1 GiB.
+// launches and graph kernels (fs::store::readGraphRows), what any analysis of the replays must at
+// least do. Goal: engine open + graphs <= 2 s, peak RSS <= 1 GiB.
 #include "capture/sim/simulator.h"
 #include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
-#include "core/graph_rows.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/graphs.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <chrono>
 #include <cstdio>
@@ -116,9 +116,9 @@ int main(int argc, char** argv)
     for (int run = 0; run < 3; ++run) {
         b = inChild([&] {
             const Session s = Session::open(session);
-            const GraphRows rows = readGraphRows(s);
+            const store::GraphRows rows = store::readGraphRows(s);
             int64_t kernels = 0;
-            forEachGraphKernel(s, [&](const GraphKernelRow&) { ++kernels; });
+            store::forEachGraphKernel(s, [&](const store::GraphKernelRow&) { ++kernels; });
             return fmt::format("{} launches, {} graph kernels", rows.launches.size(), kernels);
         });
         f = inChild([&] {

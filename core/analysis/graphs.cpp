@@ -3,7 +3,7 @@
 // counts. Pools, re-captures and the sharing candidates are in graph_pools.cpp.
 #include "graph_pools.h"
 
-#include "core/graph_rows.h"
+#include "core/store/graphs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +12,12 @@
 #include <fmt/format.h>
 
 namespace fs::analysis {
+
+using store::GraphCaptureRow;
+using store::GraphExecRow;
+using store::GraphKernelRow;
+using store::GraphLaunchRecord;
+using store::GraphRows;
 
 namespace {
 
@@ -192,7 +198,7 @@ GraphsReport Engine::graphs(bool replayDetail) const
     // A connection of its own: a long run's graph kernels take a while to read, and the engine's
     // lookups (the GUI's kernel lane, tooltips) must not wait for them.
     const Session session = Session::open(d_->path, false, SQLITE_OPEN_NOMUTEX);
-    const GraphRows rows = readGraphRows(session);
+    const GraphRows rows = store::readGraphRows(session);
     r.health = graphHealth(rows, d_->summary.health.anomalies);
 
     GraphTable table(r.graphs);
@@ -253,7 +259,7 @@ GraphsReport Engine::graphs(bool replayDetail) const
         for (size_t i = 0; i < rows.launches.size(); ++i)
             launchesOf[{rows.launches[i].device, static_cast<uint64_t>(cudaGraph[i])}].push_back(
                 static_cast<uint32_t>(i));
-        forEachGraphKernel(session, [&](const GraphKernelRow& k) {
+        store::forEachGraphKernel(session, [&](const GraphKernelRow& k) {
             auto it = launchesOf.find({k.device, static_cast<uint64_t>(k.graphId)});
             if (it == launchesOf.end()) return;
             const std::vector<uint32_t>& v = it->second;

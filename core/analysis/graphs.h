@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace fs {
+namespace fs::store {
 struct GraphRows;
 }
 
@@ -183,7 +183,8 @@ struct GraphHealth
 };
 // The counts that need no allocation index (for `info`): from the graph rows and the session's
 // anomaly counts (graphsWithUnknownPool stays 0).
-GraphHealth graphHealth(const GraphRows& rows, const std::map<std::string, int64_t>& anomalies);
+GraphHealth graphHealth(const store::GraphRows& rows,
+                        const std::map<std::string, int64_t>& anomalies);
 
 struct GraphsReport
 {

@@ -6,10 +6,10 @@
 #include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/graphs.h"
-#include "core/graph_rows.h"
 #include "core/import/byte_reader.h"
 #include "core/import/pickle_reader.h"
-#include "core/session.h"
+#include "core/store/graphs.h"
+#include "core/store/session.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -1,10 +1,10 @@
-#include "graph_rows.h"
+#include "graphs.h"
 
-#include "session.h"
+#include "session_access.h"
 
 #include <algorithm>
 
-namespace fs {
+namespace fs::store {
 
 namespace {
 
@@ -19,7 +19,7 @@ template <class Row> void sortByStart(std::vector<Row>& v)
 
 GraphRows readGraphRows(const Session& s)
 {
-    const Db& db = s.db();
+    const Db& db = SessionAccess::db(s);
     GraphRows g;
     {
         Stmt q = db.prepare("SELECT start_ns, end_ns, COALESCE(graph_id, 0), COALESCE(exec_id, 0),"
@@ -73,8 +73,8 @@ GraphRows readGraphRows(const Session& s)
 
 void forEachGraphKernel(const Session& s, const std::function<void(const GraphKernelRow&)>& fn)
 {
-    Stmt q = s.db().prepare("SELECT start_ns, end_ns, graph_id, device FROM kernels"
-                            " WHERE graph_id IS NOT NULL");
+    Stmt q = SessionAccess::db(s).prepare("SELECT start_ns, end_ns, graph_id, device FROM kernels"
+                                          " WHERE graph_id IS NOT NULL");
     GraphKernelRow r;
     while (q.step()) {
         r.start = q.i64(0);
@@ -85,4 +85,4 @@ void forEachGraphKernel(const Session& s, const std::function<void(const GraphKe
     }
 }
 
-} // namespace fs
+} // namespace fs::store

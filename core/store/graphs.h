@@ -1,10 +1,10 @@
-// The CUDA-graph rows of a session (graph_launches, graph-launched kernels, graph_captures,
-// graph_execs), read in one place: the graphs analysis (core/analysis/graphs.cpp) and `info`'s
-// capture health take them from here and run no SQL of their own. (Moves into core/store/ with
-// the other typed readers.)
+// Typed readers of a session's CUDA-graph rows (graph_launches, graph-launched kernels,
+// graph_captures, graph_execs; docs/session-format.md, docs/store.md), in the shapes the graphs
+// analysis (core/analysis/graphs.cpp) and `info`'s capture health use: compact launch records
+// (a long run has millions) and kernels streamed, never kept.
 #pragma once
 
-#include "events.h"
+#include "core/events.h"
 
 #include <cstdint>
 #include <functional>
@@ -12,8 +12,10 @@
 #include <vector>
 
 namespace fs {
-
 class Session;
+}
+
+namespace fs::store {
 
 struct GraphLaunchRecord
 {
@@ -69,4 +71,4 @@ GraphRows readGraphRows(const Session& s);
 // a long run has tens of millions, so they are handed over one by one, never kept.
 void forEachGraphKernel(const Session& s, const std::function<void(const GraphKernelRow&)>& fn);
 
-} // namespace fs
+} // namespace fs::store
