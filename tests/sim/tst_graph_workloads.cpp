@@ -184,7 +184,6 @@ private slots:
         QVERIFY(rows.capturesRecorded); // the tables exist, and the default run fills none
         QCOMPARE(rows.captures.size(), size_t{0});
         QCOMPARE(rows.execs.size(), size_t{0});
-        QCOMPARE(rows.launches.size(), size_t{0});
         sim::WorkloadKind k;
         QVERIFY(sim::parseWorkload("decode-graphs", k));
         QCOMPARE(k, sim::WorkloadKind::DecodeGraphs);
