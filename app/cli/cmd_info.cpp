@@ -1,8 +1,10 @@
 // fragscope info FILE [--json]: what a session holds and how healthy its capture was.
 #include "command.h"
+#include "core/analysis/graphs_text.h"
 #include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "core/store/graphs.h"
 #include "core/store/session.h"
 
 #include <fmt/format.h>
@@ -13,7 +15,7 @@ using namespace fs::cli;
 namespace {
 
 std::string toJson(const std::string& path, const SessionSummary& s,
-                   const std::string& allocatorSettings)
+                   const std::string& allocatorSettings, const analysis::GraphHealth& graphs)
 {
     JsonWriter j;
     j.beginDocument();
@@ -53,13 +55,13 @@ std::string toJson(const std::string& path, const SessionSummary& s,
     else
         j.value(allocatorSettings);
     j.key("health");
-    analysis::writeHealth(j, s.health);
+    analysis::writeHealth(j, s.health, &graphs);
     j.endObject();
     return j.str() + "\n";
 }
 
 std::string toText(const std::string& path, const SessionSummary& s,
-                   const std::string& allocatorSettings)
+                   const std::string& allocatorSettings, const analysis::GraphHealth& graphs)
 {
     std::string out = fmt::format("{}\n", path);
     out += fmt::format("  format        v{}{}\n", s.formatVersion,
@@ -96,6 +98,7 @@ std::string toText(const std::string& path, const SessionSummary& s,
         out += fmt::format("      {:<16} {}\n", k, v);
     for (const auto& w : s.health.warnings)
         out += fmt::format("    warning: {}\n", w);
+    if (graphs.launches > 0 || graphs.total() > 0) out += analysis::graphHealthText(graphs);
     return out;
 }
 
@@ -105,8 +108,10 @@ int runInfo(Args& a)
     const Session s = Session::open(a.positional()[0]);
     const SessionSummary sum = s.summary();
     const std::string settings = s.meta("allocator_settings");
-    fmt::print("{}", a.flag("json") ? toJson(a.positional()[0], sum, settings)
-                                    : toText(a.positional()[0], sum, settings));
+    const analysis::GraphHealth graphs =
+        analysis::graphHealth(store::readGraphRows(s), sum.health.anomalies);
+    fmt::print("{}", a.flag("json") ? toJson(a.positional()[0], sum, settings, graphs)
+                                    : toText(a.positional()[0], sum, settings, graphs));
     return Ok;
 }
 

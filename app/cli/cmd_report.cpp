@@ -5,6 +5,7 @@
 #include "cli_engine.h"
 #include "cli_settings.h"
 #include "command.h"
+#include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/report_format.h"
 
@@ -23,7 +24,8 @@ int runReport(Args& a)
     ReportOptions o = st.reportOptions();
     o.topPrecursors = static_cast<size_t>(std::max<int64_t>(a.getInt("top", 5), 0));
     const auto engine = openEngine(a.positional()[0], st.loadOptions());
-    const Report r = buildReport(*engine, a.positional()[0], o);
+    Report r = buildReport(*engine, a.positional()[0], o);
+    alloc::addGraphsSummary(r, *engine);
     fmt::print("{}", a.flag("json") ? reportJson(r) : reportText(r));
     return Ok;
 }

@@ -5,6 +5,7 @@
 
 #include "core/versions.h"
 #include "widgets/frames_model.h"
+#include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/oom_list.h"
 #include "widgets/panels.h"
@@ -267,6 +268,15 @@ void MainWindow::buildDocks()
             std::max<int64_t>(1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);
         heatmap_->zoomToTime(t - span / 2, t + span / 2);
     });
+    // CUDA graphs and pools: the replay lane on the timelines and the selected graph's pool
+    // outlined on the heatmap come from the panel's report.
+    graphs_ = new views::GraphsPanel(this);
+    tabifyDockWidget(detDock, dock(tr("Graphs"), QStringLiteral("graphsDock"), graphs_,
+                                   Qt::RightDockWidgetArea));
+    connect(graphs_, &views::GraphsPanel::reportReady, this,
+            [this](auto r) { timeline_->setGraphs(std::move(r)); });
+    connect(graphs_, &views::GraphsPanel::poolOutlined, this,
+            [this](const views::PoolOutline& o) { heatmap_->setPoolOutline(o); });
     inspDock->raise();
 
     histogram_ = new views::HistogramWidget(this);
@@ -433,6 +443,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
+    graphs_->setScene(scene_);
     setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
     if (!keepView)
         selection_->clear();
@@ -578,6 +589,7 @@ void MainWindow::setDark(bool dark)
     timeline_->setDark(dark);
     histogram_->setDark(dark);
     memmap_->setDark(dark);
+    graphs_->setDark(dark);
 }
 
 void MainWindow::updateStatus()

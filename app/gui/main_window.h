@@ -32,6 +32,7 @@ class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
 class OomList;
+class GraphsPanel;
 } // namespace fs::views
 
 namespace fs::gui {
@@ -70,6 +71,7 @@ public:
     views::CollapseInspector* inspector() const { return inspector_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
+    views::GraphsPanel* graphsPanel() const { return graphs_; }
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
     int level() const { return level_; }
@@ -140,6 +142,7 @@ private:
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
+    views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;

@@ -1,5 +1,6 @@
 #include "report_window.h"
 
+#include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/report_format.h"
 
@@ -31,8 +32,10 @@ void computeReport(std::shared_ptr<const render::Scene> scene, analysis::ReportO
         try {
             if (!scene->engine) throw std::runtime_error("no analysis engine for this session");
             const auto lock = scene->engine->readLock();
-            report = std::make_shared<analysis::Report>(
+            auto r = std::make_shared<analysis::Report>(
                 analysis::buildReport(*scene->engine, scene->path, options));
+            alloc::addGraphsSummary(*r, *scene->engine, cancel.get());
+            report = std::move(r);
         } catch (const analysis::Cancelled&) {
             return;
         } catch (const std::exception& e) {

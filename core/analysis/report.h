@@ -3,6 +3,7 @@
 // here, its computation in buildReport() and one writer per format in report_format.cpp.
 #pragma once
 
+#include "graphs.h"
 #include "summary.h"
 #include "types.h"
 
@@ -66,6 +67,9 @@ struct Report
     std::vector<CollapseReport> collapses; // top precursors only
     std::vector<Correlation> correlations; // n >= 3
     std::vector<OomDiagnosis> ooms;
+    // `fragscope graphs` in short; its sharing what-if needs the allocator model, so
+    // alloc::addGraphsSummary fills it (the CLI and the GUI both call it).
+    std::optional<GraphsSummary> graphs;
     bool ordinal() const { return timeAxis == TimeAxis::Ordinal; }
 };
 

@@ -2,6 +2,7 @@
 // new section is a Report member, its computation in buildReport() and a row here.
 #include "report_format.h"
 
+#include "graphs_text.h"
 #include "oom.h"
 #include "serialize.h"
 
@@ -213,7 +214,7 @@ void framesText(std::string& out, const Report& r)
     }
 }
 
-// ---- OOMs, collapses, correlations ----
+// ---- OOMs, graphs, collapses, correlations ----
 
 void oomsJson(JsonWriter& j, const Report& r)
 {
@@ -229,6 +230,19 @@ void oomsText(std::string& out, const Report& r)
     out += fmt::format("\nOOMs ({})\n", r.ooms.size());
     for (const OomDiagnosis& o : r.ooms)
         out += oomText(o, r.timeBegin, r.ordinal());
+}
+
+void graphsJson(JsonWriter& j, const Report& r)
+{
+    if (!r.graphs) return;
+    j.key("graphs");
+    writeGraphsSummary(j, *r.graphs);
+}
+
+void graphsText(std::string& out, const Report& r)
+{
+    if (!r.graphs || (r.graphs->graphs == 0 && r.graphs->privatePools == 0)) return;
+    out += "\nCUDA graphs and pools\n" + graphsSummaryText(*r.graphs);
 }
 
 void collapsesJson(JsonWriter& j, const Report& r)
@@ -274,7 +288,8 @@ struct Section
 // In output order.
 constexpr Section kSections[] = {
     {headerJson, headerText}, {tracksJson, tracksText},       {framesJson, framesText},
-    {oomsJson, oomsText},     {collapsesJson, collapsesText}, {correlationsJson, correlationsText},
+    {oomsJson, oomsText},     {graphsJson, graphsText},       {collapsesJson, collapsesText},
+    {correlationsJson, correlationsText},
 };
 
 } // namespace

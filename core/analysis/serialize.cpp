@@ -1,5 +1,7 @@
 #include "serialize.h"
 
+#include "graphs_text.h"
+
 #include <fmt/format.h>
 
 namespace fs::analysis {
@@ -18,7 +20,7 @@ void writeCaveats(JsonWriter& j, const Caveats& c)
     j.endArray();
 }
 
-void writeHealth(JsonWriter& j, const HealthSummary& h)
+void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs)
 {
     j.beginObject();
     j.field("dropped_records", h.droppedRecords);
@@ -33,6 +35,10 @@ void writeHealth(JsonWriter& j, const HealthSummary& h)
     for (const auto& w : h.warnings)
         j.value(w);
     j.endArray();
+    if (graphs) {
+        j.key("graphs"); // CUDA-graph input (docs/analysis.md "Graphs and pools")
+        writeGraphHealth(j, *graphs);
+    }
     j.endObject();
 }
 

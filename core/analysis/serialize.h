@@ -2,6 +2,7 @@
 // so that the same figure is always spelt the same way.
 #pragma once
 
+#include "graphs.h"
 #include "summary.h"
 #include "types.h"
 
@@ -17,7 +18,8 @@ using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
 void writeCaveats(JsonWriter& j, const Caveats& c);      // "caveats": [...]
-void writeHealth(JsonWriter& j, const HealthSummary& h); // {dropped_records, ...}
+// {dropped_records, ...}; with graphs, its CUDA-graph input health under "graphs" (info --json).
+void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs = nullptr);
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
 void writeStateFields(JsonWriter& j, const State& s);   // fields of one state object
 void writeState(JsonWriter& j, const State& s);         // {...}
