@@ -57,7 +57,8 @@ AddVideoResult addVideo(const AddVideoOptions& o)
                                   target.conflicts.begin()->second));
     // The map checked against the count the container declares before the long work; as some
     // containers only estimate it, a count one frame off is left to the check after decoding.
-    if (const int64_t declared = declaredFrames(o.video); declared > 0) {
+    // (A video of one frame is refused as such by analyzeVideo, not as a map that misfits.)
+    if (const int64_t declared = declaredFrames(o.video); declared > 1) {
         const analysis::MapFit fit = analysis::fitFrameMap(declared, target.frames, o.map);
         if (!fit.fits && !analysis::fitFrameMap(declared - 1, target.frames, o.map).fits &&
             !analysis::fitFrameMap(declared + 1, target.frames, o.map).fits)
