@@ -1,10 +1,13 @@
 #include "frame_measure.h"
 
+#include "stage_clock.h"
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace fs::video {
 
@@ -27,10 +30,28 @@ cv::Mat resized(const cv::Mat& m, cv::Size to)
     return out;
 }
 
-// DIS's coarse-to-fine search stops at this pyramid level: below ~320 px on the long side the
-// finest level must be the image itself to keep small displacements exact (at 160x120 a coarser
-// finest level measures a 1 px shift as 1.14 px).
-constexpr int kFlowFinestLongSide = 320;
+// DIS's coarse-to-fine search stops at its "finest scale": level 2 of the pyramid in OpenCV's
+// fast preset (a quarter of the image). On small frames that level is too coarse for small
+// displacements (at 160x120 a 1 px shift measured 1.14 px), so the finest level keeps at least
+// this many pixels on its long side: level 2 from 640 px (the work size of any HD video), the
+// image itself below 320 px.
+constexpr int kFlowFinestLongSide = 160;
+constexpr int kPresetFinestScale = 2;
+
+// (x, y) at every pixel of a size, made once per size and thread.
+const cv::Mat& pixelGrid(cv::Size size)
+{
+    thread_local cv::Mat grid;
+    if (grid.size() != size) {
+        grid.create(size, CV_32FC2);
+        for (int y = 0; y < size.height; ++y) {
+            auto* g = grid.ptr<cv::Vec2f>(y);
+            for (int x = 0; x < size.width; ++x)
+                g[x] = cv::Vec2f(static_cast<float>(x), static_cast<float>(y));
+        }
+    }
+    return grid;
+}
 
 } // namespace
 
@@ -49,7 +70,7 @@ Geometry Geometry::of(cv::Size video, int workLongSide, int thumbLongSide)
     g.thumbnail = fitLongSide(video, thumbLongSide);
     g.flowThumbnail = {std::max(1, g.thumbnail.width / 2), std::max(1, g.thumbnail.height / 2)};
     const int l = std::max(g.work.width, g.work.height);
-    while ((l >> (g.finestScale + 1)) >= kFlowFinestLongSide)
+    while (g.finestScale < kPresetFinestScale && (l >> (g.finestScale + 1)) >= kFlowFinestLongSide)
         ++g.finestScale;
     return g;
 }
@@ -58,12 +79,18 @@ Prepared prepare(const cv::Mat& bgr, int64_t index, const Geometry& g, bool thum
 {
     Prepared p;
     p.index = index;
-    p.work = resized(bgr, g.work);
-    if (p.work.data == bgr.data) p.work = bgr.clone(); // the decoder reuses its buffer
-    cv::cvtColor(p.work, p.gray, cv::COLOR_BGR2GRAY);
-    resized(p.gray, g.ssim).convertTo(p.ssimGray, CV_32F);
+    {
+        const StageTimer timer(Stage::Reduce);
+        p.work = resized(bgr, g.work);
+        if (p.work.data == bgr.data) p.work = bgr.clone(); // the decoder reuses its buffer
+        cv::cvtColor(p.work, p.gray, cv::COLOR_BGR2GRAY);
+        resized(p.gray, g.ssim).convertTo(p.ssimGray, CV_32F);
+    }
     if (thumbnail) {
-        const cv::Mat t = g.thumbnail == g.work ? p.work : resized(bgr, g.thumbnail);
+        const StageTimer timer(Stage::Thumbnail);
+        // From the reduced frame when that is larger than the thumbnail: a quarter of the work.
+        const cv::Mat& from = g.work.width >= g.thumbnail.width ? p.work : bgr;
+        const cv::Mat t = g.thumbnail == from.size() ? from : resized(from, g.thumbnail);
         cv::imencode(".jpg", t, p.thumbnailJpeg, {cv::IMWRITE_JPEG_QUALITY, 85});
     }
     return p;
@@ -111,15 +138,11 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
     r.frame = cur.index;
     r.reference = ref.index;
     const int w = g.work.width, h = g.work.height;
+    std::optional<StageTimer> timer(std::in_place, Stage::Warp);
 
     // The reference warped onto the current frame: pixel x of cur comes from x + backward(x).
-    cv::Mat map(h, w, CV_32FC2);
-    for (int y = 0; y < h; ++y) {
-        const auto* b = backward.ptr<cv::Vec2f>(y);
-        auto* m = map.ptr<cv::Vec2f>(y);
-        for (int x = 0; x < w; ++x)
-            m[x] = cv::Vec2f(static_cast<float>(x) + b[x][0], static_cast<float>(y) + b[x][1]);
-    }
+    cv::Mat map;
+    cv::add(backward, pixelGrid(g.work), map);
     cv::Mat warped, forwardThere;
     cv::remap(ref.work, warped, map, cv::noArray(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
     cv::remap(forward, forwardThere, map, cv::noArray(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
@@ -127,7 +150,9 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
     // Forward-backward consistency (Sundaram, Brox and Keutzer 2010, as Ruder et al. 2016 use it
     // for temporal consistency): a pixel counts where going back and forth again lands near where
     // it started, |b + f(x + b)|^2 <= 0.01 (|b|^2 + |f(x + b)|^2) + 0.5, inside the reference.
-    double errSum = 0, errAll = 0, flowSum = 0;
+    // Single precision per pixel, summed per row in double.
+    const float maxX = static_cast<float>(w - 1), maxY = static_cast<float>(h - 1);
+    double errSum = 0, flowSum = 0;
     int64_t consistent = 0;
     for (int y = 0; y < h; ++y) {
         const auto* b = backward.ptr<cv::Vec2f>(y);
@@ -136,35 +161,43 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
         const auto* m = map.ptr<cv::Vec2f>(y);
         const auto* c = cur.work.ptr<cv::Vec3b>(y);
         const auto* wp = warped.ptr<cv::Vec3b>(y);
+        float rowFlow = 0;
+        int rowErr = 0, rowCount = 0;
         for (int x = 0; x < w; ++x) {
-            flowSum += std::sqrt(double{fw[x][0]} * fw[x][0] + double{fw[x][1]} * fw[x][1]);
-            const double e = (std::abs(c[x][0] - wp[x][0]) + std::abs(c[x][1] - wp[x][1]) +
-                              std::abs(c[x][2] - wp[x][2])) /
-                             3.0;
-            errAll += e;
-            const bool inside = m[x][0] >= 0 && m[x][0] <= static_cast<float>(w - 1) &&
-                                m[x][1] >= 0 && m[x][1] <= static_cast<float>(h - 1);
-            if (!inside) continue;
-            const double sx = b[x][0] + f[x][0], sy = b[x][1] + f[x][1];
-            const double nb = double{b[x][0]} * b[x][0] + double{b[x][1]} * b[x][1];
-            const double nf = double{f[x][0]} * f[x][0] + double{f[x][1]} * f[x][1];
-            if (sx * sx + sy * sy > 0.01 * (nb + nf) + 0.5) continue;
-            errSum += e;
-            ++consistent;
+            rowFlow += std::sqrt(fw[x][0] * fw[x][0] + fw[x][1] * fw[x][1]);
+            if (!(m[x][0] >= 0 && m[x][0] <= maxX && m[x][1] >= 0 && m[x][1] <= maxY)) continue;
+            const float sx = b[x][0] + f[x][0], sy = b[x][1] + f[x][1];
+            const float nb = b[x][0] * b[x][0] + b[x][1] * b[x][1];
+            const float nf = f[x][0] * f[x][0] + f[x][1] * f[x][1];
+            if (sx * sx + sy * sy > 0.01f * (nb + nf) + 0.5f) continue;
+            rowErr += std::abs(c[x][0] - wp[x][0]) + std::abs(c[x][1] - wp[x][1]) +
+                      std::abs(c[x][2] - wp[x][2]);
+            ++rowCount;
         }
+        flowSum += rowFlow;
+        errSum += rowErr / 3.0;
+        consistent += rowCount;
     }
     const double pixels = static_cast<double>(w) * h;
     r.flowL2Px = flowSum / pixels * g.toVideoPixels;
-    // Nothing consistent (another scene entirely): the whole frame's error says so.
-    r.warpError = consistent > 0 ? errSum / static_cast<double>(consistent) : errAll / pixels;
     r.consistentShare = static_cast<double>(consistent) / pixels;
+    if (consistent > 0) {
+        r.warpError = errSum / static_cast<double>(consistent);
+    } else { // nothing consistent (another scene entirely): the whole frame's error says so
+        cv::Mat all;
+        cv::absdiff(cur.work, warped, all);
+        const cv::Scalar mean = cv::mean(all);
+        r.warpError = (mean[0] + mean[1] + mean[2]) / 3;
+    }
 
     cv::Mat diff;
     cv::absdiff(ref.gray, cur.gray, diff);
     r.flicker = cv::mean(diff)[0];
+    timer.emplace(Stage::Ssim);
     r.ssim = ssim(ref.ssimGray, cur.ssimGray);
 
     if (flowPng) {
+        timer.emplace(Stage::FlowImage);
         cv::Mat mag(h, w, CV_32F);
         for (int y = 0; y < h; ++y) {
             const auto* fw = forward.ptr<cv::Vec2f>(y);

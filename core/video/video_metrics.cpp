@@ -1,6 +1,7 @@
 #include "video_metrics.h"
 
 #include "frame_measure.h"
+#include "stage_clock.h"
 #include "video_reader.h"
 
 #include "core/sqlite.h" // SessionError
@@ -89,7 +90,7 @@ private:
     {
         try {
             cv::Mat bgr;
-            for (int64_t i = 0; reader_.next(bgr); ++i) {
+            for (int64_t i = 0; decode(bgr); ++i) {
                 if (cancelled(o_)) break;
                 if (i == 0) {
                     std::lock_guard lock(mutex_);
@@ -117,6 +118,12 @@ private:
         changed_.notify_all();
     }
 
+    bool decode(cv::Mat& bgr)
+    {
+        const StageTimer t(Stage::Decode);
+        return reader_.next(bgr);
+    }
+
     static constexpr size_t kDepth = 4;
     VideoReader& reader_;
     const AnalyzeOptions& o_;
@@ -142,9 +149,14 @@ public:
                                    std::vector<uint8_t>* flowPng)
     {
         cv::Mat forward, backward;
-        auto back =
-            std::async(std::launch::async, [&] { bwd_->calc(cur.gray, ref.gray, backward); });
-        fwd_->calc(ref.gray, cur.gray, forward);
+        auto back = std::async(std::launch::async, [&] {
+            const StageTimer t(Stage::FlowBackward);
+            bwd_->calc(cur.gray, ref.gray, backward);
+        });
+        {
+            const StageTimer t(Stage::FlowForward);
+            fwd_->calc(ref.gray, cur.gray, forward);
+        }
         back.get();
         return measurePair(ref, cur, forward, backward, g_, flowPng);
     }
@@ -165,7 +177,9 @@ VideoAnalysis analyzeVideo(const std::string& path, const AnalyzeOptions& o)
     a.folder = reader.isFolder();
     a.fps = reader.fps();
     // The content hash reads the file once more, beside the decoding.
+    if (StageClock::enabled()) StageClock::instance().reset();
     auto hash = std::async(std::launch::async, [&] {
+        const StageTimer t(Stage::Hash);
         return std::make_pair(VideoReader::contentHash(reader, o.cancel),
                               VideoReader::contentBytes(reader));
     });
@@ -234,6 +248,7 @@ VideoAnalysis analyzeVideo(const std::string& path, const AnalyzeOptions& o)
         }
     }
     a.scores = analysis::scoreVideo(a.pairs, a.skips);
+    if (StageClock::enabled()) StageClock::instance().print(a.frames);
     return a;
 }
 
