@@ -225,6 +225,7 @@ VideoAnalysis analyzeVideo(const std::string& path, const AnalyzeOptions& o)
     // Isolated broken frames: the frames around each candidate again, from a second decode that
     // stops after the last one needed (only a video with such breaks pays for it).
     const std::vector<int64_t> candidates = analysis::isolatedBreakCandidates(a.pairs);
+    std::vector<std::vector<uint8_t>> skipFlows;
     if (!candidates.empty()) {
         std::set<int64_t> need;
         for (int64_t i : candidates) {
@@ -244,10 +245,18 @@ VideoAnalysis analyzeVideo(const std::string& path, const AnalyzeOptions& o)
                 throw SessionError(path, fmt::format("frames {} and {} could not be decoded "
                                                      "again (the file changed while it was read?)",
                                                      i - 1, i + 1));
-            a.skips.push_back(measure(r->second, c->second, nullptr));
+            std::vector<uint8_t> flow;
+            a.skips.push_back(measure(r->second, c->second, &flow));
+            skipFlows.push_back(std::move(flow));
         }
     }
     a.scores = analysis::scoreVideo(a.pairs, a.skips);
+    // A frame scored against an earlier one shows the flow of that comparison.
+    for (const auto& sc : a.scores)
+        if (sc.reference != sc.frame - 1)
+            for (size_t k = 0; k < a.skips.size(); ++k)
+                if (a.skips[k].frame == sc.frame)
+                    a.images[static_cast<size_t>(sc.frame)].flowPng = std::move(skipFlows[k]);
     if (StageClock::enabled()) StageClock::instance().print(a.frames);
     return a;
 }

@@ -33,7 +33,7 @@ struct AnalyzeOptions
 struct VideoImages
 {
     std::vector<uint8_t> thumbnailJpeg; // the frame, JPEG
-    std::vector<uint8_t> flowPng;       // |flow| from the previous frame (none for frame 0)
+    std::vector<uint8_t> flowPng; // |flow| from the frame it was measured against (none: frame 0)
 };
 
 struct VideoAnalysis
