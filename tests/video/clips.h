@@ -99,4 +99,23 @@ inline void smooth(const QString& path, int n, int replace = -1, int jump = -1)
     });
 }
 
+// The colour of frame i's centre square in numbered(): blue up, green down by 9 per frame.
+inline cv::Vec3b frameColour(int i)
+{
+    return {static_cast<uchar>(20 + 9 * i), static_cast<uchar>(230 - 9 * i), 40};
+}
+
+// The smooth clip with a square in the middle whose colour says the frame number (up to 23).
+inline void numbered(const QString& path, int n)
+{
+    const cv::Mat tex = texture(kWidth + 120 + 3 * n, kHeight + 80, 1);
+    write(path, n, [&](int i) {
+        cv::Mat f = window(tex, 30 + 2.0 * i, 30);
+        cv::rectangle(f, cv::Rect(kWidth / 2 - 30, kHeight / 2 - 24, 60, 48),
+                      cv::Scalar(frameColour(i)[0], frameColour(i)[1], frameColour(i)[2]),
+                      cv::FILLED);
+        return f;
+    });
+}
+
 } // namespace fstest::clips

@@ -18,7 +18,7 @@ namespace {
 
 // The metrics a panel lists: the video's, the break score first, then any other metric a rule
 // reads (coherence_score from NVTX, …).
-std::vector<std::string> shownMetrics(const Scene& s, const analysis::FrameInfo& f)
+std::vector<std::string> shownMetrics(const Scene& s, const analysis::FrameInfo& f, int most = -1)
 {
     std::vector<std::string> out;
     for (const char* m : {"warp_error_z", "warp_error", "flow_l2_px", "flicker", "ssim_prev"})
@@ -26,6 +26,7 @@ std::vector<std::string> shownMetrics(const Scene& s, const analysis::FrameInfo&
     for (const auto& r : s.rules)
         if (f.metrics.count(r.metric) && std::find(out.begin(), out.end(), r.metric) == out.end())
             out.push_back(r.metric);
+    if (most >= 0 && out.size() > static_cast<size_t>(most)) out.resize(static_cast<size_t>(most));
     return out;
 }
 
@@ -90,9 +91,26 @@ QImage flowOverlayImage(const Scene& s, int64_t videoFrame, QSize size, double f
     return out;
 }
 
-std::vector<FrameStripPanel> layoutFrameStrip(const QRectF& rect, const Scene& s,
+namespace {
+
+// The report's title above the panels and its legend below them.
+double reportScale(const QRectF& rect, const FrameStripOptions& o)
+{
+    return o.report ? std::clamp(rect.width() / 1600.0, 0.8, 2.0) : 1.0;
+}
+QRectF panelsRect(const QRectF& rect, const FrameStripOptions& o)
+{
+    // drawTitle's height (50 px at its scale, the image's height / 700), then the legend's.
+    const double title = 50 * std::clamp(rect.height() / 700.0, 0.8, 1.8);
+    return o.report ? rect.adjusted(0, title, 0, -34 * reportScale(rect, o)) : rect;
+}
+
+} // namespace
+
+std::vector<FrameStripPanel> layoutFrameStrip(const QRectF& whole, const Scene& s,
                                               const FrameStripOptions& o)
 {
+    const QRectF rect = panelsRect(whole, o);
     std::vector<FrameStripPanel> out;
     for (int64_t f = o.frame - o.around; f <= o.frame + o.around; ++f)
         if (s.frame(f)) {
@@ -102,13 +120,13 @@ std::vector<FrameStripPanel> layoutFrameStrip(const QRectF& rect, const Scene& s
             out.push_back(p);
         }
     if (out.empty()) return out;
-    const double k = o.report ? std::clamp(rect.width() / 1600.0, 0.8, 2.0) : 1.0;
+    const double k = reportScale(whole, o);
     const double gap = 10 * k;
     const QFontMetricsF fm(font(11.5 * k));
     // Captions: the frame line, then one line per metric (the most any panel shows).
     size_t lines = 1;
     for (const auto& p : out)
-        lines = std::max(lines, 1 + shownMetrics(s, *s.frame(p.frame)).size());
+        lines = std::max(lines, 1 + shownMetrics(s, *s.frame(p.frame), o.metricLines).size());
     const double captions = static_cast<double>(lines) * (fm.height() + 1) + 6 * k;
     const double n = static_cast<double>(out.size());
     const double w = (rect.width() - gap * (n + 1)) / n;
@@ -132,23 +150,21 @@ void paintFrameStrip(QPainter& p, const QRectF& rect, const Scene& s, const Fram
     p.save();
     p.setRenderHint(QPainter::Antialiasing, true);
     p.setRenderHint(QPainter::SmoothPixmapTransform, true);
-    QRectF body = rect;
-    const double k = o.report ? std::clamp(rect.width() / 1600.0, 0.8, 2.0) : 1.0;
+    const double k = reportScale(rect, o);
     if (o.report) {
         QString extra;
         if (s.video)
             extra = QStringLiteral("%1, sha256 %2…")
                         .arg(QString::fromStdString(s.video->video().source),
                              QString::fromStdString(s.video->video().sha256.substr(0, 12)));
-        body = drawTitle(p, rect,
-                         QStringLiteral("Frames %1–%2 around frame %3")
-                             .arg(o.frame - o.around)
-                             .arg(o.frame + o.around)
-                             .arg(o.frame),
-                         reportSubtitle(s, extra), th);
-        body.setBottom(body.bottom() - 34 * k); // the legend
+        drawTitle(p, rect,
+                  QStringLiteral("Frames %1–%2 around frame %3")
+                      .arg(o.frame - o.around)
+                      .arg(o.frame + o.around)
+                      .arg(o.frame),
+                  reportSubtitle(s, extra), th);
     }
-    const std::vector<FrameStripPanel> panels = layoutFrameStrip(body, s, o);
+    const std::vector<FrameStripPanel> panels = layoutFrameStrip(rect, s, o);
     const double scale = flowScale(s, panels);
     const QFont small = font(11.5 * k), bold = font(11.5 * k, true);
     const QFontMetricsF fm(small);
@@ -189,7 +205,7 @@ void paintFrameStrip(QPainter& p, const QRectF& rect, const Scene& s, const Fram
         p.drawText(line, Qt::AlignHCenter | Qt::AlignVCenter, head);
         y += fm.height() + 1;
         p.setFont(small);
-        for (const std::string& m : shownMetrics(s, f)) {
+        for (const std::string& m : shownMetrics(s, f, o.metricLines)) {
             const double v = f.metrics.at(m);
             p.setPen(breaks(s, m, v) ? collapseColor() : th.muted);
             p.drawText(QRectF(pn.panel.left(), y, pn.panel.width(), fm.height()),
@@ -201,7 +217,7 @@ void paintFrameStrip(QPainter& p, const QRectF& rect, const Scene& s, const Fram
     if (panels.empty()) {
         p.setPen(th.muted);
         p.setFont(small);
-        p.drawText(body, Qt::AlignCenter,
+        p.drawText(panelsRect(rect, o), Qt::AlignCenter,
                    QStringLiteral("the session has no frame %1").arg(o.frame));
     }
     if (o.report) {
@@ -218,6 +234,16 @@ void paintFrameStrip(QPainter& p, const QRectF& rect, const Scene& s, const Fram
     p.restore();
 }
 
+std::vector<QString> frameStripMetrics(const Scene& s, int64_t frame)
+{
+    std::vector<QString> out;
+    if (const analysis::FrameInfo* f = s.frame(frame))
+        for (const std::string& m : shownMetrics(s, *f))
+            out.push_back(QStringLiteral("%1 %2").arg(QString::fromStdString(m),
+                                                      metricText(f->metrics.at(m))));
+    return out;
+}
+
 QSize frameStripSize(const Scene& s, const FrameStripOptions& o)
 {
     const int n = 2 * o.around + 1;
@@ -226,7 +252,7 @@ QSize frameStripSize(const Scene& s, const FrameStripOptions& o)
     size_t lines = 1;
     for (int64_t f = o.frame - o.around; f <= o.frame + o.around; ++f)
         if (const analysis::FrameInfo* fi = s.frame(f))
-            lines = std::max(lines, 1 + shownMetrics(s, *fi).size());
+            lines = std::max(lines, 1 + shownMetrics(s, *fi, o.metricLines).size());
     const QFontMetricsF fm(font(11.5));
     const int captions =
         static_cast<int>(std::ceil(static_cast<double>(lines) * (fm.height() + 1)));

@@ -19,7 +19,8 @@ struct FrameStripOptions
     int64_t frame = -1; // the session frame in the middle
     int around = 1;     // frames each side
     bool flowOverlay = false;
-    bool report = true; // a title, a subtitle and a legend (export); off in the inspector
+    bool report = true;   // a title, a subtitle and a legend (export); off in the inspector
+    int metricLines = -1; // metric lines under each frame (-1: every metric shown)
     Theme theme = Theme::light();
 };
 
@@ -35,6 +36,8 @@ struct FrameStripPanel
 std::vector<FrameStripPanel> layoutFrameStrip(const QRectF& rect, const Scene& s,
                                               const FrameStripOptions& o);
 void paintFrameStrip(QPainter& p, const QRectF& rect, const Scene& s, const FrameStripOptions& o);
+// The caption of a frame: its metrics as "name value", in the order the strip lists them.
+std::vector<QString> frameStripMetrics(const Scene& s, int64_t frame);
 // A size that shows the thumbnails at their stored size.
 QSize frameStripSize(const Scene& s, const FrameStripOptions& o);
 // Writes the strip to PNG, SVG or PDF (by the extension); false with a message on error.
