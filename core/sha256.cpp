@@ -72,6 +72,7 @@ void Sha256::block(const uint8_t* p)
 
 void Sha256::update(const void* data, size_t n)
 {
+    if (n == 0) return; // data may be null then, which memcpy must not see
     const auto* p = static_cast<const uint8_t*>(data);
     total_ += n;
     if (used_ > 0) {
@@ -86,7 +87,7 @@ void Sha256::update(const void* data, size_t n)
     }
     for (; n >= 64; p += 64, n -= 64)
         block(p);
-    std::memcpy(buf_.data(), p, n);
+    if (n > 0) std::memcpy(buf_.data(), p, n);
     used_ = n;
 }
 

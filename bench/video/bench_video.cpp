@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sys/resource.h>
@@ -44,10 +46,10 @@ double median(std::vector<double> v)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// A generated-video-like clip: a smooth texture panning and slowly zooming, 1280x720, H.264.
-void writeClip(const std::string& path, int frames)
+// A smooth texture moved by `at(i)` (an affine map per frame), 1280x720, H.264.
+template <class At> void writeMoving(const std::string& path, int frames, uint64_t seed, At at)
 {
-    cv::RNG rng(7);
+    cv::RNG rng(seed);
     cv::Mat small(200, 340, CV_32FC3), tex;
     rng.fill(small, cv::RNG::UNIFORM, 0.0, 1.0);
     cv::resize(small, tex, {2000, 1200}, 0, 0, cv::INTER_CUBIC);
@@ -61,12 +63,27 @@ void writeClip(const std::string& path, int frames)
         std::exit(1);
     }
     for (int i = 0; i < frames; ++i) {
-        const double s = 1.0 + 0.002 * i, x = 100 + 3.0 * i, y = 80 + 20 * std::sin(i * 0.05);
-        const cv::Matx23d m(s, 0, -x, 0, s, -y);
         cv::Mat f;
-        cv::warpAffine(tex, f, m, {1280, 720}, cv::INTER_LINEAR, cv::BORDER_REFLECT);
+        cv::warpAffine(tex, f, at(i), {1280, 720}, cv::INTER_LINEAR, cv::BORDER_REFLECT);
         w.write(f);
     }
+}
+
+// A generated-video-like clip: the texture panning and slowly zooming.
+void writeClip(const std::string& path, int frames)
+{
+    writeMoving(path, frames, 7, [](int i) {
+        const double s = 1.0 + 0.002 * i, x = 100 + 3.0 * i, y = 80 + 20 * std::sin(i * 0.05);
+        return cv::Matx23d(s, 0, -x, 0, s, -y);
+    });
+}
+
+// The texture translated by exactly (dx, dy) px per frame: the flow's known answer at the size
+// the bench times (the tests check the same at 160x120).
+void writeTranslated(const std::string& path, int frames, double dx, double dy)
+{
+    writeMoving(path, frames, 11,
+                [=](int i) { return cv::Matx23d(1, 0, -(100 + dx * i), 0, 1, -(100 + dy * i)); });
 }
 
 double decodeOnly(const std::string& path, int& frames)
@@ -157,6 +174,22 @@ int main(int argc, char** argv)
                 1e3 * median(decCpu) / f, 1e3 * median(fullCpu) / f, 2 * f / median(fullCpu));
     std::printf("thumbnails and flow images: %.1f KiB per frame\n",
                 static_cast<double>(kept) / f / 1024);
+    // Accuracy at this size: every frame's flow_l2_px against the known displacement.
+    for (const auto& [dx, dy] : {std::pair{4.0, 0.0}, std::pair{6.0, 8.0}}) {
+        const std::string moved = dir + "/moved.mp4";
+        writeTranslated(moved, 24, dx, dy);
+        const auto a = fs::video::analyzeVideo(moved);
+        const double d = std::hypot(dx, dy);
+        std::vector<double> flows;
+        double worst = 0;
+        for (const auto& sc : a.scores) {
+            flows.push_back(sc.values.at("flow_l2_px"));
+            worst = std::max(worst, std::abs(flows.back() - d) / d);
+        }
+        std::printf("accuracy, 1280x720 texture moved %.0f px per frame: flow_l2_px median %.3f, "
+                    "worst frame %.2f %% off\n",
+                    d, median(flows), 100 * worst);
+    }
     if (getloadavg(load, 3) >= 0) std::printf("load average at the end: %.2f\n", load[0]);
     std::filesystem::remove_all(dir);
     return 0;
