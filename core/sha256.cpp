@@ -1,6 +1,6 @@
 #include "sha256.h"
 
-#include "sqlite.h" // SessionError
+#include "store/sqlite.h" // SessionError
 
 #include <cerrno>
 #include <cstdio>

@@ -2,7 +2,7 @@
 
 #include "cli_settings.h"
 #include "core/progress.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 #include "export_timeline_data.h"
 #include "render/frame_strip.h"
 

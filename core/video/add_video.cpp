@@ -1,8 +1,8 @@
 #include "add_video.h"
 
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
+#include "core/store/videos.h"
 #include "core/versions.h"
-#include "core/video_store.h"
 
 #include <chrono>
 #include <ctime>

@@ -4,7 +4,7 @@
 #include "stage_clock.h"
 #include "video_reader.h"
 
-#include "core/sqlite.h" // SessionError
+#include "core/store/sqlite.h" // SessionError
 
 #include <opencv2/core/utility.hpp>
 

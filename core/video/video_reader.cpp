@@ -1,7 +1,7 @@
 #include "video_reader.h"
 
 #include "core/sha256.h"
-#include "core/sqlite.h" // SessionError
+#include "core/store/sqlite.h" // SessionError
 
 #include <opencv2/imgcodecs.hpp>
 

@@ -1,6 +1,6 @@
 // SHA-256 against the FIPS 180-4 examples and `sha256sum`'s answer for a file.
 #include "core/sha256.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <QFile>
 #include <QTemporaryDir>

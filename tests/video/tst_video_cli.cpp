@@ -5,9 +5,10 @@
 #include "testutil.h"
 
 #include "../foundation/sessionbuilder.h"
-#include "core/session.h"
 #include "core/sha256.h"
-#include "core/video_store.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
+#include "core/store/videos.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -37,7 +38,7 @@ class TstVideoCli : public QObject
     }
     static int64_t count(const QString& session, const std::string& sql)
     {
-        return Session::open(session.toStdString()).db().scalar(sql);
+        return store::debugQuery(Session::open(session.toStdString())).scalar(sql);
     }
     static QJsonObject json(const QByteArray& out)
     {
@@ -166,7 +167,7 @@ private slots:
         QCOMPARE(count(s, "SELECT frames_per_session_frame FROM videos"), int64_t{2});
         // The session frame's value is its chunk's worst: frame 5 holds video frames 10, 11.
         Session sess = Session::open(s.toStdString());
-        Stmt st = sess.db().prepare(
+        Stmt st = store::debugQuery(sess).prepare(
             "SELECT (SELECT value FROM frame_metrics WHERE frame = 5 AND name = 'warp_error'),"
             " (SELECT MAX(value) FROM video_frame_metrics WHERE idx IN (10, 11) AND"
             " name = 'warp_error')");

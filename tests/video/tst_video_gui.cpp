@@ -6,7 +6,8 @@
 #include "testutil.h"
 #include "video_controller.h"
 
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
 #include "core/versions.h"
 #include "render/frame_strip.h"
 #include "widgets/frame_strip_widget.h"
@@ -176,9 +177,10 @@ private slots:
         clips::smooth(path("long.mp4"), 48); // two video frames per session frame
         auto videoRows = [&] {
             Session sess = Session::open(s.toStdString());
-            return sess.db().scalar("SELECT COUNT(*) FROM videos") +
-                   sess.db().scalar("SELECT COUNT(*) FROM frame_metrics WHERE source LIKE "
-                                    "'video: %'");
+            return store::debugQuery(sess).scalar("SELECT COUNT(*) FROM videos") +
+                   store::debugQuery(sess).scalar(
+                       "SELECT COUNT(*) FROM frame_metrics WHERE source LIKE "
+                       "'video: %'");
         };
         const int64_t metricsBefore = w->scene()->frame(3)->metrics.size();
         QSignalSpy cancelled(w->video(), &gui::VideoController::cancelled);

@@ -5,7 +5,7 @@
 
 #include "core/analysis/types.h"
 #include "core/analysis/video_frames.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 #include "core/video/video_metrics.h"
 
 #include <QFile>

@@ -1,4 +1,6 @@
-#include "video_store.h"
+#include "videos.h"
+
+#include "session_access.h"
 
 #include <algorithm>
 #include <set>
@@ -69,11 +71,11 @@ VideoTarget videoTarget(const std::string& sessionPath, const std::vector<std::s
 {
     const Session s = Session::open(sessionPath);
     VideoTarget t;
-    Stmt st = s.db().prepare("SELECT idx FROM frames ORDER BY idx");
+    Stmt st = SessionAccess::db(s).prepare("SELECT idx FROM frames ORDER BY idx");
     while (st.step())
         t.frames.push_back(st.i64(0));
-    t.conflicts = otherSources(s.db(), names);
-    t.current = videoOf(s.db());
+    t.conflicts = otherSources(SessionAccess::db(s), names);
+    t.current = videoOf(SessionAccess::db(s));
     return t;
 }
 
@@ -164,15 +166,15 @@ void writeVideo(const std::string& sessionPath, const VideoWrite& w, bool replac
 
 std::optional<VideoRow> video(const Session& s)
 {
-    return videoOf(s.db());
+    return videoOf(SessionAccess::db(s));
 }
 
 std::vector<VideoFrameRow> videoFrames(const Session& s)
 {
     std::vector<VideoFrameRow> out;
-    if (!s.db().hasTable("video_frames")) return out;
+    if (!SessionAccess::db(s).hasTable("video_frames")) return out;
     {
-        Stmt st = s.db().prepare(
+        Stmt st = SessionAccess::db(s).prepare(
             "SELECT idx, session_frame, reference FROM video_frames ORDER BY video, idx");
         while (st.step()) {
             VideoFrameRow f;
@@ -182,7 +184,8 @@ std::vector<VideoFrameRow> videoFrames(const Session& s)
             out.push_back(std::move(f));
         }
     }
-    Stmt st = s.db().prepare("SELECT idx, name, value FROM video_frame_metrics ORDER BY idx");
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT idx, name, value FROM video_frame_metrics ORDER BY idx");
     size_t i = 0;
     while (st.step()) {
         const int64_t idx = st.i64(0);
@@ -238,7 +241,7 @@ int64_t VideoImages::sessionFrameOf(int64_t videoFrame) const
 std::vector<uint8_t> VideoImages::blob(const char* column, int64_t videoFrame) const
 {
     std::lock_guard lock(mutex_);
-    Stmt st = session_.db().prepare(
+    Stmt st = SessionAccess::db(session_).prepare(
         fmt::format("SELECT {} FROM video_frames WHERE video = ?1 AND idx = ?2", column));
     st.bind(1, video_.id).bind(2, videoFrame);
     return st.step() && !st.isNull(0) ? st.blob(0) : std::vector<uint8_t>();

@@ -1,6 +1,6 @@
 // Typed reader and writer of a session's video tables (videos, video_frames,
 // video_frame_metrics) and of the frame metrics computed from the video (docs/session-format.md).
-// The only SQL on those tables; it moves into core/store with the rest of the session's SQL.
+// The only SQL on those tables (docs/store.md).
 #pragma once
 
 #include "session.h"
