@@ -2,6 +2,7 @@
 // one SelectionModel.
 #pragma once
 
+#include "core/analysis/report.h"
 #include "render/render.h"
 #include "session_loader.h"
 #include "widgets/selection.h"
@@ -36,6 +37,7 @@ class FrameStripWidget;
 
 namespace fs::gui {
 
+class ReportWindow;
 class WhatIfController;
 class VideoController;
 
@@ -78,8 +80,11 @@ public:
     // Current state as render options (export dialog, report, screenshots).
     render::RenderOptions renderOptions(render::View v) const;
     bool exportView(render::View v, const QString& path, QSize size, QString* error) const;
-    // Writes heatmap/timeline/histogram/memmap images and report.txt into dir.
-    bool exportReport(const QString& dir, QString* error) const;
+    // Writes heatmap/timeline/histogram/memmap images into dir now, and report.txt (the text
+    // `fragscope report` prints) once a worker has computed it: reportExported says when.
+    bool exportReport(const QString& dir, QString* error);
+    // View › Report…: the report of the open session in a window of its own (null: none open).
+    ReportWindow* showReport();
     // --screenshots: renders the window in several states into dir; returns the files written.
     QStringList writeScreenshots(const QString& dir);
     void setDark(bool dark);
@@ -93,6 +98,8 @@ signals:
     void liveUpdated(qint64 events);
     // scene() is another one (opened, reloaded, new rules, a live refresh, the complete scene).
     void sceneReplaced();
+    // exportReport's report.txt was written (error empty) or could not be.
+    void reportExported(const QString& path, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent*) override;
@@ -125,6 +132,7 @@ private:
     // main_window_video.cpp: File › Add video…, the inspector's video frames, the thumbnails.
     void buildVideo(QMenu* file);
     void showVideo();
+    analysis::ReportOptions reportOptions() const; // the settings file's (burst gap, window)
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;
