@@ -89,7 +89,8 @@ FRAGSCOPE_COMMAND({
     .details =
         "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"
         "coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,\n"
-        "clip_entropy_bits > 2.95. The precursor window runs from the start of the frame\n"
+        "clip_entropy_bits > 2.95, warp_error_z > 6. The precursor window runs from the start of "
+        "the frame\n"
         "--lookback frames (2) before the collapse to the end of its first frame.\n"
         "Precursors (allocator events, OOMs, kernel-variant shifts) are ranked by evidence:\n"
         "closeness to the onset x novelty against the healthy frames before the window x\n"

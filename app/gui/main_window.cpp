@@ -151,6 +151,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 syncing_ = false;
                 onSelection(selection_->current());
                 updateStatus();
+                emit sceneReplaced();
             });
     connect(loader_, &SessionLoader::failed, this, [this](const QString& p, const QString& msg) {
         if (loader_->live()) {
@@ -331,6 +332,7 @@ void MainWindow::buildMenus()
     whatIf_ = new WhatIfController(
         this, [this](const QString& title, const QString& text) { reportError_(title, text); });
     file->addAction(whatIf_->action());
+    buildVideo(file);
     file->setToolTipsVisible(true); // a disabled entry says why
     QAction* attach = file->addAction(tr("&Attach…"), QKeySequence(tr("Ctrl+Shift+A")), this,
                                       &MainWindow::attachDialog);
@@ -451,6 +453,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
         heatmap_->setViewport(vp);
     whatIf_->setSession(path_, scene_);
     updateStatus();
+    emit sceneReplaced();
 }
 
 void MainWindow::fillTrackBox()

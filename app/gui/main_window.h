@@ -33,12 +33,14 @@ class CollapseInspector;
 class AllocationDetails;
 class OomList;
 class GraphsPanel;
+class FrameStripWidget;
 } // namespace fs::views
 
 namespace fs::gui {
 
 class ReportWindow;
 class WhatIfController;
+class VideoController;
 
 class MainWindow : public QMainWindow
 {
@@ -90,9 +92,14 @@ public:
     void setDark(bool dark);
     bool isDark() const { return dark_; }
 
+    VideoController* video() const { return video_; }
+    views::FrameStripWidget* frameStrip() const { return strip_; }
+
 signals:
     // A live refresh reached the views (events committed so far).
     void liveUpdated(qint64 events);
+    // scene() is another one (opened, reloaded, new rules, a live refresh, the complete scene).
+    void sceneReplaced();
     // exportReport's report.txt was written (error empty) or could not be.
     void reportExported(const QString& path, const QString& error);
 
@@ -124,6 +131,9 @@ private:
     void showAbout();
     void updateStatus();
     void applyRules(const std::vector<analysis::CollapseRule>& rules);
+    // main_window_video.cpp: File › Add video…, the inspector's video frames, the thumbnails.
+    void buildVideo(QMenu* file);
+    void showVideo();
     analysis::ReportOptions reportOptions() const; // the settings file's (burst gap, window)
 
     SessionLoader* loader_ = nullptr;
@@ -163,6 +173,9 @@ private:
     QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;
     WhatIfController* whatIf_ = nullptr; // File › What-if replay…
+    VideoController* video_ = nullptr;   // File › Add video…
+    views::FrameStripWidget* strip_ = nullptr;
+    int64_t reselectFrame_ = -1; // selected again once a reload after adding a video is in
     bool syncing_ = false;
     uint64_t levelGeneration_ = 0; // a staged setLevel's later steps run only if it is current
     int stagesPending_ = 0;

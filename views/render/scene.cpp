@@ -383,6 +383,8 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     if (lp.loadRows)
         s->ooms = std::make_shared<const std::vector<analysis::OomDiagnosis>>(s->engine->ooms());
     stageTime("OOM diagnoses");
+    s->video = store::VideoImages::open(path);
+    stageTime("video thumbnails index");
     if (lp.progress) lp.progress(100, "done");
     return s;
 }
