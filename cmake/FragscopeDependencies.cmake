@@ -6,6 +6,17 @@ macro(fragscope_require pkg debian)
   endif()
 endmacro()
 
+# An optional part: ON by default when what it needs was found; ON without it stops configure
+# with `missing`, OFF says once what is unavailable (`off`).
+function(fragscope_optional var doc found missing off)
+  option(${var} "${doc}" ${found})
+  if(${var} AND NOT ${found})
+    message(FATAL_ERROR "fragscope: ${var}=ON but ${missing}")
+  elseif(NOT ${var})
+    message(STATUS "fragscope: ${off}")
+  endif()
+endfunction()
+
 fragscope_require(SQLite3 libsqlite3-dev)
 fragscope_require(fmt libfmt-dev)
 fragscope_require(ZLIB zlib1g-dev)
@@ -32,9 +43,21 @@ set(fragscope_have_cupti OFF)
 if(CUDAToolkit_FOUND AND TARGET CUDA::cupti)
   set(fragscope_have_cupti ON)
 endif()
-option(FRAGSCOPE_CAPTURE "Build the CUPTI capture agent and record/launch/attach/ps" ${fragscope_have_cupti})
-if(FRAGSCOPE_CAPTURE AND NOT fragscope_have_cupti)
-  message(FATAL_ERROR "fragscope: FRAGSCOPE_CAPTURE=ON but the CUDA Toolkit with CUPTI was not found. Install it with:\n  apt-get install nvidia-cuda-toolkit libcupti-dev\n(or point CUDAToolkit_ROOT at your CUDA installation, or configure with -DFRAGSCOPE_CAPTURE=OFF)")
-elseif(NOT FRAGSCOPE_CAPTURE)
-  message(STATUS "fragscope: capture is not built (no CUPTI, or FRAGSCOPE_CAPTURE=OFF): record, launch, attach and ps are unavailable. For capture install the CUDA Toolkit, or: apt-get install nvidia-cuda-toolkit libcupti-dev")
+fragscope_optional(FRAGSCOPE_CAPTURE "Build the CUPTI capture agent and record/launch/attach/ps"
+  ${fragscope_have_cupti}
+  "the CUDA Toolkit with CUPTI was not found. Install it with:\n  apt-get install nvidia-cuda-toolkit libcupti-dev\n(or point CUDAToolkit_ROOT at your CUDA installation, or configure with -DFRAGSCOPE_CAPTURE=OFF)"
+  "capture is not built (no CUPTI, or FRAGSCOPE_CAPTURE=OFF): record, launch, attach and ps are unavailable. For capture install the CUDA Toolkit, or: apt-get install nvidia-cuda-toolkit libcupti-dev")
+
+# Video metrics (`fragscope metrics compute`, GUI File › Add video…) need OpenCV: core, imgproc,
+# video (DIS optical flow), videoio (over FFmpeg) and imgcodecs (PNG/JPEG frames, thumbnails),
+# from Debian's libopencv-dev. Everything else builds without it; showing thumbnails a session
+# already holds needs only Qt.
+find_package(OpenCV 4 QUIET COMPONENTS core imgproc video videoio imgcodecs)
+set(fragscope_have_opencv OFF)
+if(OpenCV_FOUND)
+  set(fragscope_have_opencv ON)
 endif()
+fragscope_optional(FRAGSCOPE_VIDEO "Build video metrics (metrics compute, File › Add video…) with OpenCV"
+  ${fragscope_have_opencv}
+  "OpenCV was not found. Install it with:\n  apt-get install libopencv-dev\n(or configure with -DFRAGSCOPE_VIDEO=OFF)"
+  "video metrics are not built (no OpenCV, or FRAGSCOPE_VIDEO=OFF): `metrics compute` and File › Add video… are unavailable. For them: apt-get install libopencv-dev")

@@ -36,6 +36,17 @@ const char* noCaptureReason()
            "libcupti-dev) and rebuild";
 }
 
+bool videoBuilt()
+{
+    return FRAGSCOPE_VIDEO;
+}
+
+const char* noVideoReason()
+{
+    return "this fragscope was built without video metrics (FRAGSCOPE_VIDEO=OFF: OpenCV was not "
+           "found at build time). Install OpenCV (apt-get install libopencv-dev) and rebuild";
+}
+
 std::string findCupti()
 {
     std::vector<std::string> candidates;

@@ -15,6 +15,11 @@ std::string cuptiVersion();
 bool captureBuilt();
 // Why capture is unavailable in such a build, with what to install.
 const char* noCaptureReason();
+// False when this build has no video metrics (configured with FRAGSCOPE_VIDEO=OFF, or OpenCV was
+// not found): `metrics compute` and the GUI's File › Add video… are then unavailable.
+bool videoBuilt();
+// Why video metrics are unavailable in such a build, with what to install.
+const char* noVideoReason();
 // Search order for libcupti, documented in the user guide.
 std::string findCupti();
 

@@ -3,6 +3,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
+#include "export_frames.h"
 #include "export_timeline_data.h"
 #include "render/render.h"
 
@@ -60,13 +61,44 @@ int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std:
     return s.timeBegin() + static_cast<int64_t>(std::llround(v * mul));
 }
 
+// The application object Qt's drawing needs (fonts, images), on the offscreen platform when
+// there is no display.
+std::unique_ptr<QGuiApplication> guiApplication()
+{
+    if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+        setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    static int argc = 1;
+    static char arg0[] = "fragscope";
+    static char* argv[] = {arg0, nullptr};
+    // Qt warns when XDG_RUNTIME_DIR is unset (a root shell, a container) and then uses a private
+    // folder of its own, which is all an offscreen export needs: the warning says nothing to do.
+    static const QtMessageHandler previous = qInstallMessageHandler(
+        [](QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+            if (type == QtWarningMsg &&
+                msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
+                return;
+            if (previous) previous(type, ctx, msg);
+        });
+    std::unique_ptr<QGuiApplication> app;
+    if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
+    return app;
+}
+
 int runExport(Args& a)
 {
     if (a.positional().size() != 2)
-        throw UsageError("expected VIEW FILE (VIEW: heatmap, memmap, histogram or timeline)");
+        throw UsageError(
+            "expected VIEW FILE (VIEW: heatmap, memmap, histogram, timeline or frames)");
+    if (a.positional()[0] == "frames") {
+        const auto app = guiApplication();
+        return exportFrames(a);
+    }
+    if (a.get("around") || a.flag("flow"))
+        throw UsageError("--around and --flow apply to export frames only");
     render::View view;
     if (!render::parseView(a.positional()[0], view))
-        throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline)",
+        throw UsageError(fmt::format("unknown view '{}' (heatmap, memmap, histogram, timeline, "
+                                     "frames)",
                                      a.positional()[0]));
     const auto out = a.get("output");
     if (!out)
@@ -85,23 +117,7 @@ int runExport(Args& a)
             throw UsageError(
                 fmt::format("--size '{}': expected WxH between 200x150 and 20000x20000", *sz));
     }
-    // No display needed: the offscreen platform draws fonts and images without one.
-    if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
-        setenv("QT_QPA_PLATFORM", "offscreen", 0);
-    static int argc = 1;
-    static char arg0[] = "fragscope";
-    static char* argv[] = {arg0, nullptr};
-    // Qt warns when XDG_RUNTIME_DIR is unset (a root shell, a container) and then uses a private
-    // folder of its own, which is all an offscreen export needs: the warning says nothing to do.
-    static const QtMessageHandler previous = qInstallMessageHandler(
-        [](QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-            if (type == QtWarningMsg &&
-                msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
-                return;
-            if (previous) previous(type, ctx, msg);
-        });
-    std::unique_ptr<QGuiApplication> app;
-    if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
+    const auto app = guiApplication();
 
     Progress loading("loading " + std::filesystem::path(a.positional()[1]).filename().string(), 100,
                      "%");
@@ -184,8 +200,10 @@ FRAGSCOPE_COMMAND({
         "heatmap|memmap|histogram|timeline FILE -o OUT.png|OUT.svg|OUT.pdf [--size WxH]\n"
         "       [--from T --to T | --frames A-B] [--device D] [--level L] [--frame N | --at T]\n"
         "       timeline FILE -o OUT.csv|OUT.json [--from T --to T | --frames A-B] [--step T]\n"
-        "       [--device D] [--level L] [--pool P]",
-    .summary = "Write a report-ready image of a view (PNG, SVG or PDF), or the timeline's data",
+        "       [--device D] [--level L] [--pool P]\n"
+        "       frames FILE -o OUT.png|OUT.svg|OUT.pdf [--frame N] [--around K] [--flow]",
+    .summary = "Write a report-ready image of a view or of the video's frames (PNG, SVG or "
+               "PDF), or the timeline's data",
     .options = withSettingsOptions(
         {{"output", "OUT",
           "-o OUT: output file; the extension picks the format: .png, .svg or .pdf;\n"
@@ -196,7 +214,11 @@ FRAGSCOPE_COMMAND({
          {"frames", "A-B", "time range from the start of frame A to the end of frame B"},
          {"device", "D", "device id (default 0)"},
          {"level", "L", "driver, pool or framework (default: the highest level with data)"},
-         {"frame", "N", "histogram/memmap at the end of frame N (default: first collapsed frame)"},
+         {"frame", "N",
+          "histogram/memmap at the end of frame N; frames: the frame in the middle\n"
+          "(default: first collapsed frame)"},
+         {"around", "K", "frames: K frames each side of N (default 2)"},
+         {"flow", "", "frames: the flow magnitude over each frame"},
          {"at", "T", "histogram/memmap at time T instead of a frame"},
          {"dark", "", "dark background"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
@@ -214,7 +236,9 @@ FRAGSCOPE_COMMAND({
                "fragmentation_ratio, fragment_entropy_bits, event_size_entropy_bits; every\n"
                "track of the session (or --device/--level), samples from --from to --to every\n"
                "--step, the last one at --to (default: the session end). Each row equals\n"
-               "`fragscope state --at TIME_NS` for its track.",
+               "`fragscope state --at TIME_NS` for its track.\n"
+               "Frames: the thumbnails `metrics compute` kept of frames N-K to N+K, each with its\n"
+               "video metrics (red where a collapse rule breaks) and a red frame when collapsed.",
     .run = runExport,
     .order = 60,
 });

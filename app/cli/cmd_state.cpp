@@ -76,14 +76,22 @@ int runState(Args& a)
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
     if (a.flag("json")) {
         JsonWriter j;
-        j.beginObject();
+        j.beginDocument();
         j.field("file", a.positional()[0]);
-        j.field("time", t);
+        j.field("time_ns", t);
         j.field("time_axis", ordinal ? "ordinal" : "ns");
         j.field("synthetic", sum.synthetic);
         j.key("states").beginArray();
-        for (const State& s : states)
-            writeState(j, s);
+        for (const State& s : states) {
+            // The verdict as the text's (F beside the free share; docs/json.md).
+            const Headline h = headline(s, st.fragmented);
+            j.beginObject();
+            writeStateFields(j, s);
+            j.field("fragmented", h.fragmented);
+            j.field("free_share_ratio", h.freeShare);
+            j.field("verdict", h.text);
+            j.endObject();
+        }
         j.endArray();
         if (pools) {
             j.key("pools").beginArray();
@@ -155,10 +163,11 @@ FRAGSCOPE_COMMAND({
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
         "verdict: fragmented only when F > fragmented_min_ratio (0.35) and free is at\n"
         "least fragmented_min_free_share (5 %) of reserved (settings file).\n"
-        "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
-        "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
-        "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"
-        "histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.\n"
+        "JSON (fields: docs/json.md): {schema_version, file, time_ns, states: [{device,\n"
+        "level, reserved_bytes, allocated_bytes, free_bytes, fragment_count,\n"
+        "largest_free_bytes, fragmentation_ratio, fragment_entropy_bits,\n"
+        "event_size_entropy_bits, entropy_window_ns, histogram: [{lo_bytes, hi_bytes, count,\n"
+        "bytes}], clusters: [...], fragmented, free_share_ratio, verdict}], caveats}.\n"
         "event_size_entropy_bits: the same size classes over the alloc and free events in\n"
         "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).\n"
         "--pools / --pool: the same figures per memory pool (regions.pool_id: PyTorch's\n"

@@ -41,6 +41,9 @@ struct Command
     // Needs the CUPTI agent: unavailable, with a reason, in a build without capture
     // (fs::captureBuilt()).
     bool needsCapture = false;
+    // Needs OpenCV: unavailable, with a reason, in a build without video metrics
+    // (fs::videoBuilt()).
+    bool needsVideo = false;
 };
 
 class Args

@@ -26,7 +26,9 @@ void printUsage()
                      [](auto* a, auto* b) { return a->order < b->order; });
     for (const Command* c : list)
         fmt::print("  {:<18} {}{}\n", c->name, c->summary,
-                   c->needsCapture && !captureBuilt() ? " (not in this build: no capture)" : "");
+                   c->needsCapture && !captureBuilt() ? " (not in this build: no capture)"
+                   : c->needsVideo && !videoBuilt()   ? " (not in this build: no OpenCV)"
+                                                      : "");
     fmt::print("\nRun 'fragscope COMMAND --help' for a command's options.\n"
                "Other options: --version, --help.\n"
                "Exit status: 0 success, 1 failure, 2 bad input file, 64 usage error.\n");
@@ -34,9 +36,11 @@ void printUsage()
 
 void printVersion()
 {
-    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\ncapture {}\n",
+    fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\ncapture {}\n"
+               "video metrics {}\n",
                fragscopeVersion(), kFormatVersion, qVersion(), sqliteVersion(), fmtVersion(),
-               cuptiVersion(), captureBuilt() ? "built" : "not built (FRAGSCOPE_CAPTURE=OFF)");
+               cuptiVersion(), captureBuilt() ? "built" : "not built (FRAGSCOPE_CAPTURE=OFF)",
+               videoBuilt() ? "built (OpenCV)" : "not built (FRAGSCOPE_VIDEO=OFF)");
 }
 
 } // namespace
@@ -85,6 +89,10 @@ int main(int argc, char** argv)
     }
     if (cmd->needsCapture && !captureBuilt()) {
         fmt::print(stderr, "fragscope {}: unavailable: {}.\n", cmd->name, noCaptureReason());
+        return Failure;
+    }
+    if (cmd->needsVideo && !videoBuilt()) {
+        fmt::print(stderr, "fragscope {}: unavailable: {}.\n", cmd->name, noVideoReason());
         return Failure;
     }
     try {

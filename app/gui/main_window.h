@@ -2,11 +2,11 @@
 // one SelectionModel.
 #pragma once
 
+#include "core/analysis/explore.h"
+#include "core/analysis/report.h"
 #include "render/render.h"
 #include "session_loader.h"
 #include "widgets/selection.h"
-
-#include "core/analysis/explore.h"
 
 #include <QMainWindow>
 #include <QPalette>
@@ -42,11 +42,15 @@ class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
 class OomList;
+class GraphsPanel;
+class FrameStripWidget;
 } // namespace fs::views
 
 namespace fs::gui {
 
+class ReportWindow;
 class WhatIfController;
+class VideoController;
 
 class MainWindow : public QMainWindow
 {
@@ -79,6 +83,7 @@ public:
     views::CollapseInspector* inspector() const { return inspector_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
+    views::GraphsPanel* graphsPanel() const { return graphs_; }
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
     int level() const { return level_; }
@@ -87,8 +92,11 @@ public:
     // Current state as render options (export dialog, report, screenshots).
     render::RenderOptions renderOptions(render::View v) const;
     bool exportView(render::View v, const QString& path, QSize size, QString* error) const;
-    // Writes heatmap/timeline/histogram/memmap images and report.txt into dir.
-    bool exportReport(const QString& dir, QString* error) const;
+    // Writes heatmap/timeline/histogram/memmap images into dir now, and report.txt (the text
+    // `fragscope report` prints) once a worker has computed it: reportExported says when.
+    bool exportReport(const QString& dir, QString* error);
+    // View › Report…: the report of the open session in a window of its own (null: none open).
+    ReportWindow* showReport();
     // --screenshots: renders the window in several states into dir; returns the files written.
     QStringList writeScreenshots(const QString& dir);
     void setDark(bool dark);
@@ -123,12 +131,18 @@ public:
     // --screenshots: gui-cursor.png (the cursor at max F, the block list) and gui-callsites.png
     // (top call sites, the heatmap coloured by call site); shot(name) settles and saves.
     void exploreScreenshots(const std::function<void(const QString&)>& shot);
+    VideoController* video() const { return video_; }
+    views::FrameStripWidget* frameStrip() const { return strip_; }
 
 signals:
     // A live refresh reached the views (events committed so far).
     void liveUpdated(qint64 events);
     // The views show the state at the cursor (its snapshot arrived).
     void cursorShown(qint64 t);
+    // scene() is another one (opened, reloaded, new rules, a live refresh, the complete scene).
+    void sceneReplaced();
+    // exportReport's report.txt was written (error empty) or could not be.
+    void reportExported(const QString& path, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent*) override;
@@ -176,6 +190,10 @@ private:
     // table, inspector and kernel lane's room to the block list and call sites; the palette.
     void adaptLayout();
     void applyPalette(bool dark);
+    // main_window_video.cpp: File › Add video…, the inspector's video frames, the thumbnails.
+    void buildVideo(QMenu* file);
+    void showVideo();
+    analysis::ReportOptions reportOptions() const; // the settings file's (burst gap, window)
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;
@@ -193,6 +211,7 @@ private:
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
+    views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;
@@ -213,6 +232,9 @@ private:
     QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;
     WhatIfController* whatIf_ = nullptr; // File › What-if replay…
+    VideoController* video_ = nullptr;   // File › Add video…
+    views::FrameStripWidget* strip_ = nullptr;
+    int64_t reselectFrame_ = -1; // selected again once a reload after adding a video is in
     bool syncing_ = false;
     uint64_t levelGeneration_ = 0; // a staged setLevel's later steps run only if it is current
     int stagesPending_ = 0;

@@ -517,33 +517,20 @@ BlocksAt Explorer::blocksAt(uint32_t device, Level level, int64_t t, std::option
 
 JumpTargets Explorer::jumpTargets(uint32_t device, Level level, std::optional<uint64_t> pool) const
 {
-    const Engine& e = *engine_;
-    // The samples `fragscope report` summarises (its step), so that a jump lands on the time
-    // the report names.
-    TimelineOptions o;
-    o.device = device;
-    o.level = level;
-    o.step = std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / 2000);
-    o.entropyWindowNs = engineImpl(e).options.entropyWindowNs;
-    const Timeline tl = pool ? e.poolTimeline(o, *pool) : e.timeline(o);
+    // The engine's exact summary (summary.h), the figures and times `fragscope report` prints,
+    // so that a jump lands on the instant the report names.
+    const TrackSummary sum = engine_->trackSummary(device, level);
+    const SummaryFigures* f = &sum.figures;
+    if (pool) // a track with one pool has no per-pool figures: the track's are that pool's
+        for (const PoolSummary& p : sum.pools)
+            if (p.pool == *pool) f = &p.figures;
     JumpTargets j;
-    for (size_t i = 0; i < tl.time.size(); ++i) {
-        if (j.maxRatioTime == kNoTime || tl.fragmentationRatio[i] > j.maxRatio) {
-            j.maxRatio = tl.fragmentationRatio[i];
-            j.maxRatioTime = tl.time[i];
-        }
-        const auto reserved = static_cast<uint64_t>(tl.reserved[i]);
-        if (j.peakReservedTime == kNoTime || reserved > j.peakReserved) {
-            j.peakReserved = reserved;
-            j.peakReservedTime = tl.time[i];
-        }
-        const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
-        if (reserved > 0 && (j.minLargestTime == kNoTime || largest < j.minLargest)) {
-            j.minLargest = largest;
-            j.minLargestTime = tl.time[i];
-        }
-    }
+    j.maxRatioTime = f->maxFragmentationRatioAtNs;
+    j.maxRatio = f->maxFragmentationRatio;
+    j.peakReservedTime = f->peakReservedAtNs;
+    j.peakReserved = f->peakReservedBytes;
+    j.minLargestTime = f->minLargestFreeAtNs;
+    j.minLargest = f->minLargestFreeBytes;
     return j;
 }
-
 } // namespace fs::analysis

@@ -190,8 +190,10 @@ std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseR
         for (const CollapseRule& rule : rules) {
             auto it = f.metrics.find(rule.metric);
             if (it != f.metrics.end() && rule.broken(it->second))
+                // Six significant digits: a computed metric (the video's) is no short decimal,
+                // and its 17 digits in a headline read as noise; marked values keep theirs.
                 broken.push_back(
-                    fmt::format("{} = {} ({})", rule.metric, it->second, rule.describe()));
+                    fmt::format("{} = {:.6g} ({})", rule.metric, it->second, rule.describe()));
         }
         const bool consecutive = prev != std::numeric_limits<int64_t>::min() && f.index == prev + 1;
         if (broken.empty()) {

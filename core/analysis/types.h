@@ -258,7 +258,7 @@ bool breaksAnyRule(const std::map<std::string, double>& metrics,
                    const std::vector<CollapseRule>& rules);
 
 // Defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
-// clip_entropy_bits > 2.95.
+// clip_entropy_bits > 2.95, warp_error_z > 6 (the video metrics' break, kVideoBreakZ).
 std::vector<CollapseRule> defaultCollapseRules();
 
 // A run of consecutive rule-breaking frames (the first starts the collapse).

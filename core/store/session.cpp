@@ -37,6 +37,12 @@ constexpr std::array kSchema = {
     " block_x INTEGER, block_y INTEGER, block_z INTEGER, graph_id INTEGER, graph_node_id INTEGER)",
     "CREATE TABLE graph_launches(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
     " graph_id INTEGER, exec_id INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL)",
+    // CUDA graphs' captures and executable instances (sessions written before have neither).
+    "CREATE TABLE graph_captures(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
+    " graph_id INTEGER, name INTEGER, pool_id INTEGER, begin_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL)",
+    "CREATE TABLE graph_execs(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, graph_id INTEGER,"
+    " exec_id INTEGER NOT NULL, instantiate_ns INTEGER NOT NULL, destroy_ns INTEGER)",
     "CREATE TABLE markers(id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, end_ns INTEGER,"
     " message INTEGER NOT NULL, device INTEGER)",
     "CREATE TABLE frames(idx INTEGER PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER)",
@@ -58,6 +64,21 @@ constexpr std::array kSchema = {
     "CREATE TABLE sim_truth_kernels(frame INTEGER NOT NULL, kernel TEXT NOT NULL,"
     " calls INTEGER NOT NULL, lowers_coherence INTEGER NOT NULL, PRIMARY KEY(frame, kernel))"
     " WITHOUT ROWID",
+    // The generated video the frame metrics of source 'video: NAME' came from (`metrics
+    // compute`), its thumbnails and its per-video-frame metrics. Added after v1's first release:
+    // an older session gets them when a video is added (createMissingTables).
+    "CREATE TABLE videos(id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,"
+    " sha256 TEXT NOT NULL, bytes INTEGER, is_folder INTEGER NOT NULL, width INTEGER NOT NULL,"
+    " height INTEGER NOT NULL, fps REAL, frame_count INTEGER NOT NULL,"
+    " frames_per_session_frame INTEGER NOT NULL, session_frame_offset INTEGER NOT NULL,"
+    " work_width INTEGER, work_height INTEGER, ssim_width INTEGER, ssim_height INTEGER,"
+    " thumb_width INTEGER, thumb_height INTEGER, computed_at TEXT, computed_by TEXT)",
+    // A rowid table: rows hold kilobytes of thumbnail, which WITHOUT ROWID tables store badly.
+    "CREATE TABLE video_frames(video INTEGER NOT NULL, idx INTEGER NOT NULL,"
+    " session_frame INTEGER NOT NULL, reference INTEGER, thumbnail BLOB, flow_thumbnail BLOB,"
+    " PRIMARY KEY(video, idx))",
+    "CREATE TABLE video_frame_metrics(video INTEGER NOT NULL, idx INTEGER NOT NULL,"
+    " name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY(video, idx, name)) WITHOUT ROWID",
 };
 
 // No index on allocations(device, address): nothing in fragscope queries by address (the engine
@@ -91,6 +112,12 @@ void createSchema(Db& db)
     db.exec("PRAGMA user_version=" + std::to_string(kFormatVersion));
     for (const char* sql : kSchema)
         db.exec(sql);
+}
+
+void createMissingTables(Db& db)
+{
+    for (const char* sql : kSchema)
+        if (!db.hasTable(tableNameOf(sql))) db.exec(sql);
 }
 
 void createIndexes(Db& db)

@@ -17,6 +17,9 @@ constexpr const char* kSessionExtension = ".fragscope";
 
 // Creates the schema of format v1 in an empty database (used by ingest only).
 void createSchema(Db& db);
+// Creates the tables of format v1 that a session written by an older fragscope lacks (tables
+// added since, such as videos): for writers that add to a finished session.
+void createMissingTables(Db& db);
 // Creates the indexes that time- and address-range queries need (end of ingest).
 void createIndexes(Db& db);
 // Every table the format defines, in documentation order (tests check the docs cover them).

@@ -57,6 +57,21 @@ Stmt& Stmt::bind(int i, std::string_view v)
     return *this;
 }
 
+Stmt& Stmt::bindBlob(int i, const void* data, size_t n)
+{
+    // A zero-length blob, not NULL: SQLite stores a null pointer as NULL.
+    static const char empty = 0;
+    check(sqlite3_bind_blob64(st_, i, n ? data : &empty, n, SQLITE_TRANSIENT));
+    return *this;
+}
+
+std::vector<uint8_t> Stmt::blob(int col) const
+{
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(st_, col));
+    const int n = sqlite3_column_bytes(st_, col);
+    return p && n > 0 ? std::vector<uint8_t>(p, p + n) : std::vector<uint8_t>();
+}
+
 void Stmt::check(int rc)
 {
     if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)

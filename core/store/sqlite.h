@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace fs {
 
@@ -59,6 +60,7 @@ public:
         return *this;
     }
     Stmt& bind(int i, std::string_view v);
+    Stmt& bindBlob(int i, const void* data, size_t n);
     Stmt& bindNull(int i)
     {
         check(sqlite3_bind_null(st_, i));
@@ -76,6 +78,7 @@ public:
     double f64(int col) const { return sqlite3_column_double(st_, col); }
     bool isNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
     std::string text(int col) const;
+    std::vector<uint8_t> blob(int col) const;
     sqlite3_stmt* raw() const { return st_; }
 
 private:

@@ -159,7 +159,8 @@ bool looksLikeSql(const std::string& text)
         R"(\bselect\s+[\s\S]+\bfrom\s+(meta|strings|sources|devices|processes|regions|)"
         R"(region_mappings|allocations|stacks|kernels|graph_launches|markers|frames|)"
         R"(frame_metrics|ooms|pending_frees|capture_health|anomalies|sim_truth_frames|)"
-        R"(sim_truth_kernels|analysis_cache|sqlite_master|sqlite_schema)\b)",
+        R"(sim_truth_kernels|analysis_cache|videos|video_frames|video_frame_metrics|sqlite_master|)"
+        R"(sqlite_schema)\b)",
         std::regex::icase);
     return std::regex_search(text, upper) || std::regex_search(text, lower);
 }

@@ -151,7 +151,7 @@ private slots:
                 }
             }
             QCOMPARE(m->blocks(), int64_t(w.cursorSnapshot()->blocks->state.liveAllocations));
-            QCOMPARE(qint64(largest), st["largest_free_fragment_bytes"].toInteger());
+            QCOMPARE(qint64(largest), st["largest_free_bytes"].toInteger());
             QCOMPARE(qint64(free), st["free_bytes"].toInteger());
             QCOMPARE(qint64(allocated), st["allocated_bytes"].toInteger() +
                                             st["allocated_outside_regions_bytes"].toInteger());
@@ -188,7 +188,7 @@ private slots:
         const auto& e = *w.scene()->engine;
         // Ctrl+1: max F, at the time the report names.
         actionWithShortcut(w, QKeySequence(Qt::CTRL | Qt::Key_1))->trigger();
-        QCOMPARE(w.timeCursor()->time(), track["max_fragmentation_ratio_time"].toInteger());
+        QCOMPARE(w.timeCursor()->time(), track["max_fragmentation_ratio_at_ns"].toInteger());
         // Ctrl+2: peak reserved; Ctrl+3: the smallest largest free block.
         actionWithShortcut(w, QKeySequence(Qt::CTRL | Qt::Key_2))->trigger();
         QCOMPARE(qint64(e.stateAt(ld.device, ld.level, w.timeCursor()->time()).reservedBytes),
@@ -196,7 +196,7 @@ private slots:
         actionWithShortcut(w, QKeySequence(Qt::CTRL | Qt::Key_3))->trigger();
         QCOMPARE(
             qint64(e.stateAt(ld.device, ld.level, w.timeCursor()->time()).largestFreeFragmentBytes),
-            track["min_largest_free_fragment_bytes"].toInteger());
+            track["min_largest_free_bytes"].toInteger());
         // The views follow the jump.
         QTRY_VERIFY_WITH_TIMEOUT(
             w.cursorSnapshot() && w.cursorSnapshot()->time == w.timeCursor()->time(), 60000);

@@ -234,8 +234,9 @@ void paint(QPainter& p, const QRectF& rect, const Scene& s, View v, const Render
     p.restore();
 }
 
-bool exportView(const QString& path, QSize size, const Scene& s, View v, const RenderOptions& o,
-                QString* error)
+bool exportImage(const QString& path, QSize size, const QString& title, const Scene& s,
+                 const Theme& theme, const std::function<void(QPainter&, const QRectF&)>& draw,
+                 QString* error)
 {
     const QString ext = QFileInfo(path).suffix().toLower();
     const QRectF rect(0, 0, size.width(), size.height());
@@ -249,10 +250,10 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
                         .arg(size.height()));
     if (ext == QLatin1String("png")) {
         QImage img(size, QImage::Format_ARGB32_Premultiplied);
-        img.fill(o.theme.background);
+        img.fill(theme.background);
         {
             QPainter p(&img);
-            paint(p, rect, s, v, o);
+            draw(p, rect);
         }
         if (!img.save(path, "PNG")) return fail(QStringLiteral("cannot write PNG"));
         return true;
@@ -262,12 +263,12 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
         gen.setFileName(path);
         gen.setSize(size);
         gen.setViewBox(rect);
-        gen.setTitle(QStringLiteral("fragscope %1").arg(QLatin1String(viewName(v))));
+        gen.setTitle(QStringLiteral("fragscope %1").arg(title));
         gen.setDescription(QString::fromStdString(s.path));
         {
             QPainter p;
             if (!p.begin(&gen)) return fail(QStringLiteral("cannot write SVG"));
-            paint(p, rect, s, v, o);
+            draw(p, rect);
             p.end();
         }
         if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0)
@@ -282,12 +283,19 @@ bool exportView(const QString& path, QSize size, const Scene& s, View v, const R
         pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
         QPainter p;
         if (!p.begin(&pdf)) return fail(QStringLiteral("cannot write PDF"));
-        const QRectF page(0, 0, pdf.width(), pdf.height());
-        paint(p, page, s, v, o);
+        draw(p, QRectF(0, 0, pdf.width(), pdf.height()));
         p.end();
         return true;
     }
     return fail(QStringLiteral("unknown image format '.%1' (use .png, .svg or .pdf)").arg(ext));
+}
+
+bool exportView(const QString& path, QSize size, const Scene& s, View v, const RenderOptions& o,
+                QString* error)
+{
+    return exportImage(
+        path, size, QLatin1String(viewName(v)), s, o.theme,
+        [&](QPainter& p, const QRectF& rect) { paint(p, rect, s, v, o); }, error);
 }
 
 namespace detail {

@@ -12,6 +12,7 @@
 #include <QString>
 
 #include <atomic>
+#include <functional>
 
 class QPainter;
 
@@ -82,6 +83,11 @@ QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o);
 void paint(QPainter& p, const QRectF& rect, const Scene& s, View v, const RenderOptions& o,
            const QImage* raster = nullptr);
 
+// Writes what `draw` paints to PNG, SVG or PDF (by the extension). Returns false with a message
+// on error.
+bool exportImage(const QString& path, QSize size, const QString& title, const Scene& s,
+                 const Theme& theme, const std::function<void(QPainter&, const QRectF&)>& draw,
+                 QString* error);
 // Writes a view to PNG, SVG or PDF (by the extension). Returns false with a message on error.
 bool exportView(const QString& path, QSize size, const Scene& s, View v, const RenderOptions& o,
                 QString* error);

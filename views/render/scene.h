@@ -12,6 +12,7 @@
 #include "core/analysis/oom.h"
 #include "core/events.h"
 #include "core/store/session.h"
+#include "core/store/videos.h"
 
 #include <atomic>
 #include <cstdint>
@@ -64,6 +65,9 @@ struct Scene
     // loadScene on the loading thread; null when the scene was made otherwise (the OOM list
     // then asks the engine).
     std::shared_ptr<const std::vector<analysis::OomDiagnosis>> ooms;
+    // The thumbnails of the video the frame metrics were computed from (`metrics compute`), read
+    // on demand; null when the session holds none.
+    std::shared_ptr<const store::VideoImages> video;
     bool live = false; // from a recording still being written (LiveScene)
     // heatmap() asks the engine for a raster kept in the session file (Engine::heatmapKept):
     // the CLI's exporter sets it, so that the same export again reads no allocation record.

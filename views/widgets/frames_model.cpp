@@ -1,5 +1,7 @@
 #include "frames_model.h"
 
+#include "render/frame_strip.h"
+
 #include <QBrush>
 #include <QColor>
 
@@ -10,6 +12,7 @@ namespace fs::views {
 void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int level)
 {
     beginResetModel();
+    if (!scene_ || !scene || scene_->video != scene->video) thumbs_.clear();
     scene_ = std::move(scene);
     level_ = level;
     atEnd_.clear();
@@ -56,6 +59,21 @@ int FramesModel::columnCount(const QModelIndex& parent) const
                                        : FirstMetric + static_cast<int>(scene_->metricNames.size());
 }
 
+bool FramesModel::hasThumbnails() const
+{
+    return scene_ && scene_->video;
+}
+
+void FramesModel::setThumbnailHeight(int px)
+{
+    if (px == thumbHeight_) return;
+    thumbHeight_ = px;
+    thumbs_.clear();
+    if (rowCount() > 0)
+        emit dataChanged(index(0, Thumbnail), index(rowCount() - 1, Thumbnail),
+                         {Qt::DecorationRole});
+}
+
 int FramesModel::rowOf(int64_t frame) const
 {
     if (!scene_) return -1;
@@ -92,6 +110,17 @@ QVariant FramesModel::data(const QModelIndex& index, int role) const
         return index.column() == Collapsed ? QVariant(Qt::AlignCenter)
                                            : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     const int c = index.column();
+    if (c == Thumbnail) {
+        if (role != Qt::DecorationRole || !scene_->video) return {};
+        if (const QPixmap* cached = thumbs_.object(f.index)) return *cached;
+        const QImage img = render::videoThumbnail(*scene_, scene_->video->shownFrame(f.index));
+        if (img.isNull()) return {};
+        auto* pm = new QPixmap(
+            QPixmap::fromImage(img.scaledToHeight(thumbHeight_, Qt::SmoothTransformation)));
+        const QPixmap out = *pm;
+        thumbs_.insert(f.index, pm);
+        return out;
+    }
     if (role == SortRole) {
         switch (c) {
         case Index:
@@ -162,6 +191,8 @@ QVariant FramesModel::headerData(int section, Qt::Orientation o, int role) const
         return QStringLiteral("fragments (end)");
     case Ratio:
         return QStringLiteral("F (end)");
+    case Thumbnail:
+        return QStringLiteral("video");
     default:
         return QString::fromStdString(
             scene_->metricNames[static_cast<size_t>(section - FirstMetric)]);

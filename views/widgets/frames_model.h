@@ -5,6 +5,8 @@
 #include "render/scene.h"
 
 #include <QAbstractTableModel>
+#include <QCache>
+#include <QPixmap>
 #include <memory>
 
 namespace fs::views {
@@ -13,7 +15,19 @@ class FramesModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Columns { Index, Start, Duration, Collapsed, LargestFree, Fragments, Ratio, FirstMetric };
+    // Thumbnail: the video frame (`metrics compute`); empty without a video. Views show it after
+    // Index (QHeaderView::moveSection) and hide it when the session holds no video.
+    enum Columns {
+        Index,
+        Start,
+        Duration,
+        Collapsed,
+        LargestFree,
+        Fragments,
+        Ratio,
+        Thumbnail,
+        FirstMetric
+    };
     enum Roles { FrameIndexRole = Qt::UserRole + 1, CollapsedRole, SortRole };
 
     explicit FramesModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
@@ -24,12 +38,17 @@ public:
     QVariant headerData(int section, Qt::Orientation o, int role) const override;
     // Row of frame f, or -1.
     int rowOf(int64_t frame) const;
+    bool hasThumbnails() const;
+    // Height of the thumbnails (DecorationRole of the Thumbnail column), in pixels.
+    void setThumbnailHeight(int px);
 
 private:
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     std::vector<const analysis::State*> atEnd_;       // the engine's figures at each frame's end
     std::vector<const analysis::Collapse*> collapse_; // each row's collapse (null: none)
+    int thumbHeight_ = 36;
+    mutable QCache<int64_t, QPixmap> thumbs_{400}; // by session frame, scaled: decoded once
 };
 
 } // namespace fs::views

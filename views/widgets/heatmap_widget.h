@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/analysis/explore.h"
+#include "graphs_overlay.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -41,6 +42,9 @@ public:
     void setDark(bool dark);
     // Maps a point in the widget to (time, compacted address); false outside the plot.
     bool toData(const QPointF& pt, int64_t& t, double& y) const;
+    // Outlines a pool's regions (the Graphs panel's selected graph); empty: none.
+    void setPoolOutline(const PoolOutline& o);
+    const PoolOutline& poolOutline() const { return outline_; }
     QString describeAt(const QPointF& pt) const;
 
     // ---- time cursor, styles, marks (docs/gui.md "Time cursor") ----
@@ -94,6 +98,7 @@ private:
     std::shared_ptr<std::atomic<bool>> cancel_;
     Selection sel_;
     bool dark_ = false;
+    PoolOutline outline_;
     // Mouse state.
     QPointF pressPos_;
     render::Viewport pressVp_;

@@ -62,6 +62,7 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     split->setStretchFactor(2, 1);
     split->setSizes({diff_->minimumHeight(), 320, 110}); // the ranked answer gets the room
     lay->addWidget(split, 1);
+    split_ = split;
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& i) {
                 detail_->setText(model_->data(i, PrecursorModel::DetailRole).toString());
@@ -74,6 +75,13 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
         emit precursorActivated(i.row(), model_->data(i, PrecursorModel::TimeRole).toLongLong(),
                                 model_->data(i, PrecursorModel::AllocIdRole).toLongLong());
     });
+}
+
+void CollapseInspector::insertPanel(QWidget* w)
+{
+    split_->insertWidget(0, w);
+    split_->setStretchFactor(0, 2);
+    split_->setSizes({w->sizeHint().height(), 150, 230, 150});
 }
 
 QString CollapseInspector::headline() const

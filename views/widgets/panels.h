@@ -11,6 +11,7 @@
 
 class QCheckBox;
 class QLabel;
+class QSplitter;
 class QTableView;
 class QTableWidget;
 class QTreeWidget;
@@ -27,6 +28,8 @@ public:
     PrecursorModel* model() const { return model_; }
     QTableView* table() const { return table_; }
     QString headline() const;
+    // Adds a panel (the video frames) above the state diff, in the inspector's splitter.
+    void insertPanel(QWidget* w);
 
 signals:
     // A precursor row was activated: its time and allocation (-1 when none).
@@ -40,6 +43,7 @@ private:
     QTableWidget* diff_ = nullptr;
     QTableView* table_ = nullptr;
     QLabel* detail_ = nullptr; // fields of the current precursor (the top one until one is picked)
+    QSplitter* split_ = nullptr;
     PrecursorModel* model_ = nullptr;
 };
 

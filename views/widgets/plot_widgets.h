@@ -1,6 +1,7 @@
 // The QCustomPlot views: timelines on a shared time axis and the fragment-cluster histogram.
 #pragma once
 
+#include "core/analysis/graphs.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -38,6 +39,9 @@ public:
     void setCursorValues(const CursorSnapshot& s);
     QStringList cursorValues() const; // the panels' readouts, top to bottom
     void setOoms(std::vector<int64_t> times);
+    // The CUDA graph replays as a lane below the panels (graphs_overlay.h); null: none.
+    void setGraphs(std::shared_ptr<const analysis::GraphsReport> graphs);
+    bool hasReplayLane() const { return replayLane_; }
 
 signals:
     void timeClicked(int64_t t);
@@ -63,6 +67,8 @@ private:
     std::vector<QCPAbstractItem*> selectionItems_;
     Selection sel_;
     bool dark_ = false;
+    std::shared_ptr<const analysis::GraphsReport> graphs_;
+    bool replayLane_ = false;
 };
 
 class HistogramWidget : public QWidget

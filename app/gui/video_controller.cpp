@@ -1,0 +1,218 @@
+#include "video_controller.h"
+
+#include "core/versions.h"
+#include "fragscope_version.h"
+
+#if FRAGSCOPE_VIDEO
+#include "core/video/add_video.h"
+#endif
+
+#include <QAction>
+#include <QApplication>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QProgressDialog>
+#include <QThread>
+
+namespace fs::gui {
+
+VideoController::VideoController(QWidget* window, ErrorReporter errors)
+    : QObject(window), window_(window), errors_(std::move(errors))
+{
+    question_ = [this](const QString& title, const QString& text) {
+        return QMessageBox::question(window_, title, text) == QMessageBox::Yes;
+    };
+    video_ = new QAction(tr("Add &video…"), this);
+    video_->setShortcut(QKeySequence(tr("Ctrl+Shift+V")));
+    video_->setStatusTip(tr("Score every frame of the generated video (optical flow, warp error, "
+                            "flicker, SSIM) and keep its thumbnails in the session"));
+    folder_ = new QAction(tr("Add video &frames folder…"), this);
+    folder_->setStatusTip(tr("The same for a folder of numbered PNG/JPEG frames"));
+    connect(video_, &QAction::triggered, this, [this] { choose(false); });
+    connect(folder_, &QAction::triggered, this, [this] { choose(true); });
+    update();
+}
+
+VideoController::~VideoController()
+{
+    if (cancel_) *cancel_ = true; // the worker finds the window gone and drops the result
+}
+
+QProgressDialog* VideoController::progressDialog() const
+{
+    return progress_;
+}
+
+void VideoController::setSession(const QString& path, std::shared_ptr<const render::Scene> scene)
+{
+    path_ = path;
+    scene_ = std::move(scene);
+    update();
+}
+
+void VideoController::update()
+{
+    if (!fs::videoBuilt())
+        reason_ = QString::fromUtf8(fs::noVideoReason()) + QStringLiteral(".");
+    else if (!scene_)
+        reason_ = tr("Open a session first.");
+    else if (scene_->live)
+        reason_ = tr("A recording is still being written: add the video once it has stopped.");
+    else if (scene_->frames.empty())
+        reason_ = tr("This session has no frames ('frame N' markers or record_function "
+                     "annotations): video frames have nothing to map to.");
+    else if (running())
+        reason_ = tr("A video is being scored.");
+    else
+        reason_.clear();
+    for (QAction* a : {video_, folder_}) {
+        a->setEnabled(reason_.isEmpty());
+        a->setToolTip(reason_.isEmpty() ? a->statusTip() : reason_);
+    }
+}
+
+void VideoController::choose(bool folder)
+{
+    if (!reason_.isEmpty()) {
+        errors_(tr("Add video"), reason_);
+        return;
+    }
+    const QString dir = QFileInfo(path_).absolutePath();
+    const QString v =
+        folder ? QFileDialog::getExistingDirectory(window_, tr("Folder of numbered frames"), dir)
+               : QFileDialog::getOpenFileName(
+                     window_, tr("Generated video"), dir,
+                     tr("Videos (*.mp4 *.webm *.mkv *.avi *.mov *.gif);;All files (*)"));
+    if (!v.isEmpty()) start(v);
+}
+
+void VideoController::start(const QString& video, int64_t perSessionFrame, int64_t offset,
+                            bool replaceOthers)
+{
+#if FRAGSCOPE_VIDEO
+    if (running() || path_.isEmpty()) return;
+    video::AddVideoOptions o;
+    o.session = path_.toStdString();
+    o.video = video.toStdString();
+    o.map = {perSessionFrame, offset};
+    o.replaceOthers = replaceOthers;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    o.analyze.cancel = cancel_.get();
+    update();
+
+    progress_ = new QProgressDialog(tr("Scoring %1…").arg(QFileInfo(video).fileName()),
+                                    tr("Cancel"), 0, 0, window_);
+    progress_->setWindowTitle(tr("Add video"));
+    progress_->setAttribute(Qt::WA_DeleteOnClose);
+    progress_->setMinimumDuration(0);
+    progress_->setAutoClose(false);
+    progress_->setAutoReset(false);
+    connect(progress_, &QProgressDialog::canceled, this, &VideoController::cancel);
+    progress_->show();
+
+    QPointer<VideoController> self(this);
+    auto flag = cancel_; // alive as long as the worker
+    QThread* worker = QThread::create([self, o, flag, video]() mutable {
+        int last = -1;
+        o.analyze.progress = [self, &last](int64_t done, int64_t total) {
+            if (done == last) return;
+            last = static_cast<int>(done);
+            QMetaObject::invokeMethod(
+                qApp,
+                [self, d = static_cast<int>(done), t = static_cast<int>(total)] {
+                    if (!self) return;
+                    if (self->progress_) {
+                        self->progress_->setMaximum(t > 0 ? t : 0);
+                        self->progress_->setValue(t > 0 ? std::min(d, t) : 0);
+                        self->progress_->setLabelText(
+                            tr("Scoring frame %1%2…")
+                                .arg(d)
+                                .arg(t > 0 ? tr(" of %1").arg(t) : QString()));
+                    }
+                    emit self->progress(d, t);
+                },
+                Qt::QueuedConnection);
+        };
+        QString error, summary, question;
+        int64_t suggestK = 0, suggestOffset = 0;
+        bool conflict = false, wasCancelled = false;
+        try {
+            const video::AddVideoResult r = video::addVideo(o);
+            summary = tr("%1: %2 frames scored, %3 session frames; %4")
+                          .arg(QFileInfo(video).fileName())
+                          .arg(r.analysis.frames)
+                          .arg(r.sessionMetrics.size())
+                          .arg(r.breaks.empty() ? tr("no frame breaks warp_error_z > 6")
+                                                : tr("%n frame(s) break warp_error_z > 6", nullptr,
+                                                     static_cast<int>(r.breaks.size())));
+        } catch (const video::Cancelled&) {
+            wasCancelled = true;
+        } catch (const video::Refused& e) {
+            question = QString::fromStdString(e.what());
+            conflict = e.kind() == video::Refused::Kind::Conflict;
+            if (e.suggestion()) {
+                suggestK = e.suggestion()->perSessionFrame;
+                suggestOffset = e.suggestion()->offset;
+            }
+            if (!conflict && !e.suggestion()) error = question;
+        } catch (const std::exception& e) {
+            error = QString::fromStdString(e.what());
+        }
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, video, o, error, summary, question, suggestK, suggestOffset, conflict,
+             wasCancelled] {
+                if (!self) return;
+                self->cancel_.reset();
+                if (self->progress_) self->progress_->close();
+                self->update();
+                if (wasCancelled) {
+                    emit self->cancelled();
+                    return;
+                }
+                if (!question.isEmpty() && error.isEmpty()) {
+                    // Asked, then run again with the answer (nothing was written).
+                    const bool yes = self->question_(
+                        tr("Add video"),
+                        conflict
+                            ? question + tr("\n\nReplace them with the video's values?")
+                            : question +
+                                  tr("\n\nUse %1 video frame(s) per session frame?").arg(suggestK));
+                    if (!yes) {
+                        emit self->cancelled();
+                        return;
+                    }
+                    if (conflict)
+                        self->start(video, o.map.perSessionFrame, o.map.offset, true);
+                    else
+                        self->start(video, suggestK, suggestOffset, o.replaceOthers);
+                    return;
+                }
+                if (!error.isEmpty()) {
+                    emit self->failed(error);
+                    self->errors_(tr("Add video failed"), error);
+                    return;
+                }
+                emit self->added(self->path_, summary);
+            },
+            Qt::QueuedConnection);
+    });
+    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+    worker->start();
+#else
+    (void)video;
+    (void)perSessionFrame;
+    (void)offset;
+    (void)replaceOthers;
+    errors_(tr("Add video"), reason_);
+#endif
+}
+
+void VideoController::cancel()
+{
+    if (cancel_) *cancel_ = true;
+    if (progress_) progress_->setLabelText(tr("Cancelling…"));
+}
+
+} // namespace fs::gui
