@@ -7,6 +7,7 @@
 #include "core/ingest.h"
 #include "core/progress.h"
 #include "core/session.h"
+#include "simulate_session.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -15,9 +16,7 @@
 using namespace fs;
 using namespace fs::cli;
 
-namespace {
-
-sim::Config configFrom(const Args& a)
+sim::Config fs::cli::simulateConfig(const Args& a)
 {
     sim::Config cfg;
     cfg.frames = a.getInt("frames", cfg.frames);
@@ -35,23 +34,13 @@ sim::Config configFrom(const Args& a)
     return cfg;
 }
 
-int runSimulate(Args& a)
+sim::Stats fs::cli::simulateSession(const sim::Config& cfg, const std::string& path,
+                                    const std::vector<std::pair<std::string, std::string>>& meta,
+                                    const Args& a)
 {
-    a.expectPositional(0, "");
-    if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
-        capture::LiveSimOptions lo;
-        lo.rateEventsPerSec = a.getInt("live-rate", 0);
-        lo.commandLine = "fragscope simulate --live";
-        return capture::runSimulatorLive(configFrom(a), lo);
-    }
-    const auto out = a.get("output");
-    if (!out || out->empty())
-        throw UsageError("missing -o FILE (usage: fragscope simulate -o FILE [options])");
-    const sim::Config cfg = configFrom(a);
     sim::Simulator simulator(cfg);
-
     IngestOptions o;
-    o.path = *out;
+    o.path = path;
     o.sourceKind = "simulator";
     o.sourcePath = fmt::format(
         "fragscope simulate --frames {} --steps {} --seed {}{}", cfg.frames, cfg.steps, cfg.seed,
@@ -64,6 +53,8 @@ int runSimulate(Args& a)
         ingest.begin();
         Progress progress("simulate", simulator.estimatedEvents());
         st = simulator.run(ingest, [&](int64_t done, int64_t) { progress.update(done); });
+        for (const auto& [k, v] : meta)
+            ingest.setMeta(k, v);
         ingest.end();
         progress.finish();
     } catch (const std::invalid_argument& e) {
@@ -73,8 +64,28 @@ int runSimulate(Args& a)
         ingest.abort(); // no partial file from a failed run
         throw;
     }
+    storeAnalysisIndex(path, a);
+    return st;
+}
 
-    storeAnalysisIndex(*out, a);
+namespace {
+
+int runSimulate(Args& a)
+{
+    a.expectPositional(0, "");
+    if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
+        if (a.get("ranks")) throw UsageError("--ranks writes files: it cannot be used with --live");
+        capture::LiveSimOptions lo;
+        lo.rateEventsPerSec = a.getInt("live-rate", 0);
+        lo.commandLine = "fragscope simulate --live";
+        return capture::runSimulatorLive(simulateConfig(a), lo);
+    }
+    const auto out = a.get("output");
+    if (!out || out->empty())
+        throw UsageError("missing -o FILE (usage: fragscope simulate -o FILE [options])");
+    const sim::Config cfg = simulateConfig(a);
+    if (a.get("ranks")) return runSimulateRanks(a, cfg, *out);
+    const sim::Stats st = simulateSession(cfg, *out, {}, a);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
     fmt::print(
@@ -96,7 +107,7 @@ int runSimulate(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "simulate",
     .synopsis = "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES] "
-                "[--index|--no-index]",
+                "[--ranks N [--tight-rank R] [--rank-deficit BYTES]] [--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = withIndexOptions(
         {{"output", "FILE", "session file to write (replaced if it exists)"},
@@ -105,6 +116,12 @@ FRAGSCOPE_COMMAND({
          {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
          {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
          {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
+         {"ranks", "N",
+          "N ranks of one job: FILE.rank0 ... FILE.rank<N-1>, one session each, with a shared "
+          "wall clock (docs/simulator.md \"Ranks\")"},
+         {"tight-rank", "R", "with --ranks: the rank with less memory (default N/2)"},
+         {"rank-deficit", "BYTES",
+          "with --ranks: memory the tight rank lacks (default 3 GiB: 3221225472)"},
          {"live", "",
           "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
          {"live-rate", "N",
