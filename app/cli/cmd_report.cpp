@@ -8,6 +8,7 @@
 #include "core/analysis/serialize.h"
 #include "core/json.h"
 #include "core/session.h"
+#include "report_ranks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -82,6 +83,7 @@ void writeTrend(JsonWriter& j, const char* name, const Trend& t)
 
 int runReport(Args& a)
 {
+    if (a.flag("ranks")) return runReportRanks(a); // report_ranks.cpp
     a.expectPositional(1, "FILE");
     const int64_t top = a.getInt("top", 5);
     const settings::Settings st = commandSettings(a);
@@ -304,20 +306,29 @@ int runReport(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "report",
-    .synopsis = "FILE [--top K] [--json] [--quiet]",
+    .synopsis = "FILE [--top K] [--json] [--quiet] | --ranks A B… [--align MODE] [--json]",
     .summary =
         "Summary for people and CI: health, allocator over time, frames, collapses, correlations",
     .options = withSettingsOptions(
         {{"top", "K", "precursors shown per collapse (default 5)"},
          {"json", "", "print one JSON object instead of text"},
-         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
+         {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"},
+         {"ranks", "",
+          "the files are the ranks of one job: per-rank summary, first rank to collapse or hit an "
+          "OOM, spread of peak reserved (docs/ranks.md)"},
+         {"align", "MODE",
+          "with --ranks: auto (default: wall clock, else frame), wall, frame, or none"}}),
     .details =
         "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
         "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.\n"
         "Each OOM is diagnosed (JSON key \"ooms\"): the request, device free memory, reserved\n"
         "and allocated bytes, what was cached in the request's pool and stream, pending frees\n"
         "that would have fitted, and a cause (capacity, fragmentation, pending_free, external)\n"
-        "with a suggestion; docs/analysis.md gives the rules.",
+        "with a suggestion; docs/analysis.md gives the rules.\n"
+        "With --ranks the files are lined up on the wall clock where every file carries it, else\n"
+        "on the start of the first frame number they share; files of different jobs (other job\n"
+        "ids, no common clock or frame number, no overlap in time) are refused (exit 2) unless\n"
+        "--align none is given.",
     .run = runReport,
     .order = 41,
 });
