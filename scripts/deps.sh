@@ -5,7 +5,8 @@ set -euo pipefail
 
 FRAGSCOPE_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev libfmt-dev zlib1g-dev
-  sqlite3 xvfb xauth imagemagick clang clang-format gdb dpkg-dev file appstream desktop-file-utils)
+  sqlite3 xvfb xauth imagemagick clang clang-format gdb dpkg-dev file appstream desktop-file-utils
+  python3-distributed)
 
 fragscope_install_deps() {
   local missing=()
