@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "core/session.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace fs::cli {
@@ -34,6 +35,12 @@ std::string eventText(const RankEvent& e, int64_t begin)
     return fmt::format("rank {}{} at {}{}", e.rank,
                        e.frame >= 0 ? fmt::format(", frame {}", e.frame) : std::string(), at,
                        e.detail.empty() ? std::string() : " (" + e.detail + ")");
+}
+
+// The frames the report lists: a collapse or an OOM on some rank.
+bool eventful(const RankFrame& f)
+{
+    return !f.collapsedRanks.empty() || !f.oomRanks.empty();
 }
 
 void writeEvent(JsonWriter& j, const RankEvent& e)
@@ -154,6 +161,7 @@ void printJson(const RankRun& run)
     j.endObject();
     j.key("frames").beginArray();
     for (const RankFrame& f : run.frames) {
+        if (!eventful(f)) continue;
         j.beginObject();
         j.field("frame", f.frame);
         writeRankList(j, "collapsed_ranks", f.collapsedRanks);
@@ -203,7 +211,7 @@ void printText(const RankRun& run)
                    humanBytes(run.peakReservedMin), run.peakReservedMinRank,
                    humanBytes(run.peakReservedMax), run.peakReservedMaxRank,
                    humanBytes(run.peakReservedSpread()));
-    if (!run.frames.empty()) {
+    if (std::any_of(run.frames.begin(), run.frames.end(), eventful)) {
         fmt::print("\nFrames with a collapse or an OOM on any rank\n  {:>6}  {:>16}  {:>17}  "
                    "{:>12}  {:>9}\n",
                    "frame", "collapsed ranks", "first to collapse", "OOM ranks", "first OOM");
@@ -230,7 +238,7 @@ int runReportRanks(Args& a)
     const settings::Settings st = commandSettings(a);
     std::vector<RankInput> inputs;
     for (const std::string& f : files)
-        inputs.push_back({f, openEngine(f, st.loadOptions())});
+        inputs.push_back({f, openEngine(f, st.loadOptions()), nullptr});
     RankRun run;
     try {
         run = analyseRanks(inputs, *mode);

@@ -299,6 +299,7 @@ RankRun analyseRanks(const std::vector<RankInput>& files, RankAlignMode mode)
     for (const RankInput& f : files)
         ids.push_back(rankIdentity(f.engine->summary(), f.path));
     const std::vector<int> numbers = rankNumbers(ids, run.notes);
+    std::map<const Engine*, std::shared_ptr<const std::vector<OomDiagnosis>>> given;
     for (size_t i = 0; i < files.size(); ++i) {
         RankSummary r;
         r.rank = numbers[i];
@@ -306,6 +307,7 @@ RankRun analyseRanks(const std::vector<RankInput>& files, RankAlignMode mode)
         r.identity = ids[i];
         r.engine = files[i].engine;
         r.frames = static_cast<int64_t>(r.engine->frames().size());
+        if (files[i].ooms) given[r.engine.get()] = files[i].ooms;
         run.ranks.push_back(std::move(r));
     }
     std::sort(run.ranks.begin(), run.ranks.end(),
@@ -333,7 +335,10 @@ RankRun analyseRanks(const std::vector<RankInput>& files, RankAlignMode mode)
                 ev.detail += (ev.detail.empty() ? "" : ", ") + b;
             r.collapses.push_back(std::move(ev));
         }
-        for (const OomDiagnosis& o : e.ooms()) {
+        const auto g = given.find(&e);
+        const std::vector<OomDiagnosis> asked =
+            g == given.end() ? e.ooms() : std::vector<OomDiagnosis>{};
+        for (const OomDiagnosis& o : g == given.end() ? asked : *g->second) {
             RankEvent ev;
             ev.rank = r.rank;
             ev.sessionTime = o.time;
@@ -361,6 +366,9 @@ RankRun analyseRanks(const std::vector<RankInput>& files, RankAlignMode mode)
     for (const RankSummary& r : run.ranks) {
         const auto& fr = r.engine->frames();
         for (const FrameInfo& f : fr) {
+            RankFrame& all = frames[f.index];
+            all.frame = f.index;
+            all.ranks.push_back(r.rank);
             if (f.collapse < 0 || static_cast<size_t>(f.collapse) >= r.collapses.size()) continue;
             RankFrame& row = frames[f.index];
             row.frame = f.index;

@@ -69,10 +69,11 @@ struct RankSummary
     std::vector<RankEvent> ooms;      // in time order, every OOM of the session
 };
 
-// One frame number across the ranks: those where it collapsed or hit an OOM.
+// One frame number across the ranks: where it collapsed, where it hit an OOM.
 struct RankFrame
 {
     int64_t frame = 0;
+    std::vector<int> ranks;          // ranks that have this frame
     std::vector<int> collapsedRanks; // ranks where the frame belongs to a collapse
     // Of those, the rank whose collapse (the one containing this frame) began first.
     int firstCollapseRank = -1;
@@ -91,7 +92,7 @@ struct RankRun
     std::optional<RankEvent> firstOom;        // the earliest OOM of any rank
     int peakReservedMinRank = -1, peakReservedMaxRank = -1;
     uint64_t peakReservedMin = 0, peakReservedMax = 0;
-    std::vector<RankFrame> frames; // frames where any rank collapsed or hit an OOM, ascending
+    std::vector<RankFrame> frames; // every frame number any rank has, ascending
     // Wall clock and frame numbering both available: how far the frame starts of the aligned
     // frame are apart on the wall clock (0 when they agree exactly); nullopt otherwise.
     std::optional<int64_t> frameSpreadOnWallClockNs;
@@ -111,6 +112,9 @@ struct RankInput
 {
     std::string path;
     std::shared_ptr<const Engine> engine;
+    // The engine's OOM diagnoses when the caller has them already (the GUI's scene does: each
+    // is a replay); null: analyseRanks asks the engine.
+    std::shared_ptr<const std::vector<OomDiagnosis>> ooms;
 };
 
 // Numbers the ranks (meta rank, else "rank<N>" in every file name, else the order given), lines

@@ -54,7 +54,7 @@ class TestRanks : public QObject
     {
         std::vector<RankInput> in;
         for (const QString& f : files)
-            in.push_back({f.toStdString(), Engine::open(f.toStdString())});
+            in.push_back({f.toStdString(), Engine::open(f.toStdString()), nullptr});
         return in;
     }
 
@@ -134,7 +134,11 @@ private slots:
             QCOMPARE(run.firstCollapse->frame, truthCollapseFrame_);
             QVERIFY(run.firstOom);
             QCOMPARE(run.firstOom->rank, truthOomRank_);
-            // The per-frame table: the truth's frame has the tight rank collapsed, first.
+            // The per-frame table has every frame number, each on all four ranks; the truth's
+            // frame has the tight rank collapsed, first.
+            QCOMPARE(run.frames.size(), size_t(20));
+            for (const RankFrame& f : run.frames)
+                QCOMPARE(f.ranks, (std::vector<int>{0, 1, 2, 3}));
             bool found = false;
             for (const RankFrame& f : run.frames)
                 if (f.frame == truthCollapseFrame_) {
