@@ -418,7 +418,8 @@ def main(argv=None):
         print("fragscope fleet: needs Dask distributed (Debian: apt-get install "
               "python3-distributed) for {}".format(sys.executable), file=sys.stderr)
         return 1
-    files = collect_inputs(a.paths)
+    # Absolute: the workers of a cluster run elsewhere, and see shared storage at the same paths.
+    files = [os.path.abspath(f) for f in collect_inputs(a.paths)]
     if not files:
         print("fragscope fleet: no input files in {}".format(" ".join(a.paths)), file=sys.stderr)
         return 64
@@ -442,9 +443,10 @@ def main(argv=None):
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=40)
             client = Client(cluster)
-        workers = len(client.scheduler_info().get("workers", {}))
         with client:
             rows = run_fleet(client, files, a.fragscope, a.alloc_conf, a.timeout, progress)
+            workers = len(client.scheduler_info().get("workers", {})) or len(
+                {r.get("worker") for r in rows if r.get("worker")})
     except OSError as e:
         print("fragscope fleet: cannot reach the Dask scheduler {}: {}".format(
             a.scheduler or "(local)", e), file=sys.stderr)
