@@ -73,14 +73,17 @@ def _count(items):
 
 
 def _verdict(c):
+    """A collapse's verdict as a short label: allocator_related[:MECHANISM] or
+    no_allocator_precursor (docs/analysis.md "Verdict"); None when the report gives none."""
     v = c.get("verdict")
     if v is None:
         return None
     if isinstance(v, dict):
-        for key in ("kind", "mechanism", "verdict", "summary", "text"):
-            if isinstance(v.get(key), str) and v[key]:
-                return v[key]
-        return json.dumps(v, sort_keys=True)
+        if "allocator_related" in v:
+            if not v["allocator_related"]:
+                return "no_allocator_precursor"
+            return "allocator_related" + (":" + v["mechanism"] if v.get("mechanism") else "")
+        return v.get("headline") or json.dumps(v, sort_keys=True)
     return str(v)
 
 

@@ -211,6 +211,67 @@ class TestFleet(unittest.TestCase):
         self.assertIn("missing.pickle: no such file", rows[1]["error"])
 
 
+class TestFleetFigures(unittest.TestCase):
+    """Known answers for the row and the fleet report, on hand-made CLI outputs."""
+
+    def test_row_from_report(self):
+        rep = {
+            "synthetic": False, "events": 10,
+            "tracks": [{"device": 0, "peak_reserved_bytes": 100, "max_fragmentation_ratio": 0.5},
+                       {"device": 0, "peak_reserved_bytes": 300, "max_fragmentation_ratio": 0.2},
+                       {"device": 1, "peak_reserved_bytes": 200, "max_fragmentation_ratio": 0.7}],
+            "frames": [{}, {}, {}],
+            "collapses": [
+                {"collapse": {"first_frame": 4},
+                 "verdict": {"allocator_related": True, "mechanism": "workspace_fallback"},
+                 "precursors": [{"kind": "region_released", "background": False},
+                                {"kind": "graph_launch", "background": True}]},
+                {"collapse": {"first_frame": 9},
+                 "verdict": {"allocator_related": False, "mechanism": None},
+                 "precursors": [{"kind": "oom", "background": False}]}],
+            "ooms": [{"cause": "fragmentation"}, {"cause": "capacity"},
+                     {"cause": "fragmentation"}],
+        }
+        f = fragscope_fleet._report_figures(rep)
+        # Peak and max F: the largest over tracks (300 B on device 0's second track; F 0.7);
+        # devices: 0 and 1. Background precursors left out; causes counted, most first.
+        self.assertEqual(f["peak_reserved_bytes"], 300)
+        self.assertEqual(f["max_fragmentation_ratio"], 0.7)
+        self.assertEqual(f["devices"], 2)
+        self.assertEqual(f["collapses"], 2)
+        self.assertEqual(f["collapse_frames"], "4;9")
+        self.assertEqual(f["precursor_kinds"], "oom;region_released")
+        self.assertEqual(f["oom_causes"], "fragmentation=2;capacity=1")
+        self.assertEqual(f["verdicts"],
+                         "allocator_related:workspace_fallback=1;no_allocator_precursor=1")
+
+    def test_fleet_report_counts_help(self):
+        # Run a: the setting removes OOMs (3 -> 0); run b: same OOMs (0), lower peak; run c:
+        # higher peak: no help; run d: failed. Best: the setting, helping 2 runs.
+        conf = "expandable_segments:True"
+        rows = [
+            {"status": "ok", "collapses": 1, "ooms": 3, "precursor_kinds": "oom;split",
+             "replay_peak_reserved_bytes": 100, "replay_ooms": 3,
+             "settings": [{"alloc_conf": conf, "peak_reserved_bytes": 120, "ooms": 0}]},
+            {"status": "ok", "collapses": 1, "ooms": 0, "precursor_kinds": "split",
+             "replay_peak_reserved_bytes": 100, "replay_ooms": 0,
+             "settings": [{"alloc_conf": conf, "peak_reserved_bytes": 90, "ooms": 0}]},
+            {"status": "ok", "collapses": 0, "ooms": 0, "precursor_kinds": "",
+             "replay_peak_reserved_bytes": 100, "replay_ooms": 0, "attempts": 2,
+             "settings": [{"alloc_conf": conf, "peak_reserved_bytes": 110, "ooms": 0}]},
+            {"status": "error", "error": "x: bad"},
+        ]
+        rep = fragscope_fleet.fleet_report(rows, [conf])
+        self.assertEqual(rep["by_outcome"], {"healthy": 1, "collapsed": 1, "oom": 0,
+                                             "collapsed_and_oom": 1, "error": 1})
+        self.assertEqual(rep["precursor_kinds"], [{"kind": "split", "runs": 2},
+                                                  {"kind": "oom", "runs": 1}])
+        self.assertEqual(rep["settings"], [{"alloc_conf": conf, "runs": 3, "helps": 2,
+                                            "removes_ooms": 1, "lowers_peak_reserved": 1}])
+        self.assertEqual(rep["best_setting"], conf)
+        self.assertEqual(rep["rescheduled_runs"], 1)
+
+
 class TestFleetCommand(unittest.TestCase):
     """The C++ CLI's side: help and usage without starting a cluster."""
 
