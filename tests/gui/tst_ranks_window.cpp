@@ -177,6 +177,30 @@ private slots:
             QCOMPARE(s.offsetNs, int64_t(0));
     }
 
+    void snapshotsOpenAsRanks()
+    {
+        FSTEST_REQUIRE_DATA("pytorch-snapshots");
+        // fragscope-gui rank0.pickle rank1.pickle: one real snapshot as both ranks (copies, so
+        // that the imports land beside them). Imported first; ranked by the file names; PyTorch's
+        // time_us is the wall clock, so they line up with offset 0 and equal figures.
+        const QString src = fstest::dataDir() + "/pytorch-snapshots/cs336-silmont2000-small.pickle";
+        for (int k : {1, 0})
+            QVERIFY(QFile::copy(src, dir_.filePath(QStringLiteral("rank%1.pickle").arg(k))));
+        gui::RanksWindow w({dir_.filePath("rank1.pickle"), dir_.filePath("rank0.pickle")});
+        bool ok = false;
+        QString error;
+        QVERIFY(waitLoaded(w, ok, error));
+        QVERIFY2(ok, qPrintable(error));
+        const auto run = w.run();
+        QCOMPARE(run->mode, RankAlignMode::WallClock);
+        QCOMPARE(run->ranks[0].rank, 0);
+        QVERIFY(run->ranks[0].path.ends_with("rank0.pickle"));
+        QCOMPARE(run->ranks[1].offsetNs, int64_t(0));
+        QCOMPARE(run->ranks[0].peakReservedBytes, run->ranks[1].peakReservedBytes);
+        QVERIFY(w.status()->text().contains(QStringLiteral("time_us")));
+        QVERIFY(w.headline()->text().contains(QStringLiteral("No rank collapsed")));
+    }
+
     void badFileNamed()
     {
         const QString junk = dir_.filePath("junk.fragscope");
