@@ -1,4 +1,4 @@
-// fragscope-gui [FILE…] | --attach PID [-o OUT] | --screenshots DIR FILE | --measure-open FILE |
+// fragscope-gui [FILE…] | --attach PID [-o OUT] | --screenshots DIR FILE… | --measure-open FILE |
 // --version
 #include "core/session.h"
 #include "core/versions.h"
@@ -50,7 +50,8 @@ int main(int argc, char** argv)
     cli.addOption({QStringLiteral("version"), QStringLiteral("Print versions and exit.")});
     cli.addOption(
         {QStringLiteral("screenshots"),
-         QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
+         QStringLiteral("Render the window in several states into DIR as PNG files, then exit "
+                        "(several FILEs: the ranks view)."),
          QStringLiteral("DIR")});
     cli.addOption(
         {QStringLiteral("measure-open"),
@@ -81,6 +82,16 @@ int main(int argc, char** argv)
         fs::gui::RanksWindow ranks(files); // several files: one job's ranks (ranks_window.h)
         ranks.show();
         return app.exec();
+    }
+    if (files.size() >= 2 && cli.isSet(QStringLiteral("screenshots"))) {
+        fs::gui::RanksWindow ranks(files); // the ranks view, offscreen
+        QString error;
+        const QStringList shots =
+            ranks.writeScreenshots(cli.value(QStringLiteral("screenshots")), error);
+        for (const QString& s : shots)
+            std::printf("wrote %s\n", qPrintable(s));
+        if (!error.isEmpty()) std::fprintf(stderr, "fragscope-gui: %s\n", qPrintable(error));
+        return !error.isEmpty() ? 2 : shots.isEmpty() ? 1 : 0;
     }
     fs::gui::MainWindow w;
     if (cli.isSet(QStringLiteral("measure-open")))

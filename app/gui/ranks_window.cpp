@@ -8,6 +8,9 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -104,15 +107,18 @@ RanksWindow::RanksWindow(const QStringList& files, QWidget* parent)
                                          tr("Peak reserved"), tr("Max F"), tr("Collapses"),
                                          tr("First collapse"), tr("OOMs"), tr("First OOM")});
     summary_->verticalHeader()->setVisible(false);
+    // Compact rows, so that eight ranks fit without scrolling.
+    const int rowHeight = fontMetrics().height() + 6;
+    summary_->verticalHeader()->setDefaultSectionSize(rowHeight);
     summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     split->addWidget(summary_);
     auto* lanesBox = new QWidget;
     lanesLayout_ = new QVBoxLayout(lanesBox);
     lanesLayout_->setContentsMargins(0, 0, 0, 0);
-    auto* scroll = new QScrollArea;
-    scroll->setWidgetResizable(true);
-    scroll->setWidget(lanesBox);
-    split->addWidget(scroll);
+    lanesScroll_ = new QScrollArea;
+    lanesScroll_->setWidgetResizable(true);
+    lanesScroll_->setWidget(lanesBox);
+    split->addWidget(lanesScroll_);
     plot_ = new QCustomPlot;
     plot_->yAxis->setLabel(tr("reserved (GiB)"));
     plot_->xAxis->setLabel(tr("time on the shared axis (s)"));
@@ -135,11 +141,12 @@ RanksWindow::RanksWindow(const QStringList& files, QWidget* parent)
     framesView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     framesView_->setSelectionMode(QAbstractItemView::SingleSelection);
     framesView_->verticalHeader()->setVisible(false);
+    framesView_->verticalHeader()->setDefaultSectionSize(rowHeight);
     connect(framesView_, &QTableView::clicked, this, [this](const QModelIndex& i) {
         selectFrame(i.data(views::RankFramesModel::FrameIndexRole).toLongLong());
     });
     split->addWidget(framesView_);
-    split->setSizes({150, 420, 180, 220});
+    split->setSizes({195, 420, 180, 175});
     lay->addWidget(split, 1);
     resize(1280, 1040);
     start(analysis::RankAlignMode::Auto);
@@ -354,7 +361,7 @@ void RanksWindow::buildLanes()
                 .arg(QFileInfo(QString::fromStdString(r.path)).fileName().toHtmlEscaped())
                 .arg(ms(r.offsetNs)));
         auto* lane = new views::HeatmapWidget;
-        lane->setMinimumHeight(90);
+        lane->setMinimumHeight(130); // the heatmap under its axis and legend stays readable
         const auto& scene = scenes_[i];
         lane->setScene(scene, scene->defaultLevel());
         const int k = static_cast<int>(i);
@@ -458,10 +465,77 @@ void RanksWindow::selectFrame(int64_t frame)
             lo = std::min(lo, f->start + run_->ranks[i].offsetNs);
             hi = std::max(hi, f->end + run_->ranks[i].offsetNs);
         }
-    if (const int row = frames_->rowOf(frame); row >= 0) framesView_->selectRow(row);
+    if (const int row = frames_->rowOf(frame); row >= 0) {
+        framesView_->selectRow(row);
+        framesView_->scrollTo(frames_->index(row, 0), QAbstractItemView::PositionAtCenter);
+    }
     if (lo >= hi) return;
     const int64_t pad = (hi - lo) / 10;
     setWindow(lo - pad, hi + pad, -1);
+    const auto it =
+        std::find_if(run_->frames.begin(), run_->frames.end(),
+                     [frame](const analysis::RankFrame& f) { return f.frame == frame; });
+    if (it == run_->frames.end()) return;
+    const int first = it->firstCollapseRank >= 0 ? it->firstCollapseRank : it->firstOomRank;
+    for (size_t i = 0; i < run_->ranks.size(); ++i)
+        if (run_->ranks[i].rank == first) {
+            lanesScroll_->ensureWidgetVisible(laneTitles_[i], 0, 0);
+            lanesScroll_->ensureWidgetVisible(lanes_[i], 0, 0);
+        }
+}
+
+QStringList RanksWindow::writeScreenshots(const QString& dir, QString& error)
+{
+    QStringList written;
+    resize(1600, 1200);
+    show();
+    auto settle = [this](int msec) {
+        // The lanes refine their heatmaps asynchronously: wait until each says it is done.
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < msec) {
+            QApplication::processEvents(QEventLoop::AllEvents, 50);
+            if (!busy_ && std::all_of(lanes_.begin(), lanes_.end(),
+                                      [](views::HeatmapWidget* l) { return l->isRefined(); }))
+                break;
+            QThread::msleep(5);
+        }
+        QApplication::processEvents();
+    };
+    // The load started in the constructor ends with loaded() (queued: not missed here).
+    bool done = false;
+    QString why;
+    const auto c = connect(this, &RanksWindow::loaded, this, [&](bool, const QString& e) {
+        done = true;
+        why = e;
+    });
+    QElapsedTimer t;
+    t.start();
+    while (!done && t.elapsed() < 600000) {
+        QApplication::processEvents(QEventLoop::AllEvents, 50);
+        QThread::msleep(5);
+    }
+    disconnect(c);
+    if (!run_) {
+        error = done ? why : tr("loading the ranks took over 10 minutes");
+        return written;
+    }
+    QDir().mkpath(dir);
+    auto shot = [&](const QString& name) {
+        settle(20000);
+        const QString p = QStringLiteral("%1/%2").arg(dir, name);
+        if (grab().save(p)) written << p;
+    };
+    shot(QStringLiteral("ranks-overview.png"));
+    // As a user would: the first failure's frame row clicked, every lane zoomed to it.
+    const analysis::RankEvent* first = run_->firstCollapse ? &*run_->firstCollapse
+                                       : run_->firstOom    ? &*run_->firstOom
+                                                           : nullptr;
+    if (first && first->frame >= 0) {
+        selectFrame(first->frame);
+        shot(QStringLiteral("ranks-first-failure.png"));
+    }
+    return written;
 }
 
 void openRanksDialog(QWidget* parent)

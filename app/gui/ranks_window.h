@@ -20,6 +20,7 @@ class QComboBox;
 class QCustomPlot;
 class QCPRange;
 class QLabel;
+class QScrollArea;
 class QTableView;
 class QTableWidget;
 class QVBoxLayout;
@@ -42,11 +43,16 @@ public:
     std::shared_ptr<const analysis::RankRun> run() const { return run_; }
     // Lines the loaded ranks up again under another mode (the Align box does this).
     void setAlignMode(analysis::RankAlignMode mode);
-    // Zooms every lane and the plot to frame f on the shared axis, and selects its row.
+    // Zooms every lane and the plot to frame f on the shared axis, selects its row, and scrolls
+    // the lane of the frame's first rank to collapse (else to hit an OOM) into view.
     void selectFrame(int64_t frame);
     // The shared time window shown (the reference rank's clock). The lanes follow it within the
     // span every rank covers.
     std::pair<int64_t, int64_t> sharedWindow() const { return {t0_, t1_}; }
+    // fragscope-gui --screenshots DIR A B…: waits for the load, then renders the view offscreen
+    // (whole run, then zoomed on the first rank's collapse or OOM) into DIR; the paths written.
+    // On a refusal or a bad file, nothing is written and `error` says why.
+    QStringList writeScreenshots(const QString& dir, QString& error);
 
     QLabel* headline() const { return headline_; }
     QLabel* status() const { return status_; }
@@ -87,6 +93,7 @@ private:
     QTableWidget* summary_ = nullptr;
     QCustomPlot* plot_ = nullptr;
     QVBoxLayout* lanesLayout_ = nullptr;
+    QScrollArea* lanesScroll_ = nullptr;
     std::vector<views::HeatmapWidget*> lanes_;
     std::vector<QLabel*> laneTitles_;
     views::RankFramesModel* frames_ = nullptr;

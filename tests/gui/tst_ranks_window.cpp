@@ -10,6 +10,8 @@
 
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QDir>
+#include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
@@ -26,6 +28,7 @@ class TestRanksWindow : public QObject
     Q_OBJECT
     QTemporaryDir dir_;
     QStringList files_;
+    QString junk_;                         // not a session
     std::shared_ptr<const RankRun> truth_; // the engine's answer, asked here directly
 
     static bool waitLoaded(gui::RanksWindow& w, bool& ok, QString& error)
@@ -52,6 +55,10 @@ private slots:
         for (const QString& f : files_)
             in.push_back({f.toStdString(), Engine::open(f.toStdString()), nullptr});
         truth_ = std::make_shared<const RankRun>(analyseRanks(in));
+        junk_ = dir_.filePath("junk.fragscope");
+        QFile f(junk_);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a session");
         QVERIFY(truth_->firstCollapse);
         QCOMPARE(truth_->firstCollapse->rank, 1);
     }
@@ -153,6 +160,29 @@ private slots:
         QVERIFY(aligned());
     }
 
+    void screenshotsShowTheFirstFailure()
+    {
+        // fragscope-gui --screenshots DIR A B C: the whole run, then the first collapse's frame
+        // with rank 1's lane (the first to collapse) scrolled into view.
+        QTemporaryDir out;
+        gui::RanksWindow w(files_);
+        QString error;
+        const QStringList shots = w.writeScreenshots(out.path(), error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(shots, QStringList({out.filePath("ranks-overview.png"),
+                                     out.filePath("ranks-first-failure.png")}));
+        for (const QString& p : shots)
+            QVERIFY(!QImage(p).isNull());
+        QCOMPARE(w.framesTable()->currentIndex().row(),
+                 w.framesModel()->rowOf(truth_->firstCollapse->frame));
+        QVERIFY(!w.lanes()[1]->visibleRegion().isEmpty());
+        // Files the engine refuses: its reason, and no picture.
+        gui::RanksWindow bad({files_[0], junk_});
+        QVERIFY(bad.writeScreenshots(out.filePath("bad"), error).isEmpty());
+        QVERIFY2(error.contains(QStringLiteral("junk.fragscope")), qPrintable(error));
+        QVERIFY(!QDir(out.filePath("bad")).exists());
+    }
+
     void otherJobRefusedUntilAlignNone()
     {
         const auto r = fstest::runCli({"simulate", "--ranks", "2", "--frames", "3", "--steps", "2",
@@ -203,12 +233,7 @@ private slots:
 
     void badFileNamed()
     {
-        const QString junk = dir_.filePath("junk.fragscope");
-        QFile f(junk);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("not a session");
-        f.close();
-        gui::RanksWindow w({files_[0], junk});
+        gui::RanksWindow w({files_[0], junk_});
         bool ok = true;
         QString error;
         QVERIFY(waitLoaded(w, ok, error));
