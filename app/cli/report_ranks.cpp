@@ -215,11 +215,13 @@ void printText(const RankRun& run)
         fmt::print("\nFrames with a collapse or an OOM on any rank\n  {:>6}  {:>16}  {:>17}  "
                    "{:>12}  {:>9}\n",
                    "frame", "collapsed ranks", "first to collapse", "OOM ranks", "first OOM");
-        for (const RankFrame& f : run.frames)
+        for (const RankFrame& f : run.frames) {
+            if (!eventful(f)) continue;
             fmt::print(
                 "  {:>6}  {:>16}  {:>17}  {:>12}  {:>9}\n", f.frame, ranksText(f.collapsedRanks),
                 f.firstCollapseRank < 0 ? "-" : std::to_string(f.firstCollapseRank),
                 ranksText(f.oomRanks), f.firstOomRank < 0 ? "-" : std::to_string(f.firstOomRank));
+        }
     }
 }
 

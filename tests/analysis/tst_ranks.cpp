@@ -191,6 +191,34 @@ private slots:
         }
     }
 
+    void textListsTheFramesWithAFailure()
+    {
+        // The text's frame table lists exactly the frame numbers where some rank collapsed or
+        // hit an OOM (the engine's per-frame rows with a collapsed or an OOM rank), as the JSON.
+        const RankRun run = analyseRanks(inputs(rankFiles_));
+        QList<qint64> want;
+        for (const RankFrame& f : run.frames)
+            if (!f.collapsedRanks.empty() || !f.oomRanks.empty()) want << f.frame;
+        QVERIFY(!want.isEmpty());
+        QVERIFY(want.size() < static_cast<qsizetype>(run.frames.size())); // some frames are quiet
+        const QStringList args = {"report",      "--ranks",     rankFiles_[0],
+                                  rankFiles_[1], rankFiles_[2], rankFiles_[3]};
+        const auto text = fstest::runCli(args);
+        QCOMPARE(text.exitCode, 0);
+        const QString out = QString::fromUtf8(text.out);
+        const qsizetype at = out.indexOf(QStringLiteral("Frames with a collapse or an OOM"));
+        QVERIFY(at >= 0);
+        QList<qint64> listed;
+        const QStringList lines = out.mid(at).split('\n', Qt::SkipEmptyParts);
+        for (qsizetype i = 2; i < lines.size(); ++i) // after the title and the column names
+            listed << lines[i].split(' ', Qt::SkipEmptyParts).front().toLongLong();
+        QCOMPARE(listed, want);
+        QList<qint64> inJson;
+        for (const auto& f : json(fstest::runCli(args + QStringList{"--json"}))["frames"].toArray())
+            inJson << f.toObject()["frame"].toInteger();
+        QCOMPARE(inJson, want);
+    }
+
     void ranksNumberedByMetaWhateverTheOrder()
     {
         const RankRun run =
