@@ -270,7 +270,8 @@ def report_text(rep):
     if rep["collapsed_runs"]:
         out.append("Most common precursor kinds among the {} collapsed runs: {}".format(
             rep["collapsed_runs"], ", ".join(
-                "{} ({} runs)".format(p["kind"], p["runs"]) for p in rep["precursor_kinds"][:5])
+                "{} ({} run{})".format(p["kind"], p["runs"], "" if p["runs"] == 1 else "s")
+                for p in rep["precursor_kinds"][:5])
             or "none"))
     for s in rep["settings"]:
         out.append("Setting {}: helps {} of {} runs (removes OOMs in {}, lowers peak reserved in "
