@@ -8,7 +8,7 @@
 #include "core/analysis/ranks.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #include "ranks.h"
 
 #include "core/format.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <ctime>

@@ -5,7 +5,7 @@
 #include "capture/sim/ranks.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/ranks.h"
-#include "core/session.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QJsonArray>

@@ -2,7 +2,7 @@
 // each rank (memory, launch skew, wall clock, meta), file names, the simulator's ground truth,
 // and the files the command writes.
 #include "capture/sim/ranks.h"
-#include "core/session.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QRegularExpression>
