@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "compare_window.h"
+#include "ranks_window.h"
 #include "whatif_controller.h"
 
 #include "core/versions.h"
@@ -329,6 +330,7 @@ void MainWindow::buildMenus()
         w->setAttribute(Qt::WA_DeleteOnClose);
         w->show();
     });
+    file->addAction(tr("Open &ranks…"), this, [this] { openRanksDialog(this); }); // ranks_window.h
     whatIf_ = new WhatIfController(
         this, [this](const QString& title, const QString& text) { reportError_(title, text); });
     file->addAction(whatIf_->action());
