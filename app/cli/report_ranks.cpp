@@ -52,10 +52,10 @@ void writeEvent(JsonWriter& j, const RankEvent& e)
     else
         j.key("frame").null();
     if (e.time == kNoTime) {
-        j.key("time").null();
-        j.key("session_time").null();
+        j.key("time_ns").null();
+        j.key("session_time_ns").null();
     } else {
-        j.field("time", e.time).field("session_time", e.sessionTime);
+        j.field("time_ns", e.time).field("session_time_ns", e.sessionTime);
     }
     j.field("detail", e.detail);
     j.endObject();
@@ -85,8 +85,8 @@ void writeRankEntry(JsonWriter& j, const RankSummary& r)
     j.field("file", r.path);
     j.field("rank", r.rank);
     j.field("synthetic", e.summary().synthetic);
-    j.field("time_begin", e.timeBegin());
-    j.field("time_end", e.timeEnd());
+    j.field("time_begin_ns", e.timeBegin());
+    j.field("time_end_ns", e.timeEnd());
     j.key("devices").beginArray();
     for (const DeviceInfo& d : e.summary().devices)
         j.value(static_cast<int64_t>(d.id));
@@ -112,7 +112,7 @@ void writeRankEntry(JsonWriter& j, const RankSummary& r)
 void printJson(const RankRun& run)
 {
     JsonWriter j;
-    j.beginObject();
+    j.beginDocument();
     j.key("alignment").beginObject();
     j.field("mode", rankAlignModeName(run.mode));
     j.field("basis", run.basis);
@@ -127,7 +127,7 @@ void printJson(const RankRun& run)
     for (const RankSummary& r : run.ranks) {
         j.beginObject();
         j.field("rank", r.rank).field("file", r.path).field("offset_ns", r.offsetNs);
-        j.field("time_begin", r.timeBegin).field("time_end", r.timeEnd);
+        j.field("time_begin_ns", r.timeBegin).field("time_end_ns", r.timeEnd);
         j.field("clock", r.identity.clockSource);
         j.field("job_id", r.identity.jobId);
         j.endObject();

@@ -69,21 +69,13 @@ std::string wallText(int64_t ns)
     return fmt::format("{}.{:03d} UTC", buf, static_cast<int>((ns / 1'000'000) % 1000));
 }
 
-// The default track's peak reserved bytes and max F as `report` samples them (the same
-// timeline: its step is the span / 2000).
+// The default track's peak reserved bytes and max F: the summary `report` prints (exact).
 void trackFigures(const Engine& e, RankSummary& r)
 {
     if (!r.track) return;
-    TimelineOptions o;
-    o.device = r.track->device;
-    o.level = r.track->level;
-    o.step = std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / 2000);
-    const Timeline tl = e.timeline(o);
-    for (size_t i = 0; i < tl.time.size(); ++i) {
-        r.peakReservedBytes =
-            std::max(r.peakReservedBytes, static_cast<uint64_t>(std::max(tl.reserved[i], 0.0)));
-        r.maxFragmentationRatio = std::max(r.maxFragmentationRatio, tl.fragmentationRatio[i]);
-    }
+    const SummaryFigures f = e.trackSummary(r.track->device, r.track->level).figures;
+    r.peakReservedBytes = f.peakReservedBytes;
+    r.maxFragmentationRatio = f.maxFragmentationRatio;
 }
 
 // The frame of `frames` whose [start, end) holds t, -1 when none does.
