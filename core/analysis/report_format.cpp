@@ -287,8 +287,12 @@ struct Section
 
 // In output order.
 constexpr Section kSections[] = {
-    {headerJson, headerText}, {tracksJson, tracksText},       {framesJson, framesText},
-    {oomsJson, oomsText},     {graphsJson, graphsText},       {collapsesJson, collapsesText},
+    {headerJson, headerText},
+    {tracksJson, tracksText},
+    {framesJson, framesText},
+    {oomsJson, oomsText},
+    {graphsJson, graphsText},
+    {collapsesJson, collapsesText},
     {correlationsJson, correlationsText},
 };
 

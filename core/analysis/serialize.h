@@ -17,7 +17,7 @@ namespace fs::analysis {
 using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
-void writeCaveats(JsonWriter& j, const Caveats& c);      // "caveats": [...]
+void writeCaveats(JsonWriter& j, const Caveats& c); // "caveats": [...]
 // {dropped_records, ...}; with graphs, its CUDA-graph input health under "graphs" (info --json).
 void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs = nullptr);
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
