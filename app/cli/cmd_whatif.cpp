@@ -42,6 +42,7 @@ void writeJson(const WhatIfResult& r)
     j.field("complete", f.complete).field("complete_note", f.completeNote);
     j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
     j.field("recorded_alloc_conf", f.recordedConf);
+    j.field("time_resolution_ns", f.resolutionNs);
     j.field("reproduced", f.reproduced).field("verdict", f.verdict);
     j.key("pending_frees").beginObject();
     j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
@@ -65,6 +66,30 @@ void writeJson(const WhatIfResult& r)
         j.endObject();
         j.field("final_layout_equal", d.finalLayoutEqual);
         j.field("state_at_end_equal", d.stateAtEndEqual);
+        const TimeCourse& t = d.time;
+        j.key("time_course").beginObject();
+        j.field("exact", t.exact());
+        j.field("real_segment_events", t.realEvents).field("replay_segment_events", t.replayEvents);
+        j.field("events_time_differs", t.timeDiffers);
+        j.field("max_time_difference_ns", t.maxTimeDiffNs);
+        j.key("first_difference_ns");
+        t.firstDiffer < 0 ? j.null() : j.value(t.firstDiffer);
+        j.field("max_reserved_difference_bytes", t.maxReservedDiff);
+        j.key("max_reserved_difference_at_ns");
+        t.maxReservedDiffAt < 0 ? j.null() : j.value(t.maxReservedDiffAt);
+        j.field("max_allocated_difference_bytes", t.maxAllocatedDiff);
+        j.endObject();
+        const TakenFromTrace& k = d.taken;
+        j.key("taken_from_trace").beginObject();
+        j.field("creation_times", k.creations).field("release_times", k.releases);
+        j.field("max_burst_span_ns", k.maxBurstSpanNs);
+        j.field("empty_cache_calls", k.emptyCaches);
+        j.field("empty_cache_before_malloc", k.emptyCachesBefore);
+        j.field("free_and_retries", k.retries).field("failed_requests", k.failuresFollowed);
+        j.key("usable_bytes_at_retry");
+        d.usableMark == 0 ? j.null() : j.value(d.usableMark);
+        j.field("events_timed_by_assumption", k.assumed);
+        j.endObject();
         j.endObject();
     }
     j.endObject();
@@ -91,6 +116,7 @@ void writeJson(const WhatIfResult& r)
             j.field("mean_fragmentation_ratio", d.meanFragmentation);
             j.field("max_fragmentation_ratio", d.maxFragmentation);
             j.field("min_largest_free_block_bytes", d.minLargestFree);
+            j.field("events_timed_by_assumption", d.timedByAssumption);
             j.key("frames").beginArray();
             for (const FrameFigure& fr : d.frames) {
                 j.beginObject();
@@ -128,6 +154,12 @@ void writeText(const WhatIfResult& r)
                    d.realFinalReserved, d.replayPeakReserved, d.realPeakReserved,
                    d.addressesMatched, d.allocations, d.finalLayoutEqual ? "equal" : "differs",
                    d.stateAtEndEqual ? "equal" : "differs");
+        const TimeCourse& t = d.time;
+        fmt::print("time course, device {}: {} segment events (replay {}), {} at another time or "
+                   "missing (resolution {} ns), largest reserved difference {} B, allocated {} "
+                   "B\n",
+                   d.device, t.realEvents, t.replayEvents, t.timeDiffers, f.resolutionNs,
+                   t.maxReservedDiff, t.maxAllocatedDiff);
     }
     fmt::print("verdict: {}\n\n", f.verdict);
 

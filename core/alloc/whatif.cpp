@@ -2,6 +2,7 @@
 
 #include "core/analysis/engine.h"
 #include "core/event_sink.h"
+#include "core/format.h"
 #include "core/ingest.h"
 #include "core/session.h"
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -75,7 +77,8 @@ bool sameState(const analysis::State& a, const analysis::State& b)
 }
 
 DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
-                             const analysis::Engine& real, const analysis::Engine& rep)
+                             const analysis::Engine& real, const analysis::Engine& rep,
+                             int64_t resolutionNs)
 {
     DeviceFidelity f;
     f.device = d.device;
@@ -110,6 +113,9 @@ DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
     f.finalLayoutEqual = realSegs == r.finalSegments && realBlocks == r.finalBlocks;
     f.stateAtEndEqual = sameState(real.stateAt(d.device, Level::Framework, real.timeEnd()),
                                   rep.stateAt(d.device, Level::Framework, rep.timeEnd()));
+    f.time = compareTimeCourse(d, r, resolutionNs);
+    f.taken = r.taken;
+    f.usableMark = r.usableMark;
     return f;
 }
 
@@ -189,6 +195,37 @@ std::string tempPath(int n)
 
 } // namespace
 
+std::string takenText(const DeviceFidelity& d)
+{
+    const TakenFromTrace& t = d.taken;
+    std::string s =
+        fmt::format("the times of {} segment creations and {} releases", t.creations, t.releases);
+    if (t.maxBurstSpanNs > 0)
+        s += fmt::format(" (release bursts spread over up to {:.3f} ms)",
+                         static_cast<double>(t.maxBurstSpanNs) / 1e6);
+    s += fmt::format(", {} empty_cache() calls", t.emptyCaches);
+    if (t.emptyCachesBefore > 0)
+        s += fmt::format(" ({} right before a cudaMalloc the model could skip)",
+                         t.emptyCachesBefore);
+    s += fmt::format(", {} free-and-retries", t.retries);
+    if (d.usableMark > 0) s += fmt::format(" (usable memory then at most {} B)", d.usableMark);
+    if (t.failuresFollowed > 0) s += fmt::format(", {} failed requests", t.failuresFollowed);
+    return s;
+}
+
+std::string timeCourseText(const TimeCourse& t)
+{
+    std::string s = fmt::format("{} of {} segment events at another time or missing in one run",
+                                t.timeDiffers, std::max(t.realEvents, t.replayEvents));
+    if (t.maxTimeDiffNs > 0)
+        s += fmt::format(" (paired events up to {:.3f} ms apart)",
+                         static_cast<double>(t.maxTimeDiffNs) / 1e6);
+    s += fmt::format(", reserved bytes differ by up to {}", humanBytes(t.maxReservedDiff));
+    if (t.maxAllocatedDiff > 0)
+        s += fmt::format(", allocated by up to {}", humanBytes(t.maxAllocatedDiff));
+    return s;
+}
+
 std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file)
 {
     std::string settings = spec.recorded ? fmt::format("recorded settings ({})", conf) : conf;
@@ -215,6 +252,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     fid.settingsKnown = trace.settingsKnown;
     fid.settingsNote = trace.settingsNote;
     fid.recordedConf = confText(trace.recorded);
+    fid.resolutionNs = trace.resolutionNs;
     for (const DeviceTrace& d : trace.devices) {
         fid.pendingFrees += d.pendingFrees;
         fid.pendingFreesBeforeTrace += d.pendingFreesUnmatched;
@@ -231,6 +269,9 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     }
 
     const auto real = analysis::Engine::open(opts.session);
+    // What the replay under the recorded settings found, for the other runs.
+    std::map<uint32_t, std::vector<uint32_t>> emptyCacheFirst;
+    std::map<uint32_t, uint64_t> usableMark;
     for (size_t i = 0; i < specs.size(); ++i) {
         const RunSpec& spec = specs[i];
         RunResult run;
@@ -245,11 +286,17 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
         ro.cancel = opts.cancel;
         ro.config = spec.config;
         ro.policy = spec.policy;
+        if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
         for (const DeviceTrace& d : trace.devices) {
-            // The memory the recording had: OOM entries tell it, else the device's size; what-if
-            // runs get --capacity instead when given (the recorded run only when nothing
-            // else tells), else no limit.
+            // The memory the recording had: OOM entries tell it, else the device's size; for
+            // what-if runs also a free-and-retry the recorded replay reproduced (but never less
+            // than the recorded run held: usable memory may have varied); --capacity instead
+            // when given (the recorded run only when nothing else tells), else no limit.
             uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
+            if (!spec.recorded && usableMark.count(d.device)) {
+                const uint64_t mark = std::max(usableMark[d.device], d.recordedPeakReserved);
+                cap = cap ? std::min(cap, mark) : mark;
+            }
             if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
             ro.deviceCapacity[d.device] = cap;
         }
@@ -291,16 +338,24 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             if (keep) carrySource(opts.session, trace, ing);
             ing.end();
         }
-        for (const DeviceReplay& r : replays)
+        for (const DeviceReplay& r : replays) {
             run.requests += r.requests;
+            if (spec.recorded) {
+                emptyCacheFirst[r.device] = r.emptyCacheFirst;
+                if (r.usableMark) usableMark[r.device] = r.usableMark;
+            }
+        }
         run.devices = figuresOf(path, replays);
+        for (size_t k = 0; k < replays.size(); ++k)
+            run.devices[k].timedByAssumption = replays[k].taken.assumed;
         if (spec.recorded) {
             analysis::LoadOptions lo;
             lo.integrityCheck = false;
             const auto rep = analysis::Engine::open(path, lo);
             fid.reproduced = true;
             for (size_t k = 0; k < trace.devices.size(); ++k) {
-                fid.devices.push_back(compareDevice(trace.devices[k], replays[k], *real, *rep));
+                fid.devices.push_back(
+                    compareDevice(trace.devices[k], replays[k], *real, *rep, trace.resolutionNs));
                 fid.reproduced &= fid.devices.back().reproduced();
             }
         }
@@ -315,10 +370,31 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
         fid.verdict = "not a replay of the whole run: " + fid.completeNote +
                       "; the figures start from the trace's first entry";
     else if (fid.reproduced)
-        fid.verdict = "the replay under the recorded settings reproduces the real run exactly";
+        fid.verdict = "the replay under the recorded settings reproduces the real run exactly, "
+                      "every segment event at its recorded time";
     else
         fid.verdict = "the replay under the recorded settings differs from the real run (see "
                       "devices): what-if figures are the model's, not a reproduction";
+    for (const DeviceFidelity& d : fid.devices) {
+        if (!d.time.exact())
+            fid.verdict += fmt::format("; device {}: {}", d.device, timeCourseText(d.time));
+        fid.verdict += fmt::format("; taken from the trace{}: {}",
+                                   fid.devices.size() > 1 ? fmt::format(" (device {})", d.device)
+                                                          : std::string(),
+                                   takenText(d));
+    }
+    std::string assumed;
+    for (const RunResult& run : res.runs)
+        for (const DeviceFigures& d : run.devices)
+            if (d.timedByAssumption > 0)
+                assumed += fmt::format("{}{} under {}", assumed.empty() ? "" : ", ",
+                                       d.timedByAssumption, run.allocConf);
+    if (!assumed.empty())
+        fid.verdict += "; segment events the recording did not make during the same request are "
+                       "timed by assumption: a release takes the recording's release times of "
+                       "that request in order (the k-th at its k-th, more at its last; the burst "
+                       "lasts as it did), anything else its request's time (" +
+                       assumed + ")";
     if (trace.allocationsWithoutStream > 0)
         fid.verdict += fmt::format("; {} allocations have no stream in the session: replayed on "
                                    "one stream, so best fit may pick blocks the real allocator "

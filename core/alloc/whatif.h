@@ -3,6 +3,7 @@
 // figures are computed). docs/whatif.md describes the output.
 #pragma once
 
+#include "fidelity.h"
 #include "replay.h"
 
 #include <functional>
@@ -39,7 +40,8 @@ struct DeviceFigures
     int64_t retries = 0;
     double meanFragmentation = 0; // over the engine's timeline samples
     double maxFragmentation = 0;
-    uint64_t minLargestFree = 0; // smallest largest free block while anything was reserved
+    uint64_t minLargestFree = 0;   // smallest largest free block while anything was reserved
+    int64_t timedByAssumption = 0; // segment events the recording lacks (ReplayClock)
     std::vector<FrameFigure> frames;
 };
 
@@ -66,11 +68,15 @@ struct DeviceFidelity
     int64_t firstAddressMismatch = -1; // allocation index
     bool finalLayoutEqual = false;     // live blocks and segments at the end
     bool stateAtEndEqual = false;      // `fragscope state --at end` figures of both sessions
+    TimeCourse time;                   // every segment event and the bytes at each one
+    TakenFromTrace taken;              // what the replay took from the trace
+    uint64_t usableMark = 0;           // usable memory a reproduced free-and-retry marked
     bool reproduced() const
     {
         return firstSegmentMismatch < 0 && realFinalReserved == replayFinalReserved &&
                realPeakReserved == replayPeakReserved && realSegments == replaySegments &&
-               addressesMatched == allocations && finalLayoutEqual && stateAtEndEqual;
+               addressesMatched == allocations && finalLayoutEqual && stateAtEndEqual &&
+               time.exact();
     }
 };
 
@@ -81,6 +87,7 @@ struct Fidelity
     bool settingsKnown = false;
     std::string settingsNote;
     std::string recordedConf;
+    int64_t resolutionNs = 1; // the trace's time step (Trace::resolutionNs)
     std::vector<DeviceFidelity> devices;
     // Frees that waited on stream events (pending_frees rows): replayed at their completion, and
     // waits that began before the trace (their block's allocation is not in it: not replayed).
@@ -113,6 +120,12 @@ struct WhatIfResult
 
 // Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
+
+// One phrase for what the replay took from the trace (times, calls, usable memory).
+std::string takenText(const DeviceFidelity& d);
+
+// One phrase for a time course that is not exact: events at other times, bytes apart.
+std::string timeCourseText(const TimeCourse& t);
 
 // The session label of a replay: "what-if: <settings> replay of <file>".
 std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file);
