@@ -32,6 +32,8 @@ template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T 
     j.endObject();
 }
 
+void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay);
+
 void writeJson(const WhatIfResult& r)
 {
     JsonWriter j;
@@ -44,6 +46,7 @@ void writeJson(const WhatIfResult& r)
     j.field("recorded_alloc_conf", f.recordedConf);
     j.field("time_resolution_ns", f.resolutionNs);
     j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.field("banner", f.banner);
     j.key("pending_frees").beginObject();
     j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
     j.endObject();
@@ -104,19 +107,45 @@ void writeJson(const WhatIfResult& r)
         j.field("requests", run.requests);
         j.key("session");
         run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
-        j.key("devices").beginObject();
-        for (const DeviceFigures& d : run.devices) {
-            j.key(std::to_string(d.device)).beginObject();
+        writeDevices(j, run.devices, true);
+        j.endObject();
+    }
+    j.endArray();
+    j.key("real_run").beginObject();
+    writeDevices(j, r.real, false);
+    j.endObject();
+    j.endObject();
+    fmt::print("{}\n", j.str());
+}
+
+// {"devices": {"0": {...}}} of a run, or of the real run (no replay counters of its own).
+void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay)
+{
+    j.key("devices").beginObject();
+    for (const DeviceFigures& d : devices) {
+        j.key(std::to_string(d.device)).beginObject();
+        {
             j.field("peak_reserved_bytes", d.peakReserved);
             j.field("final_reserved_bytes", d.finalReserved);
             j.field("segments", d.segments);
             j.field("cuda_malloc_calls", d.cudaMallocs);
             j.field("ooms", d.ooms);
-            j.field("alloc_retries", d.retries);
+            if (replay) j.field("alloc_retries", d.retries);
             j.field("mean_fragmentation_ratio", d.meanFragmentation);
             j.field("max_fragmentation_ratio", d.maxFragmentation);
             j.field("min_largest_free_block_bytes", d.minLargestFree);
-            j.field("events_timed_by_assumption", d.timedByAssumption);
+            if (replay) {
+                j.field("events_timed_by_assumption", d.timedByAssumption);
+                const FigureDifference& x = d.vsRecorded;
+                j.key("vs_recorded").beginObject();
+                j.field("peak_reserved_bytes", x.peakReserved);
+                j.field("final_reserved_bytes", x.finalReserved);
+                j.field("mean_fragmentation_ratio", x.meanFragmentation);
+                j.field("max_fragmentation_ratio", x.maxFragmentation);
+                j.field("min_largest_free_block_bytes", x.minLargestFree);
+                j.field("ooms", x.ooms);
+                j.endObject();
+            }
             j.key("frames").beginArray();
             for (const FrameFigure& fr : d.frames) {
                 j.beginObject();
@@ -126,14 +155,10 @@ void writeJson(const WhatIfResult& r)
                 j.endObject();
             }
             j.endArray();
-            j.endObject();
         }
         j.endObject();
-        j.endObject();
     }
-    j.endArray();
     j.endObject();
-    fmt::print("{}\n", j.str());
 }
 
 void writeText(const WhatIfResult& r)
@@ -161,7 +186,8 @@ void writeText(const WhatIfResult& r)
                    d.device, t.realEvents, t.replayEvents, t.timeDiffers, f.resolutionNs,
                    t.maxReservedDiff, t.maxAllocatedDiff);
     }
-    fmt::print("verdict: {}\n\n", f.verdict);
+    fmt::print("verdict: {}\n", f.verdict);
+    fmt::print("note: {}\n\n", f.banner);
 
     struct Row
     {
@@ -185,20 +211,36 @@ void writeText(const WhatIfResult& r)
             name += fmt::format(" [{}, experimental]", policyName(run.spec.policy));
         return name;
     };
-    size_t width = 8;
+    size_t width = 19; // "real run (measured)"
     for (const RunResult& run : r.runs)
         width = std::max(width, nameOf(run).size());
-    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12}\n", "#",
-               "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
-               "OOMs", "mean F", "max F", "min largest");
+    const char* fmtHead =
+        "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12} {:>12} "
+        "{:>8}\n";
+    fmt::print(fmt::runtime(fmtHead), "#", "settings", width, multi ? "dev " : "", "peak resv",
+               "final resv", "segs", "cudaMal", "OOMs", "mean F", "max F", "min largest", "d peak",
+               "d mean F");
+    auto line = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
+                    bool delta) {
+        const FigureDifference& x = d.vsRecorded;
+        fmt::print(
+            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12} {:>12} "
+            "{:>8}\n",
+            rank, name, width, multi ? fmt::format("{:<4}", d.device) : "",
+            humanBytes(d.peakReserved), humanBytes(d.finalReserved), d.segments, d.cudaMallocs,
+            d.ooms, d.meanFragmentation, d.maxFragmentation, humanBytes(d.minLargestFree),
+            delta ? (x.peakReserved < 0 ? "-" : "+") +
+                        humanBytes(static_cast<uint64_t>(std::abs(x.peakReserved)))
+                  : std::string("-"),
+            delta ? fmt::format("{:+.3f}", x.meanFragmentation) : std::string("-"));
+    };
     int rank = 0;
     for (const Row& row : rows)
-        fmt::print(
-            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n", ++rank,
-            nameOf(*row.run), width, multi ? fmt::format("{:<4}", row.dev->device) : "",
-            humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
-            row.dev->segments, row.dev->cudaMallocs, row.dev->ooms, row.dev->meanFragmentation,
-            row.dev->maxFragmentation, humanBytes(row.dev->minLargestFree));
+        line(std::to_string(++rank), nameOf(*row.run), *row.dev, !row.run->spec.recorded);
+    // The real run, measured: beside the model's runs, not ranked with them.
+    for (const DeviceFigures& d : r.real)
+        line("", "real run (measured)", d, false);
+    fmt::print("(d peak, d mean F: the run minus the replay under the recorded settings)\n");
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",

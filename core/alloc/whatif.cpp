@@ -24,7 +24,34 @@ std::string confText(const Config& c)
     return s.empty() ? "PyTorch defaults" : s;
 }
 
-// Figures of one replayed session, read through the analysis engine.
+// The F figures and per-frame figures of one device's framework track, from the engine.
+void engineFigures(const analysis::Engine& eng, uint32_t device, DeviceFigures& f)
+{
+    analysis::TimelineOptions to;
+    to.device = device;
+    to.level = Level::Framework;
+    const analysis::Timeline tl = eng.timeline(to);
+    double sum = 0;
+    int64_t n = 0;
+    bool any = false;
+    for (size_t i = 0; i < tl.time.size(); ++i) {
+        if (tl.reserved[i] <= 0) continue;
+        sum += tl.fragmentationRatio[i];
+        ++n;
+        f.maxFragmentation = std::max(f.maxFragmentation, tl.fragmentationRatio[i]);
+        const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
+        f.minLargestFree = any ? std::min(f.minLargestFree, largest) : largest;
+        any = true;
+    }
+    f.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
+    for (const analysis::FrameInfo& fi : eng.frames())
+        for (const analysis::FrameAllocator& fa : fi.allocator)
+            if (fa.device == device && fa.level == Level::Framework)
+                f.frames.push_back({fi.index, fa.atEnd.fragmentationRatio,
+                                    fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+}
+
+// Figures of one replayed session: the model's counters, and F read through the engine.
 std::vector<DeviceFigures> figuresOf(const std::string& path,
                                      const std::vector<DeviceReplay>& replays)
 {
@@ -41,31 +68,43 @@ std::vector<DeviceFigures> figuresOf(const std::string& path,
         f.cudaMallocs = r.counters.cudaMallocs;
         f.ooms = r.counters.ooms;
         f.retries = r.counters.retries;
-        analysis::TimelineOptions to;
-        to.device = r.device;
-        to.level = Level::Framework;
-        const analysis::Timeline tl = eng->timeline(to);
-        double sum = 0;
-        int64_t n = 0;
-        bool any = false;
-        for (size_t i = 0; i < tl.time.size(); ++i) {
-            if (tl.reserved[i] <= 0) continue;
-            sum += tl.fragmentationRatio[i];
-            ++n;
-            f.maxFragmentation = std::max(f.maxFragmentation, tl.fragmentationRatio[i]);
-            const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
-            f.minLargestFree = any ? std::min(f.minLargestFree, largest) : largest;
-            any = true;
-        }
-        f.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
-        for (const analysis::FrameInfo& fi : eng->frames())
-            for (const analysis::FrameAllocator& fa : fi.allocator)
-                if (fa.device == r.device && fa.level == Level::Framework)
-                    f.frames.push_back({fi.index, fa.atEnd.fragmentationRatio,
-                                        fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+        f.timedByAssumption = r.taken.assumed;
+        engineFigures(*eng, r.device, f);
         out.push_back(std::move(f));
     }
     return out;
+}
+
+// The real run's figures: what the recording holds (its segments, OOMs), F from the engine.
+DeviceFigures realFigures(const DeviceTrace& d, const analysis::Engine& eng)
+{
+    DeviceFigures f;
+    f.device = d.device;
+    f.peakReserved = d.recordedPeakReserved;
+    f.finalReserved = d.recordedFinalReserved;
+    for (const RecordedSegment& s : d.segments)
+        f.segments += !s.expandable && s.destroyNs == kAliveNs ? 1 : 0;
+    f.cudaMallocs = static_cast<int64_t>(d.backingSizes.size());
+    f.ooms = d.recordedOoms;
+    f.retries = -1; // not recorded
+    engineFigures(eng, d.device, f);
+    return f;
+}
+
+// B - A on one device.
+FigureDifference difference(const DeviceFigures& a, const DeviceFigures& b)
+{
+    auto d = [](uint64_t from, uint64_t to) {
+        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
+    };
+    FigureDifference x;
+    x.peakReserved = d(a.peakReserved, b.peakReserved);
+    x.finalReserved = d(a.finalReserved, b.finalReserved);
+    x.meanFragmentation = b.meanFragmentation - a.meanFragmentation;
+    x.maxFragmentation = b.maxFragmentation - a.maxFragmentation;
+    x.minLargestFree = d(a.minLargestFree, b.minLargestFree);
+    x.ooms = b.ooms - a.ooms;
+    return x;
 }
 
 bool sameState(const analysis::State& a, const analysis::State& b)
@@ -195,6 +234,24 @@ std::string tempPath(int n)
 
 } // namespace
 
+std::string bannerText(const Fidelity& f, const WhatIfResult& r)
+{
+    std::string s = "differences are against the replay under the recorded settings (model "
+                    "against model), so each is the setting's effect on the model";
+    if (!f.complete) return s + "; the trace is incomplete: " + f.completeNote;
+    if (f.reproduced) return s + "; that replay reproduces the real run at every segment event";
+    s += "; that replay is not exact";
+    for (size_t k = 0; k < f.devices.size(); ++k) {
+        const DeviceFidelity& d = f.devices[k];
+        if (f.devices.size() > 1) s += fmt::format(", device {}", d.device);
+        s += ": " + timeCourseText(d.time);
+        if (!r.runs.empty() && k < r.runs[0].devices.size() && k < r.real.size())
+            s += fmt::format(", mean F {:.3f} against {:.3f} in the real run",
+                             r.runs[0].devices[k].meanFragmentation, r.real[k].meanFragmentation);
+    }
+    return s + ": differences of that size may be the model's error";
+}
+
 std::string takenText(const DeviceFidelity& d)
 {
     const TakenFromTrace& t = d.taken;
@@ -203,13 +260,14 @@ std::string takenText(const DeviceFidelity& d)
     if (t.maxBurstSpanNs > 0)
         s += fmt::format(" (release bursts spread over up to {:.3f} ms)",
                          static_cast<double>(t.maxBurstSpanNs) / 1e6);
-    s += fmt::format(", {} empty_cache() calls", t.emptyCaches);
+    s += fmt::format(", empty_cache() calls: {}", t.emptyCaches);
     if (t.emptyCachesBefore > 0)
         s += fmt::format(" ({} right before a cudaMalloc the model could skip)",
                          t.emptyCachesBefore);
-    s += fmt::format(", {} free-and-retries", t.retries);
+    s += fmt::format(", free-and-retries: {}", t.retries);
     if (d.usableMark > 0) s += fmt::format(" (usable memory then at most {} B)", d.usableMark);
-    if (t.failuresFollowed > 0) s += fmt::format(", {} failed requests", t.failuresFollowed);
+    if (t.failuresFollowed > 0)
+        s += fmt::format(", requests refused as recorded: {}", t.failuresFollowed);
     return s;
 }
 
@@ -272,99 +330,117 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     // What the replay under the recorded settings found, for the other runs.
     std::map<uint32_t, std::vector<uint32_t>> emptyCacheFirst;
     std::map<uint32_t, uint64_t> usableMark;
-    for (size_t i = 0; i < specs.size(); ++i) {
-        const RunSpec& spec = specs[i];
-        RunResult run;
-        run.spec = spec;
-        run.allocConf = confText(spec.config);
-        const bool keep = i + 1 == specs.size() && !opts.output.empty();
-        const std::string path = keep ? opts.output : tempPath(static_cast<int>(i));
-        done = 5 + static_cast<int>(90 * i / specs.size());
-        say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
+    std::vector<std::string> kept;
+    try {
+        for (size_t i = 0; i < specs.size(); ++i) {
+            const RunSpec& spec = specs[i];
+            RunResult run;
+            run.spec = spec;
+            run.allocConf = confText(spec.config);
+            std::string keepAt;
+            if (i + 1 == specs.size() && !opts.output.empty())
+                keepAt = opts.output;
+            else if (i == 0 && !opts.outputRecorded.empty())
+                keepAt = opts.outputRecorded;
+            const bool keep = !keepAt.empty();
+            const std::string path = keep ? keepAt : tempPath(static_cast<int>(i));
+            done = 5 + static_cast<int>(90 * i / specs.size());
+            say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
-        ReplayOptions ro;
-        ro.cancel = opts.cancel;
-        ro.config = spec.config;
-        ro.policy = spec.policy;
-        if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
-        for (const DeviceTrace& d : trace.devices) {
-            // The memory the recording had: OOM entries tell it, else the device's size; for
-            // what-if runs also a free-and-retry the recorded replay reproduced (but never less
-            // than the recorded run held: usable memory may have varied); --capacity instead
-            // when given (the recorded run only when nothing else tells), else no limit.
-            uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
-            if (!spec.recorded && usableMark.count(d.device)) {
-                const uint64_t mark = std::max(usableMark[d.device], d.recordedPeakReserved);
-                cap = cap ? std::min(cap, mark) : mark;
-            }
-            if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
-            ro.deviceCapacity[d.device] = cap;
-        }
-        IngestOptions io;
-        io.path = path;
-        io.sourceKind = "whatif";
-        io.sourcePath = opts.session;
-        io.synthetic = true; // a model's replay, never a measurement
-        io.timeAxis = trace.ordinalTime ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
-        io.aliveAtEndIsAnomaly = false;
-        std::vector<DeviceReplay> replays;
-        {
-            Ingest ing(io);
-            ing.begin();
-            const std::string label = whatIfLabel(spec, run.allocConf, opts.session);
-            ing.setMeta("label", label);
-            ing.setMeta("whatif.source", opts.session);
-            ing.setMeta("whatif.alloc_conf", run.allocConf);
-            ing.setMeta("whatif.policy", policyName(spec.policy));
+            ReplayOptions ro;
+            ro.cancel = opts.cancel;
+            ro.config = spec.config;
+            ro.policy = spec.policy;
+            if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
             for (const DeviceTrace& d : trace.devices) {
-                DeviceInfo di;
-                di.id = d.device;
-                di.name = d.name;
-                di.capacityBytes = ro.deviceCapacity[d.device];
-                ing.addDevice(di);
+                // The memory the recording had: OOM entries tell it, else the device's size; for
+                // what-if runs also a free-and-retry the recorded replay reproduced (but never less
+                // than the recorded run held: usable memory may have varied); --capacity instead
+                // when given (the recorded run only when nothing else tells), else no limit.
+                uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
+                if (!spec.recorded && usableMark.count(d.device)) {
+                    const uint64_t mark = std::max(usableMark[d.device], d.recordedPeakReserved);
+                    cap = cap ? std::min(cap, mark) : mark;
+                }
+                if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
+                ro.deviceCapacity[d.device] = cap;
             }
-            ing.warn(label + ": computed by fragscope's allocator model, not measured");
-            ro.sink = &ing;
-            ro.carryStacks = keep;
-            const auto t0 = std::chrono::steady_clock::now();
-            try {
-                replays = replay(trace, ro);
-            } catch (const Cancelled&) {
-                ing.abort(); // removes the unfinished file
-                throw;
+            IngestOptions io;
+            io.path = path;
+            io.sourceKind = "whatif";
+            io.sourcePath = opts.session;
+            io.synthetic = true; // a model's replay, never a measurement
+            io.timeAxis = trace.ordinalTime ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
+            io.aliveAtEndIsAnomaly = false;
+            std::vector<DeviceReplay> replays;
+            {
+                Ingest ing(io);
+                ing.begin();
+                const std::string label = whatIfLabel(spec, run.allocConf, opts.session);
+                ing.setMeta("label", label);
+                ing.setMeta("whatif.source", opts.session);
+                ing.setMeta("whatif.alloc_conf", run.allocConf);
+                ing.setMeta("whatif.policy", policyName(spec.policy));
+                for (const DeviceTrace& d : trace.devices) {
+                    DeviceInfo di;
+                    di.id = d.device;
+                    di.name = d.name;
+                    di.capacityBytes = ro.deviceCapacity[d.device];
+                    ing.addDevice(di);
+                }
+                ing.warn(label + ": computed by fragscope's allocator model, not measured");
+                ro.sink = &ing;
+                ro.carryStacks = keep;
+                const auto t0 = std::chrono::steady_clock::now();
+                try {
+                    replays = replay(trace, ro);
+                } catch (const Cancelled&) {
+                    ing.abort(); // removes the unfinished file
+                    throw;
+                }
+                run.replaySeconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (keep) carrySource(opts.session, trace, ing);
+                ing.end();
             }
-            run.replaySeconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (keep) carrySource(opts.session, trace, ing);
-            ing.end();
-        }
-        for (const DeviceReplay& r : replays) {
-            run.requests += r.requests;
+            for (const DeviceReplay& r : replays) {
+                run.requests += r.requests;
+                if (spec.recorded) {
+                    emptyCacheFirst[r.device] = r.emptyCacheFirst;
+                    if (r.usableMark) usableMark[r.device] = r.usableMark;
+                }
+            }
+            run.devices = figuresOf(path, replays);
+            if (!res.runs.empty()) // against the replay under the recorded settings
+                for (size_t k = 0; k < run.devices.size(); ++k)
+                    run.devices[k].vsRecorded = difference(res.runs[0].devices[k], run.devices[k]);
             if (spec.recorded) {
-                emptyCacheFirst[r.device] = r.emptyCacheFirst;
-                if (r.usableMark) usableMark[r.device] = r.usableMark;
+                analysis::LoadOptions lo;
+                lo.integrityCheck = false;
+                const auto rep = analysis::Engine::open(path, lo);
+                fid.reproduced = true;
+                for (size_t k = 0; k < trace.devices.size(); ++k) {
+                    fid.devices.push_back(compareDevice(trace.devices[k], replays[k], *real, *rep,
+                                                        trace.resolutionNs));
+                    fid.reproduced &= fid.devices.back().reproduced();
+                }
             }
-        }
-        run.devices = figuresOf(path, replays);
-        for (size_t k = 0; k < replays.size(); ++k)
-            run.devices[k].timedByAssumption = replays[k].taken.assumed;
-        if (spec.recorded) {
-            analysis::LoadOptions lo;
-            lo.integrityCheck = false;
-            const auto rep = analysis::Engine::open(path, lo);
-            fid.reproduced = true;
-            for (size_t k = 0; k < trace.devices.size(); ++k) {
-                fid.devices.push_back(
-                    compareDevice(trace.devices[k], replays[k], *real, *rep, trace.resolutionNs));
-                fid.reproduced &= fid.devices.back().reproduced();
+            if (keep) {
+                run.sessionPath = path;
+                kept.push_back(path);
+            } else {
+                std::filesystem::remove(path);
             }
+            res.runs.push_back(std::move(run));
         }
-        if (keep)
-            run.sessionPath = path;
-        else
-            std::filesystem::remove(path);
-        res.runs.push_back(std::move(run));
+    } catch (const Cancelled&) {
+        for (const std::string& k : kept) // a cancelled what-if leaves nothing behind
+            std::filesystem::remove(k);
+        throw;
     }
+    for (const DeviceTrace& d : trace.devices)
+        res.real.push_back(realFigures(d, *real));
+    fid.banner = bannerText(fid, res);
 
     if (!fid.complete)
         fid.verdict = "not a replay of the whole run: " + fid.completeNote +
@@ -384,11 +460,13 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                                    takenText(d));
     }
     std::string assumed;
-    for (const RunResult& run : res.runs)
+    for (const RunResult& run : res.runs) {
+        int64_t n = 0;
         for (const DeviceFigures& d : run.devices)
-            if (d.timedByAssumption > 0)
-                assumed += fmt::format("{}{} under {}", assumed.empty() ? "" : ", ",
-                                       d.timedByAssumption, run.allocConf);
+            n += d.timedByAssumption;
+        if (n > 0)
+            assumed += fmt::format("{}{} under {}", assumed.empty() ? "" : ", ", n, run.allocConf);
+    }
     if (!assumed.empty())
         fid.verdict += "; segment events the recording did not make during the same request are "
                        "timed by assumption: a release takes the recording's release times of "

@@ -29,6 +29,17 @@ struct FrameFigure
     uint64_t reserved = 0;
 };
 
+// B - A of two runs' figures on one device.
+struct FigureDifference
+{
+    int64_t peakReserved = 0;
+    int64_t finalReserved = 0;
+    double meanFragmentation = 0;
+    double maxFragmentation = 0;
+    int64_t minLargestFree = 0;
+    int64_t ooms = 0;
+};
+
 struct DeviceFigures
 {
     uint32_t device = 0;
@@ -42,6 +53,9 @@ struct DeviceFigures
     double maxFragmentation = 0;
     uint64_t minLargestFree = 0;   // smallest largest free block while anything was reserved
     int64_t timedByAssumption = 0; // segment events the recording lacks (ReplayClock)
+    // This run - runs[0] (the replay under the recorded settings): the setting's effect, model
+    // against model. Zero on runs[0].
+    FigureDifference vsRecorded;
     std::vector<FrameFigure> frames;
 };
 
@@ -95,6 +109,9 @@ struct Fidelity
     int64_t pendingFreesBeforeTrace = 0;
     bool reproduced = false;
     std::string verdict; // one sentence: reproduced, or why not
+    // What the what-if runs' differences are against (the recorded replay) and, where that
+    // replay is not exact, by how much it misses the real run.
+    std::string banner;
 };
 
 struct WhatIfOptions
@@ -103,6 +120,9 @@ struct WhatIfOptions
     std::vector<RunSpec> runs; // after the recorded run
     uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
     std::string output;        // -o: the last run's replay session
+    // Where to keep runs[0], the replay under the recorded settings, when other runs follow (the
+    // GUI draws them against it); "" to drop it.
+    std::string outputRecorded;
     std::function<void(const std::string&)> progress;
     // Percent done (0-100) with the stage, for a progress bar (the GUI).
     std::function<void(int, const std::string&)> percent;
@@ -116,10 +136,16 @@ struct WhatIfResult
     std::string session;
     Fidelity fidelity;
     std::vector<RunResult> runs;
+    // The real run's figures per device (peak and final reserved and segments as recorded, F
+    // from the engine): the third curve beside the two replays.
+    std::vector<DeviceFigures> real;
 };
 
 // Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
+
+// Fidelity::banner.
+std::string bannerText(const Fidelity& f, const WhatIfResult& r);
 
 // One phrase for what the replay took from the trace (times, calls, usable memory).
 std::string takenText(const DeviceFidelity& d);
