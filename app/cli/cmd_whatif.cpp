@@ -136,7 +136,7 @@ void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool
             j.field("min_largest_free_block_bytes", d.minLargestFree);
             if (replay) {
                 j.field("events_timed_by_assumption", d.timedByAssumption);
-                const FigureDifference& x = d.vsRecorded;
+                const analysis::SummaryDifference& x = d.vsRecorded;
                 j.key("vs_recorded").beginObject();
                 j.field("peak_reserved_bytes", x.peakReserved);
                 j.field("final_reserved_bytes", x.finalReserved);
@@ -222,7 +222,7 @@ void writeText(const WhatIfResult& r)
                "d mean F");
     auto line = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
                     bool delta) {
-        const FigureDifference& x = d.vsRecorded;
+        const analysis::SummaryDifference& x = d.vsRecorded;
         fmt::print(
             "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12} {:>12} "
             "{:>8}\n",

@@ -92,12 +92,12 @@ DeviceFigures realFigures(const DeviceTrace& d, const analysis::Engine& eng)
 }
 
 // B - A on one device.
-FigureDifference difference(const DeviceFigures& a, const DeviceFigures& b)
+analysis::SummaryDifference difference(const DeviceFigures& a, const DeviceFigures& b)
 {
     auto d = [](uint64_t from, uint64_t to) {
         return static_cast<int64_t>(to) - static_cast<int64_t>(from);
     };
-    FigureDifference x;
+    analysis::SummaryDifference x;
     x.peakReserved = d(a.peakReserved, b.peakReserved);
     x.finalReserved = d(a.finalReserved, b.finalReserved);
     x.meanFragmentation = b.meanFragmentation - a.meanFragmentation;

@@ -3,6 +3,7 @@
 // figures are computed). docs/whatif.md describes the output.
 #pragma once
 
+#include "core/analysis/compare.h"
 #include "fidelity.h"
 #include "replay.h"
 
@@ -29,17 +30,6 @@ struct FrameFigure
     uint64_t reserved = 0;
 };
 
-// B - A of two runs' figures on one device.
-struct FigureDifference
-{
-    int64_t peakReserved = 0;
-    int64_t finalReserved = 0;
-    double meanFragmentation = 0;
-    double maxFragmentation = 0;
-    int64_t minLargestFree = 0;
-    int64_t ooms = 0;
-};
-
 struct DeviceFigures
 {
     uint32_t device = 0;
@@ -55,7 +45,7 @@ struct DeviceFigures
     int64_t timedByAssumption = 0; // segment events the recording lacks (ReplayClock)
     // This run - runs[0] (the replay under the recorded settings): the setting's effect, model
     // against model. Zero on runs[0].
-    FigureDifference vsRecorded;
+    analysis::SummaryDifference vsRecorded; // collapses: 0 (a replay has none of its own)
     std::vector<FrameFigure> frames;
 };
 
