@@ -1,18 +1,18 @@
 // The what-if replay over time (core/alloc replay_clock, fidelity; docs/whatif.md "Fidelity"): on
 // bursts.pickle (tests/import/gen_snapshot_fixtures.py: release bursts spread over time by an
-// empty_cache(), a free-and-retry, garbage collection and a failed request, one device each) and
-// on the shared complete traces, the replay under the recorded settings makes every segment
-// event at its recorded time, with reserved bytes equal at every event; a model whose release
-// rule is moved is reported as not exact, with the right counts.
+// empty_cache(), a free-and-retry, garbage collection and a failed request, one device each) the
+// replay under the recorded settings makes every segment event at its recorded time, with
+// reserved bytes equal at every event (the shared complete traces: tst_whatif); a model whose
+// release rule is moved is reported as not exact, with the right counts.
 #include "core/alloc/fidelity.h"
 #include "core/alloc/replay.h"
 #include "core/alloc/trace.h"
 #include "core/alloc/whatif.h"
 #include "core/import/importer.h"
 #include "core/ingest.h"
+#include "core/session.h"
 #include "testutil.h"
 
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -56,13 +56,8 @@ class TstWhatIfTiming : public QObject
 private slots:
     void initTestCase()
     {
-        QProcess py;
-        py.start("python3",
-                 {QStringLiteral(FRAGSCOPE_SOURCE_DIR) + "/tests/import/gen_snapshot_fixtures.py",
-                  tmp_.path()});
-        QVERIFY2(py.waitForFinished(60000), "python3 did not finish");
-        QVERIFY2(py.exitStatus() == QProcess::NormalExit && py.exitCode() == 0,
-                 py.readAllStandardError().constData());
+        const QString generated = fstest::writeSnapshotFixtures(tmp_.path());
+        QVERIFY2(generated.isEmpty(), qPrintable(generated));
         bursts_ = importSnapshot(tmp_.filePath("bursts.pickle"), tmp_.filePath("bursts.fragscope"));
     }
 
@@ -211,8 +206,13 @@ private slots:
         RunSpec ex;
         ex.config = Config::parse("expandable_segments:True");
         o.runs.push_back(ex);
+        o.output = tmp_.filePath("expandable.fragscope").toStdString();
         const WhatIfResult r = whatIf(o);
         QCOMPARE(r.runs.size(), size_t(2));
+        // Device 1's usable memory in the what-if: the retry's mark (above its 100 MiB peak).
+        Session kept = Session::open(o.output);
+        QCOMPARE(kept.db().scalar("SELECT capacity_bytes FROM devices WHERE id = 1"),
+                 int64_t(170 * MiB - 1));
         const DeviceFigures& d0 = r.runs[1].devices.at(0);
         QVERIFY(d0.timedByAssumption > 0);
         QVERIFY2(r.fidelity.verdict.find("timed by assumption") != std::string::npos,
@@ -220,34 +220,6 @@ private slots:
         QVERIFY(r.fidelity.verdict.find("expandable_segments:True") != std::string::npos);
         for (const RunResult& run : r.runs)
             QCOMPARE(run.devices.at(0).ooms, int64_t(0));
-    }
-
-    void sharedCompleteTracesInTime_data()
-    {
-        QTest::addColumn<QString>("file");
-        QTest::addColumn<int>("events");
-        // CATALOGUE.md: the traces create every segment (segment_alloc 61 and 9) and release
-        // none.
-        QTest::newRow("decomfl") << "decomfl.pickle" << 61;
-        QTest::newRow("silmont2000-small") << "cs336-silmont2000-small.pickle" << 9;
-    }
-    void sharedCompleteTracesInTime()
-    {
-        QFETCH(QString, file);
-        QFETCH(int, events);
-        FSTEST_REQUIRE_DATA("pytorch-snapshots/" + file);
-        QTemporaryDir dir;
-        WhatIfOptions o;
-        o.session = importSnapshot(fstest::dataDir() + "/pytorch-snapshots/" + file,
-                                   dir.filePath("t.fragscope"));
-        const WhatIfResult r = whatIf(o);
-        const DeviceFidelity& d = r.fidelity.devices.at(0);
-        QCOMPARE(d.time.realEvents, int64_t(events));
-        QCOMPARE(d.time.replayEvents, int64_t(events));
-        QCOMPARE(d.time.timeDiffers, int64_t(0));
-        QCOMPARE(d.time.maxReservedDiff, uint64_t(0));
-        QCOMPARE(d.taken.creations, int64_t(events));
-        QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
     }
 
 private:
