@@ -35,6 +35,7 @@ class OomList;
 
 namespace fs::gui {
 
+class CompareWindow;
 class WhatIfController;
 
 class MainWindow : public QMainWindow
@@ -45,6 +46,9 @@ public:
     ~MainWindow() override;
 
     void openFile(const QString& path);
+    // File › Compare with…: a and b are anything Open takes. The window opens at once; what
+    // cannot be read is reported (through the error reporter) and the window closes.
+    CompareWindow* compareWith(const QString& a, const QString& b);
     // Records process pid into out through `fragscope attach` (File › Attach… after its dialogs).
     // While it runs the views refresh from the growing file every kLiveRefreshMs; when it ends
     // (stopRecording, or the process exits) the finished session is opened.

@@ -453,6 +453,34 @@ private slots:
         QCOMPARE(perFrame, c.a.ooms);
     }
 
+    // Aligned by time, a shorter run ends where its data ends: A spans 1000 ns, B 400 ns; at
+    // 10 samples (every 100 ns) B has rows at 100..400 and none after (it used to repeat its
+    // state at 400 ns to the end). B holds a 20 MiB segment from 0: reserved 20 MiB while present.
+    void shorterRunEndsWhereItsDataEnds()
+    {
+        QTemporaryDir dir;
+        const uint64_t P = 0x100000000;
+        auto make = [&](const char* name, int64_t end) {
+            const std::string path = dir.filePath(name).toStdString();
+            auto s = handSession(path);
+            s->add(ev(EventType::RegionCreate, 0, P, 20 * MiB));
+            s->add(ev(EventType::Alloc, 0, P, 4 * MiB));
+            s->add(ev(EventType::Free, end, P, 4 * MiB));
+            s->end();
+            return path;
+        };
+        const std::string a = make("a.fragscope", 1000), b = make("b.fragscope", 400);
+        const Comparison c = compareSessions(a, b, 10);
+        QVERIFY(!c.byFrame);
+        QCOMPARE(c.rows.size(), size_t(10));
+        for (size_t k = 0; k < c.rows.size(); ++k) {
+            QCOMPARE(c.rows[k].key, int64_t(100 * (k + 1)));
+            QVERIFY(c.rows[k].a.present);
+            QCOMPARE(c.rows[k].b.present, k < 4);
+            QCOMPARE(c.rows[k].b.reserved, k < 4 ? 20 * MiB : 0);
+        }
+    }
+
     void sharedCompleteTracesAreReproduced_data()
     {
         QTest::addColumn<QString>("file");

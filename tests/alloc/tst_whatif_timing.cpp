@@ -170,6 +170,20 @@ private slots:
         QVERIFY(!r.at(0).followed);
         // The other devices have no empty_cache() call: still exact.
         QVERIFY(compareTimeCourse(device(t, 1), r.at(1), t.resolutionNs).exact());
+        // What the GUI's banner and whatif's note say of such a recorded replay: not exact, and
+        // by how much.
+        Fidelity f;
+        f.complete = true;
+        DeviceFidelity d;
+        d.time = c;
+        f.devices.push_back(d);
+        WhatIfResult w;
+        const std::string banner = bannerText(f, w);
+        QVERIFY2(banner.find("that replay is not exact: 4 of 13 segment events") !=
+                     std::string::npos,
+                 banner.c_str());
+        QVERIFY(banner.find("reserved bytes differ by up to 120.00 MiB") != std::string::npos);
+        QVERIFY(banner.find("may be the model's error") != std::string::npos);
     }
 
     // The replay as it was before issue 21 released a whole burst at its first release: on
