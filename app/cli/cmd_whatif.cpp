@@ -316,11 +316,16 @@ FRAGSCOPE_COMMAND({
         "runs[0] replays the session under its recorded settings (the snapshot's\n"
         "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
         "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
-        "allocation's address, the final block layout and the state at the end.\n"
+        "allocation's address, the final block layout, the state at the end, and the time\n"
+        "course: every segment event at its recorded time (at the trace's resolution) and\n"
+        "reserved bytes equal after each. The verdict says what was taken from the trace\n"
+        "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
         "A free that waited on stream events (pending_frees) returns its block when the\n"
         "wait completed.\n"
-        "The table is ranked with OOMs first, then by peak reserved bytes. F figures are the\n"
-        "analysis engine's, over its timeline samples and frames. See docs/whatif.md.",
+        "The table is ranked with OOMs first, then by peak reserved bytes; 'd peak' and\n"
+        "'d mean F' are each run minus the replay under the recorded settings (model\n"
+        "against model); the real run's own figures follow. F figures are the analysis\n"
+        "engine's, over its timeline samples and frames. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,
 });
