@@ -244,7 +244,7 @@ std::string bannerText(const Fidelity& f, const WhatIfResult& r)
     for (size_t k = 0; k < f.devices.size(); ++k) {
         const DeviceFidelity& d = f.devices[k];
         if (f.devices.size() > 1) s += fmt::format(", device {}", d.device);
-        s += ": " + timeCourseText(d.time);
+        s += ": " + timeCourseText(d.time, f.ordinal);
         if (!r.runs.empty() && k < r.runs[0].devices.size() && k < r.real.size())
             s += fmt::format(", mean F {:.3f} against {:.3f} in the real run",
                              r.runs[0].devices[k].meanFragmentation, r.real[k].meanFragmentation);
@@ -252,14 +252,26 @@ std::string bannerText(const Fidelity& f, const WhatIfResult& r)
     return s + ": differences of that size may be the model's error";
 }
 
-std::string takenText(const DeviceFidelity& d)
+namespace {
+
+// A duration for the verdict: ms (or ns when under a µs), or entries on an ordinal time axis.
+std::string duration(int64_t ns, bool ordinal)
+{
+    if (ordinal) return fmt::format("{} trace entries", ns);
+    if (ns < 1000) return fmt::format("{} ns", ns);
+    return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+}
+
+} // namespace
+
+std::string takenText(const DeviceFidelity& d, bool ordinal)
 {
     const TakenFromTrace& t = d.taken;
     std::string s =
         fmt::format("the times of {} segment creations and {} releases", t.creations, t.releases);
     if (t.maxBurstSpanNs > 0)
-        s += fmt::format(" (release bursts spread over up to {:.3f} ms)",
-                         static_cast<double>(t.maxBurstSpanNs) / 1e6);
+        s += fmt::format(" (release bursts spread over up to {})",
+                         duration(t.maxBurstSpanNs, ordinal));
     s += fmt::format(", empty_cache() calls: {}", t.emptyCaches);
     if (t.emptyCachesBefore > 0)
         s += fmt::format(" ({} right before a cudaMalloc the model could skip)",
@@ -271,13 +283,13 @@ std::string takenText(const DeviceFidelity& d)
     return s;
 }
 
-std::string timeCourseText(const TimeCourse& t)
+std::string timeCourseText(const TimeCourse& t, bool ordinal)
 {
-    std::string s = fmt::format("{} of {} segment events at another time or missing in one run",
-                                t.timeDiffers, std::max(t.realEvents, t.replayEvents));
+    std::string s = fmt::format("{} segment events at another time or missing in one run ({} in "
+                                "the real run, {} in the replay)",
+                                t.timeDiffers, t.realEvents, t.replayEvents);
     if (t.maxTimeDiffNs > 0)
-        s += fmt::format(" (paired events up to {:.3f} ms apart)",
-                         static_cast<double>(t.maxTimeDiffNs) / 1e6);
+        s += fmt::format(", paired events up to {} apart", duration(t.maxTimeDiffNs, ordinal));
     s += fmt::format(", reserved bytes differ by up to {}", humanBytes(t.maxReservedDiff));
     if (t.maxAllocatedDiff > 0)
         s += fmt::format(", allocated by up to {}", humanBytes(t.maxAllocatedDiff));
@@ -311,6 +323,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     fid.settingsNote = trace.settingsNote;
     fid.recordedConf = confText(trace.recorded);
     fid.resolutionNs = trace.resolutionNs;
+    fid.ordinal = trace.ordinalTime;
     for (const DeviceTrace& d : trace.devices) {
         fid.pendingFrees += d.pendingFrees;
         fid.pendingFreesBeforeTrace += d.pendingFreesUnmatched;
@@ -453,11 +466,12 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                       "devices): what-if figures are the model's, not a reproduction";
     for (const DeviceFidelity& d : fid.devices) {
         if (!d.time.exact())
-            fid.verdict += fmt::format("; device {}: {}", d.device, timeCourseText(d.time));
+            fid.verdict +=
+                fmt::format("; device {}: {}", d.device, timeCourseText(d.time, fid.ordinal));
         fid.verdict += fmt::format("; taken from the trace{}: {}",
                                    fid.devices.size() > 1 ? fmt::format(" (device {})", d.device)
                                                           : std::string(),
-                                   takenText(d));
+                                   takenText(d, fid.ordinal));
     }
     std::string assumed;
     for (const RunResult& run : res.runs) {

@@ -92,6 +92,7 @@ struct Fidelity
     std::string settingsNote;
     std::string recordedConf;
     int64_t resolutionNs = 1; // the trace's time step (Trace::resolutionNs)
+    bool ordinal = false;     // times are entry numbers (a snapshot without time_us)
     std::vector<DeviceFidelity> devices;
     // Frees that waited on stream events (pending_frees rows): replayed at their completion, and
     // waits that began before the trace (their block's allocation is not in it: not replayed).
@@ -138,10 +139,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts);
 std::string bannerText(const Fidelity& f, const WhatIfResult& r);
 
 // One phrase for what the replay took from the trace (times, calls, usable memory).
-std::string takenText(const DeviceFidelity& d);
+std::string takenText(const DeviceFidelity& d, bool ordinal = false);
 
 // One phrase for a time course that is not exact: events at other times, bytes apart.
-std::string timeCourseText(const TimeCourse& t);
+std::string timeCourseText(const TimeCourse& t, bool ordinal = false);
 
 // The session label of a replay: "what-if: <settings> replay of <file>".
 std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file);

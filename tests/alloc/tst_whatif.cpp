@@ -10,6 +10,7 @@
 #include "core/import/importer.h"
 #include "core/ingest.h"
 #include "core/session.h"
+#include "hand_session.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>
@@ -46,28 +47,8 @@ std::string simulate(const QTemporaryDir& dir, const char* name, uint64_t seed, 
     return path;
 }
 
-// A hand-built session of a source known to start with the run.
-std::unique_ptr<Ingest> handSession(const std::string& path)
-{
-    IngestOptions o;
-    o.path = path;
-    o.sourceKind = "simulator";
-    auto ing = std::make_unique<Ingest>(o);
-    ing->begin();
-    return ing;
-}
-
-Event ev(EventType t, int64_t time, uint64_t addr, uint64_t size)
-{
-    Event e;
-    e.type = t;
-    e.time = time;
-    e.address = addr;
-    e.size = size;
-    e.requestedSize = t == EventType::Alloc ? size : 0;
-    e.level = Level::Framework;
-    return e;
-}
+using fstest::handSession;
+const auto ev = fstest::handEvent;
 } // namespace
 
 class TstWhatIf : public QObject

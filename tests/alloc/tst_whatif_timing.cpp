@@ -11,6 +11,7 @@
 #include "core/import/importer.h"
 #include "core/ingest.h"
 #include "core/session.h"
+#include "hand_session.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>
@@ -147,6 +148,61 @@ private slots:
         QCOMPARE(r.runs[0].devices[2].ooms, int64_t(1));
     }
 
+    // Expandable segments: mappings and unmappings in time. A 4 GiB reservation at E (the
+    // model asks for 9/8 of the 1 GiB device, 1152 MiB: it gets E), six 1 MiB small-pool
+    // blocks a..f mapped page by page (2 MiB pages at 10, 30, 50 ns), c and d kept; a, b, e, f
+    // freed; then an empty_cache() gives back pages 0 and 2 (free blocks, by address), the
+    // first unmapped at 1000 ns, the second 200 µs later (the device draining). The replay
+    // maps at 10, 30, 50 and unmaps at 1000 and 201000: 5 mapping changes, all at their times.
+    void expandableMappingsInTime()
+    {
+        const std::string path = tmp_.filePath("expandable-hand.fragscope").toStdString();
+        auto ing = fstest::handSession(path);
+        DeviceInfo di;
+        di.id = 0;
+        di.capacityBytes = 1ull << 30;
+        ing->addDevice(di);
+        const uint64_t E = 0x200000000;
+        auto add = [&](EventType type, int64_t t, uint64_t addr, uint64_t size) {
+            Event e = fstest::handEvent(type, t, addr, size);
+            if (type == EventType::RegionCreate) {
+                e.regionKind = RegionKind::Vmm;
+                e.flags = 1;
+            }
+            ing->add(e);
+        };
+        add(EventType::RegionCreate, 0, E, 4ull << 30);
+        for (int k = 0; k < 6; ++k) {
+            const int64_t t = 10 * (k + 1);
+            if (k % 2 == 0) add(EventType::RegionMap, t, E + k * MiB, 2 * MiB);
+            add(EventType::Alloc, t, E + k * MiB, MiB);
+        }
+        for (int k : {0, 1, 4, 5})
+            add(EventType::Free, 70 + k, E + k * MiB, MiB);
+        add(EventType::RegionUnmap, 1000, E, 2 * MiB);
+        add(EventType::RegionUnmap, 201000, E + 4 * MiB, 2 * MiB);
+        ing->end();
+
+        const Trace t = readTrace(path);
+        QVERIFY(t.recorded.expandableSegments);
+        const DeviceTrace& d = device(t, 0);
+        QCOMPARE(d.mappingChanges.size(), size_t(5));
+        QCOMPARE(d.emptyCacheCalls, int64_t(1));
+        WhatIfOptions o;
+        o.session = path;
+        const WhatIfResult r = whatIf(o);
+        const DeviceFidelity& f = r.fidelity.devices.at(0);
+        QCOMPARE(f.addressesMatched, f.allocations);
+        QCOMPARE(f.time.realEvents, int64_t(5));
+        QCOMPARE(f.time.replayEvents, int64_t(5));
+        QCOMPARE(f.time.timeDiffers, int64_t(0));
+        QCOMPARE(f.time.maxReservedDiff, uint64_t(0));
+        QCOMPARE(f.taken.creations, int64_t(3));
+        QCOMPARE(f.taken.releases, int64_t(2));
+        QCOMPARE(f.taken.maxBurstSpanNs, int64_t(200000));
+        QCOMPARE(f.taken.emptyCaches, int64_t(1));
+    }
+
     // A model whose release rule is moved: every empty_cache() one request late. Device 0's
     // first call then runs at k's free (250000 µs): A, B, C and now K too go at that request's
     // time. A, B, C were released at 1000, 201000 and 201020 µs, K at 451010 (empty_cache #2,
@@ -179,7 +235,8 @@ private slots:
         f.devices.push_back(d);
         WhatIfResult w;
         const std::string banner = bannerText(f, w);
-        QVERIFY2(banner.find("that replay is not exact: 4 of 13 segment events") !=
+        QVERIFY2(banner.find("that replay is not exact: 4 segment events at another time or "
+                             "missing in one run (13 in the real run, 13 in the replay)") !=
                      std::string::npos,
                  banner.c_str());
         QVERIFY(banner.find("reserved bytes differ by up to 120.00 MiB") != std::string::npos);
