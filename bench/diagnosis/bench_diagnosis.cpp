@@ -8,8 +8,9 @@
 // Run with --help for the options.
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/catalog.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>
@@ -138,14 +139,9 @@ Truth truthOf(const std::string& path, int64_t frame)
 {
     Truth t;
     Session s = Session::open(path);
-    Stmt k = s.db().prepare(
-        "SELECT kernel FROM sim_truth_kernels WHERE frame=?1 AND calls > 0 AND lowers_coherence");
-    k.bind(1, frame);
-    while (k.step())
-        t.causalKernels.insert(k.text(0));
-    Stmt o = s.db().prepare("SELECT ooms FROM sim_truth_frames WHERE frame=?1");
-    o.bind(1, frame);
-    if (o.step()) t.ooms = o.i64(0);
+    for (std::string& k : store::simCausalKernels(s, frame))
+        t.causalKernels.insert(std::move(k));
+    if (const auto f = store::simTruthFrame(s, frame)) t.ooms = f->ooms;
     return t;
 }
 

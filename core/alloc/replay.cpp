@@ -3,7 +3,7 @@
 #include "replay_clock.h"
 
 #include "core/event_sink.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <algorithm>
 #include <array>

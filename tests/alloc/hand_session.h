@@ -2,7 +2,7 @@
 // run (so the replay may treat it as complete), and one framework-level event.
 #pragma once
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <memory>
 #include <string>

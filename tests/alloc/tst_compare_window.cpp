@@ -5,7 +5,7 @@
 // heatmap, a third session as a thin curve, and reports a bad file instead of failing.
 #include "compare_window.h"
 #include "core/format.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 #include "testutil.h"
 #include "widgets/heatmap_widget.h"
 

@@ -9,8 +9,9 @@
 #include "core/alloc/trace.h"
 #include "core/alloc/whatif.h"
 #include "core/import/importer.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/catalog.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "hand_session.h"
 #include "testutil.h"
 
@@ -282,8 +283,10 @@ private slots:
         QCOMPARE(r.runs.size(), size_t(2));
         // Device 1's usable memory in the what-if: the retry's mark (above its 100 MiB peak).
         Session kept = Session::open(o.output);
-        QCOMPARE(kept.db().scalar("SELECT capacity_bytes FROM devices WHERE id = 1"),
-                 int64_t(170 * MiB - 1));
+        const std::vector<store::DeviceRow> devs = store::devices(kept);
+        QCOMPARE(devs.size(), size_t(3));
+        QCOMPARE(devs[1].id, int64_t(1));
+        QCOMPARE(devs[1].capacityBytes.value_or(0), 170 * MiB - 1);
         const DeviceFigures& d0 = r.runs[1].devices.at(0);
         QVERIFY(d0.timedByAssumption > 0);
         QVERIFY2(r.fidelity.verdict.find("timed by assumption") != std::string::npos,
