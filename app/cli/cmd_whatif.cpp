@@ -312,20 +312,19 @@ FRAGSCOPE_COMMAND({
                  "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
                  "FILE\" and marked synthetic, with the source's kernels, stacks, frames,\n"
                  "annotations and (the recorded run's) metrics (-o)"}},
-    .details =
-        "runs[0] replays the session under its recorded settings (the snapshot's\n"
-        "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
-        "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
-        "allocation's address, the final block layout, the state at the end, and the time\n"
-        "course: every segment event at its recorded time (at the trace's resolution) and\n"
-        "reserved bytes equal after each. The verdict says what was taken from the trace\n"
-        "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
-        "A free that waited on stream events (pending_frees) returns its block when the\n"
-        "wait completed.\n"
-        "The table is ranked with OOMs first, then by peak reserved bytes; 'd peak' and\n"
-        "'d mean F' are each run minus the replay under the recorded settings (model\n"
-        "against model); the real run's own figures follow. F figures are the analysis\n"
-        "engine's, over its timeline samples and frames. See docs/whatif.md.",
+    .details = "runs[0] replays the session under its recorded settings (the snapshot's\n"
+               "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
+               "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
+               "allocation's address, the final block layout, the state at the end, and the time\n"
+               "course: every segment event at its recorded time (at the trace's resolution) and\n"
+               "reserved bytes equal after each. The verdict says what was taken from the trace\n"
+               "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
+               "A free that waited on stream events (pending_frees) returns its block when the\n"
+               "wait completed.\n"
+               "The table is ranked with OOMs first, then by peak reserved bytes; 'd peak' and\n"
+               "'d mean F' are each run minus the replay under the recorded settings (model\n"
+               "against model); the real run's own figures follow. F figures are the analysis\n"
+               "engine's, over its timeline samples and frames. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,
 });

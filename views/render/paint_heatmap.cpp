@@ -107,8 +107,8 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         // A nice offset's address is rounded down to a power of two worth about a quarter of
         // the labels' spacing, so that it reads as a round address (0x7f0060000000).
         const double bytesPerGap = (o.y1 - o.y0) / std::max(1.0, plot.height()) * minGap;
-        const uint64_t align = std::bit_floor(std::max<uint64_t>(
-            512, static_cast<uint64_t>(std::max(0.0, bytesPerGap / 4))));
+        const uint64_t align = std::bit_floor(
+            std::max<uint64_t>(512, static_cast<uint64_t>(std::max(0.0, bytesPerGap / 4))));
         auto place = [&](double v, bool round) {
             uint64_t a = 0;
             if (!ld.yToAddress(v, a)) return;
