@@ -4,6 +4,7 @@
 // analysis engine; this file only prints.
 #include "command.h"
 #include "core/alloc/whatif.h"
+#include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
 
@@ -37,8 +38,8 @@ void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool
 void writeJson(const WhatIfResult& r)
 {
     JsonWriter j;
-    j.beginObject();
-    j.field("session", r.session);
+    j.beginDocument();
+    j.field("file", r.session);
     const Fidelity& f = r.fidelity;
     j.key("fidelity").beginObject();
     j.field("complete", f.complete).field("complete_note", f.completeNote);
@@ -57,8 +58,8 @@ void writeJson(const WhatIfResult& r)
         j.field("segment_sizes_equal", d.firstSegmentMismatch < 0);
         j.key("first_segment_mismatch");
         d.firstSegmentMismatch < 0 ? j.null() : j.value(d.firstSegmentMismatch);
-        writeSizes(j, "real_segment_sizes", d.realSegmentSizes);
-        writeSizes(j, "replay_segment_sizes", d.replaySegmentSizes);
+        writeSizes(j, "real_segment_size_bytes", d.realSegmentSizes);
+        writeSizes(j, "replay_segment_size_bytes", d.replaySegmentSizes);
         realReplay(j, "final_reserved_bytes", d.realFinalReserved, d.replayFinalReserved);
         realReplay(j, "peak_reserved_bytes", d.realPeakReserved, d.replayPeakReserved);
         realReplay(j, "segments", d.realSegments, d.replaySegments);
@@ -97,6 +98,9 @@ void writeJson(const WhatIfResult& r)
     }
     j.endObject();
     j.endObject();
+    j.key("real_run").beginObject();
+    writeDevices(j, r.real, false);
+    j.endObject();
     j.key("runs").beginArray();
     for (const RunResult& run : r.runs) {
         j.beginObject();
@@ -105,15 +109,12 @@ void writeJson(const WhatIfResult& r)
         j.field("policy", policyName(run.spec.policy));
         j.field("experimental", run.spec.policy != Policy::PyTorch);
         j.field("requests", run.requests);
-        j.key("session");
+        j.key("output_file");
         run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
         writeDevices(j, run.devices, true);
         j.endObject();
     }
     j.endArray();
-    j.key("real_run").beginObject();
-    writeDevices(j, r.real, false);
-    j.endObject();
     j.endObject();
     fmt::print("{}\n", j.str());
 }
@@ -124,38 +125,28 @@ void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool
     j.key("devices").beginObject();
     for (const DeviceFigures& d : devices) {
         j.key(std::to_string(d.device)).beginObject();
-        {
-            j.field("peak_reserved_bytes", d.peakReserved);
-            j.field("final_reserved_bytes", d.finalReserved);
-            j.field("segments", d.segments);
-            j.field("cuda_malloc_calls", d.cudaMallocs);
-            j.field("ooms", d.ooms);
-            if (replay) j.field("alloc_retries", d.retries);
-            j.field("mean_fragmentation_ratio", d.meanFragmentation);
-            j.field("max_fragmentation_ratio", d.maxFragmentation);
-            j.field("min_largest_free_block_bytes", d.minLargestFree);
-            if (replay) {
-                j.field("events_timed_by_assumption", d.timedByAssumption);
-                const analysis::SummaryDifference& x = d.vsRecorded;
-                j.key("vs_recorded").beginObject();
-                j.field("peak_reserved_bytes", x.peakReserved);
-                j.field("final_reserved_bytes", x.finalReserved);
-                j.field("mean_fragmentation_ratio", x.meanFragmentation);
-                j.field("max_fragmentation_ratio", x.maxFragmentation);
-                j.field("min_largest_free_block_bytes", x.minLargestFree);
-                j.field("ooms", x.ooms);
-                j.endObject();
-            }
-            j.key("frames").beginArray();
-            for (const FrameFigure& fr : d.frames) {
-                j.beginObject();
-                j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
-                j.field("largest_free_block_bytes", fr.largestFree);
-                j.field("reserved_bytes", fr.reserved);
-                j.endObject();
-            }
-            j.endArray();
+        analysis::writeSummaryFields(j, d.summary);
+        j.field("segments", d.segments);
+        j.field("cuda_malloc_calls", d.cudaMallocs);
+        j.field("ooms", d.ooms);
+        if (replay) {
+            j.field("alloc_retries", d.retries);
+            j.field("events_timed_by_assumption", d.timedByAssumption);
+            // B - A against runs[0], as compare's "difference" (a replay has no collapses).
+            j.key("vs_recorded").beginObject();
+            analysis::writeSummaryDelta(j, d.vsRecorded.figures);
+            j.field("ooms", d.vsRecorded.ooms);
+            j.endObject();
         }
+        j.key("frames").beginArray();
+        for (const FrameFigure& fr : d.frames) {
+            j.beginObject();
+            j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
+            j.field("largest_free_bytes", fr.largestFree);
+            j.field("reserved_bytes", fr.reserved);
+            j.endObject();
+        }
+        j.endArray();
         j.endObject();
     }
     j.endObject();
@@ -202,7 +193,7 @@ void writeText(const WhatIfResult& r)
     std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
         if ((a.dev->ooms > 0) != (b.dev->ooms > 0)) return a.dev->ooms > 0;
         if (a.dev->ooms != b.dev->ooms) return a.dev->ooms > b.dev->ooms;
-        return a.dev->peakReserved < b.dev->peakReserved;
+        return a.dev->summary.peakReservedBytes < b.dev->summary.peakReservedBytes;
     });
     const bool multi = !r.runs.empty() && r.runs.front().devices.size() > 1;
     auto nameOf = [](const RunResult& run) {
@@ -214,32 +205,32 @@ void writeText(const WhatIfResult& r)
     size_t width = 19; // "real run (measured)"
     for (const RunResult& run : r.runs)
         width = std::max(width, nameOf(run).size());
-    const char* fmtHead =
-        "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12} {:>12} "
-        "{:>8}\n";
-    fmt::print(fmt::runtime(fmtHead), "#", "settings", width, multi ? "dev " : "", "peak resv",
-               "final resv", "segs", "cudaMal", "OOMs", "mean F", "max F", "min largest", "d peak",
-               "d mean F");
+    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12} {:>12} {:>9}\n",
+               "#", "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs",
+               "cudaMal", "OOMs", "mean F", "max F", "min largest", "d peak", "d mean F");
     auto line = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
                     bool delta) {
-        const analysis::SummaryDifference& x = d.vsRecorded;
+        const analysis::SummaryFigures& fig = d.summary;
+        const analysis::SummaryDelta& x = d.vsRecorded.figures;
         fmt::print(
-            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12} {:>12} "
-            "{:>8}\n",
+            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8.4f} {:>8.4f} {:>12} {:>12} "
+            "{:>9}\n",
             rank, name, width, multi ? fmt::format("{:<4}", d.device) : "",
-            humanBytes(d.peakReserved), humanBytes(d.finalReserved), d.segments, d.cudaMallocs,
-            d.ooms, d.meanFragmentation, d.maxFragmentation, humanBytes(d.minLargestFree),
-            delta ? (x.peakReserved < 0 ? "-" : "+") +
-                        humanBytes(static_cast<uint64_t>(std::abs(x.peakReserved)))
+            humanBytes(fig.peakReservedBytes), humanBytes(fig.finalReservedBytes), d.segments,
+            d.cudaMallocs, d.ooms, fig.meanFragmentationRatio, fig.maxFragmentationRatio,
+            humanBytes(fig.minLargestFreeBytes),
+            delta ? (x.peakReservedBytes < 0 ? "-" : "+") +
+                        humanBytes(static_cast<uint64_t>(std::abs(x.peakReservedBytes)))
                   : std::string("-"),
-            delta ? fmt::format("{:+.3f}", x.meanFragmentation) : std::string("-"));
+            delta ? fmt::format("{:+.4f}", x.meanFragmentationRatio) : std::string("-"));
     };
+    // The real run first, unranked: the figures `report` gives the session, and its segments,
+    // cudaMallocs and OOMs as recorded.
+    for (const DeviceFigures& d : r.real)
+        line("-", "real run (measured)", d, false);
     int rank = 0;
     for (const Row& row : rows)
         line(std::to_string(++rank), nameOf(*row.run), *row.dev, !row.run->spec.recorded);
-    // The real run, measured: beside the model's runs, not ranked with them.
-    for (const DeviceFigures& d : r.real)
-        line("", "real run (measured)", d, false);
     fmt::print("(d peak, d mean F: the run minus the replay under the recorded settings)\n");
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
@@ -312,19 +303,22 @@ FRAGSCOPE_COMMAND({
                  "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
                  "FILE\" and marked synthetic, with the source's kernels, stacks, frames,\n"
                  "annotations and (the recorded run's) metrics (-o)"}},
-    .details = "runs[0] replays the session under its recorded settings (the snapshot's\n"
-               "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
-               "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
-               "allocation's address, the final block layout, the state at the end, and the time\n"
-               "course: every segment event at its recorded time (at the trace's resolution) and\n"
-               "reserved bytes equal after each. The verdict says what was taken from the trace\n"
-               "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
-               "A free that waited on stream events (pending_frees) returns its block when the\n"
-               "wait completed.\n"
-               "The table is ranked with OOMs first, then by peak reserved bytes; 'd peak' and\n"
-               "'d mean F' are each run minus the replay under the recorded settings (model\n"
-               "against model); the real run's own figures follow. F figures are the analysis\n"
-               "engine's, over its timeline samples and frames. See docs/whatif.md.",
+    .details =
+        "runs[0] replays the session under its recorded settings (the snapshot's\n"
+        "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
+        "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
+        "allocation's address, the final block layout, the state at the end, and the time\n"
+        "course: every segment event at its recorded time (at the trace's resolution) and\n"
+        "reserved bytes equal after each. The verdict says what was taken from the trace\n"
+        "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
+        "A free that waited on stream events (pending_frees) returns its block when the\n"
+        "wait completed.\n"
+        "The table is ranked with OOMs first, then by peak reserved bytes, below the real run's\n"
+        "own figures; 'd peak' and 'd mean F' are each run minus the replay under the recorded\n"
+        "settings (model against model). Peaks, F and the smallest largest free block are the\n"
+        "analysis engine's summary of each session (exact over every instant, mean F weighted\n"
+        "by time; the figures `report` and `compare` print; docs/analysis.md \"Summary\").\n"
+        "JSON fields: docs/json.md. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,
 });

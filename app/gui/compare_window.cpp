@@ -374,29 +374,37 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
                                   l->scene[1]->timeEnd() - l->scene[1]->timeBegin());
     unit_ = render::timeUnitFor(span, l->scene[0]->summary.timeAxis);
 
-    const analysis::SummaryDifference& d = c.difference;
-    auto fixed3 = [](double v) { return QString::number(v, 'f', 3); };
+    const analysis::SummaryFigures &sa = c.a.figures, &sb = c.b.figures;
+    const analysis::SummaryFigures* sr = ref ? &ref->b.figures : nullptr; // the real run's
+    const analysis::SummaryDelta& d = c.difference.figures;
+    auto fixed4 = [](double v) { return QString::number(v, 'f', 4); };
     auto collapses = [](const analysis::SideSummary& x) {
         return x.collapsesKnown() ? QString::number(x.collapses) : tr("unknown");
     };
     // figure, A, B, B - A, the reference's.
     const QList<QStringList> sum = {
-        {tr("peak reserved"), bytes(c.a.peakReserved), bytes(c.b.peakReserved),
-         signedBytes(d.peakReserved), ref ? bytes(ref->b.peakReserved) : QString()},
-        {tr("final reserved"), bytes(c.a.finalReserved), bytes(c.b.finalReserved),
-         signedBytes(d.finalReserved), ref ? bytes(ref->b.finalReserved) : QString()},
-        {tr("mean F"), fixed3(c.a.meanFragmentation), fixed3(c.b.meanFragmentation),
-         fixed3(d.meanFragmentation), ref ? fixed3(ref->b.meanFragmentation) : QString()},
-        {tr("max F"), fixed3(c.a.maxFragmentation), fixed3(c.b.maxFragmentation),
-         fixed3(d.maxFragmentation), ref ? fixed3(ref->b.maxFragmentation) : QString()},
-        {tr("smallest largest free block"), bytes(c.a.minLargestFree), bytes(c.b.minLargestFree),
-         signedBytes(d.minLargestFree), ref ? bytes(ref->b.minLargestFree) : QString()},
+        {tr("peak reserved"), bytes(sa.peakReservedBytes), bytes(sb.peakReservedBytes),
+         signedBytes(d.peakReservedBytes), sr ? bytes(sr->peakReservedBytes) : QString()},
+        {tr("peak allocated"), bytes(sa.peakAllocatedBytes), bytes(sb.peakAllocatedBytes),
+         signedBytes(d.peakAllocatedBytes), sr ? bytes(sr->peakAllocatedBytes) : QString()},
+        {tr("final reserved"), bytes(sa.finalReservedBytes), bytes(sb.finalReservedBytes),
+         signedBytes(d.finalReservedBytes), sr ? bytes(sr->finalReservedBytes) : QString()},
+        {tr("mean F"), fixed4(sa.meanFragmentationRatio), fixed4(sb.meanFragmentationRatio),
+         fixed4(d.meanFragmentationRatio), sr ? fixed4(sr->meanFragmentationRatio) : QString()},
+        {tr("max F"), fixed4(sa.maxFragmentationRatio), fixed4(sb.maxFragmentationRatio),
+         fixed4(d.maxFragmentationRatio), sr ? fixed4(sr->maxFragmentationRatio) : QString()},
+        {tr("smallest largest free block"), bytes(sa.minLargestFreeBytes),
+         bytes(sb.minLargestFreeBytes), signedBytes(d.minLargestFreeBytes),
+         sr ? bytes(sr->minLargestFreeBytes) : QString()},
+        {tr("most fragments"), QString::number(sa.maxFragmentCount),
+         QString::number(sb.maxFragmentCount), QString::number(d.maxFragmentCount),
+         sr ? QString::number(sr->maxFragmentCount) : QString()},
         {tr("collapses"), collapses(c.a), collapses(c.b),
-         c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(d.collapses)
+         c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(c.difference.collapses)
                                                       : QStringLiteral("–"),
          ref ? collapses(ref->b) : QString()},
-        {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms), QString::number(d.ooms),
-         ref ? QString::number(ref->b.ooms) : QString()},
+        {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms),
+         QString::number(c.difference.ooms), ref ? QString::number(ref->b.ooms) : QString()},
     };
     summary_->setRowCount(static_cast<int>(sum.size()));
     for (int r = 0; r < sum.size(); ++r)
@@ -439,8 +447,8 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
             c.byFrame ? QString::number(r.key) : QString::number(xOf(r.key), 'f', 3),
             cell(r.a, bytes(r.a.reserved)),
             cell(r.b, bytes(r.b.reserved)),
-            cell(r.a, fixed3(r.a.fragmentation)),
-            cell(r.b, fixed3(r.b.fragmentation)),
+            cell(r.a, QString::number(r.a.fragmentation, 'f', 3)),
+            cell(r.b, QString::number(r.b.fragmentation, 'f', 3)),
             cell(r.a, bytes(r.a.largestFree)),
             cell(r.b, bytes(r.b.largestFree)),
             QStringLiteral("%1/%2").arg(cell(r.a, QString::number(r.a.ooms)),

@@ -46,6 +46,7 @@ public:
     const analysis::Comparison* comparison() const { return c_.get(); }
     // A against the reference (its rows' b side is the reference's curve); null without one.
     const analysis::Comparison* referenceComparison() const { return ref_.get(); }
+    // A, B, B - A of the summaries, and the reference's (when there is one).
     QTableWidget* summaryTable() const { return summary_; }
     // The time unit of the plots (when not by frame) and of both heatmaps.
     QString timeUnit() const { return QString::fromUtf8(unit_.name); }

@@ -335,6 +335,12 @@ void MainWindow::buildMenus()
                     &MainWindow::showExportDialog);
     file->addAction(tr("Export &report…"), QKeySequence(tr("Ctrl+Shift+E")), this,
                     &MainWindow::exportReportDialog);
+    connect(this, &MainWindow::reportExported, this, [this](const QString& p, const QString& err) {
+        if (err.isEmpty())
+            statusBar()->showMessage(tr("Report written to %1").arg(p), 6000);
+        else
+            reportError_(tr("Export report failed"), err);
+    });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -345,6 +351,8 @@ void MainWindow::buildMenus()
                                      selection_, &views::SelectionModel::forward);
     view->addAction(tr("&Fit heatmap"), QKeySequence(Qt::CTRL | Qt::Key_0), heatmap_,
                     &views::HeatmapWidget::fit);
+    view->addAction(tr("Re&port…"), QKeySequence(tr("Ctrl+Shift+R")), this,
+                    &MainWindow::showReport);
     view->addAction(tr("Next &collapse"), QKeySequence(Qt::CTRL | Qt::Key_J), this, [this] {
         if (!scene_ || scene_->collapses.empty()) return;
         const int64_t cur = selection_->current().frame;
@@ -694,6 +702,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
            "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
            "<tr><td><b>Ctrl+R</b></td><td>collapse rules</td></tr>"
+           "<tr><td><b>Ctrl+Shift+R</b></td><td>the session's report (what `fragscope report` "
+           "prints)</td></tr>"
            "<tr><td colspan=2><br><b>Heatmap</b></td></tr>"
            "<tr><td>wheel</td><td>zoom time around the cursor (Ctrl+wheel: address)</td></tr>"
            "<tr><td>drag</td><td>pan</td></tr>"
@@ -773,7 +783,10 @@ void MainWindow::attachDialog()
         QProcess ps;
         ps.start(cliPath(), {QStringLiteral("ps"), QStringLiteral("--json")});
         if (ps.waitForFinished(3000) && ps.exitCode() == 0) {
-            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput()).array();
+            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput())
+                                 .object()
+                                 .value(QStringLiteral("processes"))
+                                 .toArray();
             for (const auto& v : arr) {
                 const QJsonObject o = v.toObject();
                 items << QStringLiteral("%1  [%2, %3]  %4")

@@ -2,6 +2,7 @@
 // one SelectionModel.
 #pragma once
 
+#include "core/analysis/report.h"
 #include "render/render.h"
 #include "session_loader.h"
 #include "widgets/selection.h"
@@ -36,6 +37,7 @@ class OomList;
 namespace fs::gui {
 
 class CompareWindow;
+class ReportWindow;
 class WhatIfController;
 
 class MainWindow : public QMainWindow
@@ -80,8 +82,11 @@ public:
     // Current state as render options (export dialog, report, screenshots).
     render::RenderOptions renderOptions(render::View v) const;
     bool exportView(render::View v, const QString& path, QSize size, QString* error) const;
-    // Writes heatmap/timeline/histogram/memmap images and report.txt into dir.
-    bool exportReport(const QString& dir, QString* error) const;
+    // Writes heatmap/timeline/histogram/memmap images into dir now, and report.txt (the text
+    // `fragscope report` prints) once a worker has computed it: reportExported says when.
+    bool exportReport(const QString& dir, QString* error);
+    // View › Report…: the report of the open session in a window of its own (null: none open).
+    ReportWindow* showReport();
     // --screenshots: renders the window in several states into dir; returns the files written.
     QStringList writeScreenshots(const QString& dir);
     void setDark(bool dark);
@@ -90,6 +95,8 @@ public:
 signals:
     // A live refresh reached the views (events committed so far).
     void liveUpdated(qint64 events);
+    // exportReport's report.txt was written (error empty) or could not be.
+    void reportExported(const QString& path, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent*) override;
@@ -119,6 +126,7 @@ private:
     void showAbout();
     void updateStatus();
     void applyRules(const std::vector<analysis::CollapseRule>& rules);
+    analysis::ReportOptions reportOptions() const; // the settings file's (burst gap, window)
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;

@@ -27,31 +27,17 @@ std::string confText(const Config& c)
     return s.empty() ? "PyTorch defaults" : s;
 }
 
-// The F figures and per-frame figures of one device's framework track, from the engine.
-void engineFigures(const analysis::Engine& eng, uint32_t device, DeviceFigures& f)
+// The per-frame figures of one device's framework track, from the engine (the summary figures
+// come from Engine::trackSummary, the one place they are computed).
+std::vector<FrameFigure> frameFigures(const analysis::Engine& eng, uint32_t device)
 {
-    analysis::TimelineOptions to;
-    to.device = device;
-    to.level = Level::Framework;
-    const analysis::Timeline tl = eng.timeline(to);
-    double sum = 0;
-    int64_t n = 0;
-    bool any = false;
-    for (size_t i = 0; i < tl.time.size(); ++i) {
-        if (tl.reserved[i] <= 0) continue;
-        sum += tl.fragmentationRatio[i];
-        ++n;
-        f.maxFragmentation = std::max(f.maxFragmentation, tl.fragmentationRatio[i]);
-        const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
-        f.minLargestFree = any ? std::min(f.minLargestFree, largest) : largest;
-        any = true;
-    }
-    f.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
+    std::vector<FrameFigure> out;
     for (const analysis::FrameInfo& fi : eng.frames())
         for (const analysis::FrameAllocator& fa : fi.allocator)
             if (fa.device == device && fa.level == Level::Framework)
-                f.frames.push_back({fi.index, fa.atEnd.fragmentationRatio,
-                                    fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+                out.push_back({fi.index, fa.atEnd.fragmentationRatio,
+                               fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+    return out;
 }
 
 // Figures of one replayed session: the model's counters, and F read through the engine.
@@ -65,47 +51,39 @@ std::vector<DeviceFigures> figuresOf(const std::string& path,
     for (const DeviceReplay& r : replays) {
         DeviceFigures f;
         f.device = r.device;
-        f.peakReserved = r.peakReserved;
-        f.finalReserved = r.counters.reserved;
+        f.summary = eng->trackSummary(r.device, Level::Framework).figures;
         f.segments = r.counters.liveSegments;
         f.cudaMallocs = r.counters.cudaMallocs;
         f.ooms = r.counters.ooms;
         f.retries = r.counters.retries;
         f.timedByAssumption = r.taken.assumed;
-        engineFigures(*eng, r.device, f);
+        f.frames = frameFigures(*eng, r.device);
         out.push_back(std::move(f));
     }
     return out;
 }
 
-// The real run's figures: what the recording holds (its segments, OOMs), F from the engine.
+// The real run's figures: the engine's summary of the session (what `report` prints for it),
+// and what the recording holds (its segments, cudaMallocs, OOMs).
 DeviceFigures realFigures(const DeviceTrace& d, const analysis::Engine& eng)
 {
     DeviceFigures f;
     f.device = d.device;
-    f.peakReserved = d.recordedPeakReserved;
-    f.finalReserved = d.recordedFinalReserved;
+    f.summary = eng.trackSummary(d.device, Level::Framework).figures;
     for (const RecordedSegment& s : d.segments)
         f.segments += !s.expandable && s.destroyNs == kAliveNs ? 1 : 0;
     f.cudaMallocs = static_cast<int64_t>(d.backingSizes.size());
     f.ooms = d.recordedOoms;
     f.retries = -1; // not recorded
-    engineFigures(eng, d.device, f);
+    f.frames = frameFigures(eng, d.device);
     return f;
 }
 
 // B - A on one device.
 analysis::SummaryDifference difference(const DeviceFigures& a, const DeviceFigures& b)
 {
-    auto d = [](uint64_t from, uint64_t to) {
-        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
-    };
     analysis::SummaryDifference x;
-    x.peakReserved = d(a.peakReserved, b.peakReserved);
-    x.finalReserved = d(a.finalReserved, b.finalReserved);
-    x.meanFragmentation = b.meanFragmentation - a.meanFragmentation;
-    x.maxFragmentation = b.maxFragmentation - a.maxFragmentation;
-    x.minLargestFree = d(a.minLargestFree, b.minLargestFree);
+    x.figures = analysis::summaryDelta(a.summary, b.summary);
     x.ooms = b.ooms - a.ooms;
     return x;
 }
@@ -236,7 +214,8 @@ std::string bannerText(const Fidelity& f, const WhatIfResult& r)
         s += ": " + timeCourseText(d.time, f.ordinal);
         if (!r.runs.empty() && k < r.runs[0].devices.size() && k < r.real.size())
             s += fmt::format(", mean F {:.3f} against {:.3f} in the real run",
-                             r.runs[0].devices[k].meanFragmentation, r.real[k].meanFragmentation);
+                             r.runs[0].devices[k].summary.meanFragmentationRatio,
+                             r.real[k].summary.meanFragmentationRatio);
     }
     return s + ": differences of that size may be the model's error";
 }

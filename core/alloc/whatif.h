@@ -3,9 +3,11 @@
 // figures are computed). docs/whatif.md describes the output.
 #pragma once
 
-#include "core/analysis/compare.h"
 #include "fidelity.h"
 #include "replay.h"
+
+#include "core/analysis/compare.h"
+#include "core/analysis/summary.h"
 
 #include <functional>
 #include <string>
@@ -30,18 +32,17 @@ struct FrameFigure
     uint64_t reserved = 0;
 };
 
+// One device of a run: the summary the analysis engine gives its framework track (the figures
+// `report` and `compare` print for a session; docs/analysis.md "Summary"), and the model's
+// counters.
 struct DeviceFigures
 {
     uint32_t device = 0;
-    uint64_t peakReserved = 0;
-    uint64_t finalReserved = 0;
+    analysis::SummaryFigures summary;
     int64_t segments = 0; // live at the end
     int64_t cudaMallocs = 0;
     int64_t ooms = 0;
     int64_t retries = 0;
-    double meanFragmentation = 0; // over the engine's timeline samples
-    double maxFragmentation = 0;
-    uint64_t minLargestFree = 0;   // smallest largest free block while anything was reserved
     int64_t timedByAssumption = 0; // segment events the recording lacks (ReplayClock)
     // This run - runs[0] (the replay under the recorded settings): the setting's effect, model
     // against model. Zero on runs[0].
@@ -127,8 +128,9 @@ struct WhatIfResult
     std::string session;
     Fidelity fidelity;
     std::vector<RunResult> runs;
-    // The real run's figures per device (peak and final reserved and segments as recorded, F
-    // from the engine): the third curve beside the two replays.
+    // The real run (the session itself), per device: the summary of its framework track (the
+    // same figures `report` and `compare` print for it) and its segments, cudaMallocs and OOMs
+    // as recorded: the third curve beside the two replays.
     std::vector<DeviceFigures> real;
 };
 

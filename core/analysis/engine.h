@@ -9,6 +9,7 @@
 // includes every event with time <= t. See docs/analysis.md for the replay index and caching.
 #pragma once
 
+#include "summary.h"
 #include "types.h"
 
 #include <atomic>
@@ -156,6 +157,12 @@ public:
     // (step samples, at least 2) is counted once per sample, so counts are fragment-samples.
     Histogram histogramOver(uint32_t device, Level level, int64_t from, int64_t to,
                             int samples = 64) const;
+
+    // The track's summary over the whole session: peaks, mean and max F, smallest largest free
+    // block, most fragments, each with its time, exact over every instant at which the track
+    // changes; and each pool's when the track has more than one (summary.h, docs/analysis.md
+    // "Summary"). report, compare, whatif and the GUI all print these.
+    TrackSummary trackSummary(uint32_t device, Level level) const;
 
     // ---- time series ----
     Timeline timeline(const TimelineOptions& o) const;

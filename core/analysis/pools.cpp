@@ -79,16 +79,27 @@ std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_
     for (const auto& [id, pool] : poolOf)
         at(pool);
     // Regions (an expandable segment's mapped ranges each count, as in the track's state).
+    std::unordered_map<int64_t, std::vector<std::pair<uint64_t, uint64_t>>> alive; // id -> ranges
     for (const RegionInfo& r : e.regions(device, level)) {
         if (r.createNs > t || r.destroyNs <= t) continue;
         State& s = at(poolOfRegion(r.id));
         ++s.regionCount;
         s.reservedBytes += r.size;
+        alive[r.id].emplace_back(r.address, r.address + r.size);
     }
+    // A block that outlived its region (or the mapped range it was in) is outside any region, as
+    // in the track's state; it stays in its region's pool.
+    auto inside = [&](const AllocationInfo& a) {
+        const auto it = alive.find(a.regionId);
+        return it != alive.end() &&
+               std::any_of(it->second.begin(), it->second.end(), [&](const auto& range) {
+                   return a.address >= range.first && a.address < range.second;
+               });
+    };
     for (const AllocationInfo& a : e.liveAllocationsAt(device, level, t)) {
         State& s = at(a.regionId < 0 ? 0 : poolOfRegion(a.regionId));
         ++s.liveAllocations;
-        (a.regionId < 0 ? s.allocatedOutsideBytes : s.allocatedBytes) += a.size;
+        (inside(a) ? s.allocatedBytes : s.allocatedOutsideBytes) += a.size;
     }
     std::map<uint64_t, std::vector<uint64_t>> frags;
     for (const Fragment& f : e.fragmentsAt(device, level, t))
@@ -101,6 +112,8 @@ std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_
     return out;
 }
 
+} // namespace
+
 PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
 {
     PoolOf poolOf;
@@ -110,8 +123,6 @@ PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
         poolOf[id] = pool;
     return poolOf;
 }
-
-} // namespace
 
 std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
 {

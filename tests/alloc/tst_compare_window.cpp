@@ -158,7 +158,7 @@ private slots:
         QVERIFY(w.comparison()->b.path.ends_with(".fragscope"));
         // Its default track, device 0: x, y, z and k's segments, 30 + 40 + 50 + 2 MiB at most.
         QCOMPARE(w.comparison()->b.device, 0u);
-        QCOMPARE(w.comparison()->b.peakReserved, uint64_t(122) << 20);
+        QCOMPARE(w.comparison()->b.figures.peakReservedBytes, uint64_t(122) << 20);
     }
 
     // A what-if replay's heatmap draws none of the recorded run's collapses (its frames carry
@@ -178,7 +178,8 @@ private slots:
         QCOMPARE(w.fragmentationPlot()->graph(2)->pen().widthF(), 1.0);
         QCOMPARE(w.summaryTable()->columnCount(), 5);
         QCOMPARE(w.summaryTable()->item(0, 4)->text(),
-                 QString::fromStdString(fs::humanBytes(w.referenceComparison()->b.peakReserved)));
+                 QString::fromStdString(
+                     fs::humanBytes(w.referenceComparison()->b.figures.peakReservedBytes)));
     }
 
     // The axis mapping, worked by hand: frames 0, 1, 2 end at 100, 200, 400 ns. x = 0.5 is half

@@ -4,6 +4,7 @@
 // tests/import/gen_snapshot_fixtures.py writes (python3 only). With FRAGSCOPE_SHOTS=DIR set, the
 // window showing the pool is saved as DIR/gui-pool-track.png.
 #include "main_window.h"
+#include "testutil.h"
 #include "widgets/plot_widgets.h"
 
 #include "views/render/scene.h"
