@@ -306,29 +306,27 @@ void MainWindow::buildDocks()
 void MainWindow::buildMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
-        const QString p = QFileDialog::getOpenFileName(
-            this, tr("Open session or trace"), {},
-            tr("Sessions and traces (*.fragscope *.pickle *.pkl *.json *.json.gz *.sqlite);;"
-               "fragscope sessions (*.fragscope);;All files (*)"));
+    // What Open takes, Compare with… takes too (compare_window.h imports a trace first).
+    const QString inputs =
+        tr("Sessions and traces (*.fragscope *.pickle *.pkl *.json *.json.gz *.sqlite);;"
+           "fragscope sessions (*.fragscope);;All files (*)");
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this, inputs] {
+        const QString p =
+            QFileDialog::getOpenFileName(this, tr("Open session or trace"), {}, inputs);
         if (!p.isEmpty()) openFile(p);
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
-    file->addAction(tr("&Compare with…"), this, [this] { // compare mode (compare_window.h)
-        const QString filter = tr("fragscope sessions (*.fragscope);;All files (*)");
+    file->addAction(tr("&Compare with…"), this, [this, inputs] { // compare_window.h
         const QString a =
             !path_.isEmpty()
                 ? path_
-                : QFileDialog::getOpenFileName(this, tr("Compare: session A"), {}, filter);
+                : QFileDialog::getOpenFileName(this, tr("Compare: session A"), {}, inputs);
         if (a.isEmpty()) return;
         const QString b = QFileDialog::getOpenFileName(
-            this, tr("Compare %1 with").arg(QFileInfo(a).fileName()), {}, filter);
-        if (b.isEmpty()) return;
-        auto* w = new CompareWindow(a, b, this);
-        w->setAttribute(Qt::WA_DeleteOnClose);
-        w->show();
+            this, tr("Compare %1 with").arg(QFileInfo(a).fileName()), {}, inputs);
+        if (!b.isEmpty()) compareWith(a, b);
     });
     file->addAction(tr("Open &ranks…"), this, [this] { openRanksDialog(this); }); // ranks_window.h
     whatIf_ = new WhatIfController(
@@ -411,6 +409,19 @@ void MainWindow::buildMenus()
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Shortcuts"), QKeySequence::HelpContents, this, &MainWindow::showShortcuts);
     help->addAction(tr("&About fragscope"), this, &MainWindow::showAbout);
+}
+
+CompareWindow* MainWindow::compareWith(const QString& a, const QString& b)
+{
+    auto* w = new CompareWindow(a, b, this);
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    connect(w, &CompareWindow::loaded, this, [this, w](bool ok, const QString& error) {
+        if (ok) return;
+        reportError_(tr("Cannot compare"), error);
+        w->close();
+    });
+    w->show();
+    return w;
 }
 
 void MainWindow::openFile(const QString& path)

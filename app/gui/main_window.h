@@ -38,6 +38,7 @@ class FrameStripWidget;
 
 namespace fs::gui {
 
+class CompareWindow;
 class ReportWindow;
 class WhatIfController;
 class VideoController;
@@ -50,6 +51,9 @@ public:
     ~MainWindow() override;
 
     void openFile(const QString& path);
+    // File › Compare with…: a and b are anything Open takes. The window opens at once; what
+    // cannot be read is reported (through the error reporter) and the window closes.
+    CompareWindow* compareWith(const QString& a, const QString& b);
     // Records process pid into out through `fragscope attach` (File › Attach… after its dialogs).
     // While it runs the views refresh from the growing file every kLiveRefreshMs; when it ends
     // (stopRecording, or the process exits) the finished session is opened.

@@ -58,6 +58,9 @@ struct RenderOptions
     int64_t marker = kNoTime; // an instant marked on the heatmap (the selected precursor)
     Theme theme = Theme::light();
     bool title = true;
+    // Heatmap: the time unit is the one for a span this long (ns; 0: the view's own span), so
+    // that views side by side read in one unit (the compare window).
+    int64_t unitSpan = 0;
 };
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours
