@@ -58,6 +58,9 @@ constexpr std::array kSchema = {
     "CREATE TABLE sim_truth_kernels(frame INTEGER NOT NULL, kernel TEXT NOT NULL,"
     " calls INTEGER NOT NULL, lowers_coherence INTEGER NOT NULL, PRIMARY KEY(frame, kernel))"
     " WITHOUT ROWID",
+    "CREATE TABLE sim_truth_causes(frame INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " cause_frame INTEGER NOT NULL, quality_factor REAL NOT NULL, PRIMARY KEY(frame, mechanism))"
+    " WITHOUT ROWID",
 };
 
 // No index on allocations(device, address): nothing in fragscope queries by address (the engine

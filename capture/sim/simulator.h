@@ -10,9 +10,22 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fs::sim {
+
+// Which collapse mechanisms a run contains (docs/simulator.md "Mechanisms").
+enum class MechanismSet : uint8_t {
+    // One mechanism, emergent: attention falls back to another kernel when the allocator cannot
+    // give it its workspace (the default run: demo, tests and golden files rely on it).
+    Workspace,
+    // Several mechanisms per video, triggered at random frames with random parameters, plus
+    // content-caused collapses and quiet distractors; the cause of every collapse is recorded.
+    Mixed,
+};
+const char* mechanismSetName(MechanismSet m);
+bool parseMechanismSet(std::string_view text, MechanismSet& out);
 
 struct Config
 {
@@ -38,6 +51,7 @@ struct Config
     // Contiguous attention workspace: base + perFrame x (frames in the temporal window), MiB.
     uint64_t workspaceBaseMiB = 128;
     uint64_t workspacePerFrameMiB = 400;
+    MechanismSet mechanisms = MechanismSet::Workspace;
 };
 
 // Per-frame view of the simulator, recorded at the end of each frame.
@@ -48,6 +62,7 @@ struct FrameStats
     int fallbacks = 0;           // attention calls that could not get their workspace
     int mathFallbacks = 0;       // ... of which not even the small split-KV one (math kernel)
     int tiledDecodes = 0;        // VAE decode calls that ran tiled (no effect on coherence)
+    int skippedSteps = 0;        // denoising steps dropped because the frame ran late (mixed)
     int ooms = 0;                // OOMs during the frame
     uint64_t workspaceBytes = 0; // contiguous workspace the frame's attention asked for
     uint64_t reserved = 0;       // at the end of the frame
