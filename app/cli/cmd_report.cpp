@@ -290,12 +290,11 @@ int runReport(Args& a)
     for (const CollapseReport& r : reports)
         fmt::print("{}", collapseReportText(r, e.timeBegin(), ordinal, r.precursors.size()));
     if (!corr.empty()) {
-        fmt::print("\nCorrelations (per frame, default track)\n");
+        fmt::print("\nCorrelations (per frame, default track; q: Benjamini-Hochberg over these {} "
+                   "pairs; significant only when q < 0.05)\n",
+                   corr.size());
         for (const Correlation& c : corr)
-            fmt::print("  {:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g})  Spearman {:+.3f} "
-                       "(p {:.3g})\n",
-                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.spearman,
-                       c.spearmanP);
+            fmt::print("  {}\n", correlationText(c));
     }
     return Ok;
 }
@@ -314,6 +313,10 @@ FRAGSCOPE_COMMAND({
     .details =
         "Correlations are Pearson and Spearman between per-frame allocator figures and each\n"
         "frame metric, always with n and a two-sided p-value; those with n < 3 are left out.\n"
+        "Each also has a q-value (Benjamini-Hochberg over the pairs the report tests): only\n"
+        "q < 0.05 is called significant.\n"
+        "Each collapse starts with its verdict: allocator-related with the mechanism and the\n"
+        "evidence rows, or no allocator precursor stands out (docs/analysis.md \"Verdict\").\n"
         "Each OOM is diagnosed (JSON key \"ooms\"): the request, device free memory, reserved\n"
         "and allocated bytes, what was cached in the request's pool and stream, pending frees\n"
         "that would have fitted, and a cause (capacity, fragmentation, pending_free, external)\n"

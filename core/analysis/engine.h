@@ -195,7 +195,8 @@ public:
     static std::vector<std::string> frameAllocatorMetrics();
     // Per-frame allocator metric by name for one track (NaN where a frame lacks it).
     std::vector<double> frameSeries(uint32_t device, Level level, const std::string& metric) const;
-    // Every allocator metric of the default track against every frame metric in the session.
+    // Every allocator metric of the default track against every frame metric in the session,
+    // with Benjamini-Hochberg q-values over these pairs (stats.h: adjustForMultipleTests).
     std::vector<Correlation> correlations() const;
     // ---- OOMs ----
     // Every OOM of the session, diagnosed (docs/analysis.md "OOM diagnosis"), in time order.
