@@ -116,6 +116,18 @@ private slots:
                          .toStdString(),
                      expected[size_t(i)].description);
         QVERIFY(w.inspector()->headline().contains("17"));
+        // The verdict comes first, the engine's own sentence. The fixture's frame 17 runs a
+        // fallback kernel, but no request before it failed or shrank (its allocations are the
+        // same as in every frame), so the fallback is not linked to the allocator: "no allocator
+        // precursor stands out", with no evidence rows.
+        const analysis::Verdict verdict = s.engine->frameReport(f).verdict;
+        QVERIFY(!verdict.allocatorRelated);
+        QVERIFY(verdict.evidence.empty());
+        const QString shown = w.inspector()->verdict();
+        QVERIFY2(shown.contains(QString::fromStdString(verdict.headline).toHtmlEscaped()),
+                 qPrintable(shown));
+        QVERIFY(shown.contains("no allocator precursor stands out"));
+        QVERIFY(!shown.contains("evidence #"));
         // The heatmap's selection covers the frame, and the frame is in view.
         const analysis::FrameInfo* fr = s.frame(f);
         const auto& hs = w.heatmap()->selection();
