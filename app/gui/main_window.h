@@ -31,6 +31,7 @@ class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
 class OomList;
+class CorrelationTable;
 } // namespace fs::views
 
 namespace fs::gui {
@@ -66,6 +67,7 @@ public:
     views::HistogramWidget* histogram() const { return histogram_; }
     views::MemMapWidget* memmap() const { return memmap_; }
     views::CollapseInspector* inspector() const { return inspector_; }
+    views::CorrelationTable* correlationTable() const { return correlations_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
     QTableView* framesView() const { return framesView_; }
@@ -132,6 +134,7 @@ private:
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
+    views::CorrelationTable* correlations_ = nullptr;
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;
