@@ -1,7 +1,7 @@
 #include "cli_settings.h"
 
+#include "core/analysis/viewing_index.h"
 #include "core/progress.h"
-#include "render/scene.h"
 
 #include <fmt/format.h>
 
@@ -56,16 +56,17 @@ std::vector<Option> withIndexOptions(std::vector<Option> own)
 void storeAnalysisIndex(const std::string& path, const Args& a)
 {
     if (a.flag("no-index")) return;
-    render::LoadProgress lp;
+    analysis::ViewingIndexOptions vo;
     try {
-        lp.options = settings::loadUser().loadOptions(); // as the GUI's loader reads them
+        vo.load = settings::loadUser().loadOptions(); // as the GUI's loader reads them
     } catch (const std::exception&) {
         // A broken settings file: the defaults (commands that read it report it).
     }
+    vo.always = a.flag("index");
     Progress progress("indexing", 100, "%");
-    lp.progress = [&](int percent, const std::string&) { progress.update(percent); };
+    vo.progress = [&](int percent) { progress.update(percent); };
     try {
-        render::storeForViewing(path, lp, 1200, a.flag("index"));
+        analysis::storeViewingIndex(path, vo);
         progress.finish();
     } catch (const std::exception& e) {
         progress.finish();

@@ -14,11 +14,11 @@ std::vector<Option> withSettingsOptions(std::vector<Option> own);
 settings::Settings commandSettings(const Args& a);
 
 // After a command wrote a session: builds the analysis index and what the GUI's first look
-// needs and stores them in the file (render::storeForViewing, docs/analysis.md "Caching"), with
+// needs and stores them in the file (analysis::storeViewingIndex, docs/analysis.md "Caching"), with
 // a progress line; the user's settings file gives the options, as the GUI reads them. A failure
 // only warns: the file is complete without the index.
 // `--index` (store it whatever the size) and `--no-index`, appended to a writer's options;
-// storeAnalysisIndex(path, a) honours them (default: render::storeForViewing's size rule).
+// storeAnalysisIndex(path, a) honours them (default: analysis::storeViewingIndex's size rule).
 std::vector<Option> withIndexOptions(std::vector<Option> own);
 void storeAnalysisIndex(const std::string& path, const Args& a);
 

@@ -2,8 +2,8 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/import/importer.h"
-#include "core/ingest.h"
 #include "core/progress.h"
+#include "core/store/ingest.h"
 
 #include <algorithm>
 #include <cctype>

@@ -2,7 +2,7 @@
 #include "command.h"
 #include "core/format.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 // (optical flow, tracking, CLIP) to a session. Every row is checked first; any bad row is
 // reported with its line number and nothing is written.
 #include "command.h"
-#include "core/session.h"
-#include "core/sqlite.h"
+#include "core/store/frames.h"
+#include "core/store/session.h"
 
 #include <cctype>
 #include <charconv>
@@ -417,19 +417,11 @@ int runImport(Args& a)
         return BadInput;
     }
     const std::string source = std::filesystem::path(metrics).filename().string();
-    Db db(session, SQLITE_OPEN_READWRITE);
-    db.exec("PRAGMA busy_timeout=5000");
-    db.exec("BEGIN IMMEDIATE");
-    try {
-        Stmt st = db.prepare(
-            "INSERT OR REPLACE INTO frame_metrics(frame, name, value, source) VALUES(?1,?2,?3,?4)");
-        for (const Row& r : rows)
-            st.bind(1, r.frame).bind(2, r.name).bind(3, r.value).bind(4, source).run();
-        db.exec("COMMIT");
-    } catch (...) {
-        db.exec("ROLLBACK");
-        throw;
-    }
+    std::vector<store::FrameMetricRow> values;
+    values.reserve(rows.size());
+    for (const Row& r : rows)
+        values.push_back({r.frame, r.name, r.value, source});
+    store::writeFrameMetrics(session, values);
     std::set<int64_t> frames;
     std::set<std::string> names;
     for (const Row& r : rows) {

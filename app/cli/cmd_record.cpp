@@ -6,7 +6,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <chrono>
 #include <csignal>

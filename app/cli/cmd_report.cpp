@@ -7,7 +7,7 @@
 #include "core/analysis/oom.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <cmath>

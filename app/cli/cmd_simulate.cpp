@@ -4,9 +4,9 @@
 #include "capture/sim/simulator.h"
 #include "cli_settings.h"
 #include "command.h"
-#include "core/ingest.h"
 #include "core/progress.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <filesystem>
 #include <fmt/format.h>

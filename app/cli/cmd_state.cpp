@@ -7,7 +7,7 @@
 #include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
 #include "core/json.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 #include "cli_settings.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/timeline_export.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <cctype>

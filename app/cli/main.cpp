@@ -1,8 +1,8 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
 #include "core/progress.h"
-#include "core/session.h"
-#include "core/sqlite.h"
+#include "core/store/session.h"
+#include "core/store/sqlite.h"
 #include "core/versions.h"
 
 #include <QtGlobal>

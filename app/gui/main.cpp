@@ -1,6 +1,6 @@
 // fragscope-gui [FILE] | --attach PID [-o OUT] | --screenshots DIR FILE | --measure-open FILE |
 // --version
-#include "core/session.h"
+#include "core/store/session.h"
 #include "core/versions.h"
 #include "main_window.h"
 #include "measure_open.h"

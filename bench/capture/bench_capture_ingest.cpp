@@ -4,7 +4,7 @@
 // Usage: bench_capture_ingest [EVENTS]   (default 2000000)
 #include "capture/protocol/protocol.h"
 #include "capture/recorder/stream_ingest.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <chrono>
 #include <cstdio>

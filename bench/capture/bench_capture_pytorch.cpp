@@ -6,7 +6,7 @@
 // the drain rate: trace entries the bridge turns into events per second of GIL it holds. Usage:
 // bench_capture_pytorch [ROUNDS]   (default 3000 rounds = 48 000 allocator calls), run twice: no
 // other work between allocations, then 20 us of Python work after each.
-#include "core/sqlite.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <array>
@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sqlite3.h>
 #include <string>
 #include <unistd.h>
 
@@ -75,9 +74,10 @@ void measure(const std::filesystem::path& dir, const std::string& rounds, const 
         "  bridge on record                       %8.0f ns/call  (%+.0f ns/call, %+.1f %%)\n",
         bridge.seconds / n * 1e9, (bridge.seconds - off.seconds) / n * 1e9,
         (bridge.seconds / off.seconds - 1) * 100);
-    fs::Db db(on, SQLITE_OPEN_READONLY);
-    auto meta = [&](const char* key) {
-        return db.scalar(std::string("SELECT value FROM meta WHERE key='") + key + "'", -1);
+    const fs::Session session = fs::Session::open(on, false);
+    auto meta = [&](const char* key) -> int64_t {
+        const std::string v = session.meta(key);
+        return v.empty() ? -1 : std::atoll(v.c_str());
     };
     const double entries = static_cast<double>(meta("pytorch.bridge_entries"));
     const double gilNs = static_cast<double>(meta("pytorch.bridge_gil_ns"));

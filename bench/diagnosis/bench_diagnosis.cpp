@@ -9,8 +9,8 @@
 // are counted and reported. Exits 1 when a goal is missed. Run with --help for the options.
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
 #include "core/json.h"
+#include "core/store/ingest.h"
 #include "diagnosis_score.h"
 
 #include <chrono>

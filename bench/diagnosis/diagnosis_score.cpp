@@ -1,6 +1,7 @@
 #include "diagnosis_score.h"
 
-#include "core/session.h"
+#include "core/store/catalog.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 
@@ -30,29 +31,18 @@ std::string engineMechanism(const std::string& truth)
 Truth readTruth(const std::string& path, int64_t frame)
 {
     Truth t;
-    Session s = Session::open(path);
-    Db& db = s.db();
-    if (db.hasTable("sim_truth_causes")) {
-        Stmt c = db.prepare("SELECT mechanism, cause_frame FROM sim_truth_causes WHERE frame=?1"
-                            " ORDER BY quality_factor, mechanism");
-        c.bind(1, frame);
-        while (c.step()) {
-            if (t.mechanism.empty()) {
-                t.mechanism = c.text(0);
-                t.causeFrame = c.i64(1);
-            } else {
-                t.otherCauses.push_back(c.text(0));
-            }
+    const Session s = Session::open(path);
+    for (const store::SimTruthCauseRow& c : store::simTruthCauses(s, frame)) {
+        if (t.mechanism.empty()) {
+            t.mechanism = c.mechanism;
+            t.causeFrame = c.causeFrame;
+        } else {
+            t.otherCauses.push_back(c.mechanism);
         }
     }
-    Stmt k = db.prepare(
-        "SELECT kernel FROM sim_truth_kernels WHERE frame=?1 AND calls > 0 AND lowers_coherence");
-    k.bind(1, frame);
-    while (k.step())
-        t.causalKernels.insert(k.text(0));
-    Stmt o = db.prepare("SELECT ooms FROM sim_truth_frames WHERE frame=?1");
-    o.bind(1, frame);
-    if (o.step()) t.ooms = o.i64(0);
+    for (std::string& k : store::simCausalKernels(s, frame))
+        t.causalKernels.insert(std::move(k));
+    if (const auto f = store::simTruthFrame(s, frame)) t.ooms = f->ooms;
     // Sessions from before the causes table: a fallback or an OOM is the one mechanism.
     if (t.mechanism.empty() && (!t.causalKernels.empty() || t.ooms > 0)) {
         t.mechanism = "workspace_fallback";

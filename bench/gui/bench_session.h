@@ -1,7 +1,7 @@
 // The synthetic session the GUI benchmarks load: realistic churn at any size.
 #pragma once
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -7,10 +7,10 @@
 //   --runs N before any of these: N alternating runs of each side, medians compared
 //   --no-index before any of these: skip storing the analysis index (`fragscope import
 //              --no-index`); by default the import ends as `fragscope import` does, with
-//              render::storeForViewing, and its time is counted
+//              analysis::storeViewingIndex, and its time is counted
 #include "core/import/importer.h"
 
-#include "views/render/scene.h"
+#include "core/analysis/viewing_index.h"
 
 #include <algorithm>
 #include <chrono>
@@ -76,7 +76,7 @@ int importFile(const std::string& in, const std::string& out, const std::string&
         const auto t2 = Clock::now();
         ing.end();
         const auto t3 = Clock::now();
-        if (g_storeIndex) fs::render::storeForViewing(out);
+        if (g_storeIndex) fs::analysis::storeViewingIndex(out);
         const auto t4 = Clock::now();
         const auto sec = [](auto d) { return std::chrono::duration<double>(d).count(); };
         // Where the time goes (wall, this process): read and reconstruct, convert and insert,

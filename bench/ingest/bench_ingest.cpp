@@ -1,7 +1,7 @@
 // Ingest throughput (events/s, bytes/event) beside a bare prepared-statement SQLite insert of the
 // same allocation rows, measured in the same run. Usage: bench_ingest [EVENTS] [DIR] [REPEATS]
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/baseline.h"
+#include "core/store/ingest.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,12 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Row
-{
-    int64_t id, region;
-    uint64_t addr, size;
-    int64_t t0, t1;
-};
+using Row = store::BareAllocation;
 
 // A caching-allocator-like stream: 64 regions of 64 MiB, a live set of ~2000 blocks of mixed
 // sizes, alloc/free pairs at ~1 µs spacing. Produces the events and the rows ingest should write.
@@ -116,33 +111,7 @@ double runBare(const std::string& path, const std::vector<Row>& rows)
     std::error_code ec;
     std::filesystem::remove(path, ec);
     const auto t0 = Clock::now();
-    Db db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    db.exec("PRAGMA page_size=8192");
-    db.exec("PRAGMA journal_mode=WAL");
-    db.exec("PRAGMA synchronous=NORMAL");
-    db.exec("PRAGMA cache_size=-131072");
-    db.exec("PRAGMA temp_store=MEMORY");
-    db.exec("PRAGMA threads=2");
-    db.exec("CREATE TABLE allocations(id INTEGER PRIMARY KEY, device INTEGER NOT NULL,"
-            " level INTEGER NOT NULL, region_id INTEGER, address INTEGER NOT NULL, size INTEGER "
-            "NOT NULL,"
-            " requested_size INTEGER, stream INTEGER, alloc_ns INTEGER NOT NULL, free_ns INTEGER,"
-            " tag INTEGER, stack INTEGER)");
-    db.exec("BEGIN");
-    Stmt st =
-        db.prepare("INSERT INTO allocations(id, device, level, region_id, address, size, stream,"
-                   " alloc_ns, free_ns) VALUES(?1,0,2,?2,?3,?4,0,?5,?6)");
-    for (const auto& r : rows)
-        st.bind(1, r.id)
-            .bind(2, r.region)
-            .bind(3, r.addr)
-            .bind(4, r.size)
-            .bind(5, r.t0)
-            .bind(6, r.t1)
-            .run();
-    db.exec("CREATE INDEX allocations_time ON allocations(device, level, alloc_ns)");
-    db.exec("COMMIT");
-    db.exec("PRAGMA journal_mode=DELETE");
+    store::writeBareAllocations(path, rows);
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 

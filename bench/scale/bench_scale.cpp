@@ -9,13 +9,18 @@
 // `state --at end`, `export heatmap`, and `fragscope-gui --measure-open` twice (its JSON line).
 // Baseline in the same run: a plain SQLite scan of the allocations table (every column the
 // engine reads, no work per row), the least any open of the file can cost.
-#include "core/sqlite.h"
+#include "core/store/allocations.h"
+#include "core/store/analysis_cache.h"
+#include "core/store/frames.h"
+#include "core/store/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <limits>
 #include <spawn.h>
 #include <string>
 #include <sys/resource.h>
@@ -108,21 +113,26 @@ int main(int argc, char** argv)
     int64_t rows = 0, eventCount = 0, frame = -1;
     double scanSeconds = 0;
     {
-        fs::Db db(session, SQLITE_OPEN_READWRITE);
-        eventCount = db.scalar("SELECT CAST(value AS INTEGER) FROM meta WHERE key='event_count'");
-        // The frame to ask about: the last one the default rule (coherence_score < 0.05) breaks.
-        frame = db.scalar("SELECT MAX(frame) FROM frame_metrics WHERE name = 'coherence_score'"
-                          " AND value < 0.05",
-                          -1);
+        {
+            const fs::Session s = fs::Session::open(session, false);
+            eventCount = std::atoll(s.meta("event_count").c_str());
+            // The frame to ask about: the last one the default rule (coherence_score < 0.05)
+            // breaks.
+            for (const fs::store::FrameMetricRow& m : fs::store::frameMetrics(s))
+                if (m.name == "coherence_score" && m.value < 0.05) frame = std::max(frame, m.frame);
+        }
         // First open: without the stored index (it is derived data, rebuilt by the next open).
-        if (db.hasTable("analysis_cache")) db.exec("DELETE FROM analysis_cache");
+        fs::store::dropValues(session);
+        const fs::Session s = fs::Session::open(session, false);
         const auto t0 = std::chrono::steady_clock::now();
-        fs::Stmt st = db.prepare("SELECT id, device, level, region_id, address, size, alloc_ns,"
-                                 " free_ns FROM allocations");
+        fs::store::AllocationRecords records = fs::store::AllocationRecords::idRange(
+            s, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        fs::store::AllocationRecord r;
         int64_t sum = 0;
-        while (st.step()) {
-            for (int c = 0; c < 8; ++c)
-                sum += st.i64(c);
+        while (records.next(r)) {
+            sum += r.id + r.device + r.level + r.regionId.value_or(0) +
+                   static_cast<int64_t>(r.address) + static_cast<int64_t>(r.size) + r.allocNs +
+                   r.freeNs.value_or(0);
             ++rows;
         }
         scanSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,7 +6,7 @@
 //   workload options (--context, --ws-base, --ws-per-frame, --tokens, --mem-div, --capacity-gib)
 //   are there to explore the model.
 #include "capture/sim/simulator.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <chrono>
 #include <cstdio>

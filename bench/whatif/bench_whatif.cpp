@@ -6,7 +6,7 @@
 #include "core/alloc/replay.h"
 #include "core/alloc/trace.h"
 #include "core/import/importer.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <chrono>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 #include "recorder.h"
 
 #include "capture/protocol/socket_dir.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 #include "stream_ingest.h"
 
 #include <chrono>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "capture/protocol/protocol.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <string>
 #include <unordered_map>

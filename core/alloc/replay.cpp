@@ -1,7 +1,7 @@
 #include "replay.h"
 
 #include "core/event_sink.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <algorithm>
 #include <array>

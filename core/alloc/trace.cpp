@@ -1,6 +1,11 @@
 #include "trace.h"
 
-#include "core/session.h"
+#include "core/store/allocations.h"
+#include "core/store/catalog.h"
+#include "core/store/frames.h"
+#include "core/store/ooms.h"
+#include "core/store/regions.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -70,10 +75,8 @@ RecordedSettings recordedSettings(Session& s)
         r.note = "the session does not record allocator settings: PyTorch defaults assumed";
     }
     // Without them, what the trace shows: expandable segments were on if it maps any.
-    Stmt q = s.db().prepare("SELECT EXISTS(SELECT 1 FROM regions WHERE level = 2 AND"
-                            " (kind = ?1 OR expandable != 0))");
-    q.bind(1, static_cast<int>(RegionKind::Vmm));
-    if (q.step() && q.i64(0) != 0) {
+    if (store::levelHasExpandableRegion(s, static_cast<int>(Level::Framework),
+                                        static_cast<int>(RegionKind::Vmm))) {
         r.config.expandableSegments = true;
         if (settings.empty())
             r.note = "the session does not record allocator settings: PyTorch defaults assumed, "
@@ -91,7 +94,6 @@ RecordedSettings recordedSettings(const std::string& path)
 Trace readTrace(const std::string& path)
 {
     Session s = Session::open(path);
-    Db& db = s.db();
     Trace t;
     t.path = path;
     const SessionSummary sum = s.summary(false);
@@ -103,30 +105,15 @@ Trace readTrace(const std::string& path)
     t.settingsKnown = rs.known;
     t.settingsNote = rs.note;
 
-    {
-        Stmt q = db.prepare("SELECT id, text FROM strings ORDER BY id");
-        while (q.step()) {
-            const auto id = static_cast<size_t>(q.i64(0));
-            if (id > 50'000'000) break;
-            if (t.strings.size() <= id) t.strings.resize(id + 1);
-            t.strings[id] = q.text(1);
-        }
-    }
-
-    {
-        Stmt q = db.prepare("SELECT id, frame FROM stacks ORDER BY id, depth");
-        while (q.step())
-            t.stacks[static_cast<uint32_t>(q.i64(0))].push_back(static_cast<uint32_t>(q.i64(1)));
-    }
+    t.strings = store::strings(s, 50'000'000);
+    for (const store::StackFrameRow& f : store::stackFrames(s))
+        t.stacks[static_cast<uint32_t>(f.stack)].push_back(static_cast<uint32_t>(f.frame));
 
     std::map<uint32_t, size_t> devIndex;
-    {
-        Stmt q = db.prepare("SELECT id, name, capacity_bytes FROM devices ORDER BY id");
-        while (q.step()) {
-            DeviceTrace& d = deviceOf(t, devIndex, static_cast<uint32_t>(q.i64(0)));
-            d.name = q.text(1);
-            d.capacityBytes = q.isNull(2) ? 0 : q.u64(2);
-        }
+    for (const store::DeviceRow& row : store::devices(s)) {
+        DeviceTrace& d = deviceOf(t, devIndex, static_cast<uint32_t>(row.id));
+        d.name = row.name;
+        d.capacityBytes = row.capacityBytes.value_or(0);
     }
 
     // Private pools: the session's 64-bit pool ids, numbered from 1 (0 is the default pool).
@@ -140,19 +127,19 @@ Trace readTrace(const std::string& path)
     std::map<uint32_t, ReservedSweep> sweeps;
     std::map<int64_t, std::pair<uint32_t, int32_t>> regionInfo; // region id -> device, pool
     {
-        Stmt q = db.prepare("SELECT id, device, address, size, create_ns, destroy_ns, stream, kind,"
-                            " expandable, pool_id FROM regions WHERE level = 2 ORDER BY id");
-        while (q.step()) {
-            const auto dev = static_cast<uint32_t>(q.i64(1));
+        store::RegionRows rows = store::RegionRows::ofLevel(s, static_cast<int>(Level::Framework));
+        store::RegionRow q;
+        while (rows.next(q)) {
+            const auto dev = static_cast<uint32_t>(q.device);
             DeviceTrace& d = deviceOf(t, devIndex, dev);
             RecordedSegment r;
-            r.address = q.u64(2);
-            r.size = q.u64(3);
-            r.createNs = q.i64(4);
-            r.destroyNs = q.isNull(5) ? kAliveNs : q.i64(5);
-            r.stream = q.isNull(6) ? 0 : static_cast<uint32_t>(q.i64(6));
-            r.expandable = q.i64(7) == static_cast<int>(RegionKind::Vmm) || q.i64(8) != 0;
-            regionInfo[q.i64(0)] = {dev, poolOf(q.isNull(9) ? 0 : q.i64(9))};
+            r.address = q.address;
+            r.size = q.size;
+            r.createNs = q.createNs;
+            r.destroyNs = q.destroyNs.value_or(kAliveNs);
+            r.stream = static_cast<uint32_t>(q.stream.value_or(0));
+            r.expandable = q.kind == static_cast<int>(RegionKind::Vmm) || q.expandable;
+            regionInfo[q.id] = {dev, poolOf(q.poolId.value_or(0))};
             if (!r.expandable) sweeps[dev].add(r.createNs, r.destroyNs, r.size);
             d.segments.push_back(r);
         }
@@ -164,14 +151,12 @@ Trace readTrace(const std::string& path)
             if (!r.expandable) backing[d.device].emplace_back(r.createNs, seq++, r.size);
     }
     {
-        Stmt q = db.prepare("SELECT r.device, m.size, m.map_ns, m.unmap_ns FROM region_mappings m"
-                            " JOIN regions r ON r.id = m.region_id WHERE r.level = 2"
-                            " ORDER BY m.id");
         int seq = 1 << 30;
-        while (q.step()) {
-            const auto dev = static_cast<uint32_t>(q.i64(0));
-            sweeps[dev].add(q.i64(2), q.isNull(3) ? kAliveNs : q.i64(3), q.u64(1));
-            backing[dev].emplace_back(q.i64(2), seq++, q.u64(1));
+        for (const store::RegionMappingRow& m :
+             store::mappingsOfLevel(s, static_cast<int>(Level::Framework))) {
+            const auto dev = static_cast<uint32_t>(m.device);
+            sweeps[dev].add(m.mapNs, m.unmapNs.value_or(kAliveNs), m.size);
+            backing[dev].emplace_back(m.mapNs, seq++, m.size);
         }
     }
     for (DeviceTrace& d : t.devices) {
@@ -196,29 +181,29 @@ Trace readTrace(const std::string& path)
     };
     std::map<uint32_t, std::vector<Keyed>> keyed;
     {
-        Stmt q = db.prepare("SELECT device, address, size, requested_size, stream, alloc_ns,"
-                            " free_ns, tag, region_id, stack, user_metadata, compile_context"
-                            " FROM allocations WHERE level = 2 ORDER BY id");
-        while (q.step()) {
-            const auto dev = static_cast<uint32_t>(q.i64(0));
+        store::AllocationRows rows =
+            store::AllocationRows::ofLevel(s, static_cast<int>(Level::Framework));
+        store::AllocationRow q;
+        while (rows.next(q)) {
+            const auto dev = static_cast<uint32_t>(q.device);
             DeviceTrace& d = deviceOf(t, devIndex, dev);
             RecordedAlloc a;
-            a.address = q.u64(1);
-            a.size = q.u64(2);
+            a.address = q.address;
+            a.size = q.size;
             // Sources that know the caller's size store it; snapshots store it as the size of
             // every block not alive at the end (the trace's alloc entry records orig_size).
-            a.requested = !q.isNull(3) && q.u64(3) > 0 ? q.u64(3) : a.size;
-            a.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
-            t.allocationsWithoutStream += q.isNull(4) ? 1 : 0;
-            a.allocNs = q.i64(5);
-            a.freeNs = q.isNull(6) ? kAliveNs : q.i64(6);
-            a.tag = q.isNull(7) ? 0 : static_cast<uint32_t>(q.i64(7));
-            a.stack = q.isNull(9) ? 0 : static_cast<uint32_t>(q.i64(9));
-            a.userMetadata = q.isNull(10) ? 0 : static_cast<uint32_t>(q.i64(10));
-            a.compileContext = q.isNull(11) ? 0 : static_cast<uint32_t>(q.i64(11));
+            a.requested = q.requestedSize.value_or(0) > 0 ? *q.requestedSize : a.size;
+            a.stream = static_cast<uint32_t>(q.stream.value_or(0));
+            t.allocationsWithoutStream += q.stream ? 0 : 1;
+            a.allocNs = q.allocNs;
+            a.freeNs = q.freeNs.value_or(kAliveNs);
+            a.tag = static_cast<uint32_t>(q.tag.value_or(0));
+            a.stack = static_cast<uint32_t>(q.stack.value_or(0));
+            a.userMetadata = static_cast<uint32_t>(q.userMetadata.value_or(0));
+            a.compileContext = static_cast<uint32_t>(q.compileContext.value_or(0));
             int32_t pool = 0;
-            if (!q.isNull(8)) {
-                auto it = regionInfo.find(q.i64(8));
+            if (q.regionId) {
+                auto it = regionInfo.find(*q.regionId);
                 if (it != regionInfo.end()) pool = it->second.second;
             }
             const auto idx = static_cast<uint32_t>(d.allocs.size());
@@ -249,12 +234,11 @@ Trace readTrace(const std::string& path)
     // (process_events) or before releasing cached blocks, so a completion goes before the
     // requests of its instant; one at the instant of its own request goes after them (the row
     // exists only because another entry came between the two).
-    if (db.hasTable("pending_frees")) {
+    {
         std::map<std::tuple<uint32_t, uint64_t, int64_t>, uint32_t> freedAt;
-        Stmt q = db.prepare("SELECT device, address, request_ns, complete_ns FROM pending_frees"
-                            " WHERE level IS NULL OR level = 2 ORDER BY id");
-        while (q.step()) {
-            const auto dev = static_cast<uint32_t>(q.i64(0));
+        for (const store::PendingFreeRow& q :
+             store::pendingFreesOfLevel(s, static_cast<int>(Level::Framework))) {
+            const auto dev = static_cast<uint32_t>(q.device);
             if (freedAt.empty())
                 for (const DeviceTrace& d : t.devices)
                     for (size_t i = 0; i < d.allocs.size(); ++i)
@@ -263,13 +247,13 @@ Trace readTrace(const std::string& path)
                                 std::tuple{d.device, d.allocs[i].address, d.allocs[i].freeNs},
                                 static_cast<uint32_t>(i));
             DeviceTrace& d = deviceOf(t, devIndex, dev);
-            auto it = freedAt.find({dev, q.u64(1), q.i64(2)});
+            auto it = freedAt.find({dev, q.address, q.requestNs});
             if (it == freedAt.end() || d.allocs[it->second].freeCompletedNs != kNoWait) {
                 ++d.pendingFreesUnmatched; // a wait that began before the trace
                 continue;
             }
             RecordedAlloc& a = d.allocs[it->second];
-            a.freeCompletedNs = q.isNull(3) ? kAliveNs : std::max(q.i64(3), a.freeNs);
+            a.freeCompletedNs = q.completeNs ? std::max(*q.completeNs, a.freeNs) : kAliveNs;
             ++d.pendingFrees;
             if (a.freeCompletedNs == kAliveNs) continue;
             Request r;
@@ -285,19 +269,17 @@ Trace readTrace(const std::string& path)
     {
         // A failed request is replayed too: on its way to failing, the allocator released
         // cached blocks, and the recording shows those releases.
-        Stmt q = db.prepare("SELECT device, time_ns, device_free_bytes, requested_bytes, stream"
-                            " FROM ooms WHERE level IS NULL OR level = 2 ORDER BY id");
         uint64_t seq = 0;
-        while (q.step()) {
-            const auto dev = static_cast<uint32_t>(q.i64(0));
+        for (const store::OomRow& q : store::oomsOfLevel(s, static_cast<int>(Level::Framework))) {
+            const auto dev = static_cast<uint32_t>(q.device);
             deviceOf(t, devIndex, dev);
-            ooms[dev].emplace_back(q.i64(1), q.isNull(2) ? 0 : q.u64(2));
+            ooms[dev].emplace_back(q.timeNs, q.deviceFreeBytes.value_or(0));
             Request r;
             r.kind = Request::Alloc;
-            r.time = q.i64(1);
-            r.size = q.isNull(3) ? 0 : q.u64(3);
+            r.time = q.timeNs;
+            r.size = q.requestedBytes.value_or(0);
             r.index = kFailedRequest;
-            r.stream = q.isNull(4) ? 0 : static_cast<uint32_t>(q.i64(4));
+            r.stream = static_cast<uint32_t>(q.stream.value_or(0));
             if (r.size > 0) keyed[dev].push_back({r.time, 2, seq++, 0, r});
         }
     }
@@ -381,15 +363,10 @@ Trace readTrace(const std::string& path)
             fmt::format("a {} session: cannot tell whether it starts with the run", t.sourceKind);
     }
 
-    {
-        Stmt q = db.prepare("SELECT idx, start_ns, end_ns FROM frames ORDER BY idx");
-        while (q.step())
-            t.frames.push_back({q.i64(0), q.i64(1), q.isNull(2) ? q.i64(1) : q.i64(2)});
-        Stmt m = db.prepare("SELECT m.time_ns, m.end_ns, s.text FROM markers m"
-                            " JOIN strings s ON s.id = m.message ORDER BY m.id");
-        while (m.step())
-            t.markers.push_back({m.i64(0), m.isNull(1) ? -1 : m.i64(1), m.text(2)});
-    }
+    for (const store::FrameRow& f : store::framesByIndex(s))
+        t.frames.push_back({f.index, f.startNs, f.endNs.value_or(f.startNs)});
+    for (store::MarkerRow& m : store::markers(s))
+        t.markers.push_back({m.timeNs, m.endNs.value_or(-1), std::move(m.message)});
     return t;
 }
 

@@ -2,8 +2,11 @@
 
 #include "core/analysis/engine.h"
 #include "core/event_sink.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/catalog.h"
+#include "core/store/frames.h"
+#include "core/store/ingest.h"
+#include "core/store/kernels.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <chrono>
@@ -120,7 +123,6 @@ DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
 void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
 {
     Session s = Session::open(path);
-    Db& db = s.db();
     std::unordered_map<int64_t, StringId> names;
     auto name = [&](int64_t src) {
         auto [it, inserted] = names.emplace(src, kNoString);
@@ -128,56 +130,43 @@ void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
             it->second = sink.intern(trace.strings[static_cast<size_t>(src)]);
         return it->second;
     };
-    auto rowEvent = [](const Stmt& q, EventType type) { // columns 0, 1: device, stream
+    auto rowEvent = [](EventType type, int64_t device, std::optional<int64_t> stream) {
         Event e;
         e.type = type;
-        e.device = static_cast<uint32_t>(q.i64(0));
-        e.stream = q.isNull(1) ? 0 : static_cast<uint32_t>(q.i64(1));
+        e.device = static_cast<uint32_t>(device);
+        e.stream = static_cast<uint32_t>(stream.value_or(0));
         return e;
     };
     {
-        Stmt q = db.prepare("SELECT device, stream, start_ns, end_ns, name, correlation_id,"
-                            " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id,"
-                            " graph_node_id FROM kernels ORDER BY id");
-        while (q.step()) {
-            Event e = rowEvent(q, EventType::Kernel);
-            e.time = q.i64(2);
-            e.endTime = q.i64(3);
-            e.name = name(q.i64(4));
-            e.aux = q.isNull(5) ? 0 : q.u64(5);
-            for (int k = 0; k < 3; ++k) {
-                e.grid[k] = static_cast<uint32_t>(q.i64(6 + k));
-                e.block[k] = static_cast<uint32_t>(q.i64(9 + k));
+        store::KernelRows rows = store::KernelRows::all(s);
+        store::KernelRow k;
+        while (rows.next(k)) {
+            Event e = rowEvent(EventType::Kernel, k.device, k.stream);
+            e.time = k.startNs;
+            e.endTime = k.endNs;
+            e.name = name(k.name);
+            e.aux = k.correlationId.value_or(0);
+            for (int d = 0; d < 3; ++d) {
+                e.grid[d] = static_cast<uint32_t>(k.grid[d]);
+                e.block[d] = static_cast<uint32_t>(k.block[d]);
             }
-            if (!q.isNull(12)) e.aux2 = q.u64(12) << 32 | (q.u64(13) & 0xffffffffu);
+            if (k.graphId) e.aux2 = *k.graphId << 32 | (k.graphNodeId.value_or(0) & 0xffffffffu);
             sink.add(e);
         }
     }
-    {
-        Stmt q = db.prepare("SELECT device, stream, graph_id, exec_id, start_ns, end_ns"
-                            " FROM graph_launches ORDER BY id");
-        while (q.step()) {
-            Event e = rowEvent(q, EventType::GraphLaunch);
-            e.aux = q.isNull(2) ? 0 : q.u64(2);
-            e.aux2 = q.isNull(3) ? 0 : q.u64(3);
-            e.time = q.i64(4);
-            e.endTime = q.i64(5);
-            sink.add(e);
-        }
+    for (const store::GraphLaunchRow& g : store::graphLaunches(s)) {
+        Event e = rowEvent(EventType::GraphLaunch, g.device, g.stream);
+        e.aux = g.graphId.value_or(0);
+        e.aux2 = g.execId.value_or(0);
+        e.time = g.startNs;
+        e.endTime = g.endNs;
+        sink.add(e);
     }
-    {
-        Stmt q = db.prepare("SELECT pid, command_line, start_ns FROM processes");
-        while (q.step())
-            sink.addProcess(
-                {q.i64(0), q.isNull(1) ? std::string() : q.text(1), q.isNull(2) ? 0 : q.i64(2)});
-    }
-    {
-        const std::string from = "recorded run " + std::filesystem::path(path).filename().string();
-        Stmt q = db.prepare("SELECT frame, name, value, source FROM frame_metrics");
-        while (q.step())
-            sink.addFrameMetric(q.i64(0), q.text(1), q.f64(2),
-                                fmt::format("{} ({})", from, q.text(3)));
-    }
+    for (const store::ProcessRow& p : store::processes(s))
+        sink.addProcess({p.pid, p.commandLine.value_or(std::string()), p.startNs.value_or(0)});
+    const std::string from = "recorded run " + std::filesystem::path(path).filename().string();
+    for (const store::FrameMetricRow& m : store::frameMetrics(s))
+        sink.addFrameMetric(m.frame, m.name, m.value, fmt::format("{} ({})", from, m.source));
 }
 
 std::string tempPath(int n)

@@ -1,14 +1,14 @@
-// The per-frame cache in the session file (docs/analysis.md "Caching"): table analysis_cache,
-// one row per key, valid only for this engine version and this exact session content (stamp).
+// What the engine keeps in the session file (docs/analysis.md "Caching"): its values and their
+// encoding. The store keeps them (core/store/analysis_cache.h: table analysis_cache, one row per
+// key, valid only for this engine version and this exact session content, the stamp).
 #include "engine_impl.h"
 
-#include <chrono>
+#include "core/store/analysis_cache.h"
+
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <random>
 #include <set>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -17,26 +17,6 @@ namespace fs::analysis {
 namespace {
 
 constexpr const char* kFrameKey = "frames";
-
-// Everything the cached per-frame figures depend on. A live or abruptly ended session has no
-// stamp: its content can still change, so nothing is cached for it.
-std::string stamp(Db& db, const SessionSummary& sum)
-{
-    if (db.scalarText("SELECT value FROM meta WHERE key='state'") != "complete") return {};
-    // Frame times summed over their low 32 bits: full timestamps (ns since 1970 in recorded
-    // sessions) overflow SQLite's integer SUM from 5 frames on.
-    const char* frameTimes = "SELECT COALESCE(SUM(start_ns & 4294967295), 0) || ',' || "
-                             "COALESCE(SUM(end_ns & 4294967295), 0) FROM frames";
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}",
-                       db.scalarText("SELECT value FROM meta WHERE key='event_count'"),
-                       db.scalarText("SELECT value FROM meta WHERE key='time_end_ns'"),
-                       db.scalar("SELECT COUNT(*) FROM frames"), db.scalarText(frameTimes),
-                       // The summary the engine just read counted these (exactly: the open
-                       // asks for exact counts): no second pass over the large tables.
-                       sum.allocations, sum.regions,
-                       db.scalar("SELECT COUNT(*) FROM region_mappings"), sum.kernels,
-                       db.scalarText("SELECT COALESCE(MAX(id), 0) FROM allocations"));
-}
 
 struct Writer
 {
@@ -82,125 +62,25 @@ std::string indexKey(const TrackData& t)
     return fmt::format("index:{}:{}", t.device, static_cast<int>(t.level));
 }
 
-// The guard (docs/session-format.md "analysis_cache"): triggers on every table the cached values
-// are computed from delete meta's analysis_guard row on any insert, update or delete. A stored
-// value carries the guard's nonce in its stamp, so it matches only while nothing was changed
-// since it was computed, and a reopen checks that without reading a row.
-constexpr const char* kGuardKey = "analysis_guard";
-constexpr const char* kGuardedTables[] = {"allocations", "regions", "region_mappings", "frames",
-                                          "kernels"};
-constexpr const char* kGuardOps[] = {"INSERT", "UPDATE", "DELETE"};
-
-std::string guardTrigger(const char* table, const char* op)
-{
-    std::string name = fmt::format("fs_analysis_guard_{}_{}", table, op);
-    for (char& c : name)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return name;
-}
-
-// The guard's nonce when it and every trigger are in place, else empty.
-std::string readGuard(Db& db)
-{
-    int64_t expected = 0;
-    std::string names;
-    for (const char* table : kGuardedTables) {
-        if (!db.hasTable(table)) continue;
-        for (const char* op : kGuardOps) {
-            names += fmt::format("{}'{}'", names.empty() ? "" : ",", guardTrigger(table, op));
-            ++expected;
-        }
-    }
-    if (db.scalar(fmt::format("SELECT COUNT(*) FROM sqlite_master WHERE type='trigger' AND name "
-                              "IN ({})",
-                              names)) != expected)
-        return {};
-    return db.scalarText(fmt::format("SELECT value FROM meta WHERE key='{}'", kGuardKey));
-}
-
-// Installs the triggers (those missing) and a new nonce (a writable, finished file).
-std::string installGuard(const std::string& path)
-{
-    if (::access(path.c_str(), W_OK) != 0) return {};
-    try {
-        Db db(path, SQLITE_OPEN_READWRITE);
-        db.exec("PRAGMA busy_timeout=2000");
-        db.exec("BEGIN IMMEDIATE");
-        for (const char* table : kGuardedTables) {
-            if (!db.hasTable(table)) continue;
-            for (const char* op : kGuardOps)
-                db.exec(fmt::format("CREATE TRIGGER IF NOT EXISTS {} AFTER {} ON {} BEGIN DELETE "
-                                    "FROM meta WHERE key='{}'; END",
-                                    guardTrigger(table, op), op, table, kGuardKey));
-        }
-        std::random_device rd;
-        const uint64_t nonce =
-            (uint64_t{rd()} << 32) ^ rd() ^
-            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-        // Always a new nonce: values stored under an older one may describe content changed
-        // while a trigger was missing.
-        db.exec(fmt::format("INSERT OR REPLACE INTO meta(key, value) VALUES('{}', '{:016x}')",
-                            kGuardKey, nonce));
-        db.exec("COMMIT");
-        return readGuard(db);
-    } catch (const SessionError&) {
-        return {}; // locked or read-only: nothing is cached
-    }
-}
-
-// Writes key -> value rows through a separate read-write connection, only when the file is
-// writable and the guard named in the stamp is still there (nothing changed since the values
-// were computed): the engine's connection stays read-only and a read-only file gets no cache.
-// Values produced inside the write transaction, one at a time (the allocation records: a
-// large session's would otherwise all be held encoded at once).
-using PutValue = std::function<void(const std::string& key, std::string_view value)>;
+using store::PutValue;
 
 bool storeCache(const std::string& path, const std::string& stampValue,
                 const std::vector<std::pair<std::string, std::string_view>>& rows,
                 const std::function<void(const PutValue&)>& more = {})
 {
-    if (stampValue.empty() || ::access(path.c_str(), W_OK) != 0) return false;
-    const auto g = stampValue.rfind("|g");
-    if (g == std::string::npos) return false;
-    try {
-        Db db(path, SQLITE_OPEN_READWRITE);
-        db.exec("PRAGMA busy_timeout=2000");
-        db.exec("BEGIN IMMEDIATE");
-        if (readGuard(db) != stampValue.substr(g + 2)) {
-            db.exec("ROLLBACK");
-            return false; // changed behind the engine since it read the rows
-        }
-        db.exec("CREATE TABLE IF NOT EXISTS analysis_cache(key TEXT PRIMARY KEY, engine_version "
-                "INTEGER NOT NULL, stamp TEXT NOT NULL, value BLOB NOT NULL)");
-        Stmt st = db.prepare("INSERT OR REPLACE INTO analysis_cache(key, engine_version, stamp, "
-                             "value) VALUES(?1,?2,?3,?4)");
-        const PutValue put = [&](const std::string& key, std::string_view value) {
-            st.reset();
-            st.bind(1, std::string_view(key)).bind(2, kEngineVersion).bind(3, stampValue);
-            sqlite3_bind_blob64(st.raw(), 4, value.data(), value.size(), SQLITE_STATIC);
-            st.run();
-        };
-        for (const auto& [key, value] : rows)
-            put(key, value);
-        if (more) more(put);
-        db.exec("COMMIT");
-        return true;
-    } catch (const SessionError&) {
-        return false; // a locked or read-only file: computed, just not kept
-    }
+    return store::storeValues(path, stampValue, kEngineVersion, rows, more);
 }
 
-// The cached value under key when this engine version stored it with this stamp.
-bool fetchCache(Db& db, const std::string& key, const std::string& stampValue, std::string& out)
+bool fetchCache(const Session& s, const std::string& key, const std::string& stampValue,
+                std::string& out)
 {
-    if (stampValue.empty() || !db.hasTable("analysis_cache")) return false;
-    Stmt st = db.prepare(
-        "SELECT value FROM analysis_cache WHERE key=?1 AND engine_version=?2 AND stamp=?3");
-    st.bind(1, std::string_view(key)).bind(2, kEngineVersion).bind(3, stampValue);
-    if (!st.step()) return false;
-    const auto* blob = static_cast<const char*>(sqlite3_column_blob(st.raw(), 0));
-    out.assign(blob ? blob : "", static_cast<size_t>(sqlite3_column_bytes(st.raw(), 0)));
-    return true;
+    return store::fetchValue(s, key, stampValue, kEngineVersion, out);
+}
+
+// The guard's nonce named in a stamp ("...|g<nonce>").
+std::string guardIn(const std::string& stampValue)
+{
+    return stampValue.substr(stampValue.rfind("|g") + 2);
 }
 
 void putState(Writer& w, const State& s)
@@ -233,13 +113,13 @@ void getState(Reader& r, State& s)
 
 } // namespace
 
-void Engine::Impl::setCacheStamp(Db& db)
+void Engine::Impl::setCacheStamp(const Session& ses)
 {
     cacheStamp.clear();
-    const std::string s = stamp(db, summary);
+    const std::string s = store::contentStamp(ses, summary);
     if (s.empty()) return;
-    std::string guard = readGuard(db);
-    if (guard.empty()) guard = installGuard(path);
+    std::string guard = store::readGuard(ses);
+    if (guard.empty()) guard = store::installGuard(path);
     if (!guard.empty()) cacheStamp = fmt::format("{}|g{}", s, guard);
 }
 
@@ -340,9 +220,9 @@ bool decodeRows(const std::string& blob, Alloc* out, size_t n)
 
 } // namespace
 
-bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor)
+bool Engine::Impl::prepareDeferred(const Session& db,
+                                   const std::function<size_t(uint32_t, int)>& trackFor)
 {
-    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return false;
     std::string blob;
     if (!fetchCache(db, "tracks", cacheStamp, blob)) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
@@ -359,13 +239,7 @@ bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, 
     }
     if (!r.ok || r.p != r.end || counts.size() != tracks.size()) return false;
     // Every value a deferred load needs must be there under the same stamp.
-    std::set<std::string> keys;
-    {
-        Stmt st = db.prepare("SELECT key FROM analysis_cache WHERE engine_version=?1 AND stamp=?2");
-        st.bind(1, kEngineVersion).bind(2, cacheStamp);
-        while (st.step())
-            keys.insert(st.text(0));
-    }
+    const std::set<std::string> keys = store::storedKeys(db, cacheStamp, kEngineVersion);
     for (const auto& [ti, allocs] : counts) {
         TrackData& t = tracks[ti];
         t.storedAllocs = allocs;
@@ -374,10 +248,10 @@ bool Engine::Impl::prepareDeferred(Db& db, const std::function<size_t(uint32_t, 
             if (!keys.count(rowsKey(t, c))) return false;
     }
     // The regions were read after the guard: still the same guard, still the same content.
-    return readGuard(db) == cacheStamp.substr(cacheStamp.rfind("|g") + 2);
+    return store::readGuard(db) == guardIn(cacheStamp);
 }
 
-bool Engine::Impl::readStoredRows(Db& db, TrackData& t)
+bool Engine::Impl::readStoredRows(const Session& db, TrackData& t)
 {
     const size_t n = t.storedAllocs;
     std::vector<Alloc> allocs(n);
@@ -407,8 +281,8 @@ void Engine::Impl::loadDeferredRows()
     // A connection of its own: lookups keep theirs meanwhile. The stored values carry the stamp
     // the engine opened with, so records and index describe the content it opened even if the
     // file changed since.
-    Db db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
-    db.exec("BEGIN");
+    Session db = Session::openUnchecked(path);
+    db.beginRead();
     bool stored = true;
     for (TrackData& t : tracks)
         if (!(stored = readStoredRows(db, t))) break;
@@ -416,7 +290,7 @@ void Engine::Impl::loadDeferredRows()
         // Missing or malformed stored values. While the guard of the stamp is still there, the
         // rows are those the engine opened: read and index them again. Otherwise the file was
         // changed since it was opened, and nothing here matches the rest of the engine.
-        if (readGuard(db) != cacheStamp.substr(cacheStamp.rfind("|g") + 2))
+        if (store::readGuard(db) != guardIn(cacheStamp))
             throw SessionError(path, "changed by another program since it was opened (the "
                                      "stored analysis index no longer matches); open it again");
         std::map<std::pair<uint32_t, int>, size_t> index;
@@ -439,7 +313,7 @@ void Engine::Impl::loadDeferredRows()
             indexTrack(t);
         deferredRowsRead.store(std::max<int64_t>(rows, 1));
     }
-    db.exec("COMMIT");
+    db.commitRead();
     if (!stored) writeIndex();
 }
 
@@ -459,7 +333,7 @@ void Engine::Impl::ensureRows() const
     if (rowsError) std::rethrow_exception(rowsError);
 }
 
-bool Engine::Impl::readIndex(Db& db, TrackData& t)
+bool Engine::Impl::readIndex(const Session& db, TrackData& t)
 {
     std::string blob;
     if (!fetchCache(db, indexKey(t), cacheStamp, blob)) return false;
@@ -542,7 +416,7 @@ bool Engine::Impl::readTimelineCache(const std::string& key, Timeline& tl) const
     std::lock_guard lock(dbMutex);
     if (cacheStamp.empty() || !session) return false;
     std::string blob;
-    if (!fetchCache(session->db(), key, cacheStamp, blob)) return false;
+    if (!fetchCache(*session, key, cacheStamp, blob)) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     const uint64_t n = r.get<uint64_t>();
     tl.step = r.get<int64_t>();
@@ -582,7 +456,7 @@ bool Engine::Impl::readRasterCache(HeatmapRaster& h, uint32_t device, Level leve
     std::lock_guard lock(dbMutex);
     if (cacheStamp.empty() || !session) return false;
     std::string blob;
-    if (!fetchCache(session->db(), rasterKey(device, level), cacheStamp, blob)) return false;
+    if (!fetchCache(*session, rasterKey(device, level), cacheStamp, blob)) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     // The request as resolved (window and size) must be the same, value for value.
     if (r.get<int32_t>() != h.width || r.get<int32_t>() != h.height || r.get<int64_t>() != h.t0 ||
@@ -630,7 +504,7 @@ bool Engine::Impl::readKernelIndexCache(int64_t firstStart) const
 {
     if (cacheStamp.empty() || !session) return false;
     std::string blob;
-    if (!fetchCache(session->db(), fmt::format("kernels:{}", firstStart), cacheStamp, blob))
+    if (!fetchCache(*session, fmt::format("kernels:{}", firstStart), cacheStamp, blob))
         return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     std::vector<int64_t> devices, names, starts;
@@ -665,16 +539,10 @@ std::string lodKey(const TrackData& t)
     return fmt::format("lod:{}:{}", t.device, static_cast<int>(t.level));
 }
 
-void Engine::Impl::readStoredLods(Db& db)
+void Engine::Impl::readStoredLods(const Session& s)
 {
     std::lock_guard lock(lodMutex);
-    storedLods.clear();
-    if (cacheStamp.empty() || !db.hasTable("analysis_cache")) return;
-    Stmt st = db.prepare("SELECT key FROM analysis_cache WHERE engine_version=?1 AND stamp=?2"
-                         " AND key LIKE 'lod:%'");
-    st.bind(1, kEngineVersion).bind(2, cacheStamp);
-    while (st.step())
-        storedLods.insert(st.text(0));
+    storedLods = store::storedKeys(s, cacheStamp, kEngineVersion, "lod:");
 }
 
 bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
@@ -683,7 +551,7 @@ bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<
     std::lock_guard lock(dbMutex);
     if (cacheStamp.empty() || !session) return false;
     std::string blob;
-    if (!fetchCache(session->db(), lodKey(t), cacheStamp, blob)) return false;
+    if (!fetchCache(*session, lodKey(t), cacheStamp, blob)) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     if (r.get<int32_t>() != nt || r.get<int32_t>() != ny) return false;
     const auto cells = static_cast<uint64_t>(nt) * static_cast<uint64_t>(ny);
@@ -711,7 +579,7 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
 {
     std::string blob;
-    if (!fetchCache(session->db(), kFrameKey, cacheStamp, blob) || blob.empty()) return false;
+    if (!fetchCache(*session, kFrameKey, cacheStamp, blob) || blob.empty()) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     if (r.get<uint64_t>() != timed.size() || r.get<uint64_t>() != tracks.size()) return false;
     std::vector<FrameInfo> copy = frames;

@@ -1,6 +1,7 @@
 #include "compare.h"
 
-#include "core/session.h"
+#include "core/store/ooms.h"
+#include "core/store/session.h"
 #include "engine.h"
 
 #include <algorithm>
@@ -34,13 +35,7 @@ Side load(const std::string& path, std::shared_ptr<const Engine> eng)
     m.frames = static_cast<int64_t>(s.eng->frames().size());
     m.frameMetrics = s.eng->summary().frameMetrics;
     m.collapses = static_cast<int64_t>(s.eng->collapses().size());
-    {
-        Session ses = Session::open(path, false);
-        Stmt q = ses.db().prepare("SELECT time_ns FROM ooms WHERE device = ?1 ORDER BY time_ns");
-        q.bind(1, m.device);
-        while (q.step())
-            s.oomTimes.push_back(q.i64(0));
-    }
+    s.oomTimes = store::oomTimes(Session::open(path, false), m.device);
     m.ooms = static_cast<int64_t>(s.oomTimes.size());
     // Exact peak: every region's lifetime, releases before creations at one instant.
     std::vector<std::pair<int64_t, int64_t>> steps;

@@ -27,41 +27,35 @@ void checkCancel(const LoadOptions& o)
 
 } // namespace
 
-const char* const kRegionSelect = "SELECT id, device, level, kind, address, size, create_ns,"
-                                  " destroy_ns, expandable FROM regions";
-const char* const kAllocSelect = "SELECT id, device, level, region_id, address, size, alloc_ns,"
-                                 " free_ns FROM allocations";
-
-RegionRec readRegionRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
-                        bool& expandable)
+RegionRec readRegionRow(const store::RegionRow& row, const std::string& path, uint32_t& device,
+                        int& level, bool& expandable)
 {
-    level = static_cast<int>(st.i64(2));
+    level = static_cast<int>(row.level);
     if (level < 0 || level >= kLevelCount)
-        throw SessionError(path, fmt::format("regions row {}: invalid level {}", st.i64(0), level));
-    device = static_cast<uint32_t>(st.i64(1));
-    expandable = st.i64(8) != 0;
-    RegionRec r{st.i64(0),
-                st.u64(4),
-                st.u64(5),
-                st.i64(6),
-                st.isNull(7) ? kAlive : st.i64(7),
-                static_cast<RegionKind>(st.i64(3))};
+        throw SessionError(path, fmt::format("regions row {}: invalid level {}", row.id, level));
+    device = static_cast<uint32_t>(row.device);
+    expandable = row.expandable;
+    RegionRec r{row.id,
+                row.address,
+                row.size,
+                row.createNs,
+                row.destroyNs.value_or(kAlive),
+                static_cast<RegionKind>(row.kind)};
     if (r.destroyNs < r.createNs) r.destroyNs = r.createNs;
     if (r.address + r.size < r.address) r.size = ~uint64_t{0} - r.address;
     return r;
 }
 
-Alloc readAllocRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
-                   int64_t& regionId)
+Alloc readAllocRow(const store::AllocationRecord& row, const std::string& path, uint32_t& device,
+                   int& level, int64_t& regionId)
 {
-    level = static_cast<int>(st.i64(2));
+    level = static_cast<int>(row.level);
     if (level < 0 || level >= kLevelCount)
         throw SessionError(path,
-                           fmt::format("allocations row {}: invalid level {}", st.i64(0), level));
-    device = static_cast<uint32_t>(st.i64(1));
-    regionId = st.isNull(3) ? -1 : st.i64(3);
-    Alloc a{st.u64(4), st.u64(5), st.i64(6), st.isNull(7) ? kAlive : st.i64(7),
-            st.i64(0), kNoRegion, 0};
+                           fmt::format("allocations row {}: invalid level {}", row.id, level));
+    device = static_cast<uint32_t>(row.device);
+    regionId = row.regionId.value_or(-1);
+    Alloc a{row.address, row.size, row.allocNs, row.freeNs.value_or(kAlive), row.id, kNoRegion, 0};
     if (a.freeNs < a.allocNs) a.freeNs = a.allocNs;
     if (a.address + a.size < a.address) // hostile size: clip at the top of the space
         a.size = ~uint64_t{0} - a.address;
@@ -128,7 +122,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     stage("validate (Session::open)");
     // One read transaction: every table below comes from the same commit even while a recorder
     // keeps committing (WAL readers see a fixed snapshot).
-    if (snapshot) s.db().exec("BEGIN");
+    if (snapshot) s.beginRead();
     applySummary(s.summary());
     if (o.summary) o.summary(summary);
 
@@ -146,28 +140,23 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     };
     // The guard first: whatever is read after it and stored under it is the content as long as
     // the guard is still there when storing (storeCache checks).
-    if (o.useCache && !snapshot) setCacheStamp(s.db());
-    readStoredLods(s.db());
+    if (o.useCache && !snapshot) setCacheStamp(s);
+    readStoredLods(s);
     // Expandable segments (PyTorch expandable_segments, VMM) are backed only where mapped: each
     // mapping counts as its own range, alive from map to unmap, and fragments never span two.
     std::unordered_map<int64_t, std::vector<RegionRec>> mapped;
-    if (s.db().hasTable("region_mappings")) {
-        Stmt st = s.db().prepare("SELECT m.region_id, m.address, m.size, m.map_ns, m.unmap_ns"
-                                 " FROM region_mappings m JOIN regions r ON r.id = m.region_id"
-                                 " WHERE r.expandable != 0");
-        while (st.step()) {
-            mapped[st.i64(0)].push_back({st.i64(0), st.u64(1), st.u64(2), st.i64(3),
-                                         st.isNull(4) ? kAlive : st.i64(4), RegionKind::Segment});
-        }
-    }
+    for (const store::RegionMappingRow& m : store::expandableMappings(s))
+        mapped[m.regionId].push_back({m.regionId, m.address, m.size, m.mapNs,
+                                      m.unmapNs.value_or(kAlive), RegionKind::Segment});
     {
-        Stmt st = s.db().prepare(std::string(kRegionSelect) + " ORDER BY create_ns, id");
+        store::RegionRows rows = store::RegionRows::byCreation(s);
         std::vector<std::pair<size_t, RegionRec>> recs;
-        while (st.step()) {
+        store::RegionRow row;
+        while (rows.next(row)) {
             uint32_t device = 0;
             int level = 0;
             bool expandable = false;
-            const RegionRec r = readRegionRow(st, path, device, level, expandable);
+            const RegionRec r = readRegionRow(row, path, device, level, expandable);
             const size_t ti = trackFor(device, level);
             if (expandable) {
                 for (RegionRec m : mapped[r.id]) {
@@ -198,7 +187,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     if (!cacheStamp.empty() && !keepBuilders) {
         const size_t before = tracks.size();
         const auto indexBefore = trackIndex;
-        deferred = prepareDeferred(s.db(), trackFor);
+        deferred = prepareDeferred(s, trackFor);
         if (!deferred) { // back to the tracks the regions made
             tracks.resize(before);
             trackIndex = indexBefore;
@@ -209,7 +198,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     stage(deferred ? "stored index checked" : "cache stamp");
     const int64_t total = std::max<int64_t>(summary.allocations, 1); // counted by summary()
     if (!deferred)
-        loadInfo.allocationRowsRead += readAllocations(s.db(), trackFor, &o, total, !snapshot);
+        loadInfo.allocationRowsRead += readAllocations(s, trackFor, &o, total, !snapshot);
     stage("allocations");
     std::sort(tracks.begin(), tracks.end(), [](const TrackData& a, const TrackData& b) {
         return a.device != b.device ? a.device < b.device : a.level < b.level;
@@ -236,7 +225,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     for (TrackData& t : tracks) {
         if (deferred) break;
         checkCancel(o);
-        if (!cacheStamp.empty() && readIndex(s.db(), t)) {
+        if (!cacheStamp.empty() && readIndex(s, t)) {
             buildLayout(t);
         } else {
             allCached = false;
@@ -262,11 +251,12 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             indexPending = true;
     }
     loadFrames(o);
-    if (snapshot) session->db().exec("COMMIT");
+    if (snapshot) session->commitRead();
     stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
 }
 
-int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
+int64_t Engine::Impl::readAllocations(const Session& db,
+                                      const std::function<size_t(uint32_t, int)>& trackFor,
                                       const LoadOptions* o, int64_t total, bool parallel)
 {
     // A long table is read in two id ranges at once, the second on a connection of its own
@@ -288,15 +278,15 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
     };
     // The rows of ids [lo, hi] in id order: a known track's into into(ti), another's into
     // r.unknown (split2) or into the track trackFor makes. stop: the second range's reader.
-    auto readRange = [&](Db& from, int64_t lo, int64_t hi, Range& r, auto&& into,
+    auto readRange = [&](const Session& from, int64_t lo, int64_t hi, Range& r, auto&& into,
                          const std::atomic<bool>* stop) {
-        Stmt st = from.prepare(std::string(kAllocSelect) + " WHERE id >= ?1 AND id <= ?2");
-        st.bind(1, lo).bind(2, hi);
-        while (st.step()) {
+        store::AllocationRecords rows = store::AllocationRecords::idRange(from, lo, hi);
+        store::AllocationRecord row;
+        while (rows.next(row)) {
             uint32_t device = 0;
             int level = 0;
             int64_t regionId = -1;
-            Alloc a = readAllocRow(st, path, device, level, regionId);
+            Alloc a = readAllocRow(row, path, device, level, regionId);
             auto it = known.find({device, level});
             if (it == known.end() && !split2)
                 it = known.emplace(Key{device, level}, trackFor(device, level)).first;
@@ -321,8 +311,7 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     int64_t split = kMax; // the second range's first id
     if (split2) {
-        const int64_t lo = db.scalar("SELECT min(id) FROM allocations");
-        const int64_t hi = db.scalar("SELECT max(id) FROM allocations");
+        const auto [lo, hi] = store::allocationIdBounds(db);
         if (hi > lo) split = lo + (hi - lo) / 2 + 1;
     }
     Range first, second;
@@ -334,7 +323,7 @@ int64_t Engine::Impl::readAllocations(Db& db, const std::function<size_t(uint32_
         if (split != kMax)
             reader = std::jthread([&] {
                 try {
-                    Db other(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+                    const Session other = Session::openUnchecked(path);
                     readRange(
                         other, split, kMax, second,
                         [&](size_t ti) -> std::vector<Alloc>& { return second.byTrack[ti]; },
@@ -528,32 +517,13 @@ AllocationInfo Engine::Impl::info(const TrackData& t, const Alloc& a) const
     i.freeNs = a.freeNs;
     std::lock_guard lock(dbMutex);
     if (!session) return i;
-    Db& db = session->db();
-    Stmt st = db.prepare("SELECT requested_size, stream, tag, stack FROM allocations WHERE id=?1");
-    st.bind(1, a.id);
-    if (st.step()) {
-        i.requestedSize = st.isNull(0) ? 0 : st.u64(0);
-        i.stream = static_cast<uint32_t>(st.i64(1));
-        if (!st.isNull(2)) i.tag = session->string(StringId{static_cast<uint32_t>(st.i64(2))});
-        if (!st.isNull(3)) {
-            Stmt fr = db.prepare("SELECT s.text FROM stacks k JOIN strings s ON s.id = k.frame"
-                                 " WHERE k.id=?1 ORDER BY k.depth");
-            fr.bind(1, st.i64(3));
-            while (fr.step())
-                i.stack.push_back(fr.text(0));
-        }
-    }
-    // Columns added after format v1's first files: absent from older sessions.
-    if (db.scalar("SELECT count(*) FROM pragma_table_info('allocations')"
-                  " WHERE name='user_metadata'") > 0) {
-        Stmt nt = db.prepare("SELECT user_metadata, compile_context FROM allocations WHERE id=?1");
-        nt.bind(1, a.id);
-        if (nt.step()) {
-            if (!nt.isNull(0))
-                i.userMetadata = session->string(StringId{static_cast<uint32_t>(nt.i64(0))});
-            if (!nt.isNull(1))
-                i.compileContext = session->string(StringId{static_cast<uint32_t>(nt.i64(1))});
-        }
+    if (const auto d = store::allocationDetails(*session, a.id)) {
+        i.requestedSize = d->requestedSize.value_or(0);
+        i.stream = static_cast<uint32_t>(d->stream);
+        if (d->tag) i.tag = *d->tag;
+        i.stack = d->stack;
+        if (d->userMetadata) i.userMetadata = *d->userMetadata;
+        if (d->compileContext) i.compileContext = *d->compileContext;
     }
     return i;
 }
@@ -744,13 +714,11 @@ std::optional<AllocationInfo> Engine::allocation(int64_t id) const
     {
         std::lock_guard lock(d_->dbMutex);
         if (!d_->session) return std::nullopt;
-        Stmt st = d_->session->db().prepare(
-            "SELECT device, level, alloc_ns FROM allocations WHERE id=?1");
-        st.bind(1, id);
-        if (!st.step()) return std::nullopt;
-        device = static_cast<uint32_t>(st.i64(0));
-        level = static_cast<int>(st.i64(1));
-        allocNs = st.i64(2);
+        const auto place = store::allocationPlace(*d_->session, id);
+        if (!place) return std::nullopt;
+        device = static_cast<uint32_t>(place->device);
+        level = static_cast<int>(place->level);
+        allocNs = place->allocNs;
     }
     const TrackData* td = d_->track(device, static_cast<Level>(level));
     if (!td) return std::nullopt;

@@ -5,7 +5,9 @@
 #include "engine.h"
 #include "metrics.h"
 
-#include "core/session.h"
+#include "core/store/allocations.h"
+#include "core/store/regions.h"
+#include "core/store/session.h"
 
 #include <array>
 #include <atomic>
@@ -233,15 +235,13 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
 // Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
 void sortAllocs(TrackData& t);
 
-// The SELECTs and row readers load() and LiveEngine::refresh share (they clamp hostile rows the
-// same way, so a refreshed engine equals a freshly opened one).
-extern const char* const kRegionSelect;
-extern const char* const kAllocSelect;
-RegionRec readRegionRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
-                        bool& expandable);
+// The row conversions load() and LiveEngine::refresh share (they clamp hostile rows the same
+// way, so a refreshed engine equals a freshly opened one).
+RegionRec readRegionRow(const store::RegionRow& row, const std::string& path, uint32_t& device,
+                        int& level, bool& expandable);
 // regionId: -1 when the row has none; the returned record's region is left kNoRegion.
-Alloc readAllocRow(const Stmt& st, const std::string& path, uint32_t& device, int& level,
-                   int64_t& regionId);
+Alloc readAllocRow(const store::AllocationRecord& row, const std::string& path, uint32_t& device,
+                   int& level, int64_t& regionId);
 
 struct FrameRow
 {
@@ -263,6 +263,7 @@ public:
         if (!s_ && reopen_) s_.emplace(Session::open(path_, false, SQLITE_OPEN_NOMUTEX));
         return &*s_;
     }
+    Session& operator*() const { return *operator->(); }
     void emplace(Session&& s)
     {
         s_.emplace(std::move(s));
@@ -360,15 +361,15 @@ struct Engine::Impl
     void loadDeferredRows();
     // Rows of the allocations table a deferred load had to read (stored values malformed).
     std::atomic<int64_t> deferredRowsRead{0};
-    bool readStoredRows(Db& db, TrackData& t);
+    bool readStoredRows(const Session& s, TrackData& t);
     // Every allocation row into its track (trackFor: the track index of (device, level));
     // progress and cancel from o when given; parallel: a long table in two ranges at once (not
     // within a read transaction that another connection would not share). Returns the rows read.
-    int64_t readAllocations(Db& db, const std::function<size_t(uint32_t, int)>& trackFor,
+    int64_t readAllocations(const Session& s, const std::function<size_t(uint32_t, int)>& trackFor,
                             const LoadOptions* o, int64_t total, bool parallel = false);
     // Whether the stored values allow a deferred load; adds the tracks that have allocations
     // only (trackFor) and sets each track's storedAllocs.
-    bool prepareDeferred(Db& db, const std::function<size_t(uint32_t, int)>& trackFor);
+    bool prepareDeferred(const Session& s, const std::function<size_t(uint32_t, int)>& trackFor);
     // A track without loading rows (layout, regions, cached answers).
     const TrackData* trackInfo(uint32_t device, Level level) const;
     mutable std::atomic<int64_t> timelinesFromCache{0};
@@ -386,17 +387,17 @@ struct Engine::Impl
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
     // The grids stored under the current stamp (read at open; under lodMutex).
     std::set<std::string> storedLods;
-    void readStoredLods(Db& db);
+    void readStoredLods(const Session& s);
     // A track's level-of-detail cells (float, nt x ny per channel) in analysis_cache.
     bool readLodCache(const TrackData& t, int nt, int ny, std::vector<double>& occ,
                       std::vector<double>& reg) const;
     void writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
                        const std::vector<double>& reg) const;
     HeatmapRaster heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const;
-    void setCacheStamp(Db& db);
+    void setCacheStamp(const Session& s);
     // The sorted free stream, released regions and checkpoints of a track from the cache;
     // false (track untouched) when absent, stale or malformed.
-    bool readIndex(Db& db, TrackData& t);
+    bool readIndex(const Session& s, TrackData& t);
     bool writeIndex(); // every track's, through a separate read-write connection
     // Built, not stored yet (LoadOptions::storeIndexAtOpen false); under storeMutex.
     bool indexPending = false;

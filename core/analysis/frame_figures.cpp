@@ -3,10 +3,13 @@
 // released and created, the smallest largest free block, blocks that moved. Each is a figure of
 // one frame, so the same figure over the healthy baseline frames gives its normal spread.
 //
-// The session reads are the four small functions at the top (readOomTimes, readPendingFrees,
-// readKernelGraphs, readAllocationTags): the only SQL of the verdict, kept apart so that it moves
-// into core/store/ as one piece.
+// The session reads are the small functions at the top, each over a typed reader of core/store
+// (docs/store.md), under the engine's connection lock.
 #include "precursors.h"
+
+#include "core/store/allocations.h"
+#include "core/store/kernels.h"
+#include "core/store/ooms.h"
 
 #include <algorithm>
 #include <set>
@@ -40,13 +43,9 @@ std::vector<OomRow> readOomTimes(const Engine::Impl& d, int64_t begin, int64_t e
 {
     std::vector<OomRow> out;
     std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    Stmt st =
-        d.session->db().prepare("SELECT time_ns, device, COALESCE(requested_bytes, 0) FROM ooms"
-                                " WHERE time_ns >= ?1 AND time_ns < ?2");
-    st.bind(1, begin).bind(2, end);
-    while (st.step())
-        out.push_back({st.i64(0), static_cast<uint32_t>(st.i64(1)), st.u64(2)});
+    if (!d.session || end <= begin) return out;
+    for (const store::OomRow& o : store::oomsIn(*d.session, begin, end - 1)) // [begin, end)
+        out.push_back({o.timeNs, static_cast<uint32_t>(o.device), o.requestedBytes.value_or(0)});
     return out;
 }
 
@@ -55,13 +54,9 @@ std::vector<PendingRow> readPendingFrees(const Engine::Impl& d, int64_t begin, i
     std::vector<PendingRow> out;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    Stmt st = d.session->db().prepare(
-        "SELECT device, COALESCE(stream, 0), size, request_ns, complete_ns FROM pending_frees"
-        " WHERE request_ns < ?2 AND (complete_ns IS NULL OR complete_ns > ?1)");
-    st.bind(1, begin).bind(2, end);
-    while (st.step())
-        out.push_back({static_cast<uint32_t>(st.i64(0)), static_cast<uint32_t>(st.i64(1)),
-                       st.u64(2), st.i64(3), st.isNull(4) ? kAlive : st.i64(4)});
+    for (const store::PendingFreeRow& p : store::pendingFreesOverlapping(*d.session, begin, end))
+        out.push_back({static_cast<uint32_t>(p.device), static_cast<uint32_t>(p.stream.value_or(0)),
+                       p.size, p.requestNs, p.completeNs.value_or(kAlive)});
     return out;
 }
 
@@ -72,12 +67,9 @@ std::vector<KernelRow> readKernelGraphs(const Engine::Impl& d, uint32_t device, 
     std::vector<KernelRow> out;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    Stmt st = d.session->db().prepare(
-        "SELECT start_ns, name, COALESCE(graph_id, -1) FROM kernels"
-        " WHERE device = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, id");
-    st.bind(1, device).bind(2, begin).bind(3, end);
-    while (st.step())
-        out.push_back({st.i64(0), st.i64(1), st.i64(2)});
+    for (const store::KernelGraphRow& k : store::kernelGraphsIn(*d.session, device, begin, end))
+        out.push_back(
+            {k.startNs, k.name, k.graphId ? static_cast<int64_t>(*k.graphId) : int64_t{-1}});
     return out;
 }
 
@@ -86,14 +78,8 @@ std::vector<uint32_t> readKernelDevices(const Engine::Impl& d)
     std::vector<uint32_t> out;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    if (d.kernelIndexReady) {
-        for (int64_t v : d.kernelDevices)
-            out.push_back(static_cast<uint32_t>(v));
-        return out;
-    }
-    Stmt st = d.session->db().prepare("SELECT DISTINCT device FROM kernels");
-    while (st.step())
-        out.push_back(static_cast<uint32_t>(st.i64(0)));
+    for (int64_t v : d.kernelIndexReady ? d.kernelDevices : store::kernelDevices(*d.session))
+        out.push_back(static_cast<uint32_t>(v));
     return out;
 }
 
@@ -103,17 +89,9 @@ std::vector<uint32_t> readKernelDevices(const Engine::Impl& d)
 std::unordered_map<int64_t, std::string> readAllocationTags(const Engine::Impl& d,
                                                             const std::vector<int64_t>& ids)
 {
-    std::unordered_map<int64_t, std::string> out;
     std::lock_guard lock(d.dbMutex);
-    if (!d.session || ids.empty()) return out;
-    Stmt st = d.session->db().prepare("SELECT COALESCE(s.text, '') FROM allocations a"
-                                      " LEFT JOIN strings s ON s.id = a.tag WHERE a.id = ?1");
-    for (int64_t id : ids) {
-        st.reset();
-        st.bind(1, id);
-        if (st.step()) out.emplace(id, st.text(0));
-    }
-    return out;
+    if (!d.session) return {};
+    return store::allocationTags(*d.session, ids);
 }
 
 namespace {

@@ -15,6 +15,9 @@
 #include <fmt/format.h>
 
 #include "core/format.h"
+#include "core/store/allocations.h"
+#include "core/store/frames.h"
+#include "core/store/kernels.h"
 
 namespace fs::analysis {
 
@@ -22,16 +25,15 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
 {
     frames.clear();
     std::lock_guard lock(dbMutex);
-    Db& db = session->db();
+    const Session& db = *session;
     std::map<int64_t, FrameInfo> byIndex;
     {
-        Stmt st = db.prepare("SELECT idx, start_ns, end_ns FROM frames ORDER BY start_ns, idx");
         std::vector<FrameInfo> ordered;
-        while (st.step()) {
+        for (const store::FrameRow& row : store::framesByStart(db)) {
             FrameInfo f;
-            f.index = st.i64(0);
-            f.start = st.i64(1);
-            f.end = st.isNull(2) ? kNoTime : st.i64(2);
+            f.index = row.index;
+            f.start = row.startNs;
+            f.end = row.endNs.value_or(kNoTime);
             ordered.push_back(f);
         }
         // An open frame ends where the next one starts, or at the session end.
@@ -42,16 +44,13 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             byIndex[ordered[i].index] = ordered[i];
         }
     }
-    {
-        Stmt st = db.prepare("SELECT frame, name, value FROM frame_metrics");
-        while (st.step()) {
-            auto [it, inserted] = byIndex.try_emplace(st.i64(0));
-            if (inserted) { // a metric for a frame the session never marked: no time range
-                it->second.index = st.i64(0);
-                it->second.start = it->second.end = kNoTime;
-            }
-            it->second.metrics[st.text(1)] = st.f64(2);
+    for (const store::FrameMetricRow& m : store::frameMetrics(db)) {
+        auto [it, inserted] = byIndex.try_emplace(m.frame);
+        if (inserted) { // a metric for a frame the session never marked: no time range
+            it->second.index = m.frame;
+            it->second.start = it->second.end = kNoTime;
         }
+        it->second.metrics[m.name] = m.value;
     }
     for (auto& [idx, f] : byIndex)
         frames.push_back(std::move(f));
@@ -75,29 +74,28 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             for (size_t fi : timed)
                 starts.push_back(frames[fi].start);
             std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-            Stmt st = db.prepare("SELECT start_ns, name, device FROM kernels WHERE start_ns >= ?1"
-                                 " AND start_ns < ?2");
-            st.bind(1, frames[timed.front()].start);
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
                 last = std::max(last, frames[fi].end);
-            st.bind(2, last);
+            store::KernelRows rows =
+                store::KernelRows::startingIn(db, frames[timed.front()].start, last);
+            store::KernelRow kernel;
             // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
             // concern kernels inside frames, so starts from the first frame's start to the last
             // frame's end say all it needs: a name that first runs later is in no frame.
             kernelFirstStart.clear();
             std::set<int64_t> devices;
             int64_t lastDevice = -1;
-            while (st.step()) {
-                const int64_t t = st.i64(0);
-                if (st.i64(2) != lastDevice) devices.insert(lastDevice = st.i64(2));
-                auto [first, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+            while (rows.next(kernel)) {
+                const int64_t t = kernel.startNs;
+                if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
+                auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
                 if (!added && t < first->second) first->second = t;
                 auto it = std::upper_bound(starts.begin(), starts.end(), t);
                 if (it == starts.begin()) continue;
                 const auto k = static_cast<size_t>(it - starts.begin() - 1);
                 if (t >= frames[timed[k]].end) continue;
-                ++names[k][st.i64(1)];
+                ++names[k][kernel.name];
             }
             std::unordered_set<int64_t> seen;
             for (size_t k = 0; k < timed.size(); ++k) {
@@ -259,12 +257,13 @@ void Engine::Impl::buildKernelIndex(int64_t firstStart) const
         // row through a temporary B-tree (3.5x the CPU of the plain scan).
         std::set<int64_t> devices;
         {
-            Stmt st = session->db().prepare("SELECT device, name, start_ns FROM kernels");
-            while (st.step()) {
-                devices.insert(st.i64(0));
-                const int64_t t = st.i64(2);
+            store::KernelRows rows = store::KernelRows::names(*session);
+            store::KernelRow k;
+            while (rows.next(k)) {
+                devices.insert(k.device);
+                const int64_t t = k.startNs;
                 if (t < firstStart) continue;
-                auto [it, added] = kernelFirstStart.try_emplace(st.i64(1), t);
+                auto [it, added] = kernelFirstStart.try_emplace(k.name, t);
                 if (!added && t < it->second) it->second = t;
             }
         }
@@ -285,23 +284,17 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
     for (const FrameInfo& f : fr)
         if (f.start != kNoTime) firstStart = std::min(firstStart, f.start);
     std::lock_guard lock(d_->dbMutex);
-    Db& db = d_->session->db();
     if (!d_->kernelIndexReady) d_->buildKernelIndex(firstStart);
     std::map<int64_t, KernelSummary> byName;
-    Stmt st =
-        db.prepare("SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
-                   " LEFT JOIN strings s ON s.id = k.name"
-                   " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name");
+    store::KernelNameTotals totals(*d_->session);
     for (int64_t device : d_->kernelDevices) {
-        st.reset();
-        st.bind(1, it->start).bind(2, it->end).bind(3, device);
-        while (st.step()) {
-            KernelSummary& k = byName[st.i64(0)];
-            k.name = st.text(1);
-            k.count += st.i64(2);
-            k.totalNs += st.i64(3);
+        for (const store::KernelNameTotal& n : totals.of(device, it->start, it->end)) {
+            KernelSummary& k = byName[n.name];
+            k.name = n.text;
+            k.count += n.count;
+            k.totalNs += n.totalNs;
             // New: no kernel of this name started between the first frame and this one.
-            auto f = d_->kernelFirstStart.find(st.i64(0));
+            auto f = d_->kernelFirstStart.find(n.name);
             k.newInFrame = it->start != firstStart && f != d_->kernelFirstStart.end() &&
                            f->second >= it->start;
         }
@@ -337,16 +330,11 @@ std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int6
     auto rolesOf = [&](const FrameInfo& f) {
         std::vector<Row> rows;
         std::lock_guard lock(d_->dbMutex);
-        Stmt st = d_->session->db().prepare(
-            "SELECT a.id, a.address, a.size, COALESCE(s.text, '') FROM allocations a"
-            " LEFT JOIN strings s ON s.id = a.tag"
-            " WHERE a.device=?1 AND a.level=?2 AND a.alloc_ns >= ?3 AND a.alloc_ns < ?4"
-            " ORDER BY a.alloc_ns, a.id");
-        st.bind(1, device).bind(2, static_cast<int>(level)).bind(3, f.start).bind(4, f.end);
         std::map<std::string, int> ordinal;
-        while (st.step()) {
-            Row r{st.i64(0), st.u64(1), st.u64(2), {}};
-            const std::string tag = st.text(3);
+        for (store::TaggedAllocation& t : store::allocationsMadeIn(
+                 *d_->session, device, static_cast<int>(level), f.start, f.end)) {
+            Row r{t.id, t.address, t.size, {}};
+            const std::string tag = std::move(t.tag);
             const std::string base = tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + tag;
             r.role = fmt::format("{}#{}", base, ordinal[base]++);
             rows.push_back(std::move(r));

@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "core/format.h"
+#include "core/store/kernels.h"
+#include "core/store/ooms.h"
 
 namespace fs::analysis {
 
@@ -98,11 +100,7 @@ using Families = std::array<std::unordered_map<Key, Family, KeyHash>, kBases>;
 std::vector<int64_t> kernelDevices(const Engine::Impl& d)
 {
     if (d.kernelIndexReady) return d.kernelDevices;
-    std::vector<int64_t> out;
-    Stmt st = d.session->db().prepare("SELECT DISTINCT device FROM kernels");
-    while (st.step())
-        out.push_back(st.i64(0));
-    return out;
+    return store::kernelDevices(*d.session);
 }
 
 // Launches of frame f in start order, with their family keys and name texts.
@@ -111,25 +109,22 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names&
     std::vector<Launch> out;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    Stmt st = d.session->db().prepare(
-        "SELECT k.start_ns, k.stream, k.name, k.graph_node_id, COALESCE(s.text, '') FROM kernels k"
-        " LEFT JOIN strings s ON s.id = k.name"
-        " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 ORDER BY k.start_ns, k.id");
+    store::KernelLaunches launches(*d.session);
+    store::KernelRow k;
     for (int64_t device : kernelDevices(d)) {
-        st.reset();
-        st.bind(1, f.start).bind(2, f.end).bind(3, device);
+        launches.run(device, f.start, f.end);
         // Launches so far per (stream, in a graph): graph and stream launches are counted apart,
         // so a graph that gains a node does not shift the positions of the stream's own launches.
         std::map<std::pair<uint32_t, bool>, int64_t> ordinal;
-        while (st.step()) {
+        while (launches.next(k)) {
             Launch l;
-            l.start = st.i64(0);
+            l.start = k.startNs;
             l.device = static_cast<uint32_t>(device);
-            l.stream = st.isNull(1) ? 0 : static_cast<uint32_t>(st.i64(1));
-            l.name = st.i64(2);
+            l.stream = static_cast<uint32_t>(k.stream.value_or(0));
+            l.name = k.name;
             auto [it, added] = names.stemOf.try_emplace(l.name, 0);
             if (added) {
-                std::string text = st.text(4);
+                std::string text = std::move(k.nameText);
                 const std::string stem = kernelNameStem(text);
                 auto [si, newStem] =
                     names.stemIds.try_emplace(stem, static_cast<int64_t>(names.stems.size()));
@@ -137,9 +132,9 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names&
                 it->second = si->second;
                 names.text.emplace(l.name, std::move(text));
             }
-            const bool inGraph = !st.isNull(3);
+            const bool inGraph = k.graphNodeId.has_value();
             l.inGraph = inGraph;
-            if (inGraph) l.key[kNode] = nodeKey(l.device, st.i64(3));
+            if (inGraph) l.key[kNode] = nodeKey(l.device, static_cast<int64_t>(*k.graphNodeId));
             l.key[kPosition] =
                 positionKey(l.device, l.stream, inGraph, ordinal[{l.stream, inGraph}]++);
             l.key[kStem] = stemKey(l.device, it->second);
@@ -198,12 +193,10 @@ Gap gapOf(const Engine::Impl& d, uint32_t device, int64_t begin, int64_t end)
     }
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return g;
-    Stmt st = d.session->db().prepare("SELECT COALESCE(MAX(requested_bytes), 0), COUNT(*) FROM ooms"
-                                      " WHERE device = ?1 AND time_ns > ?2 AND time_ns <= ?3");
-    st.bind(1, device).bind(2, begin).bind(3, end);
-    if (st.step() && st.i64(1) > 0) {
+    const store::OomCount ooms = store::oomsBetween(*d.session, device, begin, end);
+    if (ooms.count > 0) {
         g.oom = true;
-        g.oomRequested = st.u64(0);
+        g.oomRequested = ooms.largestRequest;
     }
     return g;
 }
@@ -214,15 +207,7 @@ int64_t previousLaunch(const Engine::Impl& d, uint32_t device, uint32_t stream, 
 {
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return kNoTime;
-    // Newest first along the (device, start_ns) index: stops at the first match.
-    Stmt st = d.session->db().prepare(
-        name < 0 ? "SELECT start_ns FROM kernels WHERE device=?1 AND start_ns < ?2 AND "
-                   "COALESCE(stream, 0)=?3 ORDER BY start_ns DESC LIMIT 1"
-                 : "SELECT start_ns FROM kernels WHERE device=?1 AND start_ns < ?2 AND "
-                   "COALESCE(stream, 0)=?3 AND name=?4 ORDER BY start_ns DESC LIMIT 1");
-    st.bind(1, device).bind(2, t).bind(3, stream);
-    if (name >= 0) st.bind(4, name);
-    return st.step() ? st.i64(0) : kNoTime;
+    return store::previousKernelStart(*d.session, device, stream, t, name).value_or(kNoTime);
 }
 
 PrecedingAllocation precedingAllocation(const Engine::Impl& d, const std::vector<Launch>& ls,

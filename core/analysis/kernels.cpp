@@ -2,6 +2,8 @@
 // looked up under the engine's database lock through the start-time indexes.
 #include "engine_impl.h"
 
+#include "core/store/kernels.h"
+
 #include <algorithm>
 
 namespace fs::analysis {
@@ -13,21 +15,17 @@ std::vector<KernelSpan> Engine::kernelSpans(int64_t from, int64_t to, size_t lim
     std::vector<KernelSpan> out;
     std::lock_guard lock(d_->dbMutex);
     if (!d_->session) return out;
-    Db& db = d_->session->db();
     std::vector<int64_t> devices{0};
     for (const DeviceInfo& dv : d_->summary.devices)
         if (dv.id != 0) devices.push_back(dv.id);
-    Stmt st = db.prepare("SELECT k.start_ns, k.end_ns, COALESCE(s.text, ''), COALESCE(k.stream, 0),"
-                         " COALESCE(k.graph_id, 0) FROM kernels k LEFT JOIN strings s"
-                         " ON s.id = k.name WHERE k.device = ?3 AND k.start_ns >= ?1"
-                         " AND k.start_ns <= ?2 ORDER BY k.start_ns LIMIT ?4");
-    for (int64_t device : devices) {
-        st.reset();
-        st.bind(1, from).bind(2, to).bind(3, device).bind(4, static_cast<int64_t>(limit));
-        while (st.step())
-            out.push_back(
-                {st.i64(0), st.i64(1), st.text(2), static_cast<uint32_t>(st.i64(3)), st.i64(4)});
-    }
+    store::KernelSpans spans(*d_->session);
+    std::vector<store::KernelSpanRow> rows;
+    for (int64_t device : devices)
+        spans.append(device, from, to, static_cast<int64_t>(limit), rows);
+    out.reserve(rows.size());
+    for (store::KernelSpanRow& k : rows)
+        out.push_back(
+            {k.startNs, k.endNs, std::move(k.name), static_cast<uint32_t>(k.stream), k.graphId});
     std::stable_sort(out.begin(), out.end(),
                      [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; });
     if (out.size() > limit) out.resize(limit);
@@ -39,12 +37,8 @@ std::vector<GraphLaunchSpan> Engine::graphLaunches(int64_t from, int64_t to) con
     std::vector<GraphLaunchSpan> out;
     std::lock_guard lock(d_->dbMutex);
     if (!d_->session) return out;
-    Stmt st = d_->session->db().prepare(
-        "SELECT start_ns, end_ns, COALESCE(graph_id, 0) FROM graph_launches"
-        " WHERE start_ns >= ?1 AND start_ns <= ?2 ORDER BY start_ns");
-    st.bind(1, from).bind(2, to);
-    while (st.step())
-        out.push_back({st.i64(0), st.i64(1), st.i64(2)});
+    for (const store::GraphLaunchRow& g : store::graphLaunchesIn(*d_->session, from, to))
+        out.push_back({g.startNs, g.endNs, static_cast<int64_t>(g.graphId.value_or(0))});
     return out;
 }
 

@@ -4,6 +4,8 @@
 
 #include "engine_impl.h"
 
+#include "core/store/regions.h"
+
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -11,19 +13,6 @@
 namespace fs::analysis {
 
 namespace {
-
-// What the engine's expandable segments depend on: any change re-indexes the file (their
-// mapped ranges are split and clipped against the region at load; they change rarely).
-std::string expandableStamp(Db& db)
-{
-    std::string s =
-        db.scalarText("SELECT COUNT(*) || ',' || COALESCE(MAX(id), 0) || ',' ||"
-                      " COALESCE(SUM(destroy_ns), 0) FROM regions WHERE expandable != 0");
-    if (db.hasTable("region_mappings"))
-        s += "|" + db.scalarText("SELECT COUNT(*) || ',' || COALESCE(SUM(unmap_ns), 0) FROM"
-                                 " region_mappings");
-    return s;
-}
 
 // Merges the new entries (indices) into a stream sorted by (key(index), index): the order a
 // fresh load gives by stable-sorting ascending indices. Appends when they all come after it.
@@ -87,7 +76,7 @@ void LiveEngine::Impl::fullLoad(Engine::Impl& e)
     {
         // Taken before the load: a change between the two only costs one more rebuild.
         Session s = Session::open(path, false, SQLITE_OPEN_NOMUTEX);
-        stamp = expandableStamp(s.db());
+        stamp = store::expandableRegionsStamp(s);
     }
     e.options = opts;
     e.keepBuilders = true;
@@ -112,20 +101,20 @@ void LiveEngine::Impl::fullLoad(Engine::Impl& e)
 bool LiveEngine::Impl::increment(Engine::Impl& e)
 {
     constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
-    Db& db = e.session->db();
-    db.exec("BEGIN");
+    Session& db = *e.session;
+    db.beginRead();
     struct Finish
     {
-        Db& db;
+        Session& db;
         ~Finish()
         {
             try {
-                db.exec("COMMIT");
+                db.commitRead();
             } catch (...) { // a read transaction: nothing to lose
             }
         }
     } finish{db};
-    if (expandableStamp(db) != stamp) return false;
+    if (store::expandableRegionsStamp(db) != stamp) return false;
     SessionSummary sum = e.session->summary();
     auto trackOf = [&](uint32_t device, int level) -> int {
         for (size_t i = 0; i < e.tracks.size(); ++i)
@@ -139,14 +128,13 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
     std::vector<bool> regionsChanged(nt, false);
     // Regions: the new ones (appended in creation order), then the newly released ones.
     {
-        Stmt st = db.prepare(std::string(kRegionSelect) +
-                             " WHERE id > ?1 AND expandable = 0 ORDER BY create_ns, id");
-        st.bind(1, lastRegionId);
-        while (st.step()) {
+        store::RegionRows rows = store::RegionRows::newerThan(db, lastRegionId);
+        store::RegionRow row;
+        while (rows.next(row)) {
             uint32_t device = 0;
             int level = 0;
             bool expandable = false;
-            const RegionRec r = readRegionRow(st, path, device, level, expandable);
+            const RegionRec r = readRegionRow(row, path, device, level, expandable);
             const int ti = trackOf(device, level);
             if (ti < 0) return false; // a new track: its place in the sorted track list moves
             TrackData& t = e.tracks[static_cast<size_t>(ti)];
@@ -162,32 +150,27 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
             if (r.destroyNs != kAlive) newEnds[static_cast<size_t>(ti)].push_back(i);
         }
     }
-    {
-        Stmt st = db.prepare("SELECT id, destroy_ns FROM regions WHERE destroy_ns IS NOT NULL"
-                             " AND expandable = 0 AND id <= ?1");
-        st.bind(1, lastRegionId);
-        while (st.step()) {
-            auto it = regionDestroy.find(st.i64(0));
-            if (it == regionDestroy.end() || it->second != kAlive) continue;
-            for (const auto& [ti, i] : e.regionById[it->first]) {
-                RegionRec& r = e.tracks[ti].regions[i];
-                r.destroyNs = std::max(st.i64(1), r.createNs);
-                it->second = r.destroyNs;
-                newEnds[ti].push_back(i);
-                minTime[ti] = std::min(minTime[ti], r.destroyNs);
-            }
+    for (const auto& [id, destroyNs] : store::regionReleases(db, lastRegionId)) {
+        auto it = regionDestroy.find(id);
+        if (it == regionDestroy.end() || it->second != kAlive) continue;
+        for (const auto& [ti, i] : e.regionById[it->first]) {
+            RegionRec& r = e.tracks[ti].regions[i];
+            r.destroyNs = std::max(destroyNs, r.createNs);
+            it->second = r.destroyNs;
+            newEnds[ti].push_back(i);
+            minTime[ti] = std::min(minTime[ti], r.destroyNs);
         }
     }
     // Allocations: rows new since the last refresh (ids grow with time), then the frees of the
     // ones that were live (UPDATEs of their rows: one point lookup each).
     {
-        Stmt st = db.prepare(std::string(kAllocSelect) + " WHERE id > ?1 ORDER BY id");
-        st.bind(1, lastAllocId);
-        while (st.step()) {
+        store::AllocationRecords rows = store::AllocationRecords::after(db, lastAllocId);
+        store::AllocationRecord row;
+        while (rows.next(row)) {
             uint32_t device = 0;
             int level = 0;
             int64_t regionId = -1;
-            Alloc a = readAllocRow(st, path, device, level, regionId);
+            Alloc a = readAllocRow(row, path, device, level, regionId);
             ++e.loadInfo.allocationRowsRead;
             const int ti = trackOf(device, level);
             if (ti < 0) return false;
@@ -211,18 +194,17 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
         }
     }
     {
-        Stmt st = db.prepare("SELECT free_ns FROM allocations WHERE id = ?1");
+        store::AllocationFrees frees(db);
         for (auto it = liveAllocs.begin(); it != liveAllocs.end();) {
-            st.reset();
-            st.bind(1, it->first);
             ++e.loadInfo.liveLookups;
-            if (!st.step() || st.isNull(0)) {
+            const std::optional<int64_t> freeNs = frees.freeNs(it->first);
+            if (!freeNs) {
                 ++it;
                 continue;
             }
             const auto [tu, i] = it->second;
             Alloc& a = e.tracks[tu].allocs[i];
-            a.freeNs = std::max(st.i64(0), a.allocNs);
+            a.freeNs = std::max(*freeNs, a.allocNs);
             newFrees[tu].push_back(i);
             minTime[tu] = std::min(minTime[tu], a.freeNs);
             it = liveAllocs.erase(it);

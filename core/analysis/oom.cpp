@@ -9,6 +9,8 @@
 
 #include "core/format.h"
 #include "core/json.h"
+#include "core/store/catalog.h"
+#include "core/store/ooms.h"
 
 #include <algorithm>
 #include <cctype>
@@ -199,40 +201,35 @@ std::vector<OomDiagnosis> Engine::ooms() const
     {
         std::lock_guard lock(d_->dbMutex);
         if (!d_->session) return out;
-        Db& db = d_->session->db();
-        set = parseAllocatorSettings(d_->session->meta("allocator_settings"));
-        Stmt st = db.prepare("SELECT time_ns, device, level, stream, requested_bytes,"
-                             " device_free_bytes FROM ooms ORDER BY time_ns, id");
-        while (st.step()) {
+        const Session& db = *d_->session;
+        set = parseAllocatorSettings(db.meta("allocator_settings"));
+        for (const store::OomRow& row : store::oomsByTime(db)) {
             OomDiagnosis o;
-            o.time = st.i64(0);
-            o.device = static_cast<uint32_t>(st.i64(1));
-            const int64_t lv = st.isNull(2) ? 2 : st.i64(2);
+            o.time = row.timeNs;
+            o.device = static_cast<uint32_t>(row.device);
+            const int64_t lv = row.level.value_or(2);
             o.level = lv >= 0 && lv < kLevelCount ? static_cast<Level>(lv) : Level::Framework;
-            o.stream = static_cast<uint32_t>(st.i64(3));
-            o.requestedBytes = st.isNull(4) ? 0 : st.u64(4);
-            o.deviceFreeKnown = !st.isNull(5);
-            o.deviceFreeBytes = st.isNull(5) ? 0 : st.u64(5);
+            o.stream = static_cast<uint32_t>(row.stream.value_or(0));
+            o.requestedBytes = row.requestedBytes.value_or(0);
+            o.deviceFreeKnown = row.deviceFreeBytes.has_value();
+            o.deviceFreeBytes = row.deviceFreeBytes.value_or(0);
             out.push_back(o);
         }
         if (out.empty()) return out;
-        Stmt rg = db.prepare("SELECT id, address, size, create_ns, destroy_ns, stream, pool_id,"
-                             " level, device FROM regions");
-        while (rg.step())
-            regions.push_back({rg.i64(0), rg.u64(1), rg.u64(2), rg.i64(3),
-                               rg.isNull(4) ? kAlive : rg.i64(4), static_cast<uint32_t>(rg.i64(5)),
-                               rg.u64(6), static_cast<int>(rg.i64(7) | (rg.i64(8) << 8))});
-        if (db.hasTable("pending_frees")) {
-            Stmt pf = db.prepare("SELECT device, level, address, size, stream, request_ns,"
-                                 " complete_ns FROM pending_frees");
-            while (pf.step())
-                pending.push_back({static_cast<uint32_t>(pf.i64(0)), static_cast<int>(pf.i64(1)),
-                                   pf.u64(2), pf.u64(3), static_cast<uint32_t>(pf.i64(4)),
-                                   pf.i64(5), pf.isNull(6) ? kAlive : pf.i64(6)});
-        }
-        Stmt dv = db.prepare("SELECT id, capacity_bytes FROM devices");
-        while (dv.step())
-            if (!dv.isNull(1)) capacity[static_cast<uint32_t>(dv.i64(0))] = dv.u64(1);
+        store::RegionRows rg = store::RegionRows::all(db);
+        store::RegionRow r;
+        while (rg.next(r))
+            regions.push_back({r.id, r.address, r.size, r.createNs, r.destroyNs.value_or(kAlive),
+                               static_cast<uint32_t>(r.stream.value_or(0)),
+                               static_cast<uint64_t>(r.poolId.value_or(0)),
+                               static_cast<int>(r.level | (r.device << 8))});
+        for (const store::PendingFreeRow& pf : store::pendingFrees(db))
+            pending.push_back({static_cast<uint32_t>(pf.device),
+                               static_cast<int>(pf.level.value_or(0)), pf.address, pf.size,
+                               static_cast<uint32_t>(pf.stream.value_or(0)), pf.requestNs,
+                               pf.completeNs.value_or(kAlive)});
+        for (const store::DeviceRow& dv : store::devices(db))
+            if (dv.capacityBytes) capacity[static_cast<uint32_t>(dv.id)] = *dv.capacityBytes;
     }
     for (OomDiagnosis& o : out) {
         const int key = static_cast<int>(o.level) | static_cast<int>(o.device << 8);

@@ -4,7 +4,7 @@
 #include "engine_impl.h"
 #include "metrics.h"
 
-#include "core/sqlite.h"
+#include "core/store/regions.h"
 
 #include <algorithm>
 #include <charconv>
@@ -106,11 +106,8 @@ PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
     PoolOf poolOf;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return poolOf;
-    Stmt st = d.session->db().prepare(
-        "SELECT id, COALESCE(pool_id, 0) FROM regions WHERE device=?1 AND level=?2");
-    st.bind(1, device).bind(2, static_cast<int>(level));
-    while (st.step())
-        poolOf[st.i64(0)] = st.u64(1);
+    for (const auto& [id, pool] : store::regionPools(*d.session, device, static_cast<int>(level)))
+        poolOf[id] = pool;
     return poolOf;
 }
 

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include "core/format.h"
+#include "core/store/allocations.h"
+#include "core/store/kernels.h"
+#include "core/store/ooms.h"
 
 namespace fs::analysis {
 
@@ -44,12 +47,9 @@ std::unordered_map<int64_t, std::string> tagsIn(const Engine::Impl& d, const Tra
     std::unordered_map<int64_t, std::string> out;
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    Stmt st = d.session->db().prepare(
-        "SELECT a.id, s.text FROM allocations a JOIN strings s ON s.id = a.tag"
-        " WHERE a.device = ?1 AND a.level = ?2 AND a.alloc_ns >= ?3 AND a.alloc_ns <= ?4");
-    st.bind(1, td.device).bind(2, static_cast<int>(td.level)).bind(3, begin).bind(4, end);
-    while (st.step())
-        out.emplace(st.i64(0), st.text(1));
+    for (auto& [id, tag] :
+         store::allocationTagsIn(*d.session, td.device, static_cast<int>(td.level), begin, end))
+        out.emplace(id, std::move(tag));
     return out;
 }
 
@@ -146,24 +146,20 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
     }
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return out;
-    Stmt st = d.session->db().prepare("SELECT time_ns, device, level, requested_bytes,"
-                                      " device_free_bytes FROM ooms"
-                                      " WHERE time_ns >= ?1 AND time_ns <= ?2");
-    st.bind(1, begin).bind(2, end);
-    while (st.step()) {
-        const uint64_t req = st.isNull(3) ? 0 : st.u64(3);
+    for (const store::OomRow& o : store::oomsIn(*d.session, begin, end)) {
+        const uint64_t req = o.requestedBytes.value_or(0);
         Raw x;
         x.p.kind = PrecursorKind::Oom;
-        x.p.time = st.i64(0);
-        x.p.device = static_cast<uint32_t>(st.i64(1));
-        x.p.level = static_cast<Level>(st.isNull(2) ? 0 : st.i64(2));
+        x.p.time = o.timeNs;
+        x.p.device = static_cast<uint32_t>(o.device);
+        x.p.level = static_cast<Level>(o.level.value_or(0));
         x.p.size = req;
         // A request that could not be served at all: no block was large enough, and the work
         // that needed it could not run as written.
         x.p.evidence.largestEffect = 1;
         x.p.evidence.kernelEffect = 1;
         x.p.description = fmt::format("out of memory: {} requested, {} free on the device",
-                                      humanBytes(req), humanBytes(st.isNull(4) ? 0 : st.u64(4)));
+                                      humanBytes(req), humanBytes(o.deviceFreeBytes.value_or(0)));
         x.signature = fmt::format("oom|{}", x.p.device);
         out.push_back(std::move(x));
     }
@@ -326,13 +322,11 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
     {
         std::map<int64_t, Precursor> graphs;
         std::lock_guard lock(d_->dbMutex);
-        Stmt st = d_->session->db().prepare(
-            "SELECT start_ns, end_ns, device, COALESCE(graph_id, -1) FROM graph_launches"
-            " WHERE start_ns >= ?1 AND start_ns <= ?2 ORDER BY start_ns");
-        st.bind(1, rep.windowBegin).bind(2, rep.windowEnd);
         std::map<int64_t, int64_t> carried;
-        while (st.step()) {
-            const int64_t s = st.i64(0), e = st.i64(1), g = st.i64(3);
+        for (const store::GraphLaunchRow& gl :
+             store::graphLaunchesIn(*d_->session, rep.windowBegin, rep.windowEnd)) {
+            const int64_t s = gl.startNs, e = gl.endNs;
+            const int64_t g = gl.graphId ? static_cast<int64_t>(*gl.graphId) : -1;
             const Precursor* best = nullptr;
             int n = 0;
             for (const Precursor& q : p)
@@ -350,7 +344,7 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
                 row.kind = PrecursorKind::GraphLaunch;
                 row.role = PrecursorRole::Context;
                 row.time = s;
-                row.device = static_cast<uint32_t>(st.i64(2));
+                row.device = static_cast<uint32_t>(gl.device);
                 row.level = Level::Driver;
                 row.evidence = best->evidence;
                 row.evidence.standsOut = false;

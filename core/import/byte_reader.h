@@ -2,7 +2,7 @@
 // transparently). Tracks the byte offset (of the uncompressed stream) for error messages.
 #pragma once
 
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <cstdint>
 #include <cstring>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "byte_reader.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <functional>
 #include <map>

@@ -2,7 +2,7 @@
 
 #include "importer.h"
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,8 +2,8 @@
 
 #include "core/format.h"
 #include "core/import/json_reader.h"
-#include "core/ingest.h"
 #include "core/json.h"
+#include "core/store/ingest.h"
 
 #include <charconv>
 #include <cmath>

@@ -8,8 +8,9 @@
 #include "core/analysis/compare.h"
 #include "core/analysis/engine.h"
 #include "core/import/importer.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>
@@ -139,7 +140,7 @@ private slots:
         QVERIFY(d.peakReserved > 0);
         Session out = Session::open(o.output);
         QCOMPARE(out.summary().health.anomalyTotal(), int64_t{0});
-        QVERIFY(out.db().scalar("SELECT COUNT(*) FROM region_mappings") > 1);
+        QVERIFY(fs::store::debugQuery(out).scalar("SELECT COUNT(*) FROM region_mappings") > 1);
         const auto eng = analysis::Engine::open(o.output);
         QCOMPARE(eng->stateAt(0, Level::Framework, eng->timeEnd()).reservedBytes, d.finalReserved);
         analysis::TimelineOptions to;
@@ -347,7 +348,7 @@ private slots:
         Session out = Session::open(w.output);
         QVERIFY(out.meta("label").starts_with("what-if: recorded settings"));
         QVERIFY(out.summary().synthetic);
-        Db& db = out.db();
+        const Db& db = fs::store::debugQuery(out);
         // The wait, at the replayed block's address and times.
         QCOMPARE(db.scalar("SELECT count(*) FROM pending_frees WHERE address = 4294967296 AND"
                            " request_ns = 3 AND complete_ns = 6"),

@@ -2,7 +2,7 @@
 // reads exactly what every real source produces.
 #pragma once
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <string>
 

@@ -1,7 +1,8 @@
 // The state, report, collapse and metrics import commands, run as a user runs them; their JSON
 // is parsed and checked against the known answers of a hand-built session.
 #include "builder.h"
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QFile>
@@ -129,7 +130,8 @@ private slots:
         QVERIFY2(r.err.contains("line 3"), r.err.constData());
         {
             Session sess = Session::open(s.toStdString());
-            QCOMPARE(sess.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{0});
+            QCOMPARE(fs::store::debugQuery(sess).scalar("SELECT COUNT(*) FROM frame_metrics"),
+                     int64_t{0});
         }
         // Wide CSV: frame plus one column per metric, an empty cell skipped.
         const QString wide =
@@ -144,12 +146,13 @@ private slots:
         QCOMPARE(r.exitCode, 0);
         {
             Session sess = Session::open(s.toStdString());
-            QCOMPARE(sess.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
+            QCOMPARE(fs::store::debugQuery(sess).scalar("SELECT COUNT(*) FROM frame_metrics"),
+                     int64_t{4});
+            QCOMPARE(fs::store::debugQuery(sess).scalarText(
+                         "SELECT source FROM frame_metrics WHERE name='flow_l2_px'"),
+                     std::string("wide.csv"));
             QCOMPARE(
-                sess.db().scalarText("SELECT source FROM frame_metrics WHERE name='flow_l2_px'"),
-                std::string("wide.csv"));
-            QCOMPARE(
-                sess.db().scalarText(
+                fs::store::debugQuery(sess).scalarText(
                     "SELECT value FROM frame_metrics WHERE frame=1 AND name='coherence_score'"),
                 std::string("0.124"));
         }

@@ -5,7 +5,7 @@
 #include "builder.h"
 
 #include "core/analysis/engine.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

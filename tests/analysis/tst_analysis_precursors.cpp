@@ -7,8 +7,9 @@
 #include "builder.h"
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -364,16 +365,19 @@ private slots:
         const Precursor& top = rep->precursors[0];
         QCOMPARE(top.kind, PrecursorKind::KernelVariantShift);
         Session s = Session::open(f);
-        Stmt st = s.db().prepare("SELECT calls FROM sim_truth_kernels WHERE frame = 22 AND"
-                                 " lowers_coherence AND kernel = ?1");
+        Stmt st = fs::store::debugQuery(s).prepare(
+            "SELECT calls FROM sim_truth_kernels WHERE frame = 22 AND"
+            " lowers_coherence AND kernel = ?1");
         st.bind(1, top.shift->variant);
         QVERIFY2(st.step(), top.description.c_str());
         QCOMPARE(st.i64(0), top.shift->callsAfter);
         // The truth's frame row agrees with the kernels: every attention call fell back.
-        QCOMPARE(s.db().scalarText("SELECT workspace_failures || '/' || attention_calls FROM"
-                                   " sim_truth_frames WHERE frame = 22"),
+        QCOMPARE(fs::store::debugQuery(s).scalarText(
+                     "SELECT workspace_failures || '/' || attention_calls FROM"
+                     " sim_truth_frames WHERE frame = 22"),
                  std::string("160/160"));
-        QCOMPARE(s.db().scalarText("SELECT mechanism FROM sim_truth_causes WHERE frame = 22"),
+        QCOMPARE(fs::store::debugQuery(s).scalarText(
+                     "SELECT mechanism FROM sim_truth_causes WHERE frame = 22"),
                  std::string("workspace_fallback"));
     }
 };

@@ -4,7 +4,7 @@
 // their graph are allocator evidence only after a moved input.
 #include "builder.h"
 #include "core/analysis/engine.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <QTemporaryDir>
 #include <QTest>

@@ -2,7 +2,7 @@
 // sub-allocator reporting through the NVTX memory extension, frames as ranges, metric marks) with
 // the agent loaded through NVTX_INJECTION64_PATH only, and the session must hold exactly what the
 // program did.
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 #include "testutil.h"
 
 #include <QProcess>

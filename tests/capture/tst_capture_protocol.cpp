@@ -6,8 +6,8 @@
 #include "capture/protocol/target_stream.h"
 #include "capture/recorder/stream_ingest.h"
 #include "capture_test_util.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 
 #include <QElapsedTimer>
 #include <QProcess>

@@ -5,7 +5,7 @@
 // session must hold the workload's known blocks, segments and record_function frames, end in the
 // allocator's own final state, and count what the bridge was too late to drain.
 #include "capture/pytorch/bridge_decode.h"
-#include "core/sqlite.h"
+#include "core/store/sqlite.h"
 #include "testutil.h"
 
 #include <QElapsedTimer>

@@ -1,7 +1,7 @@
 // Builds small sessions through fs::Ingest for the foundation tests.
 #pragma once
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <QTemporaryDir>
 #include <string>

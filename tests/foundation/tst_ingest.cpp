@@ -1,6 +1,7 @@
 // Ingest: pairing, regions, reordering, anomalies, frames/metrics from markers, crash safety.
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "sessionbuilder.h"
 #include "testutil.h"
 
@@ -78,10 +79,10 @@ private slots:
         in.end();
 
         Session s = Session::open(f);
-        Stmt st =
-            s.db().prepare("SELECT a.region_id, a.address, a.size, a.requested_size, a.stream,"
-                           " a.alloc_ns, a.free_ns, t.text FROM allocations a"
-                           " LEFT JOIN strings t ON t.id = a.tag ORDER BY a.id");
+        Stmt st = fs::store::debugQuery(s).prepare(
+            "SELECT a.region_id, a.address, a.size, a.requested_size, a.stream,"
+            " a.alloc_ns, a.free_ns, t.text FROM allocations a"
+            " LEFT JOIN strings t ON t.id = a.tag ORDER BY a.id");
         QVERIFY(st.step());
         QCOMPARE(st.i64(0), int64_t{1});
         QCOMPARE(st.u64(1), kBase + 512);
@@ -95,8 +96,10 @@ private slots:
         QCOMPARE(st.i64(0), int64_t{2}); // second region
         QVERIFY(st.isNull(6));           // alive at the end
         QVERIFY(!st.step());
-        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=1"), int64_t{30});
-        QVERIFY(s.db().scalar("SELECT destroy_ns IS NULL FROM regions WHERE id=2") == 1);
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT destroy_ns FROM regions WHERE id=1"),
+                 int64_t{30});
+        QVERIFY(fs::store::debugQuery(s).scalar(
+                    "SELECT destroy_ns IS NULL FROM regions WHERE id=2") == 1);
         const auto sum = s.summary();
         QCOMPARE(sum.health.anomalies.at(std::string(anomaly::AliveAtEnd)), int64_t{1});
         QCOMPARE(sum.health.anomalyTotal(), int64_t{1});
@@ -115,7 +118,8 @@ private slots:
         in.add(ev(EventType::Alloc, 10, kBase, 4096));
         in.tick();
         auto viewer = std::make_unique<Session>(Session::open(f, false));
-        QCOMPARE(viewer->db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{0}); // live
+        QCOMPARE(fs::store::debugQuery(*viewer).scalar("SELECT COUNT(*) FROM allocations"),
+                 int64_t{0}); // live
         std::thread closer([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
             viewer.reset();
@@ -129,10 +133,10 @@ private slots:
         closer.join();
         QVERIFY2(error.empty(), error.c_str());
         Session s = Session::open(f);
-        QCOMPARE(s.db().scalarText("PRAGMA journal_mode"), std::string("delete"));
+        QCOMPARE(fs::store::debugQuery(s).scalarText("PRAGMA journal_mode"), std::string("delete"));
         QVERIFY(!QFile::exists(QString::fromStdString(f + "-wal")));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
-        QCOMPARE(s.db().scalarText("SELECT value FROM meta WHERE key = 'state'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalarText("SELECT value FROM meta WHERE key = 'state'"),
                  std::string("complete"));
     }
 
@@ -158,11 +162,12 @@ private slots:
                 error = e.what();
             }
             QVERIFY2(error.empty(), error.c_str());
-            QCOMPARE(viewer.db().scalarText("PRAGMA journal_mode"), std::string("wal"));
+            QCOMPARE(fs::store::debugQuery(viewer).scalarText("PRAGMA journal_mode"),
+                     std::string("wal"));
         }
         Session s = Session::open(f);
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
-        QCOMPARE(s.db().scalarText("SELECT value FROM meta WHERE key = 'state'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM allocations"), int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalarText("SELECT value FROM meta WHERE key = 'state'"),
                  std::string("complete"));
     }
 
@@ -184,10 +189,12 @@ private slots:
         Session s = Session::open(f);
         QCOMPARE(s.summary().health.anomalyTotal(), int64_t{0});
         // Region 2 is the heap: the allocation is in it; each region ends at its own time.
-        QCOMPARE(s.db().scalar("SELECT region_id FROM allocations"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=1"), int64_t{5});
-        QCOMPARE(s.db().scalar("SELECT destroy_ns FROM regions WHERE id=2"), int64_t{4});
-        QCOMPARE(s.db().scalar("SELECT level FROM regions WHERE id=2"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT region_id FROM allocations"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT destroy_ns FROM regions WHERE id=1"),
+                 int64_t{5});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT destroy_ns FROM regions WHERE id=2"),
+                 int64_t{4});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT level FROM regions WHERE id=2"),
                  int64_t{static_cast<int>(Level::Framework)});
     }
 
@@ -218,8 +225,9 @@ private slots:
         in.add(ev(EventType::RegionUnmap, 7, kBase + 20 * M, 2 * M, Level::Framework));
         in.end();
         Session s = Session::open(f);
-        Stmt q = s.db().prepare("SELECT address - ?1, size, map_ns, unmap_ns FROM region_mappings"
-                                " ORDER BY id");
+        Stmt q = fs::store::debugQuery(s).prepare(
+            "SELECT address - ?1, size, map_ns, unmap_ns FROM region_mappings"
+            " ORDER BY id");
         q.bind(1, static_cast<int64_t>(kBase));
         const std::vector<std::array<int64_t, 4>> want = {
             {0, 2 * M, 1, 2},  {0, 4 * M, 2, 4}, {8 * M, 2 * M, 3, 4},
@@ -247,7 +255,8 @@ private slots:
         in.end();
         Session s = Session::open(f);
         QCOMPARE(s.string(a), std::string("gemm_kernel"));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT COUNT(*) FROM strings WHERE text='gemm_kernel'"),
                  int64_t{1});
     }
 
@@ -273,11 +282,14 @@ private slots:
         in.end();
         Session s = Session::open(f);
         // s1 has two frames, s2 one: three rows; the first allocation names s2, the second none.
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM stacks"), int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT frame FROM stacks WHERE id=1 AND depth=1"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM stacks"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT frame FROM stacks WHERE id=1 AND depth=1"),
                  int64_t{outer.value});
-        QCOMPARE(s.db().scalar("SELECT stack FROM allocations WHERE alloc_ns=1"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE stack IS NULL"), int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT stack FROM allocations WHERE alloc_ns=1"),
+                 int64_t{2});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM allocations WHERE stack IS NULL"),
+            int64_t{1});
     }
 
     // Events shuffled within the reorder window give exactly the same session as ordered ones.
@@ -301,7 +313,7 @@ private slots:
             ing.end();
             Session s = Session::open(f);
             std::string out;
-            Stmt st = s.db().prepare(
+            Stmt st = fs::store::debugQuery(s).prepare(
                 "SELECT address, size, alloc_ns, free_ns FROM allocations ORDER BY alloc_ns");
             while (st.step())
                 out += std::to_string(st.u64(0)) + "," + std::to_string(st.i64(2)) + "," +
@@ -349,13 +361,15 @@ private slots:
         // Alive at the end: the overlapping one and the outside one (the overlapped one was ended).
         QCOMPARE(a.at("alive_at_end"), int64_t{2});
         // The anomaly row names the event that caused it.
-        QCOMPARE(s.db().scalar("SELECT time_ns FROM anomalies WHERE kind='double_free'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT time_ns FROM anomalies WHERE kind='double_free'"),
                  int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT address FROM anomalies WHERE kind='unknown_free'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT address FROM anomalies WHERE kind='unknown_free'"),
                  static_cast<int64_t>(kBase + 0x100000));
         // The overlapped allocation was ended at the overlapping allocation's time.
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=" +
-                               std::to_string(kBase + 8192)),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE address=" +
+                                                 std::to_string(kBase + 8192)),
                  int64_t{6});
     }
 
@@ -382,15 +396,18 @@ private slots:
         mark(EventType::Mark, 400, 0, "metric broken");
         in.end();
         Session s = Session::open(f);
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frames"), int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=0"), int64_t{200});
-        QCOMPARE(s.db().scalar("SELECT start_ns FROM frames WHERE idx=1"), int64_t{210});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=1"), int64_t{300});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=2"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM frames"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns FROM frames WHERE idx=0"),
+                 int64_t{200});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT start_ns FROM frames WHERE idx=1"),
+                 int64_t{210});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns FROM frames WHERE idx=1"),
+                 int64_t{300});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns FROM frames WHERE idx=2"),
                  int64_t{400}); // session end
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
-        Stmt st =
-            s.db().prepare("SELECT frame, name, value FROM frame_metrics ORDER BY frame, name");
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM frame_metrics"), int64_t{4});
+        Stmt st = fs::store::debugQuery(s).prepare(
+            "SELECT frame, name, value FROM frame_metrics ORDER BY frame, name");
         QVERIFY(st.step());
         QCOMPARE(st.i64(0), int64_t{0});
         QCOMPARE(st.text(1), std::string("coherence_score"));
@@ -399,7 +416,7 @@ private slots:
         QCOMPARE(st.i64(0), int64_t{1});
         QCOMPARE(st.text(1), std::string("coherence_score"));
         QCOMPARE(st.f64(2), 0.01);
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM markers"), int64_t{8});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM markers"), int64_t{8});
     }
 
     // The writer thread (IngestOptions::writerThread) and the batched allocation rows change how
@@ -449,7 +466,7 @@ private slots:
               "SELECT * FROM markers ORDER BY id", "SELECT * FROM frames ORDER BY idx",
               "SELECT * FROM anomalies ORDER BY id",
               "SELECT time_ns, kind, value, detail FROM capture_health ORDER BY id"}) {
-            Stmt x = a.db().prepare(q), y = b.db().prepare(q);
+            Stmt x = fs::store::debugQuery(a).prepare(q), y = fs::store::debugQuery(b).prepare(q);
             int64_t rows = 0;
             while (true) {
                 const bool hx = x.step(), hy = y.step();
@@ -461,9 +478,12 @@ private slots:
             }
             QVERIFY2(rows > 0 || std::string(q).find("anomalies") != std::string::npos, q);
         }
-        QCOMPARE(b.db().scalar("SELECT COUNT(*) FROM allocations"), int64_t{30000});
-        QCOMPARE(b.db().scalar("SELECT SUM(size) FROM allocations"), int64_t{4096} * 119995);
-        QCOMPARE(b.db().scalar("SELECT COUNT(*) FROM frames"), int64_t{5}); // k = 0, 7001 .. 28004
+        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM allocations"),
+                 int64_t{30000});
+        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT SUM(size) FROM allocations"),
+                 int64_t{4096} * 119995);
+        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM frames"),
+                 int64_t{5}); // k = 0, 7001 .. 28004
     }
 
     void parsesMetricMessages_data()
@@ -553,7 +573,7 @@ private slots:
         QVERIFY(!sum.health.recording);
         QVERIFY(sum.allocations >= seen);
         // Every committed row is exactly what the writer produced (a consistent prefix).
-        Stmt st = s.db().prepare(
+        Stmt st = fs::store::debugQuery(s).prepare(
             "SELECT id, address, size, alloc_ns, free_ns FROM allocations ORDER BY id");
         int64_t rows = 0, maxId = 0, liveKept = 0;
         while (st.step()) {

@@ -1,5 +1,6 @@
 // Session file format v1: magic, version, validation of bad files, documentation coverage.
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
 #include "sessionbuilder.h"
 #include "testutil.h"
 
@@ -56,13 +57,13 @@ private slots:
         const auto f = path("ok.fragscope");
         fstest::writeSmallSession(f, 100);
         Session s = Session::open(f);
-        QCOMPARE(s.db().scalar("PRAGMA application_id"), int64_t{kApplicationId});
-        QCOMPARE(s.db().scalar("PRAGMA user_version"), int64_t{kFormatVersion});
+        QCOMPARE(fs::store::debugQuery(s).scalar("PRAGMA application_id"), int64_t{kApplicationId});
+        QCOMPARE(fs::store::debugQuery(s).scalar("PRAGMA user_version"), int64_t{kFormatVersion});
         QCOMPARE(s.meta("magic"), std::string("fragscope"));
         QCOMPARE(s.meta("format_version"), std::string("1"));
         QCOMPARE(s.meta("state"), std::string("complete"));
         // Clean end: the file is self-contained (no WAL left behind).
-        QCOMPARE(s.db().scalarText("PRAGMA journal_mode"), std::string("delete"));
+        QCOMPARE(fs::store::debugQuery(s).scalarText("PRAGMA journal_mode"), std::string("delete"));
         const SessionSummary sum = s.summary();
         QCOMPARE(sum.regions, int64_t{1});
         QCOMPARE(sum.allocations, int64_t{100});
@@ -197,7 +198,8 @@ private slots:
         const QString text = QString::fromUtf8(doc.readAll());
         Session s = Session::open(f);
         int tables = 0;
-        Stmt st = s.db().prepare("SELECT name FROM sqlite_schema WHERE type='table' ORDER BY name");
+        Stmt st = fs::store::debugQuery(s).prepare(
+            "SELECT name FROM sqlite_schema WHERE type='table' ORDER BY name");
         while (st.step()) {
             const QString table = QString::fromStdString(st.text(0));
             ++tables;
@@ -208,7 +210,7 @@ private slots:
             const int next = text.indexOf("\n### ", m.capturedEnd());
             const QString section =
                 text.mid(m.capturedEnd(), next < 0 ? -1 : next - m.capturedEnd());
-            Stmt cols = s.db().prepare("SELECT name FROM pragma_table_info(?1)");
+            Stmt cols = fs::store::debugQuery(s).prepare("SELECT name FROM pragma_table_info(?1)");
             cols.bind(1, table.toStdString());
             while (cols.step()) {
                 const QString col = QString::fromStdString(cols.text(0));

@@ -4,7 +4,7 @@
 // 0.009 (frames 17-18 break the default rule "coherence_score < 0.05": one collapse, 17-18).
 #pragma once
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <functional>
 #include <string>

@@ -1,6 +1,6 @@
 // fragscope-gui: item models under QAbstractItemModelTester, the linked views on a session,
 // heatmap zoom/pan by synthetic input, exports, cancelled and failed loads. Runs offscreen.
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 #include "core/versions.h"
 #include "fixture.h"
 #include "main_window.h"

@@ -4,8 +4,9 @@
 // that session is reused while the input is unchanged. Small inputs written here.
 #include "../import/importtest.h"
 #include "core/import/open_input.h"
-#include "core/session.h"
-#include "core/sqlite.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
+#include "core/store/sqlite.h"
 #include "main_window.h"
 #include "session_loader.h"
 
@@ -175,7 +176,8 @@ private slots:
         QCOMPARE(s.imported[2][2].toBool(), false);
         QCOMPARE(s.imported[2][1].toString(), session);
         const Session ss = Session::open(session.toStdString());
-        QCOMPARE(ss.db().scalar("SELECT size FROM allocations"), int64_t(256 * 1024));
+        QCOMPARE(fs::store::debugQuery(ss).scalar("SELECT size FROM allocations"),
+                 int64_t(256 * 1024));
     }
 
     void kinetoAndNsysOpenInTheWindow()

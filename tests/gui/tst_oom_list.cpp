@@ -3,7 +3,7 @@
 #include "main_window.h"
 #include "widgets/oom_list.h"
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 #include "views/render/scene.h"
 #include "widgets/selection.h"
 

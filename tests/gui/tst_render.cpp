@@ -2,7 +2,7 @@
 // figure a view draws equals the engine's; live refreshes equal the finished file; rule
 // changes copy no allocation record; known-answer rasters; every view exported to PNG, SVG and
 // PDF (by the library and by `fragscope export`).
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 #include "fixture.h"
 #include "render/live_scene.h"
 #include "render/render.h"

@@ -10,7 +10,7 @@
 #include "whatif_dialog.h"
 #include "widgets/heatmap_widget.h"
 
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <QAction>
 #include <QApplication>

@@ -3,7 +3,7 @@
 // allocations alive at the end, and fragments = maximal gaps between them inside one region.
 #pragma once
 
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,7 +34,7 @@ inline int sizeClass(uint64_t s)
     return n;
 }
 
-inline EndState endState(fs::Db& db, int64_t device)
+inline EndState endState(const fs::Db& db, int64_t device)
 {
     std::vector<std::pair<uint64_t, uint64_t>> ranges; // backed address ranges
     {

@@ -4,7 +4,8 @@
 
 #include "testutil.h"
 
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
 
 #include <QByteArray>
 #include <QDir>
@@ -107,7 +108,7 @@ private:
 
 inline int64_t scalar(fs::Session& s, const char* sql)
 {
-    return s.db().scalar(sql, -1);
+    return fs::store::debugQuery(s).scalar(sql, -1);
 }
 
 } // namespace fstest

@@ -26,6 +26,7 @@
 //   the earliest trace time of the session (100 µs), so all devices share one clock.
 // Annotations (device 0): frame 0 105..150, frame 1 150..200, frame 2 200..245, metric
 //   coherence_score=0.02 for frame 2 (at 160), optimizer.step 205..215.
+#include "core/store/debug_query.h"
 #include "endstate.h"
 #include "importtest.h"
 
@@ -104,7 +105,7 @@ private slots:
         QFETCH(qint64, largest);
         QFETCH(qint64, pending);
         fs::Session s = fs::Session::open(multi_.toStdString());
-        const EndState e = endState(s.db(), device);
+        const EndState e = endState(fs::store::debugQuery(s), device);
         QCOMPARE(static_cast<qint64>(e.reserved), reserved);
         QCOMPARE(static_cast<qint64>(e.allocated), allocated);
         QCOMPARE(static_cast<qint64>(e.free), reserved - allocated);
@@ -116,16 +117,16 @@ private slots:
         QCOMPARE(st["allocated_outside_regions_bytes"].toInteger(), qint64{0});
         QCOMPARE(st["fragment_count"].toInteger(), fragments);
         QCOMPARE(st["largest_free_fragment_bytes"].toInteger(), largest);
-        auto p =
-            s.db().prepare("SELECT COALESCE(SUM(size), 0) FROM pending_frees WHERE device=?1 AND "
-                           "complete_ns IS NULL");
+        auto p = fs::store::debugQuery(s).prepare(
+            "SELECT COALESCE(SUM(size), 0) FROM pending_frees WHERE device=?1 AND "
+            "complete_ns IS NULL");
         p.bind(1, static_cast<int64_t>(device));
         QVERIFY(p.step());
         QCOMPARE(p.i64(0), pending);
         // The replay reached the final state by itself: nothing corrected, no anomaly.
         for (const auto& w : s.summary().health.warnings)
             QVERIFY2(w.find("corrected") == std::string::npos, w.c_str());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t{0});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM anomalies"), int64_t{0});
     }
 
     void expandableSegmentGrowsAroundLiveBlocks_data()
@@ -172,20 +173,26 @@ private slots:
         // a1, p1 (device 0) and b1 (device 1) were allocated before the trace.
         QCOMPARE(QString::fromStdString(s.meta("pytorch.preexisting_allocations")), QString("3"));
         // a5's wait began before the trace and ended with its free_completed at 100 µs.
-        QCOMPARE(s.db().scalar("SELECT request_ns*1000000+complete_ns FROM pending_frees"
-                               " WHERE address=0x10600000"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT request_ns*1000000+complete_ns FROM pending_frees"
+                     " WHERE address=0x10600000"),
                  int64_t{100000} * 1000000 + 100000);
         // The private pool (1, 5) is stored as 1 << 32 | 5 on its segment.
-        QCOMPARE(s.db().scalar("SELECT pool_id FROM regions WHERE address=0x20000000"),
-                 (int64_t{1} << 32) | 5);
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT pool_id FROM regions WHERE address=0x20000000"),
+            (int64_t{1} << 32) | 5);
         // One reservation for E (both mapped ranges: same stream, pool and type).
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE expandable=1"), int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions WHERE expandable=1"),
+                 int64_t{1});
         // Device 2 has no trace: its segment exists from the session's earliest trace time.
-        QCOMPARE(s.db().scalar("SELECT create_ns FROM regions WHERE address=0xA0000000"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT create_ns FROM regions WHERE address=0xA0000000"),
                  int64_t{100000});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM devices"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM devices"), int64_t{3});
         // Device 1's side stream is renumbered 1.
-        QCOMPARE(s.db().scalar("SELECT stream FROM regions WHERE address=0x80000000"), int64_t{1});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT stream FROM regions WHERE address=0x80000000"),
+            int64_t{1});
     }
 
     // Private pools as their own tracks: `state --pools` splits device 0's framework track by
@@ -299,11 +306,11 @@ private slots:
     void notesAndSettings()
     {
         fs::Session s = fs::Session::open(multi_.toStdString());
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
                      "SELECT t.text FROM allocations a JOIN strings t ON t.id=a.user_metadata"
                      " WHERE a.address=0x40000000")),
                  QString("step=3"));
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
                      "SELECT t.text FROM allocations a JOIN strings t ON t.id=a.compile_context"
                      " WHERE a.address=0x40000000")),
                  QString("layer1/forward"));
@@ -322,14 +329,17 @@ private slots:
     void framesFromAnnotations()
     {
         fs::Session s = fs::Session::open(multi_.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frames"), int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT start_ns*1000000+end_ns FROM frames WHERE idx=2"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frames"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT start_ns*1000000+end_ns FROM frames WHERE idx=2"),
                  int64_t{200000} * 1000000 + 245000);
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=2 AND"
-                               " name='coherence_score' AND value=0.02"),
-                 int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT m.time_ns*1000000+m.end_ns FROM markers m JOIN strings t"
-                               " ON t.id=m.message WHERE t.text='optimizer.step'"),
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT count(*) FROM frame_metrics WHERE frame=2 AND"
+                                            " name='coherence_score' AND value=0.02"),
+            int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT m.time_ns*1000000+m.end_ns FROM markers m JOIN strings t"
+                     " ON t.id=m.message WHERE t.text='optimizer.step'"),
                  int64_t{205000} * 1000000 + 215000);
     }
 
@@ -401,10 +411,12 @@ private slots:
         // v2-history.pickle: one 2 MiB segment at 0x1000000, blocks without 'address': a 1 MiB
         // block allocated (history[0].real_size 1000000, frames) and 1 MiB free.
         fs::Session s = fs::Session::open(v2_.toStdString());
-        QCOMPARE(s.db().scalar("SELECT address FROM allocations"), int64_t{0x1000000});
-        QCOMPARE(s.db().scalar("SELECT requested_size FROM allocations"), int64_t{1000000});
-        QVERIFY(s.db().scalar("SELECT stack FROM allocations") > 0);
-        const EndState e = endState(s.db(), 0);
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT address FROM allocations"),
+                 int64_t{0x1000000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT requested_size FROM allocations"),
+                 int64_t{1000000});
+        QVERIFY(fs::store::debugQuery(s).scalar("SELECT stack FROM allocations") > 0);
+        const EndState e = endState(fs::store::debugQuery(s), 0);
         QCOMPARE(static_cast<qint64>(e.allocated), 1 * MiB);
         QCOMPARE(e.fragments, int64_t{1});
     }

@@ -1,5 +1,6 @@
 // Kineto / torch.profiler trace import: the real traces against the catalogue's counts, a
 // hand-made trace for frames, kernels, baseline and fractional timestamps, and bad input.
+#include "core/store/debug_query.h"
 #include "endstate.h"
 #include "importtest.h"
 
@@ -62,10 +63,10 @@ private slots:
         QCOMPARE(cuda["allocs"].toInteger(), want["cuda_allocs"].toInteger());
         QCOMPARE(cuda["frees"].toInteger(), want["cuda_frees"].toInteger());
         // Every kernel lands in the kernels table, every CUDA alloc in allocations.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM kernels"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM kernels"),
                  static_cast<int64_t>(want["kernels"].toInteger()));
         QCOMPARE(
-            s.db().scalar(
+            fs::store::debugQuery(s).scalar(
                 ("SELECT count(*) FROM allocations WHERE device=" + dev.toStdString()).c_str()),
             static_cast<int64_t>(want["cuda_allocs"].toInteger()));
         const bool hasAddr = want["has_addr"].toBool();
@@ -77,12 +78,12 @@ private slots:
                      want["peak_total_allocated"].toInteger());
             // Baseline: the earliest [memory] event (ts 1669783687…, a 25165824 B alloc) reports
             // Total Allocated 4121780224, so 4121780224 - 25165824 = 4096614400 B existed before.
-            QCOMPARE(
-                s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
-                int64_t{4096614400});
+            QCOMPARE(fs::store::debugQuery(s).scalar(
+                         "SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+                     int64_t{4096614400});
             // Allocations alive at the end + baseline = the last Total Allocated (4096614400):
             // here every allocation of the trace is freed again.
-            QCOMPARE(s.db().scalar(
+            QCOMPARE(fs::store::debugQuery(s).scalar(
                          "SELECT coalesce(sum(size),0) FROM allocations WHERE free_ns IS NULL"),
                      int64_t{0});
         } else {
@@ -106,15 +107,15 @@ private slots:
             QJsonDocument::fromJson(QByteArray::fromStdString(s.meta("kineto.timeline"))).object();
         QCOMPARE(t["rows"].toInteger(), qint64{16845});
         QCOMPARE(t["preexisting"].toInteger(), qint64{645});
-        QCOMPARE(
-            s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
-            static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+                 static_cast<int64_t>(t["preexisting_bytes"].toInteger()));
         QVERIFY(!s.summary().addressViewAvailable);
-        QVERIFY(s.db().scalar("SELECT count(*) FROM allocations") > 0);
+        QVERIFY(fs::store::debugQuery(s).scalar("SELECT count(*) FROM allocations") > 0);
         // Row times are ns since the epoch (1696966047096289294 is in October 2023): kept as is.
-        QVERIFY(s.db().scalar("SELECT min(alloc_ns) FROM allocations") >
+        QVERIFY(fs::store::debugQuery(s).scalar("SELECT min(alloc_ns) FROM allocations") >
                 int64_t{1600000000000000000});
-        QVERIFY(s.db().scalar("SELECT max(alloc_ns) FROM allocations") <=
+        QVERIFY(fs::store::debugQuery(s).scalar("SELECT max(alloc_ns) FROM allocations") <=
                 int64_t{1696966048083248105});
     }
 
@@ -171,30 +172,38 @@ private slots:
         const CliResult r = runCli({"import", in, "-o", o});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frames"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT start_ns FROM frames WHERE idx=1"), int64_t{200500});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=1"), int64_t{300000});
-        QCOMPARE(s.db().scalar("SELECT end_ns FROM frames WHERE idx=0"), int64_t{200000});
-        QCOMPARE(s.db().scalar("SELECT stream FROM kernels"), int64_t{7});
-        QCOMPARE(s.db().scalar("SELECT correlation_id FROM kernels"), int64_t{42});
-        QCOMPARE(s.db().scalar("SELECT grid_x*100+grid_y*10+grid_z FROM kernels"), int64_t{234});
-        QCOMPARE(s.db().scalar("SELECT end_ns-start_ns FROM kernels"), int64_t{10000});
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frames"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT start_ns FROM frames WHERE idx=1"),
+                 int64_t{200500});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns FROM frames WHERE idx=1"),
+                 int64_t{300000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns FROM frames WHERE idx=0"),
+                 int64_t{200000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT stream FROM kernels"), int64_t{7});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT correlation_id FROM kernels"),
+                 int64_t{42});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT grid_x*100+grid_y*10+grid_z FROM kernels"),
+                 int64_t{234});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT end_ns-start_ns FROM kernels"),
+                 int64_t{10000});
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
                      "SELECT s.text FROM kernels k JOIN strings s ON s.id=k.name")),
                  QString::fromUtf8("gemm_\xc3\xa9"));
         // A (4096) lives 110..220 µs, C (12288) stays; B's free is part of the baseline, not an
         // event.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM allocations"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=4096"),
-                 int64_t{220000});
-        QCOMPARE(s.db().scalar(
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM allocations"), int64_t{2});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE address=4096"),
+            int64_t{220000});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
                      "SELECT count(*) FROM allocations WHERE free_ns IS NULL AND address=12288"),
                  int64_t{1});
-        QCOMPARE(
-            s.db().scalar("SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
-            int64_t{1000});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t{0});
-        QCOMPARE(s.db().scalar("SELECT capacity_bytes FROM devices WHERE id=0"), int64_t{1024});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT value FROM capture_health WHERE kind='preexisting_baseline'"),
+                 int64_t{1000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM anomalies"), int64_t{0});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT capacity_bytes FROM devices WHERE id=0"),
+                 int64_t{1024});
         QVERIFY(s.summary().addressViewAvailable);
         bool warned = false;
         for (const auto& w : s.summary().health.warnings)
@@ -223,8 +232,10 @@ private slots:
         fs::Session s = fs::Session::open(o.toStdString());
         QVERIFY(!s.summary().addressViewAvailable);
         // 100 B freed at 3 µs, 200 B alive: allocated at the end = 200.
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE size=100"), int64_t{3000});
-        QCOMPARE(s.db().scalar("SELECT sum(size) FROM allocations WHERE free_ns IS NULL"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE size=100"),
+                 int64_t{3000});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT sum(size) FROM allocations WHERE free_ns IS NULL"),
                  int64_t{200});
     }
 

@@ -1,5 +1,6 @@
 // Nsight Systems SQLite import on nsys-shaped files built here (no real export is in the data
 // folder): the tables and column names follow `nsys export --type sqlite`'s schema.
+#include "core/store/debug_query.h"
 #include "importtest.h"
 
 #include <QTemporaryDir>
@@ -132,37 +133,51 @@ private slots:
         const CliResult r = runCli({"import", in, "-o", o});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(QString::fromStdString(s.db().scalarText("SELECT kind FROM sources")),
-                 QString("nsys-sqlite"));
-        QCOMPARE(QString::fromStdString(s.db().scalarText("SELECT name FROM devices WHERE id=0")),
+        QCOMPARE(
+            QString::fromStdString(fs::store::debugQuery(s).scalarText("SELECT kind FROM sources")),
+            QString("nsys-sqlite"));
+        QCOMPARE(QString::fromStdString(
+                     fs::store::debugQuery(s).scalarText("SELECT name FROM devices WHERE id=0")),
                  QString("NVIDIA H100"));
-        QCOMPARE(s.db().scalar("SELECT capacity_bytes FROM devices WHERE id=0"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT capacity_bytes FROM devices WHERE id=0"),
                  int64_t{85899345920});
         // Memory: cudaMalloc at driver level (0), the pool block at pool level (1).
-        QCOMPARE(s.db().scalar("SELECT level FROM allocations WHERE address=4096"), int64_t{0});
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=4096"), int64_t{300});
-        QCOMPARE(s.db().scalar("SELECT level FROM allocations WHERE address=8192"), int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM allocations WHERE free_ns IS NULL"),
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT level FROM allocations WHERE address=4096"),
+            int64_t{0});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE address=4096"),
+            int64_t{300});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT level FROM allocations WHERE address=8192"),
+            int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT count(*) FROM allocations WHERE free_ns IS NULL"),
                  int64_t{1});
         // Kernels with their demangled names, grid and correlation.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM kernels"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM kernels"), int64_t{2});
         QCOMPARE(
-            QString::fromStdString(s.db().scalarText(
+            QString::fromStdString(fs::store::debugQuery(s).scalarText(
                 "SELECT s.text FROM kernels k JOIN strings s ON s.id=k.name WHERE k.start_ns=100")),
             QString("ampere_sgemm_128x64_nn"));
-        QCOMPARE(s.db().scalar("SELECT grid_x*10+grid_y FROM kernels WHERE start_ns=100"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT grid_x*10+grid_y FROM kernels WHERE start_ns=100"),
                  int64_t{42});
-        QCOMPARE(s.db().scalar("SELECT correlation_id FROM kernels WHERE start_ns=260"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT correlation_id FROM kernels WHERE start_ns=260"),
                  int64_t{12});
-        QCOMPARE(s.db().scalar("SELECT graph_id*10+exec_id FROM graph_launches"), int64_t{59});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT graph_id*10+exec_id FROM graph_launches"),
+                 int64_t{59});
         // NVTX: the 'frame 0' range is frame 0 [50, 250]; the mark gives it a metric.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frames"), int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT start_ns*1000+end_ns FROM frames WHERE idx=0"),
-                 int64_t{50250});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM markers"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=0 AND "
-                               "name='coherence_score' AND value=0.5"),
-                 int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frames"), int64_t{1});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT start_ns*1000+end_ns FROM frames WHERE idx=0"),
+            int64_t{50250});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM markers"), int64_t{2});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT count(*) FROM frame_metrics WHERE frame=0 AND "
+                                            "name='coherence_score' AND value=0.5"),
+            int64_t{1});
         QVERIFY(s.summary().health.warnings.empty());
     }
 
@@ -173,8 +188,8 @@ private slots:
         const CliResult r = runCli({"import", in, "-o", o, "--format", "nsys-sqlite"});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM kernels"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM allocations"), int64_t{0});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM kernels"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM allocations"), int64_t{0});
         const auto warnings = s.summary().health.warnings;
         QCOMPARE(warnings.size(), size_t{1});
         QVERIFY(warnings[0].find("memory usage events were not captured") != std::string::npos);

@@ -2,6 +2,7 @@
 // cudaMallocAsync blocks, with known answers worked out below, on nsys-shaped files built here
 // (the export's table and column names; the enum ids deliberately differ from the defaults so the
 // ENUM_CUDA_MEMPOOL_OPER labels are what the importer goes by).
+#include "core/store/debug_query.h"
 #include "importtest.h"
 
 #include "core/analysis/engine.h"
@@ -99,38 +100,42 @@ private slots:
         // Two pool regions (level pool, kind pool, pool id = the pool's address); A spans its
         // 2 MiB from creation (100) to destruction (900); B, created before the capture, appears
         // at its first allocation (250) with the 4 MiB the export reports and is never released.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t(2));
-        QCOMPARE(s.db().scalar(fmt::format("SELECT count(*) FROM regions WHERE level={} AND "
-                                           "kind={} AND pool_id=address",
-                                           static_cast<int>(Level::Pool),
-                                           static_cast<int>(RegionKind::Pool))
-                                   .c_str()),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions"), int64_t(2));
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     fmt::format("SELECT count(*) FROM regions WHERE level={} AND "
+                                 "kind={} AND pool_id=address",
+                                 static_cast<int>(Level::Pool), static_cast<int>(RegionKind::Pool))
+                         .c_str()),
                  int64_t(2));
-        QCOMPARE(s.db().scalar(fmt::format("SELECT size*10000000+create_ns*1000+destroy_ns FROM "
-                                           "regions WHERE address={}",
-                                           kPoolA)
-                                   .c_str()),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     fmt::format("SELECT size*10000000+create_ns*1000+destroy_ns FROM "
+                                 "regions WHERE address={}",
+                                 kPoolA)
+                         .c_str()),
                  int64_t(2 * MiB * 10000000 + 100 * 1000 + 900));
-        QCOMPARE(s.db().scalar(fmt::format("SELECT size FROM regions WHERE address={} AND device=1 "
-                                           "AND create_ns=250 AND destroy_ns IS NULL",
-                                           kPoolB)
-                                   .c_str()),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     fmt::format("SELECT size FROM regions WHERE address={} AND device=1 "
+                                 "AND create_ns=250 AND destroy_ns IS NULL",
+                                 kPoolB)
+                         .c_str()),
                  int64_t(4 * MiB));
         // Every pool block sits in its pool's region; the cudaMalloc stays at the driver level.
-        QCOMPARE(s.db().scalar(fmt::format("SELECT count(*) FROM allocations WHERE level={} AND "
-                                           "region_id IS NOT NULL",
-                                           static_cast<int>(Level::Pool))
-                                   .c_str()),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     fmt::format("SELECT count(*) FROM allocations WHERE level={} AND "
+                                 "region_id IS NOT NULL",
+                                 static_cast<int>(Level::Pool))
+                         .c_str()),
                  int64_t(3));
-        QCOMPARE(s.db().scalar(fmt::format("SELECT count(*) FROM allocations WHERE level={}",
-                                           static_cast<int>(Level::Driver))
-                                   .c_str()),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     fmt::format("SELECT count(*) FROM allocations WHERE level={}",
+                                 static_cast<int>(Level::Driver))
+                         .c_str()),
                  int64_t(1));
         // The trim is a marker, spelt as the CUPTI agent spells it.
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
                      "SELECT s.text FROM markers m JOIN strings s ON s.id = m.message")),
                  QString("cuda pool trim pool=0x7f0010000000 size=2097152 keep=0"));
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t(0));
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM anomalies"), int64_t(0));
     }
 
     void statesOverTime()

@@ -2,6 +2,7 @@
 // data folder must end in exactly the catalogue's final state (checked with the test's own
 // reading of the session and with `fragscope state --at end --json`), plus hand-made snapshots
 // for the reconstruction's corner cases and bad input.
+#include "core/store/debug_query.h"
 #include "endstate.h"
 #include "importtest.h"
 
@@ -83,7 +84,8 @@ private slots:
             QCOMPARE(QString::fromStdString(s.meta("pytorch.trace_span_us")).toLongLong(),
                      want["trace_span_us"].toInteger());
         }
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies WHERE kind='alive_at_end'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT count(*) FROM anomalies WHERE kind='alive_at_end'"),
                  int64_t{0});
 
         const QJsonObject devices = want["devices"].toObject();
@@ -94,7 +96,7 @@ private slots:
         const QJsonArray states = QJsonDocument::fromJson(st.out).object()["states"].toArray();
         for (auto dit = devices.begin(); dit != devices.end(); ++dit) {
             const QJsonObject w = dit.value().toObject();
-            const EndState e = endState(s.db(), dit.key().toLongLong());
+            const EndState e = endState(fs::store::debugQuery(s), dit.key().toLongLong());
             QCOMPARE(static_cast<qint64>(e.reserved), w["reserved_bytes"].toInteger());
             QCOMPARE(static_cast<qint64>(e.allocated), w["allocated_bytes"].toInteger());
             QCOMPARE(static_cast<qint64>(e.free), w["free_bytes"].toInteger());
@@ -119,8 +121,9 @@ private slots:
                              w["fragment_entropy_bits"].toDouble()) < 5e-7);
             // Pending frees (active_pending_free) count as free and are kept on their own.
             if (w.contains("pending_free_bytes")) {
-                auto p = s.db().prepare("SELECT COALESCE(SUM(size), 0) FROM pending_frees"
-                                        " WHERE device=?1 AND complete_ns IS NULL");
+                auto p = fs::store::debugQuery(s).prepare(
+                    "SELECT COALESCE(SUM(size), 0) FROM pending_frees"
+                    " WHERE device=?1 AND complete_ns IS NULL");
                 p.bind(1, static_cast<int64_t>(dit.key().toLongLong()));
                 QVERIFY(p.step());
                 QCOMPARE(p.i64(0), w["pending_free_bytes"].toInteger());
@@ -139,11 +142,15 @@ private slots:
             dataDir() + "/pytorch-snapshots-features/verl-pools-pending-free.pickle", "pools");
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE pool_id=0"), int64_t{59});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE pool_id=1"), int64_t{44});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE pool_id=2"), int64_t{24});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions WHERE pool_id=0"),
+                 int64_t{59});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions WHERE pool_id=1"),
+                 int64_t{44});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions WHERE pool_id=2"),
+                 int64_t{24});
         // 9 active_pending_free blocks, pending when the snapshot was taken.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM pending_frees WHERE complete_ns IS NULL"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT count(*) FROM pending_frees WHERE complete_ns IS NULL"),
                  int64_t{9});
         // Each pool's end state, as PyTorch's segsum and block walk give it for the segments of
         // that segment_pool_id (worked out with python3's pickle over the file's 'segments':
@@ -180,10 +187,12 @@ private slots:
         const QString o = importOk(dataDir() + "/pytorch-snapshots/decomfl.pickle", "stacks");
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
-        QVERIFY(s.db().scalar("SELECT count(*) FROM allocations WHERE stack IS NOT NULL") > 7000);
-        QVERIFY(s.db().scalar("SELECT count(*) FROM strings WHERE text LIKE '%module.py:%'") > 0);
+        QVERIFY(fs::store::debugQuery(s).scalar(
+                    "SELECT count(*) FROM allocations WHERE stack IS NOT NULL") > 7000);
+        QVERIFY(fs::store::debugQuery(s).scalar(
+                    "SELECT count(*) FROM strings WHERE text LIKE '%module.py:%'") > 0);
         // Regions carry the segment type string.
-        QCOMPARE(QString::fromStdString(s.db().scalarText(
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
                      "SELECT s.text FROM regions r JOIN strings s ON s.id=r.segment_type LIMIT 1")),
                  QString("large"));
     }
@@ -279,10 +288,11 @@ private slots:
                     "-o", o});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics WHERE frame=17 AND value=0.009"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT count(*) FROM frame_metrics WHERE frame=17 AND value=0.009"),
                  int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{9});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions"), int64_t{9});
 
         const QString bad = tmp_.filePath("bad.csv");
         QVERIFY(writeFile(bad, "frame,metric,value\n16,coherence_score,notanumber\n"));
@@ -347,25 +357,31 @@ private slots:
         // was requested (9 µs: PyTorch counts a block waiting on streams as free). Its
         // free_completed is the very next entry (10 µs): no other event saw it wait, so no
         // pending_frees row is kept.
-        QCOMPARE(s.db().scalar("SELECT alloc_ns FROM allocations WHERE address=67584"),
-                 int64_t{9000});
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=67584"),
-                 int64_t{9000});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM pending_frees"), int64_t{0});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT alloc_ns FROM allocations WHERE address=67584"),
+            int64_t{9000});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE address=67584"),
+            int64_t{9000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM pending_frees"), int64_t{0});
         QCOMPARE(QString::fromStdString(s.meta("pytorch.preexisting_allocations")), QString("1"));
         // 0x90000 lies outside every segment: kept, and flagged.
-        QCOMPARE(s.db().scalar("SELECT free_ns FROM allocations WHERE address=589824"),
-                 int64_t{30000});
         QCOMPARE(
-            s.db().scalar(
+            fs::store::debugQuery(s).scalar("SELECT free_ns FROM allocations WHERE address=589824"),
+            int64_t{30000});
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar(
                 "SELECT count(*) FROM anomalies WHERE kind='outside_region' AND address=589824"),
             int64_t{1});
         // The final block keeps its block size (1024) and requested size (1000), not the
         // trace's 1000, so the end state is the snapshot's: 1024 allocated, one 3072 B fragment.
-        QCOMPARE(s.db().scalar("SELECT size FROM allocations WHERE address=65536"), int64_t{1024});
-        QCOMPARE(s.db().scalar("SELECT requested_size FROM allocations WHERE address=65536"),
+        QCOMPARE(
+            fs::store::debugQuery(s).scalar("SELECT size FROM allocations WHERE address=65536"),
+            int64_t{1024});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT requested_size FROM allocations WHERE address=65536"),
                  int64_t{1000});
-        const EndState e = endState(s.db(), 0);
+        const EndState e = endState(fs::store::debugQuery(s), 0);
         QCOMPARE(e.reserved, uint64_t{4096});
         QCOMPARE(e.allocated, uint64_t{1024});
         QCOMPARE(e.fragments, int64_t{1});
@@ -439,21 +455,27 @@ private slots:
         const QString o = importOk(in, "annotations");
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frames"), int64_t{3});
-        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=0"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frames"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT start_ns*100000+end_ns FROM frames WHERE idx=0"),
                  int64_t{10000} * 100000 + 20000);
-        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=1"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT start_ns*100000+end_ns FROM frames WHERE idx=1"),
                  int64_t{20000} * 100000 + 30000);
-        QCOMPARE(s.db().scalar("SELECT start_ns*100000+end_ns FROM frames WHERE idx=2"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT start_ns*100000+end_ns FROM frames WHERE idx=2"),
                  int64_t{30000} * 100000 + 40000);
         // forward: a named range on the timeline.
-        QCOMPARE(s.db().scalar("SELECT m.time_ns*100000+m.end_ns FROM markers m JOIN strings t"
-                               " ON t.id=m.message WHERE t.text='forward'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT m.time_ns*100000+m.end_ns FROM markers m JOIN strings t"
+                     " ON t.id=m.message WHERE t.text='forward'"),
                  int64_t{12000} * 100000 + 18000);
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT frame FROM frame_metrics WHERE name='coherence_score'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM frame_metrics"), int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT frame FROM frame_metrics WHERE name='coherence_score'"),
                  int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT frame FROM frame_metrics WHERE name='id_match_rate'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT frame FROM frame_metrics WHERE name='id_match_rate'"),
                  int64_t{0});
         bool warned = false;
         for (const auto& wmsg : s.summary().health.warnings)
@@ -493,7 +515,7 @@ private slots:
         const QString o = importOk(in, "inconsistent");
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
-        const EndState e = endState(s.db(), 0);
+        const EndState e = endState(fs::store::debugQuery(s), 0);
         QCOMPARE(e.allocated, uint64_t{1024});
         QCOMPARE(e.free, uint64_t{3072});
         bool warned = false;
@@ -539,21 +561,21 @@ private slots:
         const QString o = importOk(in, "segments");
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions"), int64_t{3});
-        QCOMPARE(
-            s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=131072"),
-            int64_t{1000 * 10000 + 2000});
-        QCOMPARE(
-            s.db().scalar("SELECT create_ns*10000+destroy_ns FROM regions WHERE address=4194304"),
-            int64_t{1000 * 10000 + 3000});
-        QCOMPARE(QString::fromStdString(
-                     s.db().scalarText("SELECT s.text FROM regions r JOIN strings s ON "
-                                       "s.id=r.segment_type WHERE r.address=4194304")),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions"), int64_t{3});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT create_ns*10000+destroy_ns FROM regions WHERE address=131072"),
+                 int64_t{1000 * 10000 + 2000});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT create_ns*10000+destroy_ns FROM regions WHERE address=4194304"),
+                 int64_t{1000 * 10000 + 3000});
+        QCOMPARE(QString::fromStdString(fs::store::debugQuery(s).scalarText(
+                     "SELECT s.text FROM regions r JOIN strings s ON "
+                     "s.id=r.segment_type WHERE r.address=4194304")),
                  QString("small"));
-        const EndState e = endState(s.db(), 0);
+        const EndState e = endState(fs::store::debugQuery(s), 0);
         QCOMPARE(e.reserved, uint64_t{4096});
         QCOMPARE(e.fragments, int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM anomalies"), int64_t{0});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM anomalies"), int64_t{0});
     }
 
     void expandableSegments()
@@ -597,16 +619,20 @@ private slots:
         QVERIFY(!o.isEmpty());
         fs::Session s = fs::Session::open(o.toStdString());
         // One reservation spanning every mapping seen: [0x200000, 0x600000), flagged expandable.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM regions WHERE expandable=1"), int64_t{1});
-        QCOMPARE(s.db().scalar("SELECT size FROM regions WHERE expandable=1"), int64_t{0x400000});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM regions WHERE expandable=1"),
+                 int64_t{1});
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT size FROM regions WHERE expandable=1"),
+                 int64_t{0x400000});
         // Mapped parts: the 4 MiB mapping ends at 3 µs, its first half is mapped again then.
-        QCOMPARE(s.db().scalar("SELECT count(*) FROM region_mappings"), int64_t{2});
-        QCOMPARE(s.db().scalar("SELECT unmap_ns FROM region_mappings WHERE size=4194304"),
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT count(*) FROM region_mappings"),
+                 int64_t{2});
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT unmap_ns FROM region_mappings WHERE size=4194304"),
                  int64_t{3000});
-        QCOMPARE(s.db().scalar(
+        QCOMPARE(fs::store::debugQuery(s).scalar(
                      "SELECT map_ns FROM region_mappings WHERE size=2097152 AND unmap_ns IS NULL"),
                  int64_t{3000});
-        const EndState e = endState(s.db(), 0);
+        const EndState e = endState(fs::store::debugQuery(s), 0);
         QCOMPARE(e.reserved, uint64_t{0x200000});
         QCOMPARE(e.allocated, uint64_t{0x100000});
         QCOMPARE(e.fragments, int64_t{1});

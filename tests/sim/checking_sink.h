@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/event_sink.h"
-#include "core/ingest.h"
+#include "core/store/ingest.h"
 
 #include <QString>
 #include <QStringList>

@@ -1,8 +1,9 @@
 // Simulated sessions written through Ingest, and `fragscope simulate` itself: the session agrees
 // with the simulator's own counters, is identical for the same seed, and `info --json` reads it.
 #include "capture/sim/simulator.h"
-#include "core/ingest.h"
-#include "core/session.h"
+#include "core/store/debug_query.h"
+#include "core/store/ingest.h"
+#include "core/store/session.h"
 #include "testutil.h"
 
 #include <QDir>
@@ -39,7 +40,7 @@ QStringList tableContents(const std::string& path)
     Session s = Session::open(path);
     QStringList rows;
     for (const std::string& table : schemaTables()) {
-        Stmt st = s.db().prepare("SELECT * FROM " + table);
+        Stmt st = fs::store::debugQuery(s).prepare("SELECT * FROM " + table);
         QStringList lines;
         while (st.step()) {
             QStringList cols;
@@ -96,17 +97,24 @@ private slots:
         QCOMPARE(sum.timeBegin, st.timeBegin);
         QCOMPARE(sum.timeEnd, st.timeEnd);
         QCOMPARE(s.meta("sim.seed"), std::string("17"));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT COUNT(*) FROM allocations WHERE free_ns IS NULL"),
                  st.liveBlocksAtEnd);
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL"), 0);
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM allocations WHERE region_id IS NULL"), 0);
-        QCOMPARE(s.db().scalar("SELECT MAX(size) FROM regions"),
-                 s.db().scalar("SELECT MAX(size) FROM regions WHERE size % 2097152 = 0"));
-        QCOMPARE(s.db().scalar("SELECT COUNT(*) FROM kernels k JOIN strings t ON k.name = t.id"
-                               " WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"),
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT COUNT(*) FROM regions WHERE destroy_ns IS NULL"),
+                 0);
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT COUNT(*) FROM allocations WHERE region_id IS NULL"),
+                 0);
+        QCOMPARE(fs::store::debugQuery(s).scalar("SELECT MAX(size) FROM regions"),
+                 fs::store::debugQuery(s).scalar(
+                     "SELECT MAX(size) FROM regions WHERE size % 2097152 = 0"));
+        QCOMPARE(fs::store::debugQuery(s).scalar(
+                     "SELECT COUNT(*) FROM kernels k JOIN strings t ON k.name = t.id"
+                     " WHERE t.text = 'flash_attn_fwd_splitkv_fallback'"),
                  st.fallbackKernels);
         // Per-frame metrics as the simulator computed them, and collapses on the same frames.
-        Stmt m = s.db().prepare(
+        Stmt m = fs::store::debugQuery(s).prepare(
             "SELECT frame, value FROM frame_metrics WHERE name='coherence_score' ORDER BY frame");
         int64_t collapsed = 0;
         while (m.step()) {
@@ -116,7 +124,7 @@ private slots:
         QCOMPARE(collapsed, st.collapsedFrames);
         QVERIFY(collapsed >= 1);
         // Each collapsed frame ran the fallback kernel inside its range.
-        QCOMPARE(s.db().scalar(
+        QCOMPARE(fs::store::debugQuery(s).scalar(
                      "SELECT COUNT(*) FROM frames f JOIN frame_metrics m ON m.frame = f.idx"
                      " AND m.name = 'coherence_score' AND m.value < 0.05"
                      " WHERE NOT EXISTS (SELECT 1 FROM kernels k JOIN strings t ON k.name = t.id"
@@ -146,7 +154,7 @@ private slots:
         const std::string path = file("truth.fragscope");
         const sim::Stats st = simulateTo(path, cfg);
         Session s = Session::open(path);
-        Db& db = s.db();
+        const Db& db = fs::store::debugQuery(s);
         QCOMPARE(db.scalar("SELECT COUNT(*) FROM sim_truth_frames"),
                  static_cast<int64_t>(st.perFrame.size()));
         int64_t fallbacks = 0, truthOoms = 0;

@@ -393,24 +393,6 @@ std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgre
     return s;
 }
 
-bool storeForViewing(const std::string& path, const LoadProgress& lp, int samples, bool always)
-{
-    if (!always && Session::open(path, false).allocationCount() < kIndexAtWriteAllocations)
-        return false;
-    LoadProgress p = lp;
-    p.loadRows = false;               // a first open reads them anyway
-    p.options.integrityCheck = false; // just written by the caller
-    p.options.storeIndexAtOpen = true;
-    const auto s = loadScene(path, p, samples);
-    const int li = s->defaultLevel();
-    // The grid the heatmap's first preview reads (Engine::heatmapPreview: 17 MB), for a track
-    // large enough that the heatmap previews it (a smaller one is drawn exactly at once).
-    if (li >= 0 && s->levels[static_cast<size_t>(li)].allocations >= 1'000'000)
-        s->heatmapPreview(li, s->timeBegin(), s->timeEnd() + 1, 0,
-                          s->levels[static_cast<size_t>(li)].compactSize(), 1, 1);
-    return s->engine->loadInfo().indexCacheWritten;
-}
-
 std::string formatBytes(double b)
 {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -10,7 +10,7 @@
 #include "core/analysis/engine.h"
 #include "core/analysis/oom.h"
 #include "core/events.h"
-#include "core/session.h"
+#include "core/store/session.h"
 
 #include <atomic>
 #include <cstdint>
@@ -169,21 +169,6 @@ struct LoadCancelled
 // SessionError for a bad file, LoadCancelled on cancel.
 std::shared_ptr<const Scene> loadScene(const std::string& path, const LoadProgress& lp = {},
                                        int samples = 1200);
-
-// What the GUI's first look needs, built now and stored in the session file (docs/analysis.md
-// "Caching"): the engine's index and allocation records, the per-frame figures, each track's
-// timeline at the GUI's sampling and the default track's level-of-detail grid (from a million
-// allocations: smaller tracks are drawn exactly at once); the GUI then
-// opens the file as a reopen, reading no allocation row. The writers of a session (`fragscope
-// simulate`, `fragscope import`, `record`, `attach`) call it when they finish. Only a session of
-// at least kIndexAtWriteAllocations allocations is indexed here: a smaller one is indexed by its
-// first open in well under the second a reopen may take (and the GUI then stores it in the
-// background), so the writer would pay for nothing; `always` stores it whatever the size.
-// Returns whether the index was stored (false: a smaller session, a read-only or unfinished
-// file; nothing changed). Throws like loadScene.
-inline constexpr int64_t kIndexAtWriteAllocations = 2'000'000;
-bool storeForViewing(const std::string& path, const LoadProgress& lp = {}, int samples = 1200,
-                     bool always = false);
 
 // Formatting shared by every view and the CLI.
 std::string formatBytes(double bytes);

@@ -1,7 +1,7 @@
 // The session file: a plain SQLite database (format v1, docs/session-format.md).
 #pragma once
 
-#include "events.h"
+#include "core/events.h"
 #include "sqlite.h"
 
 #include <cstdint>
@@ -64,10 +64,15 @@ public:
     // openFlags are added to SQLITE_OPEN_READONLY: SQLITE_OPEN_NOMUTEX for a connection that
     // only ever one thread uses (no per-call mutex; loadScene reads millions of rows through it).
     static Session open(const std::string& path, bool integrityCheck = true, int openFlags = 0);
+    // Another read-only connection, used by one thread, to a file this process already opened
+    // with open(): no checks (the engine reads a long table on two connections at once).
+    static Session openUnchecked(const std::string& path);
 
     const std::string& path() const { return db_.path(); }
-    Db& db() { return db_; }
-    const Db& db() const { return db_; }
+    // A read transaction: every read until commitRead() sees the same commit, even while a
+    // recorder keeps committing (WAL readers see a fixed snapshot).
+    void beginRead();
+    void commitRead();
     std::string meta(const std::string& key, const std::string& fallback = {}) const;
     // exact=false: for a file a recording is still writing, read several times a second. The
     // table counts stay 0 (the caller counts what it read) and the event count and time range
@@ -80,6 +85,11 @@ public:
     std::string string(StringId id) const;
 
 private:
+    // The connection: only core/store runs SQL (SessionAccess, session_access.h; tests read raw
+    // rows through store::debugQuery).
+    friend struct SessionAccess;
+    Db& db() { return db_; }
+    const Db& db() const { return db_; }
     explicit Session(Db db) : db_(std::move(db)) {}
     Db db_;
 };

@@ -2,9 +2,9 @@
 // begin(), add() for each event (out of order within a bounded window), then end().
 #pragma once
 
-#include "event_sink.h"
-#include "events.h"
-#include "mapped_pieces.h"
+#include "core/event_sink.h"
+#include "core/events.h"
+#include "core/mapped_pieces.h"
 #include "session.h"
 
 #include <chrono>
@@ -142,7 +142,7 @@ private:
     // multi-row INSERT (SQLite's per-statement cost dominated single-row inserts); flushed
     // before every commit and before the end, so the file never lacks a row it should have.
     void flushAllocations();
-    // The writer thread (IngestOptions::writerThread; core/ingest_writer.cpp).
+    // The writer thread (IngestOptions::writerThread; core/store/ingest_writer.cpp).
     struct Writer;
     std::unique_ptr<Writer> writer_;
     void startWriter();

@@ -210,6 +210,21 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
     return Session(std::move(db));
 }
 
+Session Session::openUnchecked(const std::string& path)
+{
+    return Session(Db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX));
+}
+
+void Session::beginRead()
+{
+    db_.exec("BEGIN");
+}
+
+void Session::commitRead()
+{
+    db_.exec("COMMIT");
+}
+
 int64_t Session::allocationCount() const
 {
     return db_.scalar("SELECT COALESCE(MAX(id), 0) FROM allocations");

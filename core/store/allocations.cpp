@@ -1,0 +1,160 @@
+#include "allocations.h"
+
+#include "catalog.h"
+#include "session_access.h"
+
+namespace fs::store {
+
+namespace {
+
+constexpr const char* kRecordSelect = "SELECT id, device, level, region_id, address, size, "
+                                      "alloc_ns, free_ns FROM allocations";
+
+std::optional<std::string> textOf(const Session& s, const Stmt& st, int col)
+{
+    if (st.isNull(col)) return std::nullopt;
+    return s.string(StringId{static_cast<uint32_t>(st.i64(col))});
+}
+
+} // namespace
+
+AllocationRecords AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi)
+{
+    Stmt st =
+        SessionAccess::db(s).prepare(std::string(kRecordSelect) + " WHERE id >= ?1 AND id <= ?2");
+    st.bind(1, lo).bind(2, hi);
+    return AllocationRecords(std::move(st));
+}
+
+AllocationRecords AllocationRecords::after(const Session& s, int64_t lastId)
+{
+    Stmt st =
+        SessionAccess::db(s).prepare(std::string(kRecordSelect) + " WHERE id > ?1 ORDER BY id");
+    st.bind(1, lastId);
+    return AllocationRecords(std::move(st));
+}
+
+std::pair<int64_t, int64_t> allocationIdBounds(const Session& s)
+{
+    const Db& db = SessionAccess::db(s);
+    return {db.scalar("SELECT min(id) FROM allocations"),
+            db.scalar("SELECT max(id) FROM allocations")};
+}
+
+std::optional<AllocationPlace> allocationPlace(const Session& s, int64_t id)
+{
+    Stmt st =
+        SessionAccess::db(s).prepare("SELECT device, level, alloc_ns FROM allocations WHERE id=?1");
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    return AllocationPlace{st.i64(0), st.i64(1), st.i64(2)};
+}
+
+std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id)
+{
+    const Db& db = SessionAccess::db(s);
+    Stmt st = db.prepare("SELECT requested_size, stream, tag, stack FROM allocations WHERE id=?1");
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    AllocationDetails d;
+    d.requestedSize = optU64(st, 0);
+    d.stream = st.i64(1);
+    d.tag = textOf(s, st, 2);
+    if (!st.isNull(3)) d.stack = stackTexts(s, st.i64(3));
+    // Columns added after format v1's first files: absent from older sessions.
+    if (db.scalar("SELECT count(*) FROM pragma_table_info('allocations')"
+                  " WHERE name='user_metadata'") > 0) {
+        Stmt nt = db.prepare("SELECT user_metadata, compile_context FROM allocations WHERE id=?1");
+        nt.bind(1, id);
+        if (nt.step()) {
+            d.userMetadata = textOf(s, nt, 0);
+            d.compileContext = textOf(s, nt, 1);
+        }
+    }
+    return d;
+}
+
+AllocationFrees::AllocationFrees(const Session& s)
+    : st_(SessionAccess::db(s).prepare("SELECT free_ns FROM allocations WHERE id = ?1"))
+{
+}
+
+std::optional<int64_t> AllocationFrees::freeNs(int64_t id)
+{
+    st_.reset();
+    st_.bind(1, id);
+    if (!st_.step() || st_.isNull(0)) return std::nullopt;
+    return st_.i64(0);
+}
+
+std::vector<TaggedAllocation> allocationsMadeIn(const Session& s, int64_t device, int64_t level,
+                                                int64_t from, int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT a.id, a.address, a.size, COALESCE(s.text, '') FROM allocations a"
+        " LEFT JOIN strings s ON s.id = a.tag"
+        " WHERE a.device=?1 AND a.level=?2 AND a.alloc_ns >= ?3 AND a.alloc_ns < ?4"
+        " ORDER BY a.alloc_ns, a.id");
+    st.bind(1, device).bind(2, level).bind(3, from).bind(4, to);
+    std::vector<TaggedAllocation> out;
+    while (st.step())
+        out.push_back({st.i64(0), st.u64(1), st.u64(2), st.text(3)});
+    return out;
+}
+
+std::vector<std::pair<int64_t, std::string>>
+allocationTagsIn(const Session& s, int64_t device, int64_t level, int64_t from, int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT a.id, s.text FROM allocations a JOIN strings s ON s.id = a.tag"
+        " WHERE a.device = ?1 AND a.level = ?2 AND a.alloc_ns >= ?3 AND a.alloc_ns <= ?4");
+    st.bind(1, device).bind(2, level).bind(3, from).bind(4, to);
+    std::vector<std::pair<int64_t, std::string>> out;
+    while (st.step())
+        out.emplace_back(st.i64(0), st.text(1));
+    return out;
+}
+
+AllocationRows AllocationRows::ofLevel(const Session& s, int level)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT device, address, size, requested_size, stream, alloc_ns, free_ns, tag, region_id,"
+        " stack, user_metadata, compile_context FROM allocations WHERE level = ?1 ORDER BY id");
+    st.bind(1, level);
+    return AllocationRows(std::move(st));
+}
+
+bool AllocationRows::next(AllocationRow& r)
+{
+    if (!st_.step()) return false;
+    r.device = st_.i64(0);
+    r.address = st_.u64(1);
+    r.size = st_.u64(2);
+    r.requestedSize = optU64(st_, 3);
+    r.stream = optI64(st_, 4);
+    r.allocNs = st_.i64(5);
+    r.freeNs = optI64(st_, 6);
+    r.tag = optI64(st_, 7);
+    r.regionId = optI64(st_, 8);
+    r.stack = optI64(st_, 9);
+    r.userMetadata = optI64(st_, 10);
+    r.compileContext = optI64(st_, 11);
+    return true;
+}
+
+std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
+                                                        const std::vector<int64_t>& ids)
+{
+    std::unordered_map<int64_t, std::string> out;
+    if (ids.empty()) return out;
+    Stmt st = SessionAccess::db(s).prepare("SELECT COALESCE(s.text, '') FROM allocations a"
+                                           " LEFT JOIN strings s ON s.id = a.tag WHERE a.id = ?1");
+    for (int64_t id : ids) {
+        st.reset();
+        st.bind(1, id);
+        if (st.step()) out.emplace(id, st.text(0));
+    }
+    return out;
+}
+
+} // namespace fs::store

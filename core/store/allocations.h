@@ -1,0 +1,143 @@
+// Typed readers of the allocations table (docs/session-format.md, docs/store.md).
+#pragma once
+
+#include "session.h"
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace fs::store {
+
+// The columns the replay index reads (engine open, live refresh): id, device, level, region_id,
+// address, size, alloc_ns, free_ns. Read millions of times at an open: kept lean.
+struct AllocationRecord
+{
+    int64_t id = 0;
+    int64_t device = 0;
+    int64_t level = 0;
+    std::optional<int64_t> regionId;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    int64_t allocNs = 0;
+    std::optional<int64_t> freeNs; // none: never freed
+};
+
+// A stream of AllocationRecords; next() is inline (the engine's open decodes every row).
+class AllocationRecords
+{
+public:
+    // Rows with lo <= id <= hi, in id order. The engine reads two ranges of a long table at
+    // once, each on a connection of its own (Session::openUnchecked).
+    static AllocationRecords idRange(const Session& s, int64_t lo, int64_t hi);
+    // Rows with id > lastId, in id order (a live refresh: ids grow with time).
+    static AllocationRecords after(const Session& s, int64_t lastId);
+
+    bool next(AllocationRecord& r)
+    {
+        if (!st_.step()) return false;
+        r.id = st_.i64(0);
+        r.device = st_.i64(1);
+        r.level = st_.i64(2);
+        r.regionId = st_.isNull(3) ? std::nullopt : std::optional<int64_t>(st_.i64(3));
+        r.address = st_.u64(4);
+        r.size = st_.u64(5);
+        r.allocNs = st_.i64(6);
+        r.freeNs = st_.isNull(7) ? std::nullopt : std::optional<int64_t>(st_.i64(7));
+        return true;
+    }
+
+private:
+    explicit AllocationRecords(Stmt st) : st_(std::move(st)) {}
+    Stmt st_;
+};
+
+// Smallest and largest allocation id (0 and 0 for an empty table).
+std::pair<int64_t, int64_t> allocationIdBounds(const Session& s);
+
+// Where one allocation lives: its track and its time.
+struct AllocationPlace
+{
+    int64_t device = 0;
+    int64_t level = 0;
+    int64_t allocNs = 0;
+};
+std::optional<AllocationPlace> allocationPlace(const Session& s, int64_t id);
+
+// What the source said about one allocation beyond the replay record. Texts are empty when the
+// row has none (or names a string the file lacks).
+struct AllocationDetails
+{
+    std::optional<uint64_t> requestedSize;
+    int64_t stream = 0;
+    std::optional<std::string> tag;
+    std::vector<std::string> stack; // outermost last
+    std::optional<std::string> userMetadata;
+    std::optional<std::string> compileContext;
+};
+std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id);
+// The tag text of each allocation id that has a row ("" when it has no tag); one prepared
+// statement for all of them.
+std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
+                                                        const std::vector<int64_t>& ids);
+
+// The free time of allocations a live refresh still holds as alive: one point lookup each, on
+// one prepared statement.
+class AllocationFrees
+{
+public:
+    explicit AllocationFrees(const Session& s);
+    // None when the row is absent or still not freed.
+    std::optional<int64_t> freeNs(int64_t id);
+
+private:
+    Stmt st_;
+};
+
+// Allocations of a track made in [from, to), in (alloc_ns, id) order, with their tag's text
+// (empty when none).
+struct TaggedAllocation
+{
+    int64_t id = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    std::string tag;
+};
+std::vector<TaggedAllocation> allocationsMadeIn(const Session& s, int64_t device, int64_t level,
+                                                int64_t from, int64_t to);
+// (id, tag text) of a track's tagged allocations made in [from, to] (both ends included).
+std::vector<std::pair<int64_t, std::string>>
+allocationTagsIn(const Session& s, int64_t device, int64_t level, int64_t from, int64_t to);
+
+// Every column of a row (the what-if replay reads the request stream whole).
+struct AllocationRow
+{
+    int64_t device = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    std::optional<uint64_t> requestedSize;
+    std::optional<int64_t> stream;
+    int64_t allocNs = 0;
+    std::optional<int64_t> freeNs;
+    std::optional<int64_t> tag;
+    std::optional<int64_t> regionId;
+    std::optional<int64_t> stack;
+    std::optional<int64_t> userMetadata;
+    std::optional<int64_t> compileContext;
+};
+
+class AllocationRows
+{
+public:
+    // The rows of one level (Level numbering of events.h), in id order.
+    static AllocationRows ofLevel(const Session& s, int level);
+    bool next(AllocationRow& r);
+
+private:
+    explicit AllocationRows(Stmt st) : st_(std::move(st)) {}
+    Stmt st_;
+};
+
+} // namespace fs::store

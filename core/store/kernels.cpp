@@ -1,0 +1,193 @@
+#include "kernels.h"
+
+#include "session_access.h"
+
+namespace fs::store {
+
+KernelRows KernelRows::all(const Session& s)
+{
+    return KernelRows(SessionAccess::db(s).prepare(
+                          "SELECT id, device, stream, start_ns, end_ns, name, correlation_id,"
+                          " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id,"
+                          " graph_node_id FROM kernels ORDER BY id"),
+                      Shape::All);
+}
+
+KernelRows KernelRows::names(const Session& s)
+{
+    return KernelRows(SessionAccess::db(s).prepare("SELECT device, name, start_ns FROM kernels"),
+                      Shape::Names);
+}
+
+KernelRows KernelRows::startingIn(const Session& s, int64_t from, int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT start_ns, name, device FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
+    st.bind(1, from).bind(2, to);
+    return KernelRows(std::move(st), Shape::Starts);
+}
+
+bool KernelRows::next(KernelRow& r)
+{
+    if (!st_.step()) return false;
+    switch (shape_) {
+    case Shape::All:
+        r.id = st_.i64(0);
+        r.device = st_.i64(1);
+        r.stream = optI64(st_, 2);
+        r.startNs = st_.i64(3);
+        r.endNs = st_.i64(4);
+        r.name = st_.i64(5);
+        r.correlationId = optU64(st_, 6);
+        for (int k = 0; k < 3; ++k) {
+            r.grid[k] = st_.i64(7 + k);
+            r.block[k] = st_.i64(10 + k);
+        }
+        r.graphId = optU64(st_, 13);
+        r.graphNodeId = optU64(st_, 14);
+        break;
+    case Shape::Names:
+        r.device = st_.i64(0);
+        r.name = st_.i64(1);
+        r.startNs = st_.i64(2);
+        break;
+    case Shape::Starts:
+        r.startNs = st_.i64(0);
+        r.name = st_.i64(1);
+        r.device = st_.i64(2);
+        break;
+    }
+    return true;
+}
+
+KernelLaunches::KernelLaunches(const Session& s)
+    : st_(SessionAccess::db(s).prepare(
+          "SELECT k.start_ns, k.stream, k.name, k.graph_node_id, COALESCE(s.text, '') FROM kernels"
+          " k LEFT JOIN strings s ON s.id = k.name"
+          " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 ORDER BY k.start_ns, "
+          "k.id"))
+{
+}
+
+void KernelLaunches::run(int64_t device, int64_t from, int64_t to)
+{
+    st_.reset();
+    st_.bind(1, from).bind(2, to).bind(3, device);
+}
+
+bool KernelLaunches::next(KernelRow& r)
+{
+    if (!st_.step()) return false;
+    r.startNs = st_.i64(0);
+    r.stream = optI64(st_, 1);
+    r.name = st_.i64(2);
+    r.graphNodeId = optU64(st_, 3);
+    r.nameText = st_.text(4);
+    return true;
+}
+
+KernelSpans::KernelSpans(const Session& s)
+    : st_(SessionAccess::db(s).prepare(
+          "SELECT k.start_ns, k.end_ns, COALESCE(s.text, ''), COALESCE(k.stream, 0),"
+          " COALESCE(k.graph_id, 0) FROM kernels k LEFT JOIN strings s"
+          " ON s.id = k.name WHERE k.device = ?3 AND k.start_ns >= ?1"
+          " AND k.start_ns <= ?2 ORDER BY k.start_ns LIMIT ?4"))
+{
+}
+
+void KernelSpans::append(int64_t device, int64_t from, int64_t to, int64_t limit,
+                         std::vector<KernelSpanRow>& out)
+{
+    st_.reset();
+    st_.bind(1, from).bind(2, to).bind(3, device).bind(4, limit);
+    while (st_.step())
+        out.push_back({st_.i64(0), st_.i64(1), st_.text(2), st_.i64(3), st_.i64(4)});
+}
+
+KernelNameTotals::KernelNameTotals(const Session& s)
+    : st_(SessionAccess::db(s).prepare(
+          "SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
+          " LEFT JOIN strings s ON s.id = k.name"
+          " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name"))
+{
+}
+
+std::vector<KernelNameTotal> KernelNameTotals::of(int64_t device, int64_t from, int64_t to)
+{
+    st_.reset();
+    st_.bind(1, from).bind(2, to).bind(3, device);
+    std::vector<KernelNameTotal> out;
+    while (st_.step())
+        out.push_back({st_.i64(0), st_.text(1), st_.i64(2), st_.i64(3)});
+    return out;
+}
+
+std::vector<int64_t> kernelDevices(const Session& s)
+{
+    Stmt st = SessionAccess::db(s).prepare("SELECT DISTINCT device FROM kernels");
+    std::vector<int64_t> out;
+    while (st.step())
+        out.push_back(st.i64(0));
+    return out;
+}
+
+std::optional<int64_t> previousKernelStart(const Session& s, int64_t device, int64_t stream,
+                                           int64_t t, int64_t name)
+{
+    // Newest first along the (device, start_ns) index: stops at the first match.
+    Stmt st = SessionAccess::db(s).prepare(
+        name < 0 ? "SELECT start_ns FROM kernels WHERE device=?1 AND start_ns < ?2 AND "
+                   "COALESCE(stream, 0)=?3 ORDER BY start_ns DESC LIMIT 1"
+                 : "SELECT start_ns FROM kernels WHERE device=?1 AND start_ns < ?2 AND "
+                   "COALESCE(stream, 0)=?3 AND name=?4 ORDER BY start_ns DESC LIMIT 1");
+    st.bind(1, device).bind(2, t).bind(3, stream);
+    if (name >= 0) st.bind(4, name);
+    if (!st.step()) return std::nullopt;
+    return st.i64(0);
+}
+
+namespace {
+
+constexpr const char* kGraphSelect =
+    "SELECT id, device, stream, graph_id, exec_id, start_ns, end_ns FROM graph_launches";
+
+std::vector<GraphLaunchRow> graphRows(Stmt& st)
+{
+    std::vector<GraphLaunchRow> out;
+    while (st.step())
+        out.push_back({st.i64(0), st.i64(1), optI64(st, 2), optU64(st, 3), optU64(st, 4), st.i64(5),
+                       st.i64(6)});
+    return out;
+}
+
+} // namespace
+
+std::vector<GraphLaunchRow> graphLaunches(const Session& s)
+{
+    Stmt st = SessionAccess::db(s).prepare(std::string(kGraphSelect) + " ORDER BY id");
+    return graphRows(st);
+}
+
+std::vector<GraphLaunchRow> graphLaunchesIn(const Session& s, int64_t from, int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(std::string(kGraphSelect) +
+                                           " WHERE start_ns >= ?1 AND start_ns <= ?2 ORDER BY"
+                                           " start_ns");
+    st.bind(1, from).bind(2, to);
+    return graphRows(st);
+}
+
+std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
+                                           int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT start_ns, name, graph_id FROM kernels"
+        " WHERE device = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, id");
+    st.bind(1, device).bind(2, from).bind(3, to);
+    std::vector<KernelGraphRow> out;
+    while (st.step())
+        out.push_back({st.i64(0), st.i64(1), optU64(st, 2)});
+    return out;
+}
+
+} // namespace fs::store

@@ -1,0 +1,134 @@
+// Typed readers of the kernels and graph_launches tables (docs/session-format.md,
+// docs/store.md). Window queries go through the (device, start_ns) and start_ns indexes.
+#pragma once
+
+#include "session.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs::store {
+
+// Every column of a kernels row, and the text of its name where a reader joins it.
+struct KernelRow
+{
+    int64_t id = 0;
+    int64_t device = 0;
+    std::optional<int64_t> stream;
+    int64_t startNs = 0;
+    int64_t endNs = 0;
+    int64_t name = 0; // strings.id
+    std::optional<uint64_t> correlationId;
+    int64_t grid[3] = {0, 0, 0};
+    int64_t block[3] = {0, 0, 0};
+    std::optional<uint64_t> graphId;
+    std::optional<uint64_t> graphNodeId;
+    std::string nameText; // launchesOn() only; empty when the name is not in strings
+};
+
+class KernelRows
+{
+public:
+    // Every kernel in id order, every column but nameText (a what-if keeps them).
+    static KernelRows all(const Session& s);
+    // device, name, startNs of every kernel, in the table's order (one pass for the kernel index).
+    static KernelRows names(const Session& s);
+    // startNs, name, device of the kernels starting in [from, to), in the table's order.
+    static KernelRows startingIn(const Session& s, int64_t from, int64_t to);
+    bool next(KernelRow& r);
+
+private:
+    enum class Shape { All, Names, Starts };
+    KernelRows(Stmt st, Shape shape) : st_(std::move(st)), shape_(shape) {}
+    Stmt st_;
+    Shape shape_;
+};
+
+// Launches of one device starting in [from, to), in (start_ns, id) order: startNs, stream,
+// name, graphNodeId and nameText. One prepared statement, run again per device.
+class KernelLaunches
+{
+public:
+    explicit KernelLaunches(const Session& s);
+    void run(int64_t device, int64_t from, int64_t to);
+    bool next(KernelRow& r);
+
+private:
+    Stmt st_;
+};
+
+// A kernel of the kernel lane: [start, end], name text, stream (0 when none), graph (0 when none).
+struct KernelSpanRow
+{
+    int64_t startNs = 0;
+    int64_t endNs = 0;
+    std::string name;
+    int64_t stream = 0;
+    int64_t graphId = 0;
+};
+// At most limit kernels of each device starting in [from, to], in start order.
+class KernelSpans
+{
+public:
+    explicit KernelSpans(const Session& s);
+    void append(int64_t device, int64_t from, int64_t to, int64_t limit,
+                std::vector<KernelSpanRow>& out);
+
+private:
+    Stmt st_;
+};
+
+// Launch count and summed duration per kernel name of one device in [from, to).
+struct KernelNameTotal
+{
+    int64_t name = 0; // strings.id
+    std::string text;
+    int64_t count = 0;
+    int64_t totalNs = 0;
+};
+class KernelNameTotals
+{
+public:
+    explicit KernelNameTotals(const Session& s);
+    std::vector<KernelNameTotal> of(int64_t device, int64_t from, int64_t to);
+
+private:
+    Stmt st_;
+};
+
+// The devices that ran kernels.
+std::vector<int64_t> kernelDevices(const Session& s);
+// Launches of one device starting in [from, to), in (start_ns, id) order, with the graph they
+// ran in (none: launched on a stream).
+struct KernelGraphRow
+{
+    int64_t startNs = 0;
+    int64_t name = 0; // strings.id
+    std::optional<uint64_t> graphId;
+};
+std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
+                                           int64_t to);
+// Start of the newest launch on (device, stream; 0 for none) before t, of kernel name when
+// name >= 0; none when there is none.
+std::optional<int64_t> previousKernelStart(const Session& s, int64_t device, int64_t stream,
+                                           int64_t t, int64_t name = -1);
+
+// Every column of a graph_launches row.
+struct GraphLaunchRow
+{
+    int64_t id = 0;
+    int64_t device = 0;
+    std::optional<int64_t> stream;
+    std::optional<uint64_t> graphId;
+    std::optional<uint64_t> execId;
+    int64_t startNs = 0;
+    int64_t endNs = 0;
+};
+// Every graph launch in id order.
+std::vector<GraphLaunchRow> graphLaunches(const Session& s);
+// The graph launches starting in [from, to], in start order.
+std::vector<GraphLaunchRow> graphLaunchesIn(const Session& s, int64_t from, int64_t to);
+
+} // namespace fs::store

@@ -1,0 +1,31 @@
+// Internal to core/store: the readers and writers reach a session's connection through this
+// (Session::db() is private: docs/store.md). Nothing outside core/store includes it.
+#pragma once
+
+#include "session.h"
+
+#include <optional>
+
+namespace fs {
+
+struct SessionAccess
+{
+    static Db& db(Session& s) { return s.db(); }
+    static const Db& db(const Session& s) { return s.db(); }
+};
+
+namespace store {
+
+// A nullable column.
+inline std::optional<int64_t> optI64(const Stmt& st, int col)
+{
+    return st.isNull(col) ? std::nullopt : std::optional<int64_t>(st.i64(col));
+}
+inline std::optional<uint64_t> optU64(const Stmt& st, int col)
+{
+    return st.isNull(col) ? std::nullopt : std::optional<uint64_t>(st.u64(col));
+}
+
+} // namespace store
+
+} // namespace fs
