@@ -60,7 +60,8 @@ enum class EventType : uint8_t {
     RegionUnmap,   // ... and unbacked again
     Alloc,         // address,size,requestedSize,level,stream,name=tag,aux=stack id,
                    // aux2=user_metadata string id | compile_context string id << 32
-    Free,          // address,level (size optional, checked when non-zero)
+    Free,          // address,level (size optional, checked when non-zero), aux=pool id when the
+                   // source knows it (0: not said)
     Kernel,        // time..endTime,name,stream,aux=correlation,grid/block packed, graphId/graphNode
     GraphLaunch,   // time..endTime,stream,aux=graph id,aux2=exec id
     Mark,          // instant NVTX-like marker, name=message
@@ -69,7 +70,13 @@ enum class EventType : uint8_t {
     Health,        // name=kind (dropped_records, buffer_overrun, clock_gap, ...), aux=value
     PendingFree,   // freed block waiting on a stream event: address,size,stream,level,
                    // time=free requested, endTime=free completed (kNoTime: still pending)
+    GraphCapture,  // time..endTime=stream capture begin..end,stream,aux=graph id,aux2=memory pool
+                   // its allocations went to (0: not said),name=the graph's name (captures with
+                   // one name are re-captures of one graph; empty: the graph id names it)
+    GraphInstantiate, // time,aux=graph id,aux2=exec id
+    GraphExecDestroy, // time,aux2=exec id
 };
+constexpr int kEventTypeCount = static_cast<int>(EventType::GraphExecDestroy) + 1;
 
 // One event. A plain fixed-size record: sources fill the fields their type uses.
 struct Event
@@ -120,6 +127,11 @@ inline constexpr std::string_view AliveAtEnd = "alive_at_end";
 inline constexpr std::string_view LateEvent = "late_event";
 inline constexpr std::string_view UnknownRegion = "unknown_region";
 inline constexpr std::string_view SizeMismatch = "size_mismatch";
+// CUDA graphs (docs/analysis.md "Graphs and pools"): an exec destroyed again, one destroyed
+// that was never instantiated, a free naming a pool no region or capture ever named.
+inline constexpr std::string_view GraphExecDestroyedTwice = "graph_exec_destroyed_twice";
+inline constexpr std::string_view UnknownGraphExec = "unknown_graph_exec";
+inline constexpr std::string_view UnknownPool = "unknown_pool";
 } // namespace anomaly
 
 } // namespace fs

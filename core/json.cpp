@@ -64,6 +64,12 @@ JsonWriter& JsonWriter::beginObject()
     return *this;
 }
 
+JsonWriter& JsonWriter::beginDocument()
+{
+    beginObject();
+    return field("schema_version", kJsonSchemaVersion);
+}
+
 JsonWriter& JsonWriter::endObject()
 {
     const bool empty = first_.back();

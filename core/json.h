@@ -8,11 +8,17 @@
 
 namespace fs {
 
+// Version of the JSON every command prints (docs/json.md): bumped when a field is renamed or
+// removed or changes meaning; a new field does not bump it.
+constexpr int kJsonSchemaVersion = 1;
+
 class JsonWriter
 {
 public:
     explicit JsonWriter(bool pretty = true) : pretty_(pretty) {}
     JsonWriter& beginObject();
+    // A command's output: beginObject() and its first field, "schema_version".
+    JsonWriter& beginDocument();
     JsonWriter& endObject();
     JsonWriter& beginArray();
     JsonWriter& endArray();

@@ -51,17 +51,16 @@ int runCollapse(Args& a)
     const std::vector<OomDiagnosis> ooms = engine->oomsBetween(rep->windowBegin, rep->windowEnd);
     if (a.flag("json")) {
         JsonWriter j;
-        writeCollapseReport(j, *rep);
-        std::string out = j.str();
-        // One more key, "ooms", in the report's object.
-        JsonWriter oj(false);
-        oj.beginArray();
+        j.beginDocument();
+        j.field("file", a.positional()[0]);
+        j.field("time_axis", ordinal ? "ordinal" : "ns");
+        writeCollapseReportFields(j, *rep);
+        j.key("ooms").beginArray();
         for (const OomDiagnosis& o : ooms)
-            writeOom(oj, o);
-        oj.endArray();
-        const size_t close = out.rfind('}');
-        if (close != std::string::npos) out.insert(close, ", \"ooms\": " + oj.str() + "\n");
-        fmt::print("{}\n", out);
+            writeOom(j, o);
+        j.endArray();
+        j.endObject();
+        fmt::print("{}\n", j.str());
     } else {
         fmt::print("{}",
                    collapseReportText(*rep, engine->timeBegin(), ordinal, rep->precursors.size()));
@@ -85,7 +84,7 @@ FRAGSCOPE_COMMAND({
         {{"frame", "N", "a frame inside the collapse"},
          {"top", "K", "show the K highest-ranked precursors (default 20)"},
          {"any", "", "report frame N even when no collapse rule breaks there"},
-         {"json", "", "print one JSON object instead of text"},
+         {"json", "", "print one JSON object instead of text (fields: docs/json.md)"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"

@@ -3,6 +3,7 @@
 // only prints.
 #include "command.h"
 #include "core/analysis/compare.h"
+#include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
 
@@ -28,10 +29,7 @@ void side(JsonWriter& j, const char* key, const SideSummary& s)
     j.field("frames", s.frames).key("collapses");
     s.collapsesKnown() ? j.value(s.collapses) : j.null();
     j.field("ooms", s.ooms);
-    j.field("peak_reserved_bytes", s.peakReserved).field("final_reserved_bytes", s.finalReserved);
-    j.field("mean_fragmentation_ratio", s.meanFragmentation);
-    j.field("max_fragmentation_ratio", s.maxFragmentation);
-    j.field("min_largest_free_block_bytes", s.minLargestFree);
+    writeSummaryFields(j, s.figures);
     j.endObject();
 }
 
@@ -39,7 +37,7 @@ void point(JsonWriter& j, const char* key, const PointFigures& p, bool frames)
 {
     j.key(key).beginObject();
     j.field("reserved_bytes", p.reserved).field("fragmentation_ratio", p.fragmentation);
-    j.field("largest_free_block_bytes", p.largestFree).field("ooms", p.ooms);
+    j.field("largest_free_bytes", p.largestFree).field("ooms", p.ooms);
     if (frames) j.field("collapsed", p.collapsed);
     j.endObject();
 }
@@ -52,15 +50,11 @@ int runCompare(Args& a)
     const Comparison c = compareSessions(a.positional()[0], a.positional()[1], samples);
     if (a.flag("json")) {
         JsonWriter j;
-        j.beginObject();
+        j.beginDocument();
         side(j, "a", c.a);
         side(j, "b", c.b);
         j.key("difference").beginObject();
-        j.field("peak_reserved_bytes", c.difference.peakReserved);
-        j.field("final_reserved_bytes", c.difference.finalReserved);
-        j.field("mean_fragmentation_ratio", c.difference.meanFragmentation);
-        j.field("max_fragmentation_ratio", c.difference.maxFragmentation);
-        j.field("min_largest_free_block_bytes", c.difference.minLargestFree);
+        writeSummaryDelta(j, c.difference.figures);
         j.key("collapses");
         c.a.collapsesKnown() && c.b.collapsesKnown() ? j.value(c.difference.collapses) : j.null();
         j.field("ooms", c.difference.ooms);
@@ -89,17 +83,25 @@ int runCompare(Args& a)
     };
     fmt::print("A: {}\nB: {}\n\n", title(c.a), title(c.b));
     fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "", "A", "B", "B - A");
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "peak reserved", humanBytes(c.a.peakReserved),
-               humanBytes(c.b.peakReserved), signedBytes(c.difference.peakReserved));
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "final reserved", humanBytes(c.a.finalReserved),
-               humanBytes(c.b.finalReserved), signedBytes(c.difference.finalReserved));
-    fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "mean F", c.a.meanFragmentation,
-               c.b.meanFragmentation, c.difference.meanFragmentation);
-    fmt::print("{:<26} {:>14.3f} {:>14.3f} {:>+14.3f}\n", "max F", c.a.maxFragmentation,
-               c.b.maxFragmentation, c.difference.maxFragmentation);
-    fmt::print("{:<26} {:>14} {:>14} {:>14}\n", "smallest largest free",
-               humanBytes(c.a.minLargestFree), humanBytes(c.b.minLargestFree),
-               signedBytes(c.difference.minLargestFree));
+    const SummaryFigures &fa = c.a.figures, &fb = c.b.figures;
+    const SummaryDelta& d = c.difference.figures;
+    auto bytesRow = [](const char* name, uint64_t x, uint64_t y, int64_t diff) {
+        fmt::print("{:<26} {:>14} {:>14} {:>14}\n", name, humanBytes(x), humanBytes(y),
+                   signedBytes(diff));
+    };
+    auto ratioRow = [](const char* name, double x, double y, double diff) {
+        fmt::print("{:<26} {:>14.4f} {:>14.4f} {:>+14.4f}\n", name, x, y, diff);
+    };
+    bytesRow("peak reserved", fa.peakReservedBytes, fb.peakReservedBytes, d.peakReservedBytes);
+    bytesRow("peak allocated", fa.peakAllocatedBytes, fb.peakAllocatedBytes, d.peakAllocatedBytes);
+    bytesRow("final reserved", fa.finalReservedBytes, fb.finalReservedBytes, d.finalReservedBytes);
+    ratioRow("mean F", fa.meanFragmentationRatio, fb.meanFragmentationRatio,
+             d.meanFragmentationRatio);
+    ratioRow("max F", fa.maxFragmentationRatio, fb.maxFragmentationRatio, d.maxFragmentationRatio);
+    bytesRow("smallest largest free", fa.minLargestFreeBytes, fb.minLargestFreeBytes,
+             d.minLargestFreeBytes);
+    fmt::print("{:<26} {:>14} {:>14} {:>+14}\n", "most fragments", fa.maxFragmentCount,
+               fb.maxFragmentCount, d.maxFragmentCount);
     auto coll = [](const SideSummary& s) {
         return s.collapsesKnown() ? std::to_string(s.collapses) : std::string("unknown");
     };
@@ -140,8 +142,10 @@ FRAGSCOPE_COMMAND({
         "Use it for an actual run against its what-if replay (fragscope whatif -o) or for two\n"
         "recordings. Frames are aligned by number when both sessions have frames, else rows are\n"
         "instants at equal offsets from each session's start. Figures are the analysis\n"
-        "engine's, on each session's default track. JSON: {a, b, difference, aligned_by,\n"
-        "rows: [{frame|offset_ns, a: {...}, b: {...}}], notes}. See docs/whatif.md.",
+        "engine's, on each session's default track: the summary `report` prints (exact over\n"
+        "every instant; docs/analysis.md \"Summary\"). JSON: {schema_version, a, b,\n"
+        "difference, aligned_by, rows: [{frame|offset_ns, a: {...}, b: {...}}], notes}\n"
+        "(fields: docs/json.md). See docs/whatif.md.",
     .run = runCompare,
     .order = 76,
 });

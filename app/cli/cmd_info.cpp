@@ -1,7 +1,10 @@
 // fragscope info FILE [--json]: what a session holds and how healthy its capture was.
 #include "command.h"
+#include "core/analysis/graphs_text.h"
+#include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
+#include "core/store/graphs.h"
 #include "core/store/session.h"
 
 #include <fmt/format.h>
@@ -11,10 +14,12 @@ using namespace fs::cli;
 
 namespace {
 
-std::string toJson(const SessionSummary& s, const std::string& allocatorSettings)
+std::string toJson(const std::string& path, const SessionSummary& s,
+                   const std::string& allocatorSettings, const analysis::GraphHealth& graphs)
 {
     JsonWriter j;
-    j.beginObject();
+    j.beginDocument();
+    j.field("file", path);
     j.field("format_version", s.formatVersion);
     j.field("synthetic", s.synthetic);
     j.key("sources").beginArray();
@@ -24,9 +29,9 @@ std::string toJson(const SessionSummary& s, const std::string& allocatorSettings
     j.key("devices").beginArray();
     for (const auto& d : s.devices) {
         j.beginObject()
-            .field("id", d.id)
+            .field("device", d.id)
             .field("name", d.name)
-            .field("capacity", d.capacityBytes)
+            .field("capacity_bytes", d.capacityBytes)
             .endObject();
     }
     j.endArray();
@@ -49,26 +54,14 @@ std::string toJson(const SessionSummary& s, const std::string& allocatorSettings
         j.null();
     else
         j.value(allocatorSettings);
-    j.key("health").beginObject();
-    j.field("dropped_records", s.health.droppedRecords);
-    j.field("ended_abruptly", s.health.endedAbruptly);
-    j.field("recording", s.health.recording);
-    j.key("anomalies").beginObject();
-    for (const auto& [k, v] : s.health.anomalies)
-        j.field(k, v);
-    j.endObject();
-    j.field("anomaly_total", s.health.anomalyTotal());
-    j.key("warnings").beginArray();
-    for (const auto& w : s.health.warnings)
-        j.value(w);
-    j.endArray();
-    j.endObject();
+    j.key("health");
+    analysis::writeHealth(j, s.health, &graphs);
     j.endObject();
     return j.str() + "\n";
 }
 
 std::string toText(const std::string& path, const SessionSummary& s,
-                   const std::string& allocatorSettings)
+                   const std::string& allocatorSettings, const analysis::GraphHealth& graphs)
 {
     std::string out = fmt::format("{}\n", path);
     out += fmt::format("  format        v{}{}\n", s.formatVersion,
@@ -105,6 +98,7 @@ std::string toText(const std::string& path, const SessionSummary& s,
         out += fmt::format("      {:<16} {}\n", k, v);
     for (const auto& w : s.health.warnings)
         out += fmt::format("    warning: {}\n", w);
+    if (graphs.launches > 0 || graphs.total() > 0) out += analysis::graphHealthText(graphs);
     return out;
 }
 
@@ -114,8 +108,10 @@ int runInfo(Args& a)
     const Session s = Session::open(a.positional()[0]);
     const SessionSummary sum = s.summary();
     const std::string settings = s.meta("allocator_settings");
-    fmt::print("{}",
-               a.flag("json") ? toJson(sum, settings) : toText(a.positional()[0], sum, settings));
+    const analysis::GraphHealth graphs =
+        analysis::graphHealth(store::readGraphRows(s), sum.health.anomalies);
+    fmt::print("{}", a.flag("json") ? toJson(a.positional()[0], sum, settings, graphs)
+                                    : toText(a.positional()[0], sum, settings, graphs));
     return Ok;
 }
 
@@ -125,7 +121,7 @@ FRAGSCOPE_COMMAND({
     .name = "info",
     .synopsis = "FILE [--json]",
     .summary = "Summarise a session: sources, devices, counts and capture health",
-    .options = {{"json", "", "print one JSON object instead of text"}},
+    .options = {{"json", "", "print one JSON object instead of text (fields: docs/json.md)"}},
     .details = "A file of a newer format, a non-fragscope file, or a truncated or corrupted file\n"
                "gives a one-line error naming the file and the problem, and exit status 2.",
     .run = runInfo,

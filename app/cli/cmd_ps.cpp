@@ -16,21 +16,23 @@ int runPs(Args& a)
     const auto targets = capture::listTargets();
     if (a.flag("json")) {
         JsonWriter j;
-        j.beginArray();
+        j.beginDocument();
+        j.key("processes").beginArray();
         for (const auto& t : targets) {
             j.beginObject();
             j.field("pid", static_cast<int64_t>(t.pid));
             j.field("state", t.state);
             j.field("kind", t.kind);
             j.field("events_sent", t.eventsSent);
-            j.field("dropped", t.dropped);
-            j.field("launched_by", static_cast<int64_t>(t.launchedBy));
+            j.field("dropped_records", t.dropped);
+            j.field("launched_by_pid", static_cast<int64_t>(t.launchedBy));
             j.field("command_line", t.commandLine);
-            j.field("socket", t.socketPath);
+            j.field("socket_path", t.socketPath);
             if (!t.error.empty()) j.field("error", t.error);
             j.endObject();
         }
         j.endArray();
+        j.endObject();
         fmt::print("{}\n", j.str());
         return Ok;
     }
@@ -53,7 +55,9 @@ FRAGSCOPE_COMMAND({
     .name = "ps",
     .synopsis = "[--json]",
     .summary = "List this user's processes that can be attached to (agent or simulate --live)",
-    .options = {{"json", "", "print a JSON array"}},
+    .options =
+        {{"json", "",
+          "print one JSON object: {schema_version, processes: [...]}\n(fields: docs/json.md)"}},
     .details =
         "Looks for control sockets in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID),\n"
         "asks each target for its state (idle, waiting, recording, disabled) and removes\n"

@@ -26,6 +26,11 @@ sim::Config configFrom(const Args& a)
     cfg.targetEvents = a.getInt("events", 0);
     cfg.capacityBytes =
         static_cast<uint64_t>(a.getInt("capacity", static_cast<int64_t>(cfg.capacityBytes)));
+    if (const auto w = a.get("workload"); w && !sim::parseWorkload(*w, cfg.workload))
+        throw UsageError("--workload must be video-diffusion, decode-graphs or video-graphs");
+    cfg.replays = a.getInt("replays", cfg.replays);
+    if (cfg.replays < 1 || cfg.replays > 100'000'000)
+        throw UsageError("--replays must be between 1 and 100000000");
     if (cfg.frames < 1 || cfg.frames > 1'000'000)
         throw UsageError("--frames must be between 1 and 1000000");
     if (cfg.steps < 1 || cfg.steps > 10'000)
@@ -34,6 +39,9 @@ sim::Config configFrom(const Args& a)
         throw UsageError("--capacity must be at least 64M bytes");
     if (const auto m = a.get("mechanisms"); m && !sim::parseMechanismSet(*m, cfg.mechanisms))
         throw UsageError("--mechanisms must be 'workspace' or 'mixed', not '" + *m + "'");
+    if (cfg.mechanisms != sim::MechanismSet::Workspace &&
+        cfg.workload != sim::WorkloadKind::VideoDiffusion)
+        throw UsageError("--mechanisms applies to the video-diffusion workload only");
     return cfg;
 }
 
@@ -41,6 +49,8 @@ int runSimulate(Args& a)
 {
     a.expectPositional(0, "");
     if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
+        if (a.get("workload").value_or("video-diffusion") != "video-diffusion")
+            throw UsageError("--live serves the video-diffusion workload only");
         capture::LiveSimOptions lo;
         lo.rateEventsPerSec = a.getInt("live-rate", 0);
         lo.commandLine = "fragscope simulate --live";
@@ -60,6 +70,14 @@ int runSimulate(Args& a)
         cfg.targetEvents ? fmt::format(" --events {}", cfg.targetEvents) : "");
     o.synthetic = true;
     o.reorderWindowNs = 0; // the simulator emits in time order
+    const bool graphs = cfg.workload != sim::WorkloadKind::VideoDiffusion;
+    if (graphs) {
+        o.sourcePath = fmt::format("fragscope simulate --workload {} --frames {} --steps {} "
+                                   "--replays {} --seed {}",
+                                   sim::workloadName(cfg.workload), cfg.frames, cfg.steps,
+                                   cfg.replays, cfg.seed);
+        o.aliveAtEndIsAnomaly = false; // graphs and their outputs live until the process exits
+    }
     Ingest ingest(o);
     sim::Stats st;
     try {
@@ -79,6 +97,22 @@ int runSimulate(Args& a)
     storeAnalysisIndex(*out, a);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
+    if (graphs) {
+        const sim::GraphTruth& t = *st.graphs;
+        fmt::print("Simulated {} events ({} workload, seed {}) into {}: {} graphs in {} private "
+                   "pools, {} graph launches, {} kernels, {} allocations, peak reserved {:.2f} "
+                   "GiB; merging the pools of graphs that never run concurrently saves {:.2f} MiB "
+                   "of peak reserved (the simulator's own run with them merged); file {:.1f} MB. "
+                   "SYNTHETIC data; ground truth in meta sim.graphs_truth.\n",
+                   st.events, sim::workloadName(cfg.workload), cfg.seed, *out, t.graphs.size(),
+                   t.pools.size() - (t.pools.empty() || t.pools.front().pool != 0 ? 0 : 1),
+                   st.graphLaunches, st.kernels, st.allocs,
+                   static_cast<double>(st.peakReserved) / (1ull << 30),
+                   static_cast<double>(t.all.peakReservedBefore - t.all.peakReservedAfter) /
+                       (1ull << 20),
+                   ec ? 0.0 : static_cast<double>(bytes) / 1e6);
+        return Ok;
+    }
     fmt::print(
         "Simulated {} events ({} frames x {} steps, seed {}) into {}: {} allocations, {} segments, "
         "{} kernels ({} attention fallbacks), {} graph launches, {} OOMs, peak reserved {:.2f} GiB "
@@ -97,8 +131,9 @@ int runSimulate(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "simulate",
-    .synopsis = "-o FILE [--frames N] [--steps S] [--seed S] [--events N] [--capacity BYTES] "
-                "[--mechanisms workspace|mixed] [--index|--no-index]",
+    .synopsis =
+        "-o FILE [--workload W] [--frames N] [--steps S] [--seed S] [--events N] "
+        "[--replays N] [--capacity BYTES] [--mechanisms workspace|mixed] [--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = withIndexOptions(
         {{"output", "FILE", "session file to write (replaced if it exists)"},
@@ -110,6 +145,11 @@ FRAGSCOPE_COMMAND({
          {"mechanisms", "SET",
           "workspace (default: the one emergent mechanism) or mixed (several collapse "
           "mechanisms, content-caused collapses and distractors, docs/simulator.md)"},
+         {"workload", "W",
+          "video-diffusion (default), or a CUDA-graph workload: decode-graphs (one graph per "
+          "batch size, each in its own pool) or video-graphs (a denoising graph re-captured per "
+          "shape); docs/simulator.md"},
+         {"replays", "N", "decode-graphs: decode steps, one graph replay each (default 20000)"},
          {"live", "",
           "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
          {"live-rate", "N",

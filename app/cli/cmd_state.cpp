@@ -74,9 +74,9 @@ int runState(Args& a)
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
     if (a.flag("json")) {
         JsonWriter j;
-        j.beginObject();
+        j.beginDocument();
         j.field("file", a.positional()[0]);
-        j.field("time", t);
+        j.field("time_ns", t);
         j.field("time_axis", ordinal ? "ordinal" : "ns");
         j.field("synthetic", sum.synthetic);
         j.key("states").beginArray();
@@ -149,10 +149,11 @@ FRAGSCOPE_COMMAND({
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
-        "JSON: {time, states: [{device, level, reserved_bytes, allocated_bytes, free_bytes,\n"
-        "fragment_count, largest_free_fragment_bytes, fragmentation_ratio,\n"
-        "fragment_entropy_bits, event_size_entropy_bits, entropy_window_ns,\n"
-        "histogram: [{lo, hi, count, bytes}], clusters: [...]}], caveats}.\n"
+        "JSON (fields: docs/json.md): {schema_version, file, time_ns, states: [{device,\n"
+        "level, reserved_bytes, allocated_bytes, free_bytes, fragment_count,\n"
+        "largest_free_bytes, fragmentation_ratio, fragment_entropy_bits,\n"
+        "event_size_entropy_bits, entropy_window_ns, histogram: [{lo_bytes, hi_bytes, count,\n"
+        "bytes}], clusters: [...]}], caveats}.\n"
         "event_size_entropy_bits: the same size classes over the alloc and free events in\n"
         "(TIME - window, TIME], window from the settings (docs/settings.md, default 300 s).\n"
         "--pools / --pool: the same figures per memory pool (regions.pool_id: PyTorch's\n"

@@ -4,6 +4,7 @@
 // analysis engine; this file only prints.
 #include "command.h"
 #include "core/alloc/whatif.h"
+#include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
 
@@ -35,8 +36,8 @@ template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T 
 void writeJson(const WhatIfResult& r)
 {
     JsonWriter j;
-    j.beginObject();
-    j.field("session", r.session);
+    j.beginDocument();
+    j.field("file", r.session);
     const Fidelity& f = r.fidelity;
     j.key("fidelity").beginObject();
     j.field("complete", f.complete).field("complete_note", f.completeNote);
@@ -53,8 +54,8 @@ void writeJson(const WhatIfResult& r)
         j.field("segment_sizes_equal", d.firstSegmentMismatch < 0);
         j.key("first_segment_mismatch");
         d.firstSegmentMismatch < 0 ? j.null() : j.value(d.firstSegmentMismatch);
-        writeSizes(j, "real_segment_sizes", d.realSegmentSizes);
-        writeSizes(j, "replay_segment_sizes", d.replaySegmentSizes);
+        writeSizes(j, "real_segment_size_bytes", d.realSegmentSizes);
+        writeSizes(j, "replay_segment_size_bytes", d.replaySegmentSizes);
         realReplay(j, "final_reserved_bytes", d.realFinalReserved, d.replayFinalReserved);
         realReplay(j, "peak_reserved_bytes", d.realPeakReserved, d.replayPeakReserved);
         realReplay(j, "segments", d.realSegments, d.replaySegments);
@@ -69,6 +70,13 @@ void writeJson(const WhatIfResult& r)
     }
     j.endObject();
     j.endObject();
+    j.key("real_run").beginObject().key("devices").beginObject();
+    for (const auto& [device, figures] : r.real) {
+        j.key(std::to_string(device)).beginObject();
+        analysis::writeSummaryFields(j, figures);
+        j.endObject();
+    }
+    j.endObject().endObject();
     j.key("runs").beginArray();
     for (const RunResult& run : r.runs) {
         j.beginObject();
@@ -77,25 +85,21 @@ void writeJson(const WhatIfResult& r)
         j.field("policy", policyName(run.spec.policy));
         j.field("experimental", run.spec.policy != Policy::PyTorch);
         j.field("requests", run.requests);
-        j.key("session");
+        j.key("output_file");
         run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
         j.key("devices").beginObject();
         for (const DeviceFigures& d : run.devices) {
             j.key(std::to_string(d.device)).beginObject();
-            j.field("peak_reserved_bytes", d.peakReserved);
-            j.field("final_reserved_bytes", d.finalReserved);
+            analysis::writeSummaryFields(j, d.summary);
             j.field("segments", d.segments);
             j.field("cuda_malloc_calls", d.cudaMallocs);
             j.field("ooms", d.ooms);
             j.field("alloc_retries", d.retries);
-            j.field("mean_fragmentation_ratio", d.meanFragmentation);
-            j.field("max_fragmentation_ratio", d.maxFragmentation);
-            j.field("min_largest_free_block_bytes", d.minLargestFree);
             j.key("frames").beginArray();
             for (const FrameFigure& fr : d.frames) {
                 j.beginObject();
                 j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
-                j.field("largest_free_block_bytes", fr.largestFree);
+                j.field("largest_free_bytes", fr.largestFree);
                 j.field("reserved_bytes", fr.reserved);
                 j.endObject();
             }
@@ -144,7 +148,7 @@ void writeText(const WhatIfResult& r)
     std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
         if ((a.dev->ooms > 0) != (b.dev->ooms > 0)) return a.dev->ooms > 0;
         if (a.dev->ooms != b.dev->ooms) return a.dev->ooms > b.dev->ooms;
-        return a.dev->peakReserved < b.dev->peakReserved;
+        return a.dev->summary.peakReservedBytes < b.dev->summary.peakReservedBytes;
     });
     const bool multi = !r.runs.empty() && r.runs.front().devices.size() > 1;
     auto nameOf = [](const RunResult& run) {
@@ -156,17 +160,26 @@ void writeText(const WhatIfResult& r)
     size_t width = 8;
     for (const RunResult& run : r.runs)
         width = std::max(width, nameOf(run).size());
-    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7} {:>7} {:>12}\n", "#",
+    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12}\n", "#",
                "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
                "OOMs", "mean F", "max F", "min largest");
+    auto row = [&](const std::string& rank, const std::string& name, uint32_t device,
+                   const analysis::SummaryFigures& fig, const std::string& segs,
+                   const std::string& mallocs, const std::string& ooms) {
+        fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8.4f} {:>8.4f} {:>12}\n",
+                   rank, name, width, multi ? fmt::format("{:<4}", device) : "",
+                   humanBytes(fig.peakReservedBytes), humanBytes(fig.finalReservedBytes), segs,
+                   mallocs, ooms, fig.meanFragmentationRatio, fig.maxFragmentationRatio,
+                   humanBytes(fig.minLargestFreeBytes));
+    };
+    // The real run first, unranked: the figures `report` gives the session.
+    for (const auto& [device, figures] : r.real)
+        row("-", "real run", device, figures, "-", "-", "-");
     int rank = 0;
-    for (const Row& row : rows)
-        fmt::print(
-            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>7.3f} {:>7.3f} {:>12}\n", ++rank,
-            nameOf(*row.run), width, multi ? fmt::format("{:<4}", row.dev->device) : "",
-            humanBytes(row.dev->peakReserved), humanBytes(row.dev->finalReserved),
-            row.dev->segments, row.dev->cudaMallocs, row.dev->ooms, row.dev->meanFragmentation,
-            row.dev->maxFragmentation, humanBytes(row.dev->minLargestFree));
+    for (const Row& x : rows)
+        row(std::to_string(++rank), nameOf(*x.run), x.dev->device, x.dev->summary,
+            std::to_string(x.dev->segments), std::to_string(x.dev->cudaMallocs),
+            std::to_string(x.dev->ooms));
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
@@ -245,8 +258,11 @@ FRAGSCOPE_COMMAND({
         "allocation's address, the final block layout and the state at the end.\n"
         "A free that waited on stream events (pending_frees) returns its block when the\n"
         "wait completed.\n"
-        "The table is ranked with OOMs first, then by peak reserved bytes. F figures are the\n"
-        "analysis engine's, over its timeline samples and frames. See docs/whatif.md.",
+        "The table is ranked with OOMs first, then by peak reserved bytes, below the real run's\n"
+        "own figures. Peaks, F and the smallest largest free block are the analysis engine's\n"
+        "summary of each session (exact over every instant, mean F weighted by time; the\n"
+        "figures `report` and `compare` print; docs/analysis.md \"Summary\"). JSON fields:\n"
+        "docs/json.md. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,
 });

@@ -309,25 +309,30 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
         status += "\n" + tr("note: %1").arg(QString::fromStdString(n));
     status_->setText(status);
 
-    const analysis::SummaryDifference& d = c.difference;
+    const analysis::SummaryFigures &sa = c.a.figures, &sb = c.b.figures;
+    const analysis::SummaryDelta& d = c.difference.figures;
+    auto ratio = [](double v) { return QString::number(v, 'f', 4); };
     const QList<QStringList> sum = {
-        {tr("peak reserved"), bytes(c.a.peakReserved), bytes(c.b.peakReserved),
-         signedBytes(d.peakReserved)},
-        {tr("final reserved"), bytes(c.a.finalReserved), bytes(c.b.finalReserved),
-         signedBytes(d.finalReserved)},
-        {tr("mean F"), QString::number(c.a.meanFragmentation, 'f', 3),
-         QString::number(c.b.meanFragmentation, 'f', 3),
-         QString::number(d.meanFragmentation, 'f', 3)},
-        {tr("max F"), QString::number(c.a.maxFragmentation, 'f', 3),
-         QString::number(c.b.maxFragmentation, 'f', 3),
-         QString::number(d.maxFragmentation, 'f', 3)},
-        {tr("smallest largest free block"), bytes(c.a.minLargestFree), bytes(c.b.minLargestFree),
-         signedBytes(d.minLargestFree)},
+        {tr("peak reserved"), bytes(sa.peakReservedBytes), bytes(sb.peakReservedBytes),
+         signedBytes(d.peakReservedBytes)},
+        {tr("peak allocated"), bytes(sa.peakAllocatedBytes), bytes(sb.peakAllocatedBytes),
+         signedBytes(d.peakAllocatedBytes)},
+        {tr("final reserved"), bytes(sa.finalReservedBytes), bytes(sb.finalReservedBytes),
+         signedBytes(d.finalReservedBytes)},
+        {tr("mean F"), ratio(sa.meanFragmentationRatio), ratio(sb.meanFragmentationRatio),
+         ratio(d.meanFragmentationRatio)},
+        {tr("max F"), ratio(sa.maxFragmentationRatio), ratio(sb.maxFragmentationRatio),
+         ratio(d.maxFragmentationRatio)},
+        {tr("smallest largest free block"), bytes(sa.minLargestFreeBytes),
+         bytes(sb.minLargestFreeBytes), signedBytes(d.minLargestFreeBytes)},
+        {tr("most fragments"), QString::number(sa.maxFragmentCount),
+         QString::number(sb.maxFragmentCount), QString::number(d.maxFragmentCount)},
         {tr("collapses"), c.a.collapsesKnown() ? QString::number(c.a.collapses) : tr("unknown"),
          c.b.collapsesKnown() ? QString::number(c.b.collapses) : tr("unknown"),
-         c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(d.collapses)
+         c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(c.difference.collapses)
                                                       : QStringLiteral("–")},
-        {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms), QString::number(d.ooms)},
+        {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms),
+         QString::number(c.difference.ooms)},
     };
     summary_->setRowCount(static_cast<int>(sum.size()));
     for (int r = 0; r < sum.size(); ++r)

@@ -40,6 +40,7 @@ public:
     QCustomPlot* reservedPlot() const { return reserved_; }
     QCustomPlot* fragmentationPlot() const { return frag_; }
     QTableWidget* rowsTable() const { return rows_; }
+    QTableWidget* summaryTable() const { return summary_; } // A, B, B - A of the summaries
     views::HeatmapWidget* heatmapA() const { return heat_[0]; }
     views::HeatmapWidget* heatmapB() const { return heat_[1]; }
     QLabel* titleA() const { return title_[0]; }

@@ -6,6 +6,7 @@
 #include "core/versions.h"
 #include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
+#include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/oom_list.h"
 #include "widgets/panels.h"
@@ -272,6 +273,15 @@ void MainWindow::buildDocks()
             std::max<int64_t>(1000, (heatmap_->viewport().t1 - heatmap_->viewport().t0) / 4);
         heatmap_->zoomToTime(t - span / 2, t + span / 2);
     });
+    // CUDA graphs and pools: the replay lane on the timelines and the selected graph's pool
+    // outlined on the heatmap come from the panel's report.
+    graphs_ = new views::GraphsPanel(this);
+    tabifyDockWidget(detDock, dock(tr("Graphs"), QStringLiteral("graphsDock"), graphs_,
+                                   Qt::RightDockWidgetArea));
+    connect(graphs_, &views::GraphsPanel::reportReady, this,
+            [this](auto r) { timeline_->setGraphs(std::move(r)); });
+    connect(graphs_, &views::GraphsPanel::poolOutlined, this,
+            [this](const views::PoolOutline& o) { heatmap_->setPoolOutline(o); });
     inspDock->raise();
 
     histogram_ = new views::HistogramWidget(this);
@@ -342,6 +352,12 @@ void MainWindow::buildMenus()
                     &MainWindow::showExportDialog);
     file->addAction(tr("Export &report…"), QKeySequence(tr("Ctrl+Shift+E")), this,
                     &MainWindow::exportReportDialog);
+    connect(this, &MainWindow::reportExported, this, [this](const QString& p, const QString& err) {
+        if (err.isEmpty())
+            statusBar()->showMessage(tr("Report written to %1").arg(p), 6000);
+        else
+            reportError_(tr("Export report failed"), err);
+    });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -352,6 +368,8 @@ void MainWindow::buildMenus()
                                      selection_, &views::SelectionModel::forward);
     view->addAction(tr("&Fit heatmap"), QKeySequence(Qt::CTRL | Qt::Key_0), heatmap_,
                     &views::HeatmapWidget::fit);
+    view->addAction(tr("Re&port…"), QKeySequence(tr("Ctrl+Shift+R")), this,
+                    &MainWindow::showReport);
     view->addAction(tr("Next &collapse"), QKeySequence(Qt::CTRL | Qt::Key_J), this, [this] {
         if (!scene_ || scene_->collapses.empty()) return;
         const int64_t cur = selection_->current().frame;
@@ -431,6 +449,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
     correlations_->setScene(scene_);
+    graphs_->setScene(scene_);
     setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
     if (!keepView)
         selection_->clear();
@@ -576,6 +595,7 @@ void MainWindow::setDark(bool dark)
     timeline_->setDark(dark);
     histogram_->setDark(dark);
     memmap_->setDark(dark);
+    graphs_->setDark(dark);
 }
 
 void MainWindow::updateStatus()
@@ -689,6 +709,8 @@ void MainWindow::showShortcuts()
            "<tr><td><b>Alt+Left / Alt+Right</b></td><td>back / forward through selections</td></tr>"
            "<tr><td><b>Ctrl+J</b></td><td>next collapse</td></tr>"
            "<tr><td><b>Ctrl+R</b></td><td>collapse rules</td></tr>"
+           "<tr><td><b>Ctrl+Shift+R</b></td><td>the session's report (what `fragscope report` "
+           "prints)</td></tr>"
            "<tr><td colspan=2><br><b>Heatmap</b></td></tr>"
            "<tr><td>wheel</td><td>zoom time around the cursor (Ctrl+wheel: address)</td></tr>"
            "<tr><td>drag</td><td>pan</td></tr>"
@@ -768,7 +790,10 @@ void MainWindow::attachDialog()
         QProcess ps;
         ps.start(cliPath(), {QStringLiteral("ps"), QStringLiteral("--json")});
         if (ps.waitForFinished(3000) && ps.exitCode() == 0) {
-            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput()).array();
+            const auto arr = QJsonDocument::fromJson(ps.readAllStandardOutput())
+                                 .object()
+                                 .value(QStringLiteral("processes"))
+                                 .toArray();
             for (const auto& v : arr) {
                 const QJsonObject o = v.toObject();
                 items << QStringLiteral("%1  [%2, %3]  %4")

@@ -2,6 +2,7 @@
 // one SelectionModel.
 #pragma once
 
+#include "core/analysis/report.h"
 #include "render/render.h"
 #include "session_loader.h"
 #include "widgets/selection.h"
@@ -32,10 +33,12 @@ class CollapseInspector;
 class AllocationDetails;
 class OomList;
 class CorrelationTable;
+class GraphsPanel;
 } // namespace fs::views
 
 namespace fs::gui {
 
+class ReportWindow;
 class WhatIfController;
 
 class MainWindow : public QMainWindow
@@ -70,6 +73,7 @@ public:
     views::CorrelationTable* correlationTable() const { return correlations_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
+    views::GraphsPanel* graphsPanel() const { return graphs_; }
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
     int level() const { return level_; }
@@ -78,8 +82,11 @@ public:
     // Current state as render options (export dialog, report, screenshots).
     render::RenderOptions renderOptions(render::View v) const;
     bool exportView(render::View v, const QString& path, QSize size, QString* error) const;
-    // Writes heatmap/timeline/histogram/memmap images and report.txt into dir.
-    bool exportReport(const QString& dir, QString* error) const;
+    // Writes heatmap/timeline/histogram/memmap images into dir now, and report.txt (the text
+    // `fragscope report` prints) once a worker has computed it: reportExported says when.
+    bool exportReport(const QString& dir, QString* error);
+    // View › Report…: the report of the open session in a window of its own (null: none open).
+    ReportWindow* showReport();
     // --screenshots: renders the window in several states into dir; returns the files written.
     QStringList writeScreenshots(const QString& dir);
     void setDark(bool dark);
@@ -88,6 +95,8 @@ public:
 signals:
     // A live refresh reached the views (events committed so far).
     void liveUpdated(qint64 events);
+    // exportReport's report.txt was written (error empty) or could not be.
+    void reportExported(const QString& path, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent*) override;
@@ -117,6 +126,7 @@ private:
     void showAbout();
     void updateStatus();
     void applyRules(const std::vector<analysis::CollapseRule>& rules);
+    analysis::ReportOptions reportOptions() const; // the settings file's (burst gap, window)
 
     SessionLoader* loader_ = nullptr;
     views::SelectionModel* selection_ = nullptr;
@@ -135,6 +145,7 @@ private:
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
     views::CorrelationTable* correlations_ = nullptr;
+    views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;

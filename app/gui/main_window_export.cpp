@@ -3,7 +3,11 @@
 #include "main_window.h"
 
 #include "compare_window.h"
+#include "report_window.h"
 #include "whatif_controller.h"
+
+#include "core/analysis/report_format.h"
+#include "core/settings/settings.h"
 
 #include <algorithm>
 #include <optional>
@@ -27,7 +31,6 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
-#include <QProcess>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -36,8 +39,6 @@
 #include <QTreeWidget>
 
 namespace fs::gui {
-
-QString cliPath();
 
 render::RenderOptions MainWindow::renderOptions(render::View v) const
 {
@@ -72,7 +73,7 @@ bool MainWindow::exportView(render::View v, const QString& path, QSize size, QSt
     return render::exportView(path, size, *scene_, v, renderOptions(v), error);
 }
 
-bool MainWindow::exportReport(const QString& dir, QString* error) const
+bool MainWindow::exportReport(const QString& dir, QString* error)
 {
     if (!scene_) {
         if (error) *error = tr("no session is open");
@@ -87,25 +88,42 @@ bool MainWindow::exportReport(const QString& dir, QString* error) const
                                 .arg(dir, QLatin1String(render::viewName(v)), QLatin1String(ext)),
                             QSize(1600, 900), error))
                 return false;
-    // The text report: `fragscope report` when this build has it, else the session summary.
-    QProcess p;
-    p.start(cliPath(), {QStringLiteral("report"), QString::fromStdString(scene_->path)});
-    QByteArray text;
-    if (p.waitForFinished(120000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) {
-        text = p.readAllStandardOutput();
-    } else {
-        QProcess info;
-        info.start(cliPath(), {QStringLiteral("info"), QString::fromStdString(scene_->path)});
-        info.waitForFinished(60000);
-        text = info.readAllStandardOutput();
-        text += "\n(`fragscope report` was not available; this is `fragscope info`.)\n";
-    }
-    QFile f(dir + QStringLiteral("/report.txt"));
-    if (!f.open(QIODevice::WriteOnly) || f.write(text) < 0) {
-        if (error) *error = f.fileName() + QStringLiteral(": cannot write");
-        return false;
-    }
+    // The text report: the engine's (what `fragscope report` prints), on a worker.
+    const QString file = dir + QStringLiteral("/report.txt");
+    computeReport(scene_, reportOptions(), std::make_shared<std::atomic<bool>>(false), this,
+                  [this, file](std::shared_ptr<const analysis::Report> r, const QString& err) {
+                      QString why = err;
+                      if (r) {
+                          const std::string text = analysis::reportText(*r);
+                          QFile f(file);
+                          if (!f.open(QIODevice::WriteOnly) ||
+                              f.write(text.data(), static_cast<qint64>(text.size())) < 0)
+                              why = file + QStringLiteral(": cannot write");
+                      }
+                      emit reportExported(file, why);
+                  });
     return true;
+}
+
+analysis::ReportOptions MainWindow::reportOptions() const
+{
+    try {
+        return settings::loadUser().reportOptions(); // the burst gap and window `report` uses
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+ReportWindow* MainWindow::showReport()
+{
+    if (!scene_) {
+        reportError_(tr("Report"), tr("Open a session first."));
+        return nullptr;
+    }
+    auto* w = new ReportWindow(scene_, reportOptions(), this);
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    w->show();
+    return w;
 }
 
 void MainWindow::showExportDialog()
@@ -181,7 +199,7 @@ void MainWindow::exportReportDialog()
     if (!exportReport(dir, &err))
         reportError_(tr("Export report failed"), err);
     else
-        statusBar()->showMessage(tr("Report written to %1").arg(dir), 6000);
+        statusBar()->showMessage(tr("Images written to %1; computing report.txt…").arg(dir));
 }
 
 namespace {

@@ -3,6 +3,8 @@
 #include "main_window.h"
 #include "widgets/heatmap_widget.h"
 
+#include "core/json.h"
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QTimer>
@@ -192,13 +194,14 @@ int measureOpen(MainWindow& w, const QString& file)
     }
     tick.stop();
     const auto scene = w.scene();
-    std::printf("{\"events\": %lld, \"allocations\": %lld, \"summary_ms\": %.1f, "
+    std::printf("{\"schema_version\": %d, \"events\": %lld, \"allocations\": %lld, "
+                "\"summary_ms\": %.1f, "
                 "\"first_heatmap_ms\": %.1f, \"exact_heatmap_ms\": %.1f, \"views_ready_ms\": %.1f, "
                 "\"complete_ms\": %.1f, "
                 "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
                 "\"redraw_first_image_ms_median\": %.1f, "
                 "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
-                static_cast<long long>(scene ? scene->summary.events : 0),
+                kJsonSchemaVersion, static_cast<long long>(scene ? scene->summary.events : 0),
                 static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
                 firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
                 median(firstImage), static_cast<long long>(maxGap), peakRssMb());

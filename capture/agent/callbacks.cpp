@@ -166,14 +166,22 @@ bool allocationRequest(CUpti_CallbackId cbid, const void* params, const CUcontex
     }
 }
 
-// Every cuGraphInstantiate* variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph).
-template <class P> void instantiate(const void* params, ApiState& st)
+// Every cuGraphInstantiate* variant starts with (CUgraphExec* phGraphExec, CUgraph hGraph): a
+// GraphInstantiate event (graph id, exec id) beside the join of later launches to their exec.
+template <class P>
+bool instantiate(const void* params, ApiState& st, uint32_t device, proto::WireEvent& e)
 {
     const auto* p = static_cast<const P*>(params);
-    if (!p->phGraphExec) return;
+    if (!p->phGraphExec) return false;
     const uint64_t exec = execIdOf(st, *p->phGraphExec);
     const uint64_t graph = st.resolve.graphId ? st.resolve.graphId(p->hGraph) : 0;
-    if (exec != 0) st.graphs.instantiated(exec, graph);
+    if (exec == 0) return false;
+    st.graphs.instantiated(exec, graph);
+    e.type = ev::GraphInstantiate;
+    e.device = device;
+    e.aux = graph;
+    e.aux2 = exec;
+    return true;
 }
 
 } // namespace
@@ -196,6 +204,10 @@ bool apiExitEvent(CUpti_CallbackId cbid, const CUpti_CallbackData& info, int64_t
         return true;
     }
     if (rc != CUDA_SUCCESS) return false;
+    // The device of a graph event (instantiation, exec destroyed): the call's context's.
+    const auto device = [&] {
+        return st.resolve.deviceId ? st.resolve.deviceId(info.context) : uint32_t{0};
+    };
     // VMM reservations host an allocator's blocks (PyTorch expandable segments).
     e.level = ev::LevelFramework;
     e.regionKind = ev::KindVmm;
@@ -228,20 +240,15 @@ bool apiExitEvent(CUpti_CallbackId cbid, const CUpti_CallbackData& info, int64_t
         return true;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
-        instantiate<cuGraphInstantiate_params>(params, st);
-        return false;
+        return instantiate<cuGraphInstantiate_params>(params, st, device(), e);
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
-        instantiate<cuGraphInstantiate_v2_params>(params, st);
-        return false;
+        return instantiate<cuGraphInstantiate_v2_params>(params, st, device(), e);
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
-        instantiate<cuGraphInstantiateWithFlags_params>(params, st);
-        return false;
+        return instantiate<cuGraphInstantiateWithFlags_params>(params, st, device(), e);
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
-        instantiate<cuGraphInstantiateWithParams_params>(params, st);
-        return false;
+        return instantiate<cuGraphInstantiateWithParams_params>(params, st, device(), e);
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
-        instantiate<cuGraphInstantiateWithParams_ptsz_params>(params, st);
-        return false;
+        return instantiate<cuGraphInstantiateWithParams_ptsz_params>(params, st, device(), e);
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: {
         const auto* p = static_cast<const cuGraphLaunch_params*>(params);
         st.graphs.launched(info.correlationId, execIdOf(st, p->hGraph));
@@ -254,8 +261,12 @@ bool apiExitEvent(CUpti_CallbackId cbid, const CUpti_CallbackData& info, int64_t
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy: {
         const auto* p = static_cast<const cuGraphExecDestroy_params*>(params);
-        st.graphs.destroyed(execIdOf(st, p->hGraphExec));
-        return false;
+        const uint64_t exec = execIdOf(st, p->hGraphExec);
+        st.graphs.destroyed(exec);
+        e.type = ev::GraphExecDestroy;
+        e.device = device();
+        e.aux2 = exec;
+        return exec != 0;
     }
     default:
         return false;

@@ -70,8 +70,9 @@ extern const CUpti_CallbackId kApiCallbacks[];
 extern const size_t kApiCallbackCount;
 
 // The work of the agent's CUPTI callback for one API exit: fills e and returns true when the call
-// becomes an event (VMM region events, Oom on CUDA_ERROR_OUT_OF_MEMORY from an allocation API),
-// and records graph instantiations and launches in st.graphs. `time` is on the session clock.
+// becomes an event (VMM region events, Oom on CUDA_ERROR_OUT_OF_MEMORY from an allocation API,
+// GraphInstantiate and GraphExecDestroy), and records graph instantiations and launches in
+// st.graphs. `time` is on the session clock.
 bool apiExitEvent(CUpti_CallbackId cbid, const CUpti_CallbackData& info, int64_t time, ApiState& st,
                   proto::WireEvent& e);
 

@@ -107,6 +107,10 @@ enum : uint8_t {
     Range,
     Oom,
     Health,
+    PendingFree,
+    GraphCapture,
+    GraphInstantiate,
+    GraphExecDestroy,
     Count
 };
 enum : uint8_t { LevelDriver = 0, LevelPool = 1, LevelFramework = 2, LevelCount = 3 };

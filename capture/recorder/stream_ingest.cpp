@@ -10,6 +10,8 @@ namespace ev = proto::ev;
 static_assert(ev::RegionCreate == static_cast<uint8_t>(EventType::RegionCreate));
 static_assert(ev::Health == static_cast<uint8_t>(EventType::Health));
 static_assert(ev::Mark == static_cast<uint8_t>(EventType::Mark));
+static_assert(ev::GraphExecDestroy == static_cast<uint8_t>(EventType::GraphExecDestroy));
+static_assert(ev::Count == kEventTypeCount);
 static_assert(ev::LevelFramework == static_cast<uint8_t>(Level::Framework));
 static_assert(ev::KindDriver == static_cast<uint8_t>(RegionKind::Driver));
 

@@ -59,16 +59,38 @@ void CachingAllocator::segmentEvent(EventType type, const fs::alloc::Segment& s)
     e.regionKind = RegionKind::Segment;
     e.stream = s.stream;
     e.device = device_;
+    e.aux = sessionPools_[static_cast<size_t>(s.poolId)]; // regions.pool_id; 0: default pool
     out_.emit(e, Name{});
+}
+
+int CachingAllocator::modelPool(uint64_t pool)
+{
+    if (pool == 0) return 0;
+    auto [it, added] = modelPools_.try_emplace(pool, static_cast<int>(sessionPools_.size()));
+    if (added) sessionPools_.push_back(pool);
+    return it->second;
+}
+
+PoolCounters& CachingAllocator::poolOf(const fs::alloc::Segment& s)
+{
+    return pools_[sessionPools_[static_cast<size_t>(s.poolId)]];
 }
 
 void CachingAllocator::segmentCreated(const fs::alloc::Segment& s)
 {
+    PoolCounters& p = poolOf(s);
+    p.reserved += s.size;
+    p.peakReserved = std::max(p.peakReserved, p.reserved);
+    ++p.liveSegments;
+    ++p.segmentsCreated;
     segmentEvent(EventType::RegionCreate, s);
 }
 
 void CachingAllocator::segmentReleased(const fs::alloc::Segment& s)
 {
+    PoolCounters& p = poolOf(s);
+    p.reserved -= s.size;
+    --p.liveSegments;
     segmentEvent(EventType::RegionDestroy, s);
 }
 
@@ -94,9 +116,10 @@ const AllocatorCounters& CachingAllocator::counters() const
     return c_;
 }
 
-Block* CachingAllocator::allocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t)
+Block* CachingAllocator::allocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t,
+                                  uint64_t pool)
 {
-    return allocateImpl(bytes, stream, tag, t, false);
+    return allocateImpl(bytes, stream, tag, t, false, pool);
 }
 
 Block* CachingAllocator::tryAllocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t)
@@ -105,12 +128,12 @@ Block* CachingAllocator::tryAllocate(uint64_t bytes, uint32_t stream, const Name
 }
 
 Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t,
-                                      bool quiet)
+                                      bool quiet, uint64_t pool)
 {
     now_ = std::max(now_, t);
     processEvents(now_);
     oomPending_ = false;
-    Block* b = model_.malloc(bytes, stream);
+    Block* b = model_.malloc(bytes, stream, modelPool(pool));
     t = now_; // later than asked when the allocator waited on a pending free
     if (!b) {
         if (quiet) {
@@ -141,6 +164,9 @@ Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Nam
     e.device = device_;
     e.name = tag.id;
     out_.emit(e, tag);
+    PoolCounters& p = poolOf(*b->segment);
+    p.allocated += b->size;
+    p.peakAllocated = std::max(p.peakAllocated, p.allocated);
     return b;
 }
 
@@ -157,6 +183,9 @@ Event CachingAllocator::emitFree(const Block* b, int64_t t)
     e.stream = b->stream;
     e.device = device_;
     out_.emit(e, Name{});
+    // The caller is done with the block (a pending free too): its pool's allocated bytes drop
+    // with the Free event, as the analysis counts them.
+    poolOf(*b->segment).allocated -= b->size;
     return e;
 }
 

@@ -9,8 +9,10 @@
 #include "va_space.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace fs::sim {
 
@@ -34,6 +36,17 @@ struct AllocatorCounters
     int64_t liveSegments = 0;
 };
 
+// One memory pool's figures as the model holds them (the graph workloads' ground truth).
+struct PoolCounters
+{
+    uint64_t reserved = 0;
+    uint64_t allocated = 0;
+    uint64_t peakReserved = 0;
+    uint64_t peakAllocated = 0;
+    int64_t liveSegments = 0;
+    int64_t segmentsCreated = 0;
+};
+
 class CachingAllocator : private fs::alloc::DeviceMemory, private fs::alloc::Listener
 {
 public:
@@ -45,8 +58,9 @@ public:
     CachingAllocator& operator=(const CachingAllocator&) = delete;
 
     // Allocates `bytes` for `stream` at time `t`; emits an Oom event and returns nullptr when the
-    // device is full.
-    Block* allocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t);
+    // device is full. `pool`: a private memory pool (the session's pool id, PyTorch's (a, b) as
+    // a << 32 | b, as a CUDA graph capture allocates); 0 is the default pool.
+    Block* allocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t, uint64_t pool = 0);
     // Same, but a failure is silent: the caller has a fallback (a smaller workspace).
     Block* tryAllocate(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t);
     void free(Block* b, int64_t t);
@@ -70,6 +84,8 @@ public:
     int64_t time() const { return now_; }
 
     const AllocatorCounters& counters() const;
+    // Per pool (session pool id), every pool that ever held a segment or was allocated from.
+    const std::map<uint64_t, PoolCounters>& poolCounters() const { return pools_; }
     uint64_t capacity() const { return capacity_; }
     FreeSpace freeSpace() const { return model_.freeSpace(); }
     // The model's own bookkeeping check; empty when consistent. For tests.
@@ -80,7 +96,10 @@ public:
     static uint64_t segmentSize(uint64_t rounded);
 
 private:
-    Block* allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t, bool quiet);
+    Block* allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t, bool quiet,
+                        uint64_t pool = 0);
+    int modelPool(uint64_t pool); // the model's int id of a session pool id
+    PoolCounters& poolOf(const fs::alloc::Segment& s);
     // DeviceMemory: segments land in the sparse VA model, within the capacity.
     uint64_t malloc(uint64_t size, uint64_t reserved) override;
     void free(uint64_t addr, uint64_t size) override;
@@ -111,6 +130,9 @@ private:
     std::unordered_map<const Block*, int64_t> pendingUntil_; // pending block -> its stream's end
     std::unordered_map<uint64_t, uint64_t> externalRegions_; // address -> bytes
     uint64_t external_ = 0;
+    std::map<uint64_t, int> modelPools_; // session pool id -> model pool id
+    std::vector<uint64_t> sessionPools_{0};
+    std::map<uint64_t, PoolCounters> pools_;
 };
 
 } // namespace fs::sim

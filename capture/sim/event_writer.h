@@ -25,7 +25,7 @@ class EventWriter
 {
 public:
     using ProgressFn = std::function<void(int64_t done)>;
-    static constexpr int kTypeCount = static_cast<int>(EventType::Health) + 1;
+    static constexpr int kTypeCount = kEventTypeCount;
 
     explicit EventWriter(EventSink& sink) : sink_(sink) {}
 

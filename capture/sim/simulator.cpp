@@ -1,6 +1,7 @@
 #include "simulator.h"
 
 #include "event_writer.h"
+#include "graph_workload.h"
 #include "workload.h"
 
 #include <fmt/format.h>
@@ -25,17 +26,80 @@ bool parseMechanismSet(std::string_view text, MechanismSet& out)
     return false;
 }
 
+const char* workloadName(WorkloadKind k)
+{
+    switch (k) {
+    case WorkloadKind::DecodeGraphs:
+        return "decode-graphs";
+    case WorkloadKind::VideoGraphs:
+        return "video-graphs";
+    case WorkloadKind::VideoDiffusion:
+        break;
+    }
+    return "video-diffusion";
+}
+
+bool parseWorkload(std::string_view name, WorkloadKind& out)
+{
+    for (WorkloadKind k :
+         {WorkloadKind::VideoDiffusion, WorkloadKind::DecodeGraphs, WorkloadKind::VideoGraphs})
+        if (name == workloadName(k)) {
+            out = k;
+            return true;
+        }
+    return false;
+}
+
+Stats baseStats(const EventWriter& out, const AllocatorCounters& c)
+{
+    Stats st;
+    st.events = out.events();
+    st.eventHash = out.hash();
+    st.allocs = c.allocs;
+    st.frees = c.frees;
+    st.segmentsCreated = c.segmentsCreated;
+    st.segmentsReleased = c.segmentsReleased;
+    st.ooms = c.ooms;
+    st.cacheFlushes = c.cacheFlushes;
+    st.kernels = out.count(EventType::Kernel);
+    st.graphLaunches = out.count(EventType::GraphLaunch);
+    st.marks = out.count(EventType::Mark);
+    st.ranges = out.count(EventType::Range);
+    st.peakReserved = c.peakReserved;
+    st.peakAllocated = c.peakAllocated;
+    st.allocatedAtEnd = c.allocated;
+    st.reservedAtEnd = c.reserved;
+    st.liveBlocksAtEnd = c.liveBlocks;
+    st.timeBegin = out.firstTime();
+    st.timeEnd = out.endTime();
+    return st;
+}
+
 Simulator::Simulator(Config cfg) : cfg_(std::move(cfg)) {}
 
 int64_t Simulator::estimatedEvents() const
 {
     const int64_t setup = 24 * 2 + 24 + 2 + static_cast<int64_t>(cfg_.blockGroups) * 5 * 7 + 10;
+    if (cfg_.workload == WorkloadKind::DecodeGraphs) return 600 + cfg_.replays * 6;
+    if (cfg_.workload == WorkloadKind::VideoGraphs) return 600 + cfg_.frames * cfg_.steps * 8;
     const int64_t byFrames = setup * 2 + cfg_.frames * Workload::eventsPerFrameEstimate(cfg_);
     return std::max(byFrames, cfg_.targetEvents);
 }
 
 std::vector<std::pair<std::string, std::string>> Simulator::meta() const
 {
+    if (cfg_.workload != WorkloadKind::VideoDiffusion)
+        return {
+            {"sim.model", fmt::format("{} workload on a PyTorch-like caching allocator with CUDA "
+                                      "graphs in private pools (docs/simulator.md)",
+                                      workloadName(cfg_.workload))},
+            {"sim.workload", workloadName(cfg_.workload)},
+            {"sim.frames", std::to_string(cfg_.frames)},
+            {"sim.steps", std::to_string(cfg_.steps)},
+            {"sim.replays", std::to_string(cfg_.replays)},
+            {"sim.seed", std::to_string(cfg_.seed)},
+            {"sim.capacity_bytes", std::to_string(cfg_.capacityBytes)},
+        };
     std::vector<std::pair<std::string, std::string>> m = {
         {"sim.model",
          "video-diffusion workload on a PyTorch-like caching allocator (docs/simulator.md)"},
@@ -78,37 +142,25 @@ Stats Simulator::run(EventSink& sink, const ProgressFn& progress)
     proc.commandLine = fmt::format("(simulated) generate_video.py --frames {} --steps {} --seed {}",
                                    cfg_.frames, cfg_.steps, cfg_.seed);
     proc.startTime = cfg_.startTimeNs;
+    if (cfg_.workload != WorkloadKind::VideoDiffusion) {
+        proc.commandLine =
+            fmt::format("(simulated) {} --seed {}", workloadName(cfg_.workload), cfg_.seed);
+        sink.addProcess(proc);
+        ProgressFn each;
+        if (progress) each = [&](int64_t done, int64_t) { progress(done, std::max(done, total)); };
+        return runGraphWorkload(cfg_, sink, each);
+    }
     sink.addProcess(proc);
 
     Workload w(cfg_, out);
     w.run();
 
-    Stats st;
-    const AllocatorCounters& c = w.allocator().counters();
-    st.events = out.events();
-    st.eventHash = out.hash();
-    st.allocs = c.allocs;
-    st.frees = c.frees;
-    st.segmentsCreated = c.segmentsCreated;
-    st.segmentsReleased = c.segmentsReleased;
-    st.ooms = c.ooms;
-    st.cacheFlushes = c.cacheFlushes;
-    st.kernels = out.count(EventType::Kernel);
+    Stats st = baseStats(out, w.allocator().counters());
     st.fallbackKernels = w.fallbackKernels();
-    st.graphLaunches = out.count(EventType::GraphLaunch);
-    st.marks = out.count(EventType::Mark);
-    st.ranges = out.count(EventType::Range);
     st.perFrame = w.frames();
     st.frames = static_cast<int64_t>(st.perFrame.size());
     for (const FrameStats& f : st.perFrame)
         st.collapsedFrames += f.coherence < kCollapseThreshold ? 1 : 0;
-    st.peakReserved = c.peakReserved;
-    st.peakAllocated = c.peakAllocated;
-    st.allocatedAtEnd = c.allocated;
-    st.reservedAtEnd = c.reserved;
-    st.liveBlocksAtEnd = c.liveBlocks;
-    st.timeBegin = out.firstTime();
-    st.timeEnd = out.endTime();
     if (progress) progress(st.events, st.events);
     return st;
 }

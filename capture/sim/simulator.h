@@ -6,9 +6,11 @@
 #pragma once
 
 #include "core/event_sink.h"
+#include "graph_truth.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,16 @@ enum class MechanismSet : uint8_t {
 };
 const char* mechanismSetName(MechanismSet m);
 bool parseMechanismSet(std::string_view text, MechanismSet& out);
+
+// What the simulated program is (docs/simulator.md): the default video-diffusion run, or one of
+// the CUDA-graph workloads (graph_workload.h).
+enum class WorkloadKind : uint8_t {
+    VideoDiffusion, // the default run
+    DecodeGraphs,   // LLM decoding: one graph per batch size, each in its own private pool
+    VideoGraphs,    // video generation: denoising steps replay a graph re-captured per shape
+};
+const char* workloadName(WorkloadKind k);
+bool parseWorkload(std::string_view name, WorkloadKind& out);
 
 struct Config
 {
@@ -52,6 +64,10 @@ struct Config
     uint64_t workspaceBaseMiB = 128;
     uint64_t workspacePerFrameMiB = 400;
     MechanismSet mechanisms = MechanismSet::Workspace;
+    WorkloadKind workload = WorkloadKind::VideoDiffusion;
+    // decode-graphs: decode steps, one graph replay each (video-graphs replays frames x steps
+    // per video, two videos).
+    int64_t replays = 20000;
 };
 
 // Per-frame view of the simulator, recorded at the end of each frame.
@@ -97,9 +113,16 @@ struct Stats
     int64_t timeBegin = 0;
     int64_t timeEnd = 0;
     std::vector<FrameStats> perFrame;
+    std::optional<GraphTruth> graphs; // the graph workloads' ground truth (SYNTHETIC)
 };
 
 inline constexpr double kCollapseThreshold = 0.05; // default rule: coherence_score < 0.05
+
+class EventWriter;
+struct AllocatorCounters;
+// The figures of Stats every workload fills the same way: events by type, the allocator's
+// counters, the time span.
+Stats baseStats(const EventWriter& out, const AllocatorCounters& c);
 
 class Simulator
 {

@@ -121,6 +121,7 @@ Trace readTrace(const std::string& path)
     auto poolOf = [&](int64_t raw) -> int32_t {
         if (raw == 0) return 0;
         auto [it, inserted] = poolIds.emplace(raw, static_cast<int32_t>(poolIds.size() + 1));
+        if (inserted) t.poolIds.push_back(static_cast<uint64_t>(raw));
         return it->second;
     };
 

@@ -110,6 +110,8 @@ struct Trace
     bool ordinalTime = false;
     int64_t allocationsWithoutStream = 0; // replayed on stream 0 (best fit is per stream)
     std::vector<DeviceTrace> devices;
+    // Request::pool -> the session's pool id (regions.pool_id); [0] is the default pool.
+    std::vector<uint64_t> poolIds{0};
     std::vector<Frame> frames;
     std::vector<Marker> markers;
     std::vector<std::string> strings; // the source session's strings (tags), by id

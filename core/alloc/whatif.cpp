@@ -36,29 +36,11 @@ std::vector<DeviceFigures> figuresOf(const std::string& path,
     for (const DeviceReplay& r : replays) {
         DeviceFigures f;
         f.device = r.device;
-        f.peakReserved = r.peakReserved;
-        f.finalReserved = r.counters.reserved;
+        f.summary = eng->trackSummary(r.device, Level::Framework).figures;
         f.segments = r.counters.liveSegments;
         f.cudaMallocs = r.counters.cudaMallocs;
         f.ooms = r.counters.ooms;
         f.retries = r.counters.retries;
-        analysis::TimelineOptions to;
-        to.device = r.device;
-        to.level = Level::Framework;
-        const analysis::Timeline tl = eng->timeline(to);
-        double sum = 0;
-        int64_t n = 0;
-        bool any = false;
-        for (size_t i = 0; i < tl.time.size(); ++i) {
-            if (tl.reserved[i] <= 0) continue;
-            sum += tl.fragmentationRatio[i];
-            ++n;
-            f.maxFragmentation = std::max(f.maxFragmentation, tl.fragmentationRatio[i]);
-            const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
-            f.minLargestFree = any ? std::min(f.minLargestFree, largest) : largest;
-            any = true;
-        }
-        f.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
         for (const analysis::FrameInfo& fi : eng->frames())
             for (const analysis::FrameAllocator& fa : fi.allocator)
                 if (fa.device == r.device && fa.level == Level::Framework)
@@ -220,6 +202,8 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     }
 
     const auto real = analysis::Engine::open(opts.session);
+    for (const DeviceTrace& d : trace.devices)
+        res.real.emplace_back(d.device, real->trackSummary(d.device, Level::Framework).figures);
     for (size_t i = 0; i < specs.size(); ++i) {
         const RunSpec& spec = specs[i];
         RunResult run;

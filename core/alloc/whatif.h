@@ -5,6 +5,8 @@
 
 #include "replay.h"
 
+#include "core/analysis/summary.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -28,18 +30,17 @@ struct FrameFigure
     uint64_t reserved = 0;
 };
 
+// One device of a run: the summary the analysis engine gives its framework track (the figures
+// `report` and `compare` print for a session; docs/analysis.md "Summary"), and the model's
+// counters.
 struct DeviceFigures
 {
     uint32_t device = 0;
-    uint64_t peakReserved = 0;
-    uint64_t finalReserved = 0;
+    analysis::SummaryFigures summary;
     int64_t segments = 0; // live at the end
     int64_t cudaMallocs = 0;
     int64_t ooms = 0;
     int64_t retries = 0;
-    double meanFragmentation = 0; // over the engine's timeline samples
-    double maxFragmentation = 0;
-    uint64_t minLargestFree = 0; // smallest largest free block while anything was reserved
     std::vector<FrameFigure> frames;
 };
 
@@ -108,6 +109,9 @@ struct WhatIfResult
 {
     std::string session;
     Fidelity fidelity;
+    // The real run (the session itself), per device: the summary of its framework track, the
+    // same figures `report` and `compare` print for it.
+    std::vector<std::pair<uint32_t, analysis::SummaryFigures>> real;
     std::vector<RunResult> runs;
 };
 

@@ -37,34 +37,7 @@ Side load(const std::string& path, std::shared_ptr<const Engine> eng)
     m.collapses = static_cast<int64_t>(s.eng->collapses().size());
     s.oomTimes = store::oomTimes(Session::open(path, false), m.device);
     m.ooms = static_cast<int64_t>(s.oomTimes.size());
-    // Exact peak: every region's lifetime, releases before creations at one instant.
-    std::vector<std::pair<int64_t, int64_t>> steps;
-    for (const RegionInfo& r : s.eng->regions(m.device, m.level)) {
-        steps.emplace_back(r.createNs, static_cast<int64_t>(r.size));
-        if (r.destroyNs != kAlive) steps.emplace_back(r.destroyNs, -static_cast<int64_t>(r.size));
-    }
-    std::sort(steps.begin(), steps.end());
-    int64_t cur = 0;
-    for (const auto& [t, d] : steps) {
-        cur += d;
-        m.peakReserved = std::max(m.peakReserved, static_cast<uint64_t>(std::max<int64_t>(cur, 0)));
-    }
-    m.finalReserved = s.eng->stateAt(m.device, m.level, s.eng->timeEnd()).reservedBytes;
-    TimelineOptions to;
-    to.device = m.device;
-    to.level = m.level;
-    const Timeline tl = s.eng->timeline(to);
-    double sum = 0;
-    int64_t n = 0;
-    for (size_t i = 0; i < tl.time.size(); ++i) {
-        if (tl.reserved[i] <= 0) continue;
-        const auto largest = static_cast<uint64_t>(tl.largestFragment[i]);
-        m.minLargestFree = n == 0 ? largest : std::min(m.minLargestFree, largest);
-        sum += tl.fragmentationRatio[i];
-        m.maxFragmentation = std::max(m.maxFragmentation, tl.fragmentationRatio[i]);
-        ++n;
-    }
-    m.meanFragmentation = n ? sum / static_cast<double>(n) : 0;
+    m.figures = s.eng->trackSummary(m.device, m.level).figures;
     return s;
 }
 
@@ -113,15 +86,8 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     Comparison c;
     c.a = A.sum;
     c.b = B.sum;
-    auto d = [](uint64_t from, uint64_t to) {
-        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
-    };
     SummaryDifference& diff = c.difference;
-    diff.peakReserved = d(A.sum.peakReserved, B.sum.peakReserved);
-    diff.finalReserved = d(A.sum.finalReserved, B.sum.finalReserved);
-    diff.meanFragmentation = B.sum.meanFragmentation - A.sum.meanFragmentation;
-    diff.maxFragmentation = B.sum.maxFragmentation - A.sum.maxFragmentation;
-    diff.minLargestFree = d(A.sum.minLargestFree, B.sum.minLargestFree);
+    diff.figures = summaryDelta(A.sum.figures, B.sum.figures);
     diff.collapses = B.sum.collapses - A.sum.collapses;
     diff.ooms = B.sum.ooms - A.sum.ooms;
     for (const SideSummary* s : {&c.a, &c.b})

@@ -3,6 +3,8 @@
 // analysis engine (docs/whatif.md "Comparing two runs").
 #pragma once
 
+#include "summary.h"
+
 #include "core/events.h"
 
 #include <cstdint>
@@ -30,11 +32,7 @@ struct SideSummary
     // Collapses are known where frames carry quality metrics of their own (or there are no
     // frames); a replay cannot know how its frames would have looked.
     bool collapsesKnown() const { return !whatIf && (frames == 0 || frameMetrics > 0); }
-    uint64_t peakReserved = 0; // exact, from the regions' lifetimes
-    uint64_t finalReserved = 0;
-    double meanFragmentation = 0; // over the engine's timeline samples with memory reserved
-    double maxFragmentation = 0;
-    uint64_t minLargestFree = 0;
+    SummaryFigures figures; // Engine::trackSummary of the compared track
 };
 
 struct PointFigures
@@ -55,11 +53,7 @@ struct CompareRow
 // B - A of the summaries.
 struct SummaryDifference
 {
-    int64_t peakReserved = 0;
-    int64_t finalReserved = 0;
-    double meanFragmentation = 0;
-    double maxFragmentation = 0;
-    int64_t minLargestFree = 0;
+    SummaryDelta figures;
     int64_t collapses = 0;
     int64_t ooms = 0;
 };

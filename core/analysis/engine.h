@@ -9,6 +9,7 @@
 // includes every event with time <= t. See docs/analysis.md for the replay index and caching.
 #pragma once
 
+#include "summary.h"
 #include "types.h"
 
 #include <atomic>
@@ -25,6 +26,8 @@ struct SessionSummary;
 } // namespace fs
 
 namespace fs::analysis {
+
+struct GraphsReport; // graphs.h
 
 // Thrown by open() when the cancel flag was raised.
 class Cancelled : public std::exception
@@ -141,6 +144,9 @@ public:
     // timeline(o) with the figures of one pool at each sample (poolStatesAt); the event-size
     // entropy stays the track's (a caveat says so).
     Timeline poolTimeline(const TimelineOptions& o, uint64_t pool) const;
+    // poolTimeline of several pools of one track at once (each sample's state computed once).
+    std::vector<Timeline> poolTimelines(const TimelineOptions& o,
+                                        const std::vector<uint64_t>& pools) const;
     // The pools that have a region on the track, ascending (those poolStatesAt lists); reads
     // the regions only.
     std::vector<uint64_t> pools(uint32_t device, Level level) const;
@@ -156,6 +162,12 @@ public:
     // (step samples, at least 2) is counted once per sample, so counts are fragment-samples.
     Histogram histogramOver(uint32_t device, Level level, int64_t from, int64_t to,
                             int samples = 64) const;
+
+    // The track's summary over the whole session: peaks, mean and max F, smallest largest free
+    // block, most fragments, each with its time, exact over every instant at which the track
+    // changes; and each pool's when the track has more than one (summary.h, docs/analysis.md
+    // "Summary"). report, compare, whatif and the GUI all print these.
+    TrackSummary trackSummary(uint32_t device, Level level) const;
 
     // ---- time series ----
     Timeline timeline(const TimelineOptions& o) const;
@@ -198,6 +210,12 @@ public:
     // Every allocator metric of the default track against every frame metric in the session,
     // with Benjamini-Hochberg q-values over these pairs (stats.h: adjustForMultipleTests).
     std::vector<Correlation> correlations() const;
+    // ---- CUDA graphs and pools (graphs.h; core/analysis/graphs.cpp) ----
+    // Every graph, pool and replay of the session with the sharing candidates; their what-if
+    // savings are the allocator model's (fs::alloc::graphsReport fills them in). replayDetail
+    // false (a summary's counts): replays end with their launch records and carry no allocator
+    // state (no pass over the graph kernels or the allocations).
+    GraphsReport graphs(bool replayDetail = true) const;
     // ---- OOMs ----
     // Every OOM of the session, diagnosed (docs/analysis.md "OOM diagnosis"), in time order.
     std::vector<OomDiagnosis> ooms() const;

@@ -187,6 +187,9 @@ public:
     }
     const FragState& state() const { return state_; }
     int64_t processed() const { return processed_; }
+    // Time of the next event advanceTo would process; kNoEvent when none is left.
+    static constexpr int64_t kNoEvent = std::numeric_limits<int64_t>::max();
+    int64_t nextTime() const;
 
 private:
     const TrackData& t_;
@@ -196,9 +199,22 @@ private:
     int64_t processed_ = 0;
 };
 
+inline int64_t Replayer::nextTime() const
+{
+    const auto& A = t_.allocs;
+    const auto& R = t_.regions;
+    const int64_t tr = regionPos_ < R.size() ? R[regionPos_].createNs : kNoEvent;
+    const int64_t tf = freePos_ < t_.byFree.size() ? A[t_.byFree[freePos_]].freeNs : kNoEvent;
+    const int64_t ta = allocPos_ < A.size() ? A[allocPos_].allocNs : kNoEvent;
+    const int64_t te = regionEndPos_ < t_.regionsByEnd.size()
+                           ? R[t_.regionsByEnd[regionEndPos_]].destroyNs
+                           : kNoEvent;
+    return std::min(std::min(tr, tf), std::min(ta, te));
+}
+
 template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
 {
-    constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+    constexpr int64_t kNone = kNoEvent;
     const auto& A = t_.allocs;
     const auto& F = t_.byFree;
     const auto& R = t_.regions;
@@ -231,6 +247,10 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     }
     time_ = std::max(time_, limit);
 }
+
+// Region id -> memory pool (regions.pool_id) of a track's regions (core/analysis/pools.cpp).
+std::unordered_map<int64_t, uint64_t> regionPools(const Engine::Impl& d, uint32_t device,
+                                                  Level level);
 
 // Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
 void sortAllocs(TrackData& t);

@@ -279,7 +279,7 @@ namespace fs::analysis {
 void writeOom(JsonWriter& j, const OomDiagnosis& o)
 {
     j.beginObject();
-    j.field("time", o.time);
+    j.field("time_ns", o.time);
     j.field("device", o.device);
     j.field("level", std::string(levelName(o.level)));
     j.field("stream", o.stream);

@@ -59,8 +59,8 @@ namespace {
 
 using PoolOf = std::unordered_map<int64_t, uint64_t>; // region id -> pool id
 
-std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_t device,
-                                  Level level, int64_t t)
+std::vector<PoolState> poolStates(const Engine& e, const Engine::Impl& d, const PoolOf& poolOf,
+                                  uint32_t device, Level level, int64_t t)
 {
     std::map<uint64_t, State> pools;
     auto at = [&](uint64_t pool) -> State& {
@@ -79,16 +79,32 @@ std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_
     for (const auto& [id, pool] : poolOf)
         at(pool);
     // Regions (an expandable segment's mapped ranges each count, as in the track's state).
+    std::unordered_map<int64_t, std::vector<std::pair<uint64_t, uint64_t>>> alive; // id -> ranges
     for (const RegionInfo& r : e.regions(device, level)) {
         if (r.createNs > t || r.destroyNs <= t) continue;
         State& s = at(poolOfRegion(r.id));
         ++s.regionCount;
         s.reservedBytes += r.size;
+        alive[r.id].emplace_back(r.address, r.address + r.size);
     }
-    for (const AllocationInfo& a : e.liveAllocationsAt(device, level, t)) {
-        State& s = at(a.regionId < 0 ? 0 : poolOfRegion(a.regionId));
+    // A block that outlived its region (or the mapped range it was in) is outside any region, as
+    // in the track's state; it stays in its region's pool.
+    auto inside = [&](int64_t regionId, uint64_t address) {
+        const auto it = alive.find(regionId);
+        return it != alive.end() &&
+               std::any_of(it->second.begin(), it->second.end(), [&](const auto& range) {
+                   return address >= range.first && address < range.second;
+               });
+    };
+    // The live blocks as the engine holds them (liveAllocationsAt's copies and sort cost a
+    // pool timeline of a session with ten pools ~20 s of a debug build's CPU).
+    const TrackData& td = d.trackOrThrow(device, level);
+    for (uint32_t i : d.liveAt(td, t, t)) {
+        const Alloc& a = td.allocs[i];
+        const int64_t regionId = a.region == kNoRegion ? -1 : td.regions[a.region].id;
+        State& s = at(regionId < 0 ? 0 : poolOfRegion(regionId));
         ++s.liveAllocations;
-        (a.regionId < 0 ? s.allocatedOutsideBytes : s.allocatedBytes) += a.size;
+        (inside(regionId, a.address) ? s.allocatedBytes : s.allocatedOutsideBytes) += a.size;
     }
     std::map<uint64_t, std::vector<uint64_t>> frags;
     for (const Fragment& f : e.fragmentsAt(device, level, t))
@@ -101,6 +117,8 @@ std::vector<PoolState> poolStates(const Engine& e, const PoolOf& poolOf, uint32_
     return out;
 }
 
+} // namespace
+
 PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
 {
     PoolOf poolOf;
@@ -111,11 +129,9 @@ PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
     return poolOf;
 }
 
-} // namespace
-
 std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const
 {
-    return poolStates(*this, regionPools(*d_, device, level), device, level, t);
+    return poolStates(*this, *d_, regionPools(*d_, device, level), device, level, t);
 }
 
 std::vector<uint64_t> Engine::pools(uint32_t device, Level level) const
@@ -142,25 +158,39 @@ std::vector<Fragment> Engine::poolFragmentsAt(uint32_t device, Level level, int6
 
 Timeline Engine::poolTimeline(const TimelineOptions& o, uint64_t pool) const
 {
-    Timeline tl = timeline(o);
+    return std::move(poolTimelines(o, {pool}).front());
+}
+
+std::vector<Timeline> Engine::poolTimelines(const TimelineOptions& o,
+                                            const std::vector<uint64_t>& pools) const
+{
+    const Timeline whole = timeline(o);
+    std::vector<Timeline> out(pools.size(), whole);
     const PoolOf poolOf = regionPools(*d_, o.device, o.level);
-    for (size_t i = 0; i < tl.time.size(); ++i) {
-        State s; // zeros when the pool has nothing at that time
-        for (PoolState& p : poolStates(*this, poolOf, o.device, o.level, tl.time[i]))
-            if (p.pool == pool) s = std::move(p.state);
-        tl.reserved[i] = static_cast<double>(s.reservedBytes);
-        tl.allocated[i] = static_cast<double>(s.allocatedBytes);
-        tl.allocatedOutside[i] = static_cast<double>(s.allocatedOutsideBytes);
-        tl.freeInRegions[i] = static_cast<double>(s.freeBytes);
-        tl.fragmentCount[i] = static_cast<double>(s.fragmentCount);
-        tl.largestFragment[i] = static_cast<double>(s.largestFreeFragmentBytes);
-        tl.fragmentationRatio[i] = s.fragmentationRatio;
-        tl.fragmentEntropy[i] = s.fragmentEntropyBits;
+    for (size_t i = 0; i < whole.time.size(); ++i) {
+        // One state per sample for every pool (a pool with nothing at that time: zeros).
+        std::vector<State> at(pools.size());
+        for (PoolState& p : poolStates(*this, *d_, poolOf, o.device, o.level, whole.time[i]))
+            for (size_t k = 0; k < pools.size(); ++k)
+                if (p.pool == pools[k]) at[k] = p.state;
+        for (size_t k = 0; k < pools.size(); ++k) {
+            const State& s = at[k];
+            Timeline& tl = out[k];
+            tl.reserved[i] = static_cast<double>(s.reservedBytes);
+            tl.allocated[i] = static_cast<double>(s.allocatedBytes);
+            tl.allocatedOutside[i] = static_cast<double>(s.allocatedOutsideBytes);
+            tl.freeInRegions[i] = static_cast<double>(s.freeBytes);
+            tl.fragmentCount[i] = static_cast<double>(s.fragmentCount);
+            tl.largestFragment[i] = static_cast<double>(s.largestFreeFragmentBytes);
+            tl.fragmentationRatio[i] = s.fragmentationRatio;
+            tl.fragmentEntropy[i] = s.fragmentEntropyBits;
+        }
     }
-    tl.caveats.notes.push_back(fmt::format(
-        "pool {} only: its regions' figures; the event-size entropy is the whole track's",
-        poolLabel(pool, o.level)));
-    return tl;
+    for (size_t k = 0; k < pools.size(); ++k)
+        out[k].caveats.notes.push_back(fmt::format(
+            "pool {} only: its regions' figures; the event-size entropy is the whole track's",
+            poolLabel(pools[k], o.level)));
+    return out;
 }
 
 } // namespace fs::analysis

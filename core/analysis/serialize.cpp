@@ -1,5 +1,7 @@
 #include "serialize.h"
 
+#include "graphs_text.h"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -19,15 +21,37 @@ void writeCaveats(JsonWriter& j, const Caveats& c)
     j.endArray();
 }
 
+void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs)
+{
+    j.beginObject();
+    j.field("dropped_records", h.droppedRecords);
+    j.field("ended_abruptly", h.endedAbruptly);
+    j.field("recording", h.recording);
+    j.key("anomalies").beginObject();
+    for (const auto& [k, v] : h.anomalies)
+        j.field(k, v);
+    j.endObject();
+    j.field("anomaly_total", h.anomalyTotal());
+    j.key("warnings").beginArray();
+    for (const auto& w : h.warnings)
+        j.value(w);
+    j.endArray();
+    if (graphs) {
+        j.key("graphs"); // CUDA-graph input (docs/analysis.md "Graphs and pools")
+        writeGraphHealth(j, *graphs);
+    }
+    j.endObject();
+}
+
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins)
 {
     j.beginArray();
     for (const HistogramBin& b : bins) {
-        j.beginObject().field("lo", b.lo);
+        j.beginObject().field("lo_bytes", b.lo);
         if (b.hi == 0)
-            j.key("hi").null();
+            j.key("hi_bytes").null();
         else
-            j.field("hi", b.hi);
+            j.field("hi_bytes", b.hi);
         j.field("count", b.count).field("bytes", b.bytes).endObject();
     }
     j.endArray();
@@ -37,7 +61,7 @@ void writeStateFields(JsonWriter& j, const State& s)
 {
     j.field("device", s.device);
     j.field("level", std::string(levelName(s.level)));
-    j.field("time", s.time);
+    j.field("time_ns", s.time);
     j.field("region_count", s.regionCount);
     j.field("live_allocations", s.liveAllocations);
     j.field("reserved_bytes", s.reservedBytes);
@@ -45,7 +69,7 @@ void writeStateFields(JsonWriter& j, const State& s)
     j.field("allocated_outside_regions_bytes", s.allocatedOutsideBytes);
     j.field("free_bytes", s.freeBytes);
     j.field("fragment_count", s.fragmentCount);
-    j.field("largest_free_fragment_bytes", s.largestFreeFragmentBytes);
+    j.field("largest_free_bytes", s.largestFreeFragmentBytes);
     j.field("fragmentation_ratio", s.fragmentationRatio);
     j.field("fragment_entropy_bits", s.fragmentEntropyBits);
     j.field("event_size_entropy_bits", s.eventSizeEntropyBits);
@@ -81,11 +105,11 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
         j.key("mechanism").null();
     else
         j.field("mechanism", p.mechanism);
-    j.field("time", p.time);
+    j.field("time_ns", p.time);
     j.field("device", p.device);
     j.field("level", std::string(levelName(p.level)));
     j.field("address", p.address);
-    j.field("size", p.size);
+    j.field("size_bytes", p.size);
     if (p.allocationId >= 0) j.field("allocation_id", p.allocationId);
     j.field("score", p.score);
     j.field("description", p.description);
@@ -109,7 +133,7 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     j.field("novelty", e.novelty);
     j.field("largest_effect", e.largestEffect);
     j.field("largest_drop_bytes", e.largestDropBytes);
-    j.field("fragmentation_jump", e.fragmentationJump);
+    j.field("fragmentation_ratio_jump", e.fragmentationJump);
     j.field("kernel_effect", e.kernelEffect);
     j.field("seen_in_healthy", e.seenInHealthy);
     j.field("healthy_frames", e.healthyFrames);
@@ -135,12 +159,12 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
         j.key("preceding_allocation").beginObject();
         j.field("change", requestChangeName(s.preceding.change));
         if (s.preceding.allocationId >= 0) j.field("allocation_id", s.preceding.allocationId);
-        j.field("size", s.preceding.size);
-        j.field("usual_size", s.preceding.usualSize);
+        j.field("size_bytes", s.preceding.size);
+        j.field("usual_size_bytes", s.preceding.usualSize);
         j.field("address", s.preceding.address);
         j.field("usual_address", s.preceding.usualAddress);
         j.field("regions_released", s.preceding.regionsReleased);
-        j.field("oom_requested", s.preceding.oomRequested);
+        j.field("oom_requested_bytes", s.preceding.oomRequested);
         j.field("description", s.preceding.description);
         j.endObject();
         j.endObject();
@@ -201,9 +225,78 @@ void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>&
     j.endObject();
 }
 
+void writeTimeField(JsonWriter& j, const char* key, int64_t t)
+{
+    j.key(key);
+    t == kNoTime ? j.null() : j.value(t);
+}
+
+void writeSummaryFields(JsonWriter& j, const SummaryFigures& f)
+{
+    j.field("peak_reserved_bytes", f.peakReservedBytes);
+    writeTimeField(j, "peak_reserved_at_ns", f.peakReservedAtNs);
+    j.field("peak_allocated_bytes", f.peakAllocatedBytes);
+    writeTimeField(j, "peak_allocated_at_ns", f.peakAllocatedAtNs);
+    j.field("peak_allocated_outside_regions_bytes", f.peakAllocatedOutsideBytes);
+    writeTimeField(j, "peak_allocated_outside_regions_at_ns", f.peakAllocatedOutsideAtNs);
+    j.field("mean_fragmentation_ratio", f.meanFragmentationRatio);
+    j.field("max_fragmentation_ratio", f.maxFragmentationRatio);
+    writeTimeField(j, "max_fragmentation_ratio_at_ns", f.maxFragmentationRatioAtNs);
+    j.field("min_largest_free_bytes", f.minLargestFreeBytes);
+    writeTimeField(j, "min_largest_free_at_ns", f.minLargestFreeAtNs);
+    j.field("max_fragment_count", f.maxFragmentCount);
+    writeTimeField(j, "max_fragment_count_at_ns", f.maxFragmentCountAtNs);
+    j.field("final_reserved_bytes", f.finalReservedBytes);
+    j.field("instants", f.instants);
+    j.field("reserved_ns", f.reservedNs);
+}
+
+void writeSummaryDelta(JsonWriter& j, const SummaryDelta& d)
+{
+    j.field("peak_reserved_bytes", d.peakReservedBytes);
+    j.field("peak_allocated_bytes", d.peakAllocatedBytes);
+    j.field("final_reserved_bytes", d.finalReservedBytes);
+    j.field("mean_fragmentation_ratio", d.meanFragmentationRatio);
+    j.field("max_fragmentation_ratio", d.maxFragmentationRatio);
+    j.field("min_largest_free_bytes", d.minLargestFreeBytes);
+    j.field("max_fragment_count", d.maxFragmentCount);
+}
+
+std::string summaryText(const SummaryFigures& f, int64_t begin, bool ordinal,
+                        const std::string& indent)
+{
+    auto at = [&](int64_t t) {
+        return t == kNoTime ? std::string("-") : formatTime(t, begin, ordinal);
+    };
+    auto span = [&](int64_t ns) {
+        return ordinal ? fmt::format("{} entries", ns)
+                       : fmt::format("{:.6f} s", static_cast<double>(ns) / 1e9);
+    };
+    std::string out = fmt::format("{}peak reserved {} at {}, peak allocated {} at {}\n", indent,
+                                  humanBytes(f.peakReservedBytes), at(f.peakReservedAtNs),
+                                  humanBytes(f.peakAllocatedBytes), at(f.peakAllocatedAtNs));
+    if (f.peakAllocatedOutsideBytes > 0)
+        out += fmt::format("{}peak allocated outside any region {} at {}\n", indent,
+                           humanBytes(f.peakAllocatedOutsideBytes), at(f.peakAllocatedOutsideAtNs));
+    out += fmt::format("{}mean F {:.4f} (time-weighted over {} with memory reserved), max F {:.4f} "
+                       "at {}\n",
+                       indent, f.meanFragmentationRatio, span(f.reservedNs),
+                       f.maxFragmentationRatio, at(f.maxFragmentationRatioAtNs));
+    out += fmt::format("{}min largest free {} at {}, max fragments {} at {}\n", indent,
+                       humanBytes(f.minLargestFreeBytes), at(f.minLargestFreeAtNs),
+                       f.maxFragmentCount, at(f.maxFragmentCountAtNs));
+    return out;
+}
+
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
 {
     j.beginObject();
+    writeCollapseReportFields(j, r);
+    j.endObject();
+}
+
+void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r)
+{
     j.field("frame", r.frame);
     j.key("collapse").beginObject();
     j.field("first_frame", r.collapse.firstFrame);
@@ -214,8 +307,8 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
     j.endArray();
     j.endObject();
     writeVerdict(j, r.verdict, r.precursors);
-    j.field("window_begin", r.windowBegin);
-    j.field("window_end", r.windowEnd);
+    j.field("window_begin_ns", r.windowBegin);
+    j.field("window_end_ns", r.windowEnd);
     j.key("baseline_frames").beginArray();
     for (int64_t f : r.baselineFrames)
         j.value(f);
@@ -241,7 +334,7 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
         j.field("allocated_bytes", delta(d.before.allocatedBytes, d.after.allocatedBytes));
         j.field("free_bytes", delta(d.before.freeBytes, d.after.freeBytes));
         j.field("fragment_count", d.after.fragmentCount - d.before.fragmentCount);
-        j.field("largest_free_fragment_bytes",
+        j.field("largest_free_bytes",
                 delta(d.before.largestFreeFragmentBytes, d.after.largestFreeFragmentBytes));
         j.field("fragmentation_ratio", d.after.fragmentationRatio - d.before.fragmentationRatio);
         j.endObject();
@@ -257,7 +350,6 @@ void writeCollapseReport(JsonWriter& j, const CollapseReport& r)
             .endObject();
     j.endArray();
     writeCaveats(j, r.caveats);
-    j.endObject();
 }
 
 std::string stateText(const State& s, int64_t begin, bool ordinal)

@@ -2,10 +2,13 @@
 // so that the same figure is always spelt the same way.
 #pragma once
 
+#include "graphs.h"
+#include "summary.h"
 #include "types.h"
 
 #include "core/format.h"
 #include "core/json.h"
+#include "core/store/session.h"
 
 #include <string>
 
@@ -15,6 +18,8 @@ using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
 void writeCaveats(JsonWriter& j, const Caveats& c); // "caveats": [...]
+// {dropped_records, ...}; with graphs, its CUDA-graph input health under "graphs" (info --json).
+void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs = nullptr);
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
 void writeStateFields(JsonWriter& j, const State& s);   // fields of one state object
 void writeState(JsonWriter& j, const State& s);         // {...}
@@ -23,12 +28,23 @@ void writePrecursor(JsonWriter& j, const Precursor& p);
 // "verdict": {allocator_related, mechanism, headline, healthy_frames, evidence: [...]}.
 void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>& rows);
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
+void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r); // without {}
 void writeCorrelation(JsonWriter& j, const Correlation& c);
 // One line: "largest_fragment_end vs coherence_score  n 24  Pearson +0.512 (p 0.0105, q 0.042)
 // Spearman ... [significant]"; significant only when a q is under kSignificanceLevel.
 std::string correlationText(const Correlation& c);
 // Whether a correlation is called significant: q < kSignificanceLevel for Pearson or Spearman.
 bool significant(const Correlation& c);
+// A time field: the value, or null for kNoTime.
+void writeTimeField(JsonWriter& j, const char* key, int64_t t);
+// The summary figures under their one set of names (docs/json.md "Summary figures"), as fields
+// of the object being written: peak_reserved_bytes, peak_reserved_at_ns, ...
+void writeSummaryFields(JsonWriter& j, const SummaryFigures& f);
+void writeSummaryDelta(JsonWriter& j, const SummaryDelta& d); // fields, B - A
+
+// The summary figures as text lines, each starting with indent.
+std::string summaryText(const SummaryFigures& f, int64_t begin, bool ordinal,
+                        const std::string& indent);
 
 std::string stateText(const State& s, int64_t begin, bool ordinal);
 // The fields of a kernel-variant shift, one per line ("family: ...", "variant: ...", "share:

@@ -50,7 +50,7 @@ const std::vector<std::string>& timelineColumns()
                                                   "allocated_bytes",
                                                   "free_bytes",
                                                   "fragment_count",
-                                                  "largest_free_fragment_bytes",
+                                                  "largest_free_bytes",
                                                   "fragmentation_ratio",
                                                   "fragment_entropy_bits",
                                                   "event_size_entropy_bits"};
@@ -70,8 +70,9 @@ void writeTimelineJson(std::FILE* out, const std::vector<Timeline>& timelines,
                        const std::string& file, bool ordinal, const Caveats& caveats)
 {
     const auto& cols = timelineColumns();
-    fmt::print(out, "{{\n  \"file\": \"{}\",\n  \"time_axis\": \"{}\",\n", JsonWriter::escape(file),
-               ordinal ? "ordinal" : "ns");
+    fmt::print(out,
+               "{{\n  \"schema_version\": {},\n  \"file\": \"{}\",\n  \"time_axis\": \"{}\",\n",
+               kJsonSchemaVersion, JsonWriter::escape(file), ordinal ? "ordinal" : "ns");
     fmt::print(out, "  \"entropy_window_ns\": {},\n  \"columns\": [",
                timelines.empty() ? 0 : timelines.front().entropyWindowNs);
     for (size_t c = 0; c < cols.size(); ++c)

@@ -102,6 +102,14 @@ analysis::LoadOptions Settings::loadOptions() const
     return o;
 }
 
+analysis::ReportOptions Settings::reportOptions() const
+{
+    analysis::ReportOptions o;
+    o.burstGapNs = burstGapNs;
+    o.entropyWindowNs = entropyWindowNs;
+    return o;
+}
+
 std::string defaultPath()
 {
     if (std::string p = env("FRAGSCOPE_SETTINGS"); !p.empty()) return p;

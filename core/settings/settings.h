@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/analysis/engine.h"
+#include "core/analysis/report.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -37,6 +38,9 @@ struct Settings
     std::vector<analysis::CollapseRule> activeRules() const; // enabled rules only
     // Engine options these settings select (rules, lookback, entropy window).
     analysis::LoadOptions loadOptions() const;
+    // Report options these settings select (burst gap, entropy window): `report` and the GUI's
+    // report window use them.
+    analysis::ReportOptions reportOptions() const;
     bool operator==(const Settings&) const = default;
 };
 

@@ -21,7 +21,8 @@ struct Ingest::Statements
 {
     Stmt allocBatch; // kAllocBatch rows of allocations in one INSERT
     Stmt string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
-        marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree;
+        marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree, graphCapture,
+        graphExec, graphExecDestroy;
 };
 
 struct Ingest::FrameMatcher
@@ -165,6 +166,11 @@ void Ingest::begin()
     s.graph =
         db.prepare("INSERT INTO graph_launches(device, stream, graph_id, exec_id, start_ns, end_ns)"
                    " VALUES(?1,?2,?3,?4,?5,?6)");
+    s.graphCapture = db.prepare("INSERT INTO graph_captures(device, stream, graph_id, name,"
+                                " pool_id, begin_ns, end_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    s.graphExec = db.prepare("INSERT INTO graph_execs(device, graph_id, exec_id, instantiate_ns)"
+                             " VALUES(?1,?2,?3,?4)");
+    s.graphExecDestroy = db.prepare("UPDATE graph_execs SET destroy_ns=?2 WHERE id=?1");
     s.marker =
         db.prepare("INSERT INTO markers(time_ns, end_ns, message, device) VALUES(?1,?2,?3,?4)");
     s.frame = db.prepare("INSERT OR REPLACE INTO frames(idx, start_ns, end_ns) VALUES(?1,?2,?3)");
@@ -415,6 +421,11 @@ void Ingest::process(const Event& e, uint64_t seq)
     case EventType::Range:
         onMarker(e);
         break;
+    case EventType::GraphCapture:
+    case EventType::GraphInstantiate:
+    case EventType::GraphExecDestroy:
+        onGraph(e, seq);
+        break;
     case EventType::Oom:
         s.oom.bind(1, e.time)
             .bind(2, e.device)
@@ -496,8 +507,12 @@ void Ingest::onFree(const Event& e, uint64_t seq)
     auto& m = live(e.device, e.level);
     auto it = m.find(e.address);
     if (it == m.end()) {
-        anomaly(recentlyFreed_.count(e.address) ? anomaly::DoubleFree : anomaly::UnknownFree, e,
-                seq);
+        if (e.aux != 0 && !knownPools_.count(e.aux))
+            anomaly(anomaly::UnknownPool, e, seq,
+                    fmt::format("pool {:#x} appears only in frees", e.aux));
+        else
+            anomaly(recentlyFreed_.count(e.address) ? anomaly::DoubleFree : anomaly::UnknownFree, e,
+                    seq);
         return;
     }
     if (e.size != 0 && e.size != it->second.size)
@@ -571,6 +586,7 @@ void Ingest::onRegion(const Event& e, uint64_t seq)
         }
         const int64_t id = ++regionSeq_;
         ++stats_.regions;
+        if (e.aux != 0) knownPools_.insert(e.aux);
         regs[e.address] = {id, e.size, e.level};
         s.region.bind(1, id)
             .bind(2, e.device)
@@ -626,6 +642,43 @@ void Ingest::onMapping(const Event& e, uint64_t seq)
         mappings_[rid].map(e.address, e.size, ended, started);
     else if (!mappings_[rid].unmap(e.address, e.size, ended, started))
         anomaly(anomaly::UnknownRegion, e, seq, "unmap of an unknown mapping");
+}
+
+// Graph captures are rows as they come; execs are paired instantiate -> destroy like allocations,
+// and a destroy with no live exec is an anomaly (docs/session-format.md "graph_execs").
+void Ingest::onGraph(const Event& e, uint64_t seq)
+{
+    auto& s = *st_;
+    if (e.type == EventType::GraphCapture) {
+        if (e.aux2 != 0) knownPools_.insert(e.aux2);
+        s.graphCapture.bind(1, e.device)
+            .bind(2, e.stream)
+            .bind(3, e.aux)
+            .bind(4, e.name.value)
+            .bind(5, e.aux2)
+            .bind(6, e.time)
+            .bind(7, std::max(e.endTime, e.time))
+            .run();
+        return;
+    }
+    const std::pair<uint32_t, uint64_t> key{e.device, e.aux2};
+    if (e.type == EventType::GraphInstantiate) {
+        s.graphExec.bind(1, e.device).bind(2, e.aux).bind(3, e.aux2).bind(4, e.time).run();
+        liveExecs_[key] = static_cast<int64_t>(sqlite3_last_insert_rowid(db_->raw()));
+        destroyedExecs_.erase(key);
+        return;
+    }
+    auto it = liveExecs_.find(key);
+    if (it == liveExecs_.end()) {
+        const bool twice = destroyedExecs_.count(key) != 0;
+        anomaly(twice ? anomaly::GraphExecDestroyedTwice : anomaly::UnknownGraphExec, e, seq,
+                fmt::format("exec {} {}", e.aux2,
+                            twice ? "was destroyed before" : "was never instantiated"));
+        return;
+    }
+    s.graphExecDestroy.bind(1, it->second).bind(2, e.time).run();
+    liveExecs_.erase(it);
+    destroyedExecs_.insert(key);
 }
 
 void Ingest::closeFrame(int64_t t)

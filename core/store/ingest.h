@@ -11,8 +11,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace fs {
@@ -136,6 +138,7 @@ private:
     void onFree(const Event& e, uint64_t seq);
     void onRegion(const Event& e, uint64_t seq);
     void onMarker(const Event& e);
+    void onGraph(const Event& e, uint64_t seq);
     void writeAllocation(uint32_t device, Level level, uint64_t addr, const LiveAlloc& a,
                          int64_t freeTime);
     // Allocation rows wait in allocRows_ and are inserted kAllocBatch at a time with one
@@ -186,6 +189,11 @@ private:
     std::map<int64_t, MappedPieces<int64_t>> mappings_;
     void onMapping(const Event& e, uint64_t seq);
     std::unordered_map<uint64_t, uint64_t> recentlyFreed_; // addr -> seq
+    // CUDA graphs: live execs ((device, exec id) -> graph_execs row), destroyed ones (a second
+    // destroy is an anomaly), and the pool ids regions and captures named.
+    std::map<std::pair<uint32_t, uint64_t>, int64_t> liveExecs_;
+    std::set<std::pair<uint32_t, uint64_t>> destroyedExecs_;
+    std::unordered_set<uint64_t> knownPools_;
     std::vector<std::tuple<uint32_t, int, uint64_t, int64_t>> sinceCommit_;
     struct AllocRow
     {

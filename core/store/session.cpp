@@ -37,6 +37,12 @@ constexpr std::array kSchema = {
     " block_x INTEGER, block_y INTEGER, block_z INTEGER, graph_id INTEGER, graph_node_id INTEGER)",
     "CREATE TABLE graph_launches(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
     " graph_id INTEGER, exec_id INTEGER, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL)",
+    // CUDA graphs' captures and executable instances (sessions written before have neither).
+    "CREATE TABLE graph_captures(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, stream INTEGER,"
+    " graph_id INTEGER, name INTEGER, pool_id INTEGER, begin_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL)",
+    "CREATE TABLE graph_execs(id INTEGER PRIMARY KEY, device INTEGER NOT NULL, graph_id INTEGER,"
+    " exec_id INTEGER NOT NULL, instantiate_ns INTEGER NOT NULL, destroy_ns INTEGER)",
     "CREATE TABLE markers(id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, end_ns INTEGER,"
     " message INTEGER NOT NULL, device INTEGER)",
     "CREATE TABLE frames(idx INTEGER PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER)",

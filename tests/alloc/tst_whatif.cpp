@@ -99,8 +99,19 @@ private slots:
         QCOMPARE(d.replaySegmentSizes, d.realSegmentSizes);
         QCOMPARE(d.addressesMatched, d.allocations);
         QCOMPARE(r.runs.size(), size_t(3));
-        // The recorded run's figures are the real run's.
-        QCOMPARE(r.runs[0].devices[0].peakReserved, d.realPeakReserved);
+        // The recorded run's figures are the real run's: its peak, and the whole summary the
+        // engine gives the real session (r.real), the replay reproducing every event.
+        const analysis::SummaryFigures& rep = r.runs[0].devices[0].summary;
+        QCOMPARE(rep.peakReservedBytes, d.realPeakReserved);
+        QCOMPARE(r.real.size(), size_t(1));
+        const analysis::SummaryFigures& real = r.real[0].second;
+        QCOMPARE(rep.peakReservedBytes, real.peakReservedBytes);
+        QCOMPARE(rep.peakReservedAtNs, real.peakReservedAtNs);
+        QCOMPARE(rep.peakAllocatedBytes, real.peakAllocatedBytes);
+        QCOMPARE(rep.meanFragmentationRatio, real.meanFragmentationRatio);
+        QCOMPARE(rep.maxFragmentationRatio, real.maxFragmentationRatio);
+        QCOMPARE(rep.minLargestFreeBytes, real.minLargestFreeBytes);
+        QCOMPARE(rep.maxFragmentCount, real.maxFragmentCount);
         // Frames come through: one F per frame, from the engine.
         QCOMPARE(r.runs[0].devices[0].frames.size(), size_t(6));
         // Other settings place blocks differently: the segment count differs.
@@ -117,7 +128,7 @@ private slots:
         const auto eng = analysis::Engine::open(o.output);
         QCOMPARE(eng->frames().size(), size_t(6));
         QCOMPARE(eng->stateAt(0, Level::Framework, eng->timeEnd()).reservedBytes,
-                 r.runs[2].devices[0].finalReserved);
+                 r.runs[2].devices[0].summary.finalReservedBytes);
     }
 
     // Expandable segments grow page run by page run and give pages back several runs at once;
@@ -137,18 +148,19 @@ private slots:
         o.output = dir.filePath("expandable.fragscope").toStdString();
         const WhatIfResult r = whatIf(o);
         const DeviceFigures& d = r.runs.back().devices.at(0);
-        QVERIFY(d.peakReserved > 0);
+        QVERIFY(d.summary.peakReservedBytes > 0);
         Session out = Session::open(o.output);
         QCOMPARE(out.summary().health.anomalyTotal(), int64_t{0});
         QVERIFY(fs::store::debugQuery(out).scalar("SELECT COUNT(*) FROM region_mappings") > 1);
         const auto eng = analysis::Engine::open(o.output);
-        QCOMPARE(eng->stateAt(0, Level::Framework, eng->timeEnd()).reservedBytes, d.finalReserved);
+        QCOMPARE(eng->stateAt(0, Level::Framework, eng->timeEnd()).reservedBytes,
+                 d.summary.finalReservedBytes);
         analysis::TimelineOptions to;
         const analysis::Timeline tl = eng->timeline(to);
         double peak = 0;
         for (double v : tl.reserved)
             peak = std::max(peak, v);
-        QVERIFY2(peak <= double(d.peakReserved), qPrintable(QString::number(peak)));
+        QVERIFY2(peak <= double(d.summary.peakReservedBytes), qPrintable(QString::number(peak)));
     }
 
     // A hand-built stream: an empty_cache() (a segment release no request explains), a segment
@@ -275,12 +287,13 @@ private slots:
         QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
         QCOMPARE(r.fidelity.devices.size(), size_t(2));
         QCOMPARE(r.runs[0].devices.size(), size_t(2));
-        QCOMPARE(r.runs[0].devices[0].peakReserved, 20 * MiB);
-        QCOMPARE(r.runs[0].devices[1].peakReserved, 2 * MiB);
+        QCOMPARE(r.runs[0].devices[0].summary.peakReservedBytes, 20 * MiB);
+        QCOMPARE(r.runs[0].devices[1].summary.peakReservedBytes, 2 * MiB);
         // Device 0 at the end: 20 MiB segment with 5 MiB allocated at +3 MiB: free 3 MiB before
-        // and 12 MiB after -> largest 12 MiB of 15 MiB free: F = 0.2 at the end (mean over
-        // samples is between 0 and that).
-        QVERIFY(r.runs[0].devices[0].maxFragmentation >= 0.2 - 1e-9);
+        // and 12 MiB after -> largest 12 MiB of 15 MiB free: F = 1 - 12/15 = 0.2 from 30 on,
+        // the largest F of the run (0 before: one free fragment).
+        QCOMPARE(r.runs[0].devices[0].summary.maxFragmentationRatio, 1.0 - 12.0 / 15.0);
+        QCOMPARE(r.runs[0].devices[0].summary.maxFragmentationRatioAtNs, int64_t{30});
     }
 
     // A free that waited on stream events (a pending_frees row, PyTorch's free_requested at 3
@@ -432,7 +445,7 @@ private slots:
         // The exact peak agrees with the what-if replay's (which reads the same regions).
         WhatIfOptions w;
         w.session = a;
-        QCOMPARE(c.a.peakReserved, whatIf(w).fidelity.devices.at(0).realPeakReserved);
+        QCOMPARE(c.a.figures.peakReservedBytes, whatIf(w).fidelity.devices.at(0).realPeakReserved);
         const Comparison self = compareSessions(a, a);
         for (const CompareRow& r : self.rows) {
             QCOMPARE(r.a.reserved, r.b.reserved);

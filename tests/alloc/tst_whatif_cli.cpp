@@ -56,7 +56,7 @@ private slots:
             const QJsonObject dev = run.toObject()["devices"].toObject()["0"].toObject();
             for (const char* k : {"peak_reserved_bytes", "final_reserved_bytes", "segments",
                                   "cuda_malloc_calls", "ooms", "mean_fragmentation_ratio",
-                                  "max_fragmentation_ratio", "min_largest_free_block_bytes"})
+                                  "max_fragmentation_ratio", "min_largest_free_bytes"})
                 QVERIFY2(dev.contains(k), k);
             QCOMPARE(dev["frames"].toArray().size(), 4);
         }
@@ -67,7 +67,7 @@ private slots:
                      .toObject()["peak_reserved_bytes"]
                      .toDouble(),
                  d0["peak_reserved_bytes"].toObject()["real"].toDouble());
-        QCOMPARE(runs[2].toObject()["session"].toString(), out);
+        QCOMPARE(runs[2].toObject()["output_file"].toString(), out);
         // The written replay is a session: info reads it and it says what it is.
         const auto info = fstest::runCli({"info", out});
         QCOMPARE(info.exitCode, 0);
@@ -111,7 +111,7 @@ private slots:
         const QJsonObject row = o["rows"].toArray()[0].toObject();
         QVERIFY(row.contains("frame"));
         QVERIFY(row["a"].toObject().contains("fragmentation_ratio"));
-        QVERIFY(row["b"].toObject().contains("largest_free_block_bytes"));
+        QVERIFY(row["b"].toObject().contains("largest_free_bytes"));
         // Difference = B - A.
         const double d = o["difference"].toObject()["peak_reserved_bytes"].toDouble();
         QCOMPARE(d, o["b"].toObject()["peak_reserved_bytes"].toDouble() -

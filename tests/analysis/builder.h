@@ -60,4 +60,21 @@ inline void graphKernel(fs::Ingest& in, int64_t t, int64_t end, const std::strin
     in.add(e);
 }
 
+// The engine tests' known session: one 1 MiB segment at 0; A [0, 256K) at 10, B [256K, 512K) at
+// 20, C [512K, 896K) at 30, B freed at 40, D (4 KiB) outside any region at 50; the session ends
+// at the mark at 100.
+inline void writeKnownSession(const std::string& path)
+{
+    fs::Ingest in(options(path));
+    in.begin();
+    in.add(ev(fs::EventType::RegionCreate, 0, kBase, 1 * MiB));
+    in.add(ev(fs::EventType::Alloc, 10, kBase, 256 * KiB));
+    in.add(ev(fs::EventType::Alloc, 20, kBase + 256 * KiB, 256 * KiB));
+    in.add(ev(fs::EventType::Alloc, 30, kBase + 512 * KiB, 384 * KiB));
+    in.add(ev(fs::EventType::Free, 40, kBase + 256 * KiB));
+    in.add(ev(fs::EventType::Alloc, 50, kBase + 2 * MiB, 4 * KiB));
+    mark(in, 100, "done");
+    in.end();
+}
+
 } // namespace antest

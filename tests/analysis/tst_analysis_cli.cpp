@@ -76,25 +76,25 @@ private slots:
         QCOMPARE(s["allocated_bytes"].toDouble(), double(640 * KiB));
         QCOMPARE(s["free_bytes"].toDouble(), double(384 * KiB));
         QCOMPARE(s["fragment_count"].toInt(), 2);
-        QCOMPARE(s["largest_free_fragment_bytes"].toDouble(), double(256 * KiB));
+        QCOMPARE(s["largest_free_bytes"].toDouble(), double(256 * KiB));
         QVERIFY(std::fabs(s["fragmentation_ratio"].toDouble() - 1.0 / 3.0) < 1e-12);
         QCOMPARE(s["fragment_entropy_bits"].toDouble(), 1.0);
         const QJsonArray h = s["histogram"].toArray();
         QCOMPARE(h.size(), 2);
-        QCOMPARE(h[0].toObject()["lo"].toDouble(), double(128 * KiB));
-        QCOMPARE(h[0].toObject()["hi"].toDouble(), double(256 * KiB));
+        QCOMPARE(h[0].toObject()["lo_bytes"].toDouble(), double(128 * KiB));
+        QCOMPARE(h[0].toObject()["hi_bytes"].toDouble(), double(256 * KiB));
         QCOMPARE(h[0].toObject()["count"].toInt(), 1);
         QCOMPARE(h[0].toObject()["bytes"].toDouble(), double(128 * KiB));
 
         // frame:0 is the end of frame 0 (t = 2000): only A is live -> one 768 KiB fragment.
         const auto f0 = json(runCli({"state", session_, "--at", "frame:0", "--json"}));
-        QCOMPARE(f0["time"].toInteger(), qint64(2000));
-        QCOMPARE(f0["states"].toArray()[0].toObject()["largest_free_fragment_bytes"].toDouble(),
+        QCOMPARE(f0["time_ns"].toInteger(), qint64(2000));
+        QCOMPARE(f0["states"].toArray()[0].toObject()["largest_free_bytes"].toDouble(),
                  double(768 * KiB));
         // 1.5us from the beginning (t = 0) = 1500 ns: same state as frame 0's end.
         const auto us =
             json(runCli({"state", session_, "--at", "1.5us", "--json", "--level", "framework"}));
-        QCOMPARE(us["time"].toInteger(), qint64(1500));
+        QCOMPARE(us["time_ns"].toInteger(), qint64(1500));
 
         // Text output names the figures.
         const auto text = runCli({"state", session_, "--at", "end"});
@@ -170,8 +170,9 @@ private slots:
         QCOMPARE(r.exitCode, 0);
         const QJsonObject c = json(r);
         QCOMPARE(c["collapse"].toObject()["first_frame"].toInt(), 2);
-        QCOMPARE(c["window_begin"].toInteger(), qint64(1000));
-        QCOMPARE(c["window_end"].toInteger(), qint64(4000));
+        QCOMPARE(c["schema_version"].toInt(), 1);
+        QCOMPARE(c["window_begin_ns"].toInteger(), qint64(1000));
+        QCOMPARE(c["window_end_ns"].toInteger(), qint64(4000));
         const QJsonArray p = c["precursors"].toArray();
         // A, B and C (at 1100, 2100, 3100) are untagged blocks of the same size class (2^18 B):
         // one signature, folded into one row with count 3, shown as its member closest to the
@@ -182,7 +183,7 @@ private slots:
         QCOMPARE(p[0].toObject()["kind"].toString(), QString("split_largest_fragment"));
         QCOMPARE(p[0].toObject()["role"].toString(), QString("condition"));
         QCOMPARE(p[0].toObject()["mechanism"].toString(), QString("fragmentation"));
-        QCOMPARE(p[0].toObject()["time"].toInteger(), qint64(3100));
+        QCOMPARE(p[0].toObject()["time_ns"].toInteger(), qint64(3100));
         QCOMPARE(p[0].toObject()["score"].toDouble(), 0.0);
         QCOMPARE(p[0].toObject()["count"].toInt(), 3);
         const QJsonObject ev = p[0].toObject()["evidence"].toObject();
@@ -199,10 +200,8 @@ private slots:
         QVERIFY(verdict["headline"].toString().startsWith("no allocator precursor stands out"));
         QCOMPARE(verdict["evidence"].toArray().size(), 0);
         const QJsonObject diff = c["state_diff"].toArray()[0].toObject();
-        QCOMPARE(diff["before"].toObject()["largest_free_fragment_bytes"].toDouble(),
-                 double(512 * KiB));
-        QCOMPARE(diff["after"].toObject()["largest_free_fragment_bytes"].toDouble(),
-                 double(256 * KiB));
+        QCOMPARE(diff["before"].toObject()["largest_free_bytes"].toDouble(), double(512 * KiB));
+        QCOMPARE(diff["after"].toObject()["largest_free_bytes"].toDouble(), double(256 * KiB));
         // Frame 1 is not in a collapse: exit 1 without --any, 0 with it.
         QCOMPARE(runCli({"collapse", s, "--frame", "1"}).exitCode, 1);
         QCOMPARE(runCli({"collapse", s, "--frame", "1", "--any", "--json"}).exitCode, 0);
@@ -215,9 +214,33 @@ private slots:
         QCOMPARE(rep["tracks"].toArray().size(), 1);
         QCOMPARE(rep["frames"].toArray().size(), 3);
         QCOMPARE(rep["collapses"].toArray().size(), 1);
-        QCOMPARE(
-            rep["tracks"].toArray()[0].toObject()["end_state"].toObject()["fragment_count"].toInt(),
-            2);
+        QCOMPARE(rep["schema_version"].toInt(), 1);
+        QCOMPARE(rep["time_begin_ns"].toInteger(), qint64(0));
+        QCOMPARE(rep["time_end_ns"].toInteger(), qint64(4000));
+        const QJsonObject track = rep["tracks"].toArray()[0].toObject();
+        QCOMPARE(track["end_state"].toObject()["fragment_count"].toInt(), 2);
+        // The summary (docs/analysis.md "Summary"), over the instants 0, 1100, 2100, 3100, 3200
+        // and on to the end at 4000: F is 0 until B's free at 3200 (fragments 256K + 128K, F =
+        // 1/3 for 800 of the 4000 ns with memory reserved): mean F = 1/15. Peak allocated A + B
+        // + C = 896K at 3100, when the largest free fragment is smallest (128K).
+        QCOMPARE(track["peak_reserved_bytes"].toInteger(), qint64(MiB));
+        QCOMPARE(track["peak_reserved_at_ns"].toInteger(), qint64(0));
+        QCOMPARE(track["peak_allocated_bytes"].toInteger(), qint64(896 * KiB));
+        QCOMPARE(track["peak_allocated_at_ns"].toInteger(), qint64(3100));
+        QVERIFY(std::fabs(track["mean_fragmentation_ratio"].toDouble() - 1.0 / 15) < 1e-15);
+        QCOMPARE(track["max_fragmentation_ratio"].toDouble(), 1.0 - 256.0 / 384.0);
+        QCOMPARE(track["max_fragmentation_ratio_at_ns"].toInteger(), qint64(3200));
+        QCOMPARE(track["min_largest_free_bytes"].toInteger(), qint64(128 * KiB));
+        QCOMPARE(track["min_largest_free_at_ns"].toInteger(), qint64(3100));
+        QCOMPARE(track["max_fragment_count"].toInt(), 2);
+        QCOMPARE(track["max_fragment_count_at_ns"].toInteger(), qint64(3200));
+        QCOMPARE(track["reserved_ns"].toInteger(), qint64(4000));
+        QVERIFY(track["peak_allocated_outside_regions_at_ns"].isNull());
+        // Frames: frame 2 is in the collapse, frame 0 in none (null).
+        const QJsonArray frames = rep["frames"].toArray();
+        QCOMPARE(frames[2].toObject()["collapse"].toInt(), 0);
+        QVERIFY(frames[0].toObject()["collapse"].isNull());
+        QCOMPARE(frames[2].toObject()["frame"].toInt(), 2);
         const QJsonArray corr = rep["correlations"].toArray();
         QVERIFY(!corr.isEmpty());
         for (const auto& v : corr) {

@@ -69,21 +69,11 @@ private:
     QTemporaryDir dir_;
     std::string path(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
 
-    // One 1 MiB segment: A [0, 256K) at 10, B [256K, 512K) at 20, C [512K, 896K) at 30, B freed
-    // at 40, D outside any region at 50, end mark at 100.
+    // builder.h's known session.
     std::string knownSession()
     {
         const auto f = path("known.fragscope");
-        Ingest in(options(f));
-        in.begin();
-        in.add(ev(EventType::RegionCreate, 0, kBase, 1 * MiB));
-        in.add(ev(EventType::Alloc, 10, kBase, 256 * KiB));
-        in.add(ev(EventType::Alloc, 20, kBase + 256 * KiB, 256 * KiB));
-        in.add(ev(EventType::Alloc, 30, kBase + 512 * KiB, 384 * KiB));
-        in.add(ev(EventType::Free, 40, kBase + 256 * KiB));
-        in.add(ev(EventType::Alloc, 50, kBase + 2 * MiB, 4 * KiB));
-        mark(in, 100, "done");
-        in.end();
+        writeKnownSession(f);
         return f;
     }
 

@@ -206,10 +206,20 @@ private slots:
         CUgraphExec execA = handle<CUgraphExec>(0x1230), execB = handle<CUgraphExec>(0x4560);
         cuGraphInstantiateWithFlags_params instA{&execA, handle<CUgraph>(0x70), 0};
         cuGraphInstantiate_v2_params instB{&execB, handle<CUgraph>(0x90), nullptr, nullptr, 0};
-        QVERIFY(!exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &instA,
-                           CUDA_SUCCESS, st, e));
+        // Each instantiation is an event too (graph id, exec id, the context's device).
+        QVERIFY(exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &instA, CUDA_SUCCESS,
+                          st, e));
+        QCOMPARE(e.type, uint8_t{ev::GraphInstantiate});
+        QCOMPARE(e.aux, uint64_t{7});
+        QCOMPARE(e.aux2, uint64_t{0x123});
+        QCOMPARE(e.device, uint32_t{3});
+        QCOMPARE(e.time, int64_t{1000});
         QVERIFY(
-            !exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, &instB, CUDA_SUCCESS, st, e));
+            exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, &instB, CUDA_SUCCESS, st, e));
+        QCOMPARE(e.aux2, uint64_t{0x456});
+        // A failed instantiation is none.
+        QVERIFY(!exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, &instB,
+                           CUDA_ERROR_INVALID_VALUE, st, e));
         QCOMPARE(st.graphs.execsKnown(), size_t{2});
         QCOMPARE(st.graphs.graphOf(0x123), uint64_t{7});
         QCOMPARE(st.graphs.graphOf(0x456), uint64_t{9});
@@ -244,7 +254,10 @@ private slots:
         QCOMPARE(st.graphs.launchesPending(), size_t{0});
         cuGraphExecDestroy_params destroy{execB};
         QVERIFY(
-            !exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy, &destroy, CUDA_SUCCESS, st, e));
+            exitEvent(CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy, &destroy, CUDA_SUCCESS, st, e));
+        QCOMPARE(e.type, uint8_t{ev::GraphExecDestroy});
+        QCOMPARE(e.aux2, uint64_t{0x456});
+        QCOMPARE(e.device, uint32_t{3});
         QCOMPARE(st.graphs.graphOf(0x456), uint64_t{0});
         QCOMPARE(st.graphs.execsKnown(), size_t{1});
     }

@@ -52,7 +52,7 @@ QJsonObject waitForTarget(const QString& sockDir,
     t.start();
     while (t.elapsed() < timeoutMs) {
         const auto r = run(sockDir, {"ps", "--json"});
-        for (const auto& v : QJsonDocument::fromJson(r.out).array())
+        for (const auto& v : QJsonDocument::fromJson(r.out).object()["processes"].toArray())
             if (!v.toObject()["kind"].toString().isEmpty() && pred(v.toObject()))
                 return v.toObject();
         QTest::qWait(100);
@@ -280,7 +280,7 @@ private slots:
         });
         const qint64 recPid = rec.processId();
         const QJsonObject t = waitForTarget(sockDir(), [&](const QJsonObject& o) {
-            return o["launched_by"].toInteger() == recPid;
+            return o["launched_by_pid"].toInteger() == recPid;
         });
         QVERIFY2(!t.isEmpty(), "the recorded simulator never showed up");
         QTest::qWait(2500); // > 2 commits (at least one per second)
@@ -362,7 +362,10 @@ private slots:
         QTemporaryDir empty;
         const auto r = run(empty.path() + "/s", {"ps", "--json"});
         QCOMPARE(r.exitCode, 0);
-        QCOMPARE(QJsonDocument::fromJson(r.out).array().size(), 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(o["schema_version"].toInt(), 1);
+        QVERIFY(o["processes"].isArray());
+        QCOMPARE(o["processes"].toArray().size(), 0);
     }
 };
 

@@ -212,8 +212,7 @@ private slots:
             const QJsonObject s = v.toObject();
             const State st = e->stateAt(0, Level::Framework, s["time_ns"].toInteger());
             QCOMPARE(s["level"].toString(), QString("framework"));
-            QCOMPARE(s["largest_free_fragment_bytes"].toDouble(),
-                     double(st.largestFreeFragmentBytes));
+            QCOMPARE(s["largest_free_bytes"].toDouble(), double(st.largestFreeFragmentBytes));
             QCOMPARE(s["fragmentation_ratio"].toDouble(), st.fragmentationRatio);
             QCOMPARE(s["event_size_entropy_bits"].toDouble(), st.eventSizeEntropyBits);
         }

@@ -18,13 +18,17 @@ struct CliResult
     QByteArray err;
 };
 
-// Runs the built `fragscope` binary with args; fails the test if it does not finish in time.
-inline CliResult runCli(const QStringList& args, int timeoutMs = 120000)
+// Runs the built `fragscope` binary with args (in folder dir when given, with env added to the
+// environment); fails the test if it does not finish in time.
+inline CliResult runCliIn(const QString& dir, const QStringList& args,
+                          const QProcessEnvironment& env = {}, int timeoutMs = 120000)
 {
     QProcess p;
-    auto env = QProcessEnvironment::systemEnvironment();
-    env.insert("FRAGSCOPE_NO_PROGRESS", "1");
-    p.setProcessEnvironment(env);
+    auto all = QProcessEnvironment::systemEnvironment();
+    all.insert("FRAGSCOPE_NO_PROGRESS", "1");
+    all.insert(env);
+    p.setProcessEnvironment(all);
+    if (!dir.isEmpty()) p.setWorkingDirectory(dir);
     p.start(QStringLiteral(FRAGSCOPE_CLI), args);
     CliResult r;
     if (!p.waitForFinished(timeoutMs)) {
@@ -37,6 +41,11 @@ inline CliResult runCli(const QStringList& args, int timeoutMs = 120000)
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
     return r;
+}
+
+inline CliResult runCli(const QStringList& args, int timeoutMs = 120000)
+{
+    return runCliIn({}, args, {}, timeoutMs);
 }
 
 // The folder of real public traces ($FRAGSCOPE_DATA, else ../shared/data beside the source tree).

@@ -487,7 +487,7 @@ private slots:
         QCOMPARE(size_t(pre.size()), rep.precursors.size());
         for (qsizetype i = 0; i < pre.size(); ++i) {
             const QJsonObject p = pre[i].toObject();
-            QCOMPARE(p["time"].toInteger(), rep.precursors[size_t(i)].time);
+            QCOMPARE(p["time_ns"].toInteger(), rep.precursors[size_t(i)].time);
             QCOMPARE(p["description"].toString().toStdString(),
                      rep.precursors[size_t(i)].description);
             QVERIFY(std::abs(p["score"].toDouble() - rep.precursors[size_t(i)].score) < 1e-9);

@@ -116,7 +116,7 @@ private slots:
         QCOMPARE(st["allocated_bytes"].toInteger(), allocated);
         QCOMPARE(st["allocated_outside_regions_bytes"].toInteger(), qint64{0});
         QCOMPARE(st["fragment_count"].toInteger(), fragments);
-        QCOMPARE(st["largest_free_fragment_bytes"].toInteger(), largest);
+        QCOMPARE(st["largest_free_bytes"].toInteger(), largest);
         auto p = fs::store::debugQuery(s).prepare(
             "SELECT COALESCE(SUM(size), 0) FROM pending_frees WHERE device=?1 AND "
             "complete_ns IS NULL");
@@ -164,7 +164,7 @@ private slots:
         QCOMPARE(st["allocated_bytes"].toInteger(), allocated);
         QCOMPARE(st["allocated_outside_regions_bytes"].toInteger(), qint64{0});
         QCOMPARE(st["fragment_count"].toInteger(), fragments);
-        QCOMPARE(st["largest_free_fragment_bytes"].toInteger(), largest);
+        QCOMPARE(st["largest_free_bytes"].toInteger(), largest);
     }
 
     void ringBufferAndPools()
@@ -220,14 +220,14 @@ private slots:
         QCOMPARE(p["allocated_bytes"].toInteger(), MiB / 2);
         QCOMPARE(p["free_bytes"].toInteger(), 3 * MiB / 2);
         QCOMPARE(p["fragment_count"].toInteger(), qint64{1});
-        QCOMPARE(p["largest_free_fragment_bytes"].toInteger(), 3 * MiB / 2);
+        QCOMPARE(p["largest_free_bytes"].toInteger(), 3 * MiB / 2);
         QCOMPARE(p["fragmentation_ratio"].toDouble(), 0.0);
         QCOMPARE(d["pool_label"].toString(), QString("default"));
         QCOMPARE(d["reserved_bytes"].toInteger(), 16 * MiB);
         QCOMPARE(d["allocated_bytes"].toInteger(), 8 * MiB);
         QCOMPARE(d["free_bytes"].toInteger(), 8 * MiB);
         QCOMPARE(d["fragment_count"].toInteger(), qint64{3});
-        QCOMPARE(d["largest_free_fragment_bytes"].toInteger(), 4 * MiB);
+        QCOMPARE(d["largest_free_bytes"].toInteger(), 4 * MiB);
         QCOMPARE(d["fragmentation_ratio"].toDouble(), 0.5);
         const QJsonObject dev0 = stateAt(multi_, "end", 0);
         for (const char* k : {"reserved_bytes", "allocated_bytes", "free_bytes", "fragment_count",
@@ -247,18 +247,19 @@ private slots:
         const CliResult text = runCli({"state", multi_, "--at", "end", "--pool", "1,5"});
         QVERIFY(text.out.contains("pool (1, 5): device 0 level framework"));
         QCOMPARE(runCli({"state", multi_, "--at", "end", "--pool", "1,x"}).exitCode, 64);
-        // `report --json`: a track with more than one pool lists each pool's end state.
+        // `report --json`: a track with more than one pool lists each pool's summary and end state.
         const CliResult rep = runCli({"report", multi_, "--json"});
         QCOMPARE(rep.exitCode, 0);
         int withPools = 0;
         for (const auto& x : QJsonDocument::fromJson(rep.out).object()["tracks"].toArray()) {
-            const QJsonArray ps = x.toObject()["end_state_pools"].toArray();
+            const QJsonArray ps = x.toObject()["pools"].toArray();
             if (ps.isEmpty()) continue;
             ++withPools;
             QCOMPARE(x.toObject()["device"].toInt(), 0);
             QCOMPARE(ps.size(), qsizetype{2});
             QCOMPARE(ps[1].toObject()["pool"].toInteger(), pool15);
-            QCOMPARE(ps[1].toObject()["allocated_bytes"].toInteger(), MiB / 2);
+            QCOMPARE(ps[1].toObject()["end_state"].toObject()["allocated_bytes"].toInteger(),
+                     MiB / 2);
         }
         QCOMPARE(withPools, 1); // devices 1 and 2 have the default pool only
     }
@@ -355,7 +356,7 @@ private slots:
         // and stream 0: A 6 + E 4 = 10, largest 6. Pending: a2 (1 MiB < 8) does not fit.
         // 10 >= 8 with no block of 8: fragmentation; expandable segments are recorded as on.
         const QJsonObject a = ooms[0].toObject();
-        QCOMPARE(a["time"].toInteger(), qint64{230000});
+        QCOMPARE(a["time_ns"].toInteger(), qint64{230000});
         QCOMPARE(a["device"].toInt(), 0);
         QCOMPARE(a["requested_bytes"].toInteger(), 8 * MiB);
         QCOMPARE(a["device_free_bytes"].toInteger(), 1 * MiB);
@@ -401,7 +402,7 @@ private slots:
         QVERIFY2(!o.isEmpty(), r.out.constData());
         const QJsonArray ooms = o["ooms"].toArray();
         QCOMPARE(ooms.size(), qsizetype{1});
-        QCOMPARE(ooms[0].toObject()["time"].toInteger(), qint64{230000});
+        QCOMPARE(ooms[0].toObject()["time_ns"].toInteger(), qint64{230000});
         const CliResult t = runCli({"collapse", multi_, "--frame", "2"});
         QVERIFY(t.out.contains("OOMs in the window (1)"));
     }

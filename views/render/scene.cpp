@@ -322,10 +322,11 @@ void addPoolTracks(Scene& s, int samples)
         const std::vector<uint64_t> pools = e.pools(ld.device, ld.level);
         if (pools.size() < 2 && (pools.empty() || pools.front() == 0)) continue;
         const auto o = timelineOptions(e, ld.device, ld.level, samples);
-        for (uint64_t pool : pools) {
+        std::vector<analysis::Timeline> tls = e.poolTimelines(o, pools);
+        for (size_t k = 0; k < pools.size(); ++k) {
             LevelData p = ld;
-            p.pool = pool;
-            p.timeline = std::make_shared<const analysis::Timeline>(e.poolTimeline(o, pool));
+            p.pool = pools[k];
+            p.timeline = std::make_shared<const analysis::Timeline>(std::move(tls[k]));
             s.levels.push_back(std::move(p));
         }
     }

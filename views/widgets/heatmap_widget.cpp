@@ -276,6 +276,8 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         const QImage ph = placeholder();
         render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &ph);
     }
+    paintPoolOutline(p, plotArea(), vp_, scene_->levels[static_cast<size_t>(level_)],
+                     scene_->timeEnd(), outline_);
     if (boxing_) {
         p.setPen(QPen(QColor(255, 255, 255), 1, Qt::DashLine));
         p.setBrush(QColor(255, 255, 255, 40));
@@ -286,6 +288,12 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         p.drawText(plotArea().adjusted(6, 4, -6, -4), Qt::AlignRight | Qt::AlignBottom,
                    tr("refining…"));
     }
+}
+
+void HeatmapWidget::setPoolOutline(const PoolOutline& o)
+{
+    outline_ = o;
+    update();
 }
 
 bool HeatmapWidget::toData(const QPointF& pt, int64_t& t, double& y) const

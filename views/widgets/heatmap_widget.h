@@ -3,6 +3,7 @@
 // +/- zoom. A coarse raster is drawn at once and a full-resolution one follows from a worker.
 #pragma once
 
+#include "graphs_overlay.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -35,6 +36,9 @@ public:
     void setDark(bool dark);
     // Maps a point in the widget to (time, compacted address); false outside the plot.
     bool toData(const QPointF& pt, int64_t& t, double& y) const;
+    // Outlines a pool's regions (the Graphs panel's selected graph); empty: none.
+    void setPoolOutline(const PoolOutline& o);
+    const PoolOutline& poolOutline() const { return outline_; }
     QString describeAt(const QPointF& pt) const;
 
 signals:
@@ -72,6 +76,7 @@ private:
     std::shared_ptr<std::atomic<bool>> cancel_;
     Selection sel_;
     bool dark_ = false;
+    PoolOutline outline_;
     // Mouse state.
     QPointF pressPos_;
     render::Viewport pressVp_;

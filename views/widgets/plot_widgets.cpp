@@ -1,5 +1,7 @@
 #include "plot_widgets.h"
 
+#include "graphs_overlay.h"
+
 #include <QPainter>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -161,6 +163,12 @@ void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int le
     rebuild();
 }
 
+void TimelineWidget::setGraphs(std::shared_ptr<const analysis::GraphsReport> graphs)
+{
+    graphs_ = std::move(graphs);
+    rebuild();
+}
+
 void TimelineWidget::setSelection(const Selection& s)
 {
     sel_ = s;
@@ -225,7 +233,9 @@ void TimelineWidget::rebuild()
                                         r.metric) != scene_->metricNames.end())
             metric = r.metric;
     if (metric.empty() && !scene_->metricNames.empty()) metric = scene_->metricNames.front();
-    const int n = metric.empty() ? 3 : 4;
+    replayLane_ = graphs_ && !graphs_->replays.empty();
+    const int lane = metric.empty() ? 3 : 4; // the replay lane's panel, when there is one
+    const int n = lane + (replayLane_ ? 1 : 0);
     auto* group = new QCPMarginGroup(plot_);
     for (int i = 0; i < n; ++i) {
         auto* r = new QCPAxisRect(plot_);
@@ -359,6 +369,14 @@ void TimelineWidget::rebuild()
                 hi = std::max(hi, r.threshold);
             }
         rects_[3]->axis(QCPAxis::atLeft)->setRange(lo, hi * 1.1 + 1e-9);
+    }
+    if (replayLane_) {
+        QCPAxisRect* r = rects_[static_cast<size_t>(lane)];
+        r->axis(QCPAxis::atLeft)->setLabel(tr("replays"));
+        r->axis(QCPAxis::atLeft)->setTickLabels(false);
+        r->axis(QCPAxis::atLeft)->setRange(0, 1);
+        addReplayLane(plot_, r, graphs_, [this](int64_t t) { return toX(t); });
+        plot_->plotLayout()->setRowStretchFactor(lane, 0.35); // a thin lane
     }
     // Collapse bands, frame selection, on every panel.
     QColor bandC = render::collapseColor();

@@ -1,6 +1,7 @@
 // The QCustomPlot views: timelines on a shared time axis and the fragment-cluster histogram.
 #pragma once
 
+#include "core/analysis/graphs.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -28,6 +29,9 @@ public:
     QCustomPlot* plot() const { return plot_; }
     int graphCount() const;
     void setDark(bool dark);
+    // The CUDA graph replays as a lane below the panels (graphs_overlay.h); null: none.
+    void setGraphs(std::shared_ptr<const analysis::GraphsReport> graphs);
+    bool hasReplayLane() const { return replayLane_; }
 
 signals:
     void timeClicked(int64_t t);
@@ -43,6 +47,8 @@ private:
     std::vector<QCPAbstractItem*> selectionItems_;
     Selection sel_;
     bool dark_ = false;
+    std::shared_ptr<const analysis::GraphsReport> graphs_;
+    bool replayLane_ = false;
 };
 
 class HistogramWidget : public QWidget

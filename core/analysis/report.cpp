@@ -1,0 +1,106 @@
+#include "report.h"
+
+#include "engine.h"
+
+#include <algorithm>
+#include <set>
+
+namespace fs::analysis {
+
+namespace {
+
+void check(const ReportOptions& o)
+{
+    if (o.cancel && o.cancel->load()) throw Cancelled{};
+}
+
+TrackReport trackReport(const Engine& e, const Track& t, const ReportOptions& o)
+{
+    TrackReport r;
+    const TrackSummary s = e.trackSummary(t.device, t.level);
+    r.track = s.track;
+    r.figures = s.figures;
+    r.end = e.stateAt(t.device, t.level, e.timeEnd());
+    if (!s.pools.empty()) {
+        const std::vector<PoolState> ends = e.poolStatesAt(t.device, t.level, e.timeEnd());
+        for (const PoolSummary& p : s.pools) {
+            PoolReport pr;
+            pr.pool = p.pool;
+            pr.figures = p.figures;
+            pr.end.device = t.device;
+            pr.end.level = t.level;
+            pr.end.time = e.timeEnd();
+            for (const PoolState& ps : ends)
+                if (ps.pool == p.pool) pr.end = ps.state;
+            r.pools.push_back(std::move(pr));
+        }
+    }
+    // The trends are fitted over timeline samples (a least-squares line needs points, not
+    // instants): trendSamples evenly spaced over the session.
+    TimelineOptions to;
+    to.device = t.device;
+    to.level = t.level;
+    to.step =
+        std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / std::max<int64_t>(1, o.trendSamples));
+    to.entropyWindowNs = o.entropyWindowNs;
+    const Timeline tl = e.timeline(to);
+    r.trendSamples = static_cast<int64_t>(tl.time.size());
+    r.ratioTrend = e.trend(tl, "fragmentation_ratio", kNoTime, kNoTime);
+    r.entropyTrend = e.trend(tl, "event_entropy", kNoTime, kNoTime);
+    r.bursts = e.burstSummary(t.device, t.level, o.burstGapNs);
+    r.burstGapNs = o.burstGapNs;
+    return r;
+}
+
+} // namespace
+
+Report buildReport(const Engine& e, const std::string& file, const ReportOptions& o)
+{
+    Report r;
+    const SessionSummary& sum = e.summary();
+    r.file = file;
+    r.synthetic = sum.synthetic;
+    r.timeAxis = sum.timeAxis;
+    r.timeBegin = e.timeBegin();
+    r.timeEnd = e.timeEnd();
+    r.events = sum.events;
+    r.health = sum.health;
+    r.caveats = e.caveats();
+    for (const Track& t : e.tracks()) {
+        check(o);
+        r.tracks.push_back(trackReport(e, t, o));
+    }
+    r.defaultTrack = e.defaultTrack(0);
+
+    // Frames and collapses, under other rules when given (the GUI's editor).
+    r.rules = o.rules ? *o.rules : e.rules();
+    const bool otherRules = o.rules && *o.rules != e.rules();
+    const std::vector<Collapse> collapses = otherRules ? e.collapsesWith(r.rules) : e.collapses();
+    r.frames = e.frames();
+    std::set<std::string> names;
+    for (FrameInfo& f : r.frames) {
+        for (const auto& [k, v] : f.metrics)
+            names.insert(k);
+        if (!otherRules) continue;
+        f.breaksRule = breaksAnyRule(f.metrics, r.rules);
+        f.collapse = -1;
+        for (size_t c = 0; c < collapses.size(); ++c)
+            if (f.index >= collapses[c].firstFrame && f.index <= collapses[c].lastFrame)
+                f.collapse = static_cast<int>(c);
+    }
+    r.frameMetricNames.assign(names.begin(), names.end());
+    for (const Collapse& c : collapses) {
+        check(o);
+        if (auto rep = e.collapseReport(c.firstFrame, r.rules)) {
+            if (rep->precursors.size() > o.topPrecursors) rep->precursors.resize(o.topPrecursors);
+            r.collapses.push_back(std::move(*rep));
+        }
+    }
+    check(o);
+    for (const Correlation& c : e.correlations())
+        if (c.n >= 3) r.correlations.push_back(c);
+    r.ooms = e.ooms();
+    return r;
+}
+
+} // namespace fs::analysis

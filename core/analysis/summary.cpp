@@ -1,0 +1,261 @@
+// The track summary (summary.h; docs/analysis.md "Summary"): one replay of the track that looks
+// at the state after every instant, split over the cores at instant boundaries. The mean of F is
+// summed in 128-bit fixed point, so it does not depend on how the work was split (a double sum
+// would change in its last digits with the number of cores).
+#include "summary.h"
+#include "engine_impl.h"
+#include "parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace fs::analysis {
+
+namespace {
+
+__extension__ using Wide = unsigned __int128;
+constexpr double kOne = 0x1p62; // F in fixed point: F * 2^62
+
+uint64_t fixedRatio(double f)
+{
+    return static_cast<uint64_t>(std::llround(std::clamp(f, 0.0, 1.0) * kOne));
+}
+
+class Accumulator
+{
+public:
+    // The state after instant t's events, holding until `until` (the next instant, or the
+    // session's end after the last).
+    void add(int64_t t, int64_t until, const FragState& s)
+    {
+        ++f_.instants;
+        final_ = s.reserved;
+        if (s.allocatedOut > f_.peakAllocatedOutsideBytes) {
+            f_.peakAllocatedOutsideBytes = s.allocatedOut;
+            f_.peakAllocatedOutsideAtNs = t;
+        }
+        if (s.reserved == 0) return;
+        const uint64_t q = fixedRatio(s.ratio());
+        const int64_t dt = std::max<int64_t>(until - t, 0);
+        weighted_ += static_cast<Wide>(q) * static_cast<uint64_t>(dt);
+        plain_ += q;
+        f_.reservedNs += dt;
+        SummaryFigures g;
+        g.peakReservedBytes = s.reserved;
+        g.peakAllocatedBytes = s.allocatedIn;
+        g.maxFragmentationRatio = s.ratio();
+        g.minLargestFreeBytes = s.largest();
+        g.maxFragmentCount = s.fragCount;
+        g.peakReservedAtNs = g.peakAllocatedAtNs = g.maxFragmentationRatioAtNs =
+            g.minLargestFreeAtNs = g.maxFragmentCountAtNs = t;
+        g.countedInstants = 1;
+        mergeExtremes(g);
+    }
+
+    // Appends the figures of a later stretch of time (the next chunk).
+    void append(const Accumulator& later)
+    {
+        f_.instants += later.f_.instants;
+        if (later.f_.instants > 0) final_ = later.final_;
+        if (later.f_.peakAllocatedOutsideBytes > f_.peakAllocatedOutsideBytes) {
+            f_.peakAllocatedOutsideBytes = later.f_.peakAllocatedOutsideBytes;
+            f_.peakAllocatedOutsideAtNs = later.f_.peakAllocatedOutsideAtNs;
+        }
+        weighted_ += later.weighted_;
+        plain_ += later.plain_;
+        f_.reservedNs += later.f_.reservedNs;
+        mergeExtremes(later.f_);
+    }
+
+    SummaryFigures figures() const
+    {
+        SummaryFigures out = f_;
+        out.finalReservedBytes = final_;
+        // Integer division: the mean in fixed point, exact to 2^-62.
+        if (f_.reservedNs > 0)
+            out.meanFragmentationRatio =
+                static_cast<double>(weighted_ / static_cast<uint64_t>(f_.reservedNs)) / kOne;
+        else if (f_.countedInstants > 0) // every counting state lasted no time: plain mean
+            out.meanFragmentationRatio =
+                static_cast<double>(plain_ / static_cast<uint64_t>(f_.countedInstants)) / kOne;
+        return out;
+    }
+
+private:
+    // Extremes of `g`'s counting states, which come after this one's: ties keep the earlier.
+    void mergeExtremes(const SummaryFigures& g)
+    {
+        if (g.countedInstants == 0) return;
+        if (f_.countedInstants == 0) {
+            const int64_t keepInstants = f_.instants, keepNs = f_.reservedNs;
+            const uint64_t outside = f_.peakAllocatedOutsideBytes;
+            const int64_t outsideAt = f_.peakAllocatedOutsideAtNs;
+            f_ = g;
+            f_.instants = keepInstants;
+            f_.reservedNs = keepNs;
+            f_.peakAllocatedOutsideBytes = outside;
+            f_.peakAllocatedOutsideAtNs = outsideAt;
+            return;
+        }
+        f_.countedInstants += g.countedInstants;
+        auto more = [](auto& v, int64_t& at, auto nv, int64_t nat) {
+            if (nv > v) {
+                v = nv;
+                at = nat;
+            }
+        };
+        more(f_.peakReservedBytes, f_.peakReservedAtNs, g.peakReservedBytes, g.peakReservedAtNs);
+        more(f_.peakAllocatedBytes, f_.peakAllocatedAtNs, g.peakAllocatedBytes,
+             g.peakAllocatedAtNs);
+        more(f_.maxFragmentationRatio, f_.maxFragmentationRatioAtNs, g.maxFragmentationRatio,
+             g.maxFragmentationRatioAtNs);
+        more(f_.maxFragmentCount, f_.maxFragmentCountAtNs, g.maxFragmentCount,
+             g.maxFragmentCountAtNs);
+        if (g.minLargestFreeBytes < f_.minLargestFreeBytes) {
+            f_.minLargestFreeBytes = g.minLargestFreeBytes;
+            f_.minLargestFreeAtNs = g.minLargestFreeAtNs;
+        }
+    }
+
+    SummaryFigures f_;
+    uint64_t final_ = 0;
+    Wide weighted_ = 0; // sum of F * 2^62 * duration over the counting states
+    Wide plain_ = 0;    // sum of F * 2^62 over the counting states
+};
+
+// The track's instants with time in [from, to) (from == kNoTime: from the start), each state
+// weighed until the next instant (which may lie past `to`) or the session's end.
+Accumulator summariseRange(const TrackData& td, int64_t from, int64_t to, int64_t sessionEnd)
+{
+    Replayer r(td);
+    if (from != kNoTime) r.seek(from - 1); // the state after every event before `from`
+    Accumulator acc;
+    for (int64_t t = r.nextTime(); t != Replayer::kNoEvent && t < to;) {
+        r.advanceTo(t);
+        const int64_t next = r.nextTime();
+        acc.add(t, next == Replayer::kNoEvent ? std::max(sessionEnd, t) : next, r.state());
+        t = next;
+    }
+    return acc;
+}
+
+// The track and each of its pools in one pass: a state per pool, fed the events of its regions
+// (blocks outside any region belong to the default pool, as in Engine::poolStatesAt).
+SummaryFigures summariseWithPools(const TrackData& td, const std::map<uint64_t, size_t>& poolIndex,
+                                  const std::unordered_map<int64_t, uint64_t>& poolOf,
+                                  int64_t sessionEnd, std::vector<PoolSummary>& pools)
+{
+    auto poolOfRegion = [&](uint32_t r) -> size_t {
+        if (r == kNoRegion) return poolIndex.at(0);
+        const auto it = poolOf.find(td.regions[r].id);
+        return poolIndex.at(it == poolOf.end() ? 0 : it->second);
+    };
+    std::vector<size_t> regionPool(td.regions.size());
+    for (uint32_t r = 0; r < td.regions.size(); ++r)
+        regionPool[r] = poolOfRegion(r);
+    std::vector<FragState> states(poolIndex.size(), FragState(td));
+    std::vector<Accumulator> accs(poolIndex.size());
+    const auto& A = td.allocs;
+    auto hook = [&](ReplayEvent kind, uint32_t i, int64_t) {
+        switch (kind) {
+        case ReplayEvent::RegionCreate:
+            states[regionPool[i]].regionCreate(i);
+            break;
+        case ReplayEvent::RegionDestroy:
+            states[regionPool[i]].regionDestroy(i);
+            break;
+        case ReplayEvent::Alloc:
+            if (A[i].occupies())
+                states[A[i].region == kNoRegion ? poolIndex.at(0) : regionPool[A[i].region]].alloc(
+                    A[i]);
+            break;
+        case ReplayEvent::Free:
+            if (A[i].occupies())
+                states[A[i].region == kNoRegion ? poolIndex.at(0) : regionPool[A[i].region]].free(
+                    A[i]);
+            break;
+        }
+    };
+    Replayer r(td);
+    Accumulator track;
+    for (int64_t t = r.nextTime(); t != Replayer::kNoEvent;) {
+        r.advanceTo(t, hook);
+        const int64_t next = r.nextTime();
+        const int64_t until = next == Replayer::kNoEvent ? std::max(sessionEnd, t) : next;
+        track.add(t, until, r.state());
+        for (size_t p = 0; p < states.size(); ++p)
+            accs[p].add(t, until, states[p]);
+        t = next;
+    }
+    for (const auto& [pool, p] : poolIndex)
+        pools.push_back({pool, accs[p].figures()});
+    return track.figures();
+}
+
+} // namespace
+
+SummaryDelta summaryDelta(const SummaryFigures& a, const SummaryFigures& b)
+{
+    auto d = [](uint64_t from, uint64_t to) {
+        return static_cast<int64_t>(to) - static_cast<int64_t>(from);
+    };
+    SummaryDelta out;
+    out.peakReservedBytes = d(a.peakReservedBytes, b.peakReservedBytes);
+    out.peakAllocatedBytes = d(a.peakAllocatedBytes, b.peakAllocatedBytes);
+    out.finalReservedBytes = d(a.finalReservedBytes, b.finalReservedBytes);
+    out.meanFragmentationRatio = b.meanFragmentationRatio - a.meanFragmentationRatio;
+    out.maxFragmentationRatio = b.maxFragmentationRatio - a.maxFragmentationRatio;
+    out.minLargestFreeBytes = d(a.minLargestFreeBytes, b.minLargestFreeBytes);
+    out.maxFragmentCount = b.maxFragmentCount - a.maxFragmentCount;
+    return out;
+}
+
+TrackSummary Engine::trackSummary(uint32_t device, Level level) const
+{
+    TrackSummary out;
+    out.track.device = device;
+    out.track.level = level;
+    for (const Track& t : tracks())
+        if (t.device == device && t.level == level) out.track = t;
+    const TrackData* td = d_->track(device, level);
+    if (!td) return out;
+    const int64_t end = d_->timeEnd;
+
+    // Pools: only a track with more than one (PyTorch's private pools) is split.
+    const auto poolOf = regionPools(*d_, device, level);
+    std::map<uint64_t, size_t> poolIndex;
+    for (const auto& [id, pool] : poolOf)
+        poolIndex.emplace(pool, 0);
+    if (std::any_of(td->allocs.begin(), td->allocs.end(),
+                    [](const Alloc& a) { return a.region == kNoRegion; }))
+        poolIndex.emplace(0, 0);
+    if (poolIndex.size() > 1) {
+        size_t k = 0;
+        for (auto& [pool, index] : poolIndex)
+            index = k++;
+        out.figures = summariseWithPools(*td, poolIndex, poolOf, end, out.pools);
+        return out;
+    }
+
+    // Chunks start at allocation times (distinct, ascending): each replays from its checkpoint.
+    const size_t chunks = parallelChunks(td->allocs.size(), d_->options.parallelFrom);
+    std::vector<int64_t> bounds = {kNoTime};
+    for (size_t c = 1; c < chunks; ++c) {
+        const int64_t b = td->allocs[td->allocs.size() * c / chunks].allocNs;
+        if (b > bounds.back()) bounds.push_back(b);
+    }
+    bounds.push_back(Replayer::kNoEvent);
+    std::vector<Accumulator> parts(bounds.size() - 1);
+    forEachChunk(parts.size(), parts.size(), [&](size_t, size_t k0, size_t k1) {
+        for (size_t k = k0; k < k1; ++k)
+            parts[k] = summariseRange(*td, bounds[k], bounds[k + 1], end);
+    });
+    Accumulator all;
+    for (const Accumulator& p : parts)
+        all.append(p);
+    out.figures = all.figures();
+    return out;
+}
+
+} // namespace fs::analysis
