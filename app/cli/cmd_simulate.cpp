@@ -36,6 +36,11 @@ sim::Config fs::cli::simulateConfig(const Args& a)
         throw UsageError("--steps must be between 1 and 10000");
     if (cfg.capacityBytes < (64ull << 20))
         throw UsageError("--capacity must be at least 64M bytes");
+    if (const auto m = a.get("mechanisms"); m && !sim::parseMechanismSet(*m, cfg.mechanisms))
+        throw UsageError("--mechanisms must be 'workspace' or 'mixed', not '" + *m + "'");
+    if (cfg.mechanisms != sim::MechanismSet::Workspace &&
+        cfg.workload != sim::WorkloadKind::VideoDiffusion)
+        throw UsageError("--mechanisms applies to the video-diffusion workload only");
     return cfg;
 }
 
@@ -142,8 +147,8 @@ int runSimulate(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "simulate",
     .synopsis = "-o FILE [--workload W] [--frames N] [--steps S] [--seed S] [--events N] "
-                "[--replays N] [--capacity BYTES] [--ranks N [--tight-rank R] "
-                "[--rank-deficit BYTES]] [--index|--no-index]",
+                "[--replays N] [--capacity BYTES] [--mechanisms workspace|mixed] [--ranks N "
+                "[--tight-rank R] [--rank-deficit BYTES]] [--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = withIndexOptions(
         {{"output", "FILE", "session file to write (replaced if it exists)"},
@@ -152,6 +157,9 @@ FRAGSCOPE_COMMAND({
          {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
          {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
          {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
+         {"mechanisms", "SET",
+          "workspace (default: the one emergent mechanism) or mixed (several collapse "
+          "mechanisms, content-caused collapses and distractors, docs/simulator.md)"},
          {"workload", "W",
           "video-diffusion (default), or a CUDA-graph workload: decode-graphs (one graph per "
           "batch size, each in its own pool) or video-graphs (a denoising graph re-captured per "
@@ -171,7 +179,10 @@ FRAGSCOPE_COMMAND({
         "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
         "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"
         "model an attention step whose contiguous workspace the fragmented allocator cannot\n"
-        "provide falls back to another kernel, and the frame's coherence drops.",
+        "provide falls back to another kernel, and the frame's coherence drops.\n"
+        "--mechanisms mixed adds further labelled synthetic mechanisms (OOM and retry, a\n"
+        "captured graph whose input moved, pending frees, memory outside the allocator) and\n"
+        "collapses the content caused, each recorded in the sim_truth_causes table.",
     .run = runSimulate,
     .order = 10,
 });

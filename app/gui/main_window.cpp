@@ -5,6 +5,7 @@
 #include "whatif_controller.h"
 
 #include "core/versions.h"
+#include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
 #include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
@@ -149,6 +150,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 inspector_->setScene(scene_, level_);
                 details_->setScene(scene_, level_);
                 oomList_->setScene(scene_);
+                correlations_->setScene(scene_);
                 syncing_ = false;
                 onSelection(selection_->current());
                 updateStatus();
@@ -258,6 +260,9 @@ void MainWindow::buildDocks()
     oomList_ = new views::OomList(this);
     tabifyDockWidget(
         detDock, dock(tr("OOMs"), QStringLiteral("oomDock"), oomList_, Qt::RightDockWidgetArea));
+    correlations_ = new views::CorrelationTable(this);
+    tabifyDockWidget(detDock, dock(tr("Correlations"), QStringLiteral("correlationDock"),
+                                   correlations_, Qt::RightDockWidgetArea));
     // An OOM drives the views like a collapse: its frame, its instant marked and zoomed to.
     connect(oomList_, &views::OomList::oomActivated, this, [this](int64_t t) {
         if (!scene_) return;
@@ -458,6 +463,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
+    correlations_->setScene(scene_);
     graphs_->setScene(scene_);
     setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
     if (!keepView)

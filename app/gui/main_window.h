@@ -32,6 +32,7 @@ class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
 class OomList;
+class CorrelationTable;
 class GraphsPanel;
 class FrameStripWidget;
 } // namespace fs::views
@@ -75,6 +76,7 @@ public:
     views::HistogramWidget* histogram() const { return histogram_; }
     views::MemMapWidget* memmap() const { return memmap_; }
     views::CollapseInspector* inspector() const { return inspector_; }
+    views::CorrelationTable* correlationTable() const { return correlations_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
     views::GraphsPanel* graphsPanel() const { return graphs_; }
@@ -156,6 +158,7 @@ private:
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
+    views::CorrelationTable* correlations_ = nullptr;
     views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
