@@ -21,11 +21,19 @@ struct SimTruthFrame
         int64_t calls = 0;
         bool lowersCoherence = false; // the simulator's quality model counts these calls
     };
+    // One thing that lowered the frame's quality in the simulator's model, and by how much.
+    struct Cause
+    {
+        std::string mechanism;    // workspace_fallback, oom_retry, graph_inputs_moved, ...
+        int64_t causeFrame = 0;   // the frame holding the event that started it
+        double qualityFactor = 1; // the frame's score was multiplied by this
+    };
     int64_t frame = 0;
     int64_t attentionCalls = 0;
     int64_t workspaceFailures = 0; // attention workspace requests the allocator could not serve
     int64_t ooms = 0;
     std::vector<Kernel> fallbackKernels; // calls per fallback kernel that ran in the frame
+    std::vector<Cause> causes;           // empty: nothing lowered the frame's quality
 };
 
 class EventSink

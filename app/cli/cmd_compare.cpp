@@ -35,6 +35,10 @@ void side(JsonWriter& j, const char* key, const SideSummary& s)
 
 void point(JsonWriter& j, const char* key, const PointFigures& p, bool frames)
 {
+    if (!p.present) { // that session has no data there
+        j.key(key).null();
+        return;
+    }
     j.key(key).beginObject();
     j.field("reserved_bytes", p.reserved).field("fragmentation_ratio", p.fragmentation);
     j.field("largest_free_bytes", p.largestFree).field("ooms", p.ooms);
@@ -117,9 +121,16 @@ int runCompare(Args& a)
     for (const CompareRow& r : c.rows) {
         const std::string key = c.byFrame ? std::to_string(r.key)
                                           : fmt::format("{:.3f}", static_cast<double>(r.key) / 1e9);
-        fmt::print("{:>12} {:>12} {:>12} {:>7.3f} {:>7.3f} {:>12} {:>12} {:>5} {:>5}\n", key,
-                   humanBytes(r.a.reserved), humanBytes(r.b.reserved), r.a.fragmentation,
-                   r.b.fragmentation, humanBytes(r.a.largestFree), humanBytes(r.b.largestFree),
+        // "-" where a session has no data (past its end, or a frame it lacks).
+        auto bytes = [](const PointFigures& p, uint64_t v) {
+            return p.present ? humanBytes(v) : std::string("-");
+        };
+        auto ratio = [](const PointFigures& p) {
+            return p.present ? fmt::format("{:.3f}", p.fragmentation) : std::string("-");
+        };
+        fmt::print("{:>12} {:>12} {:>12} {:>7} {:>7} {:>12} {:>12} {:>5} {:>5}\n", key,
+                   bytes(r.a, r.a.reserved), bytes(r.b, r.b.reserved), ratio(r.a), ratio(r.b),
+                   bytes(r.a, r.a.largestFree), bytes(r.b, r.b.largestFree),
                    fmt::format("{}/{}", r.a.ooms, r.b.ooms),
                    c.byFrame
                        ? fmt::format("{}{}", r.a.collapsed ? "A" : "-", r.b.collapsed ? "B" : "-")
@@ -143,8 +154,9 @@ FRAGSCOPE_COMMAND({
         "recordings. Frames are aligned by number when both sessions have frames, else rows are\n"
         "instants at equal offsets from each session's start. Figures are the analysis\n"
         "engine's, on each session's default track: the summary `report` prints (exact over\n"
-        "every instant; docs/analysis.md \"Summary\"). JSON: {schema_version, a, b,\n"
-        "difference, aligned_by, rows: [{frame|offset_ns, a: {...}, b: {...}}], notes}\n"
+        "every instant; docs/analysis.md \"Summary\"); a session with no data at a row (past\n"
+        "its end, a frame it lacks) shows none there. JSON: {schema_version, a, b, difference,\n"
+        "aligned_by, rows: [{frame|offset_ns, a: {...}|null, b: {...}|null}], notes}\n"
         "(fields: docs/json.md). See docs/whatif.md.",
     .run = runCompare,
     .order = 76,

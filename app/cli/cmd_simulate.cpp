@@ -7,6 +7,7 @@
 #include "core/progress.h"
 #include "core/store/ingest.h"
 #include "core/store/session.h"
+#include "simulate_session.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -15,9 +16,7 @@
 using namespace fs;
 using namespace fs::cli;
 
-namespace {
-
-sim::Config configFrom(const Args& a)
+sim::Config fs::cli::simulateConfig(const Args& a)
 {
     sim::Config cfg;
     cfg.frames = a.getInt("frames", cfg.frames);
@@ -37,28 +36,21 @@ sim::Config configFrom(const Args& a)
         throw UsageError("--steps must be between 1 and 10000");
     if (cfg.capacityBytes < (64ull << 20))
         throw UsageError("--capacity must be at least 64M bytes");
+    if (const auto m = a.get("mechanisms"); m && !sim::parseMechanismSet(*m, cfg.mechanisms))
+        throw UsageError("--mechanisms must be 'workspace' or 'mixed', not '" + *m + "'");
+    if (cfg.mechanisms != sim::MechanismSet::Workspace &&
+        cfg.workload != sim::WorkloadKind::VideoDiffusion)
+        throw UsageError("--mechanisms applies to the video-diffusion workload only");
     return cfg;
 }
 
-int runSimulate(Args& a)
+sim::Stats fs::cli::simulateSession(const sim::Config& cfg, const std::string& path,
+                                    const std::vector<std::pair<std::string, std::string>>& meta,
+                                    const Args& a)
 {
-    a.expectPositional(0, "");
-    if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
-        if (a.get("workload").value_or("video-diffusion") != "video-diffusion")
-            throw UsageError("--live serves the video-diffusion workload only");
-        capture::LiveSimOptions lo;
-        lo.rateEventsPerSec = a.getInt("live-rate", 0);
-        lo.commandLine = "fragscope simulate --live";
-        return capture::runSimulatorLive(configFrom(a), lo);
-    }
-    const auto out = a.get("output");
-    if (!out || out->empty())
-        throw UsageError("missing -o FILE (usage: fragscope simulate -o FILE [options])");
-    const sim::Config cfg = configFrom(a);
     sim::Simulator simulator(cfg);
-
     IngestOptions o;
-    o.path = *out;
+    o.path = path;
     o.sourceKind = "simulator";
     o.sourcePath = fmt::format(
         "fragscope simulate --frames {} --steps {} --seed {}{}", cfg.frames, cfg.steps, cfg.seed,
@@ -79,6 +71,8 @@ int runSimulate(Args& a)
         ingest.begin();
         Progress progress("simulate", simulator.estimatedEvents());
         st = simulator.run(ingest, [&](int64_t done, int64_t) { progress.update(done); });
+        for (const auto& [k, v] : meta)
+            ingest.setMeta(k, v);
         ingest.end();
         progress.finish();
     } catch (const std::invalid_argument& e) {
@@ -88,11 +82,37 @@ int runSimulate(Args& a)
         ingest.abort(); // no partial file from a failed run
         throw;
     }
+    storeAnalysisIndex(path, a);
+    return st;
+}
 
-    storeAnalysisIndex(*out, a);
+namespace {
+
+int runSimulate(Args& a)
+{
+    a.expectPositional(0, "");
+    if (a.flag("live")) { // a capture target instead of a file (capture/recorder/live_sim.h)
+        if (a.get("ranks")) throw UsageError("--ranks writes files: it cannot be used with --live");
+        if (a.get("workload").value_or("video-diffusion") != "video-diffusion")
+            throw UsageError("--live serves the video-diffusion workload only");
+        capture::LiveSimOptions lo;
+        lo.rateEventsPerSec = a.getInt("live-rate", 0);
+        lo.commandLine = "fragscope simulate --live";
+        return capture::runSimulatorLive(simulateConfig(a), lo);
+    }
+    const auto out = a.get("output");
+    if (!out || out->empty())
+        throw UsageError("missing -o FILE (usage: fragscope simulate -o FILE [options])");
+    const sim::Config cfg = simulateConfig(a);
+    if (a.get("ranks")) {
+        if (cfg.workload != sim::WorkloadKind::VideoDiffusion)
+            throw UsageError("--ranks simulates the video-diffusion workload only");
+        return runSimulateRanks(a, cfg, *out);
+    }
+    const sim::Stats st = simulateSession(cfg, *out, {}, a);
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(*out, ec);
-    if (graphs) {
+    if (cfg.workload != sim::WorkloadKind::VideoDiffusion) {
         const sim::GraphTruth& t = *st.graphs;
         fmt::print("Simulated {} events ({} workload, seed {}) into {}: {} graphs in {} private "
                    "pools, {} graph launches, {} kernels, {} allocations, peak reserved {:.2f} "
@@ -127,7 +147,8 @@ int runSimulate(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "simulate",
     .synopsis = "-o FILE [--workload W] [--frames N] [--steps S] [--seed S] [--events N] "
-                "[--replays N] [--capacity BYTES] [--index|--no-index]",
+                "[--replays N] [--capacity BYTES] [--mechanisms workspace|mixed] [--ranks N "
+                "[--tight-rank R] [--rank-deficit BYTES]] [--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = withIndexOptions(
         {{"output", "FILE", "session file to write (replaced if it exists)"},
@@ -136,11 +157,20 @@ FRAGSCOPE_COMMAND({
          {"seed", "S", "random seed; the same seed gives the same session (default 17)"},
          {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
          {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
+         {"mechanisms", "SET",
+          "workspace (default: the one emergent mechanism) or mixed (several collapse "
+          "mechanisms, content-caused collapses and distractors, docs/simulator.md)"},
          {"workload", "W",
           "video-diffusion (default), or a CUDA-graph workload: decode-graphs (one graph per "
           "batch size, each in its own pool) or video-graphs (a denoising graph re-captured per "
           "shape); docs/simulator.md"},
          {"replays", "N", "decode-graphs: decode steps, one graph replay each (default 20000)"},
+         {"ranks", "N",
+          "N ranks of one job: FILE.rank0 ... FILE.rank<N-1>, one session each, with a shared "
+          "wall clock (docs/simulator.md \"Ranks\")"},
+         {"tight-rank", "R", "with --ranks: the rank with less memory (default N/2)"},
+         {"rank-deficit", "BYTES",
+          "with --ranks: memory the tight rank lacks (default 3 GiB: 3221225472)"},
          {"live", "",
           "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
          {"live-rate", "N",
@@ -149,7 +179,10 @@ FRAGSCOPE_COMMAND({
         "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
         "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"
         "model an attention step whose contiguous workspace the fragmented allocator cannot\n"
-        "provide falls back to another kernel, and the frame's coherence drops.",
+        "provide falls back to another kernel, and the frame's coherence drops.\n"
+        "--mechanisms mixed adds further labelled synthetic mechanisms (OOM and retry, a\n"
+        "captured graph whose input moved, pending frees, memory outside the allocator) and\n"
+        "collapses the content caused, each recorded in the sim_truth_causes table.",
     .run = runSimulate,
     .order = 10,
 });

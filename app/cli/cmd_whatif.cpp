@@ -33,6 +33,8 @@ template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T 
     j.endObject();
 }
 
+void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay);
+
 void writeJson(const WhatIfResult& r)
 {
     JsonWriter j;
@@ -43,7 +45,9 @@ void writeJson(const WhatIfResult& r)
     j.field("complete", f.complete).field("complete_note", f.completeNote);
     j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
     j.field("recorded_alloc_conf", f.recordedConf);
+    j.field("time_resolution_ns", f.resolutionNs);
     j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.field("banner", f.banner);
     j.key("pending_frees").beginObject();
     j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
     j.endObject();
@@ -66,17 +70,37 @@ void writeJson(const WhatIfResult& r)
         j.endObject();
         j.field("final_layout_equal", d.finalLayoutEqual);
         j.field("state_at_end_equal", d.stateAtEndEqual);
+        const TimeCourse& t = d.time;
+        j.key("time_course").beginObject();
+        j.field("exact", t.exact());
+        j.field("real_segment_events", t.realEvents).field("replay_segment_events", t.replayEvents);
+        j.field("events_time_differs", t.timeDiffers);
+        j.field("max_time_difference_ns", t.maxTimeDiffNs);
+        j.key("first_difference_ns");
+        t.firstDiffer < 0 ? j.null() : j.value(t.firstDiffer);
+        j.field("max_reserved_difference_bytes", t.maxReservedDiff);
+        j.key("max_reserved_difference_at_ns");
+        t.maxReservedDiffAt < 0 ? j.null() : j.value(t.maxReservedDiffAt);
+        j.field("max_allocated_difference_bytes", t.maxAllocatedDiff);
+        j.endObject();
+        const TakenFromTrace& k = d.taken;
+        j.key("taken_from_trace").beginObject();
+        j.field("creation_times", k.creations).field("release_times", k.releases);
+        j.field("max_burst_span_ns", k.maxBurstSpanNs);
+        j.field("empty_cache_calls", k.emptyCaches);
+        j.field("empty_cache_before_malloc", k.emptyCachesBefore);
+        j.field("free_and_retries", k.retries).field("failed_requests", k.failuresFollowed);
+        j.key("usable_bytes_at_retry");
+        d.usableMark == 0 ? j.null() : j.value(d.usableMark);
+        j.field("events_timed_by_assumption", k.assumed);
+        j.endObject();
         j.endObject();
     }
     j.endObject();
     j.endObject();
-    j.key("real_run").beginObject().key("devices").beginObject();
-    for (const auto& [device, figures] : r.real) {
-        j.key(std::to_string(device)).beginObject();
-        analysis::writeSummaryFields(j, figures);
-        j.endObject();
-    }
-    j.endObject().endObject();
+    j.key("real_run").beginObject();
+    writeDevices(j, r.real, false);
+    j.endObject();
     j.key("runs").beginArray();
     for (const RunResult& run : r.runs) {
         j.beginObject();
@@ -87,31 +111,45 @@ void writeJson(const WhatIfResult& r)
         j.field("requests", run.requests);
         j.key("output_file");
         run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
-        j.key("devices").beginObject();
-        for (const DeviceFigures& d : run.devices) {
-            j.key(std::to_string(d.device)).beginObject();
-            analysis::writeSummaryFields(j, d.summary);
-            j.field("segments", d.segments);
-            j.field("cuda_malloc_calls", d.cudaMallocs);
-            j.field("ooms", d.ooms);
-            j.field("alloc_retries", d.retries);
-            j.key("frames").beginArray();
-            for (const FrameFigure& fr : d.frames) {
-                j.beginObject();
-                j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
-                j.field("largest_free_bytes", fr.largestFree);
-                j.field("reserved_bytes", fr.reserved);
-                j.endObject();
-            }
-            j.endArray();
-            j.endObject();
-        }
-        j.endObject();
+        writeDevices(j, run.devices, true);
         j.endObject();
     }
     j.endArray();
     j.endObject();
     fmt::print("{}\n", j.str());
+}
+
+// {"devices": {"0": {...}}} of a run, or of the real run (no replay counters of its own).
+void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay)
+{
+    j.key("devices").beginObject();
+    for (const DeviceFigures& d : devices) {
+        j.key(std::to_string(d.device)).beginObject();
+        analysis::writeSummaryFields(j, d.summary);
+        j.field("segments", d.segments);
+        j.field("cuda_malloc_calls", d.cudaMallocs);
+        j.field("ooms", d.ooms);
+        if (replay) {
+            j.field("alloc_retries", d.retries);
+            j.field("events_timed_by_assumption", d.timedByAssumption);
+            // B - A against runs[0], as compare's "difference" (a replay has no collapses).
+            j.key("vs_recorded").beginObject();
+            analysis::writeSummaryDelta(j, d.vsRecorded.figures);
+            j.field("ooms", d.vsRecorded.ooms);
+            j.endObject();
+        }
+        j.key("frames").beginArray();
+        for (const FrameFigure& fr : d.frames) {
+            j.beginObject();
+            j.field("frame", fr.frame).field("fragmentation_ratio", fr.fragmentation);
+            j.field("largest_free_bytes", fr.largestFree);
+            j.field("reserved_bytes", fr.reserved);
+            j.endObject();
+        }
+        j.endArray();
+        j.endObject();
+    }
+    j.endObject();
 }
 
 void writeText(const WhatIfResult& r)
@@ -132,8 +170,15 @@ void writeText(const WhatIfResult& r)
                    d.realFinalReserved, d.replayPeakReserved, d.realPeakReserved,
                    d.addressesMatched, d.allocations, d.finalLayoutEqual ? "equal" : "differs",
                    d.stateAtEndEqual ? "equal" : "differs");
+        const TimeCourse& t = d.time;
+        fmt::print("time course, device {}: {} segment events (replay {}), {} at another time or "
+                   "missing (resolution {} ns), largest reserved difference {} B, allocated {} "
+                   "B\n",
+                   d.device, t.realEvents, t.replayEvents, t.timeDiffers, f.resolutionNs,
+                   t.maxReservedDiff, t.maxAllocatedDiff);
     }
-    fmt::print("verdict: {}\n\n", f.verdict);
+    fmt::print("verdict: {}\n", f.verdict);
+    fmt::print("note: {}\n\n", f.banner);
 
     struct Row
     {
@@ -157,29 +202,36 @@ void writeText(const WhatIfResult& r)
             name += fmt::format(" [{}, experimental]", policyName(run.spec.policy));
         return name;
     };
-    size_t width = 8;
+    size_t width = 19; // "real run (measured)"
     for (const RunResult& run : r.runs)
         width = std::max(width, nameOf(run).size());
-    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12}\n", "#",
-               "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs", "cudaMal",
-               "OOMs", "mean F", "max F", "min largest");
-    auto row = [&](const std::string& rank, const std::string& name, uint32_t device,
-                   const analysis::SummaryFigures& fig, const std::string& segs,
-                   const std::string& mallocs, const std::string& ooms) {
-        fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8.4f} {:>8.4f} {:>12}\n",
-                   rank, name, width, multi ? fmt::format("{:<4}", device) : "",
-                   humanBytes(fig.peakReservedBytes), humanBytes(fig.finalReservedBytes), segs,
-                   mallocs, ooms, fig.meanFragmentationRatio, fig.maxFragmentationRatio,
-                   humanBytes(fig.minLargestFreeBytes));
+    fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12} {:>12} {:>9}\n",
+               "#", "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs",
+               "cudaMal", "OOMs", "mean F", "max F", "min largest", "d peak", "d mean F");
+    auto line = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
+                    bool delta) {
+        const analysis::SummaryFigures& fig = d.summary;
+        const analysis::SummaryDelta& x = d.vsRecorded.figures;
+        fmt::print(
+            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8.4f} {:>8.4f} {:>12} {:>12} "
+            "{:>9}\n",
+            rank, name, width, multi ? fmt::format("{:<4}", d.device) : "",
+            humanBytes(fig.peakReservedBytes), humanBytes(fig.finalReservedBytes), d.segments,
+            d.cudaMallocs, d.ooms, fig.meanFragmentationRatio, fig.maxFragmentationRatio,
+            humanBytes(fig.minLargestFreeBytes),
+            delta ? (x.peakReservedBytes < 0 ? "-" : "+") +
+                        humanBytes(static_cast<uint64_t>(std::abs(x.peakReservedBytes)))
+                  : std::string("-"),
+            delta ? fmt::format("{:+.4f}", x.meanFragmentationRatio) : std::string("-"));
     };
-    // The real run first, unranked: the figures `report` gives the session.
-    for (const auto& [device, figures] : r.real)
-        row("-", "real run", device, figures, "-", "-", "-");
+    // The real run first, unranked: the figures `report` gives the session, and its segments,
+    // cudaMallocs and OOMs as recorded.
+    for (const DeviceFigures& d : r.real)
+        line("-", "real run (measured)", d, false);
     int rank = 0;
-    for (const Row& x : rows)
-        row(std::to_string(++rank), nameOf(*x.run), x.dev->device, x.dev->summary,
-            std::to_string(x.dev->segments), std::to_string(x.dev->cudaMallocs),
-            std::to_string(x.dev->ooms));
+    for (const Row& row : rows)
+        line(std::to_string(++rank), nameOf(*row.run), *row.dev, !row.run->spec.recorded);
+    fmt::print("(d peak, d mean F: the run minus the replay under the recorded settings)\n");
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
@@ -255,14 +307,18 @@ FRAGSCOPE_COMMAND({
         "runs[0] replays the session under its recorded settings (the snapshot's\n"
         "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
         "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
-        "allocation's address, the final block layout and the state at the end.\n"
+        "allocation's address, the final block layout, the state at the end, and the time\n"
+        "course: every segment event at its recorded time (at the trace's resolution) and\n"
+        "reserved bytes equal after each. The verdict says what was taken from the trace\n"
+        "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
         "A free that waited on stream events (pending_frees) returns its block when the\n"
         "wait completed.\n"
         "The table is ranked with OOMs first, then by peak reserved bytes, below the real run's\n"
-        "own figures. Peaks, F and the smallest largest free block are the analysis engine's\n"
-        "summary of each session (exact over every instant, mean F weighted by time; the\n"
-        "figures `report` and `compare` print; docs/analysis.md \"Summary\"). JSON fields:\n"
-        "docs/json.md. See docs/whatif.md.",
+        "own figures; 'd peak' and 'd mean F' are each run minus the replay under the recorded\n"
+        "settings (model against model). Peaks, F and the smallest largest free block are the\n"
+        "analysis engine's summary of each session (exact over every instant, mean F weighted\n"
+        "by time; the figures `report` and `compare` print; docs/analysis.md \"Summary\").\n"
+        "JSON fields: docs/json.md. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,
 });

@@ -1,6 +1,8 @@
 #include "compare_window.h"
 
 #include "core/format.h"
+#include "core/import/open_input.h"
+#include "core/settings/settings.h"
 #include "widgets/heatmap_widget.h"
 
 #include <QFileDialog>
@@ -84,13 +86,38 @@ int levelOf(const render::Scene& s, const analysis::SideSummary& side)
     return s.defaultLevel();
 }
 
-CompareAxis axisOf(const analysis::Comparison& c, const render::Scene& s)
+CompareAxis axisOf(const analysis::Comparison& c, const render::Scene& s, double divisor)
 {
-    if (!c.byFrame) return CompareAxis::byTime(s.timeBegin());
+    if (!c.byFrame) return CompareAxis::byTime(s.timeBegin(), divisor);
     std::vector<std::pair<int64_t, int64_t>> knots;
     for (const analysis::FrameInfo& f : s.frames)
         if (f.end > f.start) knots.emplace_back(f.index, f.end);
-    return CompareAxis::byFrame(std::move(knots), s.timeBegin());
+    return CompareAxis::byFrame(std::move(knots), s.timeBegin(), divisor);
+}
+
+// A what-if replay's frames carry the recorded run's metrics: its collapses are not its own, so
+// its heatmap draws no collapse bands or collapsed-frame colours.
+std::shared_ptr<const render::Scene>
+withoutBorrowedCollapses(std::shared_ptr<const render::Scene> s)
+{
+    if (!s->summary.meta.count("whatif.source") || s->collapses.empty()) return s;
+    auto own = std::make_shared<render::Scene>(*s);
+    own->collapses.clear();
+    return own;
+}
+
+// What File › Open takes, A or B may be: a session as it is, any trace imported for viewing
+// first (the same path as Open: beside the input or in the cache, reused while unchanged).
+std::string sessionOf(const std::string& input)
+{
+    if (!import::needsImportForViewing(input)) return input;
+    import::ViewImportOptions vo;
+    try {
+        vo.framePattern = settings::loadUser().framePattern; // as Open finds frames
+    } catch (const std::exception&) {
+        // A broken settings file: the default pattern (the rules editor reports the file).
+    }
+    return import::importForViewing(input, vo).session;
 }
 
 } // namespace
@@ -98,10 +125,13 @@ CompareAxis axisOf(const analysis::Comparison& c, const render::Scene& s)
 struct CompareWindow::Loaded
 {
     analysis::Comparison c;
+    std::shared_ptr<const analysis::Comparison> ref; // A against the reference
     std::shared_ptr<const render::Scene> scene[2];
+    std::string session[2]; // A's and B's sessions (an input imported for viewing: its session)
 };
 
-CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent)
+CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent,
+                             const QString& reference)
     : QWidget(parent, Qt::Window), pathB_(b)
 {
     setWindowTitle(tr("Compare — %1 vs %2").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
@@ -123,6 +153,7 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     lay->addLayout(top);
 
     auto* split = new QSplitter(Qt::Vertical);
+    body_ = split;
     // A's and B's heatmaps side by side.
     auto* maps = new QSplitter(Qt::Horizontal);
     for (int k = 0; k < 2; ++k) {
@@ -144,8 +175,9 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     frag_ = makePlot(tr("fragmentation ratio F"));
     split->addWidget(reserved_);
     split->addWidget(frag_);
-    summary_ = new QTableWidget(0, 4);
-    summary_->setHorizontalHeaderLabels({tr("figure"), tr("A"), tr("B"), tr("B − A")});
+    summary_ = new QTableWidget(0, reference.isEmpty() ? 4 : 5);
+    summary_->setHorizontalHeaderLabels(
+        {tr("figure"), tr("A"), tr("B"), tr("B − A"), tr("real run (measured)")});
     summary_->verticalHeader()->setVisible(false);
     summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     split->addWidget(summary_);
@@ -174,15 +206,22 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
 
     // The engine's work runs off the GUI thread; the result arrives as one immutable value.
     QPointer<CompareWindow> self(this);
-    const std::string pa = a.toStdString(), pb = b.toStdString();
-    QThread* worker = QThread::create([self, pa, pb] {
+    const std::string pa = a.toStdString(), pb = b.toStdString(), pr = reference.toStdString();
+    QThread* worker = QThread::create([self, pa, pb, pr] {
         std::shared_ptr<Loaded> l;
         QString error;
         try {
             auto r = std::make_shared<Loaded>();
-            r->scene[0] = render::loadScene(pa);
-            r->scene[1] = render::loadScene(pb);
-            r->c = analysis::compareSessions(pa, pb, 100, r->scene[0]->engine, r->scene[1]->engine);
+            r->session[0] = sessionOf(pa);
+            r->session[1] = sessionOf(pb);
+            const std::string& sa = r->session[0];
+            const std::string& sb = r->session[1];
+            r->scene[0] = withoutBorrowedCollapses(render::loadScene(sa));
+            r->scene[1] = withoutBorrowedCollapses(render::loadScene(sb));
+            r->c = analysis::compareSessions(sa, sb, 100, r->scene[0]->engine, r->scene[1]->engine);
+            if (!pr.empty())
+                r->ref = std::make_shared<const analysis::Comparison>(
+                    analysis::compareSessions(sa, sessionOf(pr), 100, r->scene[0]->engine));
             l = std::move(r);
         } catch (const std::exception& e) {
             error = QString::fromStdString(e.what());
@@ -195,7 +234,11 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
                     self->showComparison(l);
                     emit self->loaded(true, {});
                 } else {
-                    self->status_->setText(tr("Cannot compare: %1").arg(error));
+                    // Nothing to show but why: no empty panes, no bare headers.
+                    self->status_->setText(
+                        tr("<b>Cannot compare</b>: %1").arg(error.toHtmlEscaped()));
+                    self->body_->setVisible(false);
+                    self->save_->setVisible(false);
                     emit self->loaded(false, error);
                 }
             },
@@ -241,9 +284,22 @@ void CompareWindow::setWhatIf(std::shared_ptr<const alloc::WhatIfResult> r)
     whatIf_ = std::move(r);
     if (!whatIf_) return;
     const alloc::Fidelity& f = whatIf_->fidelity;
-    setWindowTitle(tr("What-if replay of %1 — compared with the real run")
-                       .arg(QFileInfo(QString::fromStdString(whatIf_->session)).fileName()));
-    fidelity_->setText(fidelityText(f));
+    const QString file = QFileInfo(QString::fromStdString(whatIf_->session)).fileName();
+    // With other settings than the recorded ones, A is the replay under the recorded settings:
+    // B - A is the setting's effect, model against model, and the real run is drawn beside them.
+    const bool vsRecorded = whatIf_->runs.size() > 1;
+    setWindowTitle(
+        (vsRecorded ? tr("What-if replay of %1 — against the replay under the recorded settings")
+                    : tr("What-if replay of %1 — the model against the real run"))
+            .arg(file));
+    QString text = fidelityText(f);
+    if (vsRecorded)
+        text = tr("<b>A is the replay under the recorded settings, B the what-if: B − A is the "
+                  "setting's effect (model against model); the real run is the thin grey "
+                  "curve.</b><br>Compared: %1.<br>")
+                   .arg(QString::fromStdString(f.banner).toHtmlEscaped()) +
+               text;
+    fidelity_->setText(text);
     // Reproduced: a calm frame; else a warning colour, so a guess is never read as a replay.
     fidelity_->setStyleSheet(
         f.reproduced && f.complete
@@ -303,101 +359,145 @@ void CompareWindow::plotMoved(const QCPRange& r)
 void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
 {
     c_ = std::shared_ptr<const analysis::Comparison>(l, &l->c);
+    ref_ = l->ref;
+    pathB_ = QString::fromStdString(l->session[1]);
     const analysis::Comparison& c = *c_;
+    const analysis::Comparison* ref = ref_.get();
     QString status = tr("A: %1\nB: %2").arg(sideTitle(c.a), sideTitle(c.b));
+    if (ref) status += "\n" + tr("real run (thin grey): %1").arg(sideTitle(ref->b));
     for (const auto& n : c.notes)
         status += "\n" + tr("note: %1").arg(QString::fromStdString(n));
     status_->setText(status);
 
+    // One time unit for both sides: the one for the longer session.
+    const int64_t span = std::max(l->scene[0]->timeEnd() - l->scene[0]->timeBegin(),
+                                  l->scene[1]->timeEnd() - l->scene[1]->timeBegin());
+    unit_ = render::timeUnitFor(span, l->scene[0]->summary.timeAxis);
+
     const analysis::SummaryFigures &sa = c.a.figures, &sb = c.b.figures;
+    const analysis::SummaryFigures* sr = ref ? &ref->b.figures : nullptr; // the real run's
     const analysis::SummaryDelta& d = c.difference.figures;
-    auto ratio = [](double v) { return QString::number(v, 'f', 4); };
+    auto fixed4 = [](double v) { return QString::number(v, 'f', 4); };
+    auto collapses = [](const analysis::SideSummary& x) {
+        return x.collapsesKnown() ? QString::number(x.collapses) : tr("unknown");
+    };
+    // figure, A, B, B - A, the reference's.
     const QList<QStringList> sum = {
         {tr("peak reserved"), bytes(sa.peakReservedBytes), bytes(sb.peakReservedBytes),
-         signedBytes(d.peakReservedBytes)},
+         signedBytes(d.peakReservedBytes), sr ? bytes(sr->peakReservedBytes) : QString()},
         {tr("peak allocated"), bytes(sa.peakAllocatedBytes), bytes(sb.peakAllocatedBytes),
-         signedBytes(d.peakAllocatedBytes)},
+         signedBytes(d.peakAllocatedBytes), sr ? bytes(sr->peakAllocatedBytes) : QString()},
         {tr("final reserved"), bytes(sa.finalReservedBytes), bytes(sb.finalReservedBytes),
-         signedBytes(d.finalReservedBytes)},
-        {tr("mean F"), ratio(sa.meanFragmentationRatio), ratio(sb.meanFragmentationRatio),
-         ratio(d.meanFragmentationRatio)},
-        {tr("max F"), ratio(sa.maxFragmentationRatio), ratio(sb.maxFragmentationRatio),
-         ratio(d.maxFragmentationRatio)},
+         signedBytes(d.finalReservedBytes), sr ? bytes(sr->finalReservedBytes) : QString()},
+        {tr("mean F"), fixed4(sa.meanFragmentationRatio), fixed4(sb.meanFragmentationRatio),
+         fixed4(d.meanFragmentationRatio), sr ? fixed4(sr->meanFragmentationRatio) : QString()},
+        {tr("max F"), fixed4(sa.maxFragmentationRatio), fixed4(sb.maxFragmentationRatio),
+         fixed4(d.maxFragmentationRatio), sr ? fixed4(sr->maxFragmentationRatio) : QString()},
         {tr("smallest largest free block"), bytes(sa.minLargestFreeBytes),
-         bytes(sb.minLargestFreeBytes), signedBytes(d.minLargestFreeBytes)},
+         bytes(sb.minLargestFreeBytes), signedBytes(d.minLargestFreeBytes),
+         sr ? bytes(sr->minLargestFreeBytes) : QString()},
         {tr("most fragments"), QString::number(sa.maxFragmentCount),
-         QString::number(sb.maxFragmentCount), QString::number(d.maxFragmentCount)},
-        {tr("collapses"), c.a.collapsesKnown() ? QString::number(c.a.collapses) : tr("unknown"),
-         c.b.collapsesKnown() ? QString::number(c.b.collapses) : tr("unknown"),
+         QString::number(sb.maxFragmentCount), QString::number(d.maxFragmentCount),
+         sr ? QString::number(sr->maxFragmentCount) : QString()},
+        {tr("collapses"), collapses(c.a), collapses(c.b),
          c.a.collapsesKnown() && c.b.collapsesKnown() ? QString::number(c.difference.collapses)
-                                                      : QStringLiteral("–")},
+                                                      : QStringLiteral("–"),
+         ref ? collapses(ref->b) : QString()},
         {tr("OOMs"), QString::number(c.a.ooms), QString::number(c.b.ooms),
-         QString::number(c.difference.ooms)},
+         QString::number(c.difference.ooms), ref ? QString::number(ref->b.ooms) : QString()},
     };
     summary_->setRowCount(static_cast<int>(sum.size()));
     for (int r = 0; r < sum.size(); ++r)
-        for (int k = 0; k < 4; ++k)
+        for (int k = 0; k < summary_->columnCount(); ++k)
             summary_->setItem(r, k, new QTableWidgetItem(sum[r][k]));
     summary_->resizeColumnsToContents();
 
-    const QString key = c.byFrame ? tr("frame") : tr("s from start");
+    const QString key =
+        c.byFrame ? tr("frame") : tr("time from start (%1)").arg(QString::fromUtf8(unit_.name));
+    auto xOf = [&](int64_t k) {
+        return c.byFrame ? static_cast<double>(k) : static_cast<double>(k) / unit_.divisor;
+    };
     rows_->setHorizontalHeaderLabels({key, tr("reserved A"), tr("reserved B"), tr("F A"), tr("F B"),
                                       tr("largest free A"), tr("largest free B"), tr("OOMs A/B"),
                                       tr("collapse A/B")});
     rows_->setRowCount(static_cast<int>(c.rows.size()));
-    auto collapse = [](const analysis::SideSummary& s, const analysis::PointFigures& p) {
-        return !s.collapsesKnown() ? QStringLiteral("?") : p.collapsed ? tr("yes") : tr("-");
+    auto collapse = [](const analysis::SideSummary& x, const analysis::PointFigures& p) {
+        return !x.collapsesKnown() ? QStringLiteral("?") : p.collapsed ? tr("yes") : tr("-");
+    };
+    // A session with no data at a row (past its end, a frame it lacks) shows none there: a gap
+    // in its curve (NaN), "–" in the table.
+    auto gib = [](const analysis::PointFigures& p) {
+        return p.present ? static_cast<double>(p.reserved) / double(1ull << 30) : qQNaN();
+    };
+    auto ratio = [](const analysis::PointFigures& p) {
+        return p.present ? p.fragmentation : qQNaN();
+    };
+    auto cell = [](const analysis::PointFigures& p, const QString& text) {
+        return p.present ? text : QStringLiteral("–");
     };
     QVector<double> x, ra, rb, fa, fb;
     for (size_t i = 0; i < c.rows.size(); ++i) {
         const analysis::CompareRow& r = c.rows[i];
-        const double kx = c.byFrame ? static_cast<double>(r.key) : static_cast<double>(r.key) / 1e9;
-        x << kx;
-        ra << static_cast<double>(r.a.reserved) / double(1ull << 30);
-        rb << static_cast<double>(r.b.reserved) / double(1ull << 30);
-        fa << r.a.fragmentation;
-        fb << r.b.fragmentation;
+        x << xOf(r.key);
+        ra << gib(r.a);
+        rb << gib(r.b);
+        fa << ratio(r.a);
+        fb << ratio(r.b);
         const QStringList cells = {
-            c.byFrame ? QString::number(r.key) : QString::number(kx, 'f', 3),
-            bytes(r.a.reserved),
-            bytes(r.b.reserved),
-            QString::number(r.a.fragmentation, 'f', 3),
-            QString::number(r.b.fragmentation, 'f', 3),
-            bytes(r.a.largestFree),
-            bytes(r.b.largestFree),
-            QStringLiteral("%1/%2").arg(r.a.ooms).arg(r.b.ooms),
+            c.byFrame ? QString::number(r.key) : QString::number(xOf(r.key), 'f', 3),
+            cell(r.a, bytes(r.a.reserved)),
+            cell(r.b, bytes(r.b.reserved)),
+            cell(r.a, QString::number(r.a.fragmentation, 'f', 3)),
+            cell(r.b, QString::number(r.b.fragmentation, 'f', 3)),
+            cell(r.a, bytes(r.a.largestFree)),
+            cell(r.b, bytes(r.b.largestFree)),
+            QStringLiteral("%1/%2").arg(cell(r.a, QString::number(r.a.ooms)),
+                                        cell(r.b, QString::number(r.b.ooms))),
             c.byFrame ? QStringLiteral("%1/%2").arg(collapse(c.a, r.a), collapse(c.b, r.b))
                       : QString()};
         for (int k = 0; k < cells.size(); ++k)
             rows_->setItem(static_cast<int>(i), k, new QTableWidgetItem(cells[k]));
     }
     rows_->resizeColumnsToContents();
+    QVector<double> xr, rr, fr; // the reference's own rows
+    if (ref)
+        for (const analysis::CompareRow& r : ref->rows) {
+            xr << xOf(r.key);
+            rr << gib(r.b);
+            fr << ratio(r.b);
+        }
 
-    auto draw = [&](QCustomPlot* p, const QVector<double>& ya, const QVector<double>& yb) {
+    // Reserved bytes and F change in steps: each value holds until the next row.
+    auto draw = [&](QCustomPlot* p, const QVector<double>& ya, const QVector<double>& yb,
+                    const QVector<double>& yr) {
         p->clearGraphs();
-        p->addGraph();
-        p->graph(0)->setName(QStringLiteral("A"));
-        p->graph(0)->setPen(QPen(QColor(31, 119, 180), 2));
-        p->graph(0)->setData(x, ya, true);
-        p->addGraph();
-        p->graph(1)->setName(QStringLiteral("B"));
-        p->graph(1)->setPen(QPen(QColor(214, 39, 40), 2, Qt::DashLine));
-        p->graph(1)->setData(x, yb, true);
+        auto add = [&](const QString& name, const QPen& pen, const QVector<double>& xs,
+                       const QVector<double>& ys) {
+            QCPGraph* g = p->addGraph();
+            g->setName(name);
+            g->setPen(pen);
+            g->setLineStyle(QCPGraph::lsStepLeft);
+            g->setData(xs, ys, true);
+        };
+        add(QStringLiteral("A"), QPen(QColor(31, 119, 180), 2), x, ya);
+        add(QStringLiteral("B"), QPen(QColor(214, 39, 40), 2, Qt::DashLine), x, yb);
+        if (ref) add(tr("real run (measured)"), QPen(QColor(110, 110, 110), 1), xr, yr);
         p->xAxis->setLabel(key);
         p->rescaleAxes();
         p->yAxis->scaleRange(1.1, p->yAxis->range().center()); // lines off the frame's edges
         p->replot();
     };
     linking_ = true; // the heatmaps are not there yet: nothing to follow
-    draw(reserved_, ra, rb);
-    draw(frag_, fa, fb);
+    draw(reserved_, ra, rb, rr);
+    draw(frag_, fa, fb, fr);
     linking_ = false;
 
     const analysis::SideSummary* side[2] = {&c.a, &c.b};
     for (int k = 0; k < 2; ++k) {
         scene_[k] = l->scene[k];
-        axis_[k] = axisOf(c, *scene_[k]);
+        axis_[k] = axisOf(c, *scene_[k], unit_.divisor);
         title_[k]->setText(heatmapTitle(k == 0 ? "A" : "B", *side[k]));
+        heat_[k]->setLinked(span);
     }
     // A first (B follows through the link), then B's own fit is overridden by the link.
     heat_[1]->setScene(scene_[1], levelOf(*scene_[1], c.b));

@@ -1,9 +1,10 @@
-// fragscope-gui [FILE] | --attach PID [-o OUT] | --screenshots DIR FILE | --measure-open FILE |
+// fragscope-gui [FILE…] | --attach PID [-o OUT] | --screenshots DIR FILE… | --measure-open FILE |
 // --version
 #include "core/store/session.h"
 #include "core/versions.h"
 #include "main_window.h"
 #include "measure_open.h"
+#include "ranks_window.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -51,7 +52,8 @@ int main(int argc, char** argv)
     cli.addOption({QStringLiteral("version"), QStringLiteral("Print versions and exit.")});
     cli.addOption(
         {QStringLiteral("screenshots"),
-         QStringLiteral("Render the window in several states into DIR as PNG files, then exit."),
+         QStringLiteral("Render the window in several states into DIR as PNG files, then exit "
+                        "(several FILEs: the ranks view)."),
          QStringLiteral("DIR")});
     cli.addOption(
         {QStringLiteral("measure-open"),
@@ -71,10 +73,29 @@ int main(int argc, char** argv)
                               QStringLiteral("Session (.fragscope) or trace to open: a PyTorch "
                                              "snapshot, Kineto trace or nsys SQLite export is "
                                              "imported first (beside it, else in the cache "
-                                             "directory) and reused while unchanged."));
+                                             "directory) and reused while unchanged. Several "
+                                             "files: the ranks of one job, as one view "
+                                             "(docs/ranks.md)."),
+                              QStringLiteral("FILE…"));
     cli.process(app);
     const QStringList files = cli.positionalArguments();
 
+    if (files.size() >= 2 && !cli.isSet(QStringLiteral("screenshots")) &&
+        !cli.isSet(QStringLiteral("measure-open")) && !cli.isSet(QStringLiteral("attach"))) {
+        fs::gui::RanksWindow ranks(files); // several files: one job's ranks (ranks_window.h)
+        ranks.show();
+        return app.exec();
+    }
+    if (files.size() >= 2 && cli.isSet(QStringLiteral("screenshots"))) {
+        fs::gui::RanksWindow ranks(files); // the ranks view, offscreen
+        QString error;
+        const QStringList shots =
+            ranks.writeScreenshots(cli.value(QStringLiteral("screenshots")), error);
+        for (const QString& s : shots)
+            std::printf("wrote %s\n", qPrintable(s));
+        if (!error.isEmpty()) std::fprintf(stderr, "fragscope-gui: %s\n", qPrintable(error));
+        return !error.isEmpty() ? 2 : shots.isEmpty() ? 1 : 0;
+    }
     fs::gui::MainWindow w;
     if (cli.isSet(QStringLiteral("measure-open")))
         return fs::gui::measureOpen(w, cli.value(QStringLiteral("measure-open")));

@@ -1,9 +1,11 @@
 #include "main_window.h"
 
 #include "compare_window.h"
+#include "ranks_window.h"
 #include "whatif_controller.h"
 
 #include "core/versions.h"
+#include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
 #include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
@@ -150,6 +152,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 inspector_->setScene(scene_, level_);
                 details_->setScene(scene_, level_);
                 oomList_->setScene(scene_);
+                correlations_->setScene(scene_);
                 syncing_ = false;
                 onSelection(selection_->current());
                 exploreCompleted();
@@ -260,6 +263,9 @@ void MainWindow::buildDocks()
     oomList_ = new views::OomList(this);
     tabifyDockWidget(
         detDock, dock(tr("OOMs"), QStringLiteral("oomDock"), oomList_, Qt::RightDockWidgetArea));
+    correlations_ = new views::CorrelationTable(this);
+    tabifyDockWidget(detDock, dock(tr("Correlations"), QStringLiteral("correlationDock"),
+                                   correlations_, Qt::RightDockWidgetArea));
     // An OOM drives the views like a collapse: its frame, its instant marked and zoomed to.
     connect(oomList_, &views::OomList::oomActivated, this, [this](int64_t t) {
         if (!scene_) return;
@@ -308,30 +314,29 @@ void MainWindow::buildDocks()
 void MainWindow::buildMenus()
 {
     auto* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this] {
-        const QString p = QFileDialog::getOpenFileName(
-            this, tr("Open session or trace"), {},
-            tr("Sessions and traces (*.fragscope *.pickle *.pkl *.json *.json.gz *.sqlite);;"
-               "fragscope sessions (*.fragscope);;All files (*)"));
+    // What Open takes, Compare with… takes too (compare_window.h imports a trace first).
+    const QString inputs =
+        tr("Sessions and traces (*.fragscope *.pickle *.pkl *.json *.json.gz *.sqlite);;"
+           "fragscope sessions (*.fragscope);;All files (*)");
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, [this, inputs] {
+        const QString p =
+            QFileDialog::getOpenFileName(this, tr("Open session or trace"), {}, inputs);
         if (!p.isEmpty()) openFile(p);
     });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Import…"), QKeySequence(tr("Ctrl+I")), this, &MainWindow::importDialog);
-    file->addAction(tr("&Compare with…"), this, [this] { // compare mode (compare_window.h)
-        const QString filter = tr("fragscope sessions (*.fragscope);;All files (*)");
+    file->addAction(tr("&Compare with…"), this, [this, inputs] { // compare_window.h
         const QString a =
             !path_.isEmpty()
                 ? path_
-                : QFileDialog::getOpenFileName(this, tr("Compare: session A"), {}, filter);
+                : QFileDialog::getOpenFileName(this, tr("Compare: session A"), {}, inputs);
         if (a.isEmpty()) return;
         const QString b = QFileDialog::getOpenFileName(
-            this, tr("Compare %1 with").arg(QFileInfo(a).fileName()), {}, filter);
-        if (b.isEmpty()) return;
-        auto* w = new CompareWindow(a, b, this);
-        w->setAttribute(Qt::WA_DeleteOnClose);
-        w->show();
+            this, tr("Compare %1 with").arg(QFileInfo(a).fileName()), {}, inputs);
+        if (!b.isEmpty()) compareWith(a, b);
     });
+    file->addAction(tr("Open &ranks…"), this, [this] { openRanksDialog(this); }); // ranks_window.h
     whatIf_ = new WhatIfController(
         this, [this](const QString& title, const QString& text) { reportError_(title, text); });
     file->addAction(whatIf_->action());
@@ -414,6 +419,19 @@ void MainWindow::buildMenus()
     help->addAction(tr("&About fragscope"), this, &MainWindow::showAbout);
 }
 
+CompareWindow* MainWindow::compareWith(const QString& a, const QString& b)
+{
+    auto* w = new CompareWindow(a, b, this);
+    w->setAttribute(Qt::WA_DeleteOnClose);
+    connect(w, &CompareWindow::loaded, this, [this, w](bool ok, const QString& error) {
+        if (ok) return;
+        reportError_(tr("Cannot compare"), error);
+        w->close();
+    });
+    w->show();
+    return w;
+}
+
 void MainWindow::openFile(const QString& path)
 {
     // Rules the user saved apply to every session; the worker evaluates them.
@@ -448,6 +466,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     levelBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
+    correlations_->setScene(scene_);
     graphs_->setScene(scene_);
     setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
     if (!keepView)

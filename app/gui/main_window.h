@@ -42,12 +42,14 @@ class FramesModel;
 class CollapseInspector;
 class AllocationDetails;
 class OomList;
+class CorrelationTable;
 class GraphsPanel;
 class FrameStripWidget;
 } // namespace fs::views
 
 namespace fs::gui {
 
+class CompareWindow;
 class ReportWindow;
 class WhatIfController;
 class VideoController;
@@ -60,6 +62,9 @@ public:
     ~MainWindow() override;
 
     void openFile(const QString& path);
+    // File › Compare with…: a and b are anything Open takes. The window opens at once; what
+    // cannot be read is reported (through the error reporter) and the window closes.
+    CompareWindow* compareWith(const QString& a, const QString& b);
     // Records process pid into out through `fragscope attach` (File › Attach… after its dialogs).
     // While it runs the views refresh from the growing file every kLiveRefreshMs; when it ends
     // (stopRecording, or the process exits) the finished session is opened.
@@ -81,6 +86,7 @@ public:
     views::HistogramWidget* histogram() const { return histogram_; }
     views::MemMapWidget* memmap() const { return memmap_; }
     views::CollapseInspector* inspector() const { return inspector_; }
+    views::CorrelationTable* correlationTable() const { return correlations_; }
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
     views::GraphsPanel* graphsPanel() const { return graphs_; }
@@ -211,6 +217,7 @@ private:
     views::CollapseInspector* inspector_ = nullptr;
     views::AllocationDetails* details_ = nullptr;
     views::OomList* oomList_ = nullptr;
+    views::CorrelationTable* correlations_ = nullptr;
     views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;

@@ -103,12 +103,18 @@ void WhatIfController::start(const alloc::RunSpec& spec)
     alloc::WhatIfOptions o;
     o.session = path_.toStdString();
     // The recorded run is always replayed first (the fidelity check); with the recorded
-    // settings and PyTorch's policy that run is the one kept.
-    if (!(spec.recordedConfig && spec.policy == alloc::Policy::PyTorch)) o.runs.push_back(spec);
-    o.output = out_.filePath(QStringLiteral("whatif-%1-%2.fragscope")
-                                 .arg(++runs_)
-                                 .arg(QFileInfo(path_).completeBaseName()))
-                   .toStdString();
+    // settings and PyTorch's policy that run is the one kept. With other settings it is kept
+    // too: the what-if is drawn against it (model against model), the real run beside them.
+    const QString base = QFileInfo(path_).completeBaseName();
+    ++runs_;
+    if (!(spec.recordedConfig && spec.policy == alloc::Policy::PyTorch)) {
+        o.runs.push_back(spec);
+        o.outputRecorded =
+            out_.filePath(QStringLiteral("whatif-%1-recorded-%2.fragscope").arg(runs_).arg(base))
+                .toStdString();
+    }
+    o.output =
+        out_.filePath(QStringLiteral("whatif-%1-%2.fragscope").arg(runs_).arg(base)).toStdString();
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     o.cancel = cancel_.get();
     update();
@@ -182,9 +188,14 @@ void WhatIfController::finish(std::shared_ptr<const alloc::WhatIfResult> r, cons
         errors_(tr("What-if replay failed"), error);
         return;
     }
-    const std::string& out = r->runs.back().sessionPath;
-    auto* w =
-        new CompareWindow(QString::fromStdString(r->session), QString::fromStdString(out), window_);
+    // Other settings: A = the replay under the recorded settings, B = the what-if, the real run
+    // a third curve. The recorded settings alone: the model (B) against the real run (A).
+    const QString real = QString::fromStdString(r->session);
+    const QString b = QString::fromStdString(r->runs.back().sessionPath);
+    const bool vsRecorded = r->runs.size() > 1;
+    auto* w = vsRecorded ? new CompareWindow(QString::fromStdString(r->runs.front().sessionPath), b,
+                                             window_, real)
+                         : new CompareWindow(real, b, window_);
     w->setAttribute(Qt::WA_DeleteOnClose);
     w->setWhatIf(std::move(r));
     w->show();

@@ -1,8 +1,10 @@
 // File › What-if replay… (Ctrl+Shift+W): asks for allocator settings (WhatIfDialog), replays the
 // open session under them on a worker thread with fs::alloc::whatIf (the same code as `fragscope
-// whatif`), with progress and cancel, and opens the result as B in a CompareWindow beside the
-// real run A. The action is disabled, with the reason as its tooltip, when the open session has
-// no framework-level requests to replay, while a recording is live, or while a replay runs.
+// whatif`), with progress and cancel, and opens the result as B in a CompareWindow: against the
+// replay under the recorded settings (A, model against model) with the real run as a third thin
+// curve, or, for the recorded settings alone, against the real run (A). The action is disabled,
+// with the reason as its tooltip, when the open session has no framework-level requests to
+// replay, while a recording is live, or while a replay runs.
 #pragma once
 
 #include "core/alloc/whatif.h"

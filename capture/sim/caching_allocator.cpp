@@ -1,6 +1,7 @@
 #include "caching_allocator.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace fs::sim {
 
@@ -28,7 +29,7 @@ uint64_t CachingAllocator::segmentSize(uint64_t rounded)
 
 uint64_t CachingAllocator::malloc(uint64_t size, uint64_t reserved)
 {
-    if (reserved + size > capacity_) return 0;
+    if (reserved + external_ + size > capacity_) return 0;
     return va_.place(size);
 }
 
@@ -44,7 +45,7 @@ uint64_t CachingAllocator::reserveAddressSpace(uint64_t size)
 
 bool CachingAllocator::canMap(uint64_t bytes, uint64_t reserved)
 {
-    return reserved + bytes <= capacity_;
+    return reserved + external_ + bytes <= capacity_;
 }
 
 void CachingAllocator::segmentEvent(EventType type, const fs::alloc::Segment& s)
@@ -129,9 +130,11 @@ Block* CachingAllocator::tryAllocate(uint64_t bytes, uint32_t stream, const Name
 Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Name& tag, int64_t t,
                                       bool quiet, uint64_t pool)
 {
-    now_ = t;
+    now_ = std::max(now_, t);
+    processEvents(now_);
     oomPending_ = false;
     Block* b = model_.malloc(bytes, stream, modelPool(pool));
+    t = now_; // later than asked when the allocator waited on a pending free
     if (!b) {
         if (quiet) {
             ++c_.quietFailures;
@@ -142,7 +145,8 @@ Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Nam
         e.type = EventType::Oom;
         e.time = t;
         e.size = bytes;
-        e.aux = capacity_ - model_.counters().reserved; // what the device has outside the cache
+        // What the device has outside the cache (and outside other users of the device).
+        e.aux = capacity_ - model_.counters().reserved - external_;
         e.level = Level::Framework;
         e.stream = stream;
         e.device = device_;
@@ -166,26 +170,119 @@ Block* CachingAllocator::allocateImpl(uint64_t bytes, uint32_t stream, const Nam
     return b;
 }
 
-void CachingAllocator::free(Block* b, int64_t t)
+Event CachingAllocator::emitFree(const Block* b, int64_t t)
 {
-    now_ = t;
+    now_ = std::max(now_, t);
+    processEvents(now_);
     Event e;
     e.type = EventType::Free;
-    e.time = t;
+    e.time = now_;
     e.address = b->addr;
     e.size = b->size;
     e.level = Level::Framework;
     e.stream = b->stream;
     e.device = device_;
     out_.emit(e, Name{});
+    // The caller is done with the block (a pending free too): its pool's allocated bytes drop
+    // with the Free event, as the analysis counts them.
     poolOf(*b->segment).allocated -= b->size;
+    return e;
+}
+
+void CachingAllocator::free(Block* b, int64_t t)
+{
+    emitFree(b, t);
     model_.free(b);
 }
 
 void CachingAllocator::emptyCache(int64_t t)
 {
-    now_ = t;
+    now_ = std::max(now_, t);
+    processEvents(now_);
     model_.emptyCache();
+}
+
+void CachingAllocator::freePending(Block* b, int64_t t, int64_t until)
+{
+    Event p = emitFree(b, t);
+    p.type = EventType::PendingFree;
+    p.endTime = std::max(until, now_);
+    out_.emit(p, Name{});
+    pendingUntil_[b] = p.endTime;
+    model_.freeRequested(b);
+}
+
+void CachingAllocator::processEvents(int64_t t)
+{
+    if (pendingUntil_.empty()) return;
+    std::vector<Block*> done;
+    for (const auto& [b, until] : pendingUntil_)
+        if (until <= t) done.push_back(const_cast<Block*>(b));
+    // Address order: the same completions in the same order whatever the hash map's layout.
+    std::sort(done.begin(), done.end(),
+              [](const Block* a, const Block* b) { return a->addr < b->addr; });
+    for (Block* b : done)
+        model_.completeFree(b); // freeCompleted() drops it from pendingUntil_
+}
+
+void CachingAllocator::freeCompleted(const Block& b)
+{
+    auto it = pendingUntil_.find(&b);
+    if (it == pendingUntil_.end()) return;
+    // A synchronize (free-cached-and-retry, empty_cache) waits for the other stream.
+    now_ = std::max(now_, it->second);
+    pendingUntil_.erase(it);
+}
+
+uint64_t CachingAllocator::externalAlloc(uint64_t bytes, int64_t t)
+{
+    now_ = std::max(now_, t);
+    const uint64_t size = (bytes + VaSpace::kGranule - 1) / VaSpace::kGranule * VaSpace::kGranule;
+    if (model_.counters().reserved + external_ + size > capacity_) return 0;
+    const uint64_t addr = va_.place(size);
+    if (!addr) return 0;
+    external_ += size;
+    externalRegions_[addr] = size;
+    Event e;
+    e.type = EventType::RegionCreate;
+    e.time = now_;
+    e.address = addr;
+    e.size = size;
+    e.level = Level::Driver;
+    e.regionKind = RegionKind::Driver;
+    e.device = device_;
+    out_.emit(e, Name{});
+    return addr;
+}
+
+void CachingAllocator::externalFree(uint64_t address, int64_t t)
+{
+    auto it = externalRegions_.find(address);
+    if (it == externalRegions_.end()) return;
+    now_ = std::max(now_, t);
+    Event e;
+    e.type = EventType::RegionDestroy;
+    e.time = now_;
+    e.address = address;
+    e.size = it->second;
+    e.level = Level::Driver;
+    e.regionKind = RegionKind::Driver;
+    e.device = device_;
+    out_.emit(e, Name{});
+    va_.release(address, it->second);
+    external_ -= it->second;
+    externalRegions_.erase(it);
+}
+
+uint64_t CachingAllocator::largestFree(uint32_t stream) const
+{
+    uint64_t best = 0;
+    for (const fs::alloc::Segment* s : model_.segments()) {
+        if (s->small || s->stream != stream || s->poolId != 0) continue;
+        for (const Block* b = model_.firstBlock(*s); b; b = b->next)
+            if (!b->allocated && !b->pending && b->mapped) best = std::max(best, b->size);
+    }
+    return best;
 }
 
 std::string CachingAllocator::checkConsistency() const

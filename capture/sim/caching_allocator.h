@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fs::sim {
@@ -65,6 +66,22 @@ public:
     void free(Block* b, int64_t t);
     // torch.cuda.empty_cache(): releases every fully free segment.
     void emptyCache(int64_t t);
+    // free() of a block another stream still uses (record_stream): the caller is done with it at
+    // t (a Free event), but its memory returns to the pool only when that stream's work ends at
+    // `until` (a PendingFree event spanning [t, until]): at the first allocator call from then
+    // on, or earlier when the allocator synchronizes to release its cache, which then waits
+    // until `until` (time() moves on: the host stalls).
+    void freePending(Block* b, int64_t t, int64_t until);
+    // Memory outside the allocator (another process, communication buffers): a driver-level
+    // region of `bytes` (rounded up to 2 MiB) that counts against the capacity. Returns its
+    // address, 0 when the device has no room.
+    uint64_t externalAlloc(uint64_t bytes, int64_t t);
+    void externalFree(uint64_t address, int64_t t);
+    uint64_t externalBytes() const { return external_; }
+    // Largest cached free block of the large pool that a request on `stream` could take.
+    uint64_t largestFree(uint32_t stream) const;
+    // The allocator's clock: the time of its last call, later when it waited on another stream.
+    int64_t time() const { return now_; }
 
     const AllocatorCounters& counters() const;
     // Per pool (session pool id), every pool that ever held a segment or was allocated from.
@@ -93,7 +110,12 @@ private:
     void segmentCreated(const fs::alloc::Segment& s) override;
     void segmentReleased(const fs::alloc::Segment& s) override;
     void oom(uint64_t requested, uint32_t stream, uint64_t deviceFree) override;
+    void freeCompleted(const Block& b) override;
     void segmentEvent(EventType type, const fs::alloc::Segment& s);
+    // process_events: pending frees whose other stream finished by t return to the pool.
+    void processEvents(int64_t t);
+    // The Free event of a block the caller is done with at t (after process_events); returns it.
+    Event emitFree(const Block* b, int64_t t);
 
     EventWriter& out_;
     uint64_t capacity_;
@@ -105,6 +127,9 @@ private:
     bool quiet_ = false;
     uint64_t pendingOomBytes_ = 0;
     bool oomPending_ = false;
+    std::unordered_map<const Block*, int64_t> pendingUntil_; // pending block -> its stream's end
+    std::unordered_map<uint64_t, uint64_t> externalRegions_; // address -> bytes
+    uint64_t external_ = 0;
     std::map<uint64_t, int> modelPools_; // session pool id -> model pool id
     std::vector<uint64_t> sessionPools_{0};
     std::map<uint64_t, PoolCounters> pools_;

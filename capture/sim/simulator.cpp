@@ -8,6 +8,24 @@
 
 namespace fs::sim {
 
+const char* mechanismSetName(MechanismSet m)
+{
+    return m == MechanismSet::Mixed ? "mixed" : "workspace";
+}
+
+bool parseMechanismSet(std::string_view text, MechanismSet& out)
+{
+    if (text == "workspace" || text == "default") {
+        out = MechanismSet::Workspace;
+        return true;
+    }
+    if (text == "mixed") {
+        out = MechanismSet::Mixed;
+        return true;
+    }
+    return false;
+}
+
 const char* workloadName(WorkloadKind k)
 {
     switch (k) {
@@ -82,7 +100,7 @@ std::vector<std::pair<std::string, std::string>> Simulator::meta() const
             {"sim.seed", std::to_string(cfg_.seed)},
             {"sim.capacity_bytes", std::to_string(cfg_.capacityBytes)},
         };
-    return {
+    std::vector<std::pair<std::string, std::string>> m = {
         {"sim.model",
          "video-diffusion workload on a PyTorch-like caching allocator (docs/simulator.md)"},
         {"sim.frames", std::to_string(cfg_.frames)},
@@ -97,6 +115,13 @@ std::vector<std::pair<std::string, std::string>> Simulator::meta() const
         {"sim.coherence_model",
          "toy: attention workspace fallback lowers coherence_score (synthetic)"},
     };
+    if (cfg_.mechanisms == MechanismSet::Mixed) {
+        m.emplace_back("sim.mechanisms", mechanismSetName(cfg_.mechanisms));
+        m.back().second += ": workspace fallback, OOM and retry, graph inputs moved, pending "
+                           "frees, external memory, content-caused collapses, distractors "
+                           "(synthetic)";
+    }
+    return m;
 }
 
 Stats Simulator::run(EventSink& sink, const ProgressFn& progress)

@@ -17,6 +17,18 @@
 
 namespace fs::sim {
 
+// Which collapse mechanisms a run contains (docs/simulator.md "Mechanisms").
+enum class MechanismSet : uint8_t {
+    // One mechanism, emergent: attention falls back to another kernel when the allocator cannot
+    // give it its workspace (the default run: demo, tests and golden files rely on it).
+    Workspace,
+    // Several mechanisms per video, triggered at random frames with random parameters, plus
+    // content-caused collapses and quiet distractors; the cause of every collapse is recorded.
+    Mixed,
+};
+const char* mechanismSetName(MechanismSet m);
+bool parseMechanismSet(std::string_view text, MechanismSet& out);
+
 // What the simulated program is (docs/simulator.md): the default video-diffusion run, or one of
 // the CUDA-graph workloads (graph_workload.h).
 enum class WorkloadKind : uint8_t {
@@ -51,6 +63,7 @@ struct Config
     // Contiguous attention workspace: base + perFrame x (frames in the temporal window), MiB.
     uint64_t workspaceBaseMiB = 128;
     uint64_t workspacePerFrameMiB = 400;
+    MechanismSet mechanisms = MechanismSet::Workspace;
     WorkloadKind workload = WorkloadKind::VideoDiffusion;
     // decode-graphs: decode steps, one graph replay each (video-graphs replays frames x steps
     // per video, two videos).
@@ -65,6 +78,7 @@ struct FrameStats
     int fallbacks = 0;           // attention calls that could not get their workspace
     int mathFallbacks = 0;       // ... of which not even the small split-KV one (math kernel)
     int tiledDecodes = 0;        // VAE decode calls that ran tiled (no effect on coherence)
+    int skippedSteps = 0;        // denoising steps dropped because the frame ran late (mixed)
     int ooms = 0;                // OOMs during the frame
     uint64_t workspaceBytes = 0; // contiguous workspace the frame's attention asked for
     uint64_t reserved = 0;       // at the end of the frame

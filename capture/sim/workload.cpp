@@ -1,5 +1,7 @@
 #include "workload.h"
 
+#include "mechanisms.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -103,7 +105,15 @@ Workload::Workload(const Config& cfg, EventWriter& out)
     kAttn_ = n("flash_attn_fwd_kernel");
     kAttnFallback_ = n(kAttnFallbackName);
     kAttnMath_ = n(kAttnMathName);
+    if (cfg_.mechanisms == MechanismSet::Mixed) {
+        // A shorter temporal window leaves the device headroom, so that only the triggered
+        // mechanisms take the workspace away (docs/simulator.md "Mechanisms").
+        cfg_.contextFrames = std::min(cfg_.contextFrames, 6);
+        mech_ = std::make_unique<Mechanisms>(*this, Rng::splitmix(cfg_.seed) ^ 0x6d6978);
+    }
 }
+
+Workload::~Workload() = default;
 
 int64_t Workload::eventsPerFrameEstimate(const Config& cfg)
 {
@@ -165,7 +175,26 @@ Workload::Shape Workload::shape(int64_t f) const
 Block* Workload::alloc(uint64_t bytes, uint32_t stream, const Name& tag)
 {
     hostOp();
-    return alloc_.allocate(bytes, stream, tag, now_);
+    Block* b = alloc_.allocate(bytes, stream, tag, now_);
+    now_ = std::max(now_, alloc_.time()); // the allocator may have waited on a pending free
+    return b;
+}
+
+void Workload::asyncKernel(const Name& name, int64_t end, uint32_t stream)
+{
+    Event e;
+    e.type = EventType::Kernel;
+    e.time = now_;
+    e.endTime = std::max(end, now_ + 1);
+    e.name = name.id;
+    e.stream = stream;
+    e.device = cfg_.device;
+    e.aux = ++correlation_;
+    for (int i = 0; i < 3; ++i)
+        e.grid[i] = e.block[i] = 1;
+    e.grid[0] = 1024;
+    e.block[0] = 256;
+    out_.emit(e, name);
 }
 
 void Workload::release(Block*& b)
@@ -209,8 +238,10 @@ void Workload::run()
     int64_t f = 0;
     for (int64_t clip = 0; clip == 0 || out_.events() < cfg_.targetEvents; ++clip) {
         if (clip > 0) newClip(clip);
+        if (mech_) mech_->clipStart(f, cfg_.frames);
         for (int64_t i = 0; i < cfg_.frames; ++i)
             frame(f++, i);
+        if (mech_) mech_->clipEnd();
     }
     teardown();
 }
@@ -298,8 +329,12 @@ void Workload::frame(int64_t f, int64_t inClip)
 
     Block* latent = alloc(kBatch * s.tokens * 16 * 4, kMainStream, tagLatent_);
     Block* noise = alloc(kBatch * s.tokens * 16 * 4, kMainStream, tagNoise_);
-    graphId_ = static_cast<uint64_t>(f) + 1; // re-captured per frame: the shapes change
-    for (int64_t i = 0; i < cfg_.steps; ++i) {
+    if (mech_) {
+        mixedSteps(s, f, inClip, fs);
+    } else {
+        graphId_ = static_cast<uint64_t>(f) + 1; // re-captured per frame: the shapes change
+    }
+    for (int64_t i = 0; !mech_ && i < cfg_.steps; ++i) {
         const int64_t stepStart = now_;
         step(s, f, fs);
         if (now_ > stepStart + s.stepBudgetNs)
@@ -310,6 +345,7 @@ void Workload::frame(int64_t f, int64_t inClip)
     frameEnd(s, fs);
     release(latent);
     release(noise);
+    if (mech_) mech_->frameDone();
     if (now_ > end) throw std::logic_error("simulator: a frame overran its time budget");
     now_ = end;
 
@@ -319,7 +355,11 @@ void Workload::frame(int64_t f, int64_t inClip)
     const double frac =
         fs.attentionCalls ? static_cast<double>(fs.fallbacks) / fs.attentionCalls : 0.0;
     double score = rng_.uniform(0.93, 0.98) * std::exp(-kCoherenceDrop * frac);
-    if (fs.ooms > 0) score *= 0.25; // tensors were missing altogether
+    std::vector<SimTruthFrame::Cause> causes;
+    if (mech_)
+        score *= mech_->qualityFactor(fs, frac, causes);
+    else if (fs.ooms > 0)
+        score *= 0.25; // tensors were missing altogether
     std::string scoreText, idText, flowText;
     fs.coherence = printed(score, 4, scoreText);
     printed(std::min(0.99, 0.52 + 0.45 * std::sqrt(fs.coherence) + rng_.uniform(-0.01, 0.01)), 4,
@@ -359,20 +399,52 @@ void Workload::frame(int64_t f, int64_t inClip)
         if (calls > 0)
             truth.fallbackKernels.push_back(
                 {name, calls, std::string_view(name) != std::string_view(kVaeTiledName)});
+    if (!mech_ && (frac > 0 || fs.ooms > 0))
+        causes.push_back({"workspace_fallback", f,
+                          std::exp(-kCoherenceDrop * frac) * (fs.ooms > 0 ? 0.25 : 1.0)});
+    truth.causes = std::move(causes);
     out_.sink().addSimTruth(truth);
+}
+
+void Workload::mixedSteps(const Shape& s, int64_t f, int64_t inClip, FrameStats& fs)
+{
+    mech_->frameStart(f, inClip, s.workspace, s.stepBudgetNs, now_ + cfg_.steps * s.stepBudgetNs);
+    const int64_t first = now_;
+    for (int64_t i = 0; i < cfg_.steps; ++i) {
+        const int64_t planned = first + i * s.stepBudgetNs;
+        // A frame that fell behind its schedule (the host stalled) drops the steps it has no
+        // time for: the refinement they would have done is skipped.
+        if (now_ > planned) {
+            ++fs.skippedSteps;
+            continue;
+        }
+        now_ = planned;
+        if (!mech_->beforeStep(i)) {
+            ++fs.skippedSteps;
+            continue;
+        }
+        graphId_ = mech_->graphId();
+        step(s, f, fs);
+        mech_->afterStep(i);
+    }
+    mech_->stepsDone();
+    now_ = std::max(now_, first + cfg_.steps * s.stepBudgetNs);
 }
 
 void Workload::step(const Shape& s, int64_t f, FrameStats& fs)
 {
-    Event g;
-    g.type = EventType::GraphLaunch;
-    g.time = now_;
-    g.endTime = now_ + s.stepBudgetNs;
-    g.stream = kMainStream;
-    g.device = cfg_.device;
-    g.aux = static_cast<uint64_t>(f) + 1;  // graph id
-    g.aux2 = static_cast<uint64_t>(f) + 1; // exec id
-    out_.emit(g, Name{});
+    (void)f;
+    if (graphId_) { // eager steps (mixed mode) launch no graph
+        Event g;
+        g.type = EventType::GraphLaunch;
+        g.time = now_;
+        g.endTime = now_ + s.stepBudgetNs;
+        g.stream = kMainStream;
+        g.device = cfg_.device;
+        g.aux = graphId_;  // graph id
+        g.aux2 = graphId_; // exec id
+        out_.emit(g, Name{});
+    }
 
     Block* x = alloc(s.hidden, kMainStream, tagStepIn_);
     // Occasionally a large transient (the guidance buffer of a step that re-weights CFG).
@@ -408,6 +480,7 @@ void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& n
     ++fs.attentionCalls;
     hostOp();
     Block* ws = alloc_.tryAllocate(s.workspace, kMainStream, tagWorkspace_, now_);
+    now_ = std::max(now_, alloc_.time());
     const Name* attn = &kAttn_;
     int64_t attnNs = s.attnNs;
     std::array<uint32_t, 3> grid{u32(s.tokens / 128 + 1), 40, u32(kBatch)};
@@ -418,6 +491,7 @@ void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& n
         grid = {u32(s.tokens / 64 + 1), 40, u32(kBatch * 4)};
         hostOp();
         ws = alloc_.tryAllocate(s.workspace / 8, kMainStream, tagWorkspaceSplit_, now_);
+        now_ = std::max(now_, alloc_.time());
         attn = &kAttnFallback_;
         if (!ws) {
             // Even the small workspace is unavailable: the math path, which reports the OOM.
@@ -436,16 +510,22 @@ void Workload::blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& n
            {256, 1, 1});
     release(o);
     Block* mlp = alloc(s.ffn, kMainStream, tagAct_[4]);
-    kernel(kGemmFc1_, s.fc1Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kFfn / 128), 1},
-           {384, 1, 1});
+    kernel(mech_ ? mech_->fc1Kernel() : kGemmFc1_, s.fc1Ns, kMainStream, node++,
+           {u32(rows / 256 + 1), u32(kFfn / 128), 1}, {384, 1, 1});
     kernel(kGelu_, 40'000 * static_cast<int64_t>(kLayersPerGroup), kMainStream, node++,
            {rows, 1, 1}, {512, 1, 1});
     Block* next = alloc(s.hidden, kMainStream, tagHidden_);
     kernel(kGemmFc2_, s.fc2Ns, kMainStream, node++, {u32(rows / 256 + 1), u32(kDim / 128), 1},
            {384, 1, 1});
-    release(mlp);
-    release(proj);
-    release(x);
+    if (mech_) { // mixed mode: a copy stream may still read them (record_stream)
+        mech_->releaseActivation(mlp);
+        mech_->releaseActivation(proj);
+        mech_->releaseActivation(x);
+    } else {
+        release(mlp);
+        release(proj);
+        release(x);
+    }
     x = next;
 }
 
@@ -513,7 +593,10 @@ void Workload::frameEnd(const Shape& s, FrameStats& fs)
     Block* rgb = alloc(1280 * 720 * 3, kSideStream, tagRgb_);
     kernel(kQuantize_, 500'000, kSideStream, 0, {3600, 1, 1}, {256, 1, 1});
     release(buf);
-    release(rgb);
+    if (mech_)
+        mech_->releaseFrameOutput(rgb);
+    else
+        release(rgb);
 }
 
 void Workload::teardown()

@@ -10,10 +10,13 @@
 
 #include <array>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace fs::sim {
+
+class Mechanisms;
 
 class Workload
 {
@@ -22,6 +25,7 @@ public:
     static constexpr uint32_t kSideStream = 13;
 
     Workload(const Config& cfg, EventWriter& out);
+    ~Workload();
     // Runs setup, every frame and teardown. With cfg.targetEvents the run goes on with further
     // videos ("clips") of cfg.frames frames each until that many events were emitted.
     void run();
@@ -34,6 +38,8 @@ public:
     static int64_t eventsPerFrameEstimate(const Config& cfg);
 
 private:
+    friend class Mechanisms; // the mixed mode's triggers act through the workload's allocator
+
     // Sizes and nominal kernel durations of one frame (depend on the frame's index in its clip).
     struct Shape
     {
@@ -55,6 +61,8 @@ private:
     void setup();
     void newClip(int64_t clip);
     void frame(int64_t f, int64_t inClip);
+    // The steps of a frame in mixed mode: a step that would start late is skipped.
+    void mixedSteps(const Shape& s, int64_t f, int64_t inClip, FrameStats& fs);
     void step(const Shape& s, int64_t f, FrameStats& fs);
     void blockGroup(const Shape& s, Block*& x, FrameStats& fs, uint32_t& node);
     void frameEnd(const Shape& s, FrameStats& fs);
@@ -62,6 +70,8 @@ private:
     Shape shape(int64_t f) const;
 
     Block* alloc(uint64_t bytes, uint32_t stream, const Name& tag);
+    // A kernel on another stream that runs from now until `end` while the host goes on.
+    void asyncKernel(const Name& name, int64_t end, uint32_t stream);
     void release(Block*& b);
     void hostOp(); // host time between two allocator calls
     void kernel(const Name& name, int64_t nominalNs, uint32_t stream, uint32_t node,
@@ -88,6 +98,7 @@ private:
     std::deque<std::vector<Block*>> kvCache_; // one entry per frame in the temporal window
     std::deque<std::vector<Block*>> memory_;  // one entry per frame in the long-range memory
     std::vector<FrameStats> frames_;
+    std::unique_ptr<Mechanisms> mech_; // mixed mode only
 
     // Interned names.
     Name tagTextEncoder_, tagCond_, tagNullCond_, tagVaeWeights_, tagPatchEmbed_;

@@ -250,36 +250,61 @@ void CachingAllocator::insertFree(BlockPool& pool, Block* b)
 // never takes an oversize block (>= the limit); a request at or above it takes one only when the
 // block is less than kLargeBuffer (20 MiB) larger. Expandable blocks count the unmapped space
 // right after them as part of their size.
-bool CachingAllocator::getFreeBlock(BlockPool& pool, uint64_t size, uint32_t stream, Block*& out)
+namespace {
+
+// get_free_block's choice in `blocks` (a BlockPool's free set, const or not): the block, or end().
+template <typename Set> auto bestFit(const Config& cfg, Set& blocks, uint64_t size, uint32_t stream)
 {
-    if (gcLimit_ > 0 && cfg_.gcThreshold > 0) ++pool.freeBlockCalls;
     Block key;
     key.stream = stream;
     key.size = size;
-    auto it = pool.blocks.lower_bound(&key);
-    if (it == pool.blocks.end() || (*it)->stream != stream) return false;
+    auto it = blocks.lower_bound(&key);
+    if (it == blocks.end() || (*it)->stream != stream) return blocks.end();
     if ((*it)->segment->expandable) {
-        if (cfg_.expandableSegments) {
+        if (cfg.expandableSegments) {
             auto expandableSize = [](const Block* b) {
                 return b->size + (b->next && !b->next->mapped ? b->next->size : 0);
             };
             auto next = std::next(it);
-            while ((*it)->segment->expandable && next != pool.blocks.end() &&
+            while ((*it)->segment->expandable && next != blocks.end() &&
                    (*next)->stream == stream && expandableSize(*next) < expandableSize(*it))
                 it = next++;
         } else {
             do {
                 ++it;
-            } while (it != pool.blocks.end() && (*it)->segment->expandable &&
-                     (*it)->stream == stream);
-            if (it == pool.blocks.end() || (*it)->stream != stream) return false;
+            } while (it != blocks.end() && (*it)->segment->expandable && (*it)->stream == stream);
+            if (it == blocks.end() || (*it)->stream != stream) return blocks.end();
         }
     }
-    if (size < cfg_.maxSplitSize && (*it)->size >= cfg_.maxSplitSize) return false;
-    if (size >= cfg_.maxSplitSize && (*it)->size >= size + kLargeBuffer) return false;
+    if (size < cfg.maxSplitSize && (*it)->size >= cfg.maxSplitSize) return blocks.end();
+    if (size >= cfg.maxSplitSize && (*it)->size >= size + CachingAllocator::kLargeBuffer)
+        return blocks.end();
+    return it;
+}
+
+} // namespace
+
+bool CachingAllocator::getFreeBlock(BlockPool& pool, uint64_t size, uint32_t stream, Block*& out)
+{
+    if (gcLimit_ > 0 && cfg_.gcThreshold > 0) ++pool.freeBlockCalls;
+    auto it = bestFit(cfg_, pool.blocks, size, stream);
+    if (it == pool.blocks.end()) return false;
     out = *it;
     pool.blocks.erase(it);
     return true;
+}
+
+bool CachingAllocator::canReuse(uint64_t origSize, uint32_t stream, int poolId) const
+{
+    const uint64_t size = roundSize(origSize);
+    const PoolPair* p = default_.get();
+    if (poolId != 0) {
+        auto it = private_.find(poolId);
+        if (it == private_.end()) return false;
+        p = it->second.get();
+    }
+    const BlockPool& pool = size <= kSmallSize ? p->small : p->large;
+    return bestFit(cfg_, pool.blocks, size, stream) != pool.blocks.end();
 }
 
 // Rule 5 (should_split): small-pool blocks (and every block with expandable segments) split when

@@ -176,6 +176,9 @@ public:
     void freeRequested(Block* b);
     // Returns a pending block to its pool. Only for a block still pending.
     void completeFree(Block* b);
+    // Whether malloc() would serve the request from a cached block (no cudaMalloc). Changes
+    // nothing, not even garbage collection's ages.
+    bool canReuse(uint64_t size, uint32_t stream, int poolId = 0) const;
     // torch.cuda.empty_cache(): release_cached_blocks.
     void emptyCache();
     // Releases a private pool's cached segments (its graphs are gone: use_count 0).

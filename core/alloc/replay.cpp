@@ -1,5 +1,7 @@
 #include "replay.h"
 
+#include "replay_clock.h"
+
 #include "core/event_sink.h"
 #include "core/store/ingest.h"
 
@@ -33,13 +35,14 @@ constexpr uint64_t kGranule = 2ull << 20;
 
 // cudaMalloc as the recording saw it: each new segment gets the address its recorded counterpart
 // got while the sizes agree and the range is free in this run; after the first disagreement,
-// plain first-fit above every recorded address.
+// plain first-fit above every recorded address. While the replay follows the recording, the
+// clock may refuse a request as the recorded device did (replay_clock.h).
 class RecordedDevice : public SimpleDevice
 {
 public:
-    RecordedDevice(const DeviceTrace& d, uint64_t capacity, bool useRecorded)
+    RecordedDevice(const DeviceTrace& d, uint64_t capacity, bool useRecorded, ReplayClock& clock)
         : SimpleDevice(capacity == 0 ? kNoLimit : capacity, baseAbove(d)), d_(d),
-          useRecorded_(useRecorded)
+          useRecorded_(useRecorded), clock_(clock)
     {
     }
     uint64_t malloc(uint64_t size, uint64_t reserved) override
@@ -48,21 +51,29 @@ public:
         while (next_ < d_.segments.size() && d_.segments[next_].expandable)
             ++next_;
         uint64_t addr = 0;
+        created = kNoSegment;
         if (useRecorded_ && !diverged_ && next_ < d_.segments.size() &&
             d_.segments[next_].size == size && isFree(d_.segments[next_].address, size)) {
+            created = static_cast<uint32_t>(next_);
             addr = d_.segments[next_++].address;
         } else {
             if (!diverged_) divergedAt = static_cast<int64_t>(next_);
             diverged_ = true;
             addr = place(size);
         }
-        live_[addr] = size;
+        live_[addr] = {size, created};
         return addr;
     }
     void free(uint64_t addr, uint64_t size) override
     {
-        live_.erase(addr);
+        auto it = live_.find(addr);
+        freed = it != live_.end() ? it->second.second : kNoSegment;
+        if (it != live_.end()) live_.erase(it);
         if (addr >= fallbackBase_) SimpleDevice::free(addr, size);
+    }
+    bool canMap(uint64_t bytes, uint64_t reserved) override
+    {
+        return !clock_.refuse(reserved, bytes) && SimpleDevice::canMap(bytes, reserved);
     }
     uint64_t reserveAddressSpace(uint64_t size) override
     {
@@ -70,15 +81,19 @@ public:
             const RecordedSegment& r = d_.segments[nextVmm_];
             if (r.expandable && useRecorded_ && r.size >= size && isFree(r.address, size)) {
                 ++nextVmm_;
-                live_[r.address] = size;
+                live_[r.address] = {size, kNoSegment};
                 return r.address;
             }
         }
         const uint64_t a = place((size + kGranule - 1) / kGranule * kGranule);
-        live_[a] = size;
+        live_[a] = {size, kNoSegment};
         return a;
     }
     int64_t divergedAt = -1;
+    // The recorded segment (DeviceTrace::segments index) of the last segment created and of the
+    // last one freed; kNoSegment: placed elsewhere.
+    uint32_t created = kNoSegment;
+    uint32_t freed = kNoSegment;
 
 private:
     static uint64_t baseAbove(const DeviceTrace& d)
@@ -94,17 +109,18 @@ private:
     {
         auto it = live_.upper_bound(addr);
         if (it != live_.end() && it->first < addr + size) return false;
-        if (it != live_.begin() && std::prev(it)->first + std::prev(it)->second > addr)
+        if (it != live_.begin() && std::prev(it)->first + std::prev(it)->second.first > addr)
             return false;
         return true;
     }
     const DeviceTrace& d_;
     bool useRecorded_;
+    ReplayClock& clock_;
     bool diverged_ = false;
     size_t next_ = 0;
     size_t nextVmm_ = 0;
     uint64_t fallbackBase_ = baseAbove(d_);
-    std::map<uint64_t, uint64_t> live_;
+    std::map<uint64_t, std::pair<uint64_t, uint32_t>> live_; // address -> size, recorded segment
 };
 
 // Several allocators (the tiers) on one device: the capacity check sees their sum.
@@ -136,32 +152,48 @@ private:
     const std::vector<CachingAllocator*>& all_;
 };
 
-// Turns segment changes into session events (when a sink is given) and records segment sizes.
+// Turns segment changes into session events (when a sink is given) at the times the clock gives
+// them, and records segment sizes and events.
 class EventOut : public Listener
 {
 public:
-    EventOut(EventSink* sink, uint32_t device, DeviceReplay& out)
-        : sink_(sink), device_(device), out_(out)
+    EventOut(EventSink* sink, uint32_t device, DeviceReplay& out, ReplayClock& clock,
+             const RecordedDevice& dev)
+        : sink_(sink), device_(device), out_(out), clock_(clock), dev_(dev)
     {
     }
     int64_t now = 0;
     void segmentCreated(const Segment& s) override
     {
-        if (!s.expandable) out_.segmentSizes.push_back(s.size);
-        region(EventType::RegionCreate, s.addr, s.size, s.stream, s.expandable);
+        int64_t t = now; // an expandable segment's reservation is address space, no event
+        if (!s.expandable) {
+            t = clock_.created(dev_.created);
+            out_.segmentSizes.push_back(s.size);
+            record(SegmentEvent::Create, s.addr, s.size, t);
+        }
+        region(EventType::RegionCreate, s.addr, s.size, s.stream, s.expandable, t);
     }
     void segmentReleased(const Segment& s) override
     {
-        region(EventType::RegionDestroy, s.addr, s.size, s.stream, s.expandable);
+        int64_t t = now;
+        if (!s.expandable) {
+            t = clock_.released(dev_.freed, s.size);
+            record(SegmentEvent::Release, s.addr, s.size, t);
+        }
+        region(EventType::RegionDestroy, s.addr, s.size, s.stream, s.expandable, t);
     }
     void mapped(const Segment& s, uint64_t addr, uint64_t size) override
     {
+        const int64_t t = clock_.mapped(size);
         out_.segmentSizes.push_back(size);
-        region(EventType::RegionMap, addr, size, s.stream, true, s.addr);
+        record(SegmentEvent::Map, addr, size, t);
+        region(EventType::RegionMap, addr, size, s.stream, true, t);
     }
     void unmapped(const Segment& s, uint64_t addr, uint64_t size) override
     {
-        region(EventType::RegionUnmap, addr, size, s.stream, true, s.addr);
+        const int64_t t = clock_.unmapped(size);
+        record(SegmentEvent::Unmap, addr, size, t);
+        region(EventType::RegionUnmap, addr, size, s.stream, true, t);
     }
     // A free that waited on stream events completed (its recorded completion, or a synchronize):
     // the replayed session keeps the wait as a pending_frees row, as the importer does.
@@ -196,13 +228,21 @@ public:
     }
 
 private:
-    void region(EventType type, uint64_t addr, uint64_t size, uint32_t stream, bool vmm,
-                uint64_t = 0)
+    void record(SegmentEvent::Kind kind, uint64_t addr, uint64_t size, int64_t t)
+    {
+        SegmentEvent e;
+        e.time = t;
+        e.address = addr;
+        e.size = size;
+        e.kind = kind;
+        out_.segmentEvents.push_back(e);
+    }
+    void region(EventType type, uint64_t addr, uint64_t size, uint32_t stream, bool vmm, int64_t t)
     {
         if (!sink_) return;
         Event e;
         e.type = type;
-        e.time = now;
+        e.time = t;
         e.address = addr;
         e.size = size;
         e.level = Level::Framework;
@@ -215,6 +255,8 @@ private:
     EventSink* sink_;
     uint32_t device_;
     DeviceReplay& out_;
+    ReplayClock& clock_;
+    const RecordedDevice& dev_;
 };
 
 // Experimental lifetime-tiered pools: three allocators whose large segments are rounded to 4 MiB,
@@ -275,8 +317,9 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
     out.blockSizes.assign(d.allocs.size(), 0);
     auto cap = o.deviceCapacity.find(d.device);
     const uint64_t capacity = cap != o.deviceCapacity.end() ? cap->second : o.capacity;
-    RecordedDevice dev(d, capacity, o.recordedAddresses);
-    EventOut listener(o.sink, d.device, out);
+    ReplayClock clock(d);
+    RecordedDevice dev(d, capacity, o.recordedAddresses, clock);
+    EventOut listener(o.sink, d.device, out, clock, dev);
     listener.trace_ = &d;
     // garbage_collection_threshold is a fraction of the per-process limit: the capacity.
     const uint64_t gcLimit = o.config.gcThreshold > 0 ? capacity : 0;
@@ -349,24 +392,58 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
     auto stringOf = [&](uint32_t src) -> uint64_t { return o.carryStacks ? tagOf(src).value : 0; };
     uint64_t peak = 0;
     uint32_t sinceCheck = 0;
-    for (const Request& r : d.requests) {
+    // The recorded run's findings on bursts right before a cudaMalloc (or the replay's own).
+    const std::vector<uint32_t>* resolved = nullptr;
+    if (o.emptyCacheFirst) {
+        auto it = o.emptyCacheFirst->find(d.device);
+        static const std::vector<uint32_t> none;
+        resolved = it != o.emptyCacheFirst->end() ? &it->second : &none;
+    }
+    size_t nextResolved = 0;
+    auto emptyCache = [&](bool beforeMalloc) {
+        for (CachingAllocator* m : raw)
+            m->emptyCache();
+        clock.emptyCache(beforeMalloc);
+    };
+    bool lateEmptyCache = false; // ReplayOptions::lateEmptyCache: one request to go
+    for (size_t i = 0; i < d.requests.size(); ++i) {
+        const Request& r = d.requests[i];
         if (o.cancel && ++sinceCheck == 65536) {
             sinceCheck = 0;
             if (o.cancel->load(std::memory_order_relaxed)) throw Cancelled{};
         }
         emitMarks(r.time);
         listener.now = r.time;
+        clock.begin(i);
         switch (r.kind) {
         case Request::Alloc: {
+            uint8_t tier = 0;
+            if (tiers && r.index != kFailedRequest) {
+                tier = tiers->pick(r.index, r.time);
+                tiers->remember(r.index, tier);
+            }
+            // Segments released right before this cudaMalloc in the recording: an empty_cache()
+            // just before it when the model could serve the request from its cache (a
+            // free-and-retry would not have happened), else its own free-and-retry or garbage
+            // collection, which the clock's refusals reproduce.
+            if (r.flags & Request::kReleasedFirst) {
+                bool first = false;
+                if (resolved) {
+                    while (nextResolved < resolved->size() && (*resolved)[nextResolved] < i)
+                        ++nextResolved;
+                    first = nextResolved < resolved->size() && (*resolved)[nextResolved] == i;
+                } else {
+                    first = raw[tier]->canReuse(r.size, r.stream, r.pool);
+                }
+                if (first) {
+                    out.emptyCacheFirst.push_back(static_cast<uint32_t>(i));
+                    emptyCache(true);
+                }
+            }
             if (r.index == kFailedRequest) { // failed when recorded: if it fits now, the
                 Block* b = raw[0]->malloc(r.size, r.stream, r.pool); // program never used it
                 if (b) raw[0]->free(b);
                 break;
-            }
-            uint8_t tier = 0;
-            if (tiers) {
-                tier = tiers->pick(r.index, r.time);
-                tiers->remember(r.index, tier);
             }
             Block* b = raw[tier]->malloc(r.size, r.stream, r.pool);
             live[r.index] = b;
@@ -428,10 +505,17 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
             break;
         }
         case Request::EmptyCache:
-            for (CachingAllocator* m : raw)
-                m->emptyCache();
+            if (o.lateEmptyCache)
+                lateEmptyCache = true;
+            else
+                emptyCache(false);
             break;
         }
+        if (lateEmptyCache && r.kind != Request::EmptyCache) {
+            lateEmptyCache = false;
+            emptyCache(false);
+        }
+        clock.end();
         if (raw.size() == 1) continue;
         uint64_t total = 0;
         for (const CachingAllocator* m : raw)
@@ -470,6 +554,9 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         }
     }
     out.peakReserved = raw.size() == 1 ? out.counters.peakReserved : peak;
+    out.taken = clock.taken();
+    out.followed = clock.following();
+    out.usableMark = clock.usableMark();
     std::sort(out.finalSegments.begin(), out.finalSegments.end());
     std::sort(out.finalBlocks.begin(), out.finalBlocks.end());
     out.firstAddressDivergence = dev.divergedAt;

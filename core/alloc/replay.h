@@ -4,6 +4,7 @@
 #pragma once
 
 #include "caching_allocator.h"
+#include "replay_clock.h"
 #include "trace.h"
 
 #include <atomic>
@@ -42,6 +43,14 @@ struct ReplayOptions
     bool emitMarkers = true;
     // With a sink: allocations keep their call stacks, user metadata and compile context.
     bool carryStacks = false;
+    // Allocations (DeviceTrace::requests indices, ascending, per device) whose recorded release
+    // burst was an empty_cache() right before their cudaMalloc, as the replay under the recorded
+    // settings found them (DeviceReplay::emptyCacheFirst); null: each replay finds them itself
+    // (the model could serve the request from its cache, so no free-and-retry happened).
+    const std::map<uint32_t, std::vector<uint32_t>>* emptyCacheFirst = nullptr;
+    // Test only: replays every empty_cache() one request late (a model whose release rule is
+    // moved; the fidelity check must catch it).
+    bool lateEmptyCache = false;
     // Checked every 64 Ki requests: when true, replay() throws Cancelled.
     const std::atomic<bool>* cancel = nullptr;
 };
@@ -65,6 +74,13 @@ struct DeviceReplay
     std::vector<std::pair<uint64_t, uint64_t>> finalSegments;
     int64_t requests = 0;
     int64_t firstAddressDivergence = -1; // index of the first segment not at its recorded address
+    // Every segment creation and release and every mapping and unmapping, in the order the model
+    // made them, at the times the replay gave them.
+    std::vector<SegmentEvent> segmentEvents;
+    TakenFromTrace taken;    // what the replay took from the trace (replay_clock.h)
+    bool followed = false;   // made exactly the recording's segment events to the end
+    uint64_t usableMark = 0; // usable memory a reproduced free-and-retry marked, 0: none
+    std::vector<uint32_t> emptyCacheFirst; // see ReplayOptions::emptyCacheFirst
 };
 
 std::vector<DeviceReplay> replay(const Trace& trace, const ReplayOptions& opts);

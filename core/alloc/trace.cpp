@@ -54,7 +54,146 @@ struct ReservedSweep
     }
 };
 
+// A request in the order the replay makes it; segment events go between requests.
+struct Keyed
+{
+    int64_t time;
+    int phase; // 0 free (or wait completed), 2 failed request, 3 alloc (then a free of it), 4
+               // wait completed at the instant its free was requested
+    uint64_t seq;
+    int sub;
+    Request r;
+    bool operator<(const Keyed& o) const
+    {
+        return std::tie(time, phase, seq, sub) < std::tie(o.time, o.phase, o.seq, o.sub);
+    }
+};
+
+// Puts every recorded segment event between two requests (`k`, in order): after the frees of its
+// instant, before its allocations. Releases with no request between them form a burst: the
+// allocation right after it owns the burst when its cudaMalloc came after it (a creation
+// between them, or the request failed: its own free-and-retry or garbage collection, or an
+// empty_cache() just before it, which the replay tells apart), else the burst is an
+// empty_cache() call, replayed as a request at its first release. Fills d.requests, d.bursts
+// and each event's request.
+void placeSegmentEvents(DeviceTrace& d, const std::vector<Keyed>& k)
+{
+    auto posOf = [&](int64_t t) {
+        return static_cast<size_t>(std::lower_bound(k.begin(), k.end(), t,
+                                                    [](const Keyed& x, int64_t v) {
+                                                        return x.time < v ||
+                                                               (x.time == v && x.phase == 0);
+                                                    }) -
+                                   k.begin());
+    };
+    struct Placed
+    {
+        size_t pos;
+        int64_t time;
+        bool release;
+        uint64_t bytes;
+        uint32_t* owner;
+    };
+    std::vector<Placed> ev;
+    ev.reserve(d.segments.size() * 2 + d.mappingChanges.size());
+    for (RecordedSegment& s : d.segments) {
+        if (s.expandable) continue; // its mappings are in mappingChanges
+        ev.push_back({posOf(s.createNs), s.createNs, false, s.size, &s.createdBy});
+        if (s.destroyNs != kAliveNs)
+            ev.push_back({posOf(s.destroyNs), s.destroyNs, true, s.size, &s.releasedBy});
+    }
+    for (SegmentEvent& m : d.mappingChanges)
+        ev.push_back({posOf(m.time), m.time, m.kind == SegmentEvent::Unmap, m.size, &m.request});
+    std::stable_sort(ev.begin(), ev.end(), [](const Placed& a, const Placed& b) {
+        return std::tie(a.pos, a.time) < std::tie(b.pos, b.time);
+    });
+
+    // Owners are set once the requests have their final indices (empty_cache calls go between).
+    std::vector<size_t> burstOf(ev.size(), SIZE_MAX);
+    std::vector<std::pair<size_t, size_t>> emptyCaches; // pos, its burst (d.bursts index)
+    for (size_t i = 0; i < ev.size();) {
+        const size_t p = ev[i].pos;
+        size_t j = i;
+        bool created = false;
+        ReleaseBurst burst;
+        burst.first = static_cast<uint32_t>(d.burstTimes.size());
+        for (; j < ev.size() && ev[j].pos == p; ++j) {
+            if (!ev[j].release) {
+                created = true;
+                continue;
+            }
+            d.burstTimes.push_back(ev[j].time);
+            burst.bytes += ev[j].bytes;
+            ++burst.count;
+            burstOf[j] = d.bursts.size();
+        }
+        const bool alloc = p < k.size() && k[p].r.kind == Request::Alloc;
+        if (burst.count > 0) {
+            burst.emptyCache = !(alloc && (created || k[p].r.index == kFailedRequest));
+            burst.request = static_cast<uint32_t>(p); // a position until renumbered below
+            if (burst.emptyCache) emptyCaches.emplace_back(p, d.bursts.size());
+            d.bursts.push_back(burst);
+        }
+        i = j;
+    }
+    // The final order: each empty_cache() call before the request at its position.
+    std::vector<uint32_t> index(k.size() + 1); // position -> the request's final index
+    d.requests.reserve(k.size() + emptyCaches.size());
+    size_t e = 0;
+    std::vector<uint32_t> ecIndex(d.bursts.size(), kNoRequest);
+    for (size_t p = 0; p <= k.size(); ++p) {
+        for (; e < emptyCaches.size() && emptyCaches[e].first == p; ++e) {
+            const ReleaseBurst& b = d.bursts[emptyCaches[e].second];
+            Request r;
+            r.kind = Request::EmptyCache;
+            r.time = d.burstTimes[b.first];
+            ecIndex[emptyCaches[e].second] = static_cast<uint32_t>(d.requests.size());
+            d.requests.push_back(r);
+            ++d.emptyCacheCalls;
+        }
+        index[p] = static_cast<uint32_t>(d.requests.size());
+        if (p < k.size()) d.requests.push_back(k[p].r);
+    }
+    // Owners: a burst's request (its empty_cache() call or the allocation), a creation's
+    // allocation (none when no allocation follows it: a source that records no request for it).
+    for (size_t i = 0; i < ev.size(); ++i) {
+        const size_t p = ev[i].pos;
+        if (burstOf[i] != SIZE_MAX)
+            *ev[i].owner = ecIndex[burstOf[i]] != kNoRequest ? ecIndex[burstOf[i]] : index[p];
+        else if (p < k.size() && k[p].r.kind == Request::Alloc && k[p].r.index != kFailedRequest)
+            *ev[i].owner = index[p];
+    }
+    for (size_t q = 0; q < d.bursts.size(); ++q) {
+        ReleaseBurst& rb = d.bursts[q];
+        if (ecIndex[q] != kNoRequest) {
+            rb.request = ecIndex[q];
+        } else {
+            d.requests[index[rb.request]].flags |= Request::kReleasedFirst;
+            rb.request = index[rb.request];
+        }
+    }
+}
 } // namespace
+
+std::vector<SegmentEvent> netMappingChanges(std::vector<std::pair<int64_t, int64_t>> deltas)
+{
+    std::sort(deltas.begin(), deltas.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<SegmentEvent> out;
+    for (size_t i = 0; i < deltas.size();) {
+        const int64_t time = deltas[i].first;
+        int64_t net = 0;
+        for (; i < deltas.size() && deltas[i].first == time; ++i)
+            net += deltas[i].second;
+        if (net == 0) continue;
+        SegmentEvent e;
+        e.time = time;
+        e.kind = net > 0 ? SegmentEvent::Map : SegmentEvent::Unmap;
+        e.size = static_cast<uint64_t>(net > 0 ? net : -net);
+        out.push_back(e);
+    }
+    return out;
+}
 
 RecordedSettings recordedSettings(Session& s)
 {
@@ -99,6 +238,8 @@ Trace readTrace(const std::string& path)
     const SessionSummary sum = s.summary(false);
     t.ordinalTime = sum.timeAxis == TimeAxis::Ordinal;
     t.sourceKind = sum.sources.empty() ? "unknown" : sum.sources.front();
+    // A snapshot's trace entries carry time_us (imported as ns x 1000).
+    t.resolutionNs = !t.ordinalTime && t.sourceKind == "pytorch-snapshot" ? 1000 : 1;
 
     const RecordedSettings rs = recordedSettings(s);
     t.recorded = rs.config;
@@ -146,6 +287,7 @@ Trace readTrace(const std::string& path)
         }
     }
     std::map<uint32_t, std::vector<std::tuple<int64_t, int, uint64_t>>> backing; // time, seq
+    std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> mapped;         // time, +-bytes
     for (const DeviceTrace& d : t.devices) {
         int seq = 0;
         for (const RecordedSegment& r : d.segments)
@@ -156,8 +298,12 @@ Trace readTrace(const std::string& path)
         for (const store::RegionMappingRow& m :
              store::mappingsOfLevel(s, static_cast<int>(Level::Framework))) {
             const auto dev = static_cast<uint32_t>(m.device);
-            sweeps[dev].add(m.mapNs, m.unmapNs.value_or(kAliveNs), m.size);
+            const int64_t unmapNs = m.unmapNs.value_or(kAliveNs);
+            sweeps[dev].add(m.mapNs, unmapNs, m.size);
             backing[dev].emplace_back(m.mapNs, seq++, m.size);
+            mapped[dev].emplace_back(m.mapNs, static_cast<int64_t>(m.size));
+            if (unmapNs != kAliveNs)
+                mapped[dev].emplace_back(unmapNs, -static_cast<int64_t>(m.size));
         }
     }
     for (DeviceTrace& d : t.devices) {
@@ -165,21 +311,9 @@ Trace readTrace(const std::string& path)
         std::sort(b.begin(), b.end());
         for (const auto& [time, seq, size] : b)
             d.backingSizes.push_back(size);
+        d.mappingChanges = netMappingChanges(mapped[d.device]);
     }
 
-    struct Keyed
-    {
-        int64_t time;
-        int phase; // 0 free (or wait completed), 1 empty_cache, 2 failed request, 3 alloc (then
-                   // a free of it), 4 wait completed at the instant its free was requested
-        uint64_t seq;
-        int sub;
-        Request r;
-        bool operator<(const Keyed& o) const
-        {
-            return std::tie(time, phase, seq, sub) < std::tie(o.time, o.phase, o.seq, o.sub);
-        }
-    };
     std::map<uint32_t, std::vector<Keyed>> keyed;
     {
         store::AllocationRows rows =
@@ -286,35 +420,10 @@ Trace readTrace(const std::string& path)
     }
 
     for (DeviceTrace& d : t.devices) {
-        // empty_cache(): segment releases that no request explains. A release at the same instant
-        // as a segment creation or an OOM is the allocator's own free-and-retry.
-        std::vector<int64_t> creates, releases;
-        for (const RecordedSegment& r : d.segments) {
-            if (r.expandable) continue;
-            creates.push_back(r.createNs);
-            if (r.destroyNs != kAliveNs) releases.push_back(r.destroyNs);
-        }
-        std::sort(creates.begin(), creates.end());
-        std::sort(releases.begin(), releases.end());
-        releases.erase(std::unique(releases.begin(), releases.end()), releases.end());
         auto& oomList = ooms[d.device];
         auto& k = keyed[d.device];
-        uint64_t seq = 0;
-        for (int64_t r : releases) {
-            const bool retry = std::binary_search(creates.begin(), creates.end(), r) ||
-                               std::any_of(oomList.begin(), oomList.end(),
-                                           [&](const auto& o) { return o.first == r; });
-            if (retry) continue;
-            Request e;
-            e.kind = Request::EmptyCache;
-            e.time = r;
-            k.push_back({r, 1, seq++, 0, e});
-            ++d.emptyCacheCalls;
-        }
         std::stable_sort(k.begin(), k.end());
-        d.requests.reserve(k.size());
-        for (const Keyed& x : k)
-            d.requests.push_back(x.r);
+        placeSegmentEvents(d, k);
         k.clear();
         k.shrink_to_fit();
 

@@ -2,6 +2,7 @@
 
 #include "core/analysis/engine.h"
 #include "core/event_sink.h"
+#include "core/format.h"
 #include "core/store/catalog.h"
 #include "core/store/frames.h"
 #include "core/store/ingest.h"
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -25,7 +27,20 @@ std::string confText(const Config& c)
     return s.empty() ? "PyTorch defaults" : s;
 }
 
-// Figures of one replayed session, read through the analysis engine.
+// The per-frame figures of one device's framework track, from the engine (the summary figures
+// come from Engine::trackSummary, the one place they are computed).
+std::vector<FrameFigure> frameFigures(const analysis::Engine& eng, uint32_t device)
+{
+    std::vector<FrameFigure> out;
+    for (const analysis::FrameInfo& fi : eng.frames())
+        for (const analysis::FrameAllocator& fa : fi.allocator)
+            if (fa.device == device && fa.level == Level::Framework)
+                out.push_back({fi.index, fa.atEnd.fragmentationRatio,
+                               fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+    return out;
+}
+
+// Figures of one replayed session: the model's counters, and F read through the engine.
 std::vector<DeviceFigures> figuresOf(const std::string& path,
                                      const std::vector<DeviceReplay>& replays)
 {
@@ -41,14 +56,36 @@ std::vector<DeviceFigures> figuresOf(const std::string& path,
         f.cudaMallocs = r.counters.cudaMallocs;
         f.ooms = r.counters.ooms;
         f.retries = r.counters.retries;
-        for (const analysis::FrameInfo& fi : eng->frames())
-            for (const analysis::FrameAllocator& fa : fi.allocator)
-                if (fa.device == r.device && fa.level == Level::Framework)
-                    f.frames.push_back({fi.index, fa.atEnd.fragmentationRatio,
-                                        fa.atEnd.largestFreeFragmentBytes, fa.atEnd.reservedBytes});
+        f.timedByAssumption = r.taken.assumed;
+        f.frames = frameFigures(*eng, r.device);
         out.push_back(std::move(f));
     }
     return out;
+}
+
+// The real run's figures: the engine's summary of the session (what `report` prints for it),
+// and what the recording holds (its segments, cudaMallocs, OOMs).
+DeviceFigures realFigures(const DeviceTrace& d, const analysis::Engine& eng)
+{
+    DeviceFigures f;
+    f.device = d.device;
+    f.summary = eng.trackSummary(d.device, Level::Framework).figures;
+    for (const RecordedSegment& s : d.segments)
+        f.segments += !s.expandable && s.destroyNs == kAliveNs ? 1 : 0;
+    f.cudaMallocs = static_cast<int64_t>(d.backingSizes.size());
+    f.ooms = d.recordedOoms;
+    f.retries = -1; // not recorded
+    f.frames = frameFigures(eng, d.device);
+    return f;
+}
+
+// B - A on one device.
+analysis::SummaryDifference difference(const DeviceFigures& a, const DeviceFigures& b)
+{
+    analysis::SummaryDifference x;
+    x.figures = analysis::summaryDelta(a.summary, b.summary);
+    x.ooms = b.ooms - a.ooms;
+    return x;
 }
 
 bool sameState(const analysis::State& a, const analysis::State& b)
@@ -60,7 +97,8 @@ bool sameState(const analysis::State& a, const analysis::State& b)
 }
 
 DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
-                             const analysis::Engine& real, const analysis::Engine& rep)
+                             const analysis::Engine& real, const analysis::Engine& rep,
+                             int64_t resolutionNs)
 {
     DeviceFidelity f;
     f.device = d.device;
@@ -95,6 +133,9 @@ DeviceFidelity compareDevice(const DeviceTrace& d, const DeviceReplay& r,
     f.finalLayoutEqual = realSegs == r.finalSegments && realBlocks == r.finalBlocks;
     f.stateAtEndEqual = sameState(real.stateAt(d.device, Level::Framework, real.timeEnd()),
                                   rep.stateAt(d.device, Level::Framework, rep.timeEnd()));
+    f.time = compareTimeCourse(d, r, resolutionNs);
+    f.taken = r.taken;
+    f.usableMark = r.usableMark;
     return f;
 }
 
@@ -160,6 +201,69 @@ std::string tempPath(int n)
 
 } // namespace
 
+std::string bannerText(const Fidelity& f, const WhatIfResult& r)
+{
+    std::string s = "differences are against the replay under the recorded settings (model "
+                    "against model), so each is the setting's effect on the model";
+    if (!f.complete) return s + "; the trace is incomplete: " + f.completeNote;
+    if (f.reproduced) return s + "; that replay reproduces the real run at every segment event";
+    s += "; that replay is not exact";
+    for (size_t k = 0; k < f.devices.size(); ++k) {
+        const DeviceFidelity& d = f.devices[k];
+        if (f.devices.size() > 1) s += fmt::format(", device {}", d.device);
+        s += ": " + timeCourseText(d.time, f.ordinal);
+        if (!r.runs.empty() && k < r.runs[0].devices.size() && k < r.real.size())
+            s += fmt::format(", mean F {:.3f} against {:.3f} in the real run",
+                             r.runs[0].devices[k].summary.meanFragmentationRatio,
+                             r.real[k].summary.meanFragmentationRatio);
+    }
+    return s + ": differences of that size may be the model's error";
+}
+
+namespace {
+
+// A duration for the verdict: ms (or ns when under a µs), or entries on an ordinal time axis.
+std::string duration(int64_t ns, bool ordinal)
+{
+    if (ordinal) return fmt::format("{} trace entries", ns);
+    if (ns < 1000) return fmt::format("{} ns", ns);
+    return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+}
+
+} // namespace
+
+std::string takenText(const DeviceFidelity& d, bool ordinal)
+{
+    const TakenFromTrace& t = d.taken;
+    std::string s =
+        fmt::format("the times of {} segment creations and {} releases", t.creations, t.releases);
+    if (t.maxBurstSpanNs > 0)
+        s += fmt::format(" (release bursts spread over up to {})",
+                         duration(t.maxBurstSpanNs, ordinal));
+    s += fmt::format(", empty_cache() calls: {}", t.emptyCaches);
+    if (t.emptyCachesBefore > 0)
+        s += fmt::format(" ({} right before a cudaMalloc the model could skip)",
+                         t.emptyCachesBefore);
+    s += fmt::format(", free-and-retries: {}", t.retries);
+    if (d.usableMark > 0) s += fmt::format(" (usable memory then at most {} B)", d.usableMark);
+    if (t.failuresFollowed > 0)
+        s += fmt::format(", requests refused as recorded: {}", t.failuresFollowed);
+    return s;
+}
+
+std::string timeCourseText(const TimeCourse& t, bool ordinal)
+{
+    std::string s = fmt::format("{} segment events at another time or missing in one run ({} in "
+                                "the real run, {} in the replay)",
+                                t.timeDiffers, t.realEvents, t.replayEvents);
+    if (t.maxTimeDiffNs > 0)
+        s += fmt::format(", paired events up to {} apart", duration(t.maxTimeDiffNs, ordinal));
+    s += fmt::format(", reserved bytes differ by up to {}", humanBytes(t.maxReservedDiff));
+    if (t.maxAllocatedDiff > 0)
+        s += fmt::format(", allocated by up to {}", humanBytes(t.maxAllocatedDiff));
+    return s;
+}
+
 std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file)
 {
     std::string settings = spec.recorded ? fmt::format("recorded settings ({})", conf) : conf;
@@ -186,6 +290,8 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     fid.settingsKnown = trace.settingsKnown;
     fid.settingsNote = trace.settingsNote;
     fid.recordedConf = confText(trace.recorded);
+    fid.resolutionNs = trace.resolutionNs;
+    fid.ordinal = trace.ordinalTime;
     for (const DeviceTrace& d : trace.devices) {
         fid.pendingFrees += d.pendingFrees;
         fid.pendingFreesBeforeTrace += d.pendingFreesUnmatched;
@@ -202,96 +308,153 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     }
 
     const auto real = analysis::Engine::open(opts.session);
-    for (const DeviceTrace& d : trace.devices)
-        res.real.emplace_back(d.device, real->trackSummary(d.device, Level::Framework).figures);
-    for (size_t i = 0; i < specs.size(); ++i) {
-        const RunSpec& spec = specs[i];
-        RunResult run;
-        run.spec = spec;
-        run.allocConf = confText(spec.config);
-        const bool keep = i + 1 == specs.size() && !opts.output.empty();
-        const std::string path = keep ? opts.output : tempPath(static_cast<int>(i));
-        done = 5 + static_cast<int>(90 * i / specs.size());
-        say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
+    // What the replay under the recorded settings found, for the other runs.
+    std::map<uint32_t, std::vector<uint32_t>> emptyCacheFirst;
+    std::map<uint32_t, uint64_t> usableMark;
+    std::vector<std::string> kept;
+    try {
+        for (size_t i = 0; i < specs.size(); ++i) {
+            const RunSpec& spec = specs[i];
+            RunResult run;
+            run.spec = spec;
+            run.allocConf = confText(spec.config);
+            std::string keepAt;
+            if (i + 1 == specs.size() && !opts.output.empty())
+                keepAt = opts.output;
+            else if (i == 0 && !opts.outputRecorded.empty())
+                keepAt = opts.outputRecorded;
+            const bool keep = !keepAt.empty();
+            const std::string path = keep ? keepAt : tempPath(static_cast<int>(i));
+            done = 5 + static_cast<int>(90 * i / specs.size());
+            say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
-        ReplayOptions ro;
-        ro.cancel = opts.cancel;
-        ro.config = spec.config;
-        ro.policy = spec.policy;
-        for (const DeviceTrace& d : trace.devices) {
-            // The memory the recording had: OOM entries tell it, else the device's size; what-if
-            // runs get --capacity instead when given (the recorded run only when nothing
-            // else tells), else no limit.
-            uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
-            if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
-            ro.deviceCapacity[d.device] = cap;
-        }
-        IngestOptions io;
-        io.path = path;
-        io.sourceKind = "whatif";
-        io.sourcePath = opts.session;
-        io.synthetic = true; // a model's replay, never a measurement
-        io.timeAxis = trace.ordinalTime ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
-        io.aliveAtEndIsAnomaly = false;
-        std::vector<DeviceReplay> replays;
-        {
-            Ingest ing(io);
-            ing.begin();
-            const std::string label = whatIfLabel(spec, run.allocConf, opts.session);
-            ing.setMeta("label", label);
-            ing.setMeta("whatif.source", opts.session);
-            ing.setMeta("whatif.alloc_conf", run.allocConf);
-            ing.setMeta("whatif.policy", policyName(spec.policy));
+            ReplayOptions ro;
+            ro.cancel = opts.cancel;
+            ro.config = spec.config;
+            ro.policy = spec.policy;
+            if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
             for (const DeviceTrace& d : trace.devices) {
-                DeviceInfo di;
-                di.id = d.device;
-                di.name = d.name;
-                di.capacityBytes = ro.deviceCapacity[d.device];
-                ing.addDevice(di);
+                // The memory the recording had: OOM entries tell it, else the device's size; for
+                // what-if runs also a free-and-retry the recorded replay reproduced (but never less
+                // than the recorded run held: usable memory may have varied); --capacity instead
+                // when given (the recorded run only when nothing else tells), else no limit.
+                uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
+                if (!spec.recorded && usableMark.count(d.device)) {
+                    const uint64_t mark = std::max(usableMark[d.device], d.recordedPeakReserved);
+                    cap = cap ? std::min(cap, mark) : mark;
+                }
+                if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
+                ro.deviceCapacity[d.device] = cap;
             }
-            ing.warn(label + ": computed by fragscope's allocator model, not measured");
-            ro.sink = &ing;
-            ro.carryStacks = keep;
-            const auto t0 = std::chrono::steady_clock::now();
-            try {
-                replays = replay(trace, ro);
-            } catch (const Cancelled&) {
-                ing.abort(); // removes the unfinished file
-                throw;
+            IngestOptions io;
+            io.path = path;
+            io.sourceKind = "whatif";
+            io.sourcePath = opts.session;
+            io.synthetic = true; // a model's replay, never a measurement
+            io.timeAxis = trace.ordinalTime ? TimeAxis::Ordinal : TimeAxis::Nanoseconds;
+            io.aliveAtEndIsAnomaly = false;
+            std::vector<DeviceReplay> replays;
+            {
+                Ingest ing(io);
+                ing.begin();
+                const std::string label = whatIfLabel(spec, run.allocConf, opts.session);
+                ing.setMeta("label", label);
+                ing.setMeta("whatif.source", opts.session);
+                ing.setMeta("whatif.alloc_conf", run.allocConf);
+                ing.setMeta("whatif.policy", policyName(spec.policy));
+                for (const DeviceTrace& d : trace.devices) {
+                    DeviceInfo di;
+                    di.id = d.device;
+                    di.name = d.name;
+                    di.capacityBytes = ro.deviceCapacity[d.device];
+                    ing.addDevice(di);
+                }
+                ing.warn(label + ": computed by fragscope's allocator model, not measured");
+                ro.sink = &ing;
+                ro.carryStacks = keep;
+                const auto t0 = std::chrono::steady_clock::now();
+                try {
+                    replays = replay(trace, ro);
+                } catch (const Cancelled&) {
+                    ing.abort(); // removes the unfinished file
+                    throw;
+                }
+                run.replaySeconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (keep) carrySource(opts.session, trace, ing);
+                ing.end();
             }
-            run.replaySeconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (keep) carrySource(opts.session, trace, ing);
-            ing.end();
+            for (const DeviceReplay& r : replays) {
+                run.requests += r.requests;
+                if (spec.recorded) {
+                    emptyCacheFirst[r.device] = r.emptyCacheFirst;
+                    if (r.usableMark) usableMark[r.device] = r.usableMark;
+                }
+            }
+            run.devices = figuresOf(path, replays);
+            if (!res.runs.empty()) // against the replay under the recorded settings
+                for (size_t k = 0; k < run.devices.size(); ++k)
+                    run.devices[k].vsRecorded = difference(res.runs[0].devices[k], run.devices[k]);
+            if (spec.recorded) {
+                analysis::LoadOptions lo;
+                lo.integrityCheck = false;
+                const auto rep = analysis::Engine::open(path, lo);
+                fid.reproduced = true;
+                for (size_t k = 0; k < trace.devices.size(); ++k) {
+                    fid.devices.push_back(compareDevice(trace.devices[k], replays[k], *real, *rep,
+                                                        trace.resolutionNs));
+                    fid.reproduced &= fid.devices.back().reproduced();
+                }
+            }
+            if (keep) {
+                run.sessionPath = path;
+                kept.push_back(path);
+            } else {
+                std::filesystem::remove(path);
+            }
+            res.runs.push_back(std::move(run));
         }
-        for (const DeviceReplay& r : replays)
-            run.requests += r.requests;
-        run.devices = figuresOf(path, replays);
-        if (spec.recorded) {
-            analysis::LoadOptions lo;
-            lo.integrityCheck = false;
-            const auto rep = analysis::Engine::open(path, lo);
-            fid.reproduced = true;
-            for (size_t k = 0; k < trace.devices.size(); ++k) {
-                fid.devices.push_back(compareDevice(trace.devices[k], replays[k], *real, *rep));
-                fid.reproduced &= fid.devices.back().reproduced();
-            }
-        }
-        if (keep)
-            run.sessionPath = path;
-        else
-            std::filesystem::remove(path);
-        res.runs.push_back(std::move(run));
+    } catch (const Cancelled&) {
+        for (const std::string& k : kept) // a cancelled what-if leaves nothing behind
+            std::filesystem::remove(k);
+        throw;
     }
+    for (const DeviceTrace& d : trace.devices)
+        res.real.push_back(realFigures(d, *real));
+    fid.banner = bannerText(fid, res);
 
     if (!fid.complete)
         fid.verdict = "not a replay of the whole run: " + fid.completeNote +
                       "; the figures start from the trace's first entry";
     else if (fid.reproduced)
-        fid.verdict = "the replay under the recorded settings reproduces the real run exactly";
+        fid.verdict = "the replay under the recorded settings reproduces the real run exactly, "
+                      "every segment event at its recorded time";
     else
         fid.verdict = "the replay under the recorded settings differs from the real run (see "
                       "devices): what-if figures are the model's, not a reproduction";
+    for (const DeviceFidelity& d : fid.devices) {
+        if (!d.time.exact())
+            fid.verdict +=
+                fmt::format("; device {}: {}", d.device, timeCourseText(d.time, fid.ordinal));
+        fid.verdict += fmt::format("; taken from the trace{}: {}",
+                                   fid.devices.size() > 1 ? fmt::format(" (device {})", d.device)
+                                                          : std::string(),
+                                   takenText(d, fid.ordinal));
+    }
+    std::string assumed;
+    for (const RunResult& run : res.runs) {
+        int64_t n = 0;
+        for (const DeviceFigures& d : run.devices)
+            n += d.timedByAssumption;
+        if (n > 0)
+            assumed += fmt::format("{}{} under {}", assumed.empty() ? "" : ", ", n, run.allocConf);
+    }
+    if (!assumed.empty())
+        fid.verdict += "; segment events the recording did not make during the same request are "
+                       "timed by assumption: a release takes the recording's release times of "
+                       "that request in order (the k-th at its k-th, more at its last; the burst "
+                       "lasts as it did), anything else its request's time (" +
+                       assumed + ")";
     if (trace.allocationsWithoutStream > 0)
         fid.verdict += fmt::format("; {} allocations have no stream in the session: replayed on "
                                    "one stream, so best fit may pick blocks the real allocator "

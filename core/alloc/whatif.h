@@ -3,8 +3,10 @@
 // figures are computed). docs/whatif.md describes the output.
 #pragma once
 
+#include "fidelity.h"
 #include "replay.h"
 
+#include "core/analysis/compare.h"
 #include "core/analysis/summary.h"
 
 #include <functional>
@@ -41,6 +43,10 @@ struct DeviceFigures
     int64_t cudaMallocs = 0;
     int64_t ooms = 0;
     int64_t retries = 0;
+    int64_t timedByAssumption = 0; // segment events the recording lacks (ReplayClock)
+    // This run - runs[0] (the replay under the recorded settings): the setting's effect, model
+    // against model. Zero on runs[0].
+    analysis::SummaryDifference vsRecorded; // collapses: 0 (a replay has none of its own)
     std::vector<FrameFigure> frames;
 };
 
@@ -67,11 +73,15 @@ struct DeviceFidelity
     int64_t firstAddressMismatch = -1; // allocation index
     bool finalLayoutEqual = false;     // live blocks and segments at the end
     bool stateAtEndEqual = false;      // `fragscope state --at end` figures of both sessions
+    TimeCourse time;                   // every segment event and the bytes at each one
+    TakenFromTrace taken;              // what the replay took from the trace
+    uint64_t usableMark = 0;           // usable memory a reproduced free-and-retry marked
     bool reproduced() const
     {
         return firstSegmentMismatch < 0 && realFinalReserved == replayFinalReserved &&
                realPeakReserved == replayPeakReserved && realSegments == replaySegments &&
-               addressesMatched == allocations && finalLayoutEqual && stateAtEndEqual;
+               addressesMatched == allocations && finalLayoutEqual && stateAtEndEqual &&
+               time.exact();
     }
 };
 
@@ -82,6 +92,8 @@ struct Fidelity
     bool settingsKnown = false;
     std::string settingsNote;
     std::string recordedConf;
+    int64_t resolutionNs = 1; // the trace's time step (Trace::resolutionNs)
+    bool ordinal = false;     // times are entry numbers (a snapshot without time_us)
     std::vector<DeviceFidelity> devices;
     // Frees that waited on stream events (pending_frees rows): replayed at their completion, and
     // waits that began before the trace (their block's allocation is not in it: not replayed).
@@ -89,6 +101,9 @@ struct Fidelity
     int64_t pendingFreesBeforeTrace = 0;
     bool reproduced = false;
     std::string verdict; // one sentence: reproduced, or why not
+    // What the what-if runs' differences are against (the recorded replay) and, where that
+    // replay is not exact, by how much it misses the real run.
+    std::string banner;
 };
 
 struct WhatIfOptions
@@ -97,6 +112,9 @@ struct WhatIfOptions
     std::vector<RunSpec> runs; // after the recorded run
     uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
     std::string output;        // -o: the last run's replay session
+    // Where to keep runs[0], the replay under the recorded settings, when other runs follow (the
+    // GUI draws them against it); "" to drop it.
+    std::string outputRecorded;
     std::function<void(const std::string&)> progress;
     // Percent done (0-100) with the stage, for a progress bar (the GUI).
     std::function<void(int, const std::string&)> percent;
@@ -109,14 +127,24 @@ struct WhatIfResult
 {
     std::string session;
     Fidelity fidelity;
-    // The real run (the session itself), per device: the summary of its framework track, the
-    // same figures `report` and `compare` print for it.
-    std::vector<std::pair<uint32_t, analysis::SummaryFigures>> real;
     std::vector<RunResult> runs;
+    // The real run (the session itself), per device: the summary of its framework track (the
+    // same figures `report` and `compare` print for it) and its segments, cudaMallocs and OOMs
+    // as recorded: the third curve beside the two replays.
+    std::vector<DeviceFigures> real;
 };
 
 // Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
+
+// Fidelity::banner.
+std::string bannerText(const Fidelity& f, const WhatIfResult& r);
+
+// One phrase for what the replay took from the trace (times, calls, usable memory).
+std::string takenText(const DeviceFidelity& d, bool ordinal = false);
+
+// One phrase for a time course that is not exact: events at other times, bytes apart.
+std::string timeCourseText(const TimeCourse& t, bool ordinal = false);
 
 // The session label of a replay: "what-if: <settings> replay of <file>".
 std::string whatIfLabel(const RunSpec& spec, const std::string& conf, const std::string& file);

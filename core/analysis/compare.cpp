@@ -76,6 +76,13 @@ PointFigures at(const Side& s, int64_t t, int64_t prev)
     return p;
 }
 
+PointFigures absent()
+{
+    PointFigures p;
+    p.present = false;
+    return p;
+}
+
 } // namespace
 
 Comparison compareSessions(const std::string& a, const std::string& b, int samples,
@@ -103,13 +110,22 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
     if (A.sum.frames > 0 && B.sum.frames > 0) {
         c.byFrame = true;
         const auto fa = perFrame(A), fb = perFrame(B);
-        for (const auto& [idx, pa] : fa) {
-            auto it = fb.find(idx);
-            if (it != fb.end()) c.rows.push_back({idx, pa, it->second});
+        std::map<int64_t, CompareRow> rows; // every frame of either; the other side absent
+        PointFigures none;
+        none.present = false;
+        for (const auto& [idx, pa] : fa)
+            rows[idx] = {idx, pa, none};
+        bool differ = fa.size() != fb.size();
+        for (const auto& [idx, pb] : fb) {
+            auto [it, inserted] = rows.try_emplace(idx, CompareRow{idx, none, pb});
+            if (!inserted) it->second.b = pb;
+            differ |= inserted;
         }
-        if (fa.size() != fb.size() || c.rows.size() != fa.size())
-            c.notes.emplace_back("the sessions have different frames: only frames present in "
-                                 "both are compared");
+        for (auto& [idx, r] : rows)
+            c.rows.push_back(r);
+        if (differ)
+            c.notes.emplace_back("the sessions have different frames: a frame only one has shows "
+                                 "that one's figures alone");
     } else {
         c.notes.emplace_back("aligned by time from each session's start (not both have frames)");
         const int64_t spanA = A.eng->timeEnd() - A.eng->timeBegin();
@@ -121,8 +137,11 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
             const int64_t off = span * k / n;
             CompareRow r;
             r.key = off;
-            r.a = at(A, A.eng->timeBegin() + std::min(off, spanA), A.eng->timeBegin() + prev);
-            r.b = at(B, B.eng->timeBegin() + std::min(off, spanB), B.eng->timeBegin() + prev);
+            // Past a session's end it has no data: no row repeats its last state.
+            r.a = off <= spanA ? at(A, A.eng->timeBegin() + off, A.eng->timeBegin() + prev)
+                               : absent();
+            r.b = off <= spanB ? at(B, B.eng->timeBegin() + off, B.eng->timeBegin() + prev)
+                               : absent();
             prev = off;
             c.rows.push_back(r);
         }

@@ -37,6 +37,9 @@ struct SideSummary
 
 struct PointFigures
 {
+    // False where the session has no data (past its end, or a frame it lacks): a shorter run
+    // ends where its data ends; the other figures are then 0.
+    bool present = true;
     uint64_t reserved = 0;
     double fragmentation = 0;
     uint64_t largestFree = 0;

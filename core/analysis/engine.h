@@ -207,7 +207,8 @@ public:
     static std::vector<std::string> frameAllocatorMetrics();
     // Per-frame allocator metric by name for one track (NaN where a frame lacks it).
     std::vector<double> frameSeries(uint32_t device, Level level, const std::string& metric) const;
-    // Every allocator metric of the default track against every frame metric in the session.
+    // Every allocator metric of the default track against every frame metric in the session,
+    // with Benjamini-Hochberg q-values over these pairs (stats.h: adjustForMultipleTests).
     std::vector<Correlation> correlations() const;
     // ---- CUDA graphs and pools (graphs.h; core/analysis/graphs.cpp) ----
     // Every graph, pool and replay of the session with the sharing candidates; their what-if

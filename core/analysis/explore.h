@@ -80,9 +80,10 @@ struct BlocksAt
 
 // ---- moments to jump to ----------------------------------------------------------------------
 
-// Where a track's figures peak, over the samples `fragscope report` uses (step = span / 2000):
-// the time of the first sample with the largest F, the largest reserved bytes, and the
-// smallest largest free block while something is reserved. kNoTime when the track has none.
+// Where a track's figures peak, from the engine's exact summary (summary.h, the figures and
+// times `fragscope report` prints): the first instant of the largest F, of the largest reserved
+// bytes, and of the smallest largest free block while something is reserved. kNoTime when the
+// track has none.
 struct JumpTargets
 {
     int64_t maxRatioTime = kNoTime;

@@ -2,6 +2,7 @@
 // precursors.cpp, kernel-variant shifts: kernel_shift.cpp).
 #include "engine_impl.h"
 #include "parallel.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -456,6 +457,7 @@ std::vector<Correlation> Engine::correlations() const
     for (const std::string& m : names)
         for (const std::string& a : frameAllocatorMetrics())
             out.push_back(correlation(def->device, def->level, a, m));
+    adjustForMultipleTests(out); // q-values over exactly these pairs
     return out;
 }
 

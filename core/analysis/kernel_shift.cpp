@@ -5,10 +5,12 @@
 // Nothing here knows a kernel or tag name: families come from graph nodes, launch positions and
 // name stems, so the same method works on recorded CUPTI sessions, imports and simulated runs.
 #include "precursors.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -74,6 +76,7 @@ struct Launch
     uint32_t device = 0;
     uint32_t stream = 0;
     int64_t name = 0;
+    bool inGraph = false;
     std::array<Key, kBases> key; // family key on each basis (empty when none)
 };
 
@@ -130,6 +133,7 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names&
                 names.text.emplace(l.name, std::move(text));
             }
             const bool inGraph = k.graphNodeId.has_value();
+            l.inGraph = inGraph;
             if (inGraph) l.key[kNode] = nodeKey(l.device, static_cast<int64_t>(*k.graphNodeId));
             l.key[kPosition] =
                 positionKey(l.device, l.stream, inGraph, ordinal[{l.stream, inGraph}]++);
@@ -295,16 +299,24 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
 {
     if (baseline.empty()) return {}; // nothing to compare the variants against
     Names names;
-    // The baseline: calls per variant and family, summed and per frame (for novelty).
+    // The baseline: calls per variant and family, summed and per frame (for novelty and the
+    // departures); launches kept for the requests before them.
     Families base;
     std::vector<Families> perFrame(baseline.size());
-    for (size_t h = 0; h < baseline.size(); ++h)
-        for (const Launch& l : launchesOf(d, *baseline[h], names))
+    std::vector<std::vector<Launch>> baseLaunches(baseline.size());
+    std::unordered_map<int64_t, std::pair<int64_t, int64_t>> graphUse; // name -> (in, out)
+    for (size_t h = 0; h < baseline.size(); ++h) {
+        baseLaunches[h] = launchesOf(d, *baseline[h], names);
+        for (const Launch& l : baseLaunches[h]) {
+            auto& use = graphUse[l.name];
+            (l.inGraph ? use.first : use.second) += 1;
             for (int b = 0; b < kBases; ++b)
                 if (l.key[static_cast<size_t>(b)]) {
                     base[static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
                     perFrame[h][static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
                 }
+        }
+    }
 
     // Frame f: each launch joins its most specific family the baseline knows.
     const std::vector<Launch> ls = launchesOf(d, f, names);
@@ -316,7 +328,12 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
     std::map<std::pair<int, Key>, FamilyNow> now;
     for (size_t i = 0; i < ls.size(); ++i) {
         int basis = kStem;
-        for (int b = kNode; b < kStem; ++b)
+        // A kernel the healthy frames ran inside graphs, launched here outside one (eagerly):
+        // its position among the stream's other launches means nothing, its name stem does.
+        auto use = graphUse.find(ls[i].name);
+        const bool leftGraph =
+            !ls[i].inGraph && use != graphUse.end() && use->second.first > use->second.second;
+        for (int b = kNode; b < kStem && !leftGraph; ++b)
             if (ls[i].key[static_cast<size_t>(b)] &&
                 base[static_cast<size_t>(b)].count(ls[i].key[static_cast<size_t>(b)])) {
                 basis = b;
@@ -387,8 +404,9 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         ev.kernelEffect = std::max(0.0, s.shareAfterLow - s.shareBefore);
         if (ev.kernelEffect <= 0) continue; // within what chance gives on this many calls
         // Novelty: healthy frames in which these families already ran the variant at half the
-        // share or more.
+        // share or more; and the share in each healthy frame, for the departure.
         ev.healthyFrames = static_cast<int64_t>(baseline.size());
+        std::vector<double> shares;
         for (const Families& pf : perFrame) {
             int64_t c = 0, n = 0;
             for (const Key& k : g.keys) {
@@ -397,12 +415,14 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                 c += it->second.calls(variant);
                 n += it->second.total;
             }
-            if (n > 0 && static_cast<double>(c) / static_cast<double>(n) >= s.shareAfter / 2)
-                ++ev.seenInHealthy;
+            if (n == 0) continue;
+            shares.push_back(static_cast<double>(c) / static_cast<double>(n));
+            if (shares.back() >= s.shareAfter / 2) ++ev.seenInHealthy;
         }
         ev.novelty = ev.healthyFrames ? 1.0 - static_cast<double>(ev.seenInHealthy) /
                                                   static_cast<double>(ev.healthyFrames)
                                       : 1.0;
+        const Departure shareDep = departure(s.shareAfter, shares);
         // The family label: one family by name, several by count and their first keys.
         std::vector<Key> keys = g.keys;
         std::sort(keys.begin(), keys.end());
@@ -429,6 +449,50 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         }
         if (s.firstFrame < 0) s.firstFrame = f.index;
         s.preceding = precedingAllocation(d, ls, g.first, usual, f.start);
+        // The allocator link: how much smaller the largest request before the first shifted call
+        // is than the one before the usual variant's last call, in log2 units, against the same
+        // change from one healthy frame to the next before the calls of these families. A
+        // library that falls back asks for less, or its request fails; a frame-to-frame change
+        // discounts slow trends (a workspace that grows with the context).
+        {
+            auto lg = [](uint64_t bytes) { return std::log2(1.0 + static_cast<double>(bytes)); };
+            // Per healthy frame (in time order): the median over the families' calls of the
+            // largest request before each (at most 16 calls, evenly spaced: a frame may hold
+            // thousands).
+            std::vector<double> sizes;
+            for (size_t h = 0; h < baseLaunches.size(); ++h) {
+                const std::vector<Launch>& hl = baseLaunches[h];
+                std::vector<size_t> calls;
+                for (size_t j = 0; j < hl.size(); ++j) {
+                    const Key& k = hl[j].key[static_cast<size_t>(basis)];
+                    if (k && std::find(g.keys.begin(), g.keys.end(), k) != g.keys.end())
+                        calls.push_back(j);
+                }
+                if (calls.empty()) continue;
+                const size_t step = (calls.size() + 15) / 16;
+                std::vector<double> before;
+                for (size_t c = 0; c < calls.size(); c += step) {
+                    const size_t j = calls[c];
+                    int64_t gapBegin = baseline[h]->start - 1;
+                    for (size_t q = j; q-- > 0;)
+                        if (hl[q].device == hl[j].device && hl[q].stream == hl[j].stream) {
+                            gapBegin = hl[q].start;
+                            break;
+                        }
+                    before.push_back(lg(gapOf(d, hl[j].device, gapBegin, hl[j].start).largestSize));
+                }
+                sizes.push_back(median(before));
+            }
+            std::vector<double> drops;
+            for (size_t h = 1; h < sizes.size(); ++h)
+                drops.push_back(sizes[h - 1] - sizes[h]);
+            const Departure req =
+                departure(lg(s.preceding.usualSize) - lg(s.preceding.size), drops);
+            s.requestZ = req.z;
+            s.requestThreshold = req.threshold;
+            ev.allocatorLinked = s.preceding.change == RequestChange::Failed || req.standsOut;
+        }
+        setDeparture(ev, "variant_share", shareDep);
 
         Precursor p;
         p.kind = PrecursorKind::KernelVariantShift;

@@ -1,7 +1,6 @@
-// Precursors of a collapse, ranked by evidence (docs/analysis.md "Precursors" and "Ranking"):
-// every event in the window is scored by closeness to the collapse's onset x novelty against the
-// healthy frames before it x effect on the largest free block and on kernel selection; events of
-// the same signature are folded into one row.
+// Precursors of a collapse, ranked by evidence (docs/analysis.md "Precursors", "Ranking" and
+// "Verdict"): every event in the window becomes a row, events of the same signature folded into
+// one; verdict.cpp measures each row against the healthy frames before the window and ranks them.
 #include "precursors.h"
 
 #include <algorithm>
@@ -29,18 +28,6 @@ struct Raw
     Precursor p;
     std::string signature; // the same thing in another frame has the same signature
 };
-
-int kindOrder(PrecursorKind k)
-{
-    switch (k) {
-    case PrecursorKind::Oom:
-        return 0;
-    case PrecursorKind::KernelVariantShift:
-        return 1;
-    default:
-        return 2;
-    }
-}
 
 // The role of an allocation for signatures: its tag, else its log2 size class (sizes breathe
 // from frame to frame; the class does not).
@@ -82,6 +69,7 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
         Replayer& r = *replayers[ti];
         r.seek(begin - 1);
         uint64_t largest = r.state().largest();
+        double ratio = r.state().ratio();
         std::vector<size_t> splits;
         r.advanceTo(end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
@@ -93,6 +81,9 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
             x.p.device = td.device;
             x.p.level = td.level;
             x.p.evidence.largestEffect = drop;
+            x.p.evidence.largestDropBytes = largest > now ? largest - now : 0;
+            x.p.evidence.fragmentationJump = r.state().ratio() - ratio;
+            ratio = r.state().ratio();
             if (kind == ReplayEvent::RegionCreate || kind == ReplayEvent::RegionDestroy) {
                 const RegionRec& g = td.regions[i];
                 const bool created = kind == ReplayEvent::RegionCreate;
@@ -290,22 +281,20 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         const int64_t in = after - timed.begin() - 1; // the frame holding t (-1: before all)
         return 1.0 / (1.0 + static_cast<double>(pos - in));
     };
-    auto score = [&](Precursor& p) {
-        p.evidence.closeness = closeness(p.time);
-        p.evidence.healthyFrames = healthy;
-        p.score = evidenceScore(p.evidence);
-        p.background = healthy > 0 && p.evidence.seenInHealthy == healthy;
-    };
 
-    // Allocator events of the window, scored and folded by signature.
+    // Allocator events of the window, folded by signature; novelty counts the healthy frames
+    // that had the same signature (shown with each row; the ranking uses the departures).
     std::map<std::string, std::vector<Precursor>> bySignature;
     for (Raw& x : detect(*this, *d_, rep.windowBegin, rep.windowEnd, frame, replayers)) {
         auto s = seen.find(x.signature);
         x.p.evidence.seenInHealthy = s == seen.end() ? 0 : s->second;
+        x.p.evidence.healthyFrames = healthy;
         x.p.evidence.novelty = healthy ? 1.0 - static_cast<double>(x.p.evidence.seenInHealthy) /
                                                    static_cast<double>(healthy)
                                        : 1.0;
-        score(x.p);
+        x.p.background = healthy > 0 && x.p.evidence.seenInHealthy == healthy;
+        // Folding keeps the row closest to the onset that moved the largest block most.
+        x.p.score = closeness(x.p.time) * (1 + x.p.evidence.largestEffect);
         bySignature[x.signature].push_back(std::move(x.p));
     }
     std::vector<Precursor> p;
@@ -314,16 +303,22 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
 
     // Kernel variants new in the collapsed frame or in the lookback frames before it (listed for
     // reference; the ranking uses the shifts below).
-    for (int64_t q = std::max<int64_t>(0, pos - lookback); q <= pos; ++q)
+    std::vector<const FrameInfo*> window;
+    for (int64_t q = std::max<int64_t>(0, pos - lookback); q <= pos; ++q) {
+        window.push_back(timed[static_cast<size_t>(q)]);
         for (const KernelSummary& k : kernelsInFrame(timed[static_cast<size_t>(q)]->index))
             if (k.newInFrame) rep.newKernels.push_back(k);
+    }
     for (Precursor& s : kernelShifts(*d_, *it, baseline)) {
-        score(s);
+        s.background = healthy > 0 && s.evidence.seenInHealthy == healthy;
         p.push_back(std::move(s));
     }
+    // Every row measured against the healthy frames (verdict.cpp).
+    measureRows(*this, *d_, p, baseline, window, closeness);
 
     // Graph launches that overlapped the allocator events above, one row per graph: half the
-    // score of the best event they carried, so they rank just below it.
+    // score of the best event they carried, so they rank just below it. Context only: they
+    // never stand out by themselves.
     {
         std::map<int64_t, Precursor> graphs;
         std::lock_guard lock(d_->dbMutex);
@@ -336,7 +331,8 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
             int n = 0;
             for (const Precursor& q : p)
                 if (q.time >= s && q.time <= e && q.kind != PrecursorKind::KernelVariantShift &&
-                    q.kind != PrecursorKind::AddressJump && q.kind != PrecursorKind::GraphLaunch) {
+                    q.kind != PrecursorKind::AddressJump && q.kind != PrecursorKind::GraphLaunch &&
+                    q.kind != PrecursorKind::GraphChange) {
                     if (!best || q.score > best->score) best = &q;
                     ++n;
                 }
@@ -346,10 +342,12 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
             Precursor& row = gi->second;
             if (added || best->score / 2 > row.score) {
                 row.kind = PrecursorKind::GraphLaunch;
+                row.role = PrecursorRole::Context;
                 row.time = s;
                 row.device = static_cast<uint32_t>(gl.device);
                 row.level = Level::Driver;
                 row.evidence = best->evidence;
+                row.evidence.standsOut = false;
                 row.score = best->score / 2;
                 row.background = best->background;
             }
@@ -364,11 +362,7 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         }
     }
 
-    std::stable_sort(p.begin(), p.end(), [](const Precursor& a, const Precursor& b) {
-        if (a.score != b.score) return a.score > b.score;
-        if (kindOrder(a.kind) != kindOrder(b.kind)) return kindOrder(a.kind) < kindOrder(b.kind);
-        return a.time < b.time;
-    });
+    rankAndJudge(p, rep, healthy);
     constexpr size_t kMaxPrecursors = 200;
     if (p.size() > kMaxPrecursors) p.resize(kMaxPrecursors);
     rep.precursors = std::move(p);

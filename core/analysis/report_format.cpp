@@ -271,12 +271,11 @@ void correlationsJson(JsonWriter& j, const Report& r)
 void correlationsText(std::string& out, const Report& r)
 {
     if (r.correlations.empty()) return;
-    out += "\nCorrelations (per frame, default track)\n";
+    out += fmt::format("\nCorrelations (per frame, default track; q: Benjamini-Hochberg over these "
+                       "{} pairs; significant only when q < {:g})\n",
+                       r.correlations.size(), kSignificanceLevel);
     for (const Correlation& c : r.correlations)
-        out += fmt::format("  {:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g})  Spearman "
-                           "{:+.3f} (p {:.3g})\n",
-                           c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.spearman,
-                           c.spearmanP);
+        out += "  " + correlationText(c) + "\n";
 }
 
 struct Section
@@ -287,8 +286,12 @@ struct Section
 
 // In output order.
 constexpr Section kSections[] = {
-    {headerJson, headerText}, {tracksJson, tracksText},       {framesJson, framesText},
-    {oomsJson, oomsText},     {graphsJson, graphsText},       {collapsesJson, collapsesText},
+    {headerJson, headerText},
+    {tracksJson, tracksText},
+    {framesJson, framesText},
+    {oomsJson, oomsText},
+    {graphsJson, graphsText},
+    {collapsesJson, collapsesText},
     {correlationsJson, correlationsText},
 };
 

@@ -2,6 +2,7 @@
 
 #include "graphs_text.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 namespace fs::analysis {
@@ -99,6 +100,11 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
 {
     j.beginObject();
     j.field("kind", precursorKindName(p.kind));
+    j.field("role", precursorRoleName(p.role));
+    if (p.mechanism.empty())
+        j.key("mechanism").null();
+    else
+        j.field("mechanism", p.mechanism);
     j.field("time_ns", p.time);
     j.field("device", p.device);
     j.field("level", std::string(levelName(p.level)));
@@ -109,14 +115,28 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     j.field("description", p.description);
     j.field("count", p.count);
     j.field("background", p.background);
+    const Evidence& e = p.evidence;
     j.key("evidence").beginObject();
-    j.field("closeness", p.evidence.closeness);
-    j.field("novelty", p.evidence.novelty);
-    j.field("largest_effect", p.evidence.largestEffect);
-    j.field("kernel_effect", p.evidence.kernelEffect);
-    j.field("effect", p.evidence.effect);
-    j.field("seen_in_healthy", p.evidence.seenInHealthy);
-    j.field("healthy_frames", p.evidence.healthyFrames);
+    j.field("feature", e.feature);
+    j.field("frame", e.frame);
+    j.field("value", e.value);
+    j.field("healthy_median", e.healthyMedian);
+    j.field("healthy_scale", e.healthyScale);
+    // JSON has no infinity: a z that the healthy frames' zero spread makes infinite is null.
+    j.field("z", e.z);
+    j.field("threshold", e.threshold);
+    j.field("floor", e.floor); // null when -inf (no healthy value departed infinitely)
+    j.field("stands_out", e.standsOut);
+    j.field("allocator_linked", e.allocatorLinked);
+    j.field("explains_failure", e.explainsFailure);
+    j.field("closeness", e.closeness);
+    j.field("novelty", e.novelty);
+    j.field("largest_effect", e.largestEffect);
+    j.field("largest_drop_bytes", e.largestDropBytes);
+    j.field("fragmentation_ratio_jump", e.fragmentationJump);
+    j.field("kernel_effect", e.kernelEffect);
+    j.field("seen_in_healthy", e.seenInHealthy);
+    j.field("healthy_frames", e.healthyFrames);
     j.endObject();
     if (p.shift) {
         const KernelShift& s = *p.shift;
@@ -134,6 +154,8 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
         j.field("calls_after", s.callsAfter);
         j.field("total_after", s.totalAfter);
         j.field("first_frame", s.firstFrame);
+        j.field("request_z", s.requestZ); // null when infinite
+        j.field("request_threshold", s.requestThreshold);
         j.key("preceding_allocation").beginObject();
         j.field("change", requestChangeName(s.preceding.change));
         if (s.preceding.allocationId >= 0) j.field("allocation_id", s.preceding.allocationId);
@@ -160,6 +182,46 @@ void writeCorrelation(JsonWriter& j, const Correlation& c)
     j.field("pearson_p", c.pearsonP);
     j.field("spearman", c.spearman);
     j.field("spearman_p", c.spearmanP);
+    j.field("pearson_q", c.pearsonQ);
+    j.field("spearman_q", c.spearmanQ);
+    j.field("significant", significant(c));
+    j.endObject();
+}
+
+bool significant(const Correlation& c)
+{
+    return c.pearsonQ < kSignificanceLevel || c.spearmanQ < kSignificanceLevel;
+}
+
+std::string correlationText(const Correlation& c)
+{
+    return fmt::format("{:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g}, q {:.3g})  Spearman "
+                       "{:+.3f} (p {:.3g}, q {:.3g}){}",
+                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.pearsonQ,
+                       c.spearman, c.spearmanP, c.spearmanQ, significant(c) ? "  significant" : "");
+}
+
+void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>& rows)
+{
+    j.key("verdict").beginObject();
+    j.field("allocator_related", v.allocatorRelated);
+    if (v.mechanism.empty())
+        j.key("mechanism").null();
+    else
+        j.field("mechanism", v.mechanism);
+    j.field("headline", v.headline);
+    j.field("healthy_frames", v.healthyFrames);
+    j.key("evidence").beginArray();
+    for (size_t i : v.evidence)
+        if (i < rows.size()) {
+            j.beginObject();
+            j.field("rank", static_cast<int64_t>(i) + 1);
+            j.field("kind", precursorKindName(rows[i].kind));
+            j.field("mechanism", rows[i].mechanism);
+            j.field("description", rows[i].description);
+            j.endObject();
+        }
+    j.endArray();
     j.endObject();
 }
 
@@ -244,6 +306,7 @@ void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r)
         j.value(s);
     j.endArray();
     j.endObject();
+    writeVerdict(j, r.verdict, r.precursors);
     j.field("window_begin_ns", r.windowBegin);
     j.field("window_end_ns", r.windowEnd);
     j.key("baseline_frames").beginArray();
@@ -348,13 +411,27 @@ std::string kernelShiftText(const KernelShift& s)
     return out;
 }
 
+std::string zText(double z)
+{
+    return std::isinf(z) ? std::string("inf") : fmt::format("{:.2f}", z);
+}
+
 std::string evidenceText(const Precursor& p)
 {
     const Evidence& e = p.evidence;
-    return fmt::format("score {:.3f} = closeness {:.2f} x novelty {:.2f} (seen in {} of {} healthy "
-                       "frames) x effect {:.3f} (kernels {:.3f}, largest free block {:.3f} / 2)",
-                       p.score, e.closeness, e.novelty, e.seenInHealthy, e.healthyFrames, e.effect,
-                       e.kernelEffect, e.largestEffect);
+    if (e.feature.empty())
+        return fmt::format("score {:.3f}: context, not measured against the healthy frames",
+                           p.score);
+    std::string out = fmt::format(
+        "{} {}: {} = {:.4g} in frame {} against median {:.4g}, spread {:.4g} over {} healthy "
+        "frames: z {} vs threshold {}; score {:.3f} = closeness {:.2f} x m/(1+m), m = z / "
+        "threshold",
+        e.standsOut ? "stands out" : "within the healthy spread",
+        p.mechanism.empty() ? std::string() : "(" + p.mechanism + ")", e.feature, e.value, e.frame,
+        e.healthyMedian, e.healthyScale, e.healthyFrames, zText(e.z), zText(e.threshold), p.score,
+        e.closeness);
+    if (!e.allocatorLinked) out += "; no allocator event before it (not allocator evidence)";
+    return out;
 }
 
 std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
@@ -364,16 +441,21 @@ std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordi
                                   r.collapse.firstFrame, r.collapse.lastFrame, r.frame);
     for (const auto& b : r.collapse.brokenRules)
         out += fmt::format("  broken: {}\n", b);
+    out += fmt::format("  verdict: {}\n", r.verdict.headline);
+    for (size_t i : r.verdict.evidence)
+        if (i < r.precursors.size())
+            out += fmt::format("    evidence #{}: {}\n", i + 1, r.precursors[i].description);
     out += fmt::format("  window {} .. {}\n", formatTime(r.windowBegin, begin, ordinal),
                        formatTime(r.windowEnd, begin, ordinal));
-    out += fmt::format("  precursors ({} rows, ranked by evidence: closeness x novelty x effect "
-                       "against {} healthy frames; docs/analysis.md)\n",
+    out += fmt::format("  precursors ({} rows, ranked by departure from {} healthy frames: rows "
+                       "that stand out first; docs/analysis.md)\n",
                        r.precursors.size(), r.baselineFrames.size());
     for (size_t i = 0; i < r.precursors.size() && i < maxPrecursors; ++i) {
         const Precursor& p = r.precursors[i];
-        out += fmt::format("    {:>2}. {:.3f} {:<12} {:<22} {}{}\n", i + 1, p.score,
-                           formatTime(p.time, begin, ordinal), precursorKindName(p.kind),
-                           p.description, p.background ? " [background]" : "");
+        out += fmt::format(
+            "    {:>2}. {:.3f} {:>5} {:<12} {:<22} {}{}{}\n", i + 1, p.score, zText(p.evidence.z),
+            formatTime(p.time, begin, ordinal), precursorKindName(p.kind), p.description,
+            p.evidence.standsOut ? " [stands out]" : "", p.background ? " [background]" : "");
     }
     for (const StateDiff& d : r.diff) {
         out += fmt::format(

@@ -17,7 +17,7 @@ namespace fs::analysis {
 using fs::humanBytes;
 std::string formatTime(int64_t t, int64_t begin, bool ordinal); // "12.345 s" from begin, or "#N"
 
-void writeCaveats(JsonWriter& j, const Caveats& c);      // "caveats": [...]
+void writeCaveats(JsonWriter& j, const Caveats& c); // "caveats": [...]
 // {dropped_records, ...}; with graphs, its CUDA-graph input health under "graphs" (info --json).
 void writeHealth(JsonWriter& j, const HealthSummary& h, const GraphHealth* graphs = nullptr);
 void writeHistogramBins(JsonWriter& j, const std::vector<HistogramBin>& bins);
@@ -25,9 +25,16 @@ void writeStateFields(JsonWriter& j, const State& s);   // fields of one state o
 void writeState(JsonWriter& j, const State& s);         // {...}
 void writePoolState(JsonWriter& j, const PoolState& p); // {pool, pool_label, ...state fields}
 void writePrecursor(JsonWriter& j, const Precursor& p);
+// "verdict": {allocator_related, mechanism, headline, healthy_frames, evidence: [...]}.
+void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>& rows);
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
 void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r); // without {}
 void writeCorrelation(JsonWriter& j, const Correlation& c);
+// One line: "largest_fragment_end vs coherence_score  n 24  Pearson +0.512 (p 0.0105, q 0.042)
+// Spearman ... [significant]"; significant only when a q is under kSignificanceLevel.
+std::string correlationText(const Correlation& c);
+// Whether a correlation is called significant: q < kSignificanceLevel for Pearson or Spearman.
+bool significant(const Correlation& c);
 // A time field: the value, or null for kNoTime.
 void writeTimeField(JsonWriter& j, const char* key, int64_t t);
 // The summary figures under their one set of names (docs/json.md "Summary figures"), as fields
@@ -43,7 +50,10 @@ std::string stateText(const State& s, int64_t begin, bool ordinal);
 // The fields of a kernel-variant shift, one per line ("family: ...", "variant: ...", "share:
 // ...", "first ran in frame N", "preceded by: ..."), for the CLI and the GUI's inspector.
 std::string kernelShiftText(const KernelShift& s);
-// The score's factors: "score 0.301 = closeness 1.00 x novelty 1.00 x effect 0.301 (...)".
+// A robust z for text: "3.72", or "inf" when the healthy frames never varied.
+std::string zText(double z);
+// The row's departure and score: "stands out (kernel_fallback): variant_share = 0.95 in frame
+// 22 against median 0, ...; score 1.000 = closeness 1.00 x m/(1+m), m = z / threshold".
 std::string evidenceText(const Precursor& p);
 std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordinal,
                                size_t maxPrecursors);

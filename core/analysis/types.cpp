@@ -54,8 +54,48 @@ const char* precursorKindName(PrecursorKind k)
         return "graph_launch";
     case PrecursorKind::KernelVariantShift:
         return "kernel_variant_shift";
+    case PrecursorKind::PendingFree:
+        return "pending_free";
+    case PrecursorKind::ExternalMemory:
+        return "external_memory";
+    case PrecursorKind::GraphChange:
+        return "graph_change";
     }
     return "unknown";
+}
+
+const char* precursorRoleName(PrecursorRole r)
+{
+    switch (r) {
+    case PrecursorRole::Effect:
+        return "effect";
+    case PrecursorRole::Explanation:
+        return "explanation";
+    case PrecursorRole::Condition:
+        return "condition";
+    case PrecursorRole::Context:
+        return "context";
+    }
+    return "unknown";
+}
+
+std::string mechanismText(const std::string& m)
+{
+    static const std::pair<const char*, const char*> texts[] = {
+        {"kernel_fallback", "kernel fallback after failed workspace allocation"},
+        {"out_of_memory", "out of memory: a request failed after the allocator freed its cache"},
+        {"graph_replay", "captured graph re-captured or launched eagerly after its input moved"},
+        {"pending_free",
+         "pending frees (record_stream) held memory until another stream caught up"},
+        {"external_memory", "memory outside the allocator grew and left too little headroom"},
+        {"cache_flush", "the allocator released cached segments to serve a request (stalls)"},
+        {"segment_growth", "the allocator reserved new segments"},
+        {"fragmentation", "the largest free block shrank (fragmentation)"},
+        {"address_jump", "tensors moved in the address space"},
+    };
+    for (const auto& [k, v] : texts)
+        if (m == k) return v;
+    return m;
 }
 
 const char* requestChangeName(RequestChange c)
@@ -73,13 +113,15 @@ const char* requestChangeName(RequestChange c)
     return "unknown";
 }
 
-double evidenceScore(Evidence& e)
+double evidenceScore(const Evidence& e)
 {
-    // An allocator event reaches the frames only through a request it makes fail or a kernel it
-    // makes the library pick, so its effect on the largest free block counts half of a kernel
-    // change (docs/analysis.md "Ranking").
-    e.effect = std::max(e.kernelEffect, e.largestEffect / 2);
-    return e.closeness * e.novelty * e.effect;
+    // m = z / threshold measures the departure in units of what the healthy frames reach among
+    // themselves; m / (1 + m) maps it to [0, 1) (1/2 at the threshold, 1 for a change the healthy
+    // frames never showed), and closeness weighs by frames before the onset.
+    if (!(e.threshold > 0) || std::isinf(e.threshold) || e.z <= 0) return 0;
+    if (std::isinf(e.z)) return e.closeness;
+    const double m = e.z / e.threshold;
+    return e.closeness * m / (1 + m);
 }
 
 double wilsonLower(int64_t k, int64_t n)

@@ -205,7 +205,14 @@ struct Correlation
     double pearsonP = 1; // two-sided, Student t with n - 2 degrees of freedom
     double spearman = 0;
     double spearmanP = 1;
+    // Benjamini-Hochberg q-values over every pair tested in the same report (see
+    // adjustForMultipleTests); 1 until adjusted. Only q < kSignificanceLevel is significant.
+    double pearsonQ = 1;
+    double spearmanQ = 1;
 };
+
+// The false-discovery rate under which a correlation is called significant (q < 0.05).
+constexpr double kSignificanceLevel = 0.05;
 
 // ---- frames and collapses --------------------------------------------------------------------
 
@@ -279,6 +286,9 @@ enum class PrecursorKind : uint8_t {
     AddressJump,        // same-role allocation moved between f-1 and f
     GraphLaunch,        // a graph launch that overlapped other precursors
     KernelVariantShift, // a kernel family ran another variant in f than in the healthy frames
+    PendingFree,        // freed blocks held back while another stream still used them
+    ExternalMemory, // device memory outside the allocator (driver-level regions it does not own)
+    GraphChange,    // kernels that ran in a captured graph ran outside it (eager, re-captured)
 };
 const char* precursorKindName(PrecursorKind k);
 
@@ -324,23 +334,55 @@ struct KernelShift
     double shareAfterLow = 0; // 95 % Wilson lower bound of shareAfter
     int64_t firstFrame = -1;  // first frame in which the variant ran at all
     PrecedingAllocation preceding;
+    // How far that request departs downwards from the requests before the same families in the
+    // healthy frames (robust z on log2 bytes) and what the healthy frames reach among themselves.
+    double requestZ = 0;
+    double requestThreshold = 0;
 };
 
-// The three factors of a precursor's score (docs/analysis.md "Ranking"):
-// score = closeness x novelty x effect, effect = max(kernelEffect, largestEffect / 2).
+// What a row is to the verdict (docs/analysis.md "Verdict"): a change in the frame's
+// computation or timing (an OOM, a kernel fallback, a graph no longer replayed, a cache flush), a
+// memory condition that explains such a change (pending frees, memory outside the allocator),
+// another allocator condition (new segments, splits, moved blocks), or context (graph launches
+// that overlapped other rows).
+enum class PrecursorRole : uint8_t { Effect, Explanation, Condition, Context };
+const char* precursorRoleName(PrecursorRole r);
+
+// A precursor's evidence (docs/analysis.md "Ranking"): the per-frame figure it is measured by,
+// in its frame against the same figure in the healthy baseline frames, as a robust z, and the
+// score that ranks it: score = closeness x m / (1 + m), m = z / threshold.
 struct Evidence
 {
     double closeness = 0;     // 1 inside the collapsed frame, 1 / (1 + frames before its onset)
     double novelty = 0;       // 1 - seenInHealthy / healthyFrames (1 when there is no baseline)
     double largestEffect = 0; // relative drop of the largest free block it caused, 0..1
-    double kernelEffect = 0;  // share of a family's calls that changed variant, 0..1
-    double effect = 0;
-    int64_t seenInHealthy = 0; // healthy baseline frames in which the same thing happened
+    uint64_t largestDropBytes = 0; // ... in bytes
+    double fragmentationJump = 0;  // F after the event minus F before it
+    double kernelEffect = 0;       // share of a family's calls that changed variant, 0..1
+    int64_t seenInHealthy = 0;     // healthy baseline frames in which the same thing happened
     int64_t healthyFrames = 0;
+    std::string feature;      // the per-frame figure ("oom_events", "pending_free_peak_bytes", ...)
+    int64_t frame = -1;       // the frame the row's event fell in (-1: none)
+    double value = 0;         // the figure in that frame
+    double healthyMedian = 0; // ... its median over the healthy frames
+    double healthyScale = 0;  // ... and their spread (1.4826 MAD, else 1.2533 mean deviation)
+    double z = 0;             // (value - median) / scale; inf when the healthy frames never varied
+    double threshold = 0;     // max(3.5, the largest z a healthy frame reaches against the others)
+    // The largest healthy value whose own departure was infinite (the other healthy frames never
+    // varied): the figure must exceed it too; -inf when there is none.
+    double floor = 0;
+    bool standsOut = false; // z > threshold and value > floor
+    // Memory outside the allocator: the device would have had room for a failed request without
+    // it (a counterfactual on the recorded figures; explains that failure even when not
+    // standing out).
+    bool explainsFailure = false;
+    // Kernel and graph changes: an allocator event preceded it (a failed or much smaller request,
+    // a moved input); without one the change is not evidence for an allocator cause.
+    bool allocatorLinked = true;
 };
 
-// The score from its factors (docs/analysis.md "Ranking").
-double evidenceScore(Evidence& e);
+// Score from closeness, z and threshold (docs/analysis.md "Ranking").
+double evidenceScore(const Evidence& e);
 // 95 % Wilson score interval lower bound of k successes in n trials (0 when n == 0).
 double wilsonLower(int64_t k, int64_t n);
 // The family stem of a kernel name: the function name without template arguments, parameters
@@ -351,6 +393,8 @@ std::string kernelNameStem(const std::string& name);
 struct Precursor
 {
     PrecursorKind kind = PrecursorKind::Oom;
+    PrecursorRole role = PrecursorRole::Condition;
+    std::string mechanism; // what it is evidence for ("kernel_fallback", ...; see mechanismText)
     int64_t time = 0;
     uint32_t device = 0;
     Level level = Level::Framework;
@@ -393,6 +437,19 @@ struct KernelSummary
     bool newInFrame = false; // ran in none of the previous frames
 };
 
+// The verdict on a collapse (docs/analysis.md "Verdict"): allocator-related when at least one
+// precursor stands out against the healthy frames, with the mechanism the first of them names.
+struct Verdict
+{
+    bool allocatorRelated = false;
+    std::string mechanism;        // "" when not allocator-related
+    std::string headline;         // the sentence views show first
+    std::vector<size_t> evidence; // indices into CollapseReport::precursors, ranked
+    int64_t healthyFrames = 0;    // frames the departures were measured against
+};
+// One sentence for a mechanism name ("kernel fallback after failed workspace allocation").
+std::string mechanismText(const std::string& mechanism);
+
 struct CollapseReport
 {
     Collapse collapse;
@@ -403,6 +460,7 @@ struct CollapseReport
     std::vector<StateDiff> diff;       // one per track
     std::vector<KernelSummary> newKernels;
     std::vector<int64_t> baselineFrames; // healthy frames the novelty is measured against
+    Verdict verdict;
     Caveats caveats;
 };
 

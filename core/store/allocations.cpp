@@ -163,4 +163,19 @@ bool AllocationRows::next(AllocationRow& r)
     return true;
 }
 
+std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
+                                                        const std::vector<int64_t>& ids)
+{
+    std::unordered_map<int64_t, std::string> out;
+    if (ids.empty()) return out;
+    Stmt st = SessionAccess::db(s).prepare("SELECT COALESCE(s.text, '') FROM allocations a"
+                                           " LEFT JOIN strings s ON s.id = a.tag WHERE a.id = ?1");
+    for (int64_t id : ids) {
+        st.reset();
+        st.bind(1, id);
+        if (st.step()) out.emplace(id, st.text(0));
+    }
+    return out;
+}
+
 } // namespace fs::store

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,10 @@ struct AllocationDetails
     std::optional<std::string> compileContext;
 };
 std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id);
+// The tag text of each allocation id that has a row ("" when it has no tag); one prepared
+// statement for all of them.
+std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
+                                                        const std::vector<int64_t>& ids);
 
 // The free time of allocations a live refresh still holds as alive: one point lookup each, on
 // one prepared statement.

@@ -90,4 +90,17 @@ std::vector<std::string> simCausalKernels(const Session& s, int64_t frame)
     return out;
 }
 
+std::vector<SimTruthCauseRow> simTruthCauses(const Session& s, int64_t frame)
+{
+    const Db& db = SessionAccess::db(s);
+    std::vector<SimTruthCauseRow> out;
+    if (!db.hasTable("sim_truth_causes")) return out;
+    Stmt st = db.prepare("SELECT mechanism, cause_frame, quality_factor FROM sim_truth_causes"
+                         " WHERE frame=?1 ORDER BY quality_factor, mechanism");
+    st.bind(1, frame);
+    while (st.step())
+        out.push_back({st.text(0), st.i64(1), st.f64(2)});
+    return out;
+}
+
 } // namespace fs::store

@@ -53,5 +53,14 @@ struct SimTruthRow
 std::optional<SimTruthRow> simTruthFrame(const Session& s, int64_t frame);
 // The kernels that ran in a frame and lower its coherence.
 std::vector<std::string> simCausalKernels(const Session& s, int64_t frame);
+// What lowered a frame's quality (sim_truth_causes), the strongest first (smallest quality
+// factor, then mechanism name); none when nothing did or the file predates the table.
+struct SimTruthCauseRow
+{
+    std::string mechanism;
+    int64_t causeFrame = 0;
+    double qualityFactor = 1;
+};
+std::vector<SimTruthCauseRow> simTruthCauses(const Session& s, int64_t frame);
 
 } // namespace fs::store

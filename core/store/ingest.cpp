@@ -306,6 +306,16 @@ void Ingest::addSimTruth(const SimTruthFrame& t)
             .bind(4, x.lowersCoherence ? 1 : 0)
             .run();
     }
+    Stmt c = db_->prepare("INSERT OR REPLACE INTO sim_truth_causes(frame, mechanism, cause_frame,"
+                          " quality_factor) VALUES(?1,?2,?3,?4)");
+    for (const SimTruthFrame::Cause& x : t.causes) {
+        c.reset();
+        c.bind(1, t.frame)
+            .bind(2, x.mechanism)
+            .bind(3, x.causeFrame)
+            .bind(4, x.qualityFactor)
+            .run();
+    }
 }
 
 void Ingest::add(const Event& e)

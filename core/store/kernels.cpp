@@ -177,4 +177,17 @@ std::vector<GraphLaunchRow> graphLaunchesIn(const Session& s, int64_t from, int6
     return graphRows(st);
 }
 
+std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
+                                           int64_t to)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT start_ns, name, graph_id FROM kernels"
+        " WHERE device = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, id");
+    st.bind(1, device).bind(2, from).bind(3, to);
+    std::vector<KernelGraphRow> out;
+    while (st.step())
+        out.push_back({st.i64(0), st.i64(1), optU64(st, 2)});
+    return out;
+}
+
 } // namespace fs::store

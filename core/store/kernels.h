@@ -100,6 +100,16 @@ private:
 
 // The devices that ran kernels.
 std::vector<int64_t> kernelDevices(const Session& s);
+// Launches of one device starting in [from, to), in (start_ns, id) order, with the graph they
+// ran in (none: launched on a stream).
+struct KernelGraphRow
+{
+    int64_t startNs = 0;
+    int64_t name = 0; // strings.id
+    std::optional<uint64_t> graphId;
+};
+std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
+                                           int64_t to);
 // Start of the newest launch on (device, stream; 0 for none) before t, of kernel name when
 // name >= 0; none when there is none.
 std::optional<int64_t> previousKernelStart(const Session& s, int64_t device, int64_t stream,

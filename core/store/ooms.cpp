@@ -94,4 +94,18 @@ std::vector<PendingFreeRow> pendingFreesOfLevel(const Session& s, int level)
         s, std::string(kPendingSelect) + " WHERE level IS NULL OR level = ?1 ORDER BY id", level);
 }
 
+std::vector<PendingFreeRow> pendingFreesOverlapping(const Session& s, int64_t from, int64_t to)
+{
+    const Db& db = SessionAccess::db(s);
+    std::vector<PendingFreeRow> out;
+    if (!db.hasTable("pending_frees")) return out;
+    Stmt st = db.prepare(std::string(kPendingSelect) +
+                         " WHERE request_ns < ?2 AND (complete_ns IS NULL OR complete_ns > ?1)");
+    st.bind(1, from).bind(2, to);
+    while (st.step())
+        out.push_back({st.i64(0), optI64(st, 1), st.u64(2), st.u64(3), optI64(st, 4), st.i64(5),
+                       optI64(st, 6)});
+    return out;
+}
+
 } // namespace fs::store

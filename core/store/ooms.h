@@ -50,5 +50,8 @@ std::vector<PendingFreeRow> pendingFrees(const Session& s);
 // The pending frees of one level (or of none), in id order (none when the file predates the
 // table).
 std::vector<PendingFreeRow> pendingFreesOfLevel(const Session& s, int level);
+// The pending frees waiting at some time in [from, to): requested before `to` and not completed
+// by `from` (or never), in the table's order (none when the file predates the table).
+std::vector<PendingFreeRow> pendingFreesOverlapping(const Session& s, int64_t from, int64_t to);
 
 } // namespace fs::store

@@ -79,6 +79,9 @@ constexpr std::array kSchema = {
     " PRIMARY KEY(video, idx))",
     "CREATE TABLE video_frame_metrics(video INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY(video, idx, name)) WITHOUT ROWID",
+    "CREATE TABLE sim_truth_causes(frame INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " cause_frame INTEGER NOT NULL, quality_factor REAL NOT NULL, PRIMARY KEY(frame, mechanism))"
+    " WITHOUT ROWID",
 };
 
 // No index on allocations(device, address): nothing in fragscope queries by address (the engine

@@ -11,6 +11,7 @@
 #include "core/store/debug_query.h"
 #include "core/store/ingest.h"
 #include "core/store/session.h"
+#include "hand_session.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>
@@ -47,28 +48,8 @@ std::string simulate(const QTemporaryDir& dir, const char* name, uint64_t seed, 
     return path;
 }
 
-// A hand-built session of a source known to start with the run.
-std::unique_ptr<Ingest> handSession(const std::string& path)
-{
-    IngestOptions o;
-    o.path = path;
-    o.sourceKind = "simulator";
-    auto ing = std::make_unique<Ingest>(o);
-    ing->begin();
-    return ing;
-}
-
-Event ev(EventType t, int64_t time, uint64_t addr, uint64_t size)
-{
-    Event e;
-    e.type = t;
-    e.time = time;
-    e.address = addr;
-    e.size = size;
-    e.requestedSize = t == EventType::Alloc ? size : 0;
-    e.level = Level::Framework;
-    return e;
-}
+using fstest::handSession;
+const auto ev = fstest::handEvent;
 } // namespace
 
 class TstWhatIf : public QObject
@@ -104,7 +85,7 @@ private slots:
         const analysis::SummaryFigures& rep = r.runs[0].devices[0].summary;
         QCOMPARE(rep.peakReservedBytes, d.realPeakReserved);
         QCOMPARE(r.real.size(), size_t(1));
-        const analysis::SummaryFigures& real = r.real[0].second;
+        const analysis::SummaryFigures& real = r.real[0].summary;
         QCOMPARE(rep.peakReservedBytes, real.peakReservedBytes);
         QCOMPARE(rep.peakReservedAtNs, real.peakReservedAtNs);
         QCOMPARE(rep.peakAllocatedBytes, real.peakAllocatedBytes);
@@ -163,8 +144,9 @@ private slots:
         QVERIFY2(peak <= double(d.summary.peakReservedBytes), qPrintable(QString::number(peak)));
     }
 
-    // A hand-built stream: an empty_cache() (a segment release no request explains), a segment
-    // that gets a new address, and an OOM entry telling the usable memory.
+    // A hand-built stream: an empty_cache() (a segment release right before a cudaMalloc that
+    // the model could have skipped: the cache held a block for it, so no free-and-retry
+    // happened), a segment that gets a new address, and an OOM entry telling the usable memory.
     void emptyCacheAndOomFromTheTrace()
     {
         QTemporaryDir dir;
@@ -194,18 +176,24 @@ private slots:
         QCOMPARE(t.recorded.maxSplitSize, 128 * MiB);
         QCOMPARE(t.recorded.describe(), std::string("max_split_size_mb:128"));
         QCOMPARE(t.devices.size(), size_t(1));
-        QCOMPARE(t.devices[0].emptyCacheCalls, int64_t(1));
+        // The release at 3 comes right before the cudaMalloc of the alloc at 4: the trace alone
+        // cannot tell an empty_cache() from that request's own free-and-retry.
+        QCOMPARE(t.devices[0].emptyCacheCalls, int64_t(0));
         QCOMPARE(t.devices[0].usableBytes, 50 * MiB);
-        // alloc, free, empty_cache, alloc, and the failed 100 MiB request of the OOM entry.
-        QCOMPARE(t.devices[0].requests.size(), size_t(5));
-        QCOMPARE(t.devices[0].requests[2].kind, Request::EmptyCache);
-        QCOMPARE(t.devices[0].requests[4].index, kFailedRequest);
+        // alloc, free, alloc (released first), and the failed 100 MiB request of the OOM entry.
+        QCOMPARE(t.devices[0].requests.size(), size_t(4));
+        QVERIFY(t.devices[0].requests[2].flags & Request::kReleasedFirst);
+        QCOMPARE(t.devices[0].requests[3].index, kFailedRequest);
         WhatIfOptions w;
         w.session = path;
         const WhatIfResult r = whatIf(w);
         QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
         // Without the empty_cache the second alloc would reuse A: the address check catches it.
         QCOMPARE(r.fidelity.devices[0].addressesMatched, int64_t(2));
+        QCOMPARE(r.fidelity.devices[0].taken.emptyCaches, int64_t(1));
+        QCOMPARE(r.fidelity.devices[0].taken.emptyCachesBefore, int64_t(1));
+        QCOMPARE(r.fidelity.devices[0].taken.retries, int64_t(0));
+        QVERIFY(r.fidelity.devices[0].time.exact());
         QCOMPARE(r.runs[0].devices[0].cudaMallocs, int64_t(2));
         // 20 MiB reserved + 100 MiB > 50 MiB usable: the failed request fails again.
         QCOMPARE(r.runs[0].devices[0].ooms, int64_t(1));
@@ -460,6 +448,34 @@ private slots:
         QCOMPARE(perFrame, c.a.ooms);
     }
 
+    // Aligned by time, a shorter run ends where its data ends: A spans 1000 ns, B 400 ns; at
+    // 10 samples (every 100 ns) B has rows at 100..400 and none after (it used to repeat its
+    // state at 400 ns to the end). B holds a 20 MiB segment from 0: reserved 20 MiB while present.
+    void shorterRunEndsWhereItsDataEnds()
+    {
+        QTemporaryDir dir;
+        const uint64_t P = 0x100000000;
+        auto make = [&](const char* name, int64_t end) {
+            const std::string path = dir.filePath(name).toStdString();
+            auto s = handSession(path);
+            s->add(ev(EventType::RegionCreate, 0, P, 20 * MiB));
+            s->add(ev(EventType::Alloc, 0, P, 4 * MiB));
+            s->add(ev(EventType::Free, end, P, 4 * MiB));
+            s->end();
+            return path;
+        };
+        const std::string a = make("a.fragscope", 1000), b = make("b.fragscope", 400);
+        const Comparison c = compareSessions(a, b, 10);
+        QVERIFY(!c.byFrame);
+        QCOMPARE(c.rows.size(), size_t(10));
+        for (size_t k = 0; k < c.rows.size(); ++k) {
+            QCOMPARE(c.rows[k].key, int64_t(100 * (k + 1)));
+            QVERIFY(c.rows[k].a.present);
+            QCOMPARE(c.rows[k].b.present, k < 4);
+            QCOMPARE(c.rows[k].b.reserved, k < 4 ? 20 * MiB : 0);
+        }
+    }
+
     void sharedCompleteTracesAreReproduced_data()
     {
         QTest::addColumn<QString>("file");
@@ -494,6 +510,14 @@ private slots:
         QVERIFY(r.fidelity.complete);
         const DeviceFidelity& d = r.fidelity.devices.at(0);
         QCOMPARE(int(d.realSegmentSizes.size()), segments);
+        // Over time: every segment event (these traces release none) at its recorded time, and
+        // reserved bytes equal after each (issue 21; before it, 55 of decomfl's 61 creations and
+        // 5 of silmont's 9 came up to 18 µs late, at their allocation's entry).
+        QCOMPARE(d.time.realEvents, int64_t(segments));
+        QCOMPARE(d.time.replayEvents, int64_t(segments));
+        QCOMPARE(d.time.timeDiffers, int64_t(0));
+        QCOMPARE(d.time.maxReservedDiff, uint64_t(0));
+        QCOMPARE(d.taken.creations, int64_t(segments));
         QCOMPARE(d.replaySegmentSizes, d.realSegmentSizes);
         QCOMPARE(d.replayFinalReserved, d.realFinalReserved);
         QCOMPARE(d.replayPeakReserved, d.realPeakReserved);

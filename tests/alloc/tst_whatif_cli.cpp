@@ -68,11 +68,53 @@ private slots:
                      .toDouble(),
                  d0["peak_reserved_bytes"].toObject()["real"].toDouble());
         QCOMPARE(runs[2].toObject()["output_file"].toString(), out);
+        // Every segment event at its recorded time; what-ifs against the recorded replay.
+        QVERIFY(d0["time_course"].toObject()["exact"].toBool());
+        QVERIFY(d0["time_course"].toObject()["real_segment_events"].toDouble() > 0);
+        QVERIFY(fid["banner"].toString().contains("against the replay under the recorded"));
+        auto figure = [&](int run, const char* key) {
+            return runs[run].toObject()["devices"].toObject()["0"].toObject()[key].toDouble();
+        };
+        for (int k = 1; k < 3; ++k) {
+            const QJsonObject vs =
+                runs[k].toObject()["devices"].toObject()["0"].toObject()["vs_recorded"].toObject();
+            QCOMPARE(vs["peak_reserved_bytes"].toDouble(),
+                     figure(k, "peak_reserved_bytes") - figure(0, "peak_reserved_bytes"));
+            QCOMPARE(vs["mean_fragmentation_ratio"].toDouble(),
+                     figure(k, "mean_fragmentation_ratio") - figure(0, "mean_fragmentation_ratio"));
+        }
+        QVERIFY(o["real_run"].toObject()["devices"].toObject().contains("0"));
         // The written replay is a session: info reads it and it says what it is.
         const auto info = fstest::runCli({"info", out});
         QCOMPARE(info.exitCode, 0);
         QVERIFY(info.out.contains("SYNTHETIC"));
         QVERIFY(info.out.contains("what-if: expandable_segments:True replay of sim.fragscope"));
+    }
+
+    // One mean F: whatif's real-run figure is compare's for the same session, and its recorded
+    // replay's is compare's for the kept replay (issue 21).
+    void meanFragmentationAgreesWithCompare()
+    {
+        const QString rec = dir_.filePath("rec.fragscope");
+        const QJsonObject w = json({"whatif", sim_, "--json", "-o", rec});
+        const QJsonObject c = json({"compare", sim_, rec, "--json"});
+        const double realF = w["real_run"]
+                                 .toObject()["devices"]
+                                 .toObject()["0"]
+                                 .toObject()["mean_fragmentation_ratio"]
+                                 .toDouble();
+        const double replayF = w["runs"]
+                                   .toArray()[0]
+                                   .toObject()["devices"]
+                                   .toObject()["0"]
+                                   .toObject()["mean_fragmentation_ratio"]
+                                   .toDouble();
+        QVERIFY(realF > 0);
+        QCOMPARE(realF, c["a"].toObject()["mean_fragmentation_ratio"].toDouble());
+        QCOMPARE(replayF, c["b"].toObject()["mean_fragmentation_ratio"].toDouble());
+        const auto text = fstest::runCli({"whatif", sim_});
+        QVERIFY(text.out.contains("real run (measured)"));
+        QVERIFY(text.out.contains(QString::number(realF, 'f', 4).toUtf8()));
     }
 
     void whatifTextRanksOomsFirst()

@@ -174,23 +174,31 @@ private slots:
         QCOMPARE(c["window_begin_ns"].toInteger(), qint64(1000));
         QCOMPARE(c["window_end_ns"].toInteger(), qint64(4000));
         const QJsonArray p = c["precursors"].toArray();
-        // No healthy frame precedes the window, so every event is new (novelty 1); score =
-        // closeness x novelty x max(kernel effect, largest effect / 2) (docs/analysis.md):
-        //   A at 1100 (frame 0, closeness 1/3) cut 1 MiB -> 768K: 1/3 x 0.25/2 = 0.0417
-        //   B at 2100 (frame 1, closeness 1/2) cut 768K -> 512K: 1/2 x (1/3)/2 = 0.0833
-        //   C at 3100 (frame 2, closeness 1) cut 512K -> 128K:   1 x 0.75/2 = 0.375
-        // A, B and C are untagged blocks of the same size class (2^18 B): one signature, so
-        // they fold into one row, scored as its best member C, with count 3.
+        // A, B and C (at 1100, 2100, 3100) are untagged blocks of the same size class (2^18 B):
+        // one signature, folded into one row with count 3, shown as its member closest to the
+        // onset that cut the largest block most: C (512K -> 128K, largest effect 0.75). No
+        // healthy frame precedes the window, so nothing is measured against a healthy spread
+        // (docs/analysis.md "Verdict"): score 0, and the verdict says so.
         QCOMPARE(p.size(), 1);
         QCOMPARE(p[0].toObject()["kind"].toString(), QString("split_largest_fragment"));
+        QCOMPARE(p[0].toObject()["role"].toString(), QString("condition"));
+        QCOMPARE(p[0].toObject()["mechanism"].toString(), QString("fragmentation"));
         QCOMPARE(p[0].toObject()["time_ns"].toInteger(), qint64(3100));
-        QCOMPARE(p[0].toObject()["score"].toDouble(), 0.375);
+        QCOMPARE(p[0].toObject()["score"].toDouble(), 0.0);
         QCOMPARE(p[0].toObject()["count"].toInt(), 3);
         const QJsonObject ev = p[0].toObject()["evidence"].toObject();
         QCOMPARE(ev["largest_effect"].toDouble(), 0.75);
+        QCOMPARE(ev["largest_drop_bytes"].toDouble(), double(384 * KiB));
         QCOMPARE(ev["closeness"].toDouble(), 1.0);
         QCOMPARE(ev["novelty"].toDouble(), 1.0);
         QCOMPARE(ev["healthy_frames"].toInt(), 0);
+        QCOMPARE(ev["feature"].toString(), QString("largest_free_min_bytes"));
+        QCOMPARE(ev["stands_out"].toBool(), false);
+        const QJsonObject verdict = c["verdict"].toObject();
+        QCOMPARE(verdict["allocator_related"].toBool(), false);
+        QVERIFY(verdict["mechanism"].isNull());
+        QVERIFY(verdict["headline"].toString().startsWith("no allocator precursor stands out"));
+        QCOMPARE(verdict["evidence"].toArray().size(), 0);
         const QJsonObject diff = c["state_diff"].toArray()[0].toObject();
         QCOMPARE(diff["before"].toObject()["largest_free_bytes"].toDouble(), double(512 * KiB));
         QCOMPARE(diff["after"].toObject()["largest_free_bytes"].toDouble(), double(256 * KiB));
@@ -235,8 +243,14 @@ private slots:
         QCOMPARE(frames[2].toObject()["frame"].toInt(), 2);
         const QJsonArray corr = rep["correlations"].toArray();
         QVERIFY(!corr.isEmpty());
-        for (const auto& v : corr)
+        for (const auto& v : corr) {
             QVERIFY(v.toObject()["n"].toInt() >= 3);
+            // Benjamini-Hochberg never lowers a p-value; significance follows q only.
+            QVERIFY(v.toObject()["pearson_q"].toDouble() >= v.toObject()["pearson_p"].toDouble());
+            QCOMPARE(v.toObject()["significant"].toBool(),
+                     v.toObject()["pearson_q"].toDouble() < 0.05 ||
+                         v.toObject()["spearman_q"].toDouble() < 0.05);
+        }
         QVERIFY(rep.contains("health"));
         const auto text = runCli({"report", s});
         QCOMPARE(text.exitCode, 0);

@@ -1,8 +1,9 @@
-// Precursor ranking by evidence (docs/analysis.md "Precursors" and "Ranking") on constructed
-// sessions with known answers: a kernel-variant shift at a graph node ranks first, per-frame
-// churn is folded into one background row below it, an OOM in the collapsed frame ranks first,
-// and the score formula gives the hand-worked figures; plus the simulated demo run, checked
-// against the simulator's ground truth.
+// Precursor ranking and verdict (docs/analysis.md "Precursors", "Ranking", "Verdict") on
+// constructed sessions with known answers: a kernel-variant shift at a graph node stands out and
+// ranks first, per-frame churn is folded into one background row, an OOM in the collapsed frame
+// ranks first, the score formula gives the hand-worked figures, a collapse whose lookback looks
+// like the healthy frames gets "no allocator precursor stands out", and the ranking follows the
+// rules; plus the simulated demo run, checked against the simulator's ground truth.
 #include "builder.h"
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
@@ -21,47 +22,55 @@ using namespace antest;
 
 namespace {
 
-// Frames 0..5 of 1000 ns from t = 1000 (frame i starts at S = 1000 (i + 1)); frame 5 collapses
-// (coherence 0.01), lookback 2: window = frames 3-5, healthy baseline = frames 0-2 (H = 3).
+// Frames 0..7 of 1000 ns from t = 1000 (frame i starts at S = 1000 (i + 1)); frame 7 collapses
+// (coherence 0.01), lookback 2: window = frames 5-7, healthy baseline = frames 0-4 (H = 5).
 // - Region R [kBase, +4 MiB) lives throughout.
 // - Churn: segment C of 1 MiB at kBase + 64 MiB created at S+100 and released at S+850 in
 //   every frame.
-// - Frames 1 and 4: a 3 MiB block at kBase from S+200 to S+300 (the largest free fragment
+// - Frames 1 and 6: a 3 MiB block at kBase from S+200 to S+300 (the largest free fragment
 //   4 MiB -> 1 MiB).
 // - Graph 1, node 1 runs 4 kernels per frame at S+400+100j, each after a workspace allocated at
-//   S+390+100j and freed at S+450+100j: gemm_big with 512 KiB, except in frame 5 where calls
-//   j = 1..3 run gemm_small with 128 KiB.
-// - withOom: an OOM of 8 MiB at S+480 of frame 5 (between call 0 and call 1).
+//   S+390+100j and freed at S+450+100j: gemm_big with 512 KiB, except in frame 7 where calls
+//   j = 1..3 run gemm_small with 128 KiB (unless shift is false).
+// - withOom: an OOM of 8 MiB at S+480 of frame 7 (between call 0 and call 1).
 // - withIdMatch: every frame also reports id_match_rate 0.9, except frame 1 with 0.7: healthy
 //   under the default rule (< 0.65), broken under "id_match_rate < 0.8".
-void buildSession(const std::string& path, bool withOom, bool withIdMatch = false)
+void buildSession(const std::string& path, bool withOom, bool withIdMatch = false,
+                  bool shift = true)
 {
     Ingest in(options(path));
     in.begin();
     in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
-    for (int i = 0; i < 6; ++i) {
+    for (int i = 0; i < 8; ++i) {
         const int64_t s = 1000 * (i + 1);
         mark(in, s, "frame " + std::to_string(i));
-        mark(in, s + 1, i == 5 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
+        mark(in, s + 1, i == 7 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
         if (withIdMatch)
             mark(in, s + 2, i == 1 ? "metric id_match_rate=0.7" : "metric id_match_rate=0.9");
         in.add(ev(EventType::RegionCreate, s + 100, kBase + 64 * MiB, MiB));
-        if (i == 1 || i == 4) {
+        if (i == 1 || i == 6) {
             in.add(ev(EventType::Alloc, s + 200, kBase, 3 * MiB));
             in.add(ev(EventType::Free, s + 300, kBase));
         }
         for (int j = 0; j < 4; ++j) {
-            const bool small = i == 5 && j >= 1;
+            const bool small = shift && i == 7 && j >= 1;
             const int64_t t = s + 400 + 100 * j;
             in.add(ev(EventType::Alloc, t - 10, kBase, small ? 128 * KiB : 512 * KiB));
             graphKernel(in, t, t + 40, small ? "gemm_small" : "gemm_big", 1, 1);
             in.add(ev(EventType::Free, t + 50, kBase));
-            if (withOom && i == 5 && j == 0) in.add(ev(EventType::Oom, s + 480, 0, 8 * MiB));
+            if (withOom && i == 7 && j == 0) in.add(ev(EventType::Oom, s + 480, 0, 8 * MiB));
         }
         in.add(ev(EventType::RegionDestroy, s + 850, kBase + 64 * MiB));
     }
-    mark(in, 7000, "end");
+    mark(in, 9000, "end");
     in.end();
+}
+
+const Precursor* find(const std::vector<Precursor>& p, PrecursorKind k, int64_t time = -1)
+{
+    for (const Precursor& x : p)
+        if (x.kind == k && (time < 0 || x.time == time)) return &x;
+    return nullptr;
 }
 
 } // namespace
@@ -89,8 +98,8 @@ private slots:
         QCOMPARE(kernelNameStem("gemm"), std::string("gemm"));
     }
 
-    // A shift at a graph node ranks first; the per-frame churn is folded into one background
-    // row ranked below it.
+    // A shift at a graph node stands out and ranks first; the verdict names the kernel fallback;
+    // the per-frame churn is folded into one background row ranked below it.
     void shiftAtGraphNodeRanksFirst()
     {
         QVERIFY(dir_.isValid());
@@ -98,10 +107,10 @@ private slots:
         buildSession(f, false);
         const auto e = Engine::open(f);
         QCOMPARE(e->collapses().size(), size_t{1});
-        QCOMPARE(e->collapses()[0].firstFrame, int64_t{5});
-        const auto rep = e->collapseReport(5);
+        QCOMPARE(e->collapses()[0].firstFrame, int64_t{7});
+        const auto rep = e->collapseReport(7);
         QVERIFY(rep.has_value());
-        QCOMPARE(rep->baselineFrames, (std::vector<int64_t>{0, 1, 2}));
+        QCOMPARE(rep->baselineFrames, (std::vector<int64_t>{0, 1, 2, 3, 4}));
         const auto& p = rep->precursors;
         QVERIFY(!p.empty());
         QCOMPARE(p[0].kind, PrecursorKind::KernelVariantShift);
@@ -111,26 +120,39 @@ private slots:
         QCOMPARE(s.family, std::string("graph node 1"));
         QCOMPARE(s.variant, std::string("gemm_small"));
         QCOMPARE(s.usual, std::string("gemm_big"));
-        // Before: 0 of the 12 baseline calls; after: 3 of frame 5's 4 calls.
+        // Before: 0 of the 20 baseline calls; after: 3 of frame 7's 4 calls.
         QCOMPARE(s.callsBefore, int64_t{0});
-        QCOMPARE(s.totalBefore, int64_t{12});
+        QCOMPARE(s.totalBefore, int64_t{20});
         QCOMPARE(s.callsAfter, int64_t{3});
         QCOMPARE(s.totalAfter, int64_t{4});
         QCOMPARE(s.shareBefore, 0.0);
         QCOMPARE(s.shareAfter, 0.75);
-        QCOMPARE(s.firstFrame, int64_t{5});
-        QCOMPARE(p[0].time, int64_t{6500}); // the first gemm_small: S(5) + 400 + 100
-        // The request before it (128 KiB at 6490) against the one before gemm_big's last call
-        // (512 KiB at 6390): shrank.
+        QCOMPARE(s.firstFrame, int64_t{7});
+        QCOMPARE(p[0].time, int64_t{8500}); // the first gemm_small: S(7) + 400 + 100
+        // The request before it (128 KiB at 8490) against the one before gemm_big's last call
+        // (512 KiB at 8390): shrank.
         QCOMPARE(s.preceding.change, RequestChange::Shrank);
         QCOMPARE(s.preceding.size, 128 * KiB);
         QCOMPARE(s.preceding.usualSize, 512 * KiB);
-        QCOMPARE(s.preceding.time, int64_t{6490});
+        QCOMPARE(s.preceding.time, int64_t{8490});
         QVERIFY(s.preceding.allocationId >= 0);
         QCOMPARE(p[0].allocationId, s.preceding.allocationId);
+        QCOMPARE(p[0].role, PrecursorRole::Effect);
+        QCOMPARE(p[0].mechanism, std::string("kernel_fallback"));
+        QVERIFY(p[0].evidence.standsOut);
+        QVERIFY(p[0].evidence.allocatorLinked);
+
+        const Verdict& v = rep->verdict;
+        QVERIFY(v.allocatorRelated);
+        QCOMPARE(v.mechanism, std::string("kernel_fallback"));
+        QCOMPARE(v.headline,
+                 std::string("allocator-related: kernel fallback after failed workspace "
+                             "allocation"));
+        QCOMPARE(v.evidence, (std::vector<size_t>{0}));
+        QCOMPARE(v.healthyFrames, int64_t{5});
 
         // The churning segment: one folded row (3 creations and 3 releases in the window),
-        // seen in all 3 healthy frames, so background with score 0, below the shift.
+        // seen in all 5 healthy frames, so background with score 0, below the shift.
         size_t churnAt = 0;
         const Precursor* churn = nullptr;
         for (size_t i = 0; i < p.size(); ++i)
@@ -146,48 +168,86 @@ private slots:
         QCOMPARE(churn->count, int64_t{6});
         QVERIFY(churn->background);
         QCOMPARE(churn->score, 0.0);
-        QCOMPARE(churn->evidence.seenInHealthy, int64_t{3});
+        QVERIFY(!churn->evidence.standsOut);
+        QCOMPARE(churn->evidence.seenInHealthy, int64_t{5});
         QVERIFY2(churn->description.find("released and re-created 3x") != std::string::npos,
                  churn->description.c_str());
     }
 
-    // docs/analysis.md "Ranking", worked example: score = closeness x novelty x effect,
-    // effect = max(kernel effect, largest effect / 2).
+    // docs/analysis.md "Ranking", worked example: score = closeness x m / (1 + m),
+    // m = z / threshold.
     void scoreFormula()
     {
         const auto f = path("shift.fragscope"); // written by the test above
         if (!QFile::exists(QString::fromStdString(f))) buildSession(f, false);
-        const auto rep = Engine::open(f)->collapseReport(5);
+        const auto rep = Engine::open(f)->collapseReport(7);
         QVERIFY(rep.has_value());
         const auto& p = rep->precursors;
-        // Shift: closeness 1 (inside frame 5), novelty 1 (no baseline frame ran gemm_small),
-        // kernel effect = Wilson(3 of 4) - 0 = 0.300642 -> score 0.300642.
+        // Shift: gemm_small's share at graph node 1 is 0 in each of the 5 healthy frames, 0.75
+        // in frame 7: median 0, spread 0, z = inf, threshold 3.5 (every healthy frame departs
+        // by 0 from the others). The request before it is 2 log2 units smaller than before
+        // gemm_big (log2(1 + 512 KiB) - log2(1 + 128 KiB) = 2.0000), against frame-to-frame
+        // drops of 0, 0, 0, 0 in the healthy frames: z = inf, linked. Inside frame 7:
+        // closeness 1, score 1 x 1 = 1.
+        QCOMPARE(p[0].evidence.feature, std::string("variant_share"));
         QCOMPARE(p[0].evidence.closeness, 1.0);
-        QCOMPARE(p[0].evidence.novelty, 1.0);
-        QCOMPARE(p[0].evidence.healthyFrames, int64_t{3});
-        QVERIFY(std::fabs(p[0].evidence.kernelEffect - 0.300642) < 1e-6);
-        QVERIFY(std::fabs(p[0].score - 0.300642) < 1e-6);
-        // The 3 MiB block of frame 4 (f-1): closeness 1/2; its role (size class 2^21) split the
-        // largest fragment in 1 of the 3 healthy frames (frame 1): novelty 2/3; largest 4 MiB
-        // -> 1 MiB: largest effect 0.75, effect 0.375 -> score 1/2 x 2/3 x 0.375 = 0.125.
-        QCOMPARE(p[1].kind, PrecursorKind::SplitLargest);
-        QCOMPARE(p[1].time, int64_t{5200});
-        QCOMPARE(p[1].evidence.closeness, 0.5);
-        QCOMPARE(p[1].evidence.seenInHealthy, int64_t{1});
-        QVERIFY(std::fabs(p[1].evidence.novelty - 2.0 / 3) < 1e-12);
-        QCOMPARE(p[1].evidence.largestEffect, 0.75);
-        QCOMPARE(p[1].evidence.effect, 0.375);
-        QVERIFY(std::fabs(p[1].score - 0.125) < 1e-12);
-        // The three 128 KiB workspaces of frame 5 (new role, inside f): 4 MiB -> 3.875 MiB,
-        // largest effect 1/32, score 1 x 1 x 1/64 = 0.015625, folded into one row.
-        QCOMPARE(p[2].kind, PrecursorKind::SplitLargest);
-        QCOMPARE(p[2].count, int64_t{3});
-        QCOMPARE(p[2].score, 1.0 / 64);
-        // Everything else happens in every healthy frame: score 0.
-        for (size_t i = 3; i < p.size(); ++i) {
-            QCOMPARE(p[i].score, 0.0);
-            QVERIFY(p[i].background);
-        }
+        QCOMPARE(p[0].evidence.healthyFrames, int64_t{5});
+        QCOMPARE(p[0].evidence.value, 0.75);
+        QCOMPARE(p[0].evidence.healthyMedian, 0.0);
+        QCOMPARE(p[0].evidence.healthyScale, 0.0);
+        QVERIFY(std::isinf(p[0].evidence.z));
+        QCOMPARE(p[0].evidence.threshold, 3.5);
+        QVERIFY(std::isinf(p[0].shift->requestZ));
+        QCOMPARE(p[0].score, 1.0);
+        // The 3 MiB block of frame 6 (f-1), measured by the frame's smallest largest free block:
+        // 3.5 MiB in the healthy frames 0, 2, 3, 4 (a 512 KiB workspace in the 4 MiB region),
+        // 1 MiB in frame 1 (the same 3 MiB block) and in frame 6. On the negated figure (lower
+        // is worse): healthy -3.5, -1, -3.5, -3.5, -3.5 MiB, median -3.5 MiB, MAD 0, mean
+        // absolute deviation 2.5 / 5 = 0.5 MiB, spread 1.2533 x 0.5 = 0.62665 MiB; frame 6:
+        // z = 2.5 / 0.62665 = 3.98947. Frame 1 departs infinitely from the other four (which never
+        // varied): floor 1 MiB, and frame 6's 1 MiB does not go below it, so the row does not
+        // stand out although z > 3.5. Score = 1/2 x m / (1 + m), m = 3.98947 / 3.5 = 1.13985:
+        // 0.26633.
+        const Precursor* split = find(p, PrecursorKind::SplitLargest, 7200);
+        QVERIFY(split);
+        QCOMPARE(split->evidence.feature, std::string("largest_free_min_bytes"));
+        QCOMPARE(split->evidence.frame, int64_t{6});
+        QCOMPARE(split->evidence.value, double(MiB));
+        QCOMPARE(split->evidence.healthyMedian, 3.5 * MiB);
+        QVERIFY(std::fabs(split->evidence.healthyScale - 1.2533 * 0.5 * MiB) < 1e-6);
+        QVERIFY(std::fabs(split->evidence.z - 2.5 / (1.2533 * 0.5)) < 1e-9);
+        QCOMPARE(split->evidence.floor, double(MiB));
+        QVERIFY(!split->evidence.standsOut);
+        QCOMPARE(split->evidence.closeness, 0.5);
+        const double m = split->evidence.z / 3.5;
+        QVERIFY(std::fabs(split->score - 0.5 * m / (1 + m)) < 1e-12);
+        QVERIFY(std::fabs(split->score - 0.26633) < 1e-5);
+        // Ranked below the shift (which stands out) however large its score.
+        QVERIFY(split > &p[0]);
+        // Every row but the shift is within the healthy spread.
+        for (size_t i = 1; i < p.size(); ++i)
+            QVERIFY2(!p[i].evidence.standsOut, p[i].description.c_str());
+    }
+
+    // The lookback looks like the healthy frames: no shift, no OOM, the same churn, a split the
+    // healthy frames had too. The quality dropped, but nothing departs from the healthy frames
+    // more than they vary among themselves.
+    void lookbackLikeHealthyFrames()
+    {
+        const auto f = path("content.fragscope");
+        buildSession(f, false, false, false);
+        const auto rep = Engine::open(f)->collapseReport(7);
+        QVERIFY(rep.has_value());
+        QVERIFY(!rep->verdict.allocatorRelated);
+        QVERIFY(rep->verdict.mechanism.empty());
+        QVERIFY(rep->verdict.evidence.empty());
+        QCOMPARE(rep->verdict.headline,
+                 std::string("no allocator precursor stands out: quality dropped without a memory "
+                             "event beyond what the 5 healthy frames show"));
+        QVERIFY(!rep->precursors.empty());
+        for (const Precursor& x : rep->precursors)
+            QVERIFY2(!x.evidence.standsOut, x.description.c_str());
+        QVERIFY(!find(rep->precursors, PrecursorKind::KernelVariantShift));
     }
 
     // The ranking follows the collapse rules it is asked with (the GUI's rule editor), and equals
@@ -202,23 +262,29 @@ private slots:
         };
         const auto e = Engine::open(f); // default rules: frame 1 (id_match_rate 0.7) is healthy
         QCOMPARE(e->collapses().size(), size_t{1});
-        const CollapseReport before = e->frameReport(5);
-        QCOMPARE(before.baselineFrames, (std::vector<int64_t>{0, 1, 2}));
-        // Under the strict rules frame 1 collapses: the baseline of frame 5 (window frames 3-5)
-        // is frames 0 and 2. The 3 MiB split of frame 4 happened in frame 1 only, which is no
-        // longer healthy: novelty 1 (was 2/3), score 1/2 x 1 x 0.375 = 0.1875 (was 0.125). The
-        // churning segment is still in every healthy frame: background, seen in 2 of 2.
-        const CollapseReport after = e->frameReport(5, strict);
-        QCOMPARE(after.baselineFrames, (std::vector<int64_t>{0, 2}));
-        const auto split =
-            std::find_if(after.precursors.begin(), after.precursors.end(), [](const Precursor& p) {
-                return p.kind == PrecursorKind::SplitLargest && p.time == 5200;
-            });
-        QVERIFY(split != after.precursors.end());
+        const CollapseReport before = e->frameReport(7);
+        QCOMPARE(before.baselineFrames, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+        const Precursor* was = find(before.precursors, PrecursorKind::SplitLargest, 7200);
+        QVERIFY(was && !was->evidence.standsOut);
+        // Under the strict rules frame 1 collapses: the baseline of frame 7 (window frames 5-7)
+        // is frames 0, 2, 3, 4, whose smallest largest free block is 3.5 MiB in every one: spread
+        // 0, so frame 6's 1 MiB departs infinitely and stands out (an allocator condition: the
+        // verdict still rests on the shift). Score = closeness 1/2. Novelty 1 (was 4/5). The
+        // churning segment is still in every healthy frame: background, seen in 4 of 4.
+        const CollapseReport after = e->frameReport(7, strict);
+        QCOMPARE(after.baselineFrames, (std::vector<int64_t>{0, 2, 3, 4}));
+        const Precursor* split = find(after.precursors, PrecursorKind::SplitLargest, 7200);
+        QVERIFY(split);
         QCOMPARE(split->evidence.seenInHealthy, int64_t{0});
-        QCOMPARE(split->evidence.healthyFrames, int64_t{2});
+        QCOMPARE(split->evidence.healthyFrames, int64_t{4});
         QCOMPARE(split->evidence.novelty, 1.0);
-        QVERIFY(std::fabs(split->score - 0.1875) < 1e-12);
+        QVERIFY(std::isinf(split->evidence.z));
+        QVERIFY(split->evidence.standsOut);
+        QCOMPARE(split->score, 0.5);
+        QCOMPARE(split->role, PrecursorRole::Condition);
+        QCOMPARE(after.verdict.mechanism, std::string("kernel_fallback"));
+        QCOMPARE(after.precursors[0].kind, PrecursorKind::KernelVariantShift);
+        QCOMPARE(after.precursors[1].kind, PrecursorKind::SplitLargest); // the next that stands out
         for (const Precursor& p : after.precursors)
             if (p.kind == PrecursorKind::RegionCreated || p.kind == PrecursorKind::RegionReleased)
                 QVERIFY(p.background);
@@ -228,14 +294,15 @@ private slots:
         LoadOptions o;
         o.rules = strict;
         const auto byCli = Engine::open(f, o);
-        QCOMPARE(byCli->collapses().size(), size_t{2}); // frame 1, frame 5
-        const auto viaRules = e->collapseReport(5, strict);
-        const auto opened = byCli->collapseReport(5);
+        QCOMPARE(byCli->collapses().size(), size_t{2}); // frame 1, frame 7
+        const auto viaRules = e->collapseReport(7, strict);
+        const auto opened = byCli->collapseReport(7);
         QVERIFY(viaRules && opened);
         QVERIFY(!e->collapseReport(1).has_value());
         QVERIFY(e->collapseReport(1, strict).has_value());
         QCOMPARE(viaRules->baselineFrames, opened->baselineFrames);
         QCOMPARE(viaRules->collapse.brokenRules, opened->collapse.brokenRules);
+        QCOMPARE(viaRules->verdict.headline, opened->verdict.headline);
         QCOMPARE(viaRules->precursors.size(), opened->precursors.size());
         for (size_t i = 0; i < opened->precursors.size(); ++i) {
             const Precursor& a = viaRules->precursors[i];
@@ -247,25 +314,30 @@ private slots:
             QCOMPARE(a.description, b.description);
         }
         // The open() rules are still answered as before.
-        QCOMPARE(e->frameReport(5).baselineFrames, (std::vector<int64_t>{0, 1, 2}));
+        QCOMPARE(e->frameReport(7).baselineFrames, (std::vector<int64_t>{0, 1, 2, 3, 4}));
     }
 
-    // An OOM inside the collapsed frame ranks first: closeness 1, novelty 1 (no healthy frame
-    // had one), effect 1; the shift follows, its preceding request marked as failed.
+    // An OOM inside the collapsed frame: 8 MiB of failed requests where the healthy frames had
+    // none (z = inf); an outright failure ranks before the fallback that stands out as much,
+    // whose preceding request is marked as failed.
     void oomRanksFirst()
     {
         const auto f = path("oom.fragscope");
         buildSession(f, true);
-        const auto rep = Engine::open(f)->collapseReport(5);
+        const auto rep = Engine::open(f)->collapseReport(7);
         QVERIFY(rep.has_value());
         const auto& p = rep->precursors;
         QVERIFY(p.size() >= 2);
         QCOMPARE(p[0].kind, PrecursorKind::Oom);
-        QCOMPARE(p[0].time, int64_t{6480});
+        QCOMPARE(p[0].time, int64_t{8480});
+        QCOMPARE(p[0].evidence.feature, std::string("failed_request_bytes"));
+        QCOMPARE(p[0].evidence.value, double(8 * MiB));
         QCOMPARE(p[0].score, 1.0);
         QCOMPARE(p[1].kind, PrecursorKind::KernelVariantShift);
         QCOMPARE(p[1].shift->preceding.change, RequestChange::Failed);
         QCOMPARE(p[1].shift->preceding.oomRequested, 8 * MiB);
+        QCOMPARE(rep->verdict.mechanism, std::string("out_of_memory"));
+        QCOMPARE(rep->verdict.evidence, (std::vector<size_t>{0, 1}));
     }
 
     // The demo run (24 frames x 20 steps, seed 17: collapse 22-23): the top row names the cause
@@ -289,6 +361,7 @@ private slots:
         QVERIFY(rep.has_value());
         QCOMPARE(rep->collapse.firstFrame, int64_t{22});
         QVERIFY(!rep->precursors.empty());
+        QCOMPARE(rep->verdict.mechanism, std::string("kernel_fallback"));
         const Precursor& top = rep->precursors[0];
         QCOMPARE(top.kind, PrecursorKind::KernelVariantShift);
         Session s = Session::open(f);
@@ -303,6 +376,9 @@ private slots:
                      "SELECT workspace_failures || '/' || attention_calls FROM"
                      " sim_truth_frames WHERE frame = 22"),
                  std::string("160/160"));
+        QCOMPARE(fs::store::debugQuery(s).scalarText(
+                     "SELECT mechanism FROM sim_truth_causes WHERE frame = 22"),
+                 std::string("workspace_fallback"));
     }
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -228,7 +229,10 @@ private slots:
             att.start(QStringLiteral(FRAGSCOPE_CLI),
                       {"attach", QString::number(pid), "--index", "-o", file("stop.fragscope")});
             QVERIFY(att.waitForStarted());
-            QTest::qWait(1000);
+            // The session file appears once attach is connected and its stop handler is in
+            // place; a fixed wait sent SIGTERM before that to a slow (ASan, loaded) start.
+            QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(file("stop.fragscope")), 60000);
+            QTest::qWait(300);
             QCOMPARE(att.state(), QProcess::Running); // still recording: stopped below
             att.terminate();                          // MainWindow::stopRecording
             QVERIFY(att.waitForFinished(60000));

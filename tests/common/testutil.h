@@ -48,6 +48,21 @@ inline CliResult runCli(const QStringList& args, int timeoutMs = 120000)
     return runCliIn({}, args, {}, timeoutMs);
 }
 
+// Writes the generated PyTorch-format snapshots (tests/import/gen_snapshot_fixtures.py: standard
+// library only) into dir. Returns what went wrong, empty on success.
+inline QString writeSnapshotFixtures(const QString& dir)
+{
+    QProcess py;
+    py.start(
+        "python3",
+        {QStringLiteral(FRAGSCOPE_SOURCE_DIR) + "/tests/import/gen_snapshot_fixtures.py", dir});
+    if (!py.waitForFinished(60000)) return QStringLiteral("python3 did not finish");
+    if (py.exitStatus() != QProcess::NormalExit || py.exitCode() != 0)
+        return QStringLiteral("gen_snapshot_fixtures.py failed: ") +
+               QString::fromLocal8Bit(py.readAllStandardError());
+    return {};
+}
+
 // The folder of real public traces ($FRAGSCOPE_DATA, else ../shared/data beside the source tree).
 inline QString dataDir()
 {

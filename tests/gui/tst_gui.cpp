@@ -5,6 +5,7 @@
 #include "fixture.h"
 #include "main_window.h"
 #include "testutil.h"
+#include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/panels.h"
@@ -13,6 +14,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -116,6 +118,38 @@ private slots:
                          .toStdString(),
                      expected[size_t(i)].description);
         QVERIFY(w.inspector()->headline().contains("17"));
+        // The verdict comes first, the engine's own sentence. The fixture's frame 17 runs a
+        // fallback kernel, but no request before it failed or shrank (its allocations are the
+        // same as in every frame), so the fallback is not linked to the allocator: "no allocator
+        // precursor stands out", with no evidence rows.
+        const analysis::Verdict verdict = s.engine->frameReport(f).verdict;
+        QVERIFY(!verdict.allocatorRelated);
+        QVERIFY(verdict.evidence.empty());
+        const QString shown = w.inspector()->verdict();
+        QVERIFY2(shown.contains(QString::fromStdString(verdict.headline).toHtmlEscaped()),
+                 qPrintable(shown));
+        QVERIFY(shown.contains("no allocator precursor stands out"));
+        QVERIFY(!shown.contains("evidence #"));
+        // The correlation tab (filled when first shown): the engine's pairs in its order, each
+        // with n, r, p and q, and "significant" exactly where a q is under 0.05.
+        auto* corrDock = w.findChild<QDockWidget*>(QStringLiteral("correlationDock"));
+        QVERIFY(corrDock);
+        corrDock->raise();
+        const auto pairs = s.engine->correlations();
+        QVERIFY(!pairs.empty());
+        QTreeWidget* ct = w.correlationTable()->tree();
+        QTRY_COMPARE(ct->topLevelItemCount(), int(pairs.size()));
+        QCOMPARE(ct->headerItem()->text(views::CorrelationTable::PearsonQ), QStringLiteral("q"));
+        for (int i = 0; i < ct->topLevelItemCount(); ++i) {
+            const QTreeWidgetItem* it = ct->topLevelItem(i);
+            const analysis::Correlation& c = pairs[size_t(i)];
+            QCOMPARE(it->text(views::CorrelationTable::FrameMetric).toStdString(), c.frameMetric);
+            QCOMPARE(it->text(views::CorrelationTable::N).toLongLong(), c.n);
+            QCOMPARE(it->text(views::CorrelationTable::PearsonQ),
+                     QString::number(c.pearsonQ, 'g', 3));
+            QCOMPARE(it->text(views::CorrelationTable::Significant).isEmpty(),
+                     !(c.pearsonQ < 0.05 || c.spearmanQ < 0.05));
+        }
         // The heatmap's selection covers the frame, and the frame is in view.
         const analysis::FrameInfo* fr = s.frame(f);
         const auto& hs = w.heatmap()->selection();

@@ -4,6 +4,7 @@
 // tests/import/gen_snapshot_fixtures.py writes (python3 only). With FRAGSCOPE_SHOTS=DIR set, the
 // window showing the pool is saved as DIR/gui-pool-track.png.
 #include "main_window.h"
+#include "testutil.h"
 #include "widgets/plot_widgets.h"
 
 #include "views/render/scene.h"
@@ -11,7 +12,6 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDockWidget>
-#include <QProcess>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -42,13 +42,8 @@ private slots:
         QCoreApplication::setOrganizationName(QStringLiteral("fragscope-tests"));
         QCoreApplication::setApplicationName(QStringLiteral("tst_gui_pools"));
         QSettings().clear();
-        QProcess py;
-        py.start("python3",
-                 {QStringLiteral(FRAGSCOPE_SOURCE_DIR) + "/tests/import/gen_snapshot_fixtures.py",
-                  dir_.path()});
-        QVERIFY2(py.waitForFinished(60000), "python3 did not finish");
-        QVERIFY2(py.exitStatus() == QProcess::NormalExit && py.exitCode() == 0,
-                 py.readAllStandardError().constData());
+        const QString generated = fstest::writeSnapshotFixtures(dir_.path());
+        QVERIFY2(generated.isEmpty(), qPrintable(generated));
     }
 
     // multi-device.pickle, device 0 (the figures of tests/import/tst_import_fixtures.cpp's

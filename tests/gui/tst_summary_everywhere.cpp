@@ -168,7 +168,7 @@ private slots:
         sameFigures(asJson(cw->comparison()->a.figures), report_, "GUI what-if window, real run");
         sameFigures(asJson(cw->comparison()->b.figures), report_,
                     "GUI what-if window, recorded replay");
-        sameFigures(asJson(cw->whatIf()->real.at(0).second), report_, "GUI what-if result");
+        sameFigures(asJson(cw->whatIf()->real.at(0).summary), report_, "GUI what-if result");
         cw->close();
         QVERIFY2(errors.isEmpty(), qPrintable(errors.join("\n")));
     }

@@ -18,6 +18,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPointer>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -148,9 +149,11 @@ private slots:
         QVERIFY(cw->comparison() || loaded.wait(60000));
         QVERIFY(cw->comparison());
         const analysis::Comparison& cmp = *cw->comparison();
-        // A is the real run; B the replay, labelled as such and never as a measurement.
-        QCOMPARE(QFileInfo(QString::fromStdString(cmp.a.path)).fileName(),
-                 QString("sim.fragscope"));
+        // A is the replay under the recorded settings, B the what-if: model against model, both
+        // labelled as replays, never as measurements. The real run is the third, thin curve.
+        QCOMPARE(cmp.a.label, std::string("what-if: recorded settings (PyTorch defaults) replay of "
+                                          "sim.fragscope"));
+        QVERIFY(cmp.a.whatIf);
         QCOMPARE(cmp.b.label,
                  std::string("what-if: max_split_size_mb:128 replay of sim.fragscope"));
         QVERIFY(cmp.b.whatIf);
@@ -158,8 +161,21 @@ private slots:
         QVERIFY(cw->titleB()->text().contains("what-if: max_split_size_mb:128 replay of "
                                               "sim.fragscope"));
         QVERIFY(cw->titleB()->text().contains("not measured"));
-        QVERIFY(!cw->titleA()->text().contains("what-if"));
+        QVERIFY(cw->titleA()->text().contains("what-if: recorded settings"));
         QVERIFY(cw->windowTitle().startsWith("What-if replay of sim.fragscope"));
+        QVERIFY(cw->windowTitle().contains("against the replay under the recorded settings"));
+        const analysis::Comparison* real = cw->referenceComparison();
+        QVERIFY(real);
+        QCOMPARE(QFileInfo(QString::fromStdString(real->b.path)).fileName(),
+                 QString("sim.fragscope"));
+        QVERIFY(!real->b.whatIf);
+        QCOMPARE(cw->reservedPlot()->graphCount(), 3);
+        QCOMPARE(cw->reservedPlot()->graph(2)->name(), QString("real run (measured)"));
+        QCOMPARE(cw->reservedPlot()->graph(2)->data()->size(), int(real->rows.size()));
+        QCOMPARE(cw->summaryTable()->columnCount(), 5);
+        // The recorded replay is exact here: A's curve is the real run's.
+        for (size_t k = 0; k < real->rows.size(); ++k)
+            QCOMPARE(real->rows[k].a.reserved, real->rows[k].b.reserved);
         // The fidelity verdict: a simulated run is complete and reproduced exactly.
         QVERIFY(cw->whatIf());
         QVERIFY(cw->whatIf()->fidelity.reproduced);
@@ -168,6 +184,8 @@ private slots:
         QVERIFY2(fid.contains("Trace: complete"), qPrintable(fid));
         QVERIFY(fid.contains("reproduces the real run"));
         QVERIFY(fid.contains("not measured"));
+        QVERIFY(fid.contains("A is the replay under the recorded settings"));
+        QVERIFY(fid.contains("reproduces the real run at every segment event"));
         // Both heatmaps show their session.
         QVERIFY(cw->heatmapA()->level() >= 0);
         QVERIFY(cw->heatmapB()->level() >= 0);
@@ -242,6 +260,49 @@ private slots:
                                               QFileInfo(session).fileName()));
         QTRY_VERIFY_WITH_TIMEOUT(cw->heatmapB()->isRefined(), 30000);
         shot(cw, qPrintable("whatif-compare-" + QFileInfo(file).completeBaseName() + ".png"));
+    }
+
+    // The recorded settings alone check the model: B (the replay) against the real run A, no
+    // third curve.
+    void recordedSettingsAloneChecksTheModel()
+    {
+        auto w = window(sim_);
+        gui::WhatIfController* c = w->whatIf();
+        QSignalSpy opened(c, &gui::WhatIfController::compareOpened);
+        alloc::RunSpec spec;
+        spec.recordedConfig = true;
+        c->start(spec);
+        QVERIFY2(opened.wait(120000), qPrintable(errors_.join("\n")));
+        auto* cw = opened.at(0).at(0).value<gui::CompareWindow*>();
+        QSignalSpy loaded(cw, &gui::CompareWindow::loaded);
+        QVERIFY(cw->comparison() || loaded.wait(60000));
+        QCOMPARE(QFileInfo(QString::fromStdString(cw->comparison()->a.path)).fileName(),
+                 QString("sim.fragscope"));
+        QVERIFY(cw->comparison()->b.whatIf);
+        QVERIFY(!cw->referenceComparison());
+        QCOMPARE(cw->reservedPlot()->graphCount(), 2);
+        QVERIFY(cw->windowTitle().contains("the model against the real run"));
+        QVERIFY(!cw->fidelityLabel()->text().contains("A is the replay"));
+    }
+
+    // File › Compare with…: what cannot be read is reported by the main window, naming the
+    // file, and its compare window closes instead of standing empty.
+    void compareWithReportsWhatItCannotRead()
+    {
+        auto w = window(sim_);
+        const QString junk = dir_.filePath("notes.txt");
+        QFile f(junk);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a trace\n");
+        f.close();
+        errors_.clear();
+        QPointer<gui::CompareWindow> cw = w->compareWith(sim_, junk);
+        QVERIFY(cw);
+        QTRY_VERIFY_WITH_TIMEOUT(!errors_.isEmpty(), 60000);
+        QVERIFY2(errors_.front().startsWith("Cannot compare: ") && errors_.front().contains(junk),
+                 qPrintable(errors_.front()));
+        QTRY_VERIFY_WITH_TIMEOUT(cw.isNull(), 10000); // closed (deleted on close)
+        errors_.clear();
     }
 
     void cancelLeavesNothing()

@@ -11,6 +11,12 @@ exercise every snapshot feature fragscope reads, with the standard library only:
                        allocator_settings; user_metadata and compile_context; frames;
                        external_annotations (frames, a metric, a named range).
   v2-history.pickle    the PyTorch ~2.0 layout: blocks without 'address', with 'history'.
+  bursts.pickle        a complete trace whose segment releases come in bursts spread over time,
+                       as a draining GPU spreads them (the first cudaFree of a burst waits for
+                       the device): device 0 two empty_cache() calls (the second right before
+                       a cudaMalloc), device 1 a free-and-retry, device 2 garbage collection
+                       (garbage_collection_threshold:0.5 of the 200 MiB an OOM entry tells) and
+                       a failed request. Worked out in tests/alloc/tst_whatif_timing.cpp.
 
 The expected figures are worked out by hand in tests/import/tst_import_fixtures.cpp; this
 script only writes what the comments there describe. Usage: gen_snapshot_fixtures.py OUTDIR
@@ -140,13 +146,102 @@ def v2_history():
             "device_traces": []}
 
 
+def alloc_free(trace, addr, size, t_alloc, t_free=None, stream=0):
+    """An allocation, and its free (free_requested then free_completed, no wait) if t_free."""
+    trace.append(entry("alloc", addr, size, t_alloc, stream))
+    if t_free is not None:
+        trace.append(entry("free_requested", addr, size, t_free, stream))
+        trace.append(entry("free_completed", addr, size, t_free, stream))
+
+
+def bursts():
+    # Device 0: x, y, z (30, 40, 50 MiB: one segment each) and k (4 KiB in a 2 MiB small
+    # segment). empty_cache() #1 releases A, B, C (large pool, by size): the first cudaFree waits
+    # 200 ms for the device; k's free comes after it. empty_cache() #2 releases A, B and K, and
+    # a 30 MiB request follows at once: its cudaMalloc gets A again (the cache held a 30 MiB block
+    # before the call, so this was no free-and-retry).
+    A, B, C, K = 0x100000000, 0x110000000, 0x120000000, 0x130000000
+    d0 = []
+    d0 += [entry("segment_alloc", A, 30 * MiB, 100)]
+    alloc_free(d0, A, 30 * MiB, 100, 200)
+    d0 += [entry("segment_alloc", B, 40 * MiB, 110)]
+    alloc_free(d0, B, 40 * MiB, 110, 201)
+    d0 += [entry("segment_alloc", C, 50 * MiB, 120)]
+    alloc_free(d0, C, 50 * MiB, 120, 202)
+    d0 += [entry("segment_alloc", K, 2 * MiB, 130)]
+    alloc_free(d0, K, 4 * KiB, 130)
+    d0 += [entry("segment_free", A, 30 * MiB, 1000),
+           entry("segment_free", B, 40 * MiB, 201000),
+           entry("segment_free", C, 50 * MiB, 201020)]
+    d0 += [entry("free_requested", K, 4 * KiB, 250000),
+           entry("free_completed", K, 4 * KiB, 250000)]
+    d0 += [entry("segment_alloc", A, 30 * MiB, 300000)]
+    alloc_free(d0, A, 30 * MiB, 300000, 300200)
+    d0 += [entry("segment_alloc", B, 40 * MiB, 300100)]
+    alloc_free(d0, B, 40 * MiB, 300100, 300201)
+    d0.sort(key=lambda e: e["time_us"])  # stable: each alloc stays after its segment_alloc
+    d0 += [entry("segment_free", A, 30 * MiB, 301000),
+           entry("segment_free", B, 40 * MiB, 451000),
+           entry("segment_free", K, 2 * MiB, 451010),
+           entry("segment_alloc", A, 30 * MiB, 500000),
+           entry("alloc", A, 30 * MiB, 500000)]
+
+    # Device 1: x (30 MiB) and y (40 MiB) cached; z (100 MiB) fits in no cached block and its
+    # cudaMalloc fails: the allocator releases A1 and B1 (150 ms for the first) and retries.
+    A1, B1, C1 = 0x200000000, 0x210000000, 0x220000000
+    d1 = [entry("segment_alloc", A1, 30 * MiB, 100)]
+    alloc_free(d1, A1, 30 * MiB, 100, 200)
+    d1 += [entry("segment_alloc", B1, 40 * MiB, 110)]
+    alloc_free(d1, B1, 40 * MiB, 110, 210)
+    d1.sort(key=lambda e: e["time_us"])
+    d1 += [entry("segment_free", A1, 30 * MiB, 1000),
+           entry("segment_free", B1, 40 * MiB, 151000),
+           entry("segment_alloc", C1, 100 * MiB, 151100),
+           entry("alloc", C1, 100 * MiB, 151100)]
+
+    # Device 2, garbage collection at 0.5 x 200 MiB = 100 MiB (ages count the large pool's
+    # free-block searches since a block was cached): x 50, y 60, z 12 MiB (searches 1-3), x and
+    # z freed (base 3), z2 and z3 reuse Z (searches 4, 5; Z base 5), y freed (base 5). big (80
+    # MiB, search 6) fits nowhere; reserved 122 > 100 MiB: ages X 3, Y 1, Z 1, mean 5/3: only X
+    # goes, then cudaMalloc gets 80 MiB. huge (1 GiB, search 7): ages Y 2, Z 2: both go (Z
+    # first, by size), cudaMalloc fails, nothing else is cached: OOM with 120 MiB free on the
+    # device and 80 MiB reserved: 200 MiB usable.
+    X, Y, Z, BIG = 0x300000000, 0x310000000, 0x320000000, 0x330000000
+    d2 = [entry("segment_alloc", X, 50 * MiB, 100), entry("alloc", X, 50 * MiB, 100),
+          entry("segment_alloc", Y, 60 * MiB, 110), entry("alloc", Y, 60 * MiB, 110),
+          entry("segment_alloc", Z, 12 * MiB, 120), entry("alloc", Z, 12 * MiB, 120),
+          entry("free_requested", X, 50 * MiB, 200), entry("free_completed", X, 50 * MiB, 200),
+          entry("free_requested", Z, 12 * MiB, 210), entry("free_completed", Z, 12 * MiB, 210)]
+    alloc_free(d2, Z, 12 * MiB, 220, 230)
+    alloc_free(d2, Z, 12 * MiB, 240, 250)
+    d2 += [entry("free_requested", Y, 60 * MiB, 260), entry("free_completed", Y, 60 * MiB, 260),
+           entry("segment_free", X, 50 * MiB, 1000),
+           entry("segment_alloc", BIG, 80 * MiB, 1200), entry("alloc", BIG, 80 * MiB, 1200),
+           entry("segment_free", Z, 12 * MiB, 2000),
+           entry("segment_free", Y, 60 * MiB, 102000),
+           {"action": "oom", "addr": 0, "size": 1024 * MiB, "stream": 0, "time_us": 102010,
+            "device_free": 120 * MiB, "frames": []}]
+
+    segments = [
+        segment(0, A, [block(A, 30 * MiB, "active_allocated")]),
+        segment(1, C1, [block(C1, 100 * MiB, "active_allocated")]),
+        segment(2, BIG, [block(BIG, 80 * MiB, "active_allocated")]),
+    ]
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:0.5",
+                "max_split_size": -1, "garbage_collection_threshold": 0.5,
+                "expandable_segments": False,
+                "roundup_power2_divisions": {str(1 << k): 0 for k in range(16)}}
+    return {"segments": segments, "device_traces": [d0, d1, d2], "allocator_settings": settings}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_snapshot_fixtures.py OUTDIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, data in (("multi-device.pickle", multi_device()),
-                       ("v2-history.pickle", v2_history())):
+                       ("v2-history.pickle", v2_history()),
+                       ("bursts.pickle", bursts())):
         with open(os.path.join(out, name), "wb") as f:
             pickle.dump(data, f, protocol=4)
 

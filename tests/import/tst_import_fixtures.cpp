@@ -69,13 +69,8 @@ class TestImportFixtures : public QObject
 private slots:
     void initTestCase()
     {
-        QProcess py;
-        py.start("python3",
-                 {QStringLiteral(FRAGSCOPE_SOURCE_DIR) + "/tests/import/gen_snapshot_fixtures.py",
-                  tmp_.path()});
-        QVERIFY2(py.waitForFinished(60000), "python3 did not finish");
-        QVERIFY2(py.exitStatus() == QProcess::NormalExit && py.exitCode() == 0,
-                 py.readAllStandardError().constData());
+        const QString generated = fstest::writeSnapshotFixtures(tmp_.path());
+        QVERIFY2(generated.isEmpty(), qPrintable(generated));
         multi_ = importOk(tmp_.filePath("multi-device.pickle"), "multi");
         QVERIFY(!multi_.isEmpty());
         v2_ = importOk(tmp_.filePath("v2-history.pickle"), "v2");

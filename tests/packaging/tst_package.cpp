@@ -89,7 +89,8 @@ private slots:
                                 "usr/share/doc/fragscope/README.md",
                                 "usr/share/doc/fragscope/session-format.md"};
         expected << "usr/bin/fragscope-gui"
-                 << "usr/share/fragscope/python/fragscope_nvtx.py";
+                 << "usr/share/fragscope/python/fragscope_nvtx.py"
+                 << "usr/share/fragscope/python/fragscope_fleet.py";
         // The agent is packaged when capture was built (FRAGSCOPE_CAPTURE).
         if (FRAGSCOPE_HAVE_AGENT) expected << "usr/lib/fragscope/libfragscope-inject.so";
         for (const QString& f : expected)

@@ -102,7 +102,7 @@ private slots:
                 if (rule.toString().startsWith("warp_error_z"))
                     QCOMPARE(c.toObject()["collapse"].toObject()["first_frame"].toInt(), 17);
         const QJsonObject f17 = o["frames"].toArray().at(17).toObject();
-        QCOMPARE(f17["index"].toInt(), 17);
+        QCOMPARE(f17["frame"].toInt(), 17);
         QVERIFY(f17["metrics"].toObject()["warp_error_z"].toDouble() > 6);
         QVERIFY(f17["metrics"].toObject().contains("ssim_prev"));
         QVERIFY(o["rules"].toArray().contains(QJsonValue("warp_error_z > 6")));

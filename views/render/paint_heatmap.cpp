@@ -5,6 +5,7 @@
 #include <QFontMetricsF>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -83,38 +84,53 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     p.restore();
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, true);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);
-    drawXAxis(p, plot, toAxisTime(s, o.from, span), toAxisTime(s, o.to, span),
-              timeAxisLabel(s, span), th);
+    const int64_t unitSpan = o.unitSpan > 0 ? o.unitSpan : span;
+    drawXAxis(p, plot, toAxisTime(s, o.from, unitSpan), toAxisTime(s, o.to, unitSpan),
+              timeAxisLabel(s, unitSpan), th);
     {
         // Address ticks: region starts (the natural landmarks), thinned so labels never overlap;
         // nice offsets inside a region when few region starts are in view.
         const double kk = std::max(0.9, std::clamp(plot.height() / 560.0, 0.8, 1.8));
         p.setFont(font(11 * kk));
         const double minGap = QFontMetricsF(p.font()).height() * 1.8;
-        std::vector<double> cands;
+        std::vector<double> starts;
         for (const auto& r : ld.layout.ranges) {
             const auto y = static_cast<double>(r.compactBegin);
-            if (y >= o.y0 && y <= o.y1) cands.push_back(y);
+            if (y >= o.y0 && y <= o.y1) starts.push_back(y);
         }
-        if (cands.size() < 4)
-            for (double v :
-                 niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
-                cands.push_back(v);
-        std::sort(cands.begin(), cands.end());
         p.setPen(QPen(th.foreground, 1));
         p.drawLine(plot.topLeft(), plot.bottomLeft());
-        double lastY = 1e300;
-        for (double v : cands) {
+        // Region starts first, then nice offsets wherever they leave room: a run whose regions
+        // crowd one end of the axis (a what-if's replay above the recorded addresses) is
+        // labelled over its whole height, as the run beside it is.
+        std::vector<double> placed;
+        // A nice offset's address is rounded down to a power of two worth about a quarter of
+        // the labels' spacing, so that it reads as a round address (0x7f0060000000).
+        const double bytesPerGap = (o.y1 - o.y0) / std::max(1.0, plot.height()) * minGap;
+        const uint64_t align = std::bit_floor(
+            std::max<uint64_t>(512, static_cast<uint64_t>(std::max(0.0, bytesPerGap / 4))));
+        auto place = [&](double v, bool round) {
             uint64_t a = 0;
-            if (!ld.yToAddress(v, a)) continue;
+            if (!ld.yToAddress(v, a)) return;
+            if (round) {
+                a &= ~(align - 1);
+                v = ld.addressToY(a);
+                if (v < 0) return; // rounded into a gap between regions
+            }
             const double y = Y(v);
-            if (std::fabs(lastY - y) < minGap || y < plot.top() - 1 || y > plot.bottom() + 1)
-                continue;
-            lastY = y;
+            if (y < plot.top() - 1 || y > plot.bottom() + 1) return;
+            for (double q : placed)
+                if (std::fabs(q - y) < minGap) return;
+            placed.push_back(y);
             p.drawLine(QPointF(plot.left() - 5 * kk, y), QPointF(plot.left(), y));
             p.drawText(QRectF(plot.left() - 150 * kk, y - 8 * kk, 143 * kk, 16 * kk),
                        Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(formatAddress(a)));
-        }
+        };
+        for (double v : starts)
+            place(v, false);
+        for (double v :
+             niceTicks(o.y0, o.y1, std::max(2, static_cast<int>(plot.height() / minGap))))
+            place(v, true);
     }
     {
         // The address axis title, rotated, at the far left.

@@ -64,6 +64,9 @@ struct RenderOptions
     // off the GUI thread); null: asked from the engine while painting.
     const analysis::MemmapRaster* memmap = nullptr;
     const analysis::State* state = nullptr;
+    // Heatmap: the time unit is the one for a span this long (ns; 0: the view's own span), so
+    // that views side by side read in one unit (the compare window).
+    int64_t unitSpan = 0;
 };
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours

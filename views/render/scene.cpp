@@ -240,6 +240,13 @@ analysis::CollapseReport Scene::frameReport(int64_t f) const
     return reportCache->report;
 }
 
+std::vector<analysis::Correlation> Scene::correlations() const
+{
+    if (firstLook && !recordsReady()) return {};
+    if (!engine) return {};
+    return locked(*this, [](const analysis::Engine& e) { return e.correlations(); });
+}
+
 std::vector<analysis::KernelSummary> Scene::kernelsInFrame(int64_t f) const
 {
     if (firstLook && !recordsReady()) return {};

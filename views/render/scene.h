@@ -130,6 +130,9 @@ struct Scene
     // under this scene's rules).
     analysis::CollapseReport frameReport(int64_t frame) const;
     std::vector<analysis::KernelSummary> kernelsInFrame(int64_t frame) const;
+    // The report's correlations with their q-values (Engine::correlations); empty until the
+    // records are loaded.
+    std::vector<analysis::Correlation> correlations() const;
     std::vector<analysis::KernelSpan> kernelSpans(int64_t from, int64_t to) const;
     std::vector<analysis::GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;
     // Asks the engine the questions whose first answer builds an index (kernel names: a pass

@@ -51,6 +51,13 @@ void HeatmapWidget::setLevel(int level)
     fit();
 }
 
+void HeatmapWidget::setLinked(int64_t unitSpan)
+{
+    linked_ = true;
+    unitSpan_ = unitSpan;
+    update();
+}
+
 void HeatmapWidget::setDark(bool dark)
 {
     dark_ = dark;
@@ -76,6 +83,7 @@ render::RenderOptions HeatmapWidget::options() const
     // A colouring's legend gets a column of its own beside the plot (over the plot it hid the
     // blocks it names); set with the style, before its raster comes, so the plot keeps its size.
     if (style_.colouring != analysis::Colouring::Occupancy) o.legendWidth = kLegendWidth;
+    o.unitSpan = unitSpan_;
     return o;
 }
 
@@ -89,9 +97,13 @@ render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
     if (!scene_ || level_ < 0) return vp;
     const render::Viewport full = render::fullViewport(*scene_, level_);
     const int64_t minT = std::min<int64_t>(1000, full.t1 - full.t0);
-    int64_t span = std::clamp<int64_t>(vp.t1 - vp.t0, minT, full.t1 - full.t0);
-    vp.t0 = std::clamp(vp.t0, full.t0, full.t1 - span);
-    vp.t1 = vp.t0 + span;
+    if (linked_) { // the other view's range, whatever this session's length
+        vp.t1 = std::max(vp.t1, vp.t0 + std::max<int64_t>(minT, 1));
+    } else {
+        const int64_t span = std::clamp<int64_t>(vp.t1 - vp.t0, minT, full.t1 - full.t0);
+        vp.t0 = std::clamp(vp.t0, full.t0, full.t1 - span);
+        vp.t1 = vp.t0 + span;
+    }
     const double minY = std::min(4096.0, full.y1);
     const double yspan = std::clamp(vp.y1 - vp.y0, minY, full.y1 - full.y0);
     vp.y0 = std::clamp(vp.y0, full.y0, full.y1 - yspan);

@@ -40,6 +40,11 @@ public:
     QRectF plotArea() const;
     bool isRefined() const { return refined_; }
     void setDark(bool dark);
+    // A view linked to another (the compare window): it shows exactly the time range it is
+    // given, past the session's ends too (no data is drawn there), and reads time in the unit
+    // for a span of `unitSpan` ns (0: its own span's).
+    void setLinked(int64_t unitSpan);
+    int64_t unitSpan() const { return unitSpan_; }
     // Maps a point in the widget to (time, compacted address); false outside the plot.
     bool toData(const QPointF& pt, int64_t& t, double& y) const;
     // Outlines a pool's regions (the Graphs panel's selected graph); empty: none.
@@ -99,6 +104,8 @@ private:
     Selection sel_;
     bool dark_ = false;
     PoolOutline outline_;
+    bool linked_ = false;
+    int64_t unitSpan_ = 0;
     // Mouse state.
     QPointF pressPos_;
     render::Viewport pressVp_;

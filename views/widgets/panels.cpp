@@ -28,6 +28,13 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
 {
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(4, 4, 4, 4);
+    // The verdict comes first: whether to look at memory at all, before any ranked row.
+    verdict_ = new QLabel(this);
+    verdict_->setWordWrap(true);
+    verdict_->setTextFormat(Qt::RichText);
+    verdict_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    verdict_->hide();
+    lay->addWidget(verdict_);
     head_ = new QLabel(tr("Select a frame (collapsed frames are red in the frames table)."), this);
     head_->setWordWrap(true);
     head_->setTextFormat(Qt::RichText);
@@ -89,6 +96,33 @@ QString CollapseInspector::headline() const
     return head_->text();
 }
 
+QString CollapseInspector::verdict() const
+{
+    return verdict_->isHidden() ? QString() : verdict_->text();
+}
+
+void CollapseInspector::showVerdict(const analysis::CollapseReport& rep)
+{
+    // The engine's sentence and its evidence rows, as `collapse` prints them (one truth); the
+    // numbers are the rows' ranks in the table below.
+    const analysis::Verdict& v = rep.verdict;
+    if (v.headline.empty()) {
+        verdict_->clear();
+        verdict_->hide();
+        return;
+    }
+    QString text = tr("<b>Verdict:</b> <span style='color:%1'>%2</span>")
+                       .arg(v.allocatorRelated ? "#d02020" : "#207020")
+                       .arg(QString::fromStdString(v.headline).toHtmlEscaped());
+    for (size_t i : v.evidence)
+        if (i < rep.precursors.size())
+            text += tr("<br>&nbsp;&nbsp;evidence #%1: %2")
+                        .arg(i + 1)
+                        .arg(QString::fromStdString(rep.precursors[i].description).toHtmlEscaped());
+    verdict_->setText(text);
+    verdict_->show();
+}
+
 void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
@@ -119,6 +153,8 @@ void CollapseInspector::setSelection(const Selection& s)
                 : tr("Select a frame (collapsed frames are red in the frames table)."));
         model_->resetData({}, 0, TimeAxis::Nanoseconds);
         detail_->clear();
+        verdict_->clear();
+        verdict_->hide();
         return;
     }
     const analysis::Collapse* c = scene_->collapseOf(s.frame);
@@ -134,6 +170,7 @@ void CollapseInspector::setSelection(const Selection& s)
                 .arg(s.frame));
     // The engine's report for the frame: its ranked precursors and the f-1 -> f state diff.
     const analysis::CollapseReport rep = scene_->frameReport(s.frame);
+    showVerdict(rep);
     model_->resetData(rep.precursors, scene_->timeBegin(), scene_->summary.timeAxis);
     detail_->setText(model_->data(model_->index(0, 0), PrecursorModel::DetailRole).toString());
     table_->resizeColumnsToContents();

@@ -30,16 +30,21 @@ public:
     QString headline() const;
     // Adds a panel (the video frames) above the state diff, in the inspector's splitter.
     void insertPanel(QWidget* w);
+    // The engine's verdict on the shown frame and its evidence rows (empty when none is shown).
+    QString verdict() const;
 
 signals:
     // A precursor row was activated: its time and allocation (-1 when none).
     void precursorActivated(int row, int64_t time, int64_t allocId);
 
 private:
+    void showVerdict(const analysis::CollapseReport& rep);
+
     std::shared_ptr<const render::Scene> scene_;
     int level_ = -1;
     int64_t shownFrame_ = -2;
     QLabel* head_ = nullptr;
+    QLabel* verdict_ = nullptr; // first: allocator-related or not, then the evidence rows
     QTableWidget* diff_ = nullptr;
     QTableView* table_ = nullptr;
     QLabel* detail_ = nullptr; // fields of the current precursor (the top one until one is picked)

@@ -1,0 +1,52 @@
+// The report's correlations (docs/analysis.md "Many comparisons"): one row per allocator figure
+// and frame metric pair with n, Pearson r, p and q, Spearman rho, p and q; only q < 0.05 is
+// marked significant. The engine computes every number (Engine::correlations); the widget only
+// formats them, and asks for them when it is first shown (a long run's pairs cost a pass over
+// its frames, which a user who never opens the tab should not wait for).
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+class QLabel;
+class QTreeWidget;
+
+namespace fs::render {
+struct Scene;
+}
+
+namespace fs::views {
+
+class CorrelationTable : public QWidget
+{
+    Q_OBJECT
+public:
+    enum Columns {
+        AllocatorMetric,
+        FrameMetric,
+        N,
+        Pearson,
+        PearsonP,
+        PearsonQ,
+        Spearman,
+        SpearmanP,
+        SpearmanQ,
+        Significant,
+        ColumnCount
+    };
+    explicit CorrelationTable(QWidget* parent = nullptr);
+    void setScene(std::shared_ptr<const render::Scene> scene);
+    QTreeWidget* tree() const { return tree_; }
+
+protected:
+    void showEvent(QShowEvent* e) override;
+
+private:
+    void fill();
+    std::shared_ptr<const render::Scene> scene_;
+    bool filled_ = false;
+    QTreeWidget* tree_ = nullptr;
+    QLabel* note_ = nullptr;
+};
+
+} // namespace fs::views
