@@ -18,18 +18,24 @@ double median(std::vector<double> v)
     return (lo + hi) / 2;
 }
 
-double robustScale(std::span<const double> v, double m)
+double medianAbsoluteDeviation(std::span<const double> v, double m)
 {
-    if (v.empty()) return 0;
     std::vector<double> dev;
     dev.reserve(v.size());
     for (double x : v)
         dev.push_back(std::fabs(x - m));
-    const double mad = median(dev);
+    return median(std::move(dev));
+}
+
+double robustScale(std::span<const double> v, double m)
+{
+    if (v.empty()) return 0;
+    const double mad = medianAbsoluteDeviation(v, m);
     if (mad > 0) return 1.4826 * mad;
-    const double mean =
-        std::accumulate(dev.begin(), dev.end(), 0.0) / static_cast<double>(dev.size());
-    return 1.2533 * mean;
+    double sum = 0;
+    for (double x : v)
+        sum += std::fabs(x - m);
+    return 1.2533 * sum / static_cast<double>(v.size());
 }
 
 double robustZ(double x, std::span<const double> healthy)

@@ -17,6 +17,8 @@ constexpr double kZCutoff = 3.5;
 constexpr int64_t kMinHealthyFrames = 3;
 
 double median(std::vector<double> v);
+// The median of |x - m| over v (0 for an empty v).
+double medianAbsoluteDeviation(std::span<const double> v, double m);
 // Spread of v around its median m: 1.4826 x the median absolute deviation (a normal sample's
 // standard deviation), else (at least half the values equal the median) 1.2533 x the mean
 // absolute deviation (also a normal sample's standard deviation); 0 when every value is m.

@@ -1,4 +1,5 @@
 #include "video_frames.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,17 +10,6 @@
 namespace fs::analysis {
 
 namespace {
-
-double medianOf(std::vector<double> v)
-{
-    if (v.empty()) return 0;
-    const size_t mid = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-    const double hi = v[mid];
-    if (v.size() % 2) return hi;
-    const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-    return (lo + hi) / 2;
-}
 
 double metricOf(const VideoPair& p, size_t m)
 {
@@ -42,7 +32,7 @@ RobustScale warpScale(std::span<const VideoPair> pairs)
     std::vector<double> w;
     for (const VideoPair& p : pairs)
         w.push_back(p.warpError);
-    return robustScale(w, videoMetricSpecs()[1].scaleFloor);
+    return videoScale(w, videoMetricSpecs()[1].scaleFloor);
 }
 
 } // namespace
@@ -75,14 +65,11 @@ bool videoMetricHigherIsWorse(std::string_view name)
     return !name.starts_with("ssim_prev");
 }
 
-RobustScale robustScale(std::span<const double> values, double floor)
+RobustScale videoScale(std::span<const double> values, double floor)
 {
     RobustScale r;
-    std::vector<double> v(values.begin(), values.end());
-    r.median = medianOf(v);
-    for (double& x : v)
-        x = std::abs(x - r.median);
-    r.mad = medianOf(std::move(v));
+    r.median = median(std::vector<double>(values.begin(), values.end()));
+    r.mad = medianAbsoluteDeviation(values, r.median);
     r.scale = std::max(1.4826 * r.mad, floor);
     return r;
 }
@@ -129,7 +116,7 @@ std::vector<VideoFrameScore> scoreVideo(std::span<const VideoPair> pairs,
         std::vector<double> v;
         for (const VideoPair& p : final)
             v.push_back(metricOf(p, m));
-        const RobustScale s = robustScale(v, specs[m].scaleFloor);
+        const RobustScale s = videoScale(v, specs[m].scaleFloor);
         for (size_t i = 0; i < final.size(); ++i) {
             out[i].values[specs[m].name] = v[i];
             out[i].values[std::string(specs[m].name) + "_z"] = s.z(v[i]);

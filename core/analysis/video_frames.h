@@ -47,8 +47,9 @@ bool videoMetricHigherIsWorse(std::string_view name);
 // isolated-frame test.
 inline constexpr double kVideoBreakZ = 6.0;
 
-// Median and median absolute deviation of a run's values, and the spread z-scores divide by:
-// max(1.4826 * MAD, floor) (1.4826 * MAD estimates the standard deviation of normal data).
+// Median and median absolute deviation of a run's values (stats.h), and the spread z-scores
+// divide by: max(1.4826 * MAD, floor) (1.4826 * MAD estimates the standard deviation of normal
+// data; the floor keeps a still video's tiny spread from turning noise into breaks).
 struct RobustScale
 {
     double median = 0;
@@ -56,7 +57,7 @@ struct RobustScale
     double scale = 1;
     double z(double x) const { return (x - median) / scale; }
 };
-RobustScale robustScale(std::span<const double> values, double floor);
+RobustScale videoScale(std::span<const double> values, double floor);
 
 // One video frame's metrics (frame 0 has none: nothing precedes it).
 struct VideoFrameScore

@@ -53,7 +53,7 @@ private slots:
         QFETCH(double, mad);
         QFETCH(double, scale);
         const std::vector<double> v(values.begin(), values.end());
-        const RobustScale s = robustScale(v, floor);
+        const RobustScale s = videoScale(v, floor);
         QCOMPARE(s.median, median);
         QVERIFY(std::abs(s.mad - mad) < 1e-12);
         QVERIFY(std::abs(s.scale - scale) < 1e-12);
