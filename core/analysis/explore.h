@@ -13,6 +13,7 @@
 #pragma once
 
 #include "engine.h"
+#include "metrics.h"
 #include "stacks.h"
 
 #include <memory>
@@ -30,7 +31,7 @@ namespace fs::analysis {
 // fragmented (F 0.54 with 4 MiB free of 11 GiB reserved).
 struct FragmentedRule
 {
-    double minRatio = 0.35;
+    double minRatio = kReferenceFragmentationRatio;
     double minFreeShare = 0.05;
     bool operator==(const FragmentedRule&) const = default;
 };

@@ -39,10 +39,26 @@ int log2Bin(uint64_t bytes)
 
 int clusterOf(uint64_t bytes)
 {
-    if (bytes >= (8u << 10) && bytes <= (32u << 10)) return 0;
-    if (bytes >= (64u << 10) && bytes <= (128u << 10)) return 1;
-    if (bytes >= (256u << 10)) return 2;
+    for (size_t i = 0; i < kClusterRanges.size(); ++i) {
+        const ClusterRange& c = kClusterRanges[i];
+        if (bytes >= c.lo && (c.hi == 0 || bytes <= c.hi)) return static_cast<int>(i);
+    }
     return -1;
+}
+
+int clusterFirstBin(const ClusterRange& c)
+{
+    return log2Bin(c.lo);
+}
+
+int clusterLastBin(const ClusterRange& c)
+{
+    return c.hi == 0 ? -1 : log2Bin(c.hi - 1);
+}
+
+double maxSizeClassEntropyBits()
+{
+    return std::log2(static_cast<double>(kSizeClasses));
 }
 
 Histogram makeHistogram(const std::array<int64_t, 64>& count, const std::array<uint64_t, 64>& bytes,

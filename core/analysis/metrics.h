@@ -15,6 +15,26 @@ namespace fs::analysis {
 // (2^(n-1) KiB, 2^n KiB]; sizes <= 4 KiB go to the first class, sizes > 4 MiB to the last.
 constexpr int kSizeClasses = 11;
 int sizeClass(uint64_t bytes); // 0..10 (class index = n - 2)
+// The most an entropy over the size classes can be: log2(kSizeClasses) = 3.46 bits.
+double maxSizeClassEntropyBits();
+
+// The seed's reference fragmentation ratio: F above it means the largest free block is under
+// 65 % of free memory. The default of `fragmented_min_ratio` (FragmentedRule) and the line the
+// timelines draw.
+constexpr double kReferenceFragmentationRatio = 0.35;
+
+// The seed's three fragment clusters (docs/analysis.md), bounds inclusive; hi 0: no upper bound.
+struct ClusterRange
+{
+    uint64_t lo;
+    uint64_t hi;
+    const char* label;
+};
+inline constexpr std::array<ClusterRange, 3> kClusterRanges{{
+    {8ull << 10, 32ull << 10, "8–32 KiB"},
+    {64ull << 10, 128ull << 10, "64–128 KiB"},
+    {256ull << 10, 0, "≥ 256 KiB"},
+}};
 
 // Shannon entropy in bits of a frequency table: -sum p_i log2 p_i over the non-empty entries.
 double entropyBits(std::span<const int64_t> counts);
@@ -30,6 +50,10 @@ struct SizeClassCounts
 
 // log2 bin index of a size: floor(log2(bytes)), 0 for 0 and 1.
 int log2Bin(uint64_t bytes);
+// The log2 bins a cluster range covers most of: [first, last]; last is -1 for an open range.
+// 8–32 KiB: bins 13 and 14 (32 KiB itself is the first size of bin 15).
+int clusterFirstBin(const ClusterRange& c);
+int clusterLastBin(const ClusterRange& c);
 // Builds a histogram from fragment sizes.
 Histogram makeHistogram(std::span<const uint64_t> fragmentSizes);
 // Sets a state's free-fragment figures from its fragment sizes: freeBytes (their sum),

@@ -1,6 +1,7 @@
 #include "serialize.h"
 
 #include "graphs_text.h"
+#include "metrics.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -370,9 +371,12 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
     out += fmt::format("  largest fragment   {} ({} B)\n", humanBytes(s.largestFreeFragmentBytes),
                        s.largestFreeFragmentBytes);
     out += fmt::format("  fragmentation F    {:.6f}{}\n", s.fragmentationRatio,
-                       s.fragmentationRatio > 0.35
-                           ? "   (> 0.35: the largest free block is under 65 % of free memory)"
-                           : "");
+                       s.fragmentationRatio > kReferenceFragmentationRatio
+                           ? fmt::format("   (> {}: the largest free block is under {} % of free "
+                                         "memory)",
+                                         kReferenceFragmentationRatio,
+                                         std::lround(100 * (1 - kReferenceFragmentationRatio)))
+                           : std::string());
     out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
     if (s.entropyWindowNs > 0)
         out += fmt::format(

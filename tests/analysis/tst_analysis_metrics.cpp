@@ -3,6 +3,7 @@
 #include "core/analysis/metrics.h"
 
 #include <QTest>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -85,6 +86,19 @@ private slots:
         QCOMPARE(clusterOf(33 * 1024), -1);
         QCOMPARE(clusterOf(128 * 1024), 1);
         QCOMPARE(clusterOf(256 * 1024 - 1), -1);
+        // The log2 bins the views shade: 8-32 KiB covers [2^13, 2^14) and [2^14, 2^15) (32 KiB
+        // itself opens bin 15), 64-128 KiB bin 16 only, >= 256 KiB from bin 18 with no end.
+        QCOMPARE(clusterFirstBin(kClusterRanges[0]), 13);
+        QCOMPARE(clusterLastBin(kClusterRanges[0]), 14);
+        QCOMPARE(clusterFirstBin(kClusterRanges[1]), 16);
+        QCOMPARE(clusterLastBin(kClusterRanges[1]), 16);
+        QCOMPARE(clusterFirstBin(kClusterRanges[2]), 18);
+        QCOMPARE(clusterLastBin(kClusterRanges[2]), -1);
+        // Entropy over 11 equally used classes: log2 11 = 3.4594 bits, the most there can be.
+        QVERIFY(std::abs(maxSizeClassEntropyBits() - 3.459431619) < 1e-9);
+        std::array<int64_t, kSizeClasses> even{};
+        even.fill(5);
+        QVERIFY(std::abs(entropyBits(even) - maxSizeClassEntropyBits()) < 1e-12);
     }
 
     void burstsSplitAtTheGap()

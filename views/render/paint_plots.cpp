@@ -1,6 +1,8 @@
 // The timelines (shared time axis) and the fragment-cluster histogram.
 #include "paint_util.h"
 
+#include "core/analysis/metrics.h"
+
 #include <QFileInfo>
 #include <QFontMetricsF>
 #include <QPainterPath>
@@ -163,7 +165,12 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
               0, maxBytes / div * 1.08, {}, {}, last0);
     drawPanel(p, panelRect(1), s, o, QStringLiteral("fragmentation F"),
               {{QColor(214, 39, 40), QStringLiteral("F = 1 − largest free / total free"), fr}}, 0,
-              1.0, {}, {{0.35, QStringLiteral("F = 0.35: largest free < 65 % of free")}}, false);
+              1.0, {},
+              {{analysis::kReferenceFragmentationRatio,
+                QStringLiteral("F = %1: largest free < %2 % of free")
+                    .arg(analysis::kReferenceFragmentationRatio)
+                    .arg(std::lround(100 * (1 - analysis::kReferenceFragmentationRatio)))}},
+              false);
     drawPanel(
         p, panelRect(2), s, o, QStringLiteral("entropy (bits)"),
         {{QColor(148, 103, 189), QStringLiteral("fragment entropy"), fe},
@@ -171,7 +178,12 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
           QStringLiteral("event-size entropy (%1 s window)")
               .arg(ld.timeline ? static_cast<double>(ld.timeline->entropyWindowNs) / 1e9 : 300.0),
           ee, true}},
-        0, 3.6, {}, {{std::log2(11.0), QStringLiteral("max log2 11 = 3.46")}}, panels == 3);
+        0, analysis::maxSizeClassEntropyBits() * 1.04, {},
+        {{analysis::maxSizeClassEntropyBits(),
+          QStringLiteral("max log2 %1 = %2")
+              .arg(analysis::kSizeClasses)
+              .arg(analysis::maxSizeClassEntropyBits(), 0, 'f', 2)}},
+        panels == 3);
     const bool anyTimed = s.anyTimedFrame();
     for (size_t m = 0; m < metrics.size(); ++m) {
         std::vector<std::pair<int64_t, double>> pts;
@@ -266,26 +278,22 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     const double bw = plot.width() / nb;
     const double yhi = static_cast<double>(maxCount) * 1.12;
     auto Y = [&](double v) { return plot.bottom() - v / yhi * plot.height(); };
-    // The cluster ranges (docs/analysis.md) as shaded bands behind the bars.
-    struct Band
-    {
-        int k0, k1;
-        QString name;
-        QColor c;
-    };
-    const Band bands[] = {{13, 14, QStringLiteral("8–32 KiB"), QColor(255, 200, 80, 55)},
-                          {16, 16, QStringLiteral("64–128 KiB"), QColor(80, 200, 255, 55)},
-                          {18, khi, QStringLiteral("≥ 256 KiB"), QColor(160, 120, 255, 45)}};
+    // The cluster ranges (core's analysis::kClusterRanges) as shaded bands behind the bars.
     drawYAxis(p, plot, 0, yhi, QStringLiteral("free fragments (count)"), th, {});
-    for (const auto& b : bands) {
-        if (b.k1 < klo || b.k0 > khi) continue;
-        const double x0 = plot.left() + (std::max(b.k0, klo) - klo) * bw;
-        const double x1 = plot.left() + (std::min(b.k1, khi) - klo + 1) * bw;
-        p.fillRect(QRectF(QPointF(x0, plot.top()), QPointF(x1, plot.bottom())), b.c);
+    QStringList clusterNames;
+    for (size_t i = 0; i < analysis::kClusterRanges.size(); ++i) {
+        const analysis::ClusterRange& c = analysis::kClusterRanges[i];
+        clusterNames << QString::fromUtf8(c.label);
+        const int k0 = analysis::clusterFirstBin(c);
+        const int k1 = c.hi ? analysis::clusterLastBin(c) : khi;
+        if (k1 < klo || k0 > khi) continue;
+        const double x0 = plot.left() + (std::max(k0, klo) - klo) * bw;
+        const double x1 = plot.left() + (std::min(k1, khi) - klo + 1) * bw;
+        p.fillRect(QRectF(QPointF(x0, plot.top()), QPointF(x1, plot.bottom())), clusterColor(i));
         p.setPen(th.muted);
         p.setFont(font(10.5));
         p.drawText(QRectF(x0 + 3, plot.top() + 3, std::max(x1 - x0 - 6, 90.0), 14),
-                   Qt::AlignLeft | Qt::AlignVCenter, b.name);
+                   Qt::AlignLeft | Qt::AlignVCenter, clusterNames.back());
     }
     const QColor curC(31, 119, 180), prevC(255, 127, 14);
     for (const auto& b : cur) {
@@ -327,8 +335,8 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
         QStringLiteral("fragment size (log2 bins: [2^k, 2^(k+1)) bytes, labelled by lower bound)"));
     std::vector<LegendItem> items = {
         {curC, f ? QStringLiteral("frame %1 (end)").arg(f->index) : when}};
-    items.push_back({QColor(200, 170, 255),
-                     QStringLiteral("shaded: clusters 8-32 KiB, 64-128 KiB, >= 256 KiB")});
+    items.push_back({QColor(200, 170, 255), QStringLiteral("shaded: clusters ") +
+                                                clusterNames.join(QStringLiteral(", "))});
     if (!before.empty())
         items.push_back(
             {prevC, QStringLiteral("frame %1 (end), for comparison").arg(prev->index), 3});

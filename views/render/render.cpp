@@ -72,6 +72,13 @@ QColor collapseColor()
     return QColor(220, 40, 40);
 }
 
+QColor clusterColor(size_t i)
+{
+    static const QColor shades[] = {QColor(255, 200, 80, 55), QColor(80, 200, 255, 55),
+                                    QColor(160, 120, 255, 45)};
+    return shades[std::min<size_t>(i, std::size(shades) - 1)];
+}
+
 QColor occupancyColor(double occ)
 {
     // A viridis-like ramp (perceptually ordered, readable in grey): low occupancy purple,

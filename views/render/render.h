@@ -78,6 +78,8 @@ QColor occupancyColor(double occ);
 QColor freeColor();
 QColor outsideColor();
 QColor collapseColor();
+// The shade of analysis::kClusterRanges[i] behind a fragment histogram's bars.
+QColor clusterColor(size_t i);
 
 // Where a view puts its plot inside rect (the widgets map the mouse with it).
 QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o);

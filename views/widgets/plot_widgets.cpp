@@ -3,6 +3,8 @@
 
 #include "graphs_overlay.h"
 
+#include "core/analysis/metrics.h"
+
 #include <QPainter>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -351,7 +353,9 @@ void TimelineWidget::rebuild()
         ->setData(x, big, true);
     rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(units[ui]));
     rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
-    addGraph(rects_[1], tr("fragmentation F = 1 − largest free / free (dashed: 0.35)"),
+    addGraph(rects_[1],
+             tr("fragmentation F = 1 − largest free / free (dashed: %1)")
+                 .arg(analysis::kReferenceFragmentationRatio),
              QColor(214, 39, 40), false)
         ->setData(x, fr, true);
     rects_[1]->axis(QCPAxis::atLeft)->setLabel(tr("F"));
@@ -363,7 +367,7 @@ void TimelineWidget::rebuild()
              QColor(255, 127, 14), true)
         ->setData(x, ee, true);
     rects_[2]->axis(QCPAxis::atLeft)->setLabel(tr("bits"));
-    rects_[2]->axis(QCPAxis::atLeft)->setRange(0, 3.6);
+    rects_[2]->axis(QCPAxis::atLeft)->setRange(0, analysis::maxSizeClassEntropyBits() * 1.04);
     auto hline = [&](QCPAxisRect* r, double y) {
         auto* l = new QCPItemStraightLine(plot_);
         l->setClipAxisRect(r);
@@ -375,7 +379,7 @@ void TimelineWidget::rebuild()
         l->point2->setCoords(1, y);
         l->setPen(QPen(render::collapseColor(), 1, Qt::DashLine));
     };
-    hline(rects_[1], 0.35);
+    hline(rects_[1], analysis::kReferenceFragmentationRatio);
     if (!metric.empty()) {
         QVector<double> mx, my;
         for (size_t i = 0; i < scene_->frames.size(); ++i) {
@@ -549,9 +553,12 @@ void HistogramWidget::rebuild()
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     // The cluster ranges (docs/analysis.md) behind the bars.
-    band(plot_, plot_->axisRect(), 12.5, 14.5, QColor(255, 200, 80, 50), Qt::NoPen);
-    band(plot_, plot_->axisRect(), 15.5, 16.5, QColor(80, 200, 255, 50), Qt::NoPen);
-    band(plot_, plot_->axisRect(), 17.5, khi + 0.6, QColor(160, 120, 255, 40), Qt::NoPen);
+    for (size_t i = 0; i < analysis::kClusterRanges.size(); ++i) {
+        const analysis::ClusterRange& c = analysis::kClusterRanges[i];
+        band(plot_, plot_->axisRect(), analysis::clusterFirstBin(c) - 0.5,
+             c.hi ? analysis::clusterLastBin(c) + 0.5 : khi + 0.6, render::clusterColor(i),
+             Qt::NoPen);
+    }
     applyPlotTheme(plot_, dark_);
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
