@@ -19,7 +19,7 @@ FrameStripWidget::FrameStripWidget(QWidget* parent) : QWidget(parent)
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(0, 0, 0, 0);
     auto* bar = new QHBoxLayout;
-    hint_ = new QLabel(this);
+    hint_ = new QLabel(tr("Video frames (click one to select it)"), this);
     hint_->setWordWrap(true);
     flow_ = new QCheckBox(tr("Flow overlay"), this);
     flow_->setToolTip(tr("The optical-flow magnitude from the frame before, over each frame"));
@@ -28,6 +28,7 @@ FrameStripWidget::FrameStripWidget(QWidget* parent) : QWidget(parent)
     lay->addLayout(bar);
     lay->addStretch(1);
     connect(flow_, &QCheckBox::toggled, this, &FrameStripWidget::setFlowOverlay);
+    setMinimumHeight(140);
     setCursor(Qt::PointingHandCursor);
     setScene(nullptr);
 }
@@ -40,15 +41,9 @@ QSize FrameStripWidget::sizeHint() const
 void FrameStripWidget::setScene(std::shared_ptr<const render::Scene> scene)
 {
     scene_ = std::move(scene);
-    const bool video = scene_ && scene_->video;
-    flow_->setVisible(video);
-    // Without a video the strip is one line of hint, so the diff and the precursors below keep
-    // their room in the inspector's splitter (at 1080p the list shrank to two rows).
-    setMinimumHeight(video ? 140 : 0);
-    setMaximumHeight(video ? QWIDGETSIZE_MAX : 3 * fontMetrics().height());
-    hint_->setText(video ? tr("Video frames (click one to select it)")
-                         : tr("No video frames in this session: File › Add video… scores the "
-                              "generated video and keeps its thumbnails."));
+    // Without a video the strip is hidden (File › Add video… adds one), so the diff and the
+    // precursors below keep their room in the inspector's splitter.
+    setVisible(scene_ && scene_->video);
     update();
 }
 

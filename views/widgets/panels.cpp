@@ -45,9 +45,12 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     diff_->horizontalHeader()->setStretchLastSection(true);
     diff_->verticalHeader()->hide();
     diff_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    diff_->verticalHeader()->setDefaultSectionSize(20);
+    // Rows as tall as the font needs (the inspector shares a column with the histogram: every
+    // pixel of it is an answer row at 1080p).
+    const int row = fontMetrics().height() + 4;
+    diff_->verticalHeader()->setDefaultSectionSize(row);
     // The whole f-1 -> f diff (7 rows) without scrolling, under a header of its real height.
-    diff_->setMinimumHeight(7 * 20 + diff_->horizontalHeader()->sizeHint().height() +
+    diff_->setMinimumHeight(7 * row + diff_->horizontalHeader()->sizeHint().height() +
                             2 * diff_->frameWidth() + 2);
     model_ = new PrecursorModel(this);
     table_ = new QTableView(split);
@@ -57,7 +60,7 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(PrecursorModel::What, QHeaderView::Stretch);
     table_->verticalHeader()->hide();
-    table_->verticalHeader()->setDefaultSectionSize(20); // as the diff: more of the answer shows
+    table_->verticalHeader()->setDefaultSectionSize(row); // as the diff: more of the answer shows
     // The current precursor's fields, below the list; the splitter decides its height.
     detail_ = new QLabel(split);
     detail_->setWordWrap(true);
@@ -88,7 +91,8 @@ void CollapseInspector::insertPanel(QWidget* w)
 {
     split_->insertWidget(0, w);
     split_->setStretchFactor(0, 2);
-    split_->setSizes({w->sizeHint().height(), 150, 230, 150});
+    // The ranked answer keeps the room it had (the constructor's sizes) below the new panel.
+    split_->setSizes({w->sizeHint().height(), diff_->minimumHeight(), 320, 110});
 }
 
 QString CollapseInspector::headline() const
