@@ -67,8 +67,8 @@ void usage(FILE* out)
                "  --keep DIR     write the sessions to DIR and keep them\n"
                "  --verbose      one line per collapse\n"
                "  --help         this text\n"
-               "Goals: top-1 >= 90 %% and top-3 >= 98 %% for every mechanism, false attribution\n"
-               "<= 5 %%, top-1 over all mechanisms 20 points above the best baseline. Exit status\n"
+               "Goals: top-1 >= 90 % and top-3 >= 98 % for every mechanism, false attribution\n"
+               "<= 5 %, top-1 over all mechanisms 20 points above the best baseline. Exit status\n"
                "0 when every goal is met, 1 when one is missed, 2 for a bad option.\n");
 }
 
