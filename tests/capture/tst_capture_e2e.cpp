@@ -232,7 +232,7 @@ private slots:
             // The session file appears once attach is connected and its stop handler is in
             // place; a fixed wait sent SIGTERM before that to a slow (ASan, loaded) start.
             QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(file("stop.fragscope")), 60000);
-            QTest::qWait(1000); // then a second of events, as before
+            QTest::qWait(1000);                       // then a second of events, as before
             QCOMPARE(att.state(), QProcess::Running); // still recording: stopped below
             att.terminate();                          // MainWindow::stopRecording
             QVERIFY(att.waitForFinished(60000));
