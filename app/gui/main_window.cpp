@@ -12,6 +12,7 @@
 #include "widgets/oom_list.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
+#include "widgets/worker_pool.h"
 #include "widgets/worker_priority.h"
 
 #include <QAction>
@@ -40,7 +41,6 @@
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QTableView>
-#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 
@@ -459,7 +459,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     // once every view has let go of it: freeing it here would stall the event loop.
     std::shared_ptr<const render::Scene> old = std::move(scene_);
     scene_ = std::move(scene);
-    if (old) QThreadPool::globalInstance()->start([o = std::move(old)]() mutable { o.reset(); });
+    if (old) views::workerPool().start([o = std::move(old)]() mutable { o.reset(); });
     fillTrackBox();
     int idx = keepView ? levelBox_->findText(track) : -1;
     if (idx < 0) idx = levelBox_->findData(scene_->defaultLevel());
@@ -569,7 +569,7 @@ void MainWindow::applyRules(const std::vector<analysis::CollapseRule>& rules)
     const uint64_t gen = ++rulesGeneration_;
     statusBar()->showMessage(tr("Re-evaluating collapses…"));
     QPointer<MainWindow> self(this);
-    QThreadPool::globalInstance()->start([self, from, rules, gen] {
+    views::workerPool().start([self, from, rules, gen] {
         views::lowerWorkerPriority();
         auto copy = from->withRules(rules);
         QMetaObject::invokeMethod(

@@ -12,6 +12,7 @@
 #include "widgets/plot_widgets.h"
 #include "widgets/search_panel.h"
 #include "widgets/time_cursor.h"
+#include "widgets/worker_pool.h"
 #include "widgets/worker_priority.h"
 
 #include <QAction>
@@ -24,7 +25,6 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QThread>
-#include <QThreadPool>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -443,7 +443,7 @@ void MainWindow::exploreLevel()
         QPointer<MainWindow> self(this);
         const auto scene = scene_;
         const int level = level_;
-        QThreadPool::globalInstance()->start([self, scene, level, gen] {
+        views::workerPool().start([self, scene, level, gen] {
             views::lowerWorkerPriority();
             auto x = std::make_shared<Extras>();
             x->jumps = render::jumpTargets(*scene, level);

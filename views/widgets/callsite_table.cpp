@@ -1,6 +1,7 @@
 #include "callsite_table.h"
 
 #include "render/scene_explore.h"
+#include "worker_pool.h"
 #include "worker_priority.h"
 
 #include <QCheckBox>
@@ -13,7 +14,6 @@
 #include <QPointer>
 #include <QSortFilterProxyModel>
 #include <QTableView>
-#include <QThreadPool>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -315,7 +315,7 @@ void CallSitesPanel::start()
     const int level = level_;
     const analysis::GroupBy by = groupBy();
     const uint64_t gen = generation_;
-    QThreadPool::globalInstance()->start([self, scene, level, from, to, by, gen] {
+    workerPool().start([self, scene, level, from, to, by, gen] {
         lowerWorkerPriority();
         QElapsedTimer clock;
         clock.start();

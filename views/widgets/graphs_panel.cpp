@@ -1,6 +1,7 @@
 #include "graphs_panel.h"
 
 #include "plot_widgets.h"
+#include "worker_pool.h"
 #include "worker_priority.h"
 
 #include "core/alloc/graph_sharing.h"
@@ -14,7 +15,6 @@
 #include <QPointer>
 #include <QSplitter>
 #include <QTableView>
-#include <QThreadPool>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -226,7 +226,7 @@ void GraphsPanel::setScene(std::shared_ptr<const render::Scene> scene)
     summary_->setText(tr("Analysing graphs and pools…"));
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     QPointer<GraphsPanel> self(this);
-    QThreadPool::globalInstance()->start([self, eng = scene_->engine, cancel = cancel_, engine] {
+    workerPool().start([self, eng = scene_->engine, cancel = cancel_, engine] {
         lowerWorkerPriority();
         std::shared_ptr<const analysis::GraphsReport> r;
         QString error;

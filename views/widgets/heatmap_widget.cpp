@@ -1,6 +1,7 @@
 #include "heatmap_widget.h"
 
 #include "render/scene_explore.h"
+#include "worker_pool.h"
 #include "worker_priority.h"
 
 #include <QApplication>
@@ -10,7 +11,6 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPointer>
-#include <QThreadPool>
 #include <QToolTip>
 #include <QWheelEvent>
 
@@ -236,7 +236,7 @@ void HeatmapWidget::startRaster()
                                                                                : Pass::None;
     if (render::styled(*scene_, level, style_)) {
         // Coloured by a grouping, or one pool's blocks: the explorer's raster, in one pass.
-        QThreadPool::globalInstance()->start([scene, vp, level, w, h, post, style = style_] {
+        workerPool().start([scene, vp, level, w, h, post, style = style_] {
             lowerWorkerPriority();
             analysis::StyledRaster r;
             try {
@@ -256,7 +256,7 @@ void HeatmapWidget::startRaster()
         });
         return;
     }
-    QThreadPool::globalInstance()->start([scene, cancel, vp, level, w, h, post, first] {
+    workerPool().start([scene, cancel, vp, level, w, h, post, first] {
         lowerWorkerPriority();
         if (first == Pass::Preview) {
             // The engine's level-of-detail image first (O(pixels), whatever the blocks), then

@@ -2,6 +2,7 @@
 
 #include "block_list.h"
 #include "render/scene_explore.h"
+#include "worker_pool.h"
 #include "worker_priority.h"
 
 #include <QCheckBox>
@@ -13,7 +14,6 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QTableView>
-#include <QThreadPool>
 #include <QVBoxLayout>
 
 #include <stdexcept>
@@ -129,7 +129,7 @@ void SearchPanel::run()
     const int level = level_;
     const int64_t t = cursor_ == kNoTime ? scene->timeEnd() : cursor_;
     const std::string q = query_.toStdString();
-    QThreadPool::globalInstance()->start([self, scene, level, t, q] {
+    workerPool().start([self, scene, level, t, q] {
         lowerWorkerPriority();
         std::optional<analysis::SearchResult> r;
         QString error;

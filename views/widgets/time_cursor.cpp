@@ -1,12 +1,12 @@
 #include "time_cursor.h"
 
 #include "render/scene_explore.h"
+#include "worker_pool.h"
 #include "worker_priority.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QPointer>
-#include <QThreadPool>
 
 namespace fs::views {
 
@@ -43,7 +43,7 @@ void CursorWorker::start(Request r)
     const bool haveAttributes = render::attributesReady(*r.scene, r.level);
     if (!haveAttributes && !loadingAttributes_ && render::canExplore(*r.scene)) {
         loadingAttributes_ = true;
-        QThreadPool::globalInstance()->start([self, scene = r.scene, level = r.level] {
+        workerPool().start([self, scene = r.scene, level = r.level] {
             lowerWorkerPriority();
             render::loadAttributes(*scene, level);
             QMetaObject::invokeMethod(
@@ -56,7 +56,7 @@ void CursorWorker::start(Request r)
                 Qt::QueuedConnection);
         });
     }
-    QThreadPool::globalInstance()->start([self, r, haveAttributes] {
+    workerPool().start([self, r, haveAttributes] {
         lowerWorkerPriority();
         QElapsedTimer clock;
         clock.start();
