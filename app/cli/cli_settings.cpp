@@ -53,7 +53,7 @@ std::vector<Option> withIndexOptions(std::vector<Option> own)
     return own;
 }
 
-void storeAnalysisIndex(const std::string& path, const Args& a)
+void storeAnalysisIndex(const std::string& path, const Args& a, const std::atomic<bool>* cancel)
 {
     if (a.flag("no-index")) return;
     analysis::ViewingIndexOptions vo;
@@ -65,9 +65,16 @@ void storeAnalysisIndex(const std::string& path, const Args& a)
     vo.always = a.flag("index");
     Progress progress("indexing", 100, "%");
     vo.progress = [&](int percent) { progress.update(percent); };
+    vo.cancel = cancel;
     try {
         analysis::storeViewingIndex(path, vo);
         progress.finish();
+    } catch (const analysis::Cancelled&) {
+        progress.finish();
+        fmt::print(stderr,
+                   "{}: stopped while indexing: the session is complete, its analysis index is "
+                   "not stored (the first open builds it)\n",
+                   path);
     } catch (const std::exception& e) {
         progress.finish();
         fmt::print(stderr, "warning: {}: analysis index not stored: {}\n", path, e.what());

@@ -5,6 +5,7 @@
 #include "command.h"
 #include "core/settings/settings.h"
 
+#include <atomic>
 #include <vector>
 
 namespace fs::cli {
@@ -20,6 +21,8 @@ settings::Settings commandSettings(const Args& a);
 // `--index` (store it whatever the size) and `--no-index`, appended to a writer's options;
 // storeAnalysisIndex(path, a) honours them (default: analysis::storeViewingIndex's size rule).
 std::vector<Option> withIndexOptions(std::vector<Option> own);
-void storeAnalysisIndex(const std::string& path, const Args& a);
+// cancel raised while indexing: the index is not stored, and a line on stderr says so.
+void storeAnalysisIndex(const std::string& path, const Args& a,
+                        const std::atomic<bool>* cancel = nullptr);
 
 } // namespace fs::cli

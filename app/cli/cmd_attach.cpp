@@ -97,9 +97,9 @@ int runAttach(Args& a)
     fmt::print(stderr, "fragscope attach: {} events written to {}{}\n", res.events, *out,
                res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
     // As simulate and import do: the index stored now, so that the first open is a reopen.
-    // Ctrl-C (or the GUI closing) meanwhile ends the process; the session is already complete.
-    capture::restoreStopSignals();
-    storeAnalysisIndex(*out, a);
+    // Ctrl-C or SIGTERM meanwhile (the GUI's Stop after the target ended by itself) cancels
+    // only the index: the session is already complete, and the exit status says so.
+    storeAnalysisIndex(*out, a, &capture::rearmStopSignals());
     return res.badStream ? BadInput : Ok;
 }
 

@@ -857,7 +857,6 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
     attachProc_ = proc;
     recordingPath_ = out;
     recordingPid_ = pid;
-    stopRequested_ = false;
     live_ = std::make_shared<render::LiveScene>(out.toStdString());
     loader_->setRules(views::RulesEditor::enabled(views::RulesEditor::load()));
     stopRecordingAction_->setEnabled(true);
@@ -871,29 +870,22 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
                                 "Stop recording (Ctrl+Shift+T) finishes the session")
                                  .arg(pid)
                                  .arg(out));
-    connect(proc, &QProcess::finished, this,
-            [this, proc, out](int code, QProcess::ExitStatus status) {
-                proc->deleteLater();
-                liveTimer_->stop();
-                liveLabel_->hide();
-                recordingPid_ = 0;
-                live_.reset();
-                stopRecordingAction_->setEnabled(false);
-                statusBar()->clearMessage();
-                if (loader_->busy() && loader_->live()) loader_->cancel();
-                // The finished session, checked and with the analysis engine, replaces the live
-                // one. A stop that reaches attach after the target ended by itself finds it storing
-                // the analysis index, which SIGTERM interrupts: the session is complete, only its
-                // index is not stored (attach's restoreStopSignals), and the open checks the file
-                // anyway.
-                const bool stoppedWhileIndexing =
-                    status == QProcess::CrashExit && stopRequested_ && QFileInfo::exists(out);
-                if (code == 0 || stoppedWhileIndexing)
-                    openFile(out);
-                else
-                    reportError_(tr("Attach failed"),
-                                 QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
-            });
+    connect(proc, &QProcess::finished, this, [this, proc, out](int code, QProcess::ExitStatus) {
+        proc->deleteLater();
+        liveTimer_->stop();
+        liveLabel_->hide();
+        recordingPid_ = 0;
+        live_.reset();
+        stopRecordingAction_->setEnabled(false);
+        statusBar()->clearMessage();
+        if (loader_->busy() && loader_->live()) loader_->cancel();
+        // The finished session, checked and with the analysis engine, replaces the live one.
+        if (code == 0)
+            openFile(out);
+        else
+            reportError_(tr("Attach failed"),
+                         QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
+    });
     proc->start(cliPath(),
                 {QStringLiteral("attach"), QString::number(pid), QStringLiteral("-o"), out});
     liveTimer_->start();
@@ -921,9 +913,7 @@ void MainWindow::stopRecording()
 {
     // `fragscope attach` finishes the session on SIGTERM (the tail of the stream is still
     // ingested), then exits; the finished() handler opens the file.
-    if (!attachProc_) return;
-    stopRequested_ = true;
-    attachProc_->terminate();
+    if (attachProc_) attachProc_->terminate();
 }
 
 } // namespace fs::gui

@@ -235,7 +235,6 @@ private:
     QString recordingPath_;
     std::shared_ptr<render::LiveScene> live_; // the recording's scene, refreshed in increments
     qint64 recordingPid_ = 0;
-    bool stopRequested_ = false; // File › Stop recording sent SIGTERM to attachProc_
     QTimer* liveTimer_ = nullptr;
     QLabel* liveLabel_ = nullptr;
     QAction* forwardAction_ = nullptr;

@@ -278,10 +278,10 @@ const std::atomic<bool>& installStopSignals()
     return g_stop;
 }
 
-void restoreStopSignals()
+const std::atomic<bool>& rearmStopSignals()
 {
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
+    g_stop = false;
+    return g_stop;
 }
 
 int64_t parseDurationMs(const std::string& s)

@@ -52,9 +52,10 @@ bool injectAgent(pid_t pid, std::string& err, const PytorchOptions& pytorch = {}
 // SIGINT/SIGTERM set the returned flag instead of killing the recorder (which then finishes
 // the session). Installed once per process.
 const std::atomic<bool>& installStopSignals();
-// SIGINT and SIGTERM end the process again (after the recording, while the finished session is
-// indexed: an interrupted index is simply not stored).
-void restoreStopSignals();
+// Lowers the flag again for the next phase (after the recording, while the finished session is
+// indexed): a stop signal then cancels that phase (the index is simply not stored) and the
+// process still ends normally.
+const std::atomic<bool>& rearmStopSignals();
 // SIGUSR1 sets the returned flag (`record --paused`: start recording now).
 const std::atomic<bool>& installStartSignal();
 
