@@ -152,7 +152,6 @@ std::vector<analysis::RegionInfo> Scene::regions(int li) const
     return locked(*this, [&](const analysis::Engine& e) { return e.regions(ld.device, ld.level); });
 }
 
-namespace {
 analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t t1, double y0,
                                         double y1, int w, int h)
 {
@@ -168,7 +167,6 @@ analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t
     rq.height = h;
     return rq;
 }
-} // namespace
 
 analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
                                        int h) const

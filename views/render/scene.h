@@ -46,6 +46,11 @@ struct LevelData
     bool yToAddress(double y, uint64_t& addr) const;
 };
 
+// The engine's heatmap request for a track's entry over [t0, t1] x [y0, y1] (compacted address
+// axis, rounded outwards) at w x h cells.
+analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t t1, double y0,
+                                        double y1, int w, int h);
+
 struct Scene
 {
     std::string path;

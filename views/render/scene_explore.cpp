@@ -114,16 +114,7 @@ analysis::StyledRaster styledHeatmap(const Scene& s, int li, int64_t t0, int64_t
 {
     if (!valid(s, li)) return {};
     const LevelData& ld = s.levels[static_cast<size_t>(li)];
-    analysis::HeatmapRequest rq;
-    rq.device = ld.device;
-    rq.level = ld.level;
-    rq.t0 = t0;
-    rq.t1 = t1;
-    rq.y0 = static_cast<uint64_t>(std::max(0.0, std::floor(y0)));
-    rq.y1 = static_cast<uint64_t>(std::max(0.0, std::ceil(y1)));
-    if (rq.y1 <= rq.y0) rq.y1 = rq.y0 + 1;
-    rq.width = w;
-    rq.height = h;
+    const analysis::HeatmapRequest rq = heatmapRequest(ld, t0, t1, y0, y1, w, h);
     style.pool = ld.pool;
     return explored(s, [&] { return s.explorer->heatmap(rq, style); })
         .value_or(analysis::StyledRaster{});

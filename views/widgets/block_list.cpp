@@ -196,6 +196,22 @@ int BlockListModel::rowOfAllocation(int64_t id) const
     return -1;
 }
 
+QTableView* blockTable(BlockListModel* model, QWidget* parent)
+{
+    auto* t = new QTableView(parent);
+    t->setModel(model);
+    t->setSortingEnabled(true);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->verticalHeader()->hide();
+    t->verticalHeader()->setDefaultSectionSize(20);
+    t->setMinimumHeight(60); // a dock tab must not claim the timelines' height
+    t->horizontalHeader()->setStretchLastSection(true);
+    t->setWordWrap(false);
+    t->setTextElideMode(Qt::ElideMiddle);
+    return t;
+}
+
 BlockList::BlockList(QWidget* parent) : QWidget(parent)
 {
     auto* lay = new QVBoxLayout(this);
@@ -210,18 +226,8 @@ BlockList::BlockList(QWidget* parent) : QWidget(parent)
     top->addWidget(free_);
     lay->addLayout(top);
     model_ = new BlockListModel(this);
-    table_ = new QTableView(this);
-    table_->setModel(model_);
-    table_->setSortingEnabled(true);
+    table_ = blockTable(model_, this);
     table_->sortByColumn(BlockListModel::Address, Qt::AscendingOrder);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
-    table_->verticalHeader()->hide();
-    table_->verticalHeader()->setDefaultSectionSize(20);
-    table_->setMinimumHeight(60); // a dock tab must not claim the timelines' height
-    table_->horizontalHeader()->setStretchLastSection(true);
-    table_->setWordWrap(false);
-    table_->setTextElideMode(Qt::ElideMiddle);
     lay->addWidget(table_, 1);
     connect(free_, &QCheckBox::toggled, model_, &BlockListModel::setShowFree);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,

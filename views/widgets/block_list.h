@@ -52,6 +52,10 @@ private:
     int64_t blocks_ = 0, fragments_ = 0;
 };
 
+// A sortable table of a BlockListModel as the block list and the search show it: whole rows,
+// one at a time, addresses elided in the middle, and no claim on the timelines' height.
+QTableView* blockTable(BlockListModel* model, QWidget* parent);
+
 class BlockList : public QWidget
 {
     Q_OBJECT

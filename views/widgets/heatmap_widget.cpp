@@ -1,4 +1,5 @@
 #include "heatmap_widget.h"
+#include "tooltip.h"
 
 #include "render/scene_explore.h"
 #include "worker_pool.h"
@@ -701,16 +702,7 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
 
 bool HeatmapWidget::event(QEvent* e)
 {
-    if (e->type() == QEvent::ToolTip) {
-        auto* he = static_cast<QHelpEvent*>(e);
-        const QString s = describeAt(he->pos());
-        if (s.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(he->globalPos(), s, this);
-        return true;
-    }
-    return QWidget::event(e);
+    return showToolTipFor(this, e, [this](QPoint p) { return describeAt(p); }) || QWidget::event(e);
 }
 
 } // namespace fs::views

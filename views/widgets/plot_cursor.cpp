@@ -3,6 +3,7 @@
 // tooltips.
 #include "plot_widgets.h"
 #include "time_cursor.h"
+#include "tooltip.h"
 
 #include <QHelpEvent>
 #include <QMouseEvent>
@@ -243,16 +244,7 @@ QString KernelLaneWidget::describeAt(const QPointF& pt) const
 
 bool KernelLaneWidget::event(QEvent* e)
 {
-    if (e->type() == QEvent::ToolTip) {
-        auto* he = static_cast<QHelpEvent*>(e);
-        const QString s = describeAt(he->pos());
-        if (s.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(he->globalPos(), s, this);
-        return true;
-    }
-    return QWidget::event(e);
+    return showToolTipFor(this, e, [this](QPoint p) { return describeAt(p); }) || QWidget::event(e);
 }
 
 } // namespace fs::views

@@ -47,17 +47,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent)
     message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     lay->addWidget(message_);
     model_ = new BlockListModel(this);
-    table_ = new QTableView(this);
-    table_->setModel(model_);
-    table_->setSortingEnabled(true);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
-    table_->verticalHeader()->hide();
-    table_->verticalHeader()->setDefaultSectionSize(20);
-    table_->setMinimumHeight(60); // a dock tab must not claim the timelines' height
-    table_->horizontalHeader()->setStretchLastSection(true);
-    table_->setWordWrap(false);
-    table_->setTextElideMode(Qt::ElideMiddle);
+    table_ = blockTable(model_, this);
     lay->addWidget(table_, 1);
     connect(edit_, &QLineEdit::returnPressed, this, [this] { search(edit_->text()); });
     connect(go, &QPushButton::clicked, this, [this] { search(edit_->text()); });
