@@ -7,4 +7,6 @@ target_compile_options(fragscope_warnings INTERFACE
 if(FRAGSCOPE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
+  # Every target gets the runtime defaults (asan_defaults.cpp explains them).
+  target_sources(fragscope_warnings INTERFACE ${CMAKE_CURRENT_LIST_DIR}/asan_defaults.cpp)
 endif()
