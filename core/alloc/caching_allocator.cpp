@@ -177,7 +177,7 @@ uint64_t CachingAllocator::allocationSize(uint64_t size, const Config& cfg)
 BlockPool& CachingAllocator::poolFor(uint64_t rounded, int poolId)
 {
     PoolPair& p = pools(poolId);
-    return rounded <= kSmallSize ? p.small : p.large;
+    return smallPool(rounded) ? p.small : p.large;
 }
 
 Block* CachingAllocator::newBlock()
@@ -303,7 +303,7 @@ bool CachingAllocator::canReuse(uint64_t origSize, uint32_t stream, int poolId) 
         if (it == private_.end()) return false;
         p = it->second.get();
     }
-    const BlockPool& pool = size <= kSmallSize ? p->small : p->large;
+    const BlockPool& pool = smallPool(size) ? p->small : p->large;
     return bestFit(cfg_, pool.blocks, size, stream) != pool.blocks.end();
 }
 
@@ -312,9 +312,14 @@ bool CachingAllocator::canReuse(uint64_t origSize, uint32_t stream, int poolId) 
 // and the request is below max_split_size.
 bool CachingAllocator::shouldSplit(const Block* b, uint64_t size) const
 {
-    const uint64_t remaining = b->size - size;
-    if (b->pool->small || cfg_.expandableSegments) return remaining >= kMinBlockSize;
-    return size < cfg_.maxSplitSize && remaining > kSmallSize;
+    return splits(b->size, size, b->pool->small, cfg_);
+}
+
+bool CachingAllocator::splits(uint64_t blockSize, uint64_t size, bool smallPool, const Config& cfg)
+{
+    const uint64_t remaining = blockSize - size;
+    if (smallPool || cfg.expandableSegments) return remaining >= kMinBlockSize;
+    return size < cfg.maxSplitSize && remaining > kSmallSize;
 }
 
 // Rule 8 (alloc_block): a new segment of the allocation size from cudaMalloc, or with expandable

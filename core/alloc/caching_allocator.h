@@ -199,6 +199,11 @@ public:
     static uint64_t roundSize(uint64_t size, const Config& cfg);
     static uint64_t allocationSize(uint64_t rounded, const Config& cfg);
     static uint64_t roundupPower2NextDivision(uint64_t size, uint64_t divisions);
+    // Rule 5 (should_split): whether a free block of `blockSize` bytes that serves a request of
+    // `size` (rounded) bytes is split, the rest staying free; else the caller gets all of it.
+    static bool splits(uint64_t blockSize, uint64_t size, bool smallPool, const Config& cfg);
+    // Rule 2 (get_pool): whether a request of `rounded` bytes is served from the small pool.
+    static bool smallPool(uint64_t rounded) { return rounded <= kSmallSize; }
 
 private:
     struct PoolPair;

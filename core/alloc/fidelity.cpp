@@ -123,16 +123,22 @@ TimeCourse compareTimeCourse(const DeviceTrace& real, const DeviceReplay& replay
         steps.emplace_back(e.time, 0, deltaOf(e));
     std::tie(c.maxReservedDiff, c.maxReservedDiffAt) = largestGap(std::move(steps), resolutionNs);
 
-    // Allocated bytes differ only by the allocations the replay could not serve.
-    std::vector<std::tuple<int64_t, int64_t, int64_t>> lost;
-    for (size_t i = 0; i < real.allocs.size() && i < replay.addresses.size(); ++i) {
-        if (replay.addresses[i] != 0) continue;
+    // Allocated bytes as PyTorch counts them (allocated_bytes: whole blocks, a request's rounding
+    // and an unsplit remainder included) after every instant; an allocation the replay could not
+    // serve counts on the recorded side only.
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> allocated;
+    allocated.reserve(real.allocs.size() * 2);
+    for (size_t i = 0; i < real.allocs.size(); ++i) {
         const RecordedAlloc& a = real.allocs[i];
-        const auto req = static_cast<int64_t>(a.requested);
-        lost.emplace_back(a.allocNs, req, 0);
-        if (a.freeNs != kAliveNs) lost.emplace_back(a.freeNs, -req, 0);
+        const auto got = static_cast<int64_t>(
+            i < replay.blockSizes.size() && i < replay.addresses.size() && replay.addresses[i] != 0
+                ? replay.blockSizes[i]
+                : 0);
+        const auto had = static_cast<int64_t>(a.size);
+        allocated.emplace_back(a.allocNs, had, got);
+        if (a.freeNs != kAliveNs) allocated.emplace_back(a.freeNs, -had, -got);
     }
-    c.maxAllocatedDiff = largestGap(std::move(lost), resolutionNs).first;
+    c.maxAllocatedDiff = largestGap(std::move(allocated), resolutionNs).first;
     return c;
 }
 

@@ -27,9 +27,9 @@ struct TimeCourse
     // the trace's resolution), and when (the first event of that step).
     uint64_t maxReservedDiff = 0;
     int64_t maxReservedDiffAt = -1;
-    // Largest difference of allocated bytes (as the program asked for them: a snapshot records
-    // only the caller's size of a freed block) at any moment: allocations the replay could not
-    // serve.
+    // Largest difference of allocated bytes as PyTorch counts them (whole blocks: rounding and
+    // unsplit remainders included) after the events of any instant: blocks of another size, and
+    // allocations the replay could not serve.
     uint64_t maxAllocatedDiff = 0;
     bool exact() const { return timeDiffers == 0 && maxReservedDiff == 0 && maxAllocatedDiff == 0; }
 };

@@ -5,6 +5,8 @@
 // exactly the snapshot's final state (docs/importers.md, "PyTorch snapshots").
 #include "pytorch_snapshot.h"
 
+#include "core/alloc/caching_allocator.h"
+#include "core/alloc/config.h"
 #include "core/mapped_pieces.h"
 
 #include "core/json.h"
@@ -388,6 +390,16 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                 break;
             }
     }
+    // The recorded allocator settings, for the block sizes of allocations freed before the end
+    // (blockSize below); PyTorch's defaults when the snapshot has none or they are unreadable
+    // (the what-if says which it used).
+    alloc::Config allocCfg;
+    if (!allocatorSettings_.empty()) {
+        try {
+            allocCfg = alloc::Config::fromSnapshotSettings(allocatorSettings_);
+        } catch (const std::invalid_argument&) {
+        }
+    }
     for (auto& [dev, d] : devices_) {
         const auto ft = firstTime.find(dev);
         const int64_t t0 = ft != firstTime.end() ? ft->second : earliest;
@@ -397,6 +409,8 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
         base.time = t0;
         std::map<uint64_t, uint64_t> curSegs;   // addr -> size, mirrors what ingest was told
         std::map<uint64_t, uint64_t> curAllocs; // addr -> size
+        // Allocations whose block is larger than the trace's size: addr -> the trace's size.
+        std::map<uint64_t, uint64_t> widened;
         auto regionCreate = [&](uint64_t a, const SegInfo& s, int64_t t) {
             Event e = base;
             e.type = EventType::RegionCreate;
@@ -487,6 +501,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             ing.add(e);
         };
         auto free = [&](uint64_t a, uint64_t size, uint32_t stream, int64_t t) {
+            if (auto w = widened.find(a); w != widened.end()) {
+                if (w->second == size) size = curAllocs[a]; // the block, as allocated
+                widened.erase(w);
+            }
             Event e = base;
             e.type = EventType::Free;
             e.time = t;
@@ -495,6 +513,28 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             e.stream = stream;
             ing.add(e);
             curAllocs.erase(a);
+        };
+
+        // The block PyTorch handed out for a request of `orig` bytes at `a`, which its
+        // allocated_bytes counts (the trace records only the request): the request rounded
+        // (round_size), or the whole free block it came from when too little would remain to
+        // split off (should_split). That free block starts at `a` and reaches the next block in
+        // use (allocated or waiting on streams) or the segment's end, as free neighbours are
+        // always merged. Expandable segments, and layouts the trace contradicts, keep `orig`.
+        auto blockSize = [&](uint64_t a, uint64_t orig) -> uint64_t {
+            auto seg = curSegs.upper_bound(a);
+            if (seg == curSegs.begin()) return orig;
+            --seg;
+            uint64_t end = seg->first + seg->second;
+            if (a >= end) return orig;
+            if (auto n = curAllocs.upper_bound(a); n != curAllocs.end())
+                end = std::min(end, n->first);
+            if (auto n = pendingNow.upper_bound(a); n != pendingNow.end())
+                end = std::min(end, n->first);
+            using CA = alloc::CachingAllocator;
+            const uint64_t rounded = CA::roundSize(orig, allocCfg), room = end - a;
+            if (room < rounded) return orig;
+            return CA::splits(room, rounded, CA::smallPool(rounded), allocCfg) ? rounded : room;
         };
 
         for (const auto& [a, s] : d.initSegs)
@@ -516,6 +556,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                     e.size = fin->second.size;
                     e.extra = fin->second.requested;
                     e.frames = fin->second.frames;
+                } else {
+                    e.extra = e.size; // the request (orig_size)
+                    e.size = blockSize(e.addr, e.size);
+                    if (e.size != e.extra) widened[e.addr] = e.extra;
                 }
             }
             if (ordinal_) {

@@ -253,6 +253,8 @@ private slots:
         const DeviceTrace& d1 = device(t, 1);
         DeviceReplay fake;
         fake.addresses.assign(d1.allocs.size(), 1);
+        for (const RecordedAlloc& a : d1.allocs)
+            fake.blockSizes.push_back(a.size);
         for (const RecordedSegment& s : d1.segments) {
             fake.segmentEvents.push_back({s.createNs, s.address, s.size, SegmentEvent::Create});
             if (s.destroyNs != kAliveNs)
@@ -266,6 +268,12 @@ private slots:
         for (SegmentEvent& e : fake.segmentEvents)
             if (e.kind == SegmentEvent::Release) e.time = releaseOf(d1, e.address) + 300;
         QVERIFY(compareTimeCourse(d1, fake, t.resolutionNs).exact());
+        // A block of another size than the recorded one (512 B larger: a different rounding or
+        // an unsplit remainder) changes allocated bytes by 512 B while it lives: not exact.
+        fake.blockSizes[0] += 512;
+        const TimeCourse b = compareTimeCourse(d1, fake, t.resolutionNs);
+        QCOMPARE(b.maxAllocatedDiff, uint64_t(512));
+        QVERIFY(!b.exact());
     }
 
     // Other settings: a free-and-retry the recorded replay reproduced marks the device's usable
