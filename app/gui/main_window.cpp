@@ -619,6 +619,7 @@ void MainWindow::setDark(bool dark)
     histogram_->setDark(dark);
     memmap_->setDark(dark);
     graphs_->setDark(dark);
+    correlations_->setDark(dark);
 }
 
 void MainWindow::updateStatus()

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/oom_list.h"
@@ -278,6 +279,15 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         if (auto* dock = findChild<QDockWidget*>(QStringLiteral("oomDock"))) dock->raise();
         emit oomList_->tree()->itemActivated(oomList_->tree()->topLevelItem(0), 0);
         shot(QStringLiteral("gui-oom.png"));
+    }
+    // The correlations, the strongest pair's scatter below them (sessions with frame metrics).
+    if (auto* dock = findChild<QDockWidget*>(QStringLiteral("correlationDock"));
+        dock && scene_->engine && !scene_->frames.empty()) {
+        dock->show();
+        dock->raise();
+        settle([this] { return correlations_->tree()->topLevelItemCount() > 0; }, 20000);
+        if (correlations_->tree()->topLevelItemCount() > 0)
+            shot(QStringLiteral("gui-correlations.png"));
     }
     exploreScreenshots(shot);
     // A what-if replay under expandable segments, opened beside the real run as a user would

@@ -210,6 +210,10 @@ public:
     // Every allocator metric of the default track against every frame metric in the session,
     // with Benjamini-Hochberg q-values over these pairs (stats.h: adjustForMultipleTests).
     std::vector<Correlation> correlations() const;
+    // One pair's frames with both values, for its scatter plot, and its least-squares line.
+    CorrelationPoints correlationPoints(uint32_t device, Level level,
+                                        const std::string& allocatorMetric,
+                                        const std::string& frameMetric) const;
     // ---- CUDA graphs and pools (graphs.h; core/analysis/graphs.cpp) ----
     // Every graph, pool and replay of the session with the sharing candidates; their what-if
     // savings are the allocator model's (fs::alloc::graphsReport fills them in). replayDetail

@@ -430,19 +430,51 @@ std::vector<double> Engine::frameSeries(uint32_t device, Level level,
     return out;
 }
 
+namespace {
+// A frame metric of every frame, NaN where a frame lacks it.
+std::vector<double> frameMetricSeries(const std::vector<FrameInfo>& frames, const std::string& name)
+{
+    std::vector<double> y;
+    y.reserve(frames.size());
+    for (const FrameInfo& f : frames) {
+        auto it = f.metrics.find(name);
+        y.push_back(it == f.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second);
+    }
+    return y;
+}
+} // namespace
+
 Correlation Engine::correlation(uint32_t device, Level level, const std::string& allocatorMetric,
                                 const std::string& frameMetric) const
 {
-    const std::vector<double> x = frameSeries(device, level, allocatorMetric);
-    std::vector<double> y;
-    for (const FrameInfo& f : d_->frames) {
-        auto it = f.metrics.find(frameMetric);
-        y.push_back(it == f.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second);
-    }
-    Correlation c = correlate(x, y);
+    Correlation c = correlate(frameSeries(device, level, allocatorMetric),
+                              frameMetricSeries(d_->frames, frameMetric));
     c.allocatorMetric = allocatorMetric;
     c.frameMetric = frameMetric;
     return c;
+}
+
+CorrelationPoints Engine::correlationPoints(uint32_t device, Level level,
+                                            const std::string& allocatorMetric,
+                                            const std::string& frameMetric) const
+{
+    CorrelationPoints p;
+    const std::vector<double> x = frameSeries(device, level, allocatorMetric);
+    const std::vector<double> y = frameMetricSeries(d_->frames, frameMetric);
+    p.stats = correlate(x, y);
+    p.stats.allocatorMetric = allocatorMetric;
+    p.stats.frameMetric = frameMetric;
+    p.xInBytes = allocatorMetric == "largest_fragment_end" || allocatorMetric == "free_end" ||
+                 allocatorMetric == "allocated_end" || allocatorMetric == "reserved_end" ||
+                 allocatorMetric == "min_largest_fragment" || allocatorMetric == "alloc_bytes";
+    for (size_t i = 0; i < x.size() && i < y.size() && i < d_->frames.size(); ++i) {
+        if (std::isnan(x[i]) || std::isnan(y[i])) continue; // as correlate() skips them
+        p.frames.push_back(d_->frames[i].index);
+        p.x.push_back(x[i]);
+        p.y.push_back(y[i]);
+    }
+    p.line = fitTrend(p.x, p.y);
+    return p;
 }
 
 std::vector<Correlation> Engine::correlations() const

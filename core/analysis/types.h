@@ -211,6 +211,17 @@ struct Correlation
     double spearmanQ = 1;
 };
 
+// The frames behind one correlation (Engine::correlationPoints): what its scatter plot draws.
+struct CorrelationPoints
+{
+    Correlation stats;           // the pair's coefficients (q stays 1: it needs the other pairs)
+    std::vector<int64_t> frames; // frame index of each point, in frame order
+    bool xInBytes = false;       // the allocator figure counts bytes (else a count or ratio)
+    std::vector<double> x;       // the allocator figure (frames where either is NaN left out)
+    std::vector<double> y;       // the frame metric
+    Trend line;                  // least-squares y = slope * x + intercept over the points
+};
+
 // The false-discovery rate under which a correlation is called significant (q < 0.05).
 constexpr double kSignificanceLevel = 0.05;
 

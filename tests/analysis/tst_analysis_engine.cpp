@@ -404,6 +404,19 @@ private slots:
         // Correlation of the largest fragment at frame end with coherence over 4 frames has n = 4.
         QCOMPARE(e->correlation(0, Level::Framework, "largest_fragment_end", "coherence_score").n,
                  int64_t{4});
+        // Its scatter (Engine::correlationPoints): the frame ends' largest fragments 768K, 768K,
+        // 1M, 1M against coherence 0.9, 0.8, 0.01, 0.7. Least squares: mean x = 896K and every x
+        // is 128K from it, so slope = sum(dx*dy) / sum(dx^2) = 128K * (-0.495 - 0.495) /
+        // (4 * 128K^2) = -0.99 / 512K per byte; intercept = mean y - slope * mean x = 0.6025 +
+        // 0.99 * 896K / 512K = 2.335.
+        const CorrelationPoints cp =
+            e->correlationPoints(0, Level::Framework, "largest_fragment_end", "coherence_score");
+        QCOMPARE(cp.frames, (std::vector<int64_t>{0, 1, 2, 3}));
+        QCOMPARE(cp.x, (std::vector<double>{768.0 * KiB, 768.0 * KiB, 1.0 * MiB, 1.0 * MiB}));
+        QCOMPARE(cp.y, (std::vector<double>{0.9, 0.8, 0.01, 0.7}));
+        QCOMPARE(cp.stats.n, int64_t{4});
+        QVERIFY(std::abs(cp.line.slope + 0.99 / (512.0 * KiB)) < 1e-12);
+        QVERIFY(std::abs(cp.line.intercept - 2.335) < 1e-9);
     }
 
     void indexEqualsFullReplayOnLongRandomRun()

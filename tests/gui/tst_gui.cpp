@@ -150,6 +150,49 @@ private slots:
             QCOMPARE(it->text(views::CorrelationTable::Significant).isEmpty(),
                      !(c.pearsonQ < 0.05 || c.spearmanQ < 0.05));
         }
+        // Below the table, the scatter of the strongest pair (smallest Pearson q, the first of
+        // equals): one point per frame with both values, as the engine gives them, and the
+        // least-squares line; another row redraws it with that pair.
+        auto scatterShows = [&](size_t pair) {
+            const analysis::Correlation& c = pairs[pair];
+            const auto def = s.engine->defaultTrack(0);
+            const analysis::CorrelationPoints pts = s.engine->correlationPoints(
+                def->device, def->level, c.allocatorMetric, c.frameMetric);
+            QCOMPARE(int64_t(pts.x.size()), c.n);
+            QCustomPlot* sc = w.correlationTable()->scatter();
+            QCOMPARE(sc->graphCount(), 2);
+            QCOMPARE(sc->graph(0)->dataCount(), int(pts.x.size()));
+            // Byte figures are drawn in a binary unit the axis names: x * unit is the engine's.
+            const QString label = sc->xAxis->label();
+            double unit = 1;
+            for (auto [name, u] : {std::pair{"KiB", 1024.0},
+                                   {"MiB", 1048576.0},
+                                   {"GiB", 1073741824.0},
+                                   {"TiB", 1099511627776.0}})
+                if (label.endsWith(QStringLiteral("(%1)").arg(name))) unit = u;
+            QCOMPARE(label.section(' ', 0, 0).toStdString(), c.allocatorMetric);
+            QCOMPARE(label.contains('('), pts.xInBytes);
+            for (size_t i = 0; i < pts.x.size(); ++i) {
+                bool found = false;
+                for (auto d = sc->graph(0)->data()->begin(); d != sc->graph(0)->data()->end(); ++d)
+                    found =
+                        found || (std::abs(d->key * unit - pts.x[i]) <= 1e-9 * std::abs(pts.x[i]) &&
+                                  d->value == pts.y[i]);
+                QVERIFY(found);
+            }
+            QCOMPARE(sc->yAxis->label().toStdString(), c.frameMetric);
+        };
+        size_t best = pairs.size();
+        for (size_t i = 0; i < pairs.size(); ++i)
+            if (pairs[i].n >= 3 &&
+                (best == pairs.size() || pairs[i].pearsonQ < pairs[best].pearsonQ))
+                best = i;
+        QVERIFY(best < pairs.size());
+        QCOMPARE(ct->currentItem(), ct->topLevelItem(int(best)));
+        scatterShows(best);
+        const size_t other = best == 0 ? pairs.size() - 1 : 0;
+        ct->setCurrentItem(ct->topLevelItem(int(other)));
+        scatterShows(other);
         // The heatmap's selection covers the frame, and the frame is in view.
         const analysis::FrameInfo* fr = s.frame(f);
         const auto& hs = w.heatmap()->selection();

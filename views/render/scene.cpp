@@ -245,6 +245,18 @@ std::vector<analysis::Correlation> Scene::correlations() const
     return locked(*this, [](const analysis::Engine& e) { return e.correlations(); });
 }
 
+analysis::CorrelationPoints Scene::correlationPoints(const std::string& allocatorMetric,
+                                                     const std::string& frameMetric) const
+{
+    if (firstLook && !recordsReady()) return {};
+    if (!engine) return {};
+    return locked(*this, [&](const analysis::Engine& e) {
+        const auto def = e.defaultTrack(0);
+        return def ? e.correlationPoints(def->device, def->level, allocatorMetric, frameMetric)
+                   : analysis::CorrelationPoints{};
+    });
+}
+
 std::vector<analysis::KernelSummary> Scene::kernelsInFrame(int64_t f) const
 {
     if (firstLook && !recordsReady()) return {};

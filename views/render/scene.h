@@ -138,6 +138,9 @@ struct Scene
     // The report's correlations with their q-values (Engine::correlations); empty until the
     // records are loaded.
     std::vector<analysis::Correlation> correlations() const;
+    // One pair's per-frame points on the default track (Engine::correlationPoints).
+    analysis::CorrelationPoints correlationPoints(const std::string& allocatorMetric,
+                                                  const std::string& frameMetric) const;
     std::vector<analysis::KernelSpan> kernelSpans(int64_t from, int64_t to) const;
     std::vector<analysis::GraphLaunchSpan> graphLaunches(int64_t from, int64_t to) const;
     // Asks the engine the questions whose first answer builds an index (kernel names: a pass

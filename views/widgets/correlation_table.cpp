@@ -1,14 +1,18 @@
 #include "correlation_table.h"
 
+#include "plot_widgets.h"
 #include "views/render/scene.h"
 
 #include "core/analysis/serialize.h"
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
+#include <qcustomplot.h>
 
 namespace fs::views {
 
@@ -34,8 +38,25 @@ CorrelationTable::CorrelationTable(QWidget* parent) : QWidget(parent)
     tree_->setRootIsDecorated(false);
     tree_->setSortingEnabled(false);
     tree_->header()->setStretchLastSection(true);
-    lay->addWidget(tree_, 1);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(tree_);
+    scatter_ = new QCustomPlot(split);
+    scatter_->setMinimumHeight(160);
+    scatter_->plotLayout()->insertRow(0);
+    title_ = new QCPTextElement(scatter_, QString());
+    scatter_->plotLayout()->addElement(0, 0, title_);
+    split->addWidget(scatter_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    lay->addWidget(split, 1);
+    connect(tree_, &QTreeWidget::currentItemChanged, this, [this] { drawScatter(); });
     setScene(nullptr);
+}
+
+void CorrelationTable::setDark(bool dark)
+{
+    dark_ = dark;
+    drawScatter();
 }
 
 void CorrelationTable::setScene(std::shared_ptr<const render::Scene> scene)
@@ -44,6 +65,7 @@ void CorrelationTable::setScene(std::shared_ptr<const render::Scene> scene)
     filled_ = false;
     tree_->clear();
     note_->setText(tr("Per-frame correlations between allocator figures and frame metrics."));
+    drawScatter();
     if (isVisible()) fill();
 }
 
@@ -78,6 +100,12 @@ void CorrelationTable::fill()
     }
     for (int col = 0; col < Significant; ++col)
         tree_->resizeColumnToContents(col);
+    // The strongest pair first in the scatter: the smallest Pearson q (ties: the first row).
+    int best = -1;
+    for (size_t i = 0; i < pairs.size(); ++i)
+        if (pairs[i].n >= 3 && (best < 0 || pairs[i].pearsonQ < pairs[size_t(best)].pearsonQ))
+            best = static_cast<int>(i);
+    if (best >= 0) tree_->setCurrentItem(tree_->topLevelItem(best));
     note_->setText(
         pairs.empty()
             ? tr("No correlations: the session has no per-frame metrics, or fewer than 3 frames.")
@@ -86,6 +114,69 @@ void CorrelationTable::fill()
                  "are small by chance.")
                   .arg(pairs.size())
                   .arg(analysis::kSignificanceLevel));
+}
+
+void CorrelationTable::drawScatter()
+{
+    scatter_->clearGraphs();
+    scatter_->clearItems();
+    QString title = tr("select a pair: one point per frame");
+    QString xLabel = tr("allocator figure"), yLabel = tr("frame metric");
+    const QTreeWidgetItem* it = tree_->currentItem();
+    if (scene_ && scene_->engine && it) {
+        const std::string a = it->text(AllocatorMetric).toStdString();
+        const std::string m = it->text(FrameMetric).toStdString();
+        const analysis::CorrelationPoints p = scene_->correlationPoints(a, m);
+        // Bytes in the binary unit that keeps the largest value under 2048 of it.
+        double div = 1;
+        int unit = 0;
+        const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+        if (p.xInBytes && !p.x.empty()) {
+            const double top = *std::max_element(p.x.begin(), p.x.end());
+            while (top / div >= 2048 && unit < 4) {
+                div *= 1024;
+                ++unit;
+            }
+        }
+        QVector<double> x, y(p.y.begin(), p.y.end());
+        for (double v : p.x)
+            x << v / div;
+        QCPGraph* pts = scatter_->addGraph();
+        pts->setName(tr("frames"));
+        pts->setLineStyle(QCPGraph::lsNone);
+        pts->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+        pts->setPen(QPen(QColor(31, 119, 180, 190)));
+        pts->setData(x, y, /*alreadySorted=*/false);
+        if (!x.isEmpty()) {
+            const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+            QCPGraph* line = scatter_->addGraph();
+            line->setName(tr("least squares"));
+            line->setPen(QPen(QColor(214, 39, 40), 1.5));
+            // The engine's line is in the figure's own unit (x * div).
+            line->setData({*lo, *hi}, {p.line.slope * *lo * div + p.line.intercept,
+                                       p.line.slope * *hi * div + p.line.intercept});
+        }
+        scatter_->rescaleAxes();
+        for (QCPAxis* ax : {scatter_->xAxis, scatter_->yAxis}) {
+            const QCPRange r = ax->range();
+            const double pad = r.size() > 0 ? r.size() * 0.05 : 0.5;
+            ax->setRange(r.lower - pad, r.upper + pad);
+        }
+        xLabel = p.xInBytes ? QStringLiteral("%1 (%2)").arg(it->text(AllocatorMetric),
+                                                            QLatin1String(units[unit]))
+                            : it->text(AllocatorMetric);
+        yLabel = it->text(FrameMetric);
+        title = tr("%1 frames — Pearson r %2 (p %3), Spearman ρ %4")
+                    .arg(p.stats.n)
+                    .arg(num(p.stats.pearson, 'f', 3))
+                    .arg(num(p.stats.pearsonP, 'g', 3))
+                    .arg(num(p.stats.spearman, 'f', 3));
+    }
+    scatter_->xAxis->setLabel(xLabel);
+    scatter_->yAxis->setLabel(yLabel);
+    title_->setText(title);
+    applyPlotTheme(scatter_, dark_);
+    scatter_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 } // namespace fs::views

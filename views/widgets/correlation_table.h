@@ -1,13 +1,16 @@
 // The report's correlations (docs/analysis.md "Many comparisons"): one row per allocator figure
 // and frame metric pair with n, Pearson r, p and q, Spearman rho, p and q; only q < 0.05 is
-// marked significant. The engine computes every number (Engine::correlations); the widget only
-// formats them, and asks for them when it is first shown (a long run's pairs cost a pass over
+// marked significant. Below, the chosen pair's scatter: one point per frame and the
+// least-squares line (Engine::correlationPoints). The engine computes every number; the widget
+// only draws them, and asks for them when it is first shown (a long run's pairs cost a pass over
 // its frames, which a user who never opens the tab should not wait for).
 #pragma once
 
 #include <QWidget>
 #include <memory>
 
+class QCPTextElement;
+class QCustomPlot;
 class QLabel;
 class QTreeWidget;
 
@@ -37,16 +40,22 @@ public:
     explicit CorrelationTable(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene);
     QTreeWidget* tree() const { return tree_; }
+    QCustomPlot* scatter() const { return scatter_; }
+    void setDark(bool dark);
 
 protected:
     void showEvent(QShowEvent* e) override;
 
 private:
     void fill();
+    void drawScatter(); // the current row's pair
     std::shared_ptr<const render::Scene> scene_;
     bool filled_ = false;
+    bool dark_ = false;
     QTreeWidget* tree_ = nullptr;
     QLabel* note_ = nullptr;
+    QCustomPlot* scatter_ = nullptr;
+    QCPTextElement* title_ = nullptr;
 };
 
 } // namespace fs::views
