@@ -3,6 +3,7 @@
 #include "main_window.h"
 #include "widgets/callsite_table.h"
 #include "widgets/heatmap_widget.h"
+#include "widgets/time_cursor.h"
 
 #include "core/json.h"
 
@@ -98,7 +99,8 @@ int measureOpen(MainWindow& w, const QString& file)
     QElapsedTimer clock;
     // The event loop's health: a 5 ms timer on the GUI thread; the largest gap between two
     // ticks is the longest the window could not react.
-    qint64 lastTick = 0, maxGap = 0, maxGapAt = 0;
+    // `phaseGap`: the same since the cursor moves began (-1 before).
+    qint64 lastTick = 0, maxGap = 0, maxGapAt = 0, phaseGap = -1;
     QTimer tick;
     tick.setInterval(5);
     QObject::connect(&tick, &QTimer::timeout, [&] {
@@ -107,6 +109,7 @@ int measureOpen(MainWindow& w, const QString& file)
             maxGap = now - lastTick;
             maxGapAt = now;
         }
+        if (phaseGap >= 0) phaseGap = std::max(phaseGap, now - lastTick);
         lastTick = now;
     });
     double summaryMs = -1, readyMs = -1, firstHeatmapMs = -1, exactHeatmapMs = -1;
@@ -196,25 +199,42 @@ int measureOpen(MainWindow& w, const QString& file)
     }
     // The time cursor across the run: a first move reads the blocks' attributes (tags,
     // streams, call sites: attributes_ms), then 20 instants, each timed from the request to
-    // every view showing it (histogram, memory map, block list, readout, painted).
+    // the histogram, memory map, block list and readout showing it, painted (cursorMs), and on
+    // to the other panels that follow the cursor being done too (the top call sites up to the
+    // cursor, search matches, when shown: allMs).
     int64_t shownAt = kNoTime;
     QObject::connect(&w, &MainWindow::cursorShown, [&](qint64 t) { shownAt = t; });
-    std::vector<double> cursorMs;
+    // Baseline, same moves: the worker's computation of each snapshot (blocks, memory map,
+    // state), what any redraw waits for before it can draw.
+    std::vector<double> cursorMs, allMs, computeMs;
     double attributesMs = -1, callSitesMs = -1;
+    qint64 cursorMaxGap = -1;
     if (const auto sc = w.scene()) {
         const int64_t b = sc->timeBegin(), span = std::max<int64_t>(1, sc->timeEnd() - b);
         auto move = [&](int64_t t) {
             QElapsedTimer c;
             c.start();
             w.setCursorTime(t);
-            waitFor([&] { return shownAt == t && !w.busy(); }, 120000);
+            waitFor([&] { return shownAt == t; }, 120000);
             QApplication::processEvents(); // the paints the new state posted
-            return static_cast<double>(c.nsecsElapsed()) / 1e6;
+            const double shown = static_cast<double>(c.nsecsElapsed()) / 1e6;
+            waitFor([&] { return !w.busy(); }, 120000);
+            QApplication::processEvents();
+            return std::pair{shown, static_cast<double>(c.nsecsElapsed()) / 1e6};
         };
-        attributesMs = move(b + span / 40);
-        for (int i = 0; i < 20; ++i)
-            cursorMs.push_back(
-                move(b + static_cast<int64_t>(static_cast<double>(span) * (i + 0.5) / 20.0)));
+        attributesMs = move(b + span / 40).second;
+        QApplication::processEvents();
+        phaseGap = 0;
+        lastTick = clock.elapsed();
+        for (int i = 0; i < 20; ++i) {
+            const auto [shown, all] =
+                move(b + static_cast<int64_t>(static_cast<double>(span) * (i + 0.5) / 20.0));
+            cursorMs.push_back(shown);
+            allMs.push_back(all);
+            if (const auto snap = w.cursorSnapshot()) computeMs.push_back(snap->computeMs);
+        }
+        cursorMaxGap = phaseGap;
+        phaseGap = -1;
         // The call-site table over the whole run (its first: one replay for the holes).
         if (auto* d = w.findChild<QDockWidget*>(QStringLiteral("callSitesDock"))) {
             d->show();
@@ -233,14 +253,17 @@ int measureOpen(MainWindow& w, const QString& file)
                 "\"zoom_redraw_ms_median\": %.1f, \"pan_redraw_ms_median\": %.1f, "
                 "\"redraw_first_image_ms_median\": %.1f, "
                 "\"attributes_ms\": %.1f, \"cursor_redraw_ms_median\": %.1f, "
-                "\"cursor_redraw_ms_max\": %.1f, \"callsites_whole_run_ms\": %.1f, "
+                "\"cursor_redraw_ms_max\": %.1f, \"cursor_all_panels_ms_median\": %.1f, "
+                "\"cursor_compute_ms_median\": %.1f, "
+                "\"cursor_max_event_loop_gap_ms\": %lld, \"callsites_whole_run_ms\": %.1f, "
                 "\"max_event_loop_gap_ms\": %lld, \"peak_rss_mb\": %.1f}\n",
                 kJsonSchemaVersion, static_cast<long long>(scene ? scene->summary.events : 0),
                 static_cast<long long>(scene ? scene->summary.allocations : 0), summaryMs,
                 firstHeatmapMs, exactHeatmapMs, readyMs, completeMs, median(zoom), median(pan),
                 median(firstImage), attributesMs, median(cursorMs),
                 cursorMs.empty() ? 0.0 : *std::max_element(cursorMs.begin(), cursorMs.end()),
-                callSitesMs, static_cast<long long>(maxGap), peakRssMb());
+                median(allMs), median(computeMs), static_cast<long long>(cursorMaxGap), callSitesMs,
+                static_cast<long long>(maxGap), peakRssMb());
     std::fflush(stdout);
     if (debug) {
         qApp->removeEventFilter(&events);

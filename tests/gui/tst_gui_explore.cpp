@@ -509,6 +509,31 @@ private slots:
         QCOMPARE(QApplication::palette().color(QPalette::Window), before.color(QPalette::Window));
     }
 
+    // `--measure-open` (bench/gui/bench_gui_open): one JSON line whose cursor figures are in the
+    // order their definitions imply, move by move: the worker's snapshot is part of the redraw,
+    // and the redraw part of the time until every panel that follows the cursor is done.
+    void measureOpenTimesTheCursor()
+    {
+        QProcess p;
+        p.start(QStringLiteral(FRAGSCOPE_GUI), {"--measure-open", fixture_});
+        QVERIFY(p.waitForFinished(240000));
+        QCOMPARE(p.exitCode(), 0);
+        const QJsonObject j = QJsonDocument::fromJson(p.readAllStandardOutput().trimmed()).object();
+        for (const char* k :
+             {"cursor_compute_ms_median", "cursor_redraw_ms_median", "cursor_all_panels_ms_median",
+              "cursor_redraw_ms_max", "cursor_max_event_loop_gap_ms", "max_event_loop_gap_ms"})
+            QVERIFY2(j.contains(QLatin1String(k)), k);
+        const double compute = j["cursor_compute_ms_median"].toDouble();
+        const double redraw = j["cursor_redraw_ms_median"].toDouble();
+        QVERIFY(redraw > 0); // the moves happened (0 when there were none)
+        QVERIFY2(compute <= redraw, qPrintable(QString("%1 > %2").arg(compute).arg(redraw)));
+        QVERIFY(redraw <= j["cursor_all_panels_ms_median"].toDouble());
+        QVERIFY(redraw <= j["cursor_redraw_ms_max"].toDouble());
+        QVERIFY(j["cursor_max_event_loop_gap_ms"].toInteger() >= 0);
+        QVERIFY(j["cursor_max_event_loop_gap_ms"].toInteger() <=
+                j["max_event_loop_gap_ms"].toInteger());
+    }
+
     void helpNeedsNoDisplay()
     {
         QProcess p;
