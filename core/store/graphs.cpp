@@ -24,6 +24,9 @@ GraphRows readGraphRows(const Session& s)
     {
         Stmt q = db.prepare("SELECT start_ns, end_ns, COALESCE(graph_id, 0), COALESCE(exec_id, 0),"
                             " device, COALESCE(stream, 0) FROM graph_launches ORDER BY id");
+        // No regrowth over a million replays (SQLite counts the table's pages, not its rows).
+        g.launches.reserve(static_cast<size_t>(
+            std::max<int64_t>(0, db.scalar("SELECT COUNT(*) FROM graph_launches"))));
         while (q.step()) {
             GraphLaunchRecord r;
             r.start = q.i64(0);
