@@ -366,20 +366,33 @@ std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int6
     return out;
 }
 
+namespace {
+// The per-frame allocator metrics correlations use, and whether each counts bytes.
+struct FrameAllocatorMetric
+{
+    const char* name;
+    bool bytes;
+};
+constexpr FrameAllocatorMetric kFrameAllocatorMetrics[] = {{"largest_fragment_end", true},
+                                                           {"fragmentation_ratio_end", false},
+                                                           {"fragment_count_end", false},
+                                                           {"fragment_entropy_end", false},
+                                                           {"free_end", true},
+                                                           {"allocated_end", true},
+                                                           {"reserved_end", true},
+                                                           {"min_largest_fragment", true},
+                                                           {"max_fragmentation_ratio", false},
+                                                           {"allocs", false},
+                                                           {"alloc_bytes", true},
+                                                           {"new_kernel_variants", false}};
+} // namespace
+
 std::vector<std::string> Engine::frameAllocatorMetrics()
 {
-    return {"largest_fragment_end",
-            "fragmentation_ratio_end",
-            "fragment_count_end",
-            "fragment_entropy_end",
-            "free_end",
-            "allocated_end",
-            "reserved_end",
-            "min_largest_fragment",
-            "max_fragmentation_ratio",
-            "allocs",
-            "alloc_bytes",
-            "new_kernel_variants"};
+    std::vector<std::string> out;
+    for (const FrameAllocatorMetric& m : kFrameAllocatorMetrics)
+        out.emplace_back(m.name);
+    return out;
 }
 
 std::vector<double> Engine::frameSeries(uint32_t device, Level level,
@@ -464,9 +477,8 @@ CorrelationPoints Engine::correlationPoints(uint32_t device, Level level,
     p.stats = correlate(x, y);
     p.stats.allocatorMetric = allocatorMetric;
     p.stats.frameMetric = frameMetric;
-    p.xInBytes = allocatorMetric == "largest_fragment_end" || allocatorMetric == "free_end" ||
-                 allocatorMetric == "allocated_end" || allocatorMetric == "reserved_end" ||
-                 allocatorMetric == "min_largest_fragment" || allocatorMetric == "alloc_bytes";
+    for (const FrameAllocatorMetric& m : kFrameAllocatorMetrics)
+        p.xInBytes = p.xInBytes || (m.bytes && allocatorMetric == m.name);
     for (size_t i = 0; i < x.size() && i < y.size() && i < d_->frames.size(); ++i) {
         if (std::isnan(x[i]) || std::isnan(y[i])) continue; // as correlate() skips them
         p.frames.push_back(d_->frames[i].index);

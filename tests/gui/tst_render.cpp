@@ -163,6 +163,18 @@ private slots:
 
     void fixtureTimelineEqualsEngine() { checkAgreesWithEngine(*scene_, fixture_); }
 
+    // One binary unit per byte axis, the largest value under 2048 of it: 2047 B stays in bytes,
+    // 2048 B is 2 KiB, 80 GiB (81920 MiB) is GiB, and 4 PiB stops at TiB (4096 TiB).
+    void byteAxisUnits()
+    {
+        QCOMPARE(QString(byteAxisUnit(2047).name), QString("B"));
+        QCOMPARE(byteAxisUnit(2047).div, 1.0);
+        QCOMPARE(QString(byteAxisUnit(2048).name), QString("KiB"));
+        QCOMPARE(byteAxisUnit(2048).div, 1024.0);
+        QCOMPARE(QString(byteAxisUnit(80.0 * (1ull << 30)).name), QString("GiB"));
+        QCOMPARE(QString(byteAxisUnit(4.0 * (1ull << 50)).name), QString("TiB"));
+    }
+
     void sharedSnapshotsTimelineEqualsEngine()
     {
         FSTEST_REQUIRE_DATA("pytorch-snapshots");

@@ -146,23 +146,16 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
                 maxBytes = std::max({maxBytes, tl.reserved[i], tl.allocated[i]});
         }
     }
-    // Bytes axis in one binary unit so tick labels stay short.
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double div = 1;
-    while (maxBytes / div >= 1024 * 2 && u < 4) {
-        div *= 1024;
-        ++u;
-    }
+    const ByteUnit unit = byteAxisUnit(maxBytes);
     for (auto* v : {&res, &alc, &fre})
         for (auto& pt : *v)
-            pt.second /= div;
+            pt.second /= unit.div;
     const bool last0 = panels == 1;
-    drawPanel(p, panelRect(0), s, o, QStringLiteral("memory (%1)").arg(QLatin1String(units[u])),
+    drawPanel(p, panelRect(0), s, o, QStringLiteral("memory (%1)").arg(QLatin1String(unit.name)),
               {{QColor(90, 90, 90), QStringLiteral("reserved"), res},
                {QColor(31, 119, 180), QStringLiteral("allocated"), alc},
                {QColor(44, 160, 44), QStringLiteral("free in regions"), fre, true}},
-              0, maxBytes / div * 1.08, {}, {}, last0);
+              0, maxBytes / unit.div * 1.08, {}, {}, last0);
     drawPanel(p, panelRect(1), s, o, QStringLiteral("fragmentation F"),
               {{QColor(214, 39, 40), QStringLiteral("F = 1 − largest free / total free"), fr}}, 0,
               1.0, {},

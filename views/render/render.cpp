@@ -103,6 +103,17 @@ QString pow2Label(int k)
     return QStringLiteral("%1 %2").arg(1LL << (k - 10 * u)).arg(QLatin1String(units[u]));
 }
 
+ByteUnit byteAxisUnit(double maxBytes)
+{
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    ByteUnit u;
+    for (int i = 0; maxBytes / u.div >= 2048 && i < 4; ++i) {
+        u.div *= 1024;
+        u.name = units[i + 1];
+    }
+    return u;
+}
+
 Viewport fullViewport(const Scene& s, int level)
 {
     Viewport vp;

@@ -110,4 +110,13 @@ TimeUnit timeUnitFor(int64_t span, TimeAxis axis);
 // "4 KiB", "128 MiB": the lower bound of log2 bin k.
 QString pow2Label(int k);
 
+// A byte axis in one binary unit, so tick labels stay short: the largest value stays under 2048
+// of it. Values are drawn divided by `div`; `name` labels the axis ("GiB").
+struct ByteUnit
+{
+    double div = 1;
+    const char* name = "B";
+};
+ByteUnit byteAxisUnit(double maxBytes);
+
 } // namespace fs::render

@@ -1,6 +1,7 @@
 #include "correlation_table.h"
 
 #include "plot_widgets.h"
+#include "views/render/render.h"
 #include "views/render/scene.h"
 
 #include "core/analysis/serialize.h"
@@ -127,17 +128,11 @@ void CorrelationTable::drawScatter()
         const std::string a = it->text(AllocatorMetric).toStdString();
         const std::string m = it->text(FrameMetric).toStdString();
         const analysis::CorrelationPoints p = scene_->correlationPoints(a, m);
-        // Bytes in the binary unit that keeps the largest value under 2048 of it.
-        double div = 1;
-        int unit = 0;
-        const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-        if (p.xInBytes && !p.x.empty()) {
-            const double top = *std::max_element(p.x.begin(), p.x.end());
-            while (top / div >= 2048 && unit < 4) {
-                div *= 1024;
-                ++unit;
-            }
-        }
+        const render::ByteUnit unit =
+            p.xInBytes && !p.x.empty()
+                ? render::byteAxisUnit(*std::max_element(p.x.begin(), p.x.end()))
+                : render::ByteUnit{};
+        const double div = unit.div;
         QVector<double> x, y(p.y.begin(), p.y.end());
         for (double v : p.x)
             x << v / div;
@@ -163,7 +158,7 @@ void CorrelationTable::drawScatter()
             ax->setRange(r.lower - pad, r.upper + pad);
         }
         xLabel = p.xInBytes ? QStringLiteral("%1 (%2)").arg(it->text(AllocatorMetric),
-                                                            QLatin1String(units[unit]))
+                                                            QLatin1String(unit.name))
                             : it->text(AllocatorMetric);
         yLabel = it->text(FrameMetric);
         title = tr("%1 frames — Pearson r %2 (p %3), Spearman ρ %4")

@@ -316,13 +316,8 @@ void TimelineWidget::rebuild()
     double maxBytes = 1;
     for (size_t i = 0; i < tl.time.size(); ++i)
         maxBytes = std::max({maxBytes, tl.reserved[i], tl.allocated[i]});
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int ui = 0;
-    double div = 1;
-    while (maxBytes / div >= 2048 && ui < 4) {
-        div *= 1024;
-        ++ui;
-    }
+    const render::ByteUnit unit = render::byteAxisUnit(maxBytes);
+    const double div = unit.div;
     auto addGraph = [&](QCPAxisRect* r, const QString& name, const QColor& c, bool second) {
         QCPGraph* g = plot_->addGraph(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
         g->setName(name);
@@ -351,7 +346,7 @@ void TimelineWidget::rebuild()
         ->setData(x, fre, true);
     addGraph(rects_[0], tr("largest free block"), QColor(230, 120, 20), true)
         ->setData(x, big, true);
-    rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(units[ui]));
+    rects_[0]->axis(QCPAxis::atLeft)->setLabel(QLatin1String(unit.name));
     rects_[0]->axis(QCPAxis::atLeft)->setRange(0, maxBytes / div * 1.08);
     addGraph(rects_[1],
              tr("fragmentation F = 1 − largest free / free (dashed: %1)")
