@@ -1,5 +1,6 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
+#include "core/huge_pages.h"
 #include "core/progress.h"
 #include "core/store/session.h"
 #include "core/store/sqlite.h"
@@ -37,16 +38,18 @@ void printUsage()
 void printVersion()
 {
     fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\ncapture {}\n"
-               "video metrics {}\n",
+               "video metrics {}\nmalloc huge pages {}\n",
                fragscopeVersion(), kFormatVersion, qVersion(), sqliteVersion(), fmtVersion(),
                cuptiVersion(), captureBuilt() ? "built" : "not built (FRAGSCOPE_CAPTURE=OFF)",
-               videoBuilt() ? "built (OpenCV)" : "not built (FRAGSCOPE_VIDEO=OFF)");
+               videoBuilt() ? "built (OpenCV)" : "not built (FRAGSCOPE_VIDEO=OFF)",
+               hugePagesStatus());
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
+    preferHugePages(argv, true);
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         if (args.size() >= 2 && args[0] == "help")

@@ -59,6 +59,47 @@ private slots:
             QVERIFY2(r.out.contains(lib), lib);
     }
 
+    // core/huge_pages.h: given a file of 64 MiB or more, the CLI re-executes itself with glibc's
+    // malloc asking for transparent huge pages where the kernel gives them only on request, and
+    // the processes it starts get the environment it was given.
+    void hugePagesLeaveTheEnvironmentAlone()
+    {
+        QVERIFY(runCli({"--version"})
+                    .out.contains("malloc huge pages off (no input file of 64 MiB or more)"));
+        QFile big(dir_.path() + "/big.fragscope"); // sparse: its size is what counts
+        QVERIFY(big.open(QIODevice::WriteOnly) && big.resize(64 << 20));
+        big.close();
+        const auto r = runCli({"--version", big.fileName()});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("malloc huge pages "), r.out.constData());
+        QFile thp("/sys/kernel/mm/transparent_hugepage/enabled");
+        const bool madvise = thp.open(QIODevice::ReadOnly) && thp.readAll().contains("[madvise]");
+        if (madvise && !r.out.contains("sanitizer build"))
+            QVERIFY2(r.out.contains("malloc huge pages on (glibc.malloc.hugetlb=1)"),
+                     r.out.constData());
+        QProcessEnvironment off;
+        off.insert("FRAGSCOPE_HUGE_PAGES", "0");
+        QVERIFY(fstest::runCliIn({}, {"--version", big.fileName()}, off)
+                    .out.contains("malloc huge pages off (FRAGSCOPE_HUGE_PAGES=0)"));
+
+        // A recorded command sees the caller's GLIBC_TUNABLES, and none of ours.
+        bool canRecord = false;
+        for (const QByteArray& line : runCli({"--help"}).out.split('\n'))
+            canRecord |= line.startsWith("  record ") && !line.contains("not in this build");
+        if (!canRecord)
+            QSKIP("this build has no capture (record): the child's environment is not checked");
+        QProcessEnvironment given;
+        given.insert("GLIBC_TUNABLES", "glibc.malloc.check=0");
+        const auto child =
+            fstest::runCliIn({},
+                             {"record", "-o", dir_.path() + "/env.fragscope", "--", "sh", "-c",
+                              "echo \"child [$GLIBC_TUNABLES] [$FRAGSCOPE_SAVED_GLIBC_TUNABLES]\"",
+                              big.fileName()}, // sh's $0: the file makes the CLI restart
+                             given);
+        QVERIFY2(child.out.contains("child [glibc.malloc.check=0] []"),
+                 (child.out + child.err).constData());
+    }
+
     void usageErrors()
     {
         QCOMPARE(runCli({"no-such-command"}).exitCode, 64);
