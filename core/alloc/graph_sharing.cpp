@@ -3,8 +3,10 @@
 #include "replay.h"
 
 #include "core/analysis/engine.h"
+#include "core/analysis/parallel.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 
 #include <fmt/format.h>
@@ -13,41 +15,41 @@ namespace fs::alloc {
 
 namespace {
 
-// One device's requests, taken out of the session's trace once (a long run's million requests are
-// not copied per replay) and replayed with their pools merged.
-struct OneDevice
+// One replay of a device with `merge` applied to its requests' pools (merge[i]: the model pool
+// that model pool i becomes): its peak reserved bytes. `device` is a trace of that device alone,
+// taken out of the session's trace once (a long run's million requests are not copied per
+// replay); without a sink the replay reads only it.
+struct MergedReplay
 {
-    Trace trace;                // the device alone: without a sink the replay reads only it
-    std::vector<int32_t> pools; // each request's model pool as recorded
+    const Trace* device = nullptr;
+    std::vector<int32_t> merge;
+    uint64_t peak = 0;
 };
 
-OneDevice takeDevice(Trace& trace, size_t device)
-{
-    OneDevice o;
-    o.trace.recorded = trace.recorded;
-    o.trace.devices.push_back(std::move(trace.devices[device]));
-    o.pools.reserve(o.trace.devices.front().requests.size());
-    for (const Request& r : o.trace.devices.front().requests)
-        o.pools.push_back(r.pool);
-    return o;
-}
-
-// The peak reserved bytes of the device's replay with `merge` applied to its requests' pools
-// (merge[i]: the model pool that model pool i becomes).
-uint64_t replayPeak(OneDevice& o, const std::vector<int32_t>& merge,
+uint64_t replayPeak(const Trace& one, const std::vector<int32_t>& merge,
                     const std::atomic<bool>* cancel)
 {
-    DeviceTrace& d = o.trace.devices.front();
-    for (size_t i = 0; i < d.requests.size(); ++i) {
-        const int32_t p = o.pools[i];
-        d.requests[i].pool = p >= 0 && static_cast<size_t>(p) < merge.size() ? merge[p] : p;
-    }
+    const DeviceTrace& d = one.devices.front();
     ReplayOptions ro;
-    ro.config = o.trace.recorded;
+    ro.config = one.recorded;
     ro.cancel = cancel;
+    ro.poolMerge = &merge;
     // The memory the recording had, as `whatif` gives its recorded run.
     ro.deviceCapacity[d.device] = d.usableBytes ? d.usableBytes : d.capacityBytes;
-    return replay(o.trace, ro).front().peakReserved;
+    return replay(one, ro).front().peakReserved;
+}
+
+// The replays at once, on the machine's cores (each reads its device's trace, none changes it).
+void runReplays(std::vector<MergedReplay>& jobs, const std::atomic<bool>* cancel)
+{
+    size_t requests = 0;
+    for (const MergedReplay& j : jobs)
+        requests += j.device->devices.front().requests.size();
+    const size_t chunks = std::min(jobs.size(), analysis::parallelChunks(requests, 200'000));
+    analysis::forEachChunk(jobs.size(), chunks, [&](size_t, size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i)
+            jobs[i].peak = replayPeak(*jobs[i].device, jobs[i].merge, cancel);
+    });
 }
 
 } // namespace
@@ -70,10 +72,12 @@ void computeSharing(analysis::GraphsReport& r, Trace trace, const std::atomic<bo
     std::map<uint32_t, size_t> deviceIndex;
     for (size_t i = 0; i < trace.devices.size(); ++i)
         deviceIndex[trace.devices[i].device] = i;
-    std::map<uint32_t, OneDevice> taken;                // the devices some group replays
-    std::map<uint32_t, std::vector<int32_t>> mergedAll; // every group of a device merged
-    std::map<uint32_t, std::vector<const analysis::SharingGroup*>> computed; // per device
-    std::map<uint32_t, uint64_t> before;
+
+    // The replays to make: per device that some group replays, its pools as recorded and, with
+    // more than one group, every group merged; per group, its pools merged.
+    std::map<uint32_t, Trace> taken;                    // device -> a trace of it alone
+    std::map<uint32_t, std::vector<int32_t>> mergedAll; // device -> every group merged
+    std::vector<std::pair<analysis::SharingGroup*, std::vector<int32_t>>> groups;
     bool missing = false;
     for (analysis::SharingGroup& g : r.sharing) {
         auto dev = deviceIndex.find(g.device);
@@ -84,40 +88,60 @@ void computeSharing(analysis::GraphsReport& r, Trace trace, const std::atomic<bo
             missing = true; // a pool without requests: nothing to replay
             continue;
         }
-        auto [one, first] = taken.try_emplace(g.device);
-        if (first) {
-            one->second = takeDevice(trace, dev->second);
-            before[g.device] = replayPeak(one->second, identity, cancel);
+        if (auto [one, first] = taken.try_emplace(g.device); first) {
+            one->second.recorded = trace.recorded;
+            one->second.devices.push_back(std::move(trace.devices[dev->second]));
         }
         std::vector<int32_t> merge = identity;
-        auto [it, added] = mergedAll.try_emplace(g.device, identity);
+        auto& everyGroup = mergedAll.try_emplace(g.device, identity).first->second;
         for (int32_t id : ids) {
             merge[static_cast<size_t>(id)] = ids.front();
-            it->second[static_cast<size_t>(id)] = ids.front();
+            everyGroup[static_cast<size_t>(id)] = ids.front();
         }
-        g.peakReservedBefore = before[g.device];
-        g.peakReservedAfter = replayPeak(one->second, merge, cancel);
-        g.peakReservedSavedBytes =
-            static_cast<int64_t>(g.peakReservedBefore) - static_cast<int64_t>(g.peakReservedAfter);
-        g.computed = true;
-        computed[g.device].push_back(&g);
+        groups.emplace_back(&g, std::move(merge));
     }
-    if (mergedAll.empty()) {
+    if (taken.empty()) {
         all.note = "the session has no allocation requests in these pools: not computed";
         return;
     }
+    std::vector<MergedReplay> jobs;
+    std::map<uint32_t, size_t> beforeJob, allJob; // device -> its replay in jobs
+    std::map<uint32_t, int> groupCount;
+    for (const auto& [g, merge] : groups)
+        ++groupCount[g->device];
+    for (auto& [device, one] : taken) {
+        beforeJob[device] = jobs.size();
+        jobs.push_back({&one, identity});
+        if (groupCount[device] > 1) { // one group: merging every group is merging that one
+            allJob[device] = jobs.size();
+            jobs.push_back({&one, std::move(mergedAll[device])});
+        }
+    }
+    std::vector<size_t> groupJob;
+    for (auto& [g, merge] : groups) {
+        if (groupCount[g->device] == 1) allJob[g->device] = jobs.size();
+        groupJob.push_back(jobs.size());
+        jobs.push_back({&taken.at(g->device), std::move(merge)});
+    }
+    runReplays(jobs, cancel);
+
+    for (size_t i = 0; i < groups.size(); ++i) {
+        analysis::SharingGroup& g = *groups[i].first;
+        g.peakReservedBefore = jobs[beforeJob[g.device]].peak;
+        g.peakReservedAfter = jobs[groupJob[i]].peak;
+        g.peakReservedSavedBytes =
+            static_cast<int64_t>(g.peakReservedBefore) - static_cast<int64_t>(g.peakReservedAfter);
+        g.computed = true;
+    }
     all.computed = true;
     all.reproduced = true;
-    for (const auto& [device, merge] : mergedAll) {
-        OneDevice& one = taken.at(device);
-        const uint64_t recorded = one.trace.devices.front().recordedPeakReserved;
+    for (const auto& [device, one] : taken) {
+        const uint64_t recorded = one.devices.front().recordedPeakReserved;
+        const uint64_t peakBefore = jobs[beforeJob[device]].peak;
         all.recordedPeakReserved += recorded;
-        all.reproduced &= before[device] == recorded;
-        all.peakReservedBefore += before[device];
-        // One group on the device: merging every group is merging that one (replayed already).
-        const auto& groups = computed[device];
-        all.peakReservedAfter +=
-            groups.size() == 1 ? groups.front()->peakReservedAfter : replayPeak(one, merge, cancel);
+        all.reproduced &= peakBefore == recorded;
+        all.peakReservedBefore += peakBefore;
+        all.peakReservedAfter += jobs[allJob[device]].peak;
     }
     all.peakReservedSavedBytes =
         static_cast<int64_t>(all.peakReservedBefore) - static_cast<int64_t>(all.peakReservedAfter);
@@ -130,15 +154,32 @@ void computeSharing(analysis::GraphsReport& r, Trace trace, const std::atomic<bo
         missing ? "; groups with a pool that made no request are left out" : "");
 }
 
+// Whether some device has two private pools: only then can a sharing group exist.
+bool maySharePools(const analysis::Engine& e)
+{
+    for (const analysis::Track& t : e.tracks()) {
+        if (t.level != Level::Framework) continue;
+        const std::vector<uint64_t> pools = e.pools(t.device, t.level);
+        if (std::count_if(pools.begin(), pools.end(), [](uint64_t p) { return p != 0; }) >= 2)
+            return true;
+    }
+    return false;
+}
+
 analysis::GraphsReport graphsReport(const analysis::Engine& e, const std::atomic<bool>* cancel,
                                     bool replayDetail)
 {
+    // When pools may share, the request stream is read on a second thread while the engine
+    // computes the graphs: on a long run each takes a while, and neither needs the other.
+    std::future<Trace> trace;
+    if (maySharePools(e))
+        trace = std::async(std::launch::async, [path = e.path()] { return readTrace(path); });
     analysis::GraphsReport r = e.graphs(replayDetail);
     if (r.sharing.empty()) {
         computeSharing(r, Trace{}, cancel);
-        return r;
+        return r; // a trace read in vain is dropped when `trace` goes (after it is read)
     }
-    computeSharing(r, readTrace(e.path()), cancel);
+    computeSharing(r, trace.valid() ? trace.get() : readTrace(e.path()), cancel);
     return r;
 }
 

@@ -415,6 +415,10 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
         emitMarks(r.time);
         listener.now = r.time;
         clock.begin(i);
+        const int32_t pool =
+            o.poolMerge && r.pool >= 0 && static_cast<size_t>(r.pool) < o.poolMerge->size()
+                ? (*o.poolMerge)[static_cast<size_t>(r.pool)]
+                : r.pool;
         switch (r.kind) {
         case Request::Alloc: {
             uint8_t tier = 0;
@@ -433,7 +437,7 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
                         ++nextResolved;
                     first = nextResolved < resolved->size() && (*resolved)[nextResolved] == i;
                 } else {
-                    first = raw[tier]->canReuse(r.size, r.stream, r.pool);
+                    first = raw[tier]->canReuse(r.size, r.stream, pool);
                 }
                 if (first) {
                     out.emptyCacheFirst.push_back(static_cast<uint32_t>(i));
@@ -441,11 +445,11 @@ DeviceReplay replayDevice(const Trace& trace, const DeviceTrace& d, const Replay
                 }
             }
             if (r.index == kFailedRequest) { // failed when recorded: if it fits now, the
-                Block* b = raw[0]->malloc(r.size, r.stream, r.pool); // program never used it
+                Block* b = raw[0]->malloc(r.size, r.stream, pool); // program never used it
                 if (b) raw[0]->free(b);
                 break;
             }
-            Block* b = raw[tier]->malloc(r.size, r.stream, r.pool);
+            Block* b = raw[tier]->malloc(r.size, r.stream, pool);
             live[r.index] = b;
             if (!b) break;
             out.addresses[r.index] = b->addr;

@@ -53,6 +53,10 @@ struct ReplayOptions
     bool lateEmptyCache = false;
     // Checked every 64 Ki requests: when true, replay() throws Cancelled.
     const std::atomic<bool>* cancel = nullptr;
+    // Pools merged (the graphs' sharing what-if): a request of model pool i goes to pool
+    // (*poolMerge)[i]; pools past its end, and all with null, stay as recorded. The trace is not
+    // touched, so replays with different merges can run at once.
+    const std::vector<int32_t>* poolMerge = nullptr;
 };
 
 // Thrown by replay() and whatIf() when their cancel flag is set.

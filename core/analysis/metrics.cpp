@@ -229,17 +229,20 @@ double correlationPValue(double r, int64_t n)
 
 std::vector<double> averageRanks(std::span<const double> v)
 {
-    std::vector<size_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), size_t{0});
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    // (value, index) pairs sorted in place: the indirect sort through v was most of a
+    // million-replay correlation. Ties get the mean of the ranks they span.
+    std::vector<std::pair<double, size_t>> order(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+        order[i] = {v[i], i};
+    std::sort(order.begin(), order.end());
     std::vector<double> rank(v.size());
-    for (size_t i = 0; i < idx.size();) {
+    for (size_t i = 0; i < order.size();) {
         size_t j = i;
-        while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]])
+        while (j + 1 < order.size() && order[j + 1].first == order[i].first)
             ++j;
         const double r = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
         for (size_t k = i; k <= j; ++k)
-            rank[idx[k]] = r;
+            rank[order[k].second] = r;
         i = j + 1;
     }
     return rank;
