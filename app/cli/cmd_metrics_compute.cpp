@@ -7,7 +7,7 @@
 #if FRAGSCOPE_VIDEO
 #include "core/json.h"
 #include "core/progress.h"
-#include "core/video/add_video.h"
+#include "core/video/module.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -72,7 +72,7 @@ int runCompute(Args& a)
     o.analyze.progress = [&](int64_t done, int64_t total) { progress.update(done, total); };
     video::AddVideoResult r;
     try {
-        r = video::addVideo(o);
+        r = video::module().addVideo(o);
     } catch (const video::Refused& e) {
         progress.finish();
         throw UsageError(e.what());

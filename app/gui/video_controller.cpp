@@ -4,7 +4,7 @@
 #include "fragscope_version.h"
 
 #if FRAGSCOPE_VIDEO
-#include "core/video/add_video.h"
+#include "core/video/module.h"
 #endif
 
 #include <QAction>
@@ -138,7 +138,7 @@ void VideoController::start(const QString& video, int64_t perSessionFrame, int64
         int64_t suggestK = 0, suggestOffset = 0;
         bool conflict = false, wasCancelled = false;
         try {
-            const video::AddVideoResult r = video::addVideo(o);
+            const video::AddVideoResult r = video::module().addVideo(o);
             summary = tr("%1: %2 frames scored, %3 session frames; %4")
                           .arg(QFileInfo(video).fileName())
                           .arg(r.analysis.frames)

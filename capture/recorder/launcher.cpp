@@ -1,6 +1,7 @@
 #include "launcher.h"
 
 #include "capture/protocol/socket_dir.h"
+#include "core/locate.h"
 
 #include <cerrno>
 #include <charconv>
@@ -25,28 +26,17 @@ namespace stdfs = std::filesystem;
 
 std::string findAgent()
 {
-    std::vector<std::string> candidates;
-    if (const char* p = std::getenv("FRAGSCOPE_AGENT"); p && *p) candidates.emplace_back(p);
+    std::vector<std::string> buildTree;
     std::error_code ec;
     const stdfs::path exe = stdfs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
-        candidates.push_back((exe.parent_path() / "libfragscope-inject.so").string());
-        // Installed layout (packaging/): bin/fragscope and lib/fragscope/libfragscope-inject.so.
-        candidates.push_back(
-            (exe.parent_path().parent_path() / "lib" / "fragscope" / "libfragscope-inject.so")
-                .string());
-        candidates.push_back(
-            (exe.parent_path().parent_path() / "lib" / "libfragscope-inject.so").string());
-        candidates.push_back(
+    if (!ec)
+        buildTree.push_back(
             (exe.parent_path().parent_path() / "capture" / "agent" / "libfragscope-inject.so")
                 .string());
-    }
 #ifdef FRAGSCOPE_AGENT_BUILD_PATH
-    candidates.emplace_back(FRAGSCOPE_AGENT_BUILD_PATH);
+    buildTree.emplace_back(FRAGSCOPE_AGENT_BUILD_PATH);
 #endif
-    for (const auto& c : candidates)
-        if (stdfs::exists(c, ec)) return stdfs::absolute(c, ec).string();
-    return {};
+    return findRuntimeLibrary("libfragscope-inject.so", "FRAGSCOPE_AGENT", buildTree);
 }
 
 pid_t launchTarget(const LaunchOptions& opts, std::string& err)

@@ -93,6 +93,8 @@ private slots:
                  << "usr/share/fragscope/python/fragscope_fleet.py";
         // The agent is packaged when capture was built (FRAGSCOPE_CAPTURE).
         if (FRAGSCOPE_HAVE_AGENT) expected << "usr/lib/fragscope/libfragscope-inject.so";
+        // The video module likewise (FRAGSCOPE_VIDEO; core/video/module.h).
+        if (FRAGSCOPE_HAVE_VIDEO) expected << "usr/lib/fragscope/libfragscope-video.so";
         for (const QString& f : expected)
             QVERIFY2(QFile::exists(root_ + "/" + f), qPrintable("missing in package: " + f));
         // The man page documents every command the CLI lists.
@@ -136,7 +138,8 @@ private slots:
         const Run g = run(root_ + "/usr/bin/fragscope-gui", {"--version"});
         QVERIFY2(g.code == 0, g.out.constData());
         QVERIFY(g.out.contains("fragscope"));
-        const QStringList bins = {root_ + "/usr/bin/fragscope", root_ + "/usr/bin/fragscope-gui"};
+        QStringList bins = {root_ + "/usr/bin/fragscope", root_ + "/usr/bin/fragscope-gui"};
+        if (FRAGSCOPE_HAVE_VIDEO) bins << root_ + "/usr/lib/fragscope/libfragscope-video.so";
         // Nothing the binaries link is missing on this system, and none points into the build tree.
         for (const QString& b : bins) {
             const Run l = run("ldd", {b});

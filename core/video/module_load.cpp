@@ -1,0 +1,59 @@
+#include "module.h"
+
+#include "core/locate.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <mutex>
+
+namespace fs::video {
+
+namespace {
+
+const ModuleApi* load(std::string& error)
+{
+    std::vector<std::string> tried;
+    std::vector<std::string> buildTree;
+#ifdef FRAGSCOPE_VIDEO_MODULE_BUILD_PATH
+    buildTree.emplace_back(FRAGSCOPE_VIDEO_MODULE_BUILD_PATH);
+#endif
+    const std::string path =
+        findRuntimeLibrary("libfragscope-video.so", "FRAGSCOPE_VIDEO_MODULE", buildTree, &tried);
+    if (path.empty()) {
+        std::string list;
+        for (const auto& t : tried)
+            list += (list.empty() ? "" : ", ") + t;
+        error = fmt::format("the video module libfragscope-video.so was not found (looked for {}; "
+                            "FRAGSCOPE_VIDEO_MODULE names it)",
+                            list);
+        return nullptr;
+    }
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        error = fmt::format("{}: cannot load the video module: {}", path, ::dlerror());
+        return nullptr;
+    }
+    using Entry = const ModuleApi* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(h, "fragscope_video_module"));
+    const ModuleApi* api = entry ? entry() : nullptr;
+    if (!api || api->version != kModuleVersion) {
+        error = fmt::format("{}: not this fragscope's video module (version {}, expected {})", path,
+                            api ? api->version : 0, kModuleVersion);
+        return nullptr;
+    }
+    return api; // never unloaded: its code may run until exit
+}
+
+} // namespace
+
+const ModuleApi& module()
+{
+    static std::once_flag once;
+    static const ModuleApi* api = nullptr;
+    static std::string error;
+    std::call_once(once, [] { api = load(error); });
+    if (!api) throw std::runtime_error(error);
+    return *api;
+}
+
+} // namespace fs::video
