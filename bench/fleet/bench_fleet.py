@@ -1,7 +1,11 @@
 """bench_fleet: `fragscope fleet` throughput, sessions per minute, with 1 and then 2 local Dask
 workers on the same simulated sessions (goal: 2 workers >= 1.7x one). Prints both figures,
 their ratio, the serial CLI run over the same files as a baseline measured in the same run, and
-the load average (the machine may be shared: a busy machine lowers the scaling).
+the load average (the machine may be shared: a busy machine lowers the scaling). The machine's own
+ceiling is measured in the same run too: the same CLI calls two at a time without Dask (what two
+workers could at best reach) and a pure-CPU loop on one and two processes; on a machine whose two
+CPUs do not scale (shared cores) no fleet can reach 1.7x, and the ratio to the ceiling says how
+much Dask itself loses.
 
 usage: /usr/bin/python3 bench_fleet.py [SESSIONS] [--frames F] [--steps S] [--repeat R]
 (FRAGSCOPE_CLI names the fragscope binary; a Release build is the one to time.)
@@ -53,6 +57,31 @@ def serial_minutes(files):
     return 60.0 * len(files) / (time.perf_counter() - start)
 
 
+def parallel_minutes(files, n):
+    """The CLI on the files n at a time, without Dask: the most n workers could reach."""
+    from concurrent.futures import ThreadPoolExecutor
+    start = time.perf_counter()
+    with ThreadPoolExecutor(n) as pool:
+        list(pool.map(lambda f: fragscope_fleet.analyse_file(f, FRAGSCOPE, (CONF,)), files))
+    return 60.0 * len(files) / (time.perf_counter() - start)
+
+
+SPIN = "x = 0\nfor i in range(4_000_000):\n    x += i * i\n"
+
+
+def spin_scaling():
+    """A pure-CPU loop, 4 runs on one process after another, then on two processes at once:
+    the machine's scaling from one CPU to two for work that shares nothing."""
+    def batch(parallel):
+        start = time.perf_counter()
+        for _ in range(4 // parallel):
+            procs = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(parallel)]
+            for q in procs:
+                q.wait()
+        return time.perf_counter() - start
+    return batch(1) / batch(2)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("sessions", nargs="?", type=int, default=40)
@@ -72,9 +101,15 @@ def main():
         print("bench_fleet: {} simulated sessions ({} frames x {} steps), report + whatif {} "
               "each; {} CPUs; {}".format(a.sessions, a.frames, a.steps, CONF, os.cpu_count(),
                                          load()), flush=True)
+        serial_minutes(files[:4])  # not timed: the binary, its libraries and files in cache
         base = serial_minutes(files)
         print("baseline, the CLI on each file in turn (no Dask): {:.1f} sessions/min; {}".format(
             base, load()), flush=True)
+        par = parallel_minutes(files, 2)
+        spin = spin_scaling()
+        print("ceiling, the same CLI calls two at a time (no Dask): {:.1f} sessions/min, {:.2f}x "
+              "the serial run; a pure-CPU loop on two processes: {:.2f}x one; {}".format(
+                  par, par / base, spin, load()), flush=True)
         one, two = [], []
         for r in range(a.repeat):  # interleaved, so that a change in load hits both
             one.append(fleet_minutes(files, 1))
@@ -85,6 +120,8 @@ def main():
         print("fleet throughput (median of {}): 1 worker {:.1f} sessions/min, 2 workers {:.1f} "
               "sessions/min, ratio {:.2f}x (goal >= 1.7x); {}".format(a.repeat, m1, m2, m2 / m1,
                                                                       load()))
+        print("against the ceiling: 2 workers reach {:.0%} of the CLI two at a time; the "
+              "machine scales {:.2f}x from one CPU to two".format(m2 / par, spin))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
