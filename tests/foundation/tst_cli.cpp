@@ -64,8 +64,11 @@ private slots:
     // the processes it starts get the environment it was given.
     void hugePagesLeaveTheEnvironmentAlone()
     {
-        QVERIFY(runCli({"--version"})
-                    .out.contains("malloc huge pages off (no input file of 64 MiB or more)"));
+        const auto small = runCli({"--version"});
+        if (small.out.contains("malloc huge pages off (sanitizer build)"))
+            QSKIP("a sanitizer build never restarts (its allocator is the sanitizer's)");
+        QVERIFY2(small.out.contains("malloc huge pages off (no input file of 64 MiB or more)"),
+                 small.out.constData());
         QFile big(dir_.path() + "/big.fragscope"); // sparse: its size is what counts
         QVERIFY(big.open(QIODevice::WriteOnly) && big.resize(64 << 20));
         big.close();
@@ -74,7 +77,7 @@ private slots:
         QVERIFY2(r.out.contains("malloc huge pages "), r.out.constData());
         QFile thp("/sys/kernel/mm/transparent_hugepage/enabled");
         const bool madvise = thp.open(QIODevice::ReadOnly) && thp.readAll().contains("[madvise]");
-        if (madvise && !r.out.contains("sanitizer build"))
+        if (madvise)
             QVERIFY2(r.out.contains("malloc huge pages on (glibc.malloc.hugetlb=1)"),
                      r.out.constData());
         QProcessEnvironment off;
