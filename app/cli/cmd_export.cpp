@@ -135,20 +135,20 @@ int runExport(Args& a)
     if (levelGiven && !parseLevel(*a.get("level"), level))
         throw UsageError(
             fmt::format("--level '{}': expected driver, pool or framework", *a.get("level")));
-    o.level = -1;
-    for (size_t i = 0; i < scene->levels.size(); ++i) {
-        const auto& ld = scene->levels[i];
+    o.track = -1;
+    for (size_t i = 0; i < scene->tracks.size(); ++i) {
+        const auto& ld = scene->tracks[i];
         if (ld.device != device || (levelGiven && ld.level != level)) continue;
-        if (o.level < 0 || ld.level > scene->levels[static_cast<size_t>(o.level)].level)
-            o.level = static_cast<int>(i);
+        if (o.track < 0 || ld.level > scene->tracks[static_cast<size_t>(o.track)].level)
+            o.track = static_cast<int>(i);
     }
     // Without --level: the track `fragscope state` and the GUI default to (the engine's).
     if (!levelGiven && scene->engine)
         if (const auto t = scene->engine->defaultTrack(device))
-            for (size_t i = 0; i < scene->levels.size(); ++i)
-                if (scene->levels[i].device == t->device && scene->levels[i].level == t->level)
-                    o.level = static_cast<int>(i);
-    if (o.level < 0)
+            for (size_t i = 0; i < scene->tracks.size(); ++i)
+                if (scene->tracks[i].device == t->device && scene->tracks[i].level == t->level)
+                    o.track = static_cast<int>(i);
+    if (o.track < 0)
         throw UsageError(fmt::format(
             "the session has no {} data on device {}",
             levelGiven ? std::string(levelName(level)) : std::string("allocation"), device));

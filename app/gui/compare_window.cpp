@@ -80,10 +80,10 @@ QCustomPlot* makePlot(const QString& yLabel)
 // The scene's track the comparison is about (its device and level), else the default one.
 int levelOf(const render::Scene& s, const analysis::SideSummary& side)
 {
-    for (size_t i = 0; i < s.levels.size(); ++i)
-        if (s.levels[i].device == side.device && s.levels[i].level == side.level)
+    for (size_t i = 0; i < s.tracks.size(); ++i)
+        if (s.tracks[i].device == side.device && s.tracks[i].level == side.level)
             return static_cast<int>(i);
-    return s.defaultLevel();
+    return s.defaultTrack();
 }
 
 CompareAxis axisOf(const analysis::Comparison& c, const render::Scene& s, double divisor)
@@ -322,14 +322,14 @@ void CompareWindow::saveB()
 
 void CompareWindow::heatmapMoved(int side, const render::Viewport& vp)
 {
-    if (linking_ || !scene_[0] || !scene_[1] || heat_[0]->level() < 0 || heat_[1]->level() < 0)
+    if (linking_ || !scene_[0] || !scene_[1] || heat_[0]->track() < 0 || heat_[1]->track() < 0)
         return; // a session without a track has no heatmap to follow
     linking_ = true;
     const double x0 = axis_[side].toX(vp.t0), x1 = axis_[side].toX(vp.t1);
     const int other = 1 - side;
     // Time through the plots' x; addresses as the same fraction of each side's whole axis.
-    const render::Viewport ws = render::fullViewport(*scene_[side], heat_[side]->level());
-    const render::Viewport fo = render::fullViewport(*scene_[other], heat_[other]->level());
+    const render::Viewport ws = render::fullViewport(*scene_[side], heat_[side]->track());
+    const render::Viewport fo = render::fullViewport(*scene_[other], heat_[other]->track());
     auto frac = [&](double y) { return ws.y1 > ws.y0 ? (y - ws.y0) / (ws.y1 - ws.y0) : 0.0; };
     render::Viewport o;
     o.t0 = axis_[other].toTime(x0);
@@ -347,7 +347,7 @@ void CompareWindow::plotMoved(const QCPRange& r)
     if (linking_ || !scene_[0] || !scene_[1]) return;
     linking_ = true;
     for (int k = 0; k < 2; ++k) {
-        if (heat_[k]->level() < 0) continue;
+        if (heat_[k]->track() < 0) continue;
         render::Viewport vp = heat_[k]->viewport();
         vp.t0 = axis_[k].toTime(r.lower);
         vp.t1 = axis_[k].toTime(r.upper);

@@ -147,10 +147,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 scene_ = std::move(s);
                 fillTrackBox(); // the pools' entries come with the records
                 syncing_ = true;
-                histogram_->setScene(scene_, level_);
-                memmap_->setScene(scene_, level_);
-                inspector_->setScene(scene_, level_);
-                details_->setScene(scene_, level_);
+                histogram_->setScene(scene_, track_);
+                memmap_->setScene(scene_, track_);
+                inspector_->setScene(scene_, track_);
+                details_->setScene(scene_, track_);
                 oomList_->setScene(scene_);
                 correlations_->setScene(scene_);
                 syncing_ = false;
@@ -404,13 +404,13 @@ void MainWindow::buildMenus()
     tb->addAction(forwardAction_);
     tb->addSeparator();
     tb->addWidget(new QLabel(tr(" Track: "), this));
-    levelBox_ = new QComboBox(this);
-    levelBox_->setMinimumContentsLength(22);
-    levelBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents); // a pool's entry is longer
-    levelBox_->setToolTip(tr("Device and allocation level shown by every view"));
-    tb->addWidget(levelBox_);
-    connect(levelBox_, qOverload<int>(&QComboBox::activated), this,
-            [this](int i) { setLevel(levelBox_->itemData(i).toInt()); });
+    trackBox_ = new QComboBox(this);
+    trackBox_->setMinimumContentsLength(22);
+    trackBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents); // a pool's entry is longer
+    trackBox_->setToolTip(tr("Device and allocation level shown by every view"));
+    tb->addWidget(trackBox_);
+    connect(trackBox_, qOverload<int>(&QComboBox::activated), this,
+            [this](int i) { setTrack(trackBox_->itemData(i).toInt()); });
     tb->addAction(tr("Fit (F)"), heatmap_, &views::HeatmapWidget::fit);
     tb->addAction(tr("Rules…"), this, &MainWindow::editRules);
 
@@ -452,7 +452,7 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     // keepView: the same session again (a live refresh, new collapse rules): the track, the
     // selection and a zoomed-in heatmap stay; a heatmap showing the whole run keeps showing the
     // whole (growing) run. Otherwise the defaults of a freshly opened session.
-    const QString track = levelBox_->currentText();
+    const QString track = trackBox_->currentText();
     const render::Viewport vp = heatmap_->viewport();
     const bool following = !scene_ || (vp.t0 <= scene_->timeBegin() && vp.t1 >= scene_->timeEnd());
     // The replaced scene (millions of records and the engine's index) is freed on a worker
@@ -461,14 +461,14 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     scene_ = std::move(scene);
     if (old) views::workerPool().start([o = std::move(old)]() mutable { o.reset(); });
     fillTrackBox();
-    int idx = keepView ? levelBox_->findText(track) : -1;
-    if (idx < 0) idx = levelBox_->findData(scene_->defaultLevel());
-    levelBox_->setCurrentIndex(std::max(0, idx));
+    int idx = keepView ? trackBox_->findText(track) : -1;
+    if (idx < 0) idx = trackBox_->findData(scene_->defaultTrack());
+    trackBox_->setCurrentIndex(std::max(0, idx));
     kernels_->setScene(scene_);
     oomList_->setScene(scene_);
     correlations_->setScene(scene_);
     graphs_->setScene(scene_);
-    setLevel(idx >= 0 ? levelBox_->itemData(idx).toInt() : scene_->defaultLevel(), true);
+    setTrack(idx >= 0 ? trackBox_->itemData(idx).toInt() : scene_->defaultTrack(), true);
     if (!keepView)
         selection_->clear();
     else if (!following)
@@ -482,21 +482,21 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
 void MainWindow::fillTrackBox()
 {
     // Each track, then its pools' entries (render::addPoolTracks) under it, indented.
-    const QSignalBlocker block(levelBox_);
-    const int current = levelBox_->currentData().toInt();
-    levelBox_->clear();
-    const auto& levels = scene_->levels;
-    for (size_t i = 0; i < levels.size(); ++i) {
-        if (levels[i].pool) continue;
-        levelBox_->addItem(QString::fromStdString(levels[i].label()), static_cast<int>(i));
-        for (size_t j = 0; j < levels.size(); ++j)
-            if (levels[j].pool && levels[j].device == levels[i].device &&
-                levels[j].level == levels[i].level)
-                levelBox_->addItem(QStringLiteral("    ") +
-                                       QString::fromStdString(levels[j].label()),
+    const QSignalBlocker block(trackBox_);
+    const int current = trackBox_->currentData().toInt();
+    trackBox_->clear();
+    const auto& tracks = scene_->tracks;
+    for (size_t i = 0; i < tracks.size(); ++i) {
+        if (tracks[i].pool) continue;
+        trackBox_->addItem(QString::fromStdString(tracks[i].label()), static_cast<int>(i));
+        for (size_t j = 0; j < tracks.size(); ++j)
+            if (tracks[j].pool && tracks[j].device == tracks[i].device &&
+                tracks[j].level == tracks[i].level)
+                trackBox_->addItem(QStringLiteral("    ") +
+                                       QString::fromStdString(tracks[j].label()),
                                    static_cast<int>(j));
     }
-    levelBox_->setCurrentIndex(std::max(0, levelBox_->findData(current)));
+    trackBox_->setCurrentIndex(std::max(0, trackBox_->findData(current)));
 }
 
 bool MainWindow::busy() const
@@ -504,16 +504,16 @@ bool MainWindow::busy() const
     return loader_->busy() || stagesPending_ > 0 || exploreBusy();
 }
 
-void MainWindow::setLevel(int level, bool staged)
+void MainWindow::setTrack(int level, bool staged)
 {
-    level_ = level;
+    track_ = level;
     // A pool's entry plots that pool's figures: the timelines' title says which.
     if (auto* dock = findChild<QDockWidget*>(QStringLiteral("timelineDock")))
-        dock->setWindowTitle(level >= 0 && level < static_cast<int>(scene_->levels.size()) &&
-                                     scene_->levels[static_cast<size_t>(level)].pool
+        dock->setWindowTitle(level >= 0 && level < static_cast<int>(scene_->tracks.size()) &&
+                                     scene_->tracks[static_cast<size_t>(level)].pool
                                  ? tr("Timelines — %1 only")
                                        .arg(QString::fromStdString(
-                                           scene_->levels[static_cast<size_t>(level)].label()))
+                                           scene_->tracks[static_cast<size_t>(level)].label()))
                                  : tr("Timelines"));
     syncing_ = true;
     heatmap_->setScene(scene_, level);
@@ -524,18 +524,18 @@ void MainWindow::setLevel(int level, bool staged)
     syncing_ = false;
     exploreLevel();
     const uint64_t gen = ++levelGeneration_;
-    // Each step reads scene_ and level_ when it runs, and only while no later setLevel came.
+    // Each step reads scene_ and track_ when it runs, and only while no later setTrack came.
     auto timelines = [this, gen] {
         if (gen != levelGeneration_) return;
         syncing_ = true;
-        timeline_->setScene(scene_, level_);
+        timeline_->setScene(scene_, track_);
         timeline_->setTimeRange(heatmap_->viewport().t0, heatmap_->viewport().t1);
         syncing_ = false;
     };
     auto frames = [this, gen] {
         if (gen != levelGeneration_) return;
         syncing_ = true;
-        framesModel_->resetData(scene_, level_);
+        framesModel_->resetData(scene_, track_);
         framesView_->resizeColumnsToContents();
         syncing_ = false;
         onSelection(selection_->current());

@@ -78,7 +78,7 @@ public:
 
     std::shared_ptr<const render::Scene> scene() const { return scene_; }
     SessionLoader* loader() const { return loader_; }
-    // Loading, or a new scene's timelines and frames table not drawn yet (setLevel stages them).
+    // Loading, or a new scene's timelines and frames table not drawn yet (setTrack stages them).
     bool busy() const;
     views::SelectionModel* selection() const { return selection_; }
     views::HeatmapWidget* heatmap() const { return heatmap_; }
@@ -92,7 +92,7 @@ public:
     views::GraphsPanel* graphsPanel() const { return graphs_; }
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
-    int level() const { return level_; }
+    int track() const { return track_; }
     WhatIfController* whatIf() const { return whatIf_; }
     QString statusText() const;
     // Current state as render options (export dialog, report, screenshots).
@@ -163,8 +163,8 @@ private:
     void onSelection(const views::Selection& s);
     // staged: the heatmap and the cheap views now, the timelines and the frames table on later
     // turns of the event loop (a new scene's first look: at once they held it ~55 ms).
-    void setLevel(int level, bool staged = false);
-    void fillTrackBox(); // the track selector from scene_->levels
+    void setTrack(int level, bool staged = false);
+    void fillTrackBox(); // the track selector from scene_->tracks
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void showExportDialog();
@@ -205,7 +205,7 @@ private:
     views::SelectionModel* selection_ = nullptr;
     std::shared_ptr<const render::Scene> scene_;
     QString path_;
-    int level_ = -1;
+    int track_ = -1;
     bool dark_ = false;
     ErrorReporter reportError_;
 
@@ -222,7 +222,7 @@ private:
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;
-    QComboBox* levelBox_ = nullptr;
+    QComboBox* trackBox_ = nullptr;
     QLabel* healthLabel_ = nullptr;
     QLabel* syntheticLabel_ = nullptr;
     QLabel* axisLabel_ = nullptr;
@@ -243,7 +243,7 @@ private:
     views::FrameStripWidget* strip_ = nullptr;
     int64_t reselectFrame_ = -1; // selected again once a reload after adding a video is in
     bool syncing_ = false;
-    uint64_t levelGeneration_ = 0; // a staged setLevel's later steps run only if it is current
+    uint64_t levelGeneration_ = 0; // a staged setTrack's later steps run only if it is current
     int stagesPending_ = 0;
     uint64_t rulesGeneration_ = 0;
 

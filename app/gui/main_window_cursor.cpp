@@ -94,7 +94,7 @@ void MainWindow::buildExploreDocks()
     connect(cursorWorker_, &views::CursorWorker::ready, this, &MainWindow::onSnapshot);
     connect(cursorWorker_, &views::CursorWorker::attributesLoaded, this, [this] {
         if (scene_ && cursor_->isSet())
-            cursorWorker_->request(scene_, level_, cursor_->time(), selection_->current().frame);
+            cursorWorker_->request(scene_, track_, cursor_->time(), selection_->current().frame);
     });
     auto toCursor = [this](qint64 t) { setCursorTime(t); };
     connect(heatmap_, &views::HeatmapWidget::cursorRequested, this, toCursor);
@@ -247,13 +247,13 @@ void MainWindow::onCursorMoved(int64_t t)
     callSites_->setCursor(t);
     search_->setCursor(t);
     if (scene_ && t != kNoTime)
-        cursorWorker_->request(scene_, level_, t, selection_->current().frame);
+        cursorWorker_->request(scene_, track_, t, selection_->current().frame);
 }
 
 void MainWindow::onSnapshot(std::shared_ptr<const views::CursorSnapshot> s)
 {
     // One of this session and track (the complete scene replaces the first look's: same engine).
-    if (!scene_ || !s->scene || s->scene->engine != scene_->engine || s->level != level_) return;
+    if (!scene_ || !s->scene || s->scene->engine != scene_->engine || s->track != track_) return;
     snapshot_ = s;
     histogram_->setSnapshot(s);
     memmap_->setSnapshot(s);
@@ -263,7 +263,7 @@ void MainWindow::onSnapshot(std::shared_ptr<const views::CursorSnapshot> s)
         blockList_->setMessage(render::canExplore(*scene_) ? tr("No blocks on this track.")
                                                            : tr("Reading the session…"));
     } else {
-        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
         const auto& b = *s->blocks;
         int64_t blocks = 0, fragments = 0;
         for (const auto& r : b.rows)
@@ -293,7 +293,7 @@ void MainWindow::stepEvent(int dir)
 {
     if (!scene_ || !render::canExplore(*scene_)) return;
     const int64_t from = cursor_->isSet() ? cursor_->time() : scene_->timeBegin();
-    const int64_t t = render::stepEvent(*scene_, level_, from, dir);
+    const int64_t t = render::stepEvent(*scene_, track_, from, dir);
     if (t == kNoTime) {
         statusBar()->showMessage(
             dir < 0 ? tr("No earlier allocator event") : tr("No later allocator event"), 3000);
@@ -430,8 +430,8 @@ void MainWindow::exploreLevel()
 {
     if (!scene_) return;
     blockList_->setMessage(tr("Reading the blocks…"));
-    callSites_->setScene(scene_, level_);
-    search_->setScene(scene_, level_);
+    callSites_->setScene(scene_, track_);
+    search_->setScene(scene_, track_);
     heatmap_->setFragmentHighlight(0, 0);
     jumps_.reset();
     for (QAction* a : jumpActions_.mid(0, 3))
@@ -442,7 +442,7 @@ void MainWindow::exploreLevel()
         const uint64_t gen = ++jumpsGeneration_;
         QPointer<MainWindow> self(this);
         const auto scene = scene_;
-        const int level = level_;
+        const int level = track_;
         views::workerPool().start([self, scene, level, gen] {
             views::lowerWorkerPriority();
             auto x = std::make_shared<Extras>();
@@ -466,7 +466,7 @@ void MainWindow::exploreLevel()
                 Qt::QueuedConnection);
         });
     }
-    if (cursor_->isSet()) cursorWorker_->request(scene_, level_, cursor_->time(), -1);
+    if (cursor_->isSet()) cursorWorker_->request(scene_, track_, cursor_->time(), -1);
 }
 
 void MainWindow::exploreScene(bool keepView)
@@ -515,7 +515,7 @@ void MainWindow::exploreSelection(const Selection& s)
         // Already there: the same instant, now the selected frame's end (the histogram's
         // comparison with the frame before).
         if (f && cursor_->time() == before && before != kNoTime)
-            cursorWorker_->request(scene_, level_, before, s.frame);
+            cursorWorker_->request(scene_, track_, before, s.frame);
     }
     shownFrame_ = s.frame;
     shownMarker_ = s.marker;
@@ -525,7 +525,7 @@ void MainWindow::exploreSelection(const Selection& s)
 
 void MainWindow::exploreScreenshots(const std::function<void(const QString&)>& shot)
 {
-    if (!scene_ || level_ < 0) return;
+    if (!scene_ || track_ < 0) return;
     auto raise = [this](const char* name) {
         if (auto* d = findChild<QDockWidget*>(QLatin1String(name))) {
             d->show();

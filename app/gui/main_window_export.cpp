@@ -44,7 +44,7 @@ namespace fs::gui {
 render::RenderOptions MainWindow::renderOptions(render::View v) const
 {
     render::RenderOptions o;
-    o.level = level_;
+    o.track = track_;
     const auto& sel = selection_->current();
     o.frame = sel.frame;
     o.selFrom = sel.from;
@@ -252,9 +252,9 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
     }
     // The allocation details of the largest allocation that has a call stack (imported
     // snapshots have them), in the dock's tab.
-    if (level_ >= 0 && scene_->engine) {
+    if (track_ >= 0 && scene_->engine) {
         // Among the largest blocks live at the end, the first with a recorded stack.
-        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
         std::optional<analysis::AllocationInfo> pick;
         {
             const auto lock = scene_->engine->readLock();

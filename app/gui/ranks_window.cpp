@@ -363,7 +363,7 @@ void RanksWindow::buildLanes()
         auto* lane = new views::HeatmapWidget;
         lane->setMinimumHeight(130); // the heatmap under its axis and legend stays readable
         const auto& scene = scenes_[i];
-        lane->setScene(scene, scene->defaultLevel());
+        lane->setScene(scene, scene->defaultTrack());
         const int k = static_cast<int>(i);
         connect(lane, &views::HeatmapWidget::viewportChanged, this,
                 [this, k](const render::Viewport& vp) {
@@ -392,9 +392,9 @@ void RanksWindow::fillPlot()
         g->setName(tr("rank %1").arg(r.rank));
         g->setPen(QPen(color, 1.5));
         QVector<double> x, y;
-        const int li = s.defaultLevel();
-        if (li >= 0 && s.levels[static_cast<size_t>(li)].timeline) {
-            const analysis::Timeline& tl = *s.levels[static_cast<size_t>(li)].timeline;
+        const int li = s.defaultTrack();
+        if (li >= 0 && s.tracks[static_cast<size_t>(li)].timeline) {
+            const analysis::Timeline& tl = *s.tracks[static_cast<size_t>(li)].timeline;
             for (size_t j = 0; j < tl.time.size(); ++j) {
                 x << static_cast<double>(tl.time[j] + r.offsetNs - b) / 1e9;
                 y << tl.reserved[j] / double(1ull << 30);
@@ -441,7 +441,7 @@ void RanksWindow::setWindow(int64_t t0, int64_t t1, int from)
             const int64_t off = run_->ranks[i].offsetNs;
             render::Viewport vp = lanes_[i]->viewport();
             if (vp.t1 <= vp.t0 || vp.y1 <= vp.y0)
-                vp = render::fullViewport(*scenes_[i], scenes_[i]->defaultLevel());
+                vp = render::fullViewport(*scenes_[i], scenes_[i]->defaultTrack());
             if (static_cast<int>(i) == from && vp.t0 == t0 - off && vp.t1 == t1 - off) continue;
             vp.t0 = t0 - off;
             vp.t1 = t1 - off;

@@ -51,7 +51,7 @@ void WhatIfController::setSession(const QString& path, std::shared_ptr<const ren
 void WhatIfController::update()
 {
     const bool framework =
-        scene_ && std::any_of(scene_->levels.begin(), scene_->levels.end(), [](const auto& l) {
+        scene_ && std::any_of(scene_->tracks.begin(), scene_->tracks.end(), [](const auto& l) {
             return l.level == Level::Framework && l.allocations > 0;
         });
     if (!scene_)

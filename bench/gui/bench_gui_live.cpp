@@ -41,7 +41,7 @@ int main(int argc, char** argv)
         ms.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
         events = scene->summary.events;
         int64_t allocs = 0;
-        for (const auto& ld : scene->levels)
+        for (const auto& ld : scene->tracks)
             allocs += ld.allocations;
         if (std::ssize(ms) % rows == 0)
             std::printf("%12lld %12lld %8.1f ms %12lld\n", static_cast<long long>(events),

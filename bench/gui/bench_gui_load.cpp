@@ -87,13 +87,13 @@ int main(int argc, char** argv)
     QElapsedTimer b;
     b.start();
     auto scene = fs::render::loadScene(path);
-    std::printf("baseline, same load on the GUI thread: stall %.3f s (%zu frames, %zu levels)\n",
-                b.elapsed() / 1000.0, scene->frames.size(), scene->levels.size());
+    std::printf("baseline, same load on the GUI thread: stall %.3f s (%zu frames, %zu tracks)\n",
+                b.elapsed() / 1000.0, scene->frames.size(), scene->tracks.size());
     // The figures the views draw must stay exact: 16 timeline samples of every track against
     // the engine's state recomputed from scratch (stateAtFullReplay: every block scanned, no
     // checkpoint, no incremental fragment list). A mismatch fails the benchmark.
     int checked = 0, wrong = 0;
-    for (const auto& ld : scene->levels) {
+    for (const auto& ld : scene->tracks) {
         const fs::analysis::Timeline& tl = *ld.timeline;
         for (size_t k = 0; k < 16 && !tl.time.empty(); ++k) {
             const size_t i = k * (tl.time.size() - 1) / 15;
@@ -121,7 +121,7 @@ int main(int argc, char** argv)
     // First heatmap raster at 1920x1080 once loaded (the "first heatmap" figure).
     QElapsedTimer r;
     r.start();
-    const int li = scene->defaultLevel();
+    const int li = scene->defaultTrack();
     const QImage img =
         fs::render::heatmapRaster(*scene, li, fs::render::fullViewport(*scene, li), 1920, 1080);
     std::printf("full heatmap raster 1920x1080 (exact): %.1f ms\n", r.nsecsElapsed() / 1e6);

@@ -71,7 +71,7 @@ private slots:
         views::FramesModel frames;
         QAbstractItemModelTester t1(&frames,
                                     QAbstractItemModelTester::FailureReportingMode::QtTest);
-        frames.resetData(scene, scene->defaultLevel());
+        frames.resetData(scene, scene->defaultTrack());
         QCOMPARE(frames.rowCount(), fstest::kFixtureFrames);
         // The collapsed frames 17 and 18 are flagged and highlighted.
         QVERIFY(frames.data(frames.index(17, 0), views::FramesModel::CollapsedRole).toBool());
@@ -202,7 +202,7 @@ private slots:
         // the state comes from a worker), with f-1 to compare.
         QTRY_COMPARE_WITH_TIMEOUT(w.histogram()->shownAt(), fr->end, 30000);
         QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 30000);
-        const auto& ld = s.levels[size_t(w.level())];
+        const auto& ld = s.tracks[size_t(w.track())];
         const auto want = s.engine->stateAt(ld.device, ld.level, fr->end).histogram.log2;
         QVERIFY(!want.empty());
         QCOMPARE(w.histogram()->current().size(), want.size());
@@ -245,7 +245,7 @@ private slots:
         gui::MainWindow w;
         w.openFile(fixture_);
         waitLoaded(w);
-        const auto& ld = w.scene()->levels[size_t(w.level())];
+        const auto& ld = w.scene()->tracks[size_t(w.track())];
         const auto& e = *w.scene()->engine;
         int64_t kept = -1, act = -1;
         // kv_cache blocks live to the end; activation 0 of frame 0 lives 2-5 ms into it.
@@ -499,7 +499,7 @@ private slots:
         QVERIFY(dlg);
         const auto before = w.scene();
         emit dlg->rulesChanged({{"coherence_score", analysis::Compare::Less, 0.5}});
-        // The new scene, then its frames table (drawn a few turns later: MainWindow::setLevel).
+        // The new scene, then its frames table (drawn a few turns later: MainWindow::setTrack).
         QTRY_VERIFY(w.scene() != before && !w.busy());
         QCOMPARE(w.scene()->collapses.size(), size_t(1));
         QCOMPARE(w.scene()->collapses[0].firstFrame, int64_t(16));
@@ -525,8 +525,8 @@ private slots:
         w.openFile(fixture_);
         waitLoaded(w);
         const auto scene = w.scene();
-        const int li = w.level();
-        const auto& ld = scene->levels[size_t(li)];
+        const int li = w.track();
+        const auto& ld = scene->tracks[size_t(li)];
         const analysis::Timeline& tl = *ld.timeline;
         auto* plot = w.timeline()->findChild<QCustomPlot*>();
         QVERIFY(plot);
@@ -546,7 +546,7 @@ private slots:
         auto tl2 = std::make_shared<analysis::Timeline>(tl);
         for (double& x : tl2->fragmentationRatio)
             x = 0.5 * x + 0.25;
-        changed->levels[size_t(li)].timeline = tl2;
+        changed->tracks[size_t(li)].timeline = tl2;
         w.timeline()->setScene(changed, li);
         QVERIFY(graphValues(4) == tl2->fragmentationRatio);
         w.timeline()->setScene(scene, li);
@@ -716,7 +716,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.scene()->summary.events > first, 30000);
         // The timelines follow the growing run with the heatmap (they once kept the first
         // refresh's range): both end where the recording is now. The timelines are drawn a turn
-        // of the event loop after the heatmap (MainWindow::setLevel stages them), hence QTRY.
+        // of the event loop after the heatmap (MainWindow::setTrack stages them), hence QTRY.
         QVERIFY(w.heatmap()->viewport().t1 >= w.scene()->timeEnd());
         auto timelineEndsWithHeatmap = [&] {
             const int64_t span = w.scene()->timeEnd() - w.scene()->timeBegin();

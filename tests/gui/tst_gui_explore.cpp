@@ -184,7 +184,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.jumpTargets().has_value(), 60000);
         const QJsonObject track =
             cliJson({"report", path, "--json"})["tracks"].toArray().first().toObject();
-        const auto& ld = w.scene()->levels[size_t(w.level())];
+        const auto& ld = w.scene()->tracks[size_t(w.track())];
         const auto& e = *w.scene()->engine;
         // Ctrl+1: max F, at the time the report names.
         actionWithShortcut(w, QKeySequence(Qt::CTRL | Qt::Key_1))->trigger();
@@ -210,7 +210,7 @@ private slots:
         w.openFile(fixture_);
         waitIdle(w);
         const auto& s = *w.scene();
-        const auto& ld = s.levels[size_t(w.level())];
+        const auto& ld = s.tracks[size_t(w.track())];
         const int64_t t0 = fstest::fixtureFrameStart(5) + 1;
         w.setCursorTime(t0);
         // '.' / ',': the engine's next and previous allocator events.

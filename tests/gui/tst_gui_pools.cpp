@@ -109,9 +109,9 @@ private slots:
 
         // One truth with PyTorch's device accounting: at every sample the pools add up to the
         // track (default 16 + (1, 5) 2 = 18 MiB at the end).
-        const auto& whole = *scene->levels[size_t(box->itemData(track0).toInt())].timeline;
-        const auto& def = *scene->levels[size_t(box->itemData(track0 + 1).toInt())].timeline;
-        const auto& priv = *scene->levels[size_t(li)].timeline;
+        const auto& whole = *scene->tracks[size_t(box->itemData(track0).toInt())].timeline;
+        const auto& def = *scene->tracks[size_t(box->itemData(track0 + 1).toInt())].timeline;
+        const auto& priv = *scene->tracks[size_t(li)].timeline;
         QCOMPARE(whole.time.size(), priv.time.size());
         QCOMPARE(def.reserved.back(), 16 * MiB);
         for (size_t i = 0; i < whole.time.size(); ++i) {

@@ -90,7 +90,7 @@ private slots:
             std::make_shared<render::Scene>(*render::loadScene(fixture_.toStdString(), lp));
         QVERIFY(scene->engine->loadInfo().rowsDeferred);
         scene->firstLook = true;
-        const int li = scene->defaultLevel();
+        const int li = scene->defaultTrack();
         QVERIFY(!scene->recordsReady());
         QCOMPARE(scene->stateAt(li, scene->timeEnd()).liveAllocations, int64_t(0));
         QVERIFY(scene->fragmentsAt(li, scene->timeEnd()).empty());
@@ -98,7 +98,7 @@ private slots:
         scene->engine->loadRows();
         QVERIFY(scene->recordsReady());
         const analysis::State st = scene->stateAt(li, scene->timeEnd());
-        const auto& ld = scene->levels[static_cast<size_t>(li)];
+        const auto& ld = scene->tracks[static_cast<size_t>(li)];
         QCOMPARE(st.liveAllocations,
                  scene->engine->stateAt(ld.device, ld.level, scene->timeEnd()).liveAllocations);
     }

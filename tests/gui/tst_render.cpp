@@ -92,9 +92,9 @@ class TstRender : public QObject
     static void checkAgreesWithEngine(const Scene& s, const QString& file)
     {
         QVERIFY(s.engine);
-        QVERIFY(!s.levels.empty());
-        for (size_t li = 0; li < s.levels.size(); ++li) {
-            const LevelData& ld = s.levels[li];
+        QVERIFY(!s.tracks.empty());
+        for (size_t li = 0; li < s.tracks.size(); ++li) {
+            const TrackEntry& ld = s.tracks[li];
             QVERIFY(ld.timeline);
             const analysis::Timeline& tl = *ld.timeline;
             QVERIFY(!tl.time.empty());
@@ -202,9 +202,9 @@ private slots:
         const auto r = fstest::runCli({"import", snap, "-o", out});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         const auto scene = loadScene(out.toStdString());
-        const int li = scene->defaultLevel();
+        const int li = scene->defaultTrack();
         QVERIFY(li >= 0);
-        const analysis::Timeline& tl = *scene->levels[size_t(li)].timeline;
+        const analysis::Timeline& tl = *scene->tracks[size_t(li)].timeline;
         QCOMPARE(tl.reserved.back(), 1897922560.0);
         QCOMPARE(tl.freeInRegions.back(), 883492352.0);
         QCOMPARE(tl.fragmentCount.back(), 71.0);
@@ -249,7 +249,7 @@ private slots:
             in.end();
         }
         const auto s = loadScene(path, {}, 60);
-        const int li = s->defaultLevel();
+        const int li = s->defaultTrack();
         QVERIFY(li >= 0);
         auto reservedAt = [&](int64_t t) { return double(s->stateAt(li, t).reservedBytes); };
         QCOMPARE(reservedAt(15), 32.0 * mib);
@@ -258,14 +258,14 @@ private slots:
         QCOMPARE(reservedAt(45), 32.0 * mib);
         QCOMPARE(double(s->stateAt(li, 35).freeBytes), 48.0 * mib);
         // The timeline draws the same, never the 1 GiB reservation.
-        const analysis::Timeline& tl = *s->levels[size_t(li)].timeline;
+        const analysis::Timeline& tl = *s->tracks[size_t(li)].timeline;
         for (size_t i = 0; i < tl.time.size(); ++i) {
             QVERIFY(tl.reserved[i] <= 64.0 * mib);
             QCOMPARE(tl.reserved[i], reservedAt(tl.time[i]));
         }
         // The address axis holds the two mapped ranges (64 MiB), not the reservation.
-        QCOMPARE(s->levels[size_t(li)].layout.ranges.size(), size_t(2));
-        QVERIFY(s->levels[size_t(li)].compactSize() < 80.0 * mib);
+        QCOMPARE(s->tracks[size_t(li)].layout.ranges.size(), size_t(2));
+        QVERIFY(s->tracks[size_t(li)].compactSize() < 80.0 * mib);
     }
 
     void fragmentEntropyClassesAndLiveAtEnd()
@@ -289,8 +289,8 @@ private slots:
             in.end();                                                   // [52, 64): 12 KiB
         }
         const auto s = loadScene(path, {}, 10);
-        const int li = s->defaultLevel();
-        const analysis::Timeline& tl = *s->levels[size_t(li)].timeline;
+        const int li = s->defaultTrack();
+        const analysis::Timeline& tl = *s->tracks[size_t(li)].timeline;
         QCOMPARE(tl.time.back(), s->timeEnd());
         QCOMPARE(tl.fragmentEntropy.back(), 1.0);
         QCOMPARE(tl.fragmentCount.back(), 2.0);
@@ -321,7 +321,7 @@ private slots:
             in.end();
         }
         const auto s = loadScene(path, {}, 10);
-        const int li = s->defaultLevel();
+        const int li = s->defaultTrack();
         const Viewport vp{0, 100, 0, double(1 << 20)};
         const QImage img = heatmapRaster(*s, li, vp, 4, 2);
         QCOMPARE(img.size(), QSize(4, 2));
@@ -334,8 +334,8 @@ private slots:
             QCOMPARE(img.pixel(x, 0), fr);
         // The drawn image is exactly the engine's raster: same cells, coloured.
         analysis::HeatmapRequest rq;
-        rq.device = s->levels[size_t(li)].device;
-        rq.level = s->levels[size_t(li)].level;
+        rq.device = s->tracks[size_t(li)].device;
+        rq.level = s->tracks[size_t(li)].level;
         rq.t0 = 0;
         rq.t1 = 100;
         rq.y0 = 0;
@@ -349,7 +349,7 @@ private slots:
     {
         // The whole-span heatmap and a zoomed one are the engine's rasters (a changed engine
         // answer would change the image: it is drawn from nothing else).
-        const int li = scene_->defaultLevel();
+        const int li = scene_->defaultTrack();
         const Viewport full = fullViewport(*scene_, li);
         const Viewport zoom{scene_->frame(15)->start, scene_->frame(18)->end, full.y1 / 4,
                             full.y1 / 2};
@@ -365,8 +365,8 @@ private slots:
         // The level-of-detail grid spans [begin, end + 1) x [0, compact size) in 2048 x 1024
         // cells. A 256 x 128 request over exactly that window puts 8 x 8 whole cells in each
         // pixel, so the preview's averages are the exact heatmap's, up to rounding.
-        const int li = scene_->defaultLevel();
-        const auto& ld = scene_->levels[size_t(li)];
+        const int li = scene_->defaultTrack();
+        const auto& ld = scene_->tracks[size_t(li)];
         const int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd() + 1;
         const double y1 = ld.compactSize();
         const auto exact = scene_->heatmap(li, t0, t1, 0, y1, 256, 128);
@@ -390,9 +390,9 @@ private slots:
         const Scene& s = *scene_;
         QVERIFY(s.summary.synthetic);
         QCOMPARE(int(s.frames.size()), fstest::kFixtureFrames);
-        const int li = s.defaultLevel();
+        const int li = s.defaultTrack();
         QVERIFY(li >= 0);
-        const LevelData& ld = s.levels[size_t(li)];
+        const TrackEntry& ld = s.tracks[size_t(li)];
         QCOMPARE(ld.level, Level::Framework);
         QCOMPARE(ld.regions, int64_t(5));
         // Five 64 MiB segments, 256 MiB apart: five ranges on the compacted axis.
@@ -430,8 +430,8 @@ private slots:
         QCOMPARE(copy->collapses[0].firstFrame, int64_t(16));
         QCOMPARE(copy->collapses[0].lastFrame, int64_t(18));
         QCOMPARE(copy->engine.get(), scene_->engine.get());
-        for (size_t i = 0; i < copy->levels.size(); ++i)
-            QCOMPARE(copy->levels[i].timeline.get(), scene_->levels[i].timeline.get());
+        for (size_t i = 0; i < copy->tracks.size(); ++i)
+            QCOMPARE(copy->tracks[i].timeline.get(), scene_->tracks[i].timeline.get());
         QCOMPARE(scene_->engine->loadInfo().allocationRowsRead, rows);
         QCOMPARE(scene_->collapses[0].firstFrame, int64_t(17)); // the original is unchanged
         // The precursors of 17 are the engine's: the fallback kernel no earlier frame ran, and
@@ -537,7 +537,7 @@ private slots:
             // Lookups between refreshes (the inspector's report, a hover) must leave no
             // connection open: the recorder finishes the file (Ingest::end) only when alone.
             QCOMPARE(sc->frameReport(f).frame, int64_t(f));
-            (void)sc->allocationAt(sc->defaultLevel(), sc->timeEnd(), fstest::kBase);
+            (void)sc->allocationAt(sc->defaultTrack(), sc->timeEnd(), fstest::kBase);
             prev = std::move(sc);
         });
         QCOMPARE(refreshes, fstest::kFixtureFrames);
@@ -570,13 +570,13 @@ private slots:
             if (k == 8) in.add(ev(EventType::RegionDestroy, 850, base + 32 * mib, 0));
             in.tick();
             const auto sc = live.refresh();
-            QCOMPARE(sc->levels.size(), size_t(2));
-            const int pool = sc->levels[0].level == Level::Pool ? 0 : 1;
+            QCOMPARE(sc->tracks.size(), size_t(2));
+            const int pool = sc->tracks[0].level == Level::Pool ? 0 : 1;
             // Two blocks are live after every step but the first.
             QCOMPARE(sc->stateAt(pool, sc->timeEnd()).liveAllocations, int64_t(k == 0 ? 1 : 2));
-            QCOMPARE(sc->levels[size_t(pool)].regions, int64_t(k >= 5 ? 2 : 1));
+            QCOMPARE(sc->tracks[size_t(pool)].regions, int64_t(k >= 5 ? 2 : 1));
             const auto fresh = loadScene(path, {}, 16);
-            for (size_t li = 0; li < fresh->levels.size(); ++li) {
+            for (size_t li = 0; li < fresh->tracks.size(); ++li) {
                 const auto a = sc->stateAt(int(li), sc->timeEnd());
                 const auto b = fresh->stateAt(int(li), fresh->timeEnd());
                 QCOMPARE(a.reservedBytes, b.reservedBytes);
@@ -610,7 +610,7 @@ private slots:
         const auto last = live.refresh();
         const auto full = loadScene(path, {}, samples);
         QCOMPARE(last->summary.allocations, full->summary.allocations);
-        QCOMPARE(last->levels.size(), full->levels.size());
+        QCOMPARE(last->tracks.size(), full->tracks.size());
         QCOMPARE(last->frames.size(), full->frames.size());
         for (size_t i = 0; i < full->frames.size(); ++i) {
             const auto& a = last->frames[i];
@@ -632,10 +632,10 @@ private slots:
             if (QTest::currentTestFailed()) return;
         }
         QCOMPARE(last->collapses.size(), full->collapses.size());
-        for (size_t li = 0; li < full->levels.size(); ++li) {
-            const analysis::Timeline& a = *last->levels[li].timeline;
-            const analysis::Timeline& b = *full->levels[li].timeline;
-            QCOMPARE(last->levels[li].label(), full->levels[li].label());
+        for (size_t li = 0; li < full->tracks.size(); ++li) {
+            const analysis::Timeline& a = *last->tracks[li].timeline;
+            const analysis::Timeline& b = *full->tracks[li].timeline;
+            QCOMPARE(last->tracks[li].label(), full->tracks[li].label());
             QVERIFY(a.time == b.time);
             QVERIFY(a.reserved == b.reserved);
             QVERIFY(a.allocated == b.allocated);

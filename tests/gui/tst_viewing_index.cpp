@@ -70,10 +70,10 @@ private slots:
         QCOMPARE(info.allocationRowsRead, int64_t(0));
         QVERIFY(info.frameCacheUsed);
         // One timeline per track, each found stored (none recomputed).
-        QVERIFY(!scene->levels.empty());
-        QCOMPARE(info.timelinesFromCache, static_cast<int64_t>(scene->levels.size()));
+        QVERIFY(!scene->tracks.empty());
+        QCOMPARE(info.timelinesFromCache, static_cast<int64_t>(scene->tracks.size()));
         // The heatmap's first preview finds the default track's grid stored.
-        const int li = scene->defaultLevel();
+        const int li = scene->defaultTrack();
         QVERIFY(li >= 0);
         QVERIFY(scene->previewReady(li));
 
@@ -81,7 +81,7 @@ private slots:
         analysis::LoadOptions fresh;
         fresh.useCache = false;
         const auto e = analysis::Engine::open(fixture_, fresh);
-        for (const render::LevelData& ld : scene->levels) {
+        for (const render::TrackEntry& ld : scene->tracks) {
             analysis::TimelineOptions to;
             to.device = ld.device;
             to.level = ld.level;

@@ -187,8 +187,8 @@ private slots:
         QVERIFY(fid.contains("A is the replay under the recorded settings"));
         QVERIFY(fid.contains("reproduces the real run at every segment event"));
         // Both heatmaps show their session.
-        QVERIFY(cw->heatmapA()->level() >= 0);
-        QVERIFY(cw->heatmapB()->level() >= 0);
+        QVERIFY(cw->heatmapA()->track() >= 0);
+        QVERIFY(cw->heatmapB()->track() >= 0);
         QTRY_VERIFY_WITH_TIMEOUT(cw->heatmapB()->isRefined(), 30000);
         shot(cw, "whatif-compare.png");
 

@@ -14,7 +14,7 @@ namespace fs::render::detail {
 void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o,
                   const QImage* raster)
 {
-    const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(o.track)];
     const Theme& th = o.theme;
     const int64_t span = o.to - o.from;
     if (o.title)
@@ -30,7 +30,7 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     if (raster && !raster->isNull()) {
         p.drawImage(plot, *raster);
     } else {
-        const QImage img = heatmapRaster(s, o.level, vp, px.width(), px.height());
+        const QImage img = heatmapRaster(s, o.track, vp, px.width(), px.height());
         p.drawImage(plot, img);
     }
     const double yspan = std::max(1e-9, o.y1 - o.y0);
@@ -170,7 +170,7 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
 
 void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o)
 {
-    const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(o.track)];
     const Theme& th = o.theme;
     const int64_t t = o.at;
     const analysis::FrameInfo* f = s.frame(o.frame);
@@ -194,7 +194,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const double side = std::min(area.width(), area.height());
     const QRectF sq(area.left() + (area.width() - side) / 2, area.top(), side, side);
     // The engine's memory map: the compacted address space along a Hilbert curve, 128 x 128.
-    const analysis::MemmapRaster mm = o.memmap ? *o.memmap : s.memmap(o.level, t, 7);
+    const analysis::MemmapRaster mm = o.memmap ? *o.memmap : s.memmap(o.track, t, 7);
     const int n = std::max(1, mm.side);
     QImage img(n, n, QImage::Format_RGB32);
     img.fill(outsideColor());
@@ -215,7 +215,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     p.restore();
     p.setPen(QPen(th.foreground, 1));
     p.drawRect(sq);
-    const analysis::State st = o.state ? *o.state : s.stateAt(o.level, t);
+    const analysis::State st = o.state ? *o.state : s.stateAt(o.track, t);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
     double y = sq.top();
     const double x = sq.right() + 16 * kk;

@@ -101,7 +101,7 @@ void drawPanel(QPainter& p, const QRectF& plot, const Scene& s, const RenderOpti
 
 void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o)
 {
-    const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(o.track)];
     const Theme& th = o.theme;
     if (o.title)
         drawTitle(
@@ -224,7 +224,7 @@ void paintTimeline(QPainter& p, const QRectF& rect, const Scene& s, const Render
 
 void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o)
 {
-    const LevelData& ld = s.levels[static_cast<size_t>(o.level)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(o.track)];
     const Theme& th = o.theme;
     const analysis::FrameInfo* f = s.frame(o.frame);
     if (f && f->start == kNoTime) f = nullptr;
@@ -238,7 +238,7 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
     };
     auto bins = [&](int64_t t) {
         std::vector<HistBin> out;
-        for (const auto& b : s.stateAt(o.level, t).histogram.log2)
+        for (const auto& b : s.stateAt(o.track, t).histogram.log2)
             out.push_back(
                 {static_cast<int>(std::lround(std::log2(static_cast<double>(b.lo)))), b.count});
         return out;

@@ -120,8 +120,8 @@ Viewport fullViewport(const Scene& s, int level)
     vp.t0 = s.timeBegin();
     vp.t1 = std::max(s.timeEnd(), s.timeBegin() + 1);
     vp.y0 = 0;
-    vp.y1 = level >= 0 && level < static_cast<int>(s.levels.size())
-                ? std::max(1.0, s.levels[static_cast<size_t>(level)].compactSize())
+    vp.y1 = level >= 0 && level < static_cast<int>(s.tracks.size())
+                ? std::max(1.0, s.tracks[static_cast<size_t>(level)].compactSize())
                 : 1.0;
     return vp;
 }
@@ -137,11 +137,11 @@ TimeUnit timeUnitFor(int64_t span, TimeAxis axis)
 
 RenderOptions resolved(const Scene& s, View v, RenderOptions o)
 {
-    if (o.level < 0 || o.level >= static_cast<int>(s.levels.size())) o.level = s.defaultLevel();
+    if (o.track < 0 || o.track >= static_cast<int>(s.tracks.size())) o.track = s.defaultTrack();
     if (o.from == kNoTime) o.from = s.timeBegin();
     if (o.to == kNoTime || o.to <= o.from) o.to = std::max(s.timeEnd(), o.from + 1);
     if (o.y0 < 0 || o.y1 <= o.y0) {
-        const Viewport vp = fullViewport(s, o.level);
+        const Viewport vp = fullViewport(s, o.track);
         o.y0 = vp.y0;
         o.y1 = vp.y1;
     }
@@ -227,7 +227,7 @@ void paint(QPainter& p, const QRectF& rect, const Scene& s, View v, const Render
     p.fillRect(rect, r.theme.background);
     p.setRenderHint(QPainter::Antialiasing, true);
     p.setRenderHint(QPainter::TextAntialiasing, true);
-    if (r.level < 0) {
+    if (r.track < 0) {
         p.setPen(r.theme.foreground);
         p.setFont(font(16));
         p.drawText(rect, Qt::AlignCenter,

@@ -46,7 +46,7 @@ Viewport fullViewport(const Scene& s, int level);
 
 struct RenderOptions
 {
-    int level = -1;         // index into Scene::levels; -1 = Scene::defaultLevel()
+    int track = -1;         // index into Scene::tracks; -1 = Scene::defaultTrack()
     int64_t from = kNoTime; // time range (timeline, heatmap); kNoTime = whole session
     int64_t to = kNoTime;
     double y0 = -1, y1 = -1; // compacted address range (heatmap); -1 = all

@@ -10,7 +10,7 @@
 
 namespace fs::render {
 
-std::string LevelData::label() const
+std::string TrackEntry::label() const
 {
     if (pool)
         return fmt::format("device {} · {} · pool {}", device, levelName(level),
@@ -18,7 +18,7 @@ std::string LevelData::label() const
     return fmt::format("device {} · {}", device, levelName(level));
 }
 
-double LevelData::addressToY(uint64_t addr) const
+double TrackEntry::addressToY(uint64_t addr) const
 {
     uint64_t c = 0;
     if (!layout.toCompact(addr, c)) {
@@ -29,15 +29,15 @@ double LevelData::addressToY(uint64_t addr) const
     return static_cast<double>(c);
 }
 
-bool LevelData::yToAddress(double y, uint64_t& addr) const
+bool TrackEntry::yToAddress(double y, uint64_t& addr) const
 {
     if (y < 0) return false;
     return layout.toAddress(static_cast<uint64_t>(y), addr);
 }
 
-int Scene::defaultLevel() const
+int Scene::defaultTrack() const
 {
-    if (levels.empty()) return -1;
+    if (tracks.empty()) return -1;
     if (engine) {
         std::optional<analysis::Track> t;
         {
@@ -45,8 +45,8 @@ int Scene::defaultLevel() const
             t = engine->defaultTrack(0);
         }
         if (t)
-            for (size_t i = 0; i < levels.size(); ++i)
-                if (levels[i].device == t->device && levels[i].level == t->level)
+            for (size_t i = 0; i < tracks.size(); ++i)
+                if (tracks[i].device == t->device && tracks[i].level == t->level)
                     return static_cast<int>(i);
     }
     return 0;
@@ -124,8 +124,8 @@ template <typename F> auto locked(const Scene& s, F&& f) -> decltype(f(*s.engine
 analysis::State Scene::stateAt(int li, int64_t t) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     return locked(*this, [&](const analysis::Engine& e) {
         if (!ld.pool) return e.stateAt(ld.device, ld.level, t);
         for (analysis::PoolState& p : e.poolStatesAt(ld.device, ld.level, t))
@@ -137,8 +137,8 @@ analysis::State Scene::stateAt(int li, int64_t t) const
 std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     return locked(*this, [&](const analysis::Engine& e) {
         return ld.pool ? e.poolFragmentsAt(ld.device, ld.level, t, *ld.pool)
                        : e.fragmentsAt(ld.device, ld.level, t);
@@ -147,12 +147,12 @@ std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
 
 std::vector<analysis::RegionInfo> Scene::regions(int li) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     return locked(*this, [&](const analysis::Engine& e) { return e.regions(ld.device, ld.level); });
 }
 
-analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t t1, double y0,
+analysis::HeatmapRequest heatmapRequest(const TrackEntry& ld, int64_t t0, int64_t t1, double y0,
                                         double y1, int w, int h)
 {
     analysis::HeatmapRequest rq;
@@ -171,8 +171,8 @@ analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t
 analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
                                        int h) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const auto rq = heatmapRequest(levels[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const auto rq = heatmapRequest(tracks[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
     return locked(*this, [&](const analysis::Engine& e) {
         return keepHeatmaps ? e.heatmapKept(rq) : e.heatmap(rq);
     });
@@ -180,8 +180,8 @@ analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0
 
 bool Scene::previewReady(int li) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return false;
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return false;
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     return locked(*this,
                   [&](const analysis::Engine& e) { return e.previewReady(ld.device, ld.level); });
 }
@@ -189,16 +189,16 @@ bool Scene::previewReady(int li) const
 analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
                                               int w, int h) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const auto rq = heatmapRequest(levels[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const auto rq = heatmapRequest(tracks[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
     return locked(*this, [&](const analysis::Engine& e) { return e.heatmapPreview(rq); });
 }
 
 analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return {};
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     analysis::MemmapRequest rq;
     rq.device = ld.device;
     rq.level = ld.level;
@@ -210,8 +210,8 @@ analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
 std::optional<analysis::AllocationInfo> Scene::allocationAt(int li, int64_t t, uint64_t addr) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(levels.size())) return std::nullopt;
-    const LevelData& ld = levels[static_cast<size_t>(li)];
+    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return std::nullopt;
+    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
     return locked(*this, [&](const analysis::Engine& e) {
         return e.allocationAt(ld.device, ld.level, t, addr);
     });
@@ -305,7 +305,7 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
                 names.insert(k);
         s->metricNames.assign(names.begin(), names.end());
         for (const analysis::Track& t : e.tracks()) {
-            LevelData ld;
+            TrackEntry ld;
             ld.device = t.device;
             ld.level = t.level;
             ld.allocations = t.allocations;
@@ -313,7 +313,7 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
             ld.layout = e.layout(t.device, t.level);
             ld.timeline = std::make_shared<const analysis::Timeline>(
                 e.timeline(timelineOptions(e, t.device, t.level, samples)));
-            s->levels.push_back(std::move(ld));
+            s->tracks.push_back(std::move(ld));
         }
     }
     s->explorer = std::make_shared<const analysis::Explorer>(engine);
@@ -326,19 +326,19 @@ void addPoolTracks(Scene& s, int samples)
     if (!s.engine) return;
     const auto lock = s.engine->readLock();
     const analysis::Engine& e = *s.engine;
-    const size_t tracks = s.levels.size();
+    const size_t tracks = s.tracks.size();
     for (size_t i = 0; i < tracks; ++i) {
-        const LevelData ld = s.levels[i];
+        const TrackEntry ld = s.tracks[i];
         if (ld.pool) return; // already added
         const std::vector<uint64_t> pools = e.pools(ld.device, ld.level);
         if (pools.size() < 2 && (pools.empty() || pools.front() == 0)) continue;
         const auto o = timelineOptions(e, ld.device, ld.level, samples);
         std::vector<analysis::Timeline> tls = e.poolTimelines(o, pools);
         for (size_t k = 0; k < pools.size(); ++k) {
-            LevelData p = ld;
+            TrackEntry p = ld;
             p.pool = pools[k];
             p.timeline = std::make_shared<const analysis::Timeline>(std::move(tls[k]));
-            s.levels.push_back(std::move(p));
+            s.tracks.push_back(std::move(p));
         }
     }
 }
@@ -346,9 +346,9 @@ void addPoolTracks(Scene& s, int samples)
 void Scene::warmUp() const
 {
     // The level-of-detail grid of the default track (the heatmap's first preview needs it).
-    const int li = defaultLevel();
+    const int li = defaultTrack();
     if (li >= 0)
-        heatmapPreview(li, timeBegin(), timeEnd() + 1, 0, levels[size_t(li)].compactSize(), 1, 1);
+        heatmapPreview(li, timeBegin(), timeEnd() + 1, 0, tracks[size_t(li)].compactSize(), 1, 1);
     for (const auto& f : frames)
         if (f.start != kNoTime) {
             kernelsInFrame(f.index);

@@ -27,7 +27,7 @@ namespace fs::render {
 
 // One (device, level) track as the views show it, or one memory pool of such a track (PyTorch's
 // private pools, e.g. CUDA-graph pools: Engine::poolTimeline).
-struct LevelData
+struct TrackEntry
 {
     uint32_t device = 0;
     Level level = Level::Driver;
@@ -48,7 +48,7 @@ struct LevelData
 
 // The engine's heatmap request for a track's entry over [t0, t1] x [y0, y1] (compacted address
 // axis, rounded outwards) at w x h cells.
-analysis::HeatmapRequest heatmapRequest(const LevelData& ld, int64_t t0, int64_t t1, double y0,
+analysis::HeatmapRequest heatmapRequest(const TrackEntry& ld, int64_t t0, int64_t t1, double y0,
                                         double y1, int w, int h);
 
 struct Scene
@@ -57,7 +57,7 @@ struct Scene
     SessionSummary summary;
     // One per engine track, device then level; then the entries of each track's pools
     // (addPoolTracks), appended so that the tracks' indices stay those of the first look.
-    std::vector<LevelData> levels;
+    std::vector<TrackEntry> tracks;
     std::vector<analysis::FrameInfo> frames; // by index; frames without a time range included
     std::vector<std::string> metricNames;
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
@@ -100,7 +100,7 @@ struct Scene
     int64_t timeEnd() const { return summary.timeEnd; }
     // The track the views show by default: the engine's default track on device 0, else the
     // first.
-    int defaultLevel() const;
+    int defaultTrack() const;
     const analysis::FrameInfo* frame(int64_t index) const;
     // Timed frame holding time t, or nullptr.
     const analysis::FrameInfo* frameAt(int64_t t) const;

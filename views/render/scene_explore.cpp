@@ -11,12 +11,12 @@ namespace {
 
 std::optional<uint64_t> poolOf(const Scene& s, int li)
 {
-    return s.levels[static_cast<size_t>(li)].pool;
+    return s.tracks[static_cast<size_t>(li)].pool;
 }
 
 bool valid(const Scene& s, int li)
 {
-    return canExplore(s) && li >= 0 && li < static_cast<int>(s.levels.size());
+    return canExplore(s) && li >= 0 && li < static_cast<int>(s.tracks.size());
 }
 
 // Runs an explorer query under the engine's read lock. A file gone behind a live view makes
@@ -43,7 +43,7 @@ bool canExplore(const Scene& s)
 std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int li, int64_t t, bool withAttributes)
 {
     if (!valid(s, li)) return std::nullopt;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(
         s, [&] { return s.explorer->blocksAt(ld.device, ld.level, t, ld.pool, withAttributes); });
 }
@@ -51,7 +51,7 @@ std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int li, int64_t t, bo
 bool attributesReady(const Scene& s, int li)
 {
     if (!valid(s, li)) return false;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(s, [&] { return s.explorer->attributesReady(ld.device, ld.level); })
         .value_or(false);
 }
@@ -59,7 +59,7 @@ bool attributesReady(const Scene& s, int li)
 void loadAttributes(const Scene& s, int li)
 {
     if (!valid(s, li)) return;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     explored(s, [&] {
         s.explorer->loadAttributes(ld.device, ld.level);
         return true;
@@ -69,7 +69,7 @@ void loadAttributes(const Scene& s, int li)
 int64_t stepEvent(const Scene& s, int li, int64_t t, int dir)
 {
     if (!valid(s, li)) return kNoTime;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(s,
                     [&] {
                         return dir < 0 ? s.explorer->previousEvent(ld.device, ld.level, t)
@@ -81,7 +81,7 @@ int64_t stepEvent(const Scene& s, int li, int64_t t, int dir)
 std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int li)
 {
     if (!valid(s, li)) return std::nullopt;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(s, [&] { return s.explorer->jumpTargets(ld.device, ld.level, poolOf(s, li)); });
 }
 
@@ -89,7 +89,7 @@ std::optional<analysis::CallSiteTable> callSites(const Scene& s, int li, int64_t
                                                  analysis::GroupBy by)
 {
     if (!valid(s, li)) return std::nullopt;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(
         s, [&] { return s.explorer->callSites(ld.device, ld.level, from, to, by, poolOf(s, li)); });
 }
@@ -98,7 +98,7 @@ std::optional<analysis::SearchResult> search(const Scene& s, int li, const std::
                                              int64_t t)
 {
     if (!valid(s, li)) return std::nullopt;
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     return explored(
         s, [&] { return s.explorer->search(ld.device, ld.level, query, t, poolOf(s, li)); });
 }
@@ -106,14 +106,14 @@ std::optional<analysis::SearchResult> search(const Scene& s, int li, const std::
 bool styled(const Scene& s, int li, const analysis::HeatmapStyle& style)
 {
     return style.colouring != analysis::Colouring::Occupancy ||
-           (li >= 0 && li < static_cast<int>(s.levels.size()) && poolOf(s, li).has_value());
+           (li >= 0 && li < static_cast<int>(s.tracks.size()) && poolOf(s, li).has_value());
 }
 
 analysis::StyledRaster styledHeatmap(const Scene& s, int li, int64_t t0, int64_t t1, double y0,
                                      double y1, int w, int h, analysis::HeatmapStyle style)
 {
     if (!valid(s, li)) return {};
-    const LevelData& ld = s.levels[static_cast<size_t>(li)];
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
     const analysis::HeatmapRequest rq = heatmapRequest(ld, t0, t1, y0, y1, w, h);
     style.pool = ld.pool;
     return explored(s, [&] { return s.explorer->heatmap(rq, style); })

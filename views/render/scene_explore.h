@@ -1,6 +1,6 @@
 // The explorer's answers (core/analysis/explore.h) for a scene's track: the time cursor's
 // blocks, event stepping, jump targets, call sites, search and the styled heatmap. A pool's
-// entry (LevelData::pool) asks for that pool only. Each call holds the engine's read lock; the
+// entry (TrackEntry::pool) asks for that pool only. Each call holds the engine's read lock; the
 // callers are the GUI's workers (and tests), never the GUI thread for anything that replays.
 #pragma once
 

@@ -246,7 +246,7 @@ QString CallSitesPanel::status() const
 void CallSitesPanel::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     model_->resetData(nullptr);
     refresh();
 }
@@ -292,7 +292,7 @@ void CallSitesPanel::refresh()
 void CallSitesPanel::start()
 {
     pending_ = false;
-    if (!scene_ || level_ < 0 || !render::canExplore(*scene_)) {
+    if (!scene_ || track_ < 0 || !render::canExplore(*scene_)) {
         status_->setText(scene_ ? tr("Reading the session…") : tr("No session."));
         return;
     }
@@ -312,7 +312,7 @@ void CallSitesPanel::start()
     status_->setText(tr("Computing…"));
     QPointer<CallSitesPanel> self(this);
     const auto scene = scene_;
-    const int level = level_;
+    const int level = track_;
     const analysis::GroupBy by = groupBy();
     const uint64_t gen = generation_;
     workerPool().start([self, scene, level, from, to, by, gen] {

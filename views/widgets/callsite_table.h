@@ -72,7 +72,7 @@ private:
     void refresh();
     void start();
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     int64_t cursor_ = kNoTime, selFrom_ = kNoTime, selTo_ = kNoTime;
     QComboBox* group_ = nullptr;
     QComboBox* range_ = nullptr;

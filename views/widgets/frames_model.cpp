@@ -14,7 +14,7 @@ void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int leve
     beginResetModel();
     if (!scene_ || !scene || scene_->video != scene->video) thumbs_.clear();
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     atEnd_.clear();
     // Each row's collapse, looked up once: the proxy's sort asks data() ~200k times for a long
     // run. Frames are in index order and collapses are disjoint runs of frames, so one walk
@@ -34,8 +34,8 @@ void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int leve
             collapse_.push_back(c < cs.size() && cs[c]->firstFrame <= f.index ? cs[c] : nullptr);
         }
     }
-    if (scene_ && level_ >= 0 && level_ < static_cast<int>(scene_->levels.size())) {
-        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    if (scene_ && track_ >= 0 && track_ < static_cast<int>(scene_->tracks.size())) {
+        const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
         for (const auto& f : scene_->frames) {
             const analysis::State* st = nullptr;
             for (const auto& fa : f.allocator)

@@ -44,7 +44,7 @@ public:
 
 private:
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     std::vector<const analysis::State*> atEnd_;       // the engine's figures at each frame's end
     std::vector<const analysis::Collapse*> collapse_; // each row's collapse (null: none)
     int thumbHeight_ = 36;

@@ -94,7 +94,7 @@ void addReplayLane(QCustomPlot* plot, QCPAxisRect* rect,
 }
 
 void paintPoolOutline(QPainter& p, const QRectF& plot, const render::Viewport& vp,
-                      const render::LevelData& ld, int64_t sessionEnd, const PoolOutline& o)
+                      const render::TrackEntry& ld, int64_t sessionEnd, const PoolOutline& o)
 {
     if (o.empty() || ld.device != o.device || ld.level != o.level || ld.pool) return;
     const double span = static_cast<double>(vp.t1 - vp.t0);

@@ -41,6 +41,6 @@ void addReplayLane(QCustomPlot* plot, QCPAxisRect* rect,
 // Outlines the pool's regions on a heatmap painted in `plot` (widget coordinates) for viewport
 // vp of track `ld` (nothing when the track is not the outline's).
 void paintPoolOutline(QPainter& p, const QRectF& plot, const render::Viewport& vp,
-                      const render::LevelData& ld, int64_t sessionEnd, const PoolOutline& o);
+                      const render::TrackEntry& ld, int64_t sessionEnd, const PoolOutline& o);
 
 } // namespace fs::views

@@ -41,14 +41,14 @@ HeatmapWidget::~HeatmapWidget()
 void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     sel_ = {};
     fit();
 }
 
-void HeatmapWidget::setLevel(int level)
+void HeatmapWidget::setTrack(int level)
 {
-    level_ = level;
+    track_ = level;
     fit();
 }
 
@@ -68,7 +68,7 @@ void HeatmapWidget::setDark(bool dark)
 render::RenderOptions HeatmapWidget::options() const
 {
     render::RenderOptions o;
-    o.level = level_;
+    o.track = track_;
     o.from = vp_.t0;
     o.to = vp_.t1;
     o.y0 = vp_.y0;
@@ -95,8 +95,8 @@ QRectF HeatmapWidget::plotArea() const
 
 render::Viewport HeatmapWidget::clamp(render::Viewport vp) const
 {
-    if (!scene_ || level_ < 0) return vp;
-    const render::Viewport full = render::fullViewport(*scene_, level_);
+    if (!scene_ || track_ < 0) return vp;
+    const render::Viewport full = render::fullViewport(*scene_, track_);
     const int64_t minT = std::min<int64_t>(1000, full.t1 - full.t0);
     if (linked_) { // the other view's range, whatever this session's length
         vp.t1 = std::max(vp.t1, vp.t0 + std::max<int64_t>(minT, 1));
@@ -123,7 +123,7 @@ void HeatmapWidget::setViewport(render::Viewport vp)
 
 void HeatmapWidget::fit()
 {
-    if (!scene_ || level_ < 0) {
+    if (!scene_ || track_ < 0) {
         raster_ = {};
         update();
         return;
@@ -131,7 +131,7 @@ void HeatmapWidget::fit()
     raster_ = {};
     rasterVp_ = {};
     vp_ = {};
-    setViewport(render::fullViewport(*scene_, level_));
+    setViewport(render::fullViewport(*scene_, track_));
 }
 
 void HeatmapWidget::zoomToTime(int64_t a, int64_t b)
@@ -165,7 +165,7 @@ void HeatmapWidget::requestRaster()
 {
     refined_ = false;
     update(); // until the worker answers, paintEvent stretches the last raster onto vp_
-    if (!scene_ || level_ < 0) return;
+    if (!scene_ || track_ < 0) return;
     // One raster job at a time. A request while one runs stops its full-resolution pass (its
     // coarse image, if already out, stays on screen) and runs after it: each job shows at least
     // its coarse image, so views refreshed faster than a raster takes (a live recording) still
@@ -191,7 +191,7 @@ void HeatmapWidget::startRaster()
     auto scene = scene_;
     auto cancel = cancel_;
     const render::Viewport vp = vp_;
-    const int level = level_;
+    const int level = track_;
     using Legend = std::shared_ptr<const analysis::StyledRaster>;
     auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last,
                                                 Legend legend = nullptr) {
@@ -213,7 +213,7 @@ void HeatmapWidget::startRaster()
                 }
                 if (!last) return;
                 self->rasterBusy_ = false;
-                if (self->rasterPending_ && self->scene_ && self->level_ >= 0)
+                if (self->rasterPending_ && self->scene_ && self->track_ >= 0)
                     self->startRaster();
                 else if (self->refined_)
                     emit self->refinedChanged();
@@ -230,7 +230,7 @@ void HeatmapWidget::startRaster()
         static_cast<double>(vp.t1 - vp.t0) /
         static_cast<double>(std::max<int64_t>(1, scene_->timeEnd() - scene_->timeBegin()));
     const double blocks =
-        static_cast<double>(scene_->levels[static_cast<size_t>(level)].allocations) * share;
+        static_cast<double>(scene_->tracks[static_cast<size_t>(level)].allocations) * share;
     const double pixels = static_cast<double>(w) * h;
     const Pass first = blocks < 0.5 * pixels                                   ? Pass::Coarse
                        : blocks >= 4.0 * pixels && scene_->previewReady(level) ? Pass::Preview
@@ -308,7 +308,7 @@ QImage HeatmapWidget::placeholder() const
 void HeatmapWidget::paintEvent(QPaintEvent*)
 {
     QPainter p(this);
-    if (!scene_ || level_ < 0) {
+    if (!scene_ || track_ < 0) {
         p.fillRect(rect(), palette().window());
         p.setPen(palette().text().color());
         p.drawText(rect(), Qt::AlignCenter,
@@ -322,7 +322,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         const QImage ph = placeholder();
         render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &ph);
     }
-    paintPoolOutline(p, plotArea(), vp_, scene_->levels[static_cast<size_t>(level_)],
+    paintPoolOutline(p, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
                      scene_->timeEnd(), outline_);
     paintOverlay(p);
     if (boxing_) {
@@ -462,11 +462,11 @@ void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
         int64_t t;
         double y;
         uint64_t addr;
-        const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+        const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
         if (toData(e->position(), t, y)) {
             emit cursorRequested(t);
             if (ld.yToAddress(y, addr))
-                if (const auto a = scene_->allocationAt(level_, t, addr))
+                if (const auto a = scene_->allocationAt(track_, t, addr))
                     emit allocationClicked(a->id);
         }
     }
@@ -527,7 +527,7 @@ void HeatmapWidget::setTimeCursor(int64_t t)
 void HeatmapWidget::setStyle(const analysis::HeatmapStyle& style)
 {
     style_ = style;
-    if (scene_ && level_ >= 0) requestRaster();
+    if (scene_ && track_ >= 0) requestRaster();
 }
 
 void HeatmapWidget::setOoms(std::vector<int64_t> times)
@@ -559,8 +559,8 @@ double HeatmapWidget::timeToX(int64_t t) const
 
 void HeatmapWidget::showSpan(int64_t t0, int64_t t1, uint64_t address, uint64_t size)
 {
-    if (!scene_ || level_ < 0) return;
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    if (!scene_ || track_ < 0) return;
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     render::Viewport vp = vp_;
     const double ya = ld.addressToY(address);
     const double yb = ld.addressToY(address + size);
@@ -582,9 +582,9 @@ void HeatmapWidget::showSpan(int64_t t0, int64_t t1, uint64_t address, uint64_t 
 
 void HeatmapWidget::paintOverlay(QPainter& p)
 {
-    if (!scene_ || level_ < 0) return;
+    if (!scene_ || track_ < 0) return;
     const QRectF plot = plotArea();
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     p.save();
     const double yspan = std::max(1e-9, vp_.y1 - vp_.y0);
     auto Y = [&](double y) { return plot.bottom() - (y - vp_.y0) / yspan * plot.height(); };
@@ -664,14 +664,14 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
 {
     int64_t t;
     double y;
-    if (!scene_ || level_ < 0 || !toData(pt, t, y)) return {};
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    if (!scene_ || track_ < 0 || !toData(pt, t, y)) return {};
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     const TimeAxis ax = scene_->summary.timeAxis;
     uint64_t addr;
     const QString when = QString::fromStdString(render::formatTime(t - scene_->timeBegin(), ax));
     if (!ld.yToAddress(y, addr))
         return tr("%1\n(gap between regions: collapsed on this axis)").arg(when);
-    if (const auto a = scene_->allocationAt(level_, t, addr)) {
+    if (const auto a = scene_->allocationAt(track_, t, addr)) {
         QString s =
             tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")
                 .arg(a->id)
@@ -690,7 +690,7 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
                 .arg(a->stream);
         return s;
     }
-    for (const auto& fr : scene_->fragmentsAt(level_, t))
+    for (const auto& fr : scene_->fragmentsAt(track_, t))
         if (addr >= fr.address && addr < fr.address + fr.size)
             return tr("free fragment at %1, %2\nat %3")
                 .arg(QString::fromStdString(render::formatAddress(fr.address)),

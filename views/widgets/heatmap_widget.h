@@ -28,8 +28,8 @@ public:
     ~HeatmapWidget() override;
     static constexpr double kLegendWidth = 250; // the colouring legend's column (pixels)
     void setScene(std::shared_ptr<const render::Scene> scene, int level);
-    void setLevel(int level);
-    int level() const { return level_; }
+    void setTrack(int level);
+    int track() const { return track_; }
     const render::Viewport& viewport() const { return vp_; }
     void setViewport(render::Viewport vp);
     void fit();
@@ -93,7 +93,7 @@ private:
     QImage placeholder() const;
 
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     render::Viewport vp_;
     QImage raster_;
     render::Viewport rasterVp_; // the viewport raster_ was computed for

@@ -130,7 +130,7 @@ void CollapseInspector::showVerdict(const analysis::CollapseReport& rep)
 void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     shownFrame_ = -2;
     setSelection({});
 }
@@ -140,7 +140,7 @@ void CollapseInspector::setSelection(const Selection& s)
     if (s.frame == shownFrame_) return; // a precursor click keeps the list
     shownFrame_ = s.frame;
     diff_->setRowCount(0);
-    if (!scene_ || level_ < 0 || !scene_->frame(s.frame)) {
+    if (!scene_ || track_ < 0 || !scene_->frame(s.frame)) {
         head_->setText(
             (scene_ && !scene_->collapses.empty())
                 ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames "
@@ -178,7 +178,7 @@ void CollapseInspector::setSelection(const Selection& s)
     model_->resetData(rep.precursors, scene_->timeBegin(), scene_->summary.timeAxis);
     detail_->setText(model_->data(model_->index(0, 0), PrecursorModel::DetailRole).toString());
     table_->resizeColumnsToContents();
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     analysis::StateDiff d;
     for (const auto& x : rep.diff)
         if (x.device == ld.device && x.level == ld.level) d = x;
@@ -245,7 +245,7 @@ void AllocationDetails::setAllFrames(bool on)
 void AllocationDetails::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     setSelection({});
 }
 
@@ -253,12 +253,12 @@ void AllocationDetails::setSelection(const Selection& s)
 {
     sel_ = s;
     tree_->clear();
-    if (!scene_ || level_ < 0 || s.allocId < 0) {
+    if (!scene_ || track_ < 0 || s.allocId < 0) {
         new QTreeWidgetItem(
             tree_, {tr("(none)"), tr("click an allocation on the heatmap or a precursor")});
         return;
     }
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     const auto a = scene_->allocation(s.allocId);
     if (!a || a->device != ld.device || a->level != ld.level) {
         new QTreeWidgetItem(tree_,
@@ -278,7 +278,7 @@ void AllocationDetails::setSelection(const Selection& s)
     add(tr("level"), QString::fromUtf8(levelName(ld.level).data(),
                                        static_cast<int>(levelName(ld.level).size())));
     QString region = tr("outside any region");
-    for (const auto& r : scene_->regions(level_))
+    for (const auto& r : scene_->regions(track_))
         if (r.id == a->regionId && r.address <= a->address && a->address < r.address + r.size)
             region = QStringLiteral("#%1 %2 at %3, %4")
                          .arg(r.id)

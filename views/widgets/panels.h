@@ -41,7 +41,7 @@ private:
     void showVerdict(const analysis::CollapseReport& rep);
 
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     int64_t shownFrame_ = -2;
     QLabel* head_ = nullptr;
     QLabel* verdict_ = nullptr; // first: allocator-related or not, then the evidence rows
@@ -65,7 +65,7 @@ public:
 
 private:
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     QTreeWidget* tree_ = nullptr;
     QCheckBox* allFrames_ = nullptr;
     Selection sel_;

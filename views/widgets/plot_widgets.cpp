@@ -187,7 +187,7 @@ double TimelineWidget::toX(int64_t t) const
 void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     sel_ = {};
     // A new scene starts on its whole span, not the old range: that may be in another unit (a
     // live recording grows from ms to s) or belong to another session. rebuild() deletes the
@@ -252,11 +252,11 @@ void TimelineWidget::rebuild()
     plot_->clearGraphs();
     plot_->plotLayout()->clear();
     rects_.clear();
-    if (!scene_ || level_ < 0) {
+    if (!scene_ || track_ < 0) {
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    const auto& ld = scene_->levels[static_cast<size_t>(level_)];
+    const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
     const auto u =
         render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
     const QString xlabel = scene_->summary.timeAxis == TimeAxis::Ordinal
@@ -310,7 +310,7 @@ void TimelineWidget::rebuild()
                         rects_[j]->axis(QCPAxis::atBottom),
                         qOverload<const QCPRange&>(&QCPAxis::setRange));
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    // The engine's timeline of the track (Scene::levels[].timeline): drawn as it is.
+    // The engine's timeline of the track (Scene::tracks[].timeline): drawn as it is.
     static const analysis::Timeline kEmpty;
     const analysis::Timeline& tl = ld.timeline ? *ld.timeline : kEmpty;
     double maxBytes = 1;
@@ -470,7 +470,7 @@ void HistogramWidget::setDark(bool dark)
 void HistogramWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     sel_ = {};
     snap_.reset();
     rebuild();
@@ -487,7 +487,7 @@ void HistogramWidget::rebuild()
     plot_->clearItems();
     cur_.clear();
     prev_.clear();
-    if (!scene_ || level_ < 0) {
+    if (!scene_ || track_ < 0) {
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
@@ -568,7 +568,7 @@ MemMapWidget::MemMapWidget(QWidget* parent) : QWidget(parent)
 void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     sel_ = {};
     snap_.reset();
     cacheValid_ = false;
@@ -590,7 +590,7 @@ void MemMapWidget::setDark(bool dark)
 void MemMapWidget::paintEvent(QPaintEvent*)
 {
     QPainter p(this);
-    if (!scene_ || level_ < 0) {
+    if (!scene_ || track_ < 0) {
         p.fillRect(rect(), palette().window());
         return;
     }
@@ -600,7 +600,7 @@ void MemMapWidget::paintEvent(QPaintEvent*)
     }
     if (!cacheValid_ || cache_.size() != size()) {
         render::RenderOptions o;
-        o.level = level_;
+        o.track = track_;
         const analysis::FrameInfo* f = scene_->frame(snap_->frame);
         o.frame = f && f->end == snap_->time ? f->index : -1;
         o.at = snap_->time;

@@ -61,7 +61,7 @@ private:
     void drawSelection(); // the selection band on every panel, replacing the last one
     double toX(int64_t t) const;
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     QCustomPlot* plot_ = nullptr;
     std::vector<QCPAxisRect*> rects_;
     std::vector<QCPAbstractItem*> selectionItems_;
@@ -92,7 +92,7 @@ private:
     void rebuild();
     std::shared_ptr<const render::Scene> scene_;
     std::shared_ptr<const CursorSnapshot> snap_;
-    int level_ = -1;
+    int track_ = -1;
     QCustomPlot* plot_ = nullptr;
     std::vector<analysis::HistogramBin> cur_, prev_;
     int64_t at_ = kNoTime;
@@ -118,7 +118,7 @@ protected:
 private:
     std::shared_ptr<const render::Scene> scene_;
     std::shared_ptr<const CursorSnapshot> snap_;
-    int level_ = -1;
+    int track_ = -1;
     Selection sel_;
     bool dark_ = false;
     // The last painting: redrawn only when what it shows changes.

@@ -78,7 +78,7 @@ QString SearchPanel::message() const
 void SearchPanel::setScene(std::shared_ptr<const render::Scene> scene, int level)
 {
     scene_ = std::move(scene);
-    level_ = level;
+    track_ = level;
     model_->resetData({}, 0, 0, TimeAxis::Nanoseconds, Level::Framework);
     if (!query_.isEmpty()) run();
 }
@@ -108,7 +108,7 @@ void SearchPanel::search(const QString& query)
 void SearchPanel::run()
 {
     pending_ = false;
-    if (!scene_ || level_ < 0 || !render::canExplore(*scene_)) {
+    if (!scene_ || track_ < 0 || !render::canExplore(*scene_)) {
         message_->setText(scene_ ? tr("Reading the session…") : tr("No session to search."));
         return;
     }
@@ -116,7 +116,7 @@ void SearchPanel::run()
     message_->setText(tr("Searching…"));
     QPointer<SearchPanel> self(this);
     const auto scene = scene_;
-    const int level = level_;
+    const int level = track_;
     const int64_t t = cursor_ == kNoTime ? scene->timeEnd() : cursor_;
     const std::string q = query_.toStdString();
     workerPool().start([self, scene, level, t, q] {
@@ -154,7 +154,7 @@ void SearchPanel::run()
                 if (r->matches > static_cast<int64_t>(rows.size()) && !r->holder)
                     text += tr(" (the first %1 listed)").arg(rows.size());
                 self->message_->setText(text);
-                const auto& ld = scene->levels[static_cast<size_t>(level)];
+                const auto& ld = scene->tracks[static_cast<size_t>(level)];
                 self->model_->resetData(std::move(rows), t, scene->timeBegin(),
                                         scene->summary.timeAxis, ld.level);
                 self->table_->resizeColumnsToContents();

@@ -43,7 +43,7 @@ signals:
 private:
     void run();
     std::shared_ptr<const render::Scene> scene_;
-    int level_ = -1;
+    int track_ = -1;
     int64_t cursor_ = kNoTime;
     QString query_;
     QLineEdit* edit_ = nullptr;

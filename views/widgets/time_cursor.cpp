@@ -40,12 +40,12 @@ void CursorWorker::start(Request r)
     QPointer<CursorWorker> self(this);
     // Block attributes (tag, stream, call site) are read once per track, apart: the first
     // snapshots come without them rather than after them.
-    const bool haveAttributes = render::attributesReady(*r.scene, r.level);
+    const bool haveAttributes = render::attributesReady(*r.scene, r.track);
     if (!haveAttributes && !loadingAttributes_ && render::canExplore(*r.scene)) {
         loadingAttributes_ = true;
-        workerPool().start([self, scene = r.scene, level = r.level] {
+        workerPool().start([self, scene = r.scene, track = r.track] {
             lowerWorkerPriority();
-            render::loadAttributes(*scene, level);
+            render::loadAttributes(*scene, track);
             QMetaObject::invokeMethod(
                 qApp,
                 [self] {
@@ -63,10 +63,10 @@ void CursorWorker::start(Request r)
         auto snap = std::make_shared<CursorSnapshot>();
         const render::Scene& s = *r.scene;
         snap->scene = r.scene;
-        snap->level = r.level;
+        snap->track = r.track;
         snap->time = r.t;
-        snap->blocks = render::blocksAt(s, r.level, r.t, haveAttributes);
-        snap->memmap = s.memmap(r.level, r.t, 7);
+        snap->blocks = render::blocksAt(s, r.track, r.t, haveAttributes);
+        snap->memmap = s.memmap(r.track, r.t, 7);
         const analysis::FrameInfo* f = s.frame(r.frame);
         if (!f || f->start == kNoTime || f->end != r.t) f = s.frameAt(r.t);
         if (f) {
@@ -74,7 +74,7 @@ void CursorWorker::start(Request r)
             const analysis::FrameInfo* p = s.frame(f->index - 1);
             if (p && p->start != kNoTime && f->end == r.t) {
                 snap->previousFrame = p->index;
-                snap->previous = s.stateAt(r.level, p->end);
+                snap->previous = s.stateAt(r.track, p->end);
             }
         }
         snap->computeMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;

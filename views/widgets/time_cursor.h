@@ -38,7 +38,7 @@ private:
 struct CursorSnapshot
 {
     std::shared_ptr<const render::Scene> scene;
-    int level = -1;
+    int track = -1;
     int64_t time = kNoTime;
     std::optional<analysis::BlocksAt> blocks; // state, blocks and fragments (the engine's)
     analysis::MemmapRaster memmap;
@@ -73,7 +73,7 @@ private:
     struct Request
     {
         std::shared_ptr<const render::Scene> scene;
-        int level;
+        int track;
         int64_t t;
         int64_t frame;
     };
