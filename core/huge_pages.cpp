@@ -84,7 +84,7 @@ void preferHugePages(char** argv, bool onlyForLargeInputs)
         return;
     }
     if (onlyForLargeInputs && inputBytes(argv) < kHugePagesFrom) {
-        status() = "off (no input file of 64 MiB or more)";
+        status() = "off (input files under " + std::to_string(kHugePagesFrom >> 20) + " MiB)";
         return;
     }
     const std::string mode = thpMode();

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mutex>
 
 namespace fs::video {
@@ -20,12 +21,9 @@ const ModuleApi* load(std::string& error)
     const std::string path =
         findRuntimeLibrary("libfragscope-video.so", "FRAGSCOPE_VIDEO_MODULE", buildTree, &tried);
     if (path.empty()) {
-        std::string list;
-        for (const auto& t : tried)
-            list += (list.empty() ? "" : ", ") + t;
         error = fmt::format("the video module libfragscope-video.so was not found (looked for {}; "
                             "FRAGSCOPE_VIDEO_MODULE names it)",
-                            list);
+                            fmt::join(tried, ", "));
         return nullptr;
     }
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
