@@ -504,23 +504,23 @@ bool MainWindow::busy() const
     return loader_->busy() || stagesPending_ > 0 || exploreBusy();
 }
 
-void MainWindow::setTrack(int level, bool staged)
+void MainWindow::setTrack(int track, bool staged)
 {
-    track_ = level;
+    track_ = track;
     // A pool's entry plots that pool's figures: the timelines' title says which.
     if (auto* dock = findChild<QDockWidget*>(QStringLiteral("timelineDock")))
-        dock->setWindowTitle(level >= 0 && level < static_cast<int>(scene_->tracks.size()) &&
-                                     scene_->tracks[static_cast<size_t>(level)].pool
+        dock->setWindowTitle(track >= 0 && track < static_cast<int>(scene_->tracks.size()) &&
+                                     scene_->tracks[static_cast<size_t>(track)].pool
                                  ? tr("Timelines — %1 only")
                                        .arg(QString::fromStdString(
-                                           scene_->tracks[static_cast<size_t>(level)].label()))
+                                           scene_->tracks[static_cast<size_t>(track)].label()))
                                  : tr("Timelines"));
     syncing_ = true;
-    heatmap_->setScene(scene_, level);
-    histogram_->setScene(scene_, level);
-    memmap_->setScene(scene_, level);
-    inspector_->setScene(scene_, level);
-    details_->setScene(scene_, level);
+    heatmap_->setScene(scene_, track);
+    histogram_->setScene(scene_, track);
+    memmap_->setScene(scene_, track);
+    inspector_->setScene(scene_, track);
+    details_->setScene(scene_, track);
     syncing_ = false;
     exploreLevel();
     const uint64_t gen = ++levelGeneration_;

@@ -163,7 +163,7 @@ private:
     void onSelection(const views::Selection& s);
     // staged: the heatmap and the cheap views now, the timelines and the frames table on later
     // turns of the event loop (a new scene's first look: at once they held it ~55 ms).
-    void setTrack(int level, bool staged = false);
+    void setTrack(int track, bool staged = false);
     void fillTrackBox(); // the track selector from scene_->tracks
     void addRecent(const QString& path);
     void rebuildRecentMenu();

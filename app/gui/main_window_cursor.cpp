@@ -442,11 +442,11 @@ void MainWindow::exploreLevel()
         const uint64_t gen = ++jumpsGeneration_;
         QPointer<MainWindow> self(this);
         const auto scene = scene_;
-        const int level = track_;
-        views::workerPool().start([self, scene, level, gen] {
+        const int track = track_;
+        views::workerPool().start([self, scene, track, gen] {
             views::lowerWorkerPriority();
             auto x = std::make_shared<Extras>();
-            x->jumps = render::jumpTargets(*scene, level);
+            x->jumps = render::jumpTargets(*scene, track);
             x->stateOnly = render::stateOnly(*scene);
             QMetaObject::invokeMethod(
                 qApp,

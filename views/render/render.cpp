@@ -114,14 +114,14 @@ ByteUnit byteAxisUnit(double maxBytes)
     return u;
 }
 
-Viewport fullViewport(const Scene& s, int level)
+Viewport fullViewport(const Scene& s, int track)
 {
     Viewport vp;
     vp.t0 = s.timeBegin();
     vp.t1 = std::max(s.timeEnd(), s.timeBegin() + 1);
     vp.y0 = 0;
-    vp.y1 = level >= 0 && level < static_cast<int>(s.tracks.size())
-                ? std::max(1.0, s.tracks[static_cast<size_t>(level)].compactSize())
+    vp.y1 = track >= 0 && track < static_cast<int>(s.tracks.size())
+                ? std::max(1.0, s.tracks[static_cast<size_t>(track)].compactSize())
                 : 1.0;
     return vp;
 }
@@ -202,10 +202,10 @@ QImage heatmapImage(const analysis::HeatmapRaster& r)
     return img;
 }
 
-QImage heatmapRaster(const Scene& s, int level, const Viewport& vp, int w, int h)
+QImage heatmapRaster(const Scene& s, int track, const Viewport& vp, int w, int h)
 {
     if (w <= 0 || h <= 0) return {};
-    return heatmapImage(s.heatmap(level, vp.t0, vp.t1, vp.y0, vp.y1, w, h));
+    return heatmapImage(s.heatmap(track, vp.t0, vp.t1, vp.y0, vp.y1, w, h));
 }
 
 QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o)

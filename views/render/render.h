@@ -42,7 +42,7 @@ struct Viewport
     double y1 = 1;
     bool operator==(const Viewport&) const = default;
 };
-Viewport fullViewport(const Scene& s, int level);
+Viewport fullViewport(const Scene& s, int track);
 
 struct RenderOptions
 {
@@ -71,7 +71,7 @@ struct RenderOptions
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours
 // of its cells, high addresses at the top.
-QImage heatmapRaster(const Scene& s, int level, const Viewport& vp, int w, int h);
+QImage heatmapRaster(const Scene& s, int track, const Viewport& vp, int w, int h);
 // Colours of an engine raster's cells (occupancy ramp, free, outside, separator).
 QImage heatmapImage(const analysis::HeatmapRaster& r);
 QColor occupancyColor(double occ);

@@ -243,10 +243,10 @@ QString CallSitesPanel::status() const
     return status_->text();
 }
 
-void CallSitesPanel::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void CallSitesPanel::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     model_->resetData(nullptr);
     refresh();
 }
@@ -312,14 +312,14 @@ void CallSitesPanel::start()
     status_->setText(tr("Computing…"));
     QPointer<CallSitesPanel> self(this);
     const auto scene = scene_;
-    const int level = track_;
+    const int track = track_;
     const analysis::GroupBy by = groupBy();
     const uint64_t gen = generation_;
-    workerPool().start([self, scene, level, from, to, by, gen] {
+    workerPool().start([self, scene, track, from, to, by, gen] {
         lowerWorkerPriority();
         QElapsedTimer clock;
         clock.start();
-        auto t = render::callSites(*scene, level, from, to, by);
+        auto t = render::callSites(*scene, track, from, to, by);
         const double ms = static_cast<double>(clock.nsecsElapsed()) / 1e6;
         QMetaObject::invokeMethod(
             qApp,

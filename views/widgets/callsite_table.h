@@ -44,7 +44,7 @@ class CallSitesPanel : public QWidget
 public:
     enum class Range { UpToCursor, Selection, WholeRun };
     explicit CallSitesPanel(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     // The cursor and the selected time range (kNoTime: none); recomputes when they matter.
     void setCursor(int64_t t);
     void setSelectionRange(int64_t from, int64_t to);

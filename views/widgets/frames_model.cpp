@@ -9,12 +9,12 @@
 
 namespace fs::views {
 
-void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int level)
+void FramesModel::resetData(std::shared_ptr<const render::Scene> scene, int track)
 {
     beginResetModel();
     if (!scene_ || !scene || scene_->video != scene->video) thumbs_.clear();
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     atEnd_.clear();
     // Each row's collapse, looked up once: the proxy's sort asks data() ~200k times for a long
     // run. Frames are in index order and collapses are disjoint runs of frames, so one walk

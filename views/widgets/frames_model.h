@@ -31,7 +31,7 @@ public:
     enum Roles { FrameIndexRole = Qt::UserRole + 1, CollapsedRole, SortRole };
 
     explicit FramesModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
-    void resetData(std::shared_ptr<const render::Scene> scene, int level);
+    void resetData(std::shared_ptr<const render::Scene> scene, int track);
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;

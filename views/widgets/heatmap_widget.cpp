@@ -38,17 +38,17 @@ HeatmapWidget::~HeatmapWidget()
     if (cancel_) cancel_->store(true);
 }
 
-void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     sel_ = {};
     fit();
 }
 
-void HeatmapWidget::setTrack(int level)
+void HeatmapWidget::setTrack(int track)
 {
-    track_ = level;
+    track_ = track;
     fit();
 }
 
@@ -191,7 +191,7 @@ void HeatmapWidget::startRaster()
     auto scene = scene_;
     auto cancel = cancel_;
     const render::Viewport vp = vp_;
-    const int level = track_;
+    const int track = track_;
     using Legend = std::shared_ptr<const analysis::StyledRaster>;
     auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last,
                                                 Legend legend = nullptr) {
@@ -230,22 +230,22 @@ void HeatmapWidget::startRaster()
         static_cast<double>(vp.t1 - vp.t0) /
         static_cast<double>(std::max<int64_t>(1, scene_->timeEnd() - scene_->timeBegin()));
     const double blocks =
-        static_cast<double>(scene_->tracks[static_cast<size_t>(level)].allocations) * share;
+        static_cast<double>(scene_->tracks[static_cast<size_t>(track)].allocations) * share;
     const double pixels = static_cast<double>(w) * h;
     const Pass first = blocks < 0.5 * pixels                                   ? Pass::Coarse
-                       : blocks >= 4.0 * pixels && scene_->previewReady(level) ? Pass::Preview
+                       : blocks >= 4.0 * pixels && scene_->previewReady(track) ? Pass::Preview
                                                                                : Pass::None;
-    if (render::styled(*scene_, level, style_)) {
+    if (render::styled(*scene_, track, style_)) {
         // Coloured by a grouping, or one pool's blocks: the explorer's raster, in one pass.
-        workerPool().start([scene, vp, level, w, h, post, style = style_] {
+        workerPool().start([scene, vp, track, w, h, post, style = style_] {
             lowerWorkerPriority();
             analysis::StyledRaster r;
             try {
-                r = render::styledHeatmap(*scene, level, vp.t0, vp.t1, vp.y0, vp.y1, w, h, style);
+                r = render::styledHeatmap(*scene, track, vp.t0, vp.t1, vp.y0, vp.y1, w, h, style);
             } catch (const std::invalid_argument&) { // a search that no longer parses
                 auto plain = style;
                 plain.colouring = analysis::Colouring::Occupancy;
-                r = render::styledHeatmap(*scene, level, vp.t0, vp.t1, vp.y0, vp.y1, w, h, plain);
+                r = render::styledHeatmap(*scene, track, vp.t0, vp.t1, vp.y0, vp.y1, w, h, plain);
             }
             QImage img = render::styledImage(r);
             r.raster.occupancy.clear(); // the legend travels with the image, not the cells
@@ -257,14 +257,14 @@ void HeatmapWidget::startRaster()
         });
         return;
     }
-    workerPool().start([scene, cancel, vp, level, w, h, post, first] {
+    workerPool().start([scene, cancel, vp, track, w, h, post, first] {
         lowerWorkerPriority();
         if (first == Pass::Preview) {
             // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
             // the exact one; the exact one is shown even when a newer request came meanwhile
             // (stretched onto the new viewport, not marked refined).
             post(render::heatmapImage(
-                     scene->heatmapPreview(level, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
+                     scene->heatmapPreview(track, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
                  false, false);
             if (cancel->load()) {
                 post(QImage(), false, true);
@@ -273,14 +273,14 @@ void HeatmapWidget::startRaster()
         } else if (first == Pass::Coarse) {
             // The coarse pass (a quarter of the pixels each way) always completes.
             QImage coarse =
-                render::heatmapRaster(*scene, level, vp, std::max(1, w / 4), std::max(1, h / 4));
+                render::heatmapRaster(*scene, track, vp, std::max(1, w / 4), std::max(1, h / 4));
             if (cancel->load()) {
                 post(std::move(coarse), false, true);
                 return;
             }
             post(std::move(coarse), false, false);
         }
-        QImage fine = render::heatmapRaster(*scene, level, vp, w, h);
+        QImage fine = render::heatmapRaster(*scene, track, vp, w, h);
         // A cancelled full raster after a coarse one is dropped; otherwise it is shown (on a
         // newer viewport stretched, not marked refined).
         post(cancel->load() && first == Pass::Coarse ? QImage() : std::move(fine), true, true);

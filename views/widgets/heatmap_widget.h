@@ -27,8 +27,8 @@ public:
     explicit HeatmapWidget(QWidget* parent = nullptr);
     ~HeatmapWidget() override;
     static constexpr double kLegendWidth = 250; // the colouring legend's column (pixels)
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
-    void setTrack(int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void setTrack(int track);
     int track() const { return track_; }
     const render::Viewport& viewport() const { return vp_; }
     void setViewport(render::Viewport vp);

@@ -127,10 +127,10 @@ void CollapseInspector::showVerdict(const analysis::CollapseReport& rep)
     verdict_->show();
 }
 
-void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void CollapseInspector::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     shownFrame_ = -2;
     setSelection({});
 }
@@ -242,10 +242,10 @@ void AllocationDetails::setAllFrames(bool on)
     allFrames_->setChecked(on);
 }
 
-void AllocationDetails::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void AllocationDetails::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     setSelection({});
 }
 

@@ -23,7 +23,7 @@ class CollapseInspector : public QWidget
     Q_OBJECT
 public:
     explicit CollapseInspector(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setSelection(const Selection& s);
     PrecursorModel* model() const { return model_; }
     QTableView* table() const { return table_; }
@@ -57,7 +57,7 @@ class AllocationDetails : public QWidget
     Q_OBJECT
 public:
     explicit AllocationDetails(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setSelection(const Selection& s);
     QTreeWidget* tree() const { return tree_; }
     // The stack filter (analysis::viewStack): off shows every frame as recorded.

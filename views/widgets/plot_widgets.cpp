@@ -184,10 +184,10 @@ double TimelineWidget::toX(int64_t t) const
     return static_cast<double>(t - scene_->timeBegin()) / u.divisor;
 }
 
-void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     sel_ = {};
     // A new scene starts on its whole span, not the old range: that may be in another unit (a
     // live recording grows from ms to s) or belong to another session. rebuild() deletes the
@@ -467,10 +467,10 @@ void HistogramWidget::setDark(bool dark)
     rebuild();
 }
 
-void HistogramWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void HistogramWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     sel_ = {};
     snap_.reset();
     rebuild();
@@ -565,10 +565,10 @@ MemMapWidget::MemMapWidget(QWidget* parent) : QWidget(parent)
     setMinimumSize(240, 200);
 }
 
-void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void MemMapWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     sel_ = {};
     snap_.reset();
     cacheValid_ = false;

@@ -24,7 +24,7 @@ class TimelineWidget : public QWidget
     Q_OBJECT
 public:
     explicit TimelineWidget(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setSelection(const Selection& s);
     // Shows [t0, t1] (session time) on the shared axis.
     void setTimeRange(int64_t t0, int64_t t1);
@@ -76,7 +76,7 @@ class HistogramWidget : public QWidget
     Q_OBJECT
 public:
     explicit HistogramWidget(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setSelection(const Selection& s);
     // Fragments shown now (frame end or instant) and the comparison frame's.
     // The engine's log2 bins drawn (State::histogram.log2 at the instant, and at frame f-1).
@@ -106,7 +106,7 @@ class MemMapWidget : public QWidget
     Q_OBJECT
 public:
     explicit MemMapWidget(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setSelection(const Selection& s);
     void setDark(bool dark);
     void setSnapshot(std::shared_ptr<const CursorSnapshot> s); // the map at the time cursor

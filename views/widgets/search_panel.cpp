@@ -75,10 +75,10 @@ QString SearchPanel::message() const
     return message_->text();
 }
 
-void SearchPanel::setScene(std::shared_ptr<const render::Scene> scene, int level)
+void SearchPanel::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
     scene_ = std::move(scene);
-    track_ = level;
+    track_ = track;
     model_->resetData({}, 0, 0, TimeAxis::Nanoseconds, Level::Framework);
     if (!query_.isEmpty()) run();
 }
@@ -116,21 +116,21 @@ void SearchPanel::run()
     message_->setText(tr("Searching…"));
     QPointer<SearchPanel> self(this);
     const auto scene = scene_;
-    const int level = track_;
+    const int track = track_;
     const int64_t t = cursor_ == kNoTime ? scene->timeEnd() : cursor_;
     const std::string q = query_.toStdString();
-    workerPool().start([self, scene, level, t, q] {
+    workerPool().start([self, scene, track, t, q] {
         lowerWorkerPriority();
         std::optional<analysis::SearchResult> r;
         QString error;
         try {
-            r = render::search(*scene, level, q, t);
+            r = render::search(*scene, track, q, t);
         } catch (const std::invalid_argument& e) {
             error = QString::fromUtf8(e.what());
         }
         QMetaObject::invokeMethod(
             qApp,
-            [self, scene, level, t, r = std::move(r), error]() mutable {
+            [self, scene, track, t, r = std::move(r), error]() mutable {
                 if (!self) return;
                 self->running_ = false;
                 if (self->pending_) {
@@ -154,7 +154,7 @@ void SearchPanel::run()
                 if (r->matches > static_cast<int64_t>(rows.size()) && !r->holder)
                     text += tr(" (the first %1 listed)").arg(rows.size());
                 self->message_->setText(text);
-                const auto& ld = scene->tracks[static_cast<size_t>(level)];
+                const auto& ld = scene->tracks[static_cast<size_t>(track)];
                 self->model_->resetData(std::move(rows), t, scene->timeBegin(),
                                         scene->summary.timeAxis, ld.level);
                 self->table_->resizeColumnsToContents();

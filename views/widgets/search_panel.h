@@ -23,7 +23,7 @@ class SearchPanel : public QWidget
     Q_OBJECT
 public:
     explicit SearchPanel(QWidget* parent = nullptr);
-    void setScene(std::shared_ptr<const render::Scene> scene, int level);
+    void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setCursor(int64_t t); // an address search answers at the cursor
     void search(const QString& query);
     QString message() const;

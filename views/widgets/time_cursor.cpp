@@ -22,11 +22,11 @@ int64_t CursorWorker::defaultTime(const render::Scene& s)
     return s.timeEnd();
 }
 
-void CursorWorker::request(std::shared_ptr<const render::Scene> scene, int level, int64_t t,
+void CursorWorker::request(std::shared_ptr<const render::Scene> scene, int track, int64_t t,
                            int64_t selectedFrame)
 {
-    if (!scene || level < 0 || t == kNoTime) return;
-    Request r{std::move(scene), level, t, selectedFrame};
+    if (!scene || track < 0 || t == kNoTime) return;
+    Request r{std::move(scene), track, t, selectedFrame};
     if (running_) {
         pending_ = std::move(r); // newest wins: an older pending request is dropped
         return;

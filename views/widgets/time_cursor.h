@@ -58,7 +58,7 @@ public:
     ~CursorWorker() override;
     // Computes the snapshot at t; while one is computed, the newest request waits and the
     // others are dropped. selectedFrame: the frame selected in the views (-1: none).
-    void request(std::shared_ptr<const render::Scene> scene, int level, int64_t t,
+    void request(std::shared_ptr<const render::Scene> scene, int track, int64_t t,
                  int64_t selectedFrame);
     bool busy() const { return running_ || pending_.has_value() || loadingAttributes_; }
     static int64_t defaultTime(const render::Scene& s); // where a new session's cursor starts
