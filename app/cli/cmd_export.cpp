@@ -7,7 +7,7 @@
 #include "export_timeline_data.h"
 #include "render/render.h"
 
-#include <QGuiApplication>
+#include <QApplication>
 
 #include <cmath>
 #include <cstdlib>
@@ -61,9 +61,9 @@ int64_t parseTimeArg(const render::Scene& s, const std::string& text, const std:
     return s.timeBegin() + static_cast<int64_t>(std::llround(v * mul));
 }
 
-// The application object Qt's drawing needs (fonts, images), on the offscreen platform when
-// there is no display.
-std::unique_ptr<QGuiApplication> guiApplication()
+// The application object Qt's drawing needs (fonts, images, and widgets for the QCustomPlot
+// charts), on the offscreen platform when there is no display.
+std::unique_ptr<QApplication> guiApplication()
 {
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
         setenv("QT_QPA_PLATFORM", "offscreen", 0);
@@ -79,8 +79,8 @@ std::unique_ptr<QGuiApplication> guiApplication()
                 return;
             if (previous) previous(type, ctx, msg);
         });
-    std::unique_ptr<QGuiApplication> app;
-    if (!QGuiApplication::instance()) app = std::make_unique<QGuiApplication>(argc, argv);
+    std::unique_ptr<QApplication> app;
+    if (!QCoreApplication::instance()) app = std::make_unique<QApplication>(argc, argv);
     return app;
 }
 
@@ -183,6 +183,12 @@ int runExport(Args& a)
     }
     if (auto t = a.get("at")) o.at = parseTimeArg(*scene, *t, "at");
     if (a.flag("dark")) o.theme = render::Theme::darkTheme();
+    if (view == render::View::Timeline && scene->engine) {
+        // The replay lane the GUI's timelines show, when the session has graph replays.
+        const auto lock = scene->engine->readLock();
+        auto graphs = std::make_shared<analysis::GraphsReport>(scene->engine->graphs());
+        if (!graphs->replays.empty()) o.graphs = std::move(graphs);
+    }
     QString err;
     if (!render::exportView(QString::fromStdString(*out), QSize(w, h), *scene, view, o, &err)) {
         fmt::print(stderr, "fragscope export: {}\n", err.toStdString());

@@ -58,6 +58,15 @@ render::RenderOptions MainWindow::renderOptions(render::View v) const
         o.y0 = vp.y0;
         o.y1 = vp.y1;
     }
+    if (v == render::View::Timeline) {
+        // The timelines as shown: their time range and the replay lane.
+        const auto [t0, t1] = timeline_->timeRange();
+        if (t1 > t0) {
+            o.from = t0;
+            o.to = t1;
+        }
+        o.graphs = timeline_->graphs();
+    }
     if ((v == render::View::Histogram || v == render::View::MemMap) && sel.frame < 0 &&
         sel.to != kNoTime)
         o.at = sel.to;

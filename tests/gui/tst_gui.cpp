@@ -4,6 +4,7 @@
 #include "core/versions.h"
 #include "fixture.h"
 #include "main_window.h"
+#include "render/scene_explore.h"
 #include "testutil.h"
 #include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
@@ -39,6 +40,15 @@ void waitLoaded(gui::MainWindow& w)
 {
     QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
     QApplication::processEvents();
+}
+
+// Shows the window at 1400x900 and opens path in it.
+void openShown(gui::MainWindow& w, const QString& path)
+{
+    w.resize(1400, 900);
+    w.show();
+    w.openFile(path);
+    waitLoaded(w);
 }
 
 } // namespace
@@ -512,6 +522,71 @@ private slots:
         dlg->close();
     }
 
+    void exportedChartsAreTheScreensPicture()
+    {
+        // One drawing path (render/charts.h): the timelines and the histogram a report image
+        // holds are the plots on screen. The export without its title, at the widget's size,
+        // is compared pixel by pixel with the widget's own plot (after the widget has been
+        // rebuilt for a new cursor snapshot: what a rebuild leaves behind would show).
+        gui::MainWindow w;
+        openShown(w, fixture_);
+        const auto scene = w.scene();
+        const int li = w.track();
+        const int64_t f = scene->collapses.front().firstFrame; // 17: a frame and its comparison
+        w.framesView()->setCurrentIndex(
+            w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
+        waitLoaded(w);
+        QTRY_COMPARE(w.histogram()->shownAt(), scene->frame(f)->end);
+        QVERIFY(!w.histogram()->previous().empty());
+        const QSize size(900, 560);
+        // Pixels that differ by more than 24 levels in a channel, per thousand.
+        auto differing = [](const QImage& a, const QImage& b) {
+            if (a.size() != b.size()) return 1000.0;
+            const QImage x = a.convertToFormat(QImage::Format_RGB32);
+            const QImage y = b.convertToFormat(QImage::Format_RGB32);
+            int64_t n = 0;
+            for (int r = 0; r < x.height(); ++r) {
+                const auto* p = reinterpret_cast<const QRgb*>(x.constScanLine(r));
+                const auto* q = reinterpret_cast<const QRgb*>(y.constScanLine(r));
+                for (int c = 0; c < x.width(); ++c)
+                    n += std::abs(qRed(p[c]) - qRed(q[c])) > 24 ||
+                         std::abs(qGreen(p[c]) - qGreen(q[c])) > 24 ||
+                         std::abs(qBlue(p[c]) - qBlue(q[c])) > 24;
+            }
+            return 1000.0 * double(n) / double(x.width() * x.height());
+        };
+        auto exported = [&](render::View v, const render::Theme& theme) {
+            render::RenderOptions o;
+            o.track = li;
+            o.frame = f;
+            o.title = false;
+            o.theme = theme;
+            const QString path =
+                dir_.filePath(QStringLiteral("screen-%1.png").arg(render::viewName(v)));
+            QString err;
+            if (!render::exportView(path, size, *scene, v, o, &err)) qWarning() << err;
+            return QImage(path);
+        };
+        // The timelines as the main window sets them up (OOMs, no cursor, the whole run).
+        views::TimelineWidget timeline;
+        timeline.setScene(scene, li);
+        timeline.setOoms(render::oomTimes(*scene));
+        const QImage screenT = timeline.plot()->toPixmap(size.width(), size.height()).toImage();
+        const QImage screenH =
+            w.histogram()->plot()->toPixmap(size.width(), size.height()).toImage();
+        const double dt =
+            differing(screenT, exported(render::View::Timeline, render::Theme::light()));
+        const double dh =
+            differing(screenH, exported(render::View::Histogram, render::Theme::light()));
+        QVERIFY2(dt <= 1, qPrintable(QStringLiteral("timelines: %1 per mille differ").arg(dt)));
+        QVERIFY2(dh <= 1, qPrintable(QStringLiteral("histogram: %1 per mille differ").arg(dh)));
+        // The comparison can fail: the dark export is another picture.
+        QVERIFY(differing(screenT, exported(render::View::Timeline, render::Theme::darkTheme())) >
+                300);
+        QVERIFY(differing(screenH, exported(render::View::Histogram, render::Theme::darkTheme())) >
+                300);
+    }
+
     void viewsDrawTheEngineFigures()
     {
         // Each view draws the engine's figures, and nothing else: the timelines plot the
@@ -520,10 +595,7 @@ private slots:
         // are the engine's rasters (tst_render), the histogram and the inspector are checked
         // in selectCollapsedFrameDrivesEveryView.
         gui::MainWindow w;
-        w.resize(1400, 900);
-        w.show();
-        w.openFile(fixture_);
-        waitLoaded(w);
+        openShown(w, fixture_);
         const auto scene = w.scene();
         const int li = w.track();
         const auto& ld = scene->tracks[size_t(li)];
@@ -597,10 +669,7 @@ private slots:
             in.end();
         }
         gui::MainWindow w;
-        w.resize(1400, 900);
-        w.show();
-        w.openFile(path);
-        waitLoaded(w);
+        openShown(w, path);
         const auto s = w.scene();
         QCOMPARE(int(s->frames.size()), 5);
         auto* fm = w.framesModel();

@@ -1,9 +1,11 @@
-// fragscope_render: the report-ready drawing of every view, once, with QPainter (Qt Gui only).
-// The GUI paints its widgets and its export dialog with it; `fragscope export` writes files with
-// it.
+// fragscope_render: the report-ready drawing of every view, once: the heatmap and the memory map
+// with QPainter, the timelines and the histogram with QCustomPlot (charts.h). The GUI paints its
+// widgets and its export dialog with it; `fragscope export` writes files with it.
 #pragma once
 
 #include "scene.h"
+
+#include "core/analysis/graphs.h"
 
 #include <QColor>
 #include <QImage>
@@ -13,6 +15,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 
 class QPainter;
 
@@ -67,6 +70,9 @@ struct RenderOptions
     // Heatmap: the time unit is the one for a span this long (ns; 0: the view's own span), so
     // that views side by side read in one unit (the compare window).
     int64_t unitSpan = 0;
+    // Timelines: the CUDA graph replays as a lane below the panels (the GUI passes the Graphs
+    // panel's report); null: no lane.
+    std::shared_ptr<const analysis::GraphsReport> graphs;
 };
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours

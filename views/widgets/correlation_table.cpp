@@ -170,7 +170,7 @@ void CorrelationTable::drawScatter()
     scatter_->xAxis->setLabel(xLabel);
     scatter_->yAxis->setLabel(yLabel);
     title_->setText(title);
-    applyPlotTheme(scatter_, dark_);
+    render::applyPlotTheme(*scatter_, dark_ ? render::Theme::darkTheme() : render::Theme::light());
     scatter_->replot(QCustomPlot::rpQueuedReplot);
 }
 

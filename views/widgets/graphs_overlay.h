@@ -1,6 +1,6 @@
-// What the CUDA-graphs analysis (core/analysis/graphs.h) adds to the other views: a lane of
-// replays on the timelines, coloured by duration, and the outline of a pool's regions on the
-// heatmap. They draw the engine's figures; they compute none.
+// What the CUDA-graphs analysis (core/analysis/graphs.h) adds to the heatmap: the outline of a
+// pool's regions. (The timelines' lane of replays is render/charts.h's.) It draws the engine's
+// figures; it computes none.
 #pragma once
 
 #include "core/analysis/graphs.h"
@@ -10,8 +10,6 @@
 #include <functional>
 #include <memory>
 
-class QCustomPlot;
-class QCPAxisRect;
 class QPainter;
 class QRectF;
 
@@ -25,18 +23,6 @@ struct PoolOutline
     std::vector<analysis::PoolRegion> regions;
     bool empty() const { return regions.empty(); }
 };
-
-// Colour of a replay duration between lo (blue) and hi (red), on a log scale.
-QColor replayColor(int64_t duration, int64_t lo, int64_t hi);
-// The durations the lane's colour scale spans: the graphs' shortest p50 to their longest p99.
-std::pair<int64_t, int64_t> replayColorRange(const analysis::GraphsReport& r);
-
-// Draws every replay of r in axis rect `rect` (x: plot coordinates from toX), each at least a
-// pixel wide, coloured by duration (the longest replay wins a pixel column). One item, however
-// many replays: a million replays cost one pass over the visible ones per replot.
-void addReplayLane(QCustomPlot* plot, QCPAxisRect* rect,
-                   std::shared_ptr<const analysis::GraphsReport> r,
-                   const std::function<double(int64_t)>& toX);
 
 // Outlines the pool's regions on a heatmap painted in `plot` (widget coordinates) for viewport
 // vp of track `ld` (nothing when the track is not the outline's).

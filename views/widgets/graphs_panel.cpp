@@ -333,7 +333,7 @@ void GraphsPanel::drawScatter()
     scatter_->xAxis->setLabel(tr("fragmentation F at replay start"));
     scatter_->yAxis->setLabel(tr("replay duration (ms)"));
     title_->setText(title);
-    applyPlotTheme(scatter_, dark_);
+    render::applyPlotTheme(*scatter_, dark_ ? render::Theme::darkTheme() : render::Theme::light());
     scatter_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -26,10 +26,8 @@ QString bytes(uint64_t b)
 
 int64_t TimelineWidget::toTime(double pixelX) const
 {
-    const double x = rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(pixelX);
-    const auto u =
-        render::timeUnitFor(scene_->timeEnd() - scene_->timeBegin(), scene_->summary.timeAxis);
-    return scene_->timeBegin() + static_cast<int64_t>(std::llround(x * u.divisor));
+    return render::timelineTime(*scene_,
+                                rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(pixelX));
 }
 
 void TimelineWidget::setCursor(int64_t t)
@@ -110,13 +108,12 @@ void TimelineWidget::setCursorValues(const CursorSnapshot& s)
     v << tr("fragment entropy %1 bits · event-size %2 bits")
              .arg(st.fragmentEntropyBits, 0, 'f', 2)
              .arg(st.eventSizeEntropyBits, 0, 'f', 2);
-    if (rects_.size() > 3) {
+    if (!metric_.empty()) {
         // The ruled metric of the frame at the cursor (the 4th panel's series).
         QString m;
         if (const analysis::FrameInfo* f = scene_->frame(s.frame)) {
-            const QString name =
-                plot_->graphCount() > 0 ? plot_->graph(plot_->graphCount() - 1)->name() : QString();
-            const auto it = f->metrics.find(name.toStdString());
+            const QString name = QString::fromStdString(metric_);
+            const auto it = f->metrics.find(metric_);
             if (it != f->metrics.end())
                 m = tr("%1 %2 (frame %3)").arg(name).arg(it->second, 0, 'g', 4).arg(f->index);
         }

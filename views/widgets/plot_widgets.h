@@ -1,8 +1,10 @@
-// The QCustomPlot views: timelines on a shared time axis and the fragment-cluster histogram.
+// The QCustomPlot views: timelines on a shared time axis and the fragment-cluster histogram, as
+// render/charts.h builds them (the plot an export draws), with the time cursor, selection and
+// mouse on top.
 #pragma once
 
 #include "core/analysis/graphs.h"
-#include "render/render.h"
+#include "render/charts.h"
 #include "selection.h"
 
 #include <QImage>
@@ -39,8 +41,9 @@ public:
     void setCursorValues(const CursorSnapshot& s);
     QStringList cursorValues() const; // the panels' readouts, top to bottom
     void setOoms(std::vector<int64_t> times);
-    // The CUDA graph replays as a lane below the panels (graphs_overlay.h); null: none.
+    // The CUDA graph replays as a lane below the panels (render/charts.h); null: none.
     void setGraphs(std::shared_ptr<const analysis::GraphsReport> graphs);
+    const std::shared_ptr<const analysis::GraphsReport>& graphs() const { return graphs_; }
     bool hasReplayLane() const { return replayLane_; }
 
 signals:
@@ -69,6 +72,7 @@ private:
     bool dark_ = false;
     std::shared_ptr<const analysis::GraphsReport> graphs_;
     bool replayLane_ = false;
+    std::string metric_; // the ruled frame metric's panel (render::TimelinePlot::metric)
 };
 
 class HistogramWidget : public QWidget
@@ -163,7 +167,5 @@ private:
     std::vector<analysis::KernelSpan> kernels_;
     std::vector<analysis::GraphLaunchSpan> launches_;
 };
-
-void applyPlotTheme(QCustomPlot* plot, bool dark);
 
 } // namespace fs::views
