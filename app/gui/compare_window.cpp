@@ -9,11 +9,9 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPointer>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QThread>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -205,12 +203,9 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     resize(1280, 1040);
 
     // The engine's work runs off the GUI thread; the result arrives as one immutable value.
-    QPointer<CompareWindow> self(this);
     const std::string pa = a.toStdString(), pb = b.toStdString(), pr = reference.toStdString();
-    QThread* worker = QThread::create([self, pa, pb, pr] {
-        std::shared_ptr<Loaded> l;
-        QString error;
-        try {
+    jobs_->start(
+        [pa, pb, pr](const views::Job&) {
             auto r = std::make_shared<Loaded>();
             r->session[0] = sessionOf(pa);
             r->session[1] = sessionOf(pb);
@@ -222,30 +217,19 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
             if (!pr.empty())
                 r->ref = std::make_shared<const analysis::Comparison>(
                     analysis::compareSessions(sa, sessionOf(pr), 100, r->scene[0]->engine));
-            l = std::move(r);
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, l, error] {
-                if (!self) return;
-                if (l) {
-                    self->showComparison(l);
-                    emit self->loaded(true, {});
-                } else {
-                    // Nothing to show but why: no empty panes, no bare headers.
-                    self->status_->setText(
-                        tr("<b>Cannot compare</b>: %1").arg(error.toHtmlEscaped()));
-                    self->body_->setVisible(false);
-                    self->save_->setVisible(false);
-                    emit self->loaded(false, error);
-                }
-            },
-            Qt::QueuedConnection);
-    });
-    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start();
+            return std::shared_ptr<const Loaded>(std::move(r));
+        },
+        [this](std::shared_ptr<const Loaded> l) {
+            showComparison(l);
+            emit loaded(true, {});
+        },
+        [this](const QString& error) {
+            // Nothing to show but why: no empty panes, no bare headers.
+            status_->setText(tr("<b>Cannot compare</b>: %1").arg(error.toHtmlEscaped()));
+            body_->setVisible(false);
+            save_->setVisible(false);
+            emit loaded(false, error);
+        });
 }
 
 QString CompareWindow::fidelityText(const alloc::Fidelity& f)

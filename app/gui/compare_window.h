@@ -14,6 +14,7 @@
 #include "core/alloc/whatif.h"
 #include "core/analysis/compare.h"
 #include "render/render.h"
+#include "widgets/jobs.h"
 
 #include <QWidget>
 #include <memory>
@@ -85,6 +86,9 @@ private:
     CompareAxis axis_[2];
     bool linking_ = false;
     QLabel* status_ = nullptr;
+    // Loads both sessions and compares them (a closed window drops the result).
+    views::JobTracker* jobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Replace, &views::longJobPool());
     QLabel* fidelity_ = nullptr;
     QLabel* title_[2] = {nullptr, nullptr};
     views::HeatmapWidget* heat_[2] = {nullptr, nullptr};

@@ -13,7 +13,6 @@
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
 #include "widgets/worker_pool.h"
-#include "widgets/worker_priority.h"
 
 #include <QAction>
 #include <QApplication>
@@ -566,22 +565,15 @@ void MainWindow::applyRules(const std::vector<analysis::CollapseRule>& rules)
     // the new collapses into a new scene that shares the engine and the timelines (no
     // allocation record is copied), on a worker.
     const std::shared_ptr<const render::Scene> from = scene_;
-    const uint64_t gen = ++rulesGeneration_;
     statusBar()->showMessage(tr("Re-evaluating collapses…"));
-    QPointer<MainWindow> self(this);
-    views::workerPool().start([self, from, rules, gen] {
-        views::lowerWorkerPriority();
-        auto copy = from->withRules(rules);
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, from, copy, gen]() mutable {
-                // A newer scene (a load, a live refresh) or newer rules make this one moot.
-                if (!self || self->rulesGeneration_ != gen || self->scene_ != from) return;
-                self->statusBar()->clearMessage();
-                self->replaceScene(std::move(copy), true);
-            },
-            Qt::QueuedConnection);
-    });
+    rulesJobs_->start([from, rules](const views::Job&) { return from->withRules(rules); },
+                      [this, from](std::shared_ptr<const render::Scene> copy) {
+                          // A newer scene (a load, a live refresh) makes this one moot; newer
+                          // rules supersede it in the tracker.
+                          if (scene_ != from) return;
+                          statusBar()->clearMessage();
+                          replaceScene(std::move(copy), true);
+                      });
 }
 
 void MainWindow::onSelection(const Selection& s)

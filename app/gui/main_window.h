@@ -6,6 +6,7 @@
 #include "core/analysis/report.h"
 #include "render/render.h"
 #include "session_loader.h"
+#include "widgets/jobs.h"
 #include "widgets/selection.h"
 
 #include <QMainWindow>
@@ -245,7 +246,9 @@ private:
     bool syncing_ = false;
     uint64_t levelGeneration_ = 0; // a staged setTrack's later steps run only if it is current
     int stagesPending_ = 0;
-    uint64_t rulesGeneration_ = 0;
+    views::JobTracker* rulesJobs_ = new views::JobTracker(this); // the newest rules win
+    views::JobTracker* reportJobs_ = // File › Export report's text report
+        new views::JobTracker(this, views::JobTracker::Mode::Replace, &views::longJobPool());
 
     views::TimeCursor* cursor_ = nullptr;
     views::CursorWorker* cursorWorker_ = nullptr;
@@ -255,7 +258,7 @@ private:
     views::SearchPanel* search_ = nullptr;
     std::shared_ptr<const views::CursorSnapshot> snapshot_;
     std::optional<analysis::JumpTargets> jumps_;
-    uint64_t jumpsGeneration_ = 0;
+    views::JobTracker* jumpJobs_ = new views::JobTracker(this); // the jump targets of a track
     bool stateOnly_ = false;
     int64_t shownFrame_ = -1;       // the selection's frame the cursor last followed
     int64_t shownMarker_ = kNoTime; // ... and its marked instant

@@ -12,8 +12,6 @@
 #include "widgets/plot_widgets.h"
 #include "widgets/search_panel.h"
 #include "widgets/time_cursor.h"
-#include "widgets/worker_pool.h"
-#include "widgets/worker_priority.h"
 
 #include <QAction>
 #include <QApplication>
@@ -439,32 +437,26 @@ void MainWindow::exploreLevel()
     // Not while recording: a timeline of the whole run every refresh would hold the engine's
     // read lock the refresh needs to write (the finished session computes them once).
     if (render::canExplore(*scene_) && !scene_->live) {
-        const uint64_t gen = ++jumpsGeneration_;
-        QPointer<MainWindow> self(this);
-        const auto scene = scene_;
-        const int track = track_;
-        views::workerPool().start([self, scene, track, gen] {
-            views::lowerWorkerPriority();
-            auto x = std::make_shared<Extras>();
-            x->jumps = render::jumpTargets(*scene, track);
-            x->stateOnly = render::stateOnly(*scene);
-            QMetaObject::invokeMethod(
-                qApp,
-                [self, x, gen] {
-                    if (!self || gen != self->jumpsGeneration_) return;
-                    self->jumps_ = x->jumps;
-                    self->stateOnly_ = x->stateOnly;
-                    for (QAction* a : self->jumpActions_.mid(0, 3))
-                        a->setEnabled(self->jumps_.has_value());
-                    self->heatmap_->setNote(
-                        self->stateOnly_
-                            ? tr("Only the end state is known: this snapshot has no trace, so "
-                                 "every block is drawn from the one instant it records.")
-                            : QString());
-                    if (self->snapshot_) self->onSnapshot(self->snapshot_); // says so
-                },
-                Qt::QueuedConnection);
-        });
+        jumpJobs_->start(
+            [scene = scene_, track = track_](const views::Job&) {
+                auto x = std::make_shared<Extras>();
+                x->jumps = render::jumpTargets(*scene, track);
+                x->stateOnly = render::stateOnly(*scene);
+                return x;
+            },
+            [this](std::shared_ptr<Extras> x) {
+                jumps_ = x->jumps;
+                stateOnly_ = x->stateOnly;
+                for (QAction* a : jumpActions_.mid(0, 3))
+                    a->setEnabled(jumps_.has_value());
+                heatmap_->setNote(
+                    stateOnly_ ? tr("Only the end state is known: this snapshot has no trace, so "
+                                    "every block is drawn from the one instant it records.")
+                               : QString());
+                if (snapshot_) onSnapshot(snapshot_); // says so
+            });
+    } else {
+        jumpJobs_->cancel(); // an older track's targets are not this one's
     }
     if (cursor_->isSet()) cursorWorker_->request(scene_, track_, cursor_->time(), -1);
 }

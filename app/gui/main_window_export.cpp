@@ -100,7 +100,7 @@ bool MainWindow::exportReport(const QString& dir, QString* error)
                 return false;
     // The text report: the engine's (what `fragscope report` prints), on a worker.
     const QString file = dir + QStringLiteral("/report.txt");
-    computeReport(scene_, reportOptions(), std::make_shared<std::atomic<bool>>(false), this,
+    computeReport(*reportJobs_, scene_, reportOptions(),
                   [this, file](std::shared_ptr<const analysis::Report> r, const QString& err) {
                       QString why = err;
                       if (r) {

@@ -16,7 +16,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPointer>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
@@ -164,28 +163,19 @@ void RanksWindow::setAlignMode(analysis::RankAlignMode mode)
 // The engines' work runs off the GUI thread; the result arrives as one immutable value.
 void RanksWindow::start(analysis::RankAlignMode mode)
 {
-    if (busy_) return;
-    busy_ = true;
+    if (jobs_->busy()) return;
     align_->setEnabled(false);
-    QPointer<RanksWindow> self(this);
     std::vector<std::string> inputs;
     for (const QString& f : files_)
         inputs.push_back(f.toStdString());
-    auto scenes = fileScenes_;
-    QThread* worker = QThread::create([self, inputs, scenes, mode] {
-        auto l = std::make_shared<Loaded>();
-        QString error;
-        try {
+    jobs_->start(
+        [this, inputs, scenes = fileScenes_, mode](const views::Job& job) {
+            auto l = std::make_shared<Loaded>();
             l->scenes = scenes;
             for (size_t i = l->scenes.size(); i < inputs.size(); ++i) {
-                QMetaObject::invokeMethod(
-                    qApp,
-                    [self, i, n = inputs.size()] {
-                        if (self)
-                            self->status_->setText(
-                                tr("Loading rank file %1 of %2…").arg(i + 1).arg(n));
-                    },
-                    Qt::QueuedConnection);
+                job.post([this, i, n = inputs.size()] {
+                    status_->setText(tr("Loading rank file %1 of %2…").arg(i + 1).arg(n));
+                });
                 std::string session = inputs[i];
                 if (import::needsImportForViewing(session))
                     session = import::importForViewing(session).session;
@@ -200,23 +190,10 @@ void RanksWindow::start(analysis::RankAlignMode mode)
             } catch (const analysis::RankAlignError& e) {
                 l->error = QString::fromStdString(e.what());
             }
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, l, error] {
-                if (!self) return;
-                self->busy_ = false;
-                if (!error.isEmpty())
-                    self->fail(error);
-                else
-                    self->present(l);
-            },
-            Qt::QueuedConnection);
-    });
-    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start();
+            return std::shared_ptr<const Loaded>(std::move(l));
+        },
+        [this](std::shared_ptr<const Loaded> l) { present(std::move(l)); },
+        [this](const QString& error) { fail(error); });
 }
 
 void RanksWindow::fail(const QString& error)
@@ -495,8 +472,9 @@ QStringList RanksWindow::writeScreenshots(const QString& dir, QString& error)
         t.start();
         while (t.elapsed() < msec) {
             QApplication::processEvents(QEventLoop::AllEvents, 50);
-            if (!busy_ && std::all_of(lanes_.begin(), lanes_.end(),
-                                      [](views::HeatmapWidget* l) { return l->isRefined(); }))
+            if (!jobs_->busy() &&
+                std::all_of(lanes_.begin(), lanes_.end(),
+                            [](views::HeatmapWidget* l) { return l->isRefined(); }))
                 break;
             QThread::msleep(5);
         }

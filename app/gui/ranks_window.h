@@ -10,6 +10,7 @@
 
 #include "core/analysis/ranks.h"
 #include "render/scene.h"
+#include "widgets/jobs.h"
 
 #include <QStringList>
 #include <QWidget>
@@ -86,7 +87,9 @@ private:
     int64_t t0_ = 0, t1_ = 1;
     int64_t commonBegin_ = 0, commonEnd_ = 0; // the span every rank covers (shared axis)
     bool linking_ = false;
-    bool busy_ = false;
+    // Loads the rank files and lines them up (one at a time).
+    views::JobTracker* jobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Serial, &views::longJobPool());
     QLabel* headline_ = nullptr;
     QLabel* status_ = nullptr;
     QComboBox* align_ = nullptr;

@@ -12,44 +12,28 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
-#include <QPointer>
 #include <QPushButton>
-#include <QThread>
 #include <QVBoxLayout>
 
 namespace fs::gui {
 
-void computeReport(std::shared_ptr<const render::Scene> scene, analysis::ReportOptions options,
-                   std::shared_ptr<std::atomic<bool>> cancel, QObject* context,
+void computeReport(views::JobTracker& jobs, std::shared_ptr<const render::Scene> scene,
+                   analysis::ReportOptions options,
                    std::function<void(std::shared_ptr<const analysis::Report>, QString)> done)
 {
-    QPointer<QObject> ctx(context);
     options.rules = scene->rules;
-    options.cancel = cancel.get();
-    QThread* worker = QThread::create([scene, options, cancel, ctx, done] {
-        std::shared_ptr<const analysis::Report> report;
-        QString error;
-        try {
+    jobs.start(
+        [scene, options](const views::Job& job) mutable {
             if (!scene->engine) throw std::runtime_error("no analysis engine for this session");
+            options.cancel = job.cancelFlag();
             const auto lock = scene->engine->readLock();
             auto r = std::make_shared<analysis::Report>(
                 analysis::buildReport(*scene->engine, scene->path, options));
-            alloc::addGraphsSummary(*r, *scene->engine, cancel.get());
-            report = std::move(r);
-        } catch (const analysis::Cancelled&) {
-            return;
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [ctx, cancel, done, report, error] {
-                if (ctx && !cancel->load()) done(report, error);
-            },
-            Qt::QueuedConnection);
-    });
-    QObject::connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start(QThread::LowPriority);
+            alloc::addGraphsSummary(*r, *scene->engine, job.cancelFlag());
+            return std::shared_ptr<const analysis::Report>(std::move(r));
+        },
+        [done](std::shared_ptr<const analysis::Report> r) { done(std::move(r), {}); },
+        [done](const QString& error) { done(nullptr, error); });
 }
 
 ReportWindow::ReportWindow(std::shared_ptr<const render::Scene> scene,
@@ -78,7 +62,7 @@ ReportWindow::ReportWindow(std::shared_ptr<const render::Scene> scene,
     lay->addWidget(text_, 1);
     resize(1000, 760);
 
-    computeReport(std::move(scene), std::move(options), cancel_, this,
+    computeReport(*jobs_, std::move(scene), std::move(options),
                   [this](std::shared_ptr<const analysis::Report> r, const QString& error) {
                       report_ = std::move(r);
                       if (!report_) {
@@ -96,10 +80,7 @@ ReportWindow::ReportWindow(std::shared_ptr<const render::Scene> scene,
                   });
 }
 
-ReportWindow::~ReportWindow()
-{
-    *cancel_ = true; // the worker stops at its next stage and drops its result
-}
+ReportWindow::~ReportWindow() = default; // the tracker stops the job and drops its result
 
 QString ReportWindow::text() const
 {

@@ -6,9 +6,9 @@
 
 #include "core/analysis/report.h"
 #include "render/render.h"
+#include "widgets/jobs.h"
 
 #include <QWidget>
-#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -18,11 +18,12 @@ class QPushButton;
 
 namespace fs::gui {
 
-// Computes the report of scene's engine on a worker thread (under the engine's read lock: a live
-// engine may refresh) and calls done on context's thread with the report, or null and the error;
-// never when context is gone or cancel was raised. Rules: the scene's (the GUI's rules editor).
-void computeReport(std::shared_ptr<const render::Scene> scene, analysis::ReportOptions options,
-                   std::shared_ptr<std::atomic<bool>> cancel, QObject* context,
+// Computes the report of scene's engine as a job of `jobs` (under the engine's read lock: a live
+// engine may refresh) and calls done on the GUI thread with the report, or null and the error;
+// never when the job was cancelled or superseded (the tracker's rules). Rules: the scene's (the
+// GUI's rules editor).
+void computeReport(views::JobTracker& jobs, std::shared_ptr<const render::Scene> scene,
+                   analysis::ReportOptions options,
                    std::function<void(std::shared_ptr<const analysis::Report>, QString)> done);
 
 class ReportWindow : public QWidget
@@ -44,7 +45,8 @@ signals:
 private:
     void save(bool json);
 
-    std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
+    views::JobTracker* jobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Replace, &views::longJobPool());
     std::shared_ptr<const analysis::Report> report_;
     QString shown_;
     QLabel* status_ = nullptr;

@@ -2,20 +2,19 @@
 
 #include "core/import/open_input.h"
 #include "core/settings/settings.h"
-#include "widgets/worker_priority.h"
-
-#include <QPointer>
 
 namespace fs::gui {
 
 SessionLoader::SessionLoader(QObject* parent) : QObject(parent)
 {
     pool_.setMaxThreadCount(2);
+    jobs_ = new views::JobTracker(this, views::JobTracker::Mode::Replace, &pool_);
+    connect(jobs_, &views::JobTracker::progress, this, &SessionLoader::progress);
 }
 
 SessionLoader::~SessionLoader()
 {
-    if (cancel_) cancel_->store(true);
+    jobs_->cancel();
     pool_.waitForDone();
 }
 
@@ -27,8 +26,7 @@ void SessionLoader::wait()
 void SessionLoader::cancel()
 {
     if (!busy_) return;
-    if (cancel_) cancel_->store(true);
-    ++generation_; // whatever the job still delivers is dropped
+    jobs_->cancel(); // whatever the job still delivers is dropped
     busy_ = false;
     if (!live_) emit cancelled(path_); // a dropped live refresh is not news
 }
@@ -46,12 +44,11 @@ void SessionLoader::refresh(std::shared_ptr<render::LiveScene> live, const QStri
 namespace {
 
 // Imports a trace for viewing on the loader's worker, reporting progress as "importing".
-template <typename Post>
-std::string importForView(const std::string& input, const std::atomic<bool>* cancel,
-                          const Post& post, const QString& path)
+std::string importForView(const std::string& input, const views::Job& job, SessionLoader* loader,
+                          const QString& path)
 {
     import::ViewImportOptions vo;
-    vo.cancel = cancel;
+    vo.cancel = job.cancelFlag();
     try {
         vo.framePattern = settings::loadUser().framePattern; // as `fragscope import` finds frames
     } catch (const std::exception&) {
@@ -62,11 +59,11 @@ std::string importForView(const std::string& input, const std::atomic<bool>* can
         const int pct = total ? static_cast<int>(std::min<uint64_t>(100, done * 100 / total)) : 0;
         if (pct == last) return;
         last = pct;
-        post([pct](SessionLoader* l) { emit l->progress(pct, QStringLiteral("importing")); });
+        job.progress(pct, QStringLiteral("importing"));
     };
     const import::ViewImportResult r = import::importForViewing(input, vo);
-    post([path, session = QString::fromStdString(r.session), reused = r.reused](SessionLoader* l) {
-        emit l->imported(path, session, reused);
+    job.post([loader, path, session = QString::fromStdString(r.session), reused = r.reused] {
+        emit loader->imported(path, session, reused);
     });
     return r.session;
 }
@@ -75,32 +72,17 @@ std::string importForView(const std::string& input, const std::atomic<bool>* can
 
 void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene> liveScene)
 {
-    const bool live = liveScene != nullptr;
-    if (busy_) {
-        if (cancel_) cancel_->store(true);
-        ++generation_;
-    }
     busy_ = true;
-    live_ = live;
+    live_ = liveScene != nullptr;
     path_ = path;
-    const uint64_t gen = ++generation_;
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
     emit started(path);
-    QPointer<SessionLoader> self(this);
-    auto cancel = cancel_;
-    pool_.start([self, cancel, path, gen, liveScene, rules = rules_] {
-        views::lowerWorkerPriority();
-        auto post = [self, gen](auto fn) {
-            if (!self) return;
-            QMetaObject::invokeMethod(
-                self.data(),
-                [self, gen, fn] {
-                    if (self && self->generation_ == gen) fn(self.data());
-                },
-                Qt::QueuedConnection);
-        };
+    // The tracker cancels a job still running; what it posts from now on is dropped. Posts run
+    // on the GUI thread while the job is the newest, so `this` is alive in them.
+    SessionLoader* const l = this;
+    jobs_->start([l, path, liveScene, rules = rules_](const views::Job& job) {
+        const std::atomic<bool>& cancel = *job.cancelFlag();
         render::LoadProgress lp;
-        lp.cancel = cancel.get();
+        lp.cancel = &cancel;
         try { // lookback and entropy window from the settings file the CLI reads too
             lp.options = settings::loadUser().loadOptions();
         } catch (const std::exception&) {
@@ -111,26 +93,25 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
         lp.progress = [&](int pct, const std::string& stage) {
             if (pct == last) return;
             last = pct;
-            const QString st = QString::fromStdString(stage);
-            post([pct, st](SessionLoader* l) { emit l->progress(pct, st); });
+            job.progress(pct, QString::fromStdString(stage));
         };
         lp.summary = [&](const SessionSummary& sum) {
-            post([path, sum](SessionLoader* l) { emit l->summaryRead(path, sum); });
+            job.post([l, path, sum] { emit l->summaryRead(path, sum); });
         };
         try {
             std::string session = path.toStdString();
             if (!liveScene && import::needsImportForViewing(session)) {
-                session = importForView(session, cancel.get(), post, path);
-                if (cancel->load()) return;
+                session = importForView(session, job, l, path);
+                if (cancel.load()) return;
             }
             const QString sessionPath = QString::fromStdString(session);
             if (liveScene) {
                 auto scene = liveScene->refresh(rules);
-                post([sessionPath, scene](SessionLoader* l) {
+                job.post([l, sessionPath, scene] {
                     l->busy_ = false;
                     emit l->loaded(sessionPath, scene);
                 });
-                if (!cancel->load()) scene->warmUp();
+                if (!cancel.load()) scene->warmUp();
                 return;
             }
             // Staged: the first look as soon as the engine is open (a reopen reads no
@@ -141,27 +122,27 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             const auto base = render::loadScene(session, lp);
             auto first = std::make_shared<render::Scene>(*base);
             first->firstLook = true;
-            post([sessionPath, first](SessionLoader* l) { emit l->loaded(sessionPath, first); });
-            if (cancel->load()) return;
+            job.post([l, sessionPath, first] { emit l->loaded(sessionPath, first); });
+            if (cancel.load()) return;
             base->engine->loadRows();
             auto complete = std::make_shared<render::Scene>(*base);
             render::addPoolTracks(*complete); // private pools' entries read the records
             complete->ooms =
                 std::make_shared<const std::vector<analysis::OomDiagnosis>>(base->engine->ooms());
-            post([sessionPath, complete](SessionLoader* l) {
+            job.post([l, sessionPath, complete] {
                 l->busy_ = false;
                 emit l->completed(sessionPath, complete);
             });
             // A first open: the index it built, so that the next one reads no allocation row.
             base->engine->storeIndex();
-            if (!cancel->load()) complete->warmUp();
+            if (!cancel.load()) complete->warmUp();
         } catch (const import::ImportCancelled&) {
             // cancel() already told the window; the import left nothing behind.
         } catch (const render::LoadCancelled&) {
             // cancel() already told the window.
         } catch (const std::exception& e) {
             const QString msg = QString::fromStdString(e.what());
-            post([path, msg](SessionLoader* l) {
+            job.post([l, path, msg] {
                 l->busy_ = false;
                 emit l->failed(path, msg);
             });

@@ -8,6 +8,7 @@
 
 #include "render/live_scene.h"
 #include "render/scene.h"
+#include "widgets/jobs.h"
 
 #include <QObject>
 #include <QString>
@@ -59,8 +60,7 @@ private:
     void start(const QString& path, std::shared_ptr<render::LiveScene> live);
 
     QThreadPool pool_;
-    uint64_t generation_ = 0;
-    std::shared_ptr<std::atomic<bool>> cancel_;
+    views::JobTracker* jobs_ = nullptr; // on pool_: a new load cancels the one running
     QString path_;
     bool busy_ = false;
     bool live_ = false;

@@ -13,7 +13,6 @@
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QProgressDialog>
-#include <QThread>
 
 namespace fs::gui {
 
@@ -34,10 +33,7 @@ VideoController::VideoController(QWidget* window, ErrorReporter errors)
     update();
 }
 
-VideoController::~VideoController()
-{
-    if (cancel_) *cancel_ = true; // the worker finds the window gone and drops the result
-}
+VideoController::~VideoController() = default; // the tracker stops the scoring, drops its result
 
 QProgressDialog* VideoController::progressDialog() const
 {
@@ -97,9 +93,6 @@ void VideoController::start(const QString& video, int64_t perSessionFrame, int64
     o.video = video.toStdString();
     o.map = {perSessionFrame, offset};
     o.replaceOthers = replaceOthers;
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    o.analyze.cancel = cancel_.get();
-    update();
 
     progress_ = new QProgressDialog(tr("Scoring %1…").arg(QFileInfo(video).fileName()),
                                     tr("Cancel"), 0, 0, window_);
@@ -111,95 +104,90 @@ void VideoController::start(const QString& video, int64_t perSessionFrame, int64
     connect(progress_, &QProgressDialog::canceled, this, &VideoController::cancel);
     progress_->show();
 
-    QPointer<VideoController> self(this);
-    auto flag = cancel_; // alive as long as the worker
-    QThread* worker = QThread::create([self, o, flag, video]() mutable {
-        int last = -1;
-        o.analyze.progress = [self, &last](int64_t done, int64_t total) {
-            if (done == last) return;
-            last = static_cast<int>(done);
-            QMetaObject::invokeMethod(
-                qApp,
-                [self, d = static_cast<int>(done), t = static_cast<int>(total)] {
-                    if (!self) return;
-                    if (self->progress_) {
-                        self->progress_->setMaximum(t > 0 ? t : 0);
-                        self->progress_->setValue(t > 0 ? std::min(d, t) : 0);
-                        self->progress_->setLabelText(
-                            tr("Scoring frame %1%2…")
-                                .arg(d)
-                                .arg(t > 0 ? tr(" of %1").arg(t) : QString()));
-                    }
-                    emit self->progress(d, t);
-                },
-                Qt::QueuedConnection);
-        };
+    struct Outcome
+    {
         QString error, summary, question;
         int64_t suggestK = 0, suggestOffset = 0;
-        bool conflict = false, wasCancelled = false;
-        try {
-            const video::AddVideoResult r = video::module().addVideo(o);
-            summary = tr("%1: %2 frames scored, %3 session frames; %4")
-                          .arg(QFileInfo(video).fileName())
-                          .arg(r.analysis.frames)
-                          .arg(r.sessionMetrics.size())
-                          .arg(r.breaks.empty() ? tr("no frame breaks warp_error_z > 6")
-                                                : tr("%n frame(s) break warp_error_z > 6", nullptr,
-                                                     static_cast<int>(r.breaks.size())));
-        } catch (const video::Cancelled&) {
-            wasCancelled = true;
-        } catch (const video::Refused& e) {
-            question = QString::fromStdString(e.what());
-            conflict = e.kind() == video::Refused::Kind::Conflict;
-            if (e.suggestion()) {
-                suggestK = e.suggestion()->perSessionFrame;
-                suggestOffset = e.suggestion()->offset;
-            }
-            if (!conflict && !e.suggestion()) error = question;
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, video, o, error, summary, question, suggestK, suggestOffset, conflict,
-             wasCancelled] {
-                if (!self) return;
-                self->cancel_.reset();
-                if (self->progress_) self->progress_->close();
-                self->update();
-                if (wasCancelled) {
-                    emit self->cancelled();
-                    return;
-                }
-                if (!question.isEmpty() && error.isEmpty()) {
-                    // Asked, then run again with the answer (nothing was written).
-                    const bool yes = self->question_(
-                        tr("Add video"),
-                        conflict
-                            ? question + tr("\n\nReplace them with the video's values?")
-                            : question +
-                                  tr("\n\nUse %1 video frame(s) per session frame?").arg(suggestK));
-                    if (!yes) {
-                        emit self->cancelled();
-                        return;
+        bool conflict = false, cancelled = false;
+    };
+    jobs_->start(
+        [this, o, video](const views::Job& job) mutable {
+            o.analyze.cancel = job.cancelFlag();
+            int last = -1;
+            // Frames scored (of how many, when the video says), to the dialog and progress().
+            o.analyze.progress = [this, &job, &last](int64_t done, int64_t total) {
+                if (done == last) return;
+                last = static_cast<int>(done);
+                job.post([this, d = static_cast<int>(done), t = static_cast<int>(total)] {
+                    if (progress_) {
+                        progress_->setMaximum(t > 0 ? t : 0);
+                        progress_->setValue(t > 0 ? std::min(d, t) : 0);
+                        progress_->setLabelText(tr("Scoring frame %1%2…")
+                                                    .arg(d)
+                                                    .arg(t > 0 ? tr(" of %1").arg(t) : QString()));
                     }
-                    if (conflict)
-                        self->start(video, o.map.perSessionFrame, o.map.offset, true);
-                    else
-                        self->start(video, suggestK, suggestOffset, o.replaceOthers);
+                    emit progress(d, t);
+                });
+            };
+            Outcome out;
+            try {
+                const video::AddVideoResult r = video::module().addVideo(o);
+                out.summary =
+                    tr("%1: %2 frames scored, %3 session frames; %4")
+                        .arg(QFileInfo(video).fileName())
+                        .arg(r.analysis.frames)
+                        .arg(r.sessionMetrics.size())
+                        .arg(r.breaks.empty() ? tr("no frame breaks warp_error_z > 6")
+                                              : tr("%n frame(s) break warp_error_z > 6", nullptr,
+                                                   static_cast<int>(r.breaks.size())));
+            } catch (const video::Cancelled&) {
+                out.cancelled = true;
+            } catch (const video::Refused& e) {
+                out.question = QString::fromStdString(e.what());
+                out.conflict = e.kind() == video::Refused::Kind::Conflict;
+                if (e.suggestion()) {
+                    out.suggestK = e.suggestion()->perSessionFrame;
+                    out.suggestOffset = e.suggestion()->offset;
+                }
+                if (!out.conflict && !e.suggestion()) out.error = out.question;
+            } catch (const std::exception& e) {
+                out.error = QString::fromStdString(e.what());
+            }
+            return out;
+        },
+        [this, video, o](const Outcome& out) {
+            if (progress_) progress_->close();
+            update();
+            if (out.cancelled) {
+                emit cancelled();
+                return;
+            }
+            if (!out.question.isEmpty() && out.error.isEmpty()) {
+                // Asked, then run again with the answer (nothing was written).
+                const bool yes = question_(
+                    tr("Add video"),
+                    out.conflict
+                        ? out.question + tr("\n\nReplace them with the video's values?")
+                        : out.question +
+                              tr("\n\nUse %1 video frame(s) per session frame?").arg(out.suggestK));
+                if (!yes) {
+                    emit cancelled();
                     return;
                 }
-                if (!error.isEmpty()) {
-                    emit self->failed(error);
-                    self->errors_(tr("Add video failed"), error);
-                    return;
-                }
-                emit self->added(self->path_, summary);
-            },
-            Qt::QueuedConnection);
-    });
-    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start();
+                if (out.conflict)
+                    start(video, o.map.perSessionFrame, o.map.offset, true);
+                else
+                    start(video, out.suggestK, out.suggestOffset, o.replaceOthers);
+                return;
+            }
+            if (!out.error.isEmpty()) {
+                emit failed(out.error);
+                errors_(tr("Add video failed"), out.error);
+                return;
+            }
+            emit added(path_, out.summary);
+        });
+    update(); // running() now: the action is disabled until the job ends
 #else
     (void)video;
     (void)perSessionFrame;
@@ -211,7 +199,7 @@ void VideoController::start(const QString& video, int64_t perSessionFrame, int64
 
 void VideoController::cancel()
 {
-    if (cancel_) *cancel_ = true;
+    jobs_->interrupt(); // the scoring stops at its next frame and says so
     if (progress_) progress_->setLabelText(tr("Cancelling…"));
 }
 

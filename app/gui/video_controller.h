@@ -8,12 +8,12 @@
 #pragma once
 
 #include "render/scene.h"
+#include "widgets/jobs.h"
 
 #include <QObject>
 #include <QPointer>
 #include <QString>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -42,7 +42,7 @@ public:
     void start(const QString& video, int64_t perSessionFrame = 1, int64_t offset = 0,
                bool replaceOthers = false);
     void cancel();
-    bool running() const { return cancel_ != nullptr; }
+    bool running() const { return jobs_->busy(); }
     QProgressDialog* progressDialog() const;
 
 signals:
@@ -65,7 +65,9 @@ private:
     std::shared_ptr<const render::Scene> scene_;
     QString reason_;
     QPointer<QProgressDialog> progress_;
-    std::shared_ptr<std::atomic<bool>> cancel_;
+    // The scoring, on the long-job pool; closing the window drops its result.
+    views::JobTracker* jobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Serial, &views::longJobPool());
 };
 
 } // namespace fs::gui

@@ -6,9 +6,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QFileInfo>
-#include <QPointer>
 #include <QProgressDialog>
-#include <QThread>
 #include <QWidget>
 
 #include <algorithm>
@@ -23,13 +21,17 @@ WhatIfController::WhatIfController(QWidget* window, ErrorReporter errors)
     action_->setStatusTip(tr("Replay the session's allocator requests under other "
                              "PYTORCH_CUDA_ALLOC_CONF settings and compare"));
     connect(action_, &QAction::triggered, this, &WhatIfController::showDialog);
+    connect(jobs_, &views::JobTracker::progress, this, [this](int pct, const QString& stage) {
+        if (progress_) {
+            progress_->setValue(pct);
+            progress_->setLabelText(stage);
+        }
+        emit progress(pct, stage);
+    });
     update();
 }
 
-WhatIfController::~WhatIfController()
-{
-    if (cancel_) *cancel_ = true; // the worker finds its window gone and drops the result
-}
+WhatIfController::~WhatIfController() = default; // the tracker stops the replay, drops its result
 
 WhatIfDialog* WhatIfController::dialog() const
 {
@@ -115,9 +117,6 @@ void WhatIfController::start(const alloc::RunSpec& spec)
     }
     o.output =
         out_.filePath(QStringLiteral("whatif-%1-%2.fragscope").arg(runs_).arg(base)).toStdString();
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    o.cancel = cancel_.get();
-    update();
 
     progress_ = new QProgressDialog(tr("Replaying %1…").arg(QFileInfo(path_).fileName()),
                                     tr("Cancel"), 0, 100, window_);
@@ -130,53 +129,39 @@ void WhatIfController::start(const alloc::RunSpec& spec)
     connect(progress_, &QProgressDialog::canceled, this, &WhatIfController::cancel);
     progress_->show();
 
-    QPointer<WhatIfController> self(this);
-    auto flag = cancel_; // keeps the flag alive as long as the worker
-    QThread* worker = QThread::create([self, o, flag]() mutable {
-        o.percent = [self](int pct, const std::string& stage) {
-            QMetaObject::invokeMethod(
-                qApp,
-                [self, pct, s = QString::fromStdString(stage)] {
-                    if (!self) return;
-                    if (self->progress_) {
-                        self->progress_->setValue(pct);
-                        self->progress_->setLabelText(s);
-                    }
-                    emit self->progress(pct, s);
-                },
-                Qt::QueuedConnection);
-        };
+    struct Outcome
+    {
         std::shared_ptr<const alloc::WhatIfResult> result;
-        QString error;
-        bool wasCancelled = false;
-        try {
-            result = std::make_shared<alloc::WhatIfResult>(alloc::whatIf(o));
-        } catch (const alloc::Cancelled&) {
-            wasCancelled = true;
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, result, error, wasCancelled] {
-                if (self) self->finish(result, error, wasCancelled);
-            },
-            Qt::QueuedConnection);
-    });
-    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start();
+        bool cancelled = false;
+    };
+    jobs_->start(
+        [o](const views::Job& job) mutable {
+            o.cancel = job.cancelFlag();
+            o.percent = [&job](int pct, const std::string& stage) {
+                job.progress(pct, QString::fromStdString(stage));
+            };
+            Outcome out;
+            try {
+                out.result = std::make_shared<alloc::WhatIfResult>(alloc::whatIf(o));
+            } catch (const alloc::Cancelled&) {
+                out.cancelled = true;
+            }
+            return out;
+        },
+        [this](Outcome out) { finish(std::move(out.result), {}, out.cancelled); },
+        [this](const QString& error) { finish(nullptr, error, false); });
+    update(); // running() now: the action is disabled until the job ends
 }
 
 void WhatIfController::cancel()
 {
-    if (cancel_) *cancel_ = true;
+    jobs_->interrupt(); // the replay stops at its next step and says so (finish)
     if (progress_) progress_->setLabelText(tr("Cancelling…"));
 }
 
 void WhatIfController::finish(std::shared_ptr<const alloc::WhatIfResult> r, const QString& error,
                               bool wasCancelled)
 {
-    cancel_.reset();
     if (progress_) progress_->close();
     update();
     if (wasCancelled) {

@@ -9,13 +9,13 @@
 
 #include "core/alloc/whatif.h"
 #include "render/scene.h"
+#include "widgets/jobs.h"
 
 #include <QObject>
 #include <QPointer>
 #include <QString>
 #include <QTemporaryDir>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -46,7 +46,7 @@ public:
     // Replays the session under `spec` and opens the comparison (the dialog's Replay button).
     void start(const alloc::RunSpec& spec);
     void cancel();
-    bool running() const { return cancel_ != nullptr; }
+    bool running() const { return jobs_->busy(); }
     QProgressDialog* progressDialog() const;
 
 signals:
@@ -69,7 +69,9 @@ private:
     QString reason_;
     QPointer<WhatIfDialog> dialog_;
     QPointer<QProgressDialog> progress_;
-    std::shared_ptr<std::atomic<bool>> cancel_;
+    // The replay, on the long-job pool; closing the window drops its result.
+    views::JobTracker* jobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Serial, &views::longJobPool());
     QTemporaryDir out_; // the replays' sessions, kept while the window lives
     int runs_ = 0;
 };

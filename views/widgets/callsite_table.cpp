@@ -1,17 +1,13 @@
 #include "callsite_table.h"
 
 #include "render/scene_explore.h"
-#include "worker_pool.h"
-#include "worker_priority.h"
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPointer>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -274,25 +270,21 @@ void CallSitesPanel::setSelectionRange(int64_t from, int64_t to)
 
 void CallSitesPanel::refresh()
 {
-    ++generation_;
     // A hidden panel (a tab behind another) computes when shown: over a long run the first
     // table replays every event once.
     if (!isVisible()) {
         stale_ = true;
+        jobs_->cancel(); // what the running job finds is for the old request
         return;
     }
     stale_ = false;
-    if (running_) {
-        pending_ = true; // newest wins: one job at a time, the last request after it
-        return;
-    }
     start();
 }
 
 void CallSitesPanel::start()
 {
-    pending_ = false;
     if (!scene_ || track_ < 0 || !render::canExplore(*scene_)) {
+        jobs_->cancel();
         status_->setText(scene_ ? tr("Reading the session…") : tr("No session."));
         return;
     }
@@ -301,6 +293,7 @@ void CallSitesPanel::start()
     if (r == Range::UpToCursor && cursor_ != kNoTime) to = cursor_;
     if (r == Range::Selection) {
         if (selFrom_ == kNoTime || selTo_ == kNoTime) {
+            jobs_->cancel();
             status_->setText(tr("Select a frame or a time range first (or choose another range)."));
             model_->resetData(nullptr);
             return;
@@ -308,59 +301,51 @@ void CallSitesPanel::start()
         from = selFrom_;
         to = selTo_;
     }
-    running_ = true;
     status_->setText(tr("Computing…"));
-    QPointer<CallSitesPanel> self(this);
+    struct Result
+    {
+        decltype(render::callSites(*scene_, track_, from, to, groupBy())) table;
+        double ms = 0;
+    };
     const auto scene = scene_;
-    const int track = track_;
-    const analysis::GroupBy by = groupBy();
-    const uint64_t gen = generation_;
-    workerPool().start([self, scene, track, from, to, by, gen] {
-        lowerWorkerPriority();
-        QElapsedTimer clock;
-        clock.start();
-        auto t = render::callSites(*scene, track, from, to, by);
-        const double ms = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, scene, t = std::move(t), ms, gen]() mutable {
-                if (!self) return;
-                self->running_ = false;
-                if (self->scene_ == scene && gen == self->generation_) {
-                    self->lastMs_ = ms;
-                    if (t) {
-                        const bool noStacks =
-                            t->by == analysis::GroupBy::CallSite && !t->stacksRecorded;
-                        self->status_->setText(
-                            (noStacks ? tr("This session recorded no call stacks: group by tag, "
-                                           "stream or pool instead. ")
-                                      : QString()) +
-                            tr("%n group(s), %1 held at %2 · computed in %3 ms", "",
-                               int(t->rows.size()))
-                                .arg(bytes(t->heldBytes),
-                                     QString::fromStdString(render::formatTime(
-                                         t->to - scene->timeBegin(), scene->summary.timeAxis)))
-                                .arg(ms, 0, 'f', 0));
-                        self->model_->resetData(
-                            std::make_shared<const analysis::CallSiteTable>(std::move(*t)));
-                        // Figures sized to their contents; the call site keeps at least
-                        // 40 % of the width (a long label loses its end).
-                        QTableView* tv = self->table_;
-                        tv->resizeColumnsToContents();
-                        tv->setColumnWidth(
-                            CallSiteModel::Site,
-                            std::max(tv->columnWidth(CallSiteModel::Site) > 0 ? 160 : 0,
-                                     std::min(tv->columnWidth(CallSiteModel::Site),
-                                              tv->viewport()->width() * 45 / 100)));
-                    } else {
-                        self->status_->setText(tr("No call sites for this track."));
-                        self->model_->resetData(nullptr);
-                    }
-                }
-                if (self->pending_) self->start();
-            },
-            Qt::QueuedConnection);
-    });
+    jobs_->start(
+        [scene, track = track_, from, to, by = groupBy()](const Job&) {
+            QElapsedTimer clock;
+            clock.start();
+            Result out{render::callSites(*scene, track, from, to, by), 0};
+            out.ms = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+            return out;
+        },
+        [this, scene](Result res) {
+            if (scene_ != scene) return;
+            lastMs_ = res.ms;
+            auto& t = res.table;
+            if (!t) {
+                status_->setText(tr("No call sites for this track."));
+                model_->resetData(nullptr);
+                return;
+            }
+            const bool noStacks = t->by == analysis::GroupBy::CallSite && !t->stacksRecorded;
+            status_->setText(
+                (noStacks ? tr("This session recorded no call stacks: group by tag, "
+                               "stream or pool instead. ")
+                          : QString()) +
+                tr("%n group(s), %1 held at %2 · computed in %3 ms", "", int(t->rows.size()))
+                    .arg(bytes(t->heldBytes),
+                         QString::fromStdString(render::formatTime(t->to - scene->timeBegin(),
+                                                                   scene->summary.timeAxis)))
+                    .arg(res.ms, 0, 'f', 0));
+            model_->resetData(std::make_shared<const analysis::CallSiteTable>(std::move(*t)));
+            // Figures sized to their contents; the call site keeps at least 40 % of the width
+            // (a long label loses its end).
+            QTableView* tv = table_;
+            tv->resizeColumnsToContents();
+            tv->setColumnWidth(CallSiteModel::Site,
+                               std::max(tv->columnWidth(CallSiteModel::Site) > 0 ? 160 : 0,
+                                        std::min(tv->columnWidth(CallSiteModel::Site),
+                                                 tv->viewport()->width() * 45 / 100)));
+        },
+        [this](const QString& why) { status_->setText(tr("Cannot compute: %1").arg(why)); });
 }
 
 } // namespace fs::views

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/analysis/explore.h"
+#include "jobs.h"
 #include "render/scene.h"
 
 #include <QAbstractTableModel>
@@ -54,7 +55,7 @@ public:
     analysis::GroupBy groupBy() const;
     CallSiteModel* model() const { return model_; }
     QTableView* table() const { return table_; }
-    bool busy() const { return running_ || pending_; }
+    bool busy() const { return jobs_->busy(); }
     double lastMs() const { return lastMs_; } // the last table's computing time
     QString status() const;
 
@@ -80,9 +81,10 @@ private:
     QLabel* status_ = nullptr;
     QTableView* table_ = nullptr;
     CallSiteModel* model_ = nullptr;
-    bool running_ = false, pending_ = false, stale_ = false;
+    // One table at a time; the newest request waits and an older waiting one is dropped.
+    JobTracker* jobs_ = new JobTracker(this, JobTracker::Mode::Serial);
+    bool stale_ = false;
     double lastMs_ = 0;
-    uint64_t generation_ = 0;
 };
 
 } // namespace fs::views

@@ -1,18 +1,14 @@
 #include "graphs_panel.h"
 
 #include "plot_widgets.h"
-#include "worker_pool.h"
-#include "worker_priority.h"
 
 #include "core/alloc/graph_sharing.h"
 #include "core/alloc/replay.h"
 #include "core/analysis/graphs_text.h"
 #include "core/format.h"
 
-#include <QCoreApplication>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPointer>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -204,10 +200,7 @@ GraphsPanel::GraphsPanel(QWidget* parent) : QWidget(parent)
     summary_->setText(tr("Open a session to see its CUDA graphs and memory pools."));
 }
 
-GraphsPanel::~GraphsPanel()
-{
-    if (cancel_) cancel_->store(true);
-}
+GraphsPanel::~GraphsPanel() = default; // the tracker cancels a running analysis
 
 void GraphsPanel::setScene(std::shared_ptr<const render::Scene> scene)
 {
@@ -215,42 +208,24 @@ void GraphsPanel::setScene(std::shared_ptr<const render::Scene> scene)
     const void* engine = scene_ ? scene_->engine.get() : nullptr;
     if (engine == engine_) return; // new rules or the complete scene: the same graphs
     engine_ = engine;
-    if (cancel_) cancel_->store(true);
+    jobs_->cancel();
     show(nullptr);
     if (!scene_ || !scene_->engine) return;
     if (scene_->live) {
         summary_->setText(tr("Recording: the graphs are analysed when the recording ends."));
         return;
     }
-    busy_ = true;
     summary_->setText(tr("Analysing graphs and pools…"));
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    QPointer<GraphsPanel> self(this);
-    workerPool().start([self, eng = scene_->engine, cancel = cancel_, engine] {
-        lowerWorkerPriority();
-        std::shared_ptr<const analysis::GraphsReport> r;
-        QString error;
-        try {
+    jobs_->start(
+        [eng = scene_->engine](const Job& job) -> std::shared_ptr<const analysis::GraphsReport> {
             const auto lock = eng->readLock();
-            r = std::make_shared<analysis::GraphsReport>(alloc::graphsReport(*eng, cancel.get()));
-        } catch (const alloc::Cancelled&) {
-            return;
-        } catch (const std::exception& e) {
-            error = QString::fromUtf8(e.what());
-        }
-        QMetaObject::invokeMethod(
-            QCoreApplication::instance(),
-            [self, r, error, engine] {
-                if (!self || self->engine_ != engine) return;
-                self->busy_ = false;
-                if (!r) {
-                    self->summary_->setText(tr("Graphs could not be analysed: %1").arg(error));
-                    return;
-                }
-                self->show(r);
-            },
-            Qt::QueuedConnection);
-    });
+            return std::make_shared<analysis::GraphsReport>(
+                alloc::graphsReport(*eng, job.cancelFlag()));
+        },
+        [this](std::shared_ptr<const analysis::GraphsReport> r) { show(std::move(r)); },
+        [this](const QString& error) {
+            summary_->setText(tr("Graphs could not be analysed: %1").arg(error));
+        });
 }
 
 void GraphsPanel::show(std::shared_ptr<const analysis::GraphsReport> r)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "graphs_overlay.h"
+#include "jobs.h"
 #include "render/render.h"
 
 #include <QAbstractTableModel>
@@ -62,7 +63,7 @@ public:
     // Computes the report for a new engine (a scene with the same engine keeps the last one).
     void setScene(std::shared_ptr<const render::Scene> scene);
     std::shared_ptr<const analysis::GraphsReport> report() const { return report_; }
-    bool busy() const { return busy_; }
+    bool busy() const { return jobs_->busy(); }
     GraphsModel* model() const { return model_; }
     QTableView* table() const { return table_; }
     QCustomPlot* scatter() const { return scatter_; }
@@ -84,8 +85,7 @@ private:
     std::shared_ptr<const render::Scene> scene_;
     const void* engine_ = nullptr; // the engine the report is (being) computed for
     std::shared_ptr<const analysis::GraphsReport> report_;
-    std::shared_ptr<std::atomic<bool>> cancel_;
-    bool busy_ = false;
+    JobTracker* jobs_ = new JobTracker(this); // a new engine's report replaces the old one's
     int selected_ = -1;
     bool dark_ = false;
     GraphsModel* model_ = nullptr;

@@ -2,8 +2,6 @@
 #include "tooltip.h"
 
 #include "render/scene_explore.h"
-#include "worker_pool.h"
-#include "worker_priority.h"
 
 #include <QApplication>
 #include <QFontMetricsF>
@@ -11,7 +9,6 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QPointer>
 #include <QToolTip>
 #include <QWheelEvent>
 
@@ -33,10 +30,7 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
     setAccessibleName(QStringLiteral("VA heatmap"));
 }
 
-HeatmapWidget::~HeatmapWidget()
-{
-    if (cancel_) cancel_->store(true);
-}
+HeatmapWidget::~HeatmapWidget() = default; // the tracker stops a raster still running
 
 void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
@@ -170,55 +164,36 @@ void HeatmapWidget::requestRaster()
     // coarse image, if already out, stays on screen) and runs after it: each job shows at least
     // its coarse image, so views refreshed faster than a raster takes (a live recording) still
     // progress instead of cancelling every job before it delivers anything.
-    if (rasterBusy_) {
-        rasterPending_ = true;
-        if (cancel_) cancel_->store(true);
-        return;
-    }
+    // (JobTracker::Mode::Follow.)
     startRaster();
 }
 
 void HeatmapWidget::startRaster()
 {
-    rasterBusy_ = true;
-    rasterPending_ = false;
     const QRectF plot = plotArea();
     const double dpr = devicePixelRatioF();
     const int w = std::max(1, static_cast<int>(plot.width() * dpr));
     const int h = std::max(1, static_cast<int>(plot.height() * dpr));
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    QPointer<HeatmapWidget> self(this);
     auto scene = scene_;
-    auto cancel = cancel_;
     const render::Viewport vp = vp_;
     const int track = track_;
     using Legend = std::shared_ptr<const analysis::StyledRaster>;
-    auto post = [self, vp, path = scene_->path](QImage img, bool fine, bool last,
+    // Posts from the worker; run on the GUI thread while the widget (its tracker) lives.
+    auto post = [this, vp, path = scene_->path](const Job& job, QImage img, bool fine,
                                                 Legend legend = nullptr) {
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, img = std::move(img), vp, fine, last, path, legend] {
-                if (!self) return; // only one job runs: whatever it sends is for this widget
-                // An image of another session is never shown, one of an older refresh of the
-                // same recording is (stretched onto the current viewport, until the next).
-                if (!img.isNull() && self->scene_ && self->scene_->path == path) {
-                    self->legend_ = legend ? legend->legend : std::vector<analysis::LegendEntry>{};
-                    self->legendColours_ =
-                        legend ? render::legendColours(*legend) : std::vector<QColor>{};
-                    self->raster_ = img;
-                    self->rasterVp_ = vp;
-                    self->refined_ = fine && !self->rasterPending_ && vp == self->vp_;
-                    self->update();
-                    emit self->rasterShown();
-                }
-                if (!last) return;
-                self->rasterBusy_ = false;
-                if (self->rasterPending_ && self->scene_ && self->track_ >= 0)
-                    self->startRaster();
-                else if (self->refined_)
-                    emit self->refinedChanged();
-            },
-            Qt::QueuedConnection);
+        job.post([this, img = std::move(img), vp, fine, path, legend] {
+            // An image of another session is never shown, one of an older refresh of the
+            // same recording is (stretched onto the current viewport, until the next).
+            if (img.isNull() || !scene_ || scene_->path != path) return;
+            legend_ = legend ? legend->legend : std::vector<analysis::LegendEntry>{};
+            legendColours_ = legend ? render::legendColours(*legend) : std::vector<QColor>{};
+            raster_ = img;
+            rasterVp_ = vp;
+            refined_ = fine && !rasterJobs_->superseded() && vp == vp_;
+            update();
+            emit rasterShown();
+            if (refined_) emit refinedChanged();
+        });
     };
     // A raster costs blocks in view + pixels (estimated from the share of the run in view).
     // When the blocks dominate (a zoomed-out view of millions) and the engine's level-of-detail
@@ -237,8 +212,7 @@ void HeatmapWidget::startRaster()
                                                                                : Pass::None;
     if (render::styled(*scene_, track, style_)) {
         // Coloured by a grouping, or one pool's blocks: the explorer's raster, in one pass.
-        workerPool().start([scene, vp, track, w, h, post, style = style_] {
-            lowerWorkerPriority();
+        rasterJobs_->start([scene, vp, track, w, h, post, style = style_](const Job& job) {
             analysis::StyledRaster r;
             try {
                 r = render::styledHeatmap(*scene, track, vp.t0, vp.t1, vp.y0, vp.y1, w, h, style);
@@ -252,38 +226,32 @@ void HeatmapWidget::startRaster()
             r.raster.reservedFraction.clear();
             r.raster.state.clear();
             r.category.clear();
-            post(std::move(img), true, true,
+            post(job, std::move(img), true,
                  std::make_shared<const analysis::StyledRaster>(std::move(r)));
         });
         return;
     }
-    workerPool().start([scene, cancel, vp, track, w, h, post, first] {
-        lowerWorkerPriority();
+    rasterJobs_->start([scene, vp, track, w, h, post, first](const Job& job) {
         if (first == Pass::Preview) {
             // The engine's level-of-detail image first (O(pixels), whatever the blocks), then
             // the exact one; the exact one is shown even when a newer request came meanwhile
             // (stretched onto the new viewport, not marked refined).
-            post(render::heatmapImage(
+            post(job,
+                 render::heatmapImage(
                      scene->heatmapPreview(track, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
-                 false, false);
-            if (cancel->load()) {
-                post(QImage(), false, true);
-                return;
-            }
+                 false);
+            if (job.cancelled()) return;
         } else if (first == Pass::Coarse) {
             // The coarse pass (a quarter of the pixels each way) always completes.
             QImage coarse =
                 render::heatmapRaster(*scene, track, vp, std::max(1, w / 4), std::max(1, h / 4));
-            if (cancel->load()) {
-                post(std::move(coarse), false, true);
-                return;
-            }
-            post(std::move(coarse), false, false);
+            post(job, std::move(coarse), false);
+            if (job.cancelled()) return;
         }
         QImage fine = render::heatmapRaster(*scene, track, vp, w, h);
         // A cancelled full raster after a coarse one is dropped; otherwise it is shown (on a
         // newer viewport stretched, not marked refined).
-        post(cancel->load() && first == Pass::Coarse ? QImage() : std::move(fine), true, true);
+        post(job, job.cancelled() && first == Pass::Coarse ? QImage() : std::move(fine), true);
     });
 }
 

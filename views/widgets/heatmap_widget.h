@@ -9,6 +9,7 @@
 
 #include "core/analysis/explore.h"
 #include "graphs_overlay.h"
+#include "jobs.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -98,9 +99,9 @@ private:
     QImage raster_;
     render::Viewport rasterVp_; // the viewport raster_ was computed for
     bool refined_ = false;
-    bool rasterBusy_ = false;
-    bool rasterPending_ = false; // the viewport or scene changed while a job ran
-    std::shared_ptr<std::atomic<bool>> cancel_;
+    // One raster job at a time; a newer request stops the running job's full-resolution pass
+    // and waits; every image a job makes is shown.
+    JobTracker* rasterJobs_ = new JobTracker(this, JobTracker::Mode::Follow);
     Selection sel_;
     bool dark_ = false;
     PoolOutline outline_;

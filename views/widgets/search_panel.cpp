@@ -2,16 +2,12 @@
 
 #include "block_list.h"
 #include "render/scene_explore.h"
-#include "worker_pool.h"
-#include "worker_priority.h"
 
 #include <QCheckBox>
-#include <QCoreApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPointer>
 #include <QPushButton>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -98,75 +94,51 @@ void SearchPanel::search(const QString& query)
         emit highlightChanged({});
         return;
     }
-    if (running_) {
-        pending_ = true;
-        return;
-    }
     run();
 }
 
 void SearchPanel::run()
 {
-    pending_ = false;
     if (!scene_ || track_ < 0 || !render::canExplore(*scene_)) {
+        jobs_->cancel();
         message_->setText(scene_ ? tr("Reading the session…") : tr("No session to search."));
         return;
     }
-    running_ = true;
     message_->setText(tr("Searching…"));
-    QPointer<SearchPanel> self(this);
     const auto scene = scene_;
     const int track = track_;
     const int64_t t = cursor_ == kNoTime ? scene->timeEnd() : cursor_;
-    const std::string q = query_.toStdString();
-    workerPool().start([self, scene, track, t, q] {
-        lowerWorkerPriority();
-        std::optional<analysis::SearchResult> r;
-        QString error;
-        try {
-            r = render::search(*scene, track, q, t);
-        } catch (const std::invalid_argument& e) {
-            error = QString::fromUtf8(e.what());
-        }
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, scene, track, t, r = std::move(r), error]() mutable {
-                if (!self) return;
-                self->running_ = false;
-                if (self->pending_) {
-                    self->run();
-                    return;
-                }
-                if (self->scene_ != scene) return;
-                if (!error.isEmpty()) {
-                    self->message_->setText(tr("Cannot search: %1").arg(error));
-                    self->model_->resetData({}, 0, 0, TimeAxis::Nanoseconds, Level::Framework);
-                    emit self->highlightChanged({});
-                    return;
-                }
-                if (!r) {
-                    self->message_->setText(tr("nothing found: the session could not be read"));
-                    return;
-                }
-                std::vector<analysis::BlockRow> rows = std::move(r->rows);
-                if (r->holder) rows.insert(rows.begin(), *r->holder);
-                QString text = QString::fromStdString(r->message);
-                if (r->matches > static_cast<int64_t>(rows.size()) && !r->holder)
-                    text += tr(" (the first %1 listed)").arg(rows.size());
-                self->message_->setText(text);
-                const auto& ld = scene->tracks[static_cast<size_t>(track)];
-                self->model_->resetData(std::move(rows), t, scene->timeBegin(),
-                                        scene->summary.timeAxis, ld.level);
-                self->table_->resizeColumnsToContents();
-                if (r->holder && r->holder->free)
-                    emit self->fragmentFound(r->holder->address, r->holder->size);
-                else if (r->holder) // found at the cursor: the cursor stays
-                    emit self->blockSelected(r->holder->id, kNoTime);
-                emit self->highlightChanged(
-                    self->highlight_->isChecked() && r->matches > 0 ? self->query_ : QString());
-            },
-            Qt::QueuedConnection);
-    });
+    jobs_->start(
+        [scene, track, t, q = query_.toStdString()](const Job&) {
+            return render::search(*scene, track, q, t); // invalid_argument: a bad query
+        },
+        [this, scene, track, t](std::optional<analysis::SearchResult> r) {
+            if (scene_ != scene) return;
+            if (!r) {
+                message_->setText(tr("nothing found: the session could not be read"));
+                return;
+            }
+            std::vector<analysis::BlockRow> rows = std::move(r->rows);
+            if (r->holder) rows.insert(rows.begin(), *r->holder);
+            QString text = QString::fromStdString(r->message);
+            if (r->matches > static_cast<int64_t>(rows.size()) && !r->holder)
+                text += tr(" (the first %1 listed)").arg(rows.size());
+            message_->setText(text);
+            const auto& ld = scene->tracks[static_cast<size_t>(track)];
+            model_->resetData(std::move(rows), t, scene->timeBegin(), scene->summary.timeAxis,
+                              ld.level);
+            table_->resizeColumnsToContents();
+            if (r->holder && r->holder->free)
+                emit fragmentFound(r->holder->address, r->holder->size);
+            else if (r->holder) // found at the cursor: the cursor stays
+                emit blockSelected(r->holder->id, kNoTime);
+            emit highlightChanged(highlight_->isChecked() && r->matches > 0 ? query_ : QString());
+        },
+        [this](const QString& error) {
+            message_->setText(tr("Cannot search: %1").arg(error));
+            model_->resetData({}, 0, 0, TimeAxis::Nanoseconds, Level::Framework);
+            emit highlightChanged({});
+        });
 }
 
 } // namespace fs::views

@@ -3,6 +3,7 @@
 // highlighted on the heatmap. A search that finds nothing says so. Runs on a worker.
 #pragma once
 
+#include "jobs.h"
 #include "render/scene.h"
 
 #include <QWidget>
@@ -29,7 +30,7 @@ public:
     QString message() const;
     BlockListModel* results() const { return model_; }
     QLineEdit* edit() const { return edit_; }
-    bool busy() const { return running_; }
+    bool busy() const { return jobs_->busy(); }
     bool highlighting() const;
 
 signals:
@@ -51,7 +52,8 @@ private:
     QLabel* message_ = nullptr;
     QTableView* table_ = nullptr;
     BlockListModel* model_ = nullptr;
-    bool running_ = false, pending_ = false;
+    // One search at a time; the newest waits, and an older waiting one is dropped.
+    JobTracker* jobs_ = new JobTracker(this, JobTracker::Mode::Serial);
 };
 
 } // namespace fs::views

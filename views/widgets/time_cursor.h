@@ -4,6 +4,7 @@
 // thread (newest request wins) and hands back one whole snapshot.
 #pragma once
 
+#include "jobs.h"
 #include "render/scene.h"
 
 #include <QObject>
@@ -60,7 +61,7 @@ public:
     // others are dropped. selectedFrame: the frame selected in the views (-1: none).
     void request(std::shared_ptr<const render::Scene> scene, int track, int64_t t,
                  int64_t selectedFrame);
-    bool busy() const { return running_ || pending_.has_value() || loadingAttributes_; }
+    bool busy() const { return snapshots_->busy() || attributes_->busy(); }
     static int64_t defaultTime(const render::Scene& s); // where a new session's cursor starts
 
 signals:
@@ -70,17 +71,10 @@ signals:
     void attributesLoaded();
 
 private:
-    struct Request
-    {
-        std::shared_ptr<const render::Scene> scene;
-        int track;
-        int64_t t;
-        int64_t frame;
-    };
-    void start(Request r);
-    bool running_ = false;
-    bool loadingAttributes_ = false;
-    std::optional<Request> pending_;
+    // One snapshot at a time; the newest request waits, and each finished one is shown (a
+    // dragged cursor shows the states on its way).
+    JobTracker* snapshots_ = new JobTracker(this, JobTracker::Mode::Follow);
+    JobTracker* attributes_ = new JobTracker(this, JobTracker::Mode::Serial);
 };
 
 } // namespace fs::views

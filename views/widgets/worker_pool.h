@@ -25,4 +25,18 @@ inline QThreadPool& workerPool()
     return *pool;
 }
 
+// Long single jobs of their own windows (a report, a what-if replay, a comparison, ranks, video
+// scoring): apart from workerPool(), so that a replay of minutes leaves the views' two workers
+// free.
+inline QThreadPool& longJobPool()
+{
+    static QThreadPool* const pool = [] {
+        auto* p = new QThreadPool;
+        p->setObjectName(QStringLiteral("fragscope long jobs"));
+        p->setMaxThreadCount(8);
+        return p;
+    }();
+    return *pool;
+}
+
 } // namespace fs::views

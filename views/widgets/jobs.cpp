@@ -1,0 +1,107 @@
+#include "jobs.h"
+
+#include "worker_priority.h"
+
+#include <QCoreApplication>
+
+namespace fs::views {
+
+void Job::post(std::function<void()> fn) const
+{
+    QMetaObject::invokeMethod(
+        QCoreApplication::instance(),
+        [t = tracker_, id = id_, fn = std::move(fn)] {
+            if (t) t->deliver(id, fn);
+        },
+        Qt::QueuedConnection);
+}
+
+void Job::progress(int percent, const QString& stage) const
+{
+    QMetaObject::invokeMethod(
+        QCoreApplication::instance(),
+        [t = tracker_, id = id_, percent, stage] {
+            if (t) t->deliver(id, [t, percent, stage] { emit t->progress(percent, stage); });
+        },
+        Qt::QueuedConnection);
+}
+
+JobTracker::JobTracker(QObject* parent, Mode mode, QThreadPool* pool)
+    : QObject(parent), mode_(mode), pool_(pool)
+{
+}
+
+JobTracker::~JobTracker()
+{
+    if (cancel_) cancel_->store(true);
+}
+
+uint64_t JobTracker::launch(Erased work)
+{
+    const uint64_t id = ++newest_;
+    if (mode_ == Mode::Replace) {
+        if (cancel_) cancel_->store(true);
+        run(id, std::move(work));
+    } else if (running_) {
+        waiting_ = Waiting{id, std::move(work)}; // an older waiting job is dropped unrun
+        if (cancel_) cancel_->store(true);       // Serial drops its result; Follow shows it
+    } else {
+        run(id, std::move(work));
+    }
+    return id;
+}
+
+void JobTracker::run(uint64_t id, Erased work)
+{
+    running_ = true;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    const Job job(QPointer<JobTracker>(this), id, cancel_);
+    pool_->start([job, work = std::move(work)] {
+        lowerWorkerPriority();
+        std::function<void()> deliver = work(job);
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [t = job.tracker_, id = job.id_, cancel = job.cancel_,
+             deliver = std::move(deliver)]() mutable {
+                if (t) t->finished(id, cancel, std::move(deliver));
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void JobTracker::deliver(uint64_t id, const std::function<void()>& fn)
+{
+    if (!delivers(id) || !fn) return;
+    const uint64_t outer = delivering_;
+    delivering_ = id;
+    fn();
+    delivering_ = outer;
+}
+
+void JobTracker::finished(uint64_t id, const std::shared_ptr<std::atomic<bool>>& cancel,
+                          std::function<void()> result)
+{
+    // Replace runs several at once; only the last one started is "the running job". The next
+    // job starts before the result is handed over: its work overlaps the GUI's.
+    if (cancel == cancel_) running_ = false;
+    if (!running_ && waiting_) {
+        Waiting w = std::move(*waiting_);
+        waiting_.reset();
+        run(w.id, std::move(w.work));
+    }
+    deliver(id, result);
+}
+
+void JobTracker::interrupt()
+{
+    if (running_ && cancel_) cancel_->store(true);
+}
+
+void JobTracker::cancel()
+{
+    if (cancel_) cancel_->store(true);
+    waiting_.reset();
+    dropBelow_ = ++newest_; // no job has this id: every earlier one is dropped
+}
+
+} // namespace fs::views
