@@ -197,11 +197,10 @@ QFont smaller(const QFont& base, double k)
     return f;
 }
 
-// The bin index k of [2^k, 2^(k+1)).
+// The bin index k of [2^k, 2^(k+1)): core's.
 int log2Bin(const analysis::HistogramBin& b)
 {
-    return static_cast<int>(
-        std::lround(std::log2(static_cast<double>(std::max<uint64_t>(1, b.lo)))));
+    return analysis::log2Bin(b.lo);
 }
 
 } // namespace
