@@ -141,10 +141,8 @@ void TimelineWidget::rebuild()
     cursorTexts_.clear();
     render::TimelineChart c;
     c.track = scene_ ? track_ : -1;
-    if (scene_) {
-        c.selFrom = sel_.from;
-        c.selTo = sel_.to;
-    }
+    c.selFrom = sel_.from;
+    c.selTo = sel_.to;
     c.ooms = ooms_;
     c.graphs = graphs_;
     c.theme = dark_ ? render::Theme::darkTheme() : render::Theme::light();
