@@ -369,9 +369,9 @@ void RanksWindow::fillPlot()
         g->setName(tr("rank %1").arg(r.rank));
         g->setPen(QPen(color, 1.5));
         QVector<double> x, y;
-        const int li = s.defaultTrack();
-        if (li >= 0 && s.tracks[static_cast<size_t>(li)].timeline) {
-            const analysis::Timeline& tl = *s.tracks[static_cast<size_t>(li)].timeline;
+        const int ti = s.defaultTrack();
+        if (ti >= 0 && s.tracks[static_cast<size_t>(ti)].timeline) {
+            const analysis::Timeline& tl = *s.tracks[static_cast<size_t>(ti)].timeline;
             for (size_t j = 0; j < tl.time.size(); ++j) {
                 x << static_cast<double>(tl.time[j] + r.offsetNs - b) / 1e9;
                 y << tl.reserved[j] / double(1ull << 30);

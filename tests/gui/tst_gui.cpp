@@ -531,7 +531,7 @@ private slots:
         gui::MainWindow w;
         openShown(w, fixture_);
         const auto scene = w.scene();
-        const int li = w.track();
+        const int ti = w.track();
         const int64_t f = scene->collapses.front().firstFrame; // 17: a frame and its comparison
         w.framesView()->setCurrentIndex(
             w.framesView()->model()->index(w.framesModel()->rowOf(f), 0));
@@ -557,7 +557,7 @@ private slots:
         };
         auto exported = [&](render::View v, const render::Theme& theme) {
             render::RenderOptions o;
-            o.track = li;
+            o.track = ti;
             o.frame = f;
             o.title = false;
             o.theme = theme;
@@ -569,7 +569,7 @@ private slots:
         };
         // The timelines as the main window sets them up (OOMs, no cursor, the whole run).
         views::TimelineWidget timeline;
-        timeline.setScene(scene, li);
+        timeline.setScene(scene, ti);
         timeline.setOoms(render::oomTimes(*scene));
         const QImage screenT = timeline.plot()->toPixmap(size.width(), size.height()).toImage();
         const QImage screenH =
@@ -597,8 +597,8 @@ private slots:
         gui::MainWindow w;
         openShown(w, fixture_);
         const auto scene = w.scene();
-        const int li = w.track();
-        const auto& ld = scene->tracks[size_t(li)];
+        const int ti = w.track();
+        const auto& ld = scene->tracks[size_t(ti)];
         const analysis::Timeline& tl = *ld.timeline;
         auto* plot = w.timeline()->findChild<QCustomPlot*>();
         QVERIFY(plot);
@@ -618,10 +618,10 @@ private slots:
         auto tl2 = std::make_shared<analysis::Timeline>(tl);
         for (double& x : tl2->fragmentationRatio)
             x = 0.5 * x + 0.25;
-        changed->tracks[size_t(li)].timeline = tl2;
-        w.timeline()->setScene(changed, li);
+        changed->tracks[size_t(ti)].timeline = tl2;
+        w.timeline()->setScene(changed, ti);
         QVERIFY(graphValues(4) == tl2->fragmentationRatio);
-        w.timeline()->setScene(scene, li);
+        w.timeline()->setScene(scene, ti);
         // The frames table: the engine's largest free fragment and F at each frame's end.
         const auto& frames = scene->engine->frames();
         auto* fm = w.framesModel();

@@ -101,17 +101,17 @@ private slots:
         // The inspector's and the histogram's queries answer for the pool too: the engine's
         // per-pool state (largest free 1.5 MiB) and the pool's single fragment.
         const auto scene = w.scene();
-        const int li = box->itemData(poolItem).toInt();
-        const analysis::State st = scene->stateAt(li, scene->timeEnd());
+        const int ti = box->itemData(poolItem).toInt();
+        const analysis::State st = scene->stateAt(ti, scene->timeEnd());
         QCOMPARE(st.reservedBytes, uint64_t(2 * MiB));
         QCOMPARE(st.largestFreeFragmentBytes, uint64_t(1.5 * MiB));
-        QCOMPARE(scene->fragmentsAt(li, scene->timeEnd()).size(), size_t{1});
+        QCOMPARE(scene->fragmentsAt(ti, scene->timeEnd()).size(), size_t{1});
 
         // One truth with PyTorch's device accounting: at every sample the pools add up to the
         // track (default 16 + (1, 5) 2 = 18 MiB at the end).
         const auto& whole = *scene->tracks[size_t(box->itemData(track0).toInt())].timeline;
         const auto& def = *scene->tracks[size_t(box->itemData(track0 + 1).toInt())].timeline;
-        const auto& priv = *scene->tracks[size_t(li)].timeline;
+        const auto& priv = *scene->tracks[size_t(ti)].timeline;
         QCOMPARE(whole.time.size(), priv.time.size());
         QCOMPARE(def.reserved.back(), 16 * MiB);
         for (size_t i = 0; i < whole.time.size(); ++i) {

@@ -90,15 +90,15 @@ private slots:
             std::make_shared<render::Scene>(*render::loadScene(fixture_.toStdString(), lp));
         QVERIFY(scene->engine->loadInfo().rowsDeferred);
         scene->firstLook = true;
-        const int li = scene->defaultTrack();
+        const int ti = scene->defaultTrack();
         QVERIFY(!scene->recordsReady());
-        QCOMPARE(scene->stateAt(li, scene->timeEnd()).liveAllocations, int64_t(0));
-        QVERIFY(scene->fragmentsAt(li, scene->timeEnd()).empty());
+        QCOMPARE(scene->stateAt(ti, scene->timeEnd()).liveAllocations, int64_t(0));
+        QVERIFY(scene->fragmentsAt(ti, scene->timeEnd()).empty());
         QVERIFY(!scene->recordsReady()); // nothing above read them
         scene->engine->loadRows();
         QVERIFY(scene->recordsReady());
-        const analysis::State st = scene->stateAt(li, scene->timeEnd());
-        const auto& ld = scene->tracks[static_cast<size_t>(li)];
+        const analysis::State st = scene->stateAt(ti, scene->timeEnd());
+        const auto& ld = scene->tracks[static_cast<size_t>(ti)];
         QCOMPARE(st.liveAllocations,
                  scene->engine->stateAt(ld.device, ld.level, scene->timeEnd()).liveAllocations);
     }

@@ -93,8 +93,8 @@ class TstRender : public QObject
     {
         QVERIFY(s.engine);
         QVERIFY(!s.tracks.empty());
-        for (size_t li = 0; li < s.tracks.size(); ++li) {
-            const TrackEntry& ld = s.tracks[li];
+        for (size_t ti = 0; ti < s.tracks.size(); ++ti) {
+            const TrackEntry& ld = s.tracks[ti];
             QVERIFY(ld.timeline);
             const analysis::Timeline& tl = *ld.timeline;
             QVERIFY(!tl.time.empty());
@@ -202,9 +202,9 @@ private slots:
         const auto r = fstest::runCli({"import", snap, "-o", out});
         QVERIFY2(r.exitCode == 0, r.err.constData());
         const auto scene = loadScene(out.toStdString());
-        const int li = scene->defaultTrack();
-        QVERIFY(li >= 0);
-        const analysis::Timeline& tl = *scene->tracks[size_t(li)].timeline;
+        const int ti = scene->defaultTrack();
+        QVERIFY(ti >= 0);
+        const analysis::Timeline& tl = *scene->tracks[size_t(ti)].timeline;
         QCOMPARE(tl.reserved.back(), 1897922560.0);
         QCOMPARE(tl.freeInRegions.back(), 883492352.0);
         QCOMPARE(tl.fragmentCount.back(), 71.0);
@@ -213,7 +213,7 @@ private slots:
         QVERIFY(std::abs(tl.fragmentEntropy.back() - 1.429) < 5e-4);
         // The histogram the views draw at the end holds the same 71 fragments.
         int64_t n = 0;
-        for (const auto& b : scene->stateAt(li, scene->timeEnd()).histogram.log2)
+        for (const auto& b : scene->stateAt(ti, scene->timeEnd()).histogram.log2)
             n += b.count;
         QCOMPARE(n, int64_t(71));
         const QString png = dir_.filePath("decomfl.png");
@@ -249,23 +249,23 @@ private slots:
             in.end();
         }
         const auto s = loadScene(path, {}, 60);
-        const int li = s->defaultTrack();
-        QVERIFY(li >= 0);
-        auto reservedAt = [&](int64_t t) { return double(s->stateAt(li, t).reservedBytes); };
+        const int ti = s->defaultTrack();
+        QVERIFY(ti >= 0);
+        auto reservedAt = [&](int64_t t) { return double(s->stateAt(ti, t).reservedBytes); };
         QCOMPARE(reservedAt(15), 32.0 * mib);
         QCOMPARE(reservedAt(25), 64.0 * mib);
         QCOMPARE(reservedAt(35), 64.0 * mib);
         QCOMPARE(reservedAt(45), 32.0 * mib);
-        QCOMPARE(double(s->stateAt(li, 35).freeBytes), 48.0 * mib);
+        QCOMPARE(double(s->stateAt(ti, 35).freeBytes), 48.0 * mib);
         // The timeline draws the same, never the 1 GiB reservation.
-        const analysis::Timeline& tl = *s->tracks[size_t(li)].timeline;
+        const analysis::Timeline& tl = *s->tracks[size_t(ti)].timeline;
         for (size_t i = 0; i < tl.time.size(); ++i) {
             QVERIFY(tl.reserved[i] <= 64.0 * mib);
             QCOMPARE(tl.reserved[i], reservedAt(tl.time[i]));
         }
         // The address axis holds the two mapped ranges (64 MiB), not the reservation.
-        QCOMPARE(s->tracks[size_t(li)].layout.ranges.size(), size_t(2));
-        QVERIFY(s->tracks[size_t(li)].compactSize() < 80.0 * mib);
+        QCOMPARE(s->tracks[size_t(ti)].layout.ranges.size(), size_t(2));
+        QVERIFY(s->tracks[size_t(ti)].compactSize() < 80.0 * mib);
     }
 
     void fragmentEntropyClassesAndLiveAtEnd()
@@ -289,8 +289,8 @@ private slots:
             in.end();                                                   // [52, 64): 12 KiB
         }
         const auto s = loadScene(path, {}, 10);
-        const int li = s->defaultTrack();
-        const analysis::Timeline& tl = *s->tracks[size_t(li)].timeline;
+        const int ti = s->defaultTrack();
+        const analysis::Timeline& tl = *s->tracks[size_t(ti)].timeline;
         QCOMPARE(tl.time.back(), s->timeEnd());
         QCOMPARE(tl.fragmentEntropy.back(), 1.0);
         QCOMPARE(tl.fragmentCount.back(), 2.0);
@@ -321,9 +321,9 @@ private slots:
             in.end();
         }
         const auto s = loadScene(path, {}, 10);
-        const int li = s->defaultTrack();
+        const int ti = s->defaultTrack();
         const Viewport vp{0, 100, 0, double(1 << 20)};
-        const QImage img = heatmapRaster(*s, li, vp, 4, 2);
+        const QImage img = heatmapRaster(*s, ti, vp, 4, 2);
         QCOMPARE(img.size(), QSize(4, 2));
         const QRgb full = occupancyColor(1.0).rgb(), fr = freeColor().rgb();
         QCOMPARE(img.pixel(0, 1), full);
@@ -334,8 +334,8 @@ private slots:
             QCOMPARE(img.pixel(x, 0), fr);
         // The drawn image is exactly the engine's raster: same cells, coloured.
         analysis::HeatmapRequest rq;
-        rq.device = s->tracks[size_t(li)].device;
-        rq.level = s->tracks[size_t(li)].level;
+        rq.device = s->tracks[size_t(ti)].device;
+        rq.level = s->tracks[size_t(ti)].level;
         rq.t0 = 0;
         rq.t1 = 100;
         rq.y0 = 0;
@@ -349,13 +349,13 @@ private slots:
     {
         // The whole-span heatmap and a zoomed one are the engine's rasters (a changed engine
         // answer would change the image: it is drawn from nothing else).
-        const int li = scene_->defaultTrack();
-        const Viewport full = fullViewport(*scene_, li);
+        const int ti = scene_->defaultTrack();
+        const Viewport full = fullViewport(*scene_, ti);
         const Viewport zoom{scene_->frame(15)->start, scene_->frame(18)->end, full.y1 / 4,
                             full.y1 / 2};
         for (const Viewport& vp : {full, zoom}) {
-            const QImage img = heatmapRaster(*scene_, li, vp, 320, 180);
-            QCOMPARE(img, heatmapImage(scene_->heatmap(li, vp.t0, vp.t1, vp.y0, vp.y1, 320, 180)));
+            const QImage img = heatmapRaster(*scene_, ti, vp, 320, 180);
+            QCOMPARE(img, heatmapImage(scene_->heatmap(ti, vp.t0, vp.t1, vp.y0, vp.y1, 320, 180)));
             QVERIFY(distinctColours(img) >= 4);
         }
     }
@@ -365,12 +365,12 @@ private slots:
         // The level-of-detail grid spans [begin, end + 1) x [0, compact size) in 2048 x 1024
         // cells. A 256 x 128 request over exactly that window puts 8 x 8 whole cells in each
         // pixel, so the preview's averages are the exact heatmap's, up to rounding.
-        const int li = scene_->defaultTrack();
-        const auto& ld = scene_->tracks[size_t(li)];
+        const int ti = scene_->defaultTrack();
+        const auto& ld = scene_->tracks[size_t(ti)];
         const int64_t t0 = scene_->timeBegin(), t1 = scene_->timeEnd() + 1;
         const double y1 = ld.compactSize();
-        const auto exact = scene_->heatmap(li, t0, t1, 0, y1, 256, 128);
-        const auto preview = scene_->heatmapPreview(li, t0, t1, 0, y1, 256, 128);
+        const auto exact = scene_->heatmap(ti, t0, t1, 0, y1, 256, 128);
+        const auto preview = scene_->heatmapPreview(ti, t0, t1, 0, y1, 256, 128);
         QCOMPARE(preview.occupancy.size(), exact.occupancy.size());
         int allocated = 0;
         for (size_t k = 0; k < exact.occupancy.size(); ++k) {
@@ -390,16 +390,16 @@ private slots:
         const Scene& s = *scene_;
         QVERIFY(s.summary.synthetic);
         QCOMPARE(int(s.frames.size()), fstest::kFixtureFrames);
-        const int li = s.defaultTrack();
-        QVERIFY(li >= 0);
-        const TrackEntry& ld = s.tracks[size_t(li)];
+        const int ti = s.defaultTrack();
+        QVERIFY(ti >= 0);
+        const TrackEntry& ld = s.tracks[size_t(ti)];
         QCOMPARE(ld.level, Level::Framework);
         QCOMPARE(ld.regions, int64_t(5));
         // Five 64 MiB segments, 256 MiB apart: five ranges on the compacted axis.
         QCOMPARE(ld.layout.ranges.size(), size_t(5));
         // At the first frame's start only the four segments exist, all free: four fragments of
         // 64 MiB; F = 1 - 64/256 = 0.75.
-        const analysis::State s0 = s.stateAt(li, fstest::kFixtureBegin);
+        const analysis::State s0 = s.stateAt(ti, fstest::kFixtureBegin);
         QCOMPARE(s0.fragmentCount, int64_t(4));
         QCOMPARE(s0.reservedBytes, 4ull * 64 * 1024 * 1024);
         QCOMPARE(s0.fragmentationRatio, 0.75);
@@ -576,9 +576,9 @@ private slots:
             QCOMPARE(sc->stateAt(pool, sc->timeEnd()).liveAllocations, int64_t(k == 0 ? 1 : 2));
             QCOMPARE(sc->tracks[size_t(pool)].regions, int64_t(k >= 5 ? 2 : 1));
             const auto fresh = loadScene(path, {}, 16);
-            for (size_t li = 0; li < fresh->tracks.size(); ++li) {
-                const auto a = sc->stateAt(int(li), sc->timeEnd());
-                const auto b = fresh->stateAt(int(li), fresh->timeEnd());
+            for (size_t ti = 0; ti < fresh->tracks.size(); ++ti) {
+                const auto a = sc->stateAt(int(ti), sc->timeEnd());
+                const auto b = fresh->stateAt(int(ti), fresh->timeEnd());
                 QCOMPARE(a.reservedBytes, b.reservedBytes);
                 QCOMPARE(a.allocatedBytes, b.allocatedBytes);
                 QCOMPARE(a.fragmentCount, b.fragmentCount);
@@ -632,10 +632,10 @@ private slots:
             if (QTest::currentTestFailed()) return;
         }
         QCOMPARE(last->collapses.size(), full->collapses.size());
-        for (size_t li = 0; li < full->tracks.size(); ++li) {
-            const analysis::Timeline& a = *last->tracks[li].timeline;
-            const analysis::Timeline& b = *full->tracks[li].timeline;
-            QCOMPARE(last->tracks[li].label(), full->tracks[li].label());
+        for (size_t ti = 0; ti < full->tracks.size(); ++ti) {
+            const analysis::Timeline& a = *last->tracks[ti].timeline;
+            const analysis::Timeline& b = *full->tracks[ti].timeline;
+            QCOMPARE(last->tracks[ti].label(), full->tracks[ti].label());
             QVERIFY(a.time == b.time);
             QVERIFY(a.reserved == b.reserved);
             QVERIFY(a.allocated == b.allocated);
@@ -644,9 +644,9 @@ private slots:
             QVERIFY(a.fragmentationRatio == b.fragmentationRatio);
             QVERIFY(a.fragmentEntropy == b.fragmentEntropy);
             QVERIFY(a.eventEntropy == b.eventEntropy);
-            const Viewport vp = fullViewport(*full, int(li));
-            QCOMPARE(heatmapRaster(*last, int(li), vp, 200, 100),
-                     heatmapRaster(*full, int(li), vp, 200, 100));
+            const Viewport vp = fullViewport(*full, int(ti));
+            QCOMPARE(heatmapRaster(*last, int(ti), vp, 200, 100),
+                     heatmapRaster(*full, int(ti), vp, 200, 100));
         }
     }
 

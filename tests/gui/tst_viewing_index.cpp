@@ -73,9 +73,9 @@ private slots:
         QVERIFY(!scene->tracks.empty());
         QCOMPARE(info.timelinesFromCache, static_cast<int64_t>(scene->tracks.size()));
         // The heatmap's first preview finds the default track's grid stored.
-        const int li = scene->defaultTrack();
-        QVERIFY(li >= 0);
-        QVERIFY(scene->previewReady(li));
+        const int ti = scene->defaultTrack();
+        QVERIFY(ti >= 0);
+        QVERIFY(scene->previewReady(ti));
 
         // What was stored is what a computation from the rows gives.
         analysis::LoadOptions fresh;

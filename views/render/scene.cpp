@@ -121,11 +121,11 @@ template <typename F> auto locked(const Scene& s, F&& f) -> decltype(f(*s.engine
 }
 } // namespace
 
-analysis::State Scene::stateAt(int li, int64_t t) const
+analysis::State Scene::stateAt(int ti, int64_t t) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this, [&](const analysis::Engine& e) {
         if (!ld.pool) return e.stateAt(ld.device, ld.level, t);
         for (analysis::PoolState& p : e.poolStatesAt(ld.device, ld.level, t))
@@ -134,21 +134,21 @@ analysis::State Scene::stateAt(int li, int64_t t) const
     });
 }
 
-std::vector<analysis::Fragment> Scene::fragmentsAt(int li, int64_t t) const
+std::vector<analysis::Fragment> Scene::fragmentsAt(int ti, int64_t t) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this, [&](const analysis::Engine& e) {
         return ld.pool ? e.poolFragmentsAt(ld.device, ld.level, t, *ld.pool)
                        : e.fragmentsAt(ld.device, ld.level, t);
     });
 }
 
-std::vector<analysis::RegionInfo> Scene::regions(int li) const
+std::vector<analysis::RegionInfo> Scene::regions(int ti) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this, [&](const analysis::Engine& e) { return e.regions(ld.device, ld.level); });
 }
 
@@ -168,37 +168,37 @@ analysis::HeatmapRequest heatmapRequest(const TrackEntry& ld, int64_t t0, int64_
     return rq;
 }
 
-analysis::HeatmapRaster Scene::heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
+analysis::HeatmapRaster Scene::heatmap(int ti, int64_t t0, int64_t t1, double y0, double y1, int w,
                                        int h) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const auto rq = heatmapRequest(tracks[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const auto rq = heatmapRequest(tracks[static_cast<size_t>(ti)], t0, t1, y0, y1, w, h);
     return locked(*this, [&](const analysis::Engine& e) {
         return keepHeatmaps ? e.heatmapKept(rq) : e.heatmap(rq);
     });
 }
 
-bool Scene::previewReady(int li) const
+bool Scene::previewReady(int ti) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return false;
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return false;
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this,
                   [&](const analysis::Engine& e) { return e.previewReady(ld.device, ld.level); });
 }
 
-analysis::HeatmapRaster Scene::heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
+analysis::HeatmapRaster Scene::heatmapPreview(int ti, int64_t t0, int64_t t1, double y0, double y1,
                                               int w, int h) const
 {
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const auto rq = heatmapRequest(tracks[static_cast<size_t>(li)], t0, t1, y0, y1, w, h);
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const auto rq = heatmapRequest(tracks[static_cast<size_t>(ti)], t0, t1, y0, y1, w, h);
     return locked(*this, [&](const analysis::Engine& e) { return e.heatmapPreview(rq); });
 }
 
-analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
+analysis::MemmapRaster Scene::memmap(int ti, int64_t t, int order) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return {};
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     analysis::MemmapRequest rq;
     rq.device = ld.device;
     rq.level = ld.level;
@@ -207,11 +207,11 @@ analysis::MemmapRaster Scene::memmap(int li, int64_t t, int order) const
     return locked(*this, [&](const analysis::Engine& e) { return e.memmap(rq); });
 }
 
-std::optional<analysis::AllocationInfo> Scene::allocationAt(int li, int64_t t, uint64_t addr) const
+std::optional<analysis::AllocationInfo> Scene::allocationAt(int ti, int64_t t, uint64_t addr) const
 {
     if (firstLook && !recordsReady()) return {};
-    if (!engine || li < 0 || li >= static_cast<int>(tracks.size())) return std::nullopt;
-    const TrackEntry& ld = tracks[static_cast<size_t>(li)];
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return std::nullopt;
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this, [&](const analysis::Engine& e) {
         return e.allocationAt(ld.device, ld.level, t, addr);
     });
@@ -346,9 +346,9 @@ void addPoolTracks(Scene& s, int samples)
 void Scene::warmUp() const
 {
     // The level-of-detail grid of the default track (the heatmap's first preview needs it).
-    const int li = defaultTrack();
-    if (li >= 0)
-        heatmapPreview(li, timeBegin(), timeEnd() + 1, 0, tracks[size_t(li)].compactSize(), 1, 1);
+    const int ti = defaultTrack();
+    if (ti >= 0)
+        heatmapPreview(ti, timeBegin(), timeEnd() + 1, 0, tracks[size_t(ti)].compactSize(), 1, 1);
     for (const auto& f : frames)
         if (f.start != kNoTime) {
             kernelsInFrame(f.index);

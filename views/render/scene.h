@@ -118,18 +118,18 @@ struct Scene
     // and the timelines).
     std::shared_ptr<const Scene> withRules(std::vector<analysis::CollapseRule> rules) const;
 
-    // ---- engine queries (under the engine's read lock) ----
-    analysis::State stateAt(int li, int64_t t) const;
-    std::vector<analysis::Fragment> fragmentsAt(int li, int64_t t) const;
-    std::vector<analysis::RegionInfo> regions(int li) const;
-    analysis::HeatmapRaster heatmap(int li, int64_t t0, int64_t t1, double y0, double y1, int w,
+    // ---- engine queries (under the engine's read lock); ti: an index into tracks ----
+    analysis::State stateAt(int ti, int64_t t) const;
+    std::vector<analysis::Fragment> fragmentsAt(int ti, int64_t t) const;
+    std::vector<analysis::RegionInfo> regions(int ti) const;
+    analysis::HeatmapRaster heatmap(int ti, int64_t t0, int64_t t1, double y0, double y1, int w,
                                     int h) const;
     // The engine's quick level-of-detail heatmap of the same window (Engine::heatmapPreview).
-    analysis::HeatmapRaster heatmapPreview(int li, int64_t t0, int64_t t1, double y0, double y1,
+    analysis::HeatmapRaster heatmapPreview(int ti, int64_t t0, int64_t t1, double y0, double y1,
                                            int w, int h) const;
-    bool previewReady(int li) const; // Engine::previewReady
-    analysis::MemmapRaster memmap(int li, int64_t t, int order) const;
-    std::optional<analysis::AllocationInfo> allocationAt(int li, int64_t t, uint64_t addr) const;
+    bool previewReady(int ti) const; // Engine::previewReady
+    analysis::MemmapRaster memmap(int ti, int64_t t, int order) const;
+    std::optional<analysis::AllocationInfo> allocationAt(int ti, int64_t t, uint64_t addr) const;
     std::optional<analysis::AllocationInfo> allocation(int64_t id) const;
     // Precursors and the f-1 -> f diff of frame f, as if it collapsed (the engine's ranking
     // under this scene's rules).

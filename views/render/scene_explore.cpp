@@ -9,14 +9,14 @@ namespace fs::render {
 
 namespace {
 
-std::optional<uint64_t> poolOf(const Scene& s, int li)
+std::optional<uint64_t> poolOf(const Scene& s, int ti)
 {
-    return s.tracks[static_cast<size_t>(li)].pool;
+    return s.tracks[static_cast<size_t>(ti)].pool;
 }
 
-bool valid(const Scene& s, int li)
+bool valid(const Scene& s, int ti)
 {
-    return canExplore(s) && li >= 0 && li < static_cast<int>(s.tracks.size());
+    return canExplore(s) && ti >= 0 && ti < static_cast<int>(s.tracks.size());
 }
 
 // Runs an explorer query under the engine's read lock. A file gone behind a live view makes
@@ -40,36 +40,36 @@ bool canExplore(const Scene& s)
     return s.engine && s.explorer && s.recordsReady();
 }
 
-std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int li, int64_t t, bool withAttributes)
+std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int ti, int64_t t, bool withAttributes)
 {
-    if (!valid(s, li)) return std::nullopt;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return std::nullopt;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     return explored(
         s, [&] { return s.explorer->blocksAt(ld.device, ld.level, t, ld.pool, withAttributes); });
 }
 
-bool attributesReady(const Scene& s, int li)
+bool attributesReady(const Scene& s, int ti)
 {
-    if (!valid(s, li)) return false;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return false;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     return explored(s, [&] { return s.explorer->attributesReady(ld.device, ld.level); })
         .value_or(false);
 }
 
-void loadAttributes(const Scene& s, int li)
+void loadAttributes(const Scene& s, int ti)
 {
-    if (!valid(s, li)) return;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     explored(s, [&] {
         s.explorer->loadAttributes(ld.device, ld.level);
         return true;
     });
 }
 
-int64_t stepEvent(const Scene& s, int li, int64_t t, int dir)
+int64_t stepEvent(const Scene& s, int ti, int64_t t, int dir)
 {
-    if (!valid(s, li)) return kNoTime;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return kNoTime;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     return explored(s,
                     [&] {
                         return dir < 0 ? s.explorer->previousEvent(ld.device, ld.level, t)
@@ -78,42 +78,42 @@ int64_t stepEvent(const Scene& s, int li, int64_t t, int dir)
         .value_or(kNoTime);
 }
 
-std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int li)
+std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int ti)
 {
-    if (!valid(s, li)) return std::nullopt;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
-    return explored(s, [&] { return s.explorer->jumpTargets(ld.device, ld.level, poolOf(s, li)); });
+    if (!valid(s, ti)) return std::nullopt;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
+    return explored(s, [&] { return s.explorer->jumpTargets(ld.device, ld.level, poolOf(s, ti)); });
 }
 
-std::optional<analysis::CallSiteTable> callSites(const Scene& s, int li, int64_t from, int64_t to,
+std::optional<analysis::CallSiteTable> callSites(const Scene& s, int ti, int64_t from, int64_t to,
                                                  analysis::GroupBy by)
 {
-    if (!valid(s, li)) return std::nullopt;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return std::nullopt;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     return explored(
-        s, [&] { return s.explorer->callSites(ld.device, ld.level, from, to, by, poolOf(s, li)); });
+        s, [&] { return s.explorer->callSites(ld.device, ld.level, from, to, by, poolOf(s, ti)); });
 }
 
-std::optional<analysis::SearchResult> search(const Scene& s, int li, const std::string& query,
+std::optional<analysis::SearchResult> search(const Scene& s, int ti, const std::string& query,
                                              int64_t t)
 {
-    if (!valid(s, li)) return std::nullopt;
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return std::nullopt;
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     return explored(
-        s, [&] { return s.explorer->search(ld.device, ld.level, query, t, poolOf(s, li)); });
+        s, [&] { return s.explorer->search(ld.device, ld.level, query, t, poolOf(s, ti)); });
 }
 
-bool styled(const Scene& s, int li, const analysis::HeatmapStyle& style)
+bool styled(const Scene& s, int ti, const analysis::HeatmapStyle& style)
 {
     return style.colouring != analysis::Colouring::Occupancy ||
-           (li >= 0 && li < static_cast<int>(s.tracks.size()) && poolOf(s, li).has_value());
+           (ti >= 0 && ti < static_cast<int>(s.tracks.size()) && poolOf(s, ti).has_value());
 }
 
-analysis::StyledRaster styledHeatmap(const Scene& s, int li, int64_t t0, int64_t t1, double y0,
+analysis::StyledRaster styledHeatmap(const Scene& s, int ti, int64_t t0, int64_t t1, double y0,
                                      double y1, int w, int h, analysis::HeatmapStyle style)
 {
-    if (!valid(s, li)) return {};
-    const TrackEntry& ld = s.tracks[static_cast<size_t>(li)];
+    if (!valid(s, ti)) return {};
+    const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
     const analysis::HeatmapRequest rq = heatmapRequest(ld, t0, t1, y0, y1, w, h);
     style.pool = ld.pool;
     return explored(s, [&] { return s.explorer->heatmap(rq, style); })

@@ -19,24 +19,24 @@ namespace fs::render {
 // scene answers nothing, like Scene's own row queries).
 bool canExplore(const Scene& s);
 
-std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int li, int64_t t, bool withAttributes);
-bool attributesReady(const Scene& s, int li);
-void loadAttributes(const Scene& s, int li);
+std::optional<analysis::BlocksAt> blocksAt(const Scene& s, int ti, int64_t t, bool withAttributes);
+bool attributesReady(const Scene& s, int ti);
+void loadAttributes(const Scene& s, int ti);
 // The previous (dir < 0) or next (dir > 0) allocator event of the track; kNoTime when none.
-int64_t stepEvent(const Scene& s, int li, int64_t t, int dir);
-std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int li);
-std::optional<analysis::CallSiteTable> callSites(const Scene& s, int li, int64_t from, int64_t to,
+int64_t stepEvent(const Scene& s, int ti, int64_t t, int dir);
+std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int ti);
+std::optional<analysis::CallSiteTable> callSites(const Scene& s, int ti, int64_t from, int64_t to,
                                                  analysis::GroupBy by);
 // Throws std::invalid_argument for a query the engine cannot parse.
-std::optional<analysis::SearchResult> search(const Scene& s, int li, const std::string& query,
+std::optional<analysis::SearchResult> search(const Scene& s, int ti, const std::string& query,
                                              int64_t t);
 // The heatmap of a window in a style (colouring, the entry's pool); empty raster when the
 // explorer cannot answer. Throws std::invalid_argument for a bad search query.
-analysis::StyledRaster styledHeatmap(const Scene& s, int li, int64_t t0, int64_t t1, double y0,
+analysis::StyledRaster styledHeatmap(const Scene& s, int ti, int64_t t0, int64_t t1, double y0,
                                      double y1, int w, int h, analysis::HeatmapStyle style);
 // Whether a style needs the explorer (a colouring, or a pool entry's filter) rather than the
 // engine's plain heatmap.
-bool styled(const Scene& s, int li, const analysis::HeatmapStyle& style);
+bool styled(const Scene& s, int ti, const analysis::HeatmapStyle& style);
 bool stateOnly(const Scene& s);
 // The OOMs' times, in order (the engine's diagnoses when the scene has them).
 std::vector<int64_t> oomTimes(const Scene& s);
