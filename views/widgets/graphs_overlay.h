@@ -6,10 +6,6 @@
 #include "core/analysis/graphs.h"
 #include "render/render.h"
 
-#include <QColor>
-#include <functional>
-#include <memory>
-
 class QPainter;
 class QRectF;
 
