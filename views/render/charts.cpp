@@ -503,8 +503,7 @@ void buildHistogram(QCustomPlot& plot, const HistogramChart& h)
 {
     plot.clearPlottables();
     plot.clearItems();
-    plot.legend->clearItems(); // the swatch is not a plottable's
-    int klo = 12, khi = 20;    // at least 4 KiB .. 1 MiB so that pictures read the same every time
+    int klo = 12, khi = 20; // at least 4 KiB .. 1 MiB so that pictures read the same every time
     for (const auto* v : {&h.current, &h.previous})
         for (const auto& b : *v) {
             klo = std::min(klo, log2Bin(b));
@@ -544,12 +543,12 @@ void buildHistogram(QCustomPlot& plot, const HistogramChart& h)
         }
     }
     plot.xAxis->setRange(klo - 0.6, khi + 0.6);
-    plot.yAxis->setRange(0, maxC * 1.15);
+    // Headroom for the legend (top right) above the tallest bar.
+    plot.yAxis->setRange(0, maxC * 1.3);
     plot.legend->setVisible(true);
-    plot.legend->addItem(new SwatchLegendItem(
-        plot.legend, QStringLiteral("shaded: fragment clusters"), clusterColor(2)));
     plot.axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    // The cluster ranges (docs/analysis.md) behind the bars, each named at its top.
+    // The cluster ranges (docs/analysis.md) behind the bars, each named at its top (no legend
+    // row: the names say what the shading is).
     for (size_t i = 0; i < analysis::kClusterRanges.size(); ++i) {
         const analysis::ClusterRange& cr = analysis::kClusterRanges[i];
         const double x0 = analysis::clusterFirstBin(cr) - 0.5;
