@@ -20,12 +20,8 @@ QCPItemRect* band(QCustomPlot& plot, QCPAxisRect* r, double x0, double x1, const
     auto* item = new QCPItemRect(&plot);
     item->setClipAxisRect(r);
     item->setClipToAxisRect(true);
-    for (auto* pos : {item->topLeft, item->bottomRight}) {
-        pos->setAxisRect(r);
-        pos->setAxes(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
-        pos->setTypeX(QCPItemPosition::ptPlotCoords);
-        pos->setTypeY(QCPItemPosition::ptAxisRectRatio);
-    }
+    for (auto* pos : {item->topLeft, item->bottomRight})
+        placeOnPanel(pos, r, true);
     item->topLeft->setCoords(x0, 0);
     item->bottomRight->setCoords(x1, 1);
     item->setBrush(fill);
@@ -229,6 +225,14 @@ void applyPlotTheme(QCustomPlot& plot, const Theme& theme)
     }
 }
 
+void placeOnPanel(QCPItemPosition* pos, QCPAxisRect* panel, bool yAsPanelRatio)
+{
+    pos->setAxisRect(panel);
+    pos->setAxes(panel->axis(QCPAxis::atBottom), panel->axis(QCPAxis::atLeft));
+    pos->setTypeX(QCPItemPosition::ptPlotCoords);
+    pos->setTypeY(yAsPanelRatio ? QCPItemPosition::ptAxisRectRatio : QCPItemPosition::ptPlotCoords);
+}
+
 QFont chartFont()
 {
     // The application's font in pixels: a picture on any device (PNG, SVG at 72 dpi, PDF) has
@@ -388,10 +392,8 @@ TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChar
     auto hline = [&](QCPAxisRect* r, double y) {
         auto* l = new QCPItemStraightLine(&plot);
         l->setClipAxisRect(r);
-        for (auto* pos : {l->point1, l->point2}) {
-            pos->setAxisRect(r);
-            pos->setAxes(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
-        }
+        for (auto* pos : {l->point1, l->point2})
+            placeOnPanel(pos, r, false);
         l->point1->setCoords(0, y);
         l->point2->setCoords(1, y);
         l->setPen(QPen(collapseColor(), 1, Qt::DashLine));

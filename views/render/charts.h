@@ -17,6 +17,7 @@
 class QCustomPlot;
 class QCPAxisRect;
 class QCPAbstractItem;
+class QCPItemPosition;
 
 namespace fs::render {
 
@@ -26,6 +27,10 @@ QFont chartFont();
 
 // Colours, fonts' colours and grid of a plot in a theme.
 void applyPlotTheme(QCustomPlot& plot, const Theme& theme);
+
+// Puts an item's position on a panel: x in the panel's plot coordinates (timelineX), y in its
+// plot coordinates or, yAsPanelRatio, as a ratio of its height (what spans the panel).
+void placeOnPanel(QCPItemPosition* pos, QCPAxisRect* panel, bool yAsPanelRatio);
 
 // The timelines' x coordinate of session time t (the unit timeUnitFor picks for the session's
 // span, from its start), and back.

@@ -98,16 +98,14 @@ void paintHistogram(QPainter& p, const QRectF& rect, const Scene& s, const Rende
                                       prev ? &before : nullptr);
     h.theme = o.theme;
     h.font = chartFont();
-    int64_t n = 0;
-    for (const auto& b : h.current)
-        n += b.count;
     const QString when = f ? QStringLiteral("end of frame %1").arg(f->index)
                            : QStringLiteral("t = %1").arg(QString::fromStdString(
                                  formatTime(o.at - s.timeBegin(), s.summary.timeAxis)));
-    const QRectF area = chartArea(p, rect, o,
-                                  QStringLiteral("Free-fragment histogram — %1 at %2")
-                                      .arg(QString::fromStdString(ld.label()), when),
-                                  reportSubtitle(s, QStringLiteral("%1 free fragments").arg(n)));
+    const QRectF area =
+        chartArea(p, rect, o,
+                  QStringLiteral("Free-fragment histogram — %1 at %2")
+                      .arg(QString::fromStdString(ld.label()), when),
+                  reportSubtitle(s, QStringLiteral("%1 free fragments").arg(cur.fragmentCount)));
     QCustomPlot plot;
     buildHistogram(plot, h);
     drawPlot(p, area, plot);

@@ -18,7 +18,7 @@
 namespace fs::views {
 
 namespace {
-// What a raster request shows before its full-resolution image (HeatmapWidget::startRaster).
+// What a raster request shows before its full-resolution image (HeatmapWidget::requestRaster).
 enum class Pass { Preview, Coarse, None };
 } // namespace
 
@@ -163,13 +163,8 @@ void HeatmapWidget::requestRaster()
     // One raster job at a time. A request while one runs stops its full-resolution pass (its
     // coarse image, if already out, stays on screen) and runs after it: each job shows at least
     // its coarse image, so views refreshed faster than a raster takes (a live recording) still
-    // progress instead of cancelling every job before it delivers anything.
-    // (JobTracker::Mode::Follow.)
-    startRaster();
-}
-
-void HeatmapWidget::startRaster()
-{
+    // progress instead of cancelling every job before it delivers anything (the tracker's
+    // Follow mode).
     const QRectF plot = plotArea();
     const double dpr = devicePixelRatioF();
     const int w = std::max(1, static_cast<int>(plot.width() * dpr));

@@ -89,7 +89,6 @@ private:
     render::RenderOptions options() const;
     render::Viewport clamp(render::Viewport vp) const;
     void requestRaster();
-    void startRaster();
     void zoomAround(double fx, double fy, double factorT, double factorY);
     QImage placeholder() const;
 

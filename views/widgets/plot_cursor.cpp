@@ -52,11 +52,8 @@ void TimelineWidget::placeCursor()
             auto* l = new QCPItemStraightLine(plot_);
             l->setLayer(layer);
             l->setClipAxisRect(r);
-            for (auto* pos : {l->point1, l->point2}) {
-                pos->setAxisRect(r);
-                pos->setAxes(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
-                pos->setTypeY(QCPItemPosition::ptAxisRectRatio);
-            }
+            for (auto* pos : {l->point1, l->point2})
+                render::placeOnPanel(pos, r, true);
             l->setPen(QPen(QColor(255, 160, 20), 1.5));
             l->setSelectable(false);
             cursorLines_.push_back(l);
