@@ -169,6 +169,8 @@ private slots:
             const analysis::CorrelationPoints pts = s.engine->correlationPoints(
                 def->device, def->level, c.allocatorMetric, c.frameMetric);
             QCOMPARE(int64_t(pts.x.size()), c.n);
+            // The points come from a worker.
+            QTRY_VERIFY(!w.correlationTable()->busy());
             QCustomPlot* sc = w.correlationTable()->scatter();
             QCOMPARE(sc->graphCount(), 2);
             QCOMPARE(sc->graph(0)->dataCount(), int(pts.x.size()));
@@ -585,6 +587,40 @@ private slots:
                 300);
         QVERIFY(differing(screenH, exported(render::View::Histogram, render::Theme::darkTheme())) >
                 300);
+    }
+
+    void oomLinesChangeWithoutRebuild()
+    {
+        // The complete scene brings the OOMs after the panels are drawn: the widget replaces
+        // only their lines and legend entry. The picture must be the one a widget built with
+        // those OOMs from the start draws, with one "OOM" entry however often they changed.
+        const auto scene = render::loadScene(fixture_.toStdString());
+        const int ti = scene->defaultTrack();
+        const int64_t b = scene->timeBegin(), span = scene->timeEnd() - b;
+        const std::vector<int64_t> ooms = {b + span / 3, b + 2 * span / 3};
+        views::TimelineWidget changed, built, none;
+        changed.setScene(scene, ti);
+        changed.setOoms({b + span / 2});
+        changed.setOoms(ooms);
+        built.setOoms(ooms);
+        built.setScene(scene, ti);
+        none.setScene(scene, ti);
+        const QSize size(900, 600);
+        auto picture = [&](views::TimelineWidget& t) {
+            return t.plot()->toPixmap(size.width(), size.height()).toImage();
+        };
+        auto differing = [](const QImage& x, const QImage& y) {
+            int n = 0;
+            for (int r = 0; r < x.height(); ++r)
+                for (int c = 0; c < x.width(); ++c)
+                    n += x.pixel(c, r) != y.pixel(c, r);
+            return n;
+        };
+        const QImage a = picture(changed);
+        QCOMPARE(differing(a, picture(built)), 0);
+        QVERIFY(differing(a, picture(none)) > 100); // the lines and the legend entry
+        changed.setOoms({});
+        QCOMPARE(differing(picture(changed), picture(none)), 0);
     }
 
     void viewsDrawTheEngineFigures()

@@ -1,5 +1,6 @@
 #include "correlation_table.h"
 
+#include "jobs.h"
 #include "plot_widgets.h"
 #include "views/render/render.h"
 #include "views/render/scene.h"
@@ -50,7 +51,9 @@ CorrelationTable::CorrelationTable(QWidget* parent) : QWidget(parent)
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
     lay->addWidget(split, 1);
-    connect(tree_, &QTreeWidget::currentItemChanged, this, [this] { drawScatter(); });
+    pairJobs_ = new JobTracker(this);
+    pointJobs_ = new JobTracker(this);
+    connect(tree_, &QTreeWidget::currentItemChanged, this, [this] { requestScatter(); });
     setScene(nullptr);
 }
 
@@ -60,10 +63,18 @@ void CorrelationTable::setDark(bool dark)
     drawScatter();
 }
 
+bool CorrelationTable::busy() const
+{
+    return pairJobs_->busy() || pointJobs_->busy();
+}
+
 void CorrelationTable::setScene(std::shared_ptr<const render::Scene> scene)
 {
     scene_ = std::move(scene);
     filled_ = false;
+    pairJobs_->cancel();
+    pointJobs_->cancel();
+    points_.reset();
     tree_->clear();
     note_->setText(tr("Per-frame correlations between allocator figures and frame metrics."));
     drawScatter();
@@ -81,7 +92,12 @@ void CorrelationTable::fill()
     // The first look has no engine records yet: the complete scene follows and fills the table.
     if (!scene_ || !scene_->engine || (scene_->firstLook && !scene_->recordsReady())) return;
     filled_ = true;
-    const std::vector<analysis::Correlation> pairs = scene_->correlations();
+    pairJobs_->start([scene = scene_](const Job&) { return scene->correlations(); },
+                     [this](const std::vector<analysis::Correlation>& pairs) { showPairs(pairs); });
+}
+
+void CorrelationTable::showPairs(const std::vector<analysis::Correlation>& pairs)
+{
     for (const analysis::Correlation& c : pairs) {
         const bool sig = analysis::significant(c);
         auto* it = new QTreeWidgetItem(
@@ -117,6 +133,25 @@ void CorrelationTable::fill()
                   .arg(analysis::kSignificanceLevel));
 }
 
+void CorrelationTable::requestScatter()
+{
+    points_.reset();
+    const QTreeWidgetItem* it = tree_->currentItem();
+    if (!scene_ || !scene_->engine || !it) {
+        pointJobs_->cancel();
+        drawScatter();
+        return;
+    }
+    // The previous pair stays drawn until this one's points arrive.
+    pointJobs_->start([scene = scene_, a = it->text(AllocatorMetric).toStdString(),
+                       m = it->text(FrameMetric).toStdString()](
+                          const Job&) { return scene->correlationPoints(a, m); },
+                      [this](analysis::CorrelationPoints p) {
+                          points_ = std::move(p);
+                          drawScatter();
+                      });
+}
+
 void CorrelationTable::drawScatter()
 {
     scatter_->clearGraphs();
@@ -124,10 +159,8 @@ void CorrelationTable::drawScatter()
     QString title = tr("select a pair: one point per frame");
     QString xLabel = tr("allocator figure"), yLabel = tr("frame metric");
     const QTreeWidgetItem* it = tree_->currentItem();
-    if (scene_ && scene_->engine && it) {
-        const std::string a = it->text(AllocatorMetric).toStdString();
-        const std::string m = it->text(FrameMetric).toStdString();
-        const analysis::CorrelationPoints p = scene_->correlationPoints(a, m);
+    if (points_ && it) {
+        const analysis::CorrelationPoints& p = *points_;
         const render::ByteUnit unit =
             p.xInBytes && !p.x.empty()
                 ? render::byteAxisUnit(*std::max_element(p.x.begin(), p.x.end()))

@@ -3,11 +3,15 @@
 // marked significant. Below, the chosen pair's scatter: one point per frame and the
 // least-squares line (Engine::correlationPoints). The engine computes every number; the widget
 // only draws them, and asks for them when it is first shown (a long run's pairs cost a pass over
-// its frames, which a user who never opens the tab should not wait for).
+// its frames, which a user who never opens the tab should not wait for), on a worker: the pass
+// and the engine's lock stay off the GUI thread.
 #pragma once
+
+#include "core/analysis/types.h"
 
 #include <QWidget>
 #include <memory>
+#include <optional>
 
 class QCPTextElement;
 class QCustomPlot;
@@ -19,6 +23,8 @@ struct Scene;
 }
 
 namespace fs::views {
+
+class JobTracker;
 
 class CorrelationTable : public QWidget
 {
@@ -42,14 +48,21 @@ public:
     QTreeWidget* tree() const { return tree_; }
     QCustomPlot* scatter() const { return scatter_; }
     void setDark(bool dark);
+    // Computing the pairs or the current pair's points.
+    bool busy() const;
 
 protected:
     void showEvent(QShowEvent* e) override;
 
 private:
-    void fill();
-    void drawScatter(); // the current row's pair
+    void fill(); // asks the engine for the pairs
+    void showPairs(const std::vector<analysis::Correlation>& pairs);
+    void requestScatter(); // asks for the current row's points
+    void drawScatter();    // points_ (none: the empty plot)
     std::shared_ptr<const render::Scene> scene_;
+    JobTracker* pairJobs_ = nullptr;
+    JobTracker* pointJobs_ = nullptr;
+    std::optional<analysis::CorrelationPoints> points_; // the current row's
     bool filled_ = false;
     bool dark_ = false;
     QTreeWidget* tree_ = nullptr;
