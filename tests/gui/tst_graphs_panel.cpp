@@ -53,11 +53,17 @@ private slots:
         gui::MainWindow w;
         w.resize(1500, 950);
         w.show();
+        // The panel closed while its report arrives (its columns are fitted when it is shown,
+        // below).
+        auto* dock = w.findChild<QDockWidget*>(QStringLiteral("graphsDock"));
+        QVERIFY(dock);
+        dock->hide();
         w.openFile(session_);
         QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 60000);
         views::GraphsPanel* panel = w.graphsPanel();
         QVERIFY(panel);
         QTRY_VERIFY_WITH_TIMEOUT(panel->report() != nullptr, 60000);
+        QVERIFY(!panel->table()->isVisible());
         const views::GraphsModel* m = panel->model();
         QCOMPARE(m->rowCount(), graphs.size());
         using M = views::GraphsModel;
@@ -96,8 +102,20 @@ private slots:
         QCOMPARE(w.heatmap()->poolOutline().regions.size(), pool->regions.size());
         QVERIFY(!w.heatmap()->poolOutline().regions.empty());
         QCOMPARE(panel->scatter()->graph(0)->dataCount(), static_cast<int>(g.replay.count));
+        // Columns fitted to their text once the panel is in view (a hidden table is fitted
+        // when shown: sized hidden, Qt measures every row of a long run's thousands).
+        dock->show();
+        dock->raise();
+        QTRY_VERIFY(panel->table()->isVisible());
+        QApplication::processEvents();
+        QTableView* table = panel->table();
+        std::vector<int> shown;
+        for (int c = 0; c < M::ColumnCount; ++c)
+            shown.push_back(table->columnWidth(c));
+        table->resizeColumnsToContents();
+        for (int c = 0; c < M::ColumnCount; ++c)
+            QCOMPARE(shown[size_t(c)], table->columnWidth(c));
         if (const QByteArray shots = qgetenv("FRAGSCOPE_SHOTS"); !shots.isEmpty()) {
-            if (auto* d = w.findChild<QDockWidget*>(QStringLiteral("graphsDock"))) d->raise();
             QApplication::processEvents();
             w.grab().save(QString::fromLocal8Bit(shots) + "/gui-graphs.png");
         }

@@ -265,6 +265,28 @@ addSelectionBand(QCustomPlot& plot, const std::vector<QCPAxisRect*>& panels, dou
     return out;
 }
 
+void setOomLines(QCustomPlot& plot, const std::vector<QCPAxisRect*>& panels, const Scene& s,
+                 const std::vector<int64_t>& ooms, OomMarks& marks)
+{
+    for (QCPAbstractItem* it : marks.lines)
+        plot.removeItem(it);
+    marks.lines.clear();
+    if (marks.entry) marks.legend->removeItem(marks.entry);
+    marks.entry = nullptr;
+    // A red line on every panel (the bands' item at zero width draws one pixel).
+    const QColor oomC(220, 30, 30, 190);
+    std::vector<std::pair<double, double>> lines;
+    for (int64_t t : ooms)
+        lines.emplace_back(timelineX(s, t), timelineX(s, t));
+    if (lines.empty()) return;
+    for (auto* r : panels)
+        marks.lines.push_back(new BandsItem(plot, r, lines, oomC));
+    if (marks.legend) {
+        marks.entry = new SwatchLegendItem(marks.legend, QStringLiteral("OOM"), oomC);
+        marks.legend->addItem(marks.entry);
+    }
+}
+
 TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChart& c)
 {
     TimelinePlot out;
@@ -462,16 +484,8 @@ TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChar
             new BandsItem(plot, r, bands, bandC);
         legend->addItem(new SwatchLegendItem(legend, QStringLiteral("collapsed frames"), bandC));
     }
-    // OOMs: a red line on every panel (the bands' item at zero width draws one pixel).
-    const QColor oomC(220, 30, 30, 190);
-    std::vector<std::pair<double, double>> oomLines;
-    for (int64_t t : c.ooms)
-        oomLines.emplace_back(timelineX(s, t), timelineX(s, t));
-    if (!oomLines.empty()) {
-        for (auto* r : P)
-            new BandsItem(plot, r, oomLines, oomC);
-        legend->addItem(new SwatchLegendItem(legend, QStringLiteral("OOM"), oomC));
-    }
+    out.ooms.legend = legend;
+    setOomLines(plot, P, s, c.ooms, out.ooms);
     if (c.selFrom != kNoTime && c.selTo != kNoTime)
         out.selection = addSelectionBand(plot, P, timelineX(s, c.selFrom), timelineX(s, c.selTo));
     applyPlotTheme(plot, c.theme);

@@ -17,6 +17,8 @@
 class QCustomPlot;
 class QCPAxisRect;
 class QCPAbstractItem;
+class QCPAbstractLegendItem;
+class QCPLegend;
 class QCPItemPosition;
 
 namespace fs::render {
@@ -49,12 +51,21 @@ struct TimelineChart
     QFont font; // the panels' text is this font, a little smaller
 };
 
+// The OOM lines of a timeline plot and their legend entry (none without OOMs).
+struct OomMarks
+{
+    std::vector<QCPAbstractItem*> lines;
+    QCPLegend* legend = nullptr; // where the entry goes
+    QCPAbstractLegendItem* entry = nullptr;
+};
+
 // What buildTimeline made, for a widget that adds to it.
 struct TimelinePlot
 {
     std::vector<QCPAxisRect*> panels; // top to bottom; the replay lane last when there is one
     std::vector<QCPAbstractItem*> selection; // the selection band's items
-    std::string metric;                      // the ruled frame metric of the 4th panel ("": none)
+    OomMarks ooms;
+    std::string metric; // the ruled frame metric of the 4th panel ("": none)
     bool replayLane = false;
 };
 
@@ -63,6 +74,10 @@ struct TimelinePlot
 // entropy; the first ruled frame metric with its thresholds; the replay lane; collapse bands,
 // OOMs and the selection on every panel. Panels share one time axis.
 TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChart& c);
+// Replaces a timeline plot's OOM lines with one at each of `ooms` on every panel (a widget's
+// new OOM list costs no rebuild of the panels).
+void setOomLines(QCustomPlot& plot, const std::vector<QCPAxisRect*>& panels, const Scene& s,
+                 const std::vector<int64_t>& ooms, OomMarks& marks);
 // The selection band [x0, x1] (timelineX) on every panel.
 std::vector<QCPAbstractItem*>
 addSelectionBand(QCustomPlot& plot, const std::vector<QCPAxisRect*>& panels, double x0, double x1);

@@ -46,6 +46,7 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         // device (a long run's tens of thousands of regions would stroke as many dotted lines).
         const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
         const QImage dots = lineStamp(p, separatorPen, plot.width(), false);
+        std::vector<int> rows; // of the stamps, from the plot's top edge
         int64_t lastRow = std::numeric_limits<int64_t>::min();
         for (const auto& [sb, se] : ld.layout.separators) {
             const double y = Y((static_cast<double>(sb) + static_cast<double>(se)) / 2);
@@ -53,10 +54,14 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
             if (y < plot.top() || y > plot.bottom() || row == lastRow) continue;
             lastRow = row;
             if (!dots.isNull())
-                p.drawImage(QPointF(plot.left(), y - 0.5), dots);
+                rows.push_back(static_cast<int>(std::lround((y - 0.5 - plot.top()) * dpr)));
             else
                 p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
         }
+        if (!rows.empty())
+            p.drawImage(QPointF(plot.left(), plot.top()),
+                        stampLines(dots, rows, false,
+                                   static_cast<int>(std::ceil(plot.height() * dpr)) + 1));
     }
     // The selected allocation, outlined.
     if (o.selAlloc >= 0) {

@@ -22,6 +22,11 @@ QFont font(double px, bool bold = false);
 // full-length patterned lines took tens of milliseconds of every paint on the GUI thread. Null
 // on a vector device (SVG, PDF), which gets real lines.
 QImage lineStamp(QPainter& p, const QPen& pen, double length, bool vertical);
+// Copies of a lineStamp at each offset (device pixels, from the image's origin: columns for a
+// vertical stamp, rows for a horizontal one) in one image `across` device pixels wide (tall):
+// drawn once, where a copy drawn per line cost a blend call per line and scanline (~1,500
+// frame boundaries: tens of ms of a heatmap paint).
+QImage stampLines(const QImage& stamp, const std::vector<int>& offsets, bool vertical, int across);
 // Title line at the top of rect; returns the rect below it.
 // "file · SYNTHETIC DATA · incomplete capture · extra": the line under every report image's title.
 QString reportSubtitle(const Scene& s, const QString& extra);

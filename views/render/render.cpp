@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace fs::render {
@@ -361,6 +362,31 @@ QImage lineStamp(QPainter& p, const QPen& pen, double length, bool vertical)
     return img;
 }
 
+QImage stampLines(const QImage& stamp, const std::vector<int>& offsets, bool vertical, int across)
+{
+    const int thick = vertical ? stamp.width() : stamp.height();
+    QImage out(vertical ? across : stamp.width(), vertical ? stamp.height() : across,
+               QImage::Format_ARGB32_Premultiplied);
+    out.setDevicePixelRatio(stamp.devicePixelRatio());
+    out.fill(Qt::transparent);
+    if (vertical) {
+        for (int y = 0; y < stamp.height(); ++y) {
+            const auto* src = reinterpret_cast<const QRgb*>(stamp.constScanLine(y));
+            auto* dst = reinterpret_cast<QRgb*>(out.scanLine(y));
+            for (int c : offsets)
+                for (int k = 0; k < thick; ++k)
+                    if (c + k >= 0 && c + k < across) dst[c + k] = src[k];
+        }
+    } else {
+        const auto bytes = static_cast<size_t>(stamp.bytesPerLine());
+        for (int r : offsets)
+            for (int k = 0; k < thick; ++k)
+                if (r + k >= 0 && r + k < across)
+                    std::memcpy(out.scanLine(r + k), stamp.constScanLine(k), bytes);
+    }
+    return out;
+}
+
 QFont font(double px, bool bold)
 {
     QFont f(QStringLiteral("DejaVu Sans"));
@@ -558,6 +584,8 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
     // (~1,900 full-height dashed lines took 30-50 ms of every heatmap paint of a long run).
     const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
     const QImage dash = lineStamp(p, QPen(line, 1, Qt::DashLine), plot.height(), true);
+    std::vector<int> columns;                       // of the stamps, from the plot's left edge
+    std::vector<std::pair<double, int64_t>> labels; // x, frame number
     int64_t lastColumn = std::numeric_limits<int64_t>::min();
     for (const auto& f : s.frames) {
         if (f.start == kNoTime || f.start < t0 || f.start > t1) continue;
@@ -565,22 +593,27 @@ void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int
         const auto column = static_cast<int64_t>(std::floor(x * dpr));
         if (column != lastColumn) {
             if (!dash.isNull()) {
-                p.drawImage(QPointF(x - 0.5, plot.top()), dash);
+                columns.push_back(static_cast<int>(std::lround((x - 0.5 - plot.left()) * dpr)));
             } else {
                 p.setPen(QPen(line, 1, Qt::DashLine));
                 p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
             }
             lastColumn = column;
         }
-        if (numbers && f.index % every == 0) {
-            const QRectF lab(x + 2, plot.top() + 2, 40, 14);
-            p.fillRect(
-                QRectF(x + 1, plot.top() + 2,
-                       QFontMetricsF(p.font()).horizontalAdvance(QString::number(f.index)) + 4, 14),
-                s.collapsed(f.index) ? collapseColor() : QColor(0, 0, 0, 140));
-            p.setPen(Qt::white);
-            p.drawText(lab, Qt::AlignLeft | Qt::AlignVCenter, QString::number(f.index));
-        }
+        if (numbers && f.index % every == 0) labels.emplace_back(x, f.index);
+    }
+    if (!columns.empty())
+        p.drawImage(
+            QPointF(plot.left(), plot.top()),
+            stampLines(dash, columns, true, static_cast<int>(std::ceil(plot.width() * dpr)) + 1));
+    // The numbers over the lines.
+    const QFontMetricsF fm(p.font());
+    p.setPen(Qt::white);
+    for (const auto& [x, index] : labels) {
+        const QString text = QString::number(index);
+        p.fillRect(QRectF(x + 1, plot.top() + 2, fm.horizontalAdvance(text) + 4, 14),
+                   s.collapsed(index) ? collapseColor() : QColor(0, 0, 0, 140));
+        p.drawText(QRectF(x + 2, plot.top() + 2, 40, 14), Qt::AlignLeft | Qt::AlignVCenter, text);
     }
     p.restore();
 }

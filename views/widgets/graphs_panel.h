@@ -72,6 +72,9 @@ public:
     int selectedGraph() const { return selected_; }
     void setDark(bool dark);
 
+protected:
+    void showEvent(QShowEvent* e) override;
+
 signals:
     // A new report (null while a new one is computed).
     void reportReady(std::shared_ptr<const fs::analysis::GraphsReport> report);
@@ -79,6 +82,9 @@ signals:
     void poolOutlined(const fs::views::PoolOutline& outline);
 
 private:
+    // Column widths once the table is shown: sized while hidden, Qt measures every row.
+    void fitColumns();
+    bool fitPending_ = false;
     void show(std::shared_ptr<const analysis::GraphsReport> r);
     void drawScatter();
 

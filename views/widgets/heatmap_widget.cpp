@@ -37,6 +37,7 @@ void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int tra
     scene_ = std::move(scene);
     track_ = track;
     sel_ = {};
+    base_ = {}; // another scene may lie at the address of the last (BaseKey::scene)
     fit();
 }
 
@@ -279,14 +280,24 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
                           : tr("Open a session (File › Open, or drop a .fragscope file here)"));
         return;
     }
-    if (rasterVp_ == vp_ && !raster_.isNull()) {
-        render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &raster_);
-    } else {
-        const QImage ph = placeholder();
-        render::paint(p, rect(), *scene_, render::View::Heatmap, options(), &ph);
+    const BaseKey key = baseKey();
+    if (base_.isNull() || !(key == baseKey_)) {
+        base_ = QImage(size() * key.dpr, QImage::Format_ARGB32_Premultiplied);
+        base_.setDevicePixelRatio(key.dpr);
+        base_.fill(Qt::transparent);
+        QPainter bp(&base_);
+        bp.setRenderHints(p.renderHints());
+        if (rasterVp_ == vp_ && !raster_.isNull()) {
+            render::paint(bp, rect(), *scene_, render::View::Heatmap, options(), &raster_);
+        } else {
+            const QImage ph = placeholder();
+            render::paint(bp, rect(), *scene_, render::View::Heatmap, options(), &ph);
+        }
+        paintPoolOutline(bp, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
+                         scene_->timeEnd(), outline_);
+        baseKey_ = key;
     }
-    paintPoolOutline(p, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
-                     scene_->timeEnd(), outline_);
+    p.drawImage(QPointF(0, 0), base_);
     paintOverlay(p);
     if (boxing_) {
         p.setPen(QPen(QColor(255, 255, 255), 1, Qt::DashLine));
@@ -300,9 +311,35 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
     }
 }
 
+HeatmapWidget::BaseKey HeatmapWidget::baseKey() const
+{
+    const render::RenderOptions o = options();
+    BaseKey k;
+    k.scene = scene_.get();
+    k.track = track_;
+    k.vp = vp_;
+    k.rasterVp = rasterVp_;
+    k.raster = raster_.cacheKey();
+    k.size = size();
+    k.dpr = devicePixelRatioF();
+    k.selFrom = o.selFrom;
+    k.selTo = o.selTo;
+    k.selAlloc = o.selAlloc;
+    k.marker = o.marker;
+    k.frame = o.frame;
+    k.unitSpan = o.unitSpan;
+    k.dark = dark_;
+    k.legend = o.occupancyLegend;
+    k.legendWidth = o.legendWidth;
+    k.outline = outlineGeneration_;
+    return k;
+}
+
 void HeatmapWidget::setPoolOutline(const PoolOutline& o)
 {
+    if (o.empty() && outline_.empty()) return; // a new graphs report says "none" again
     outline_ = o;
+    ++outlineGeneration_;
     update();
 }
 
@@ -495,6 +532,7 @@ void HeatmapWidget::setStyle(const analysis::HeatmapStyle& style)
 
 void HeatmapWidget::setOoms(std::vector<int64_t> times)
 {
+    if (times == ooms_) return;
     ooms_ = std::move(times);
     update();
 }

@@ -39,8 +39,12 @@ void TimelineWidget::setCursor(int64_t t)
 
 void TimelineWidget::setOoms(std::vector<int64_t> times)
 {
+    if (times == ooms_) return;
     ooms_ = std::move(times);
-    rebuild();
+    if (!scene_ || rects_.empty()) return; // rebuild() draws them
+    // Only the lines change (a rebuild of a long run's panels is tens of ms).
+    render::setOomLines(*plot_, rects_, *scene_, ooms_, oomMarks_);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelineWidget::placeCursor()

@@ -6,6 +6,7 @@
 #include "core/analysis/metrics.h"
 
 #include <QPainter>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -96,7 +97,14 @@ void TimelineWidget::setScene(std::shared_ptr<const render::Scene> scene, int tr
 void TimelineWidget::setGraphs(std::shared_ptr<const analysis::GraphsReport> graphs)
 {
     graphs_ = std::move(graphs);
-    rebuild();
+    // On a later turn of the event loop: the report arrives with the Graphs panel's own work
+    // and repaint, and the two together kept the loop from input for ~100 ms on a long run.
+    if (graphsPending_) return;
+    graphsPending_ = true;
+    QTimer::singleShot(0, this, [this] {
+        graphsPending_ = false;
+        rebuild();
+    });
 }
 
 void TimelineWidget::setSelection(const Selection& s)
@@ -151,6 +159,7 @@ void TimelineWidget::rebuild()
     const render::TimelinePlot built = render::buildTimeline(*plot_, scene_ ? *scene_ : kNone, c);
     rects_ = built.panels;
     selectionItems_ = built.selection;
+    oomMarks_ = built.ooms;
     metric_ = built.metric;
     replayLane_ = built.replayLane;
     if (!rects_.empty()) {

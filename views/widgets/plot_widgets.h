@@ -68,6 +68,8 @@ private:
     QCustomPlot* plot_ = nullptr;
     std::vector<QCPAxisRect*> rects_;
     std::vector<QCPAbstractItem*> selectionItems_;
+    render::OomMarks oomMarks_;
+    bool graphsPending_ = false; // setGraphs: a rebuild is posted
     Selection sel_;
     bool dark_ = false;
     std::shared_ptr<const analysis::GraphsReport> graphs_;
