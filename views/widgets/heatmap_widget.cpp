@@ -282,8 +282,11 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
     }
     const BaseKey key = baseKey();
     if (base_.isNull() || !(key == baseKey_)) {
-        base_ = QImage(size() * key.dpr, QImage::Format_ARGB32_Premultiplied);
-        base_.setDevicePixelRatio(key.dpr);
+        const QSize px = size() * key.dpr;
+        if (base_.size() != px) {
+            base_ = QImage(px, QImage::Format_ARGB32_Premultiplied);
+            base_.setDevicePixelRatio(key.dpr);
+        }
         base_.fill(Qt::transparent);
         QPainter bp(&base_);
         bp.setRenderHints(p.renderHints());
