@@ -294,7 +294,11 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
         dock && scene_->engine && !scene_->frames.empty()) {
         dock->show();
         dock->raise();
-        settle([this] { return correlations_->tree()->topLevelItemCount() > 0; }, 20000);
+        settle(
+            [this] {
+                return correlations_->tree()->topLevelItemCount() > 0 && !correlations_->busy();
+            },
+            20000);
         if (correlations_->tree()->topLevelItemCount() > 0)
             shot(QStringLiteral("gui-correlations.png"));
     }
