@@ -623,6 +623,43 @@ private slots:
         QCOMPARE(differing(picture(changed), picture(none)), 0);
     }
 
+    void heatmapPictureFollowsWhatItDraws()
+    {
+        // The heatmap keeps its picture (raster, frames, selection, axes) in an image and copies
+        // it while only the overlay changes. What the picture shows must still follow: a
+        // selection and the theme change it, undoing them gives the first picture back, and the
+        // time cursor (overlay) changes the widget without touching the picture's pixels
+        // elsewhere.
+        const auto scene = render::loadScene(fixture_.toStdString());
+        views::HeatmapWidget h;
+        h.resize(900, 500);
+        h.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&h));
+        h.setScene(scene, scene->defaultTrack());
+        QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
+        auto shot = [&] { return h.grab().toImage(); };
+        const QImage first = shot();
+        const analysis::FrameInfo& f = scene->frames.at(scene->frames.size() / 2);
+        views::Selection sel;
+        sel.frame = f.index;
+        sel.from = f.start;
+        sel.to = f.end;
+        h.setSelection(sel);
+        QVERIFY(shot() != first);
+        h.setSelection({});
+        QCOMPARE(shot(), first);
+        h.setDark(true);
+        QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
+        QVERIFY(shot() != first);
+        h.setDark(false);
+        QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
+        QCOMPARE(shot(), first);
+        h.setTimeCursor(f.end);
+        QVERIFY(shot() != first);
+        h.setTimeCursor(kNoTime);
+        QCOMPARE(shot(), first);
+    }
+
     void viewsDrawTheEngineFigures()
     {
         // Each view draws the engine's figures, and nothing else: the timelines plot the

@@ -34,6 +34,7 @@ struct Theme
     bool dark = false;
     static Theme light();
     static Theme darkTheme();
+    bool operator==(const Theme&) const = default;
 };
 
 // The visible part of a heatmap: a time range × a range of the compacted address axis.
@@ -73,6 +74,7 @@ struct RenderOptions
     // Timelines: the CUDA graph replays as a lane below the panels (the GUI passes the Graphs
     // panel's report); null: no lane.
     std::shared_ptr<const analysis::GraphsReport> graphs;
+    bool operator==(const RenderOptions&) const = default;
 };
 
 // The engine's heatmap of a viewport (analysis::Engine::heatmap) as a w x h image: the colours

@@ -37,7 +37,7 @@ void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int tra
     scene_ = std::move(scene);
     track_ = track;
     sel_ = {};
-    base_ = {}; // another scene may lie at the address of the last (BaseKey::scene)
+    base_ = {}; // the key does not name the scene
     fit();
 }
 
@@ -283,18 +283,16 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
     const BaseKey key = baseKey();
     if (base_.isNull() || !(key == baseKey_)) {
         const QSize px = size() * key.dpr;
-        if (base_.size() != px) {
-            base_ = QImage(px, QImage::Format_ARGB32_Premultiplied);
-            base_.setDevicePixelRatio(key.dpr);
-        }
+        if (base_.size() != px) base_ = QImage(px, QImage::Format_ARGB32_Premultiplied);
+        base_.setDevicePixelRatio(key.dpr);
         base_.fill(Qt::transparent);
         QPainter bp(&base_);
         bp.setRenderHints(p.renderHints());
         if (rasterVp_ == vp_ && !raster_.isNull()) {
-            render::paint(bp, rect(), *scene_, render::View::Heatmap, options(), &raster_);
+            render::paint(bp, rect(), *scene_, render::View::Heatmap, key.options, &raster_);
         } else {
             const QImage ph = placeholder();
-            render::paint(bp, rect(), *scene_, render::View::Heatmap, options(), &ph);
+            render::paint(bp, rect(), *scene_, render::View::Heatmap, key.options, &ph);
         }
         paintPoolOutline(bp, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
                          scene_->timeEnd(), outline_);
@@ -316,26 +314,8 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
 
 HeatmapWidget::BaseKey HeatmapWidget::baseKey() const
 {
-    const render::RenderOptions o = options();
-    BaseKey k;
-    k.scene = scene_.get();
-    k.track = track_;
-    k.vp = vp_;
-    k.rasterVp = rasterVp_;
-    k.raster = raster_.cacheKey();
-    k.size = size();
-    k.dpr = devicePixelRatioF();
-    k.selFrom = o.selFrom;
-    k.selTo = o.selTo;
-    k.selAlloc = o.selAlloc;
-    k.marker = o.marker;
-    k.frame = o.frame;
-    k.unitSpan = o.unitSpan;
-    k.dark = dark_;
-    k.legend = o.occupancyLegend;
-    k.legendWidth = o.legendWidth;
-    k.outline = outlineGeneration_;
-    return k;
+    return {options(), rasterVp_,           raster_.cacheKey(),
+            size(),    devicePixelRatioF(), outlineGeneration_};
 }
 
 void HeatmapWidget::setPoolOutline(const PoolOutline& o)

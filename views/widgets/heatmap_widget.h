@@ -122,21 +122,17 @@ private:
     QString note_;
     void paintOverlay(QPainter& p);
     // The picture under the overlay (raster, frames, collapses, axes, pool outline) painted
-    // once into `base_`, then copied: the many repaints that change only the overlay (the time
-    // cursor, OOM marks, a box being drawn, the views around it updating) cost a copy instead of
-    // thousands of frame boundaries and address labels each, on the GUI thread.
+    // once into `base_` (setScene drops it), then copied: the many repaints that change only the
+    // overlay (the time cursor, OOM marks, a box being drawn, the views around it updating) cost a
+    // copy instead of thousands of frame boundaries and address labels each, on the GUI thread.
     struct BaseKey
     {
-        const void* scene = nullptr;
-        int track = -1;
-        render::Viewport vp, rasterVp;
-        qint64 raster = 0;
+        render::RenderOptions options; // the track, viewport, selection, theme, legend
+        render::Viewport rasterVp;
+        qint64 raster = 0; // QImage::cacheKey of raster_
         QSize size;
         double dpr = 1;
-        int64_t selFrom = 0, selTo = 0, selAlloc = 0, marker = 0, frame = 0, unitSpan = 0;
-        bool dark = false, legend = false;
-        double legendWidth = 0;
-        uint64_t outline = 0;
+        uint64_t outline = 0; // outlineGeneration_
         bool operator==(const BaseKey&) const = default;
     };
     BaseKey baseKey() const;
