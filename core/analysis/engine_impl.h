@@ -154,6 +154,7 @@ private:
         bool alive = false;
         std::map<uint64_t, uint64_t> allocs; // address -> end
     };
+    FragState(const TrackData& t, std::vector<RegionLive>&& empty); // reuses the storage
     void addFragment(uint64_t size);
     void removeFragment(uint64_t size);
     void gapsOf(uint32_t r, bool add);
@@ -205,6 +206,7 @@ private:
     size_t allocPos_ = 0, freePos_ = 0, regionPos_ = 0, regionEndPos_ = 0;
     int64_t time_ = std::numeric_limits<int64_t>::min();
     int64_t processed_ = 0;
+    int64_t lastEventTime() const; // of the events processed so far (min when none)
 };
 
 inline int64_t Replayer::nextTime() const

@@ -7,6 +7,12 @@ namespace fs::analysis {
 
 FragState::FragState(const TrackData& t) : td_(&t), regions_(t.regions.size()) {}
 
+FragState::FragState(const TrackData& t, std::vector<RegionLive>&& empty)
+    : td_(&t), regions_(std::move(empty))
+{
+    regions_.resize(t.regions.size());
+}
+
 void FragState::addFragment(uint64_t size)
 {
     if (size == 0) return;
@@ -228,7 +234,14 @@ void FragState::free(const Alloc& a)
 
 void FragState::rebuild(const Checkpoint& c)
 {
-    *this = FragState(*td_);
+    // A new state that keeps the regions' storage: on a long run (10^5 regions) making and
+    // freeing it again cost more than the rest of a seek.
+    std::vector<RegionLive> keep = std::move(regions_);
+    for (RegionLive& r : keep) {
+        r.alive = false;
+        r.allocs.clear();
+    }
+    *this = FragState(*td_, std::move(keep));
     for (size_t r = 0; r < c.regionPos; ++r) {
         const RegionRec& rr = td_->regions[r];
         if (rr.destroyNs > c.time) {
@@ -298,8 +311,23 @@ std::vector<Fragment> FragState::fragments() const
     return out;
 }
 
+int64_t Replayer::lastEventTime() const
+{
+    // Each stream is sorted: its last processed event is the one before its position.
+    int64_t t = std::numeric_limits<int64_t>::min();
+    if (allocPos_) t = std::max(t, t_.allocs[allocPos_ - 1].allocNs);
+    if (freePos_) t = std::max(t, t_.allocs[t_.byFree[freePos_ - 1]].freeNs);
+    if (regionPos_) t = std::max(t, t_.regions[regionPos_ - 1].createNs);
+    if (regionEndPos_) t = std::max(t, t_.regions[t_.regionsByEnd[regionEndPos_ - 1]].destroyNs);
+    return t;
+}
+
 void Replayer::seek(int64_t time, bool useCheckpoints)
 {
+    // Back to a time no processed event comes after (the last advance stopped at a limit past
+    // it, e.g. a frame's end that is the next frame's start): the state is already the one at
+    // `time`, and going on from here beats a rebuild.
+    if (time < time_ && lastEventTime() <= time) time_ = time;
     const Checkpoint* best = nullptr;
     if (useCheckpoints) {
         // Last checkpoint at or before time.

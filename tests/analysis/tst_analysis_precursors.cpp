@@ -35,12 +35,18 @@ namespace {
 // - withOom: an OOM of 8 MiB at S+480 of frame 7 (between call 0 and call 1).
 // - withIdMatch: every frame also reports id_match_rate 0.9, except frame 1 with 0.7: healthy
 //   under the default rule (< 0.65), broken under "id_match_rate < 0.8".
+// - boundaryRegion: a segment D of 1 MiB at kBase + 128 MiB created at 6000, the instant that
+//   ends frame 4 (the last healthy one) and starts frame 5 (the window), released at 6500.
 void buildSession(const std::string& path, bool withOom, bool withIdMatch = false,
-                  bool shift = true)
+                  bool shift = true, bool boundaryRegion = false)
 {
     Ingest in(options(path));
     in.begin();
     in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
+    if (boundaryRegion) {
+        in.add(ev(EventType::RegionCreate, 6000, kBase + 128 * MiB, MiB));
+        in.add(ev(EventType::RegionDestroy, 6500, kBase + 128 * MiB));
+    }
     for (int i = 0; i < 8; ++i) {
         const int64_t s = 1000 * (i + 1);
         mark(in, s, "frame " + std::to_string(i));
@@ -248,6 +254,26 @@ private slots:
         for (const Precursor& x : rep->precursors)
             QVERIFY2(!x.evidence.standsOut, x.description.c_str());
         QVERIFY(!find(rep->precursors, PrecursorKind::KernelVariantShift));
+    }
+
+    // An event at the instant one frame ends and the next begins belongs to both. The baseline
+    // pass has already replayed it (frame 4 ends at 6000) when the window (from 6000) begins:
+    // the window must still list it. D's creation and release fold into one row of 2 events;
+    // a replay that went on from frame 4's end would see only the release (count 1).
+    void eventAtAFrameBoundary()
+    {
+        const auto f = path("boundary.fragscope");
+        buildSession(f, false, false, true, true);
+        const auto rep = Engine::open(f)->collapseReport(7);
+        QVERIFY(rep.has_value());
+        QCOMPARE(rep->windowBegin, int64_t(6000));
+        const Precursor* d = nullptr;
+        for (const Precursor& x : rep->precursors)
+            if (x.address == kBase + 128 * MiB) d = &x;
+        QVERIFY(d);
+        QCOMPARE(d->count, int64_t(2));
+        QVERIFY2(d->description.find("released and re-created") != std::string::npos,
+                 d->description.c_str());
     }
 
     // The ranking follows the collapse rules it is asked with (the GUI's rule editor), and equals
