@@ -445,6 +445,101 @@ void Engine::Impl::writeTimelineCache(const std::string& key, const Timeline& tl
 }
 
 namespace {
+
+std::string summaryKey(uint32_t device, Level level)
+{
+    return fmt::format("summary:{}:{}", device, static_cast<int>(level));
+}
+
+// Every field of the figures, in their stored order (reading and writing walk the same list).
+template <typename F> void eachField(SummaryFigures& f, F&& fn)
+{
+    fn(f.peakReservedBytes);
+    fn(f.peakReservedAtNs);
+    fn(f.peakAllocatedBytes);
+    fn(f.peakAllocatedAtNs);
+    fn(f.peakAllocatedOutsideBytes);
+    fn(f.peakAllocatedOutsideAtNs);
+    fn(f.meanFragmentationRatio);
+    fn(f.maxFragmentationRatio);
+    fn(f.maxFragmentationRatioAtNs);
+    fn(f.minLargestFreeBytes);
+    fn(f.minLargestFreeAtNs);
+    fn(f.maxFragmentCount);
+    fn(f.maxFragmentCountAtNs);
+    fn(f.finalReservedBytes);
+    fn(f.instants);
+    fn(f.countedInstants);
+    fn(f.reservedNs);
+}
+
+} // namespace
+
+void Engine::Impl::forgetDerived() const
+{
+    {
+        std::lock_guard lock(rolesMutex);
+        roles.clear();
+    }
+    std::lock_guard lock(summariesMutex);
+    summaries.clear();
+}
+
+bool Engine::Impl::readSummaryCache(uint32_t device, Level level, TrackSummary& out) const
+{
+    {
+        std::lock_guard lock(summariesMutex);
+        if (auto it = summaries.find({device, static_cast<int>(level)}); it != summaries.end()) {
+            out.figures = it->second.figures;
+            out.pools = it->second.pools;
+            return true;
+        }
+    }
+    std::string blob;
+    {
+        std::lock_guard lock(dbMutex);
+        if (cacheStamp.empty() || !session) return false;
+        if (!fetchCache(*session, summaryKey(device, level), cacheStamp, blob)) return false;
+    }
+    Reader r{blob.data(), blob.data() + blob.size()};
+    auto read = [&](SummaryFigures& f) {
+        eachField(f, [&](auto& v) { v = r.get<std::decay_t<decltype(v)>>(); });
+    };
+    TrackSummary s;
+    read(s.figures);
+    const uint64_t pools = r.get<uint64_t>();
+    for (uint64_t i = 0; r.ok && i < pools && r.p < r.end; ++i) {
+        PoolSummary& p = s.pools.emplace_back();
+        p.pool = r.get<uint64_t>();
+        read(p.figures);
+    }
+    if (!r.ok || r.p != r.end || s.pools.size() != pools) return false;
+    out.figures = s.figures;
+    out.pools = s.pools;
+    std::lock_guard lock(summariesMutex);
+    summaries.emplace(std::make_pair(device, static_cast<int>(level)), std::move(s));
+    return true;
+}
+
+void Engine::Impl::writeSummaryCache(uint32_t device, Level level, const TrackSummary& s) const
+{
+    {
+        std::lock_guard lock(summariesMutex);
+        summaries[{device, static_cast<int>(level)}] = s;
+    }
+    Writer w;
+    auto write = [&](SummaryFigures f) { eachField(f, [&](const auto& v) { w.put(v); }); };
+    write(s.figures);
+    w.put<uint64_t>(s.pools.size());
+    for (const PoolSummary& p : s.pools) {
+        w.put<uint64_t>(p.pool);
+        write(p.figures);
+    }
+    std::lock_guard lock(dbMutex);
+    if (!cacheStamp.empty()) storeCache(path, cacheStamp, {{summaryKey(device, level), w.out}});
+}
+
+namespace {
 std::string rasterKey(uint32_t device, Level level)
 {
     return fmt::format("heatmap:{}:{}", device, static_cast<int>(level));

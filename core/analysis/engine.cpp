@@ -1,6 +1,7 @@
 // Engine: loading the session into the replay index, state queries and allocation lookups.
 #include "engine_impl.h"
 #include "parallel.h"
+#include "stage_timer.h"
 
 #include "core/format.h"
 
@@ -74,25 +75,6 @@ std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions 
     return e;
 }
 
-namespace {
-
-// FRAGSCOPE_ANALYSIS_TIMING=1 prints how long each stage of open() took (stderr).
-struct StageTimer
-{
-    bool on = std::getenv("FRAGSCOPE_ANALYSIS_TIMING") != nullptr;
-    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-    void operator()(const char* stage)
-    {
-        if (!on) return;
-        const auto now = std::chrono::steady_clock::now();
-        std::fprintf(stderr, "analysis open: %-28s %8.1f ms\n", stage,
-                     std::chrono::duration<double, std::milli>(now - last).count());
-        last = now;
-    }
-};
-
-} // namespace
-
 void Engine::Impl::load(const LoadOptions& o, bool snapshot)
 {
     StageTimer stage;
@@ -109,6 +91,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     frames.clear();
     collapses.clear();
     kernelIndexReady = false;
+    oomRows.reset();
     kernelDevices.clear();
     kernelFirstStart.clear();
     {

@@ -4,8 +4,10 @@
 
 #include "engine.h"
 #include "metrics.h"
+#include "summary.h"
 
 #include "core/store/allocations.h"
+#include "core/store/ooms.h"
 #include "core/store/regions.h"
 #include "core/store/session.h"
 
@@ -15,10 +17,12 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace fs::analysis {
@@ -412,6 +416,30 @@ struct Engine::Impl
         double ySize = 1;
         std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
     };
+    // A frame's allocations with their role (tag, else size, and the ordinal among the frame's
+    // blocks of that role), for Engine::addressJumps: it compares each frame's with the previous
+    // frame's, a collapse query asks for ~20 frames twice and `report` for thousands, so each
+    // frame's are read once. Bounded; emptied by forgetDerived().
+    struct RoleRow
+    {
+        int64_t id;
+        uint64_t address, size;
+        std::string role;
+    };
+    using FrameRoles = std::vector<RoleRow>;
+    mutable std::mutex rolesMutex;
+    mutable std::map<std::tuple<uint32_t, int, int64_t>, std::shared_ptr<const FrameRoles>> roles;
+    std::shared_ptr<const FrameRoles> frameRoles(uint32_t device, Level level,
+                                                 const FrameInfo& f) const;
+    // Engine::trackSummary by (device, level): a replay of the whole track (seconds on a long
+    // run) that `report`, `compare`, `whatif` and the GUI all ask for. Kept here and stored in
+    // analysis_cache ("summary:<device>:<level>"); emptied by forgetDerived().
+    mutable std::mutex summariesMutex;
+    mutable std::map<std::pair<uint32_t, int>, TrackSummary> summaries;
+    bool readSummaryCache(uint32_t device, Level level, TrackSummary& out) const;
+    void writeSummaryCache(uint32_t device, Level level, const TrackSummary& s) const;
+    // Drops what was derived from the rows and frames (loadFrames: an open or a live refresh).
+    void forgetDerived() const;
     mutable std::mutex lodMutex;
     mutable std::vector<std::shared_ptr<const Lod>> lods;
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
@@ -448,6 +476,9 @@ struct Engine::Impl
     void buildKernelIndex(int64_t firstStart) const;
     bool readKernelIndexCache(int64_t firstStart) const; // under dbMutex
     void writeKernelIndexCache(int64_t firstStart) const;
+    // Lazily, under dbMutex: every OOM in time order (kernel-variant shifts ask, for each of
+    // hundreds of launches, whether one fell in the gap before it). Reset with the kernel index.
+    mutable std::optional<std::vector<store::OomRow>> oomRows;
     std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
     std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
     AllocationInfo info(const TrackData& t, const Alloc& a) const;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -24,6 +25,7 @@ namespace fs::analysis {
 void Engine::Impl::loadFrames(const LoadOptions& o)
 {
     frames.clear();
+    forgetDerived();
     std::lock_guard lock(dbMutex);
     const Session& db = *session;
     std::map<int64_t, FrameInfo> byIndex;
@@ -310,6 +312,33 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
     return out;
 }
 
+std::shared_ptr<const Engine::Impl::FrameRoles>
+Engine::Impl::frameRoles(uint32_t device, Level level, const FrameInfo& f) const
+{
+    const auto key = std::make_tuple(device, static_cast<int>(level), f.index);
+    {
+        std::lock_guard lock(rolesMutex);
+        if (auto hit = roles.find(key); hit != roles.end()) return hit->second;
+    }
+    auto rows = std::make_shared<FrameRoles>();
+    {
+        std::lock_guard lock(dbMutex);
+        std::map<std::string, int> ordinal;
+        for (store::TaggedAllocation& t :
+             store::allocationsMadeIn(*session, device, static_cast<int>(level), f.start, f.end)) {
+            RoleRow r{t.id, t.address, t.size, {}};
+            const std::string base =
+                t.tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + t.tag;
+            r.role = fmt::format("{}#{}", base, ordinal[base]++);
+            rows->push_back(std::move(r));
+        }
+    }
+    std::lock_guard lock(rolesMutex);
+    if (roles.size() >= 256) roles.clear();
+    roles.emplace(key, rows);
+    return rows;
+}
+
 std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
 {
     d_->ensureRows();
@@ -323,32 +352,13 @@ std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int6
         if (f.start != kNoTime && f.start < it->start && (!prev || f.start > prev->start))
             prev = &f;
     if (!prev) return {};
-    struct Row
-    {
-        int64_t id;
-        uint64_t address, size;
-        std::string role;
-    };
-    auto rolesOf = [&](const FrameInfo& f) {
-        std::vector<Row> rows;
-        std::lock_guard lock(d_->dbMutex);
-        std::map<std::string, int> ordinal;
-        for (store::TaggedAllocation& t : store::allocationsMadeIn(
-                 *d_->session, device, static_cast<int>(level), f.start, f.end)) {
-            Row r{t.id, t.address, t.size, {}};
-            const std::string tag = std::move(t.tag);
-            const std::string base = tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + tag;
-            r.role = fmt::format("{}#{}", base, ordinal[base]++);
-            rows.push_back(std::move(r));
-        }
-        return rows;
-    };
-    const std::vector<Row> before = rolesOf(*prev), now = rolesOf(*it);
-    std::unordered_map<std::string, const Row*> byRole;
-    for (const Row& r : before)
+    const auto before = d_->frameRoles(device, level, *prev);
+    const auto now = d_->frameRoles(device, level, *it);
+    std::unordered_map<std::string_view, const Impl::RoleRow*> byRole;
+    for (const Impl::RoleRow& r : *before)
         byRole.emplace(r.role, &r);
     std::vector<AddressJump> out;
-    for (const Row& r : now) {
+    for (const Impl::RoleRow& r : *now) {
         auto b = byRole.find(r.role);
         if (b == byRole.end()) continue;
         AddressJump j;

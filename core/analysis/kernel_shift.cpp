@@ -187,17 +187,25 @@ Gap gapOf(const Engine::Impl& d, uint32_t device, int64_t begin, int64_t end)
                 g.largestAddress = it->address;
                 g.largestRegion = it->region == kNoRegion ? -1 : td.regions[it->region].id;
             }
-        for (const RegionRec& r : td.regions)
-            if (r.destroyNs != kAlive && r.destroyNs > begin && r.destroyNs <= end)
-                ++g.regionsReleased;
+        // Released in (begin, end]: a range of the regions in release order.
+        auto releasedBy = [&](int64_t t) {
+            return std::upper_bound(
+                td.regionsByEnd.begin(), td.regionsByEnd.end(), t,
+                [&](int64_t v, uint32_t r) { return v < td.regions[r].destroyNs; });
+        };
+        g.regionsReleased += static_cast<int>(releasedBy(end) - releasedBy(begin));
     }
     std::lock_guard lock(d.dbMutex);
     if (!d.session) return g;
-    const store::OomCount ooms = store::oomsBetween(*d.session, device, begin, end);
-    if (ooms.count > 0) {
-        g.oom = true;
-        g.oomRequested = ooms.largestRequest;
-    }
+    if (!d.oomRows) d.oomRows = store::oomsByTime(*d.session);
+    // The device's OOMs in (begin, end] and the largest request among them.
+    auto o = std::upper_bound(d.oomRows->begin(), d.oomRows->end(), begin,
+                              [](int64_t t, const store::OomRow& r) { return t < r.timeNs; });
+    for (; o != d.oomRows->end() && o->timeNs <= end; ++o)
+        if (o->device == static_cast<int64_t>(device)) {
+            g.oom = true;
+            g.oomRequested = std::max(g.oomRequested, o->requestedBytes.value_or(0));
+        }
     return g;
 }
 

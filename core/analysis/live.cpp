@@ -225,6 +225,7 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
     {
         std::lock_guard lock(e.dbMutex);
         e.kernelIndexReady = false;
+        e.oomRows.reset();
         e.kernelDevices.clear();
         e.kernelFirstStart.clear();
     }

@@ -3,6 +3,7 @@
 // the cause by the first rule that holds, with advice that takes the recorded settings into
 // account.
 #include "oom.h"
+#include "parallel.h"
 
 #include "engine_impl.h"
 #include "serialize.h"
@@ -231,7 +232,8 @@ std::vector<OomDiagnosis> Engine::ooms() const
         for (const store::DeviceRow& dv : store::devices(db))
             if (dv.capacityBytes) capacity[static_cast<uint32_t>(dv.id)] = *dv.capacityBytes;
     }
-    for (OomDiagnosis& o : out) {
+    // Each OOM on its own (two replays to its instant): over the cores, a long run has hundreds.
+    auto one = [&](OomDiagnosis& o) {
         const int key = static_cast<int>(o.level) | static_cast<int>(o.device << 8);
         // The request's pool is the default pool (0): an OOM entry does not name one.
         auto inPoolStream = [&](const RegionRow& r) {
@@ -268,7 +270,11 @@ std::vector<OomDiagnosis> Engine::ooms() const
             o.externalBytes = o.deviceFreeKnown && c->second > used ? c->second - used : 0;
         }
         diagnose(o, set);
-    }
+    };
+    forEachChunk(out.size(), parallelChunks(out.size(), 8), [&](size_t, size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i)
+            one(out[i]);
+    });
     return out;
 }
 

@@ -1,6 +1,8 @@
 #include "report.h"
 
 #include "engine.h"
+#include "parallel.h"
+#include "stage_timer.h"
 
 #include <algorithm>
 #include <set>
@@ -16,8 +18,10 @@ void check(const ReportOptions& o)
 
 TrackReport trackReport(const Engine& e, const Track& t, const ReportOptions& o)
 {
+    StageTimer stage{"report track"};
     TrackReport r;
     const TrackSummary s = e.trackSummary(t.device, t.level);
+    stage("summary");
     r.track = s.track;
     r.figures = s.figures;
     r.end = e.stateAt(t.device, t.level, e.timeEnd());
@@ -43,12 +47,15 @@ TrackReport trackReport(const Engine& e, const Track& t, const ReportOptions& o)
     to.step =
         std::max<int64_t>(1, (e.timeEnd() - e.timeBegin()) / std::max<int64_t>(1, o.trendSamples));
     to.entropyWindowNs = o.entropyWindowNs;
+    stage("end states");
     const Timeline tl = e.timeline(to);
+    stage("timeline");
     r.trendSamples = static_cast<int64_t>(tl.time.size());
     r.ratioTrend = e.trend(tl, "fragmentation_ratio", kNoTime, kNoTime);
     r.entropyTrend = e.trend(tl, "event_entropy", kNoTime, kNoTime);
     r.bursts = e.burstSummary(t.device, t.level, o.burstGapNs);
     r.burstGapNs = o.burstGapNs;
+    stage("bursts");
     return r;
 }
 
@@ -56,6 +63,7 @@ TrackReport trackReport(const Engine& e, const Track& t, const ReportOptions& o)
 
 Report buildReport(const Engine& e, const std::string& file, const ReportOptions& o)
 {
+    StageTimer stage{"report"};
     Report r;
     const SessionSummary& sum = e.summary();
     r.file = file;
@@ -70,6 +78,7 @@ Report buildReport(const Engine& e, const std::string& file, const ReportOptions
         check(o);
         r.tracks.push_back(trackReport(e, t, o));
     }
+    stage("tracks");
     r.defaultTrack = e.defaultTrack(0);
 
     // Frames and collapses, under other rules when given (the GUI's editor).
@@ -89,17 +98,29 @@ Report buildReport(const Engine& e, const std::string& file, const ReportOptions
                 f.collapse = static_cast<int>(c);
     }
     r.frameMetricNames.assign(names.begin(), names.end());
-    for (const Collapse& c : collapses) {
-        check(o);
-        if (auto rep = e.collapseReport(c.firstFrame, r.rules)) {
-            if (rep->precursors.size() > o.topPrecursors) rep->precursors.resize(o.topPrecursors);
-            r.collapses.push_back(std::move(*rep));
-        }
-    }
+    stage("frames");
+    // Each collapse's report (what collapseReport gives for its first frame), over the cores:
+    // on a long run there are thousands.
+    r.collapses.resize(collapses.size());
+    forEachChunk(collapses.size(), parallelChunks(collapses.size(), 2),
+                 [&](size_t, size_t c0, size_t c1) {
+                     for (size_t c = c0; c < c1; ++c) {
+                         check(o);
+                         CollapseReport& rep = r.collapses[c];
+                         rep = e.frameReport(collapses[c].firstFrame, r.rules);
+                         rep.collapse = collapses[c];
+                         rep.frame = collapses[c].firstFrame;
+                         if (rep.precursors.size() > o.topPrecursors)
+                             rep.precursors.resize(o.topPrecursors);
+                     }
+                 });
+    stage("collapses");
     check(o);
     for (const Correlation& c : e.correlations())
         if (c.n >= 3) r.correlations.push_back(c);
+    stage("correlations");
     r.ooms = e.ooms();
+    stage("ooms");
     return r;
 }
 

@@ -218,6 +218,8 @@ TrackSummary Engine::trackSummary(uint32_t device, Level level) const
     out.track.level = level;
     for (const Track& t : tracks())
         if (t.device == device && t.level == level) out.track = t;
+    // The kept figures need no allocation rows (a reopen defers reading them).
+    if (!d_->trackInfo(device, level) || d_->readSummaryCache(device, level, out)) return out;
     const TrackData* td = d_->track(device, level);
     if (!td) return out;
     const int64_t end = d_->timeEnd;
@@ -235,6 +237,7 @@ TrackSummary Engine::trackSummary(uint32_t device, Level level) const
         for (auto& [pool, index] : poolIndex)
             index = k++;
         out.figures = summariseWithPools(*td, poolIndex, poolOf, end, out.pools);
+        d_->writeSummaryCache(device, level, out);
         return out;
     }
 
@@ -255,6 +258,7 @@ TrackSummary Engine::trackSummary(uint32_t device, Level level) const
     for (const Accumulator& p : parts)
         all.append(p);
     out.figures = all.figures();
+    d_->writeSummaryCache(device, level, out);
     return out;
 }
 

@@ -36,6 +36,7 @@ struct SummaryFigures
     int64_t instants = 0;        // instants at which the state changed (events at one time: one)
     int64_t countedInstants = 0; // ... of them with memory reserved after them
     int64_t reservedNs = 0;      // time with memory reserved: the mean's denominator
+    bool operator==(const SummaryFigures&) const = default;
 };
 
 struct PoolSummary

@@ -43,6 +43,7 @@ bool storeViewingIndex(const std::string& path, const ViewingIndexOptions& vo)
             to.step =
                 std::max<int64_t>(1, (e->timeEnd() - e->timeBegin()) / std::max(1, vo.samples));
             e->timeline(to);
+            e->trackSummary(t.device, t.level); // report, compare, whatif and the GUI's header
         }
         if (!tracks.empty()) {
             byDefault = tracks.front();

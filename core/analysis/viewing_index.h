@@ -1,9 +1,10 @@
 // What the GUI's first look needs, built by the engine and stored in the session file by the
 // store (docs/analysis.md "Caching"): the engine's index and allocation records, the per-frame
-// figures, each track's timeline at the GUI's sampling and the default track's level-of-detail
-// grid (from a million allocations: smaller tracks are drawn exactly at once). The GUI then opens
-// the file as a reopen, reading no allocation row. The writers of a session (`fragscope
-// simulate`, `import`, `record`, `attach`) call it when they finish, without the drawing library.
+// figures, each track's timeline at the GUI's sampling and its summary, and the default track's
+// level-of-detail grid (from a million allocations: smaller tracks are drawn exactly at once). The
+// GUI then opens the file as a reopen, reading no allocation row. The writers of a session
+// (`fragscope simulate`, `import`, `record`, `attach`) call it when they finish, without the
+// drawing library.
 #pragma once
 
 #include "engine.h"

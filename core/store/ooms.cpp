@@ -69,20 +69,6 @@ std::vector<int64_t> oomTimes(const Session& s, int64_t device)
     return out;
 }
 
-OomCount oomsBetween(const Session& s, int64_t device, int64_t after, int64_t upTo)
-{
-    Stmt st = SessionAccess::db(s).prepare("SELECT COALESCE(MAX(requested_bytes), 0), COUNT(*)"
-                                           " FROM ooms WHERE device = ?1 AND time_ns > ?2 AND"
-                                           " time_ns <= ?3");
-    st.bind(1, device).bind(2, after).bind(3, upTo);
-    OomCount c;
-    if (st.step()) {
-        c.count = st.i64(1);
-        c.largestRequest = st.u64(0);
-    }
-    return c;
-}
-
 std::vector<PendingFreeRow> pendingFrees(const Session& s)
 {
     return pendingRows(s, kPendingSelect, -1);

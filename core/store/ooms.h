@@ -26,14 +26,6 @@ std::vector<OomRow> oomsIn(const Session& s, int64_t from, int64_t to);
 std::vector<OomRow> oomsOfLevel(const Session& s, int level);
 // The times of one device's OOMs, ascending.
 std::vector<int64_t> oomTimes(const Session& s, int64_t device);
-// How many OOMs one device had at times in (after, upTo], and the largest request among them
-// (0 when none said).
-struct OomCount
-{
-    int64_t count = 0;
-    uint64_t largestRequest = 0;
-};
-OomCount oomsBetween(const Session& s, int64_t device, int64_t after, int64_t upTo);
 
 struct PendingFreeRow
 {

@@ -159,6 +159,46 @@ private slots:
         check(*Engine::open(path));
     }
 
+    void summaryIsKept()
+    {
+        // The track summary (a replay of the whole track) is stored at the first call; a
+        // reopen answers it from the stored value, before any allocation row is read. Proof
+        // that the stored value is what comes back: a well-formed value written behind the
+        // engine's back is returned as it is; a malformed one is ignored and recomputed.
+        const std::string path = dir_.filePath("summary.fragscope").toStdString();
+        makeSession(path);
+        const SummaryFigures computed =
+            Engine::open(path)->trackSummary(0, Level::Framework).figures;
+        QVERIFY(computed.peakAllocatedBytes > 0);
+        QVERIFY(computed.maxFragmentCount > 0);
+        {
+            Db db(path, SQLITE_OPEN_READONLY);
+            QCOMPARE(db.scalar("SELECT COUNT(*) FROM analysis_cache WHERE key = 'summary:0:2'"),
+                     int64_t(1));
+        }
+        {
+            const auto again = Engine::open(path);
+            const SummaryFigures stored = again->trackSummary(0, Level::Framework).figures;
+            QVERIFY(again->loadInfo().rowsDeferred);
+            QVERIFY(!again->loadInfo().rowsFromCache); // no record was needed
+            QVERIFY(stored == computed);               // every field, the doubles bit for bit
+        }
+        {
+            // The first stored field is the peak reserved (eight bytes, little-endian).
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE analysis_cache SET value = x'3930000000000000' || substr(value, 9)"
+                    " WHERE key = 'summary:0:2'");
+        }
+        QCOMPARE(Engine::open(path)->trackSummary(0, Level::Framework).figures.peakReservedBytes,
+                 uint64_t(12345));
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            db.exec("UPDATE analysis_cache SET value = x'0100' WHERE key = 'summary:0:2'");
+        }
+        QCOMPARE(Engine::open(path)->trackSummary(0, Level::Framework).figures.peakReservedBytes,
+                 computed.peakReservedBytes);
+    }
+
     void levelOfDetailIsKept()
     {
         // The preview's grid is built once and stored: a reopen answers the same preview from
