@@ -197,6 +197,9 @@ public:
     std::optional<CollapseReport> collapseReport(int64_t frame,
                                                  const std::vector<CollapseRule>& rules) const;
     CollapseReport frameReport(int64_t frame, const std::vector<CollapseRule>& rules) const;
+    // Report for collapse c, one of collapses() or collapsesWith(rules) (`report` asks for every
+    // one without finding the collapses again for each).
+    CollapseReport collapseReport(const Collapse& c, const std::vector<CollapseRule>& rules) const;
     std::vector<AddressJump> addressJumps(uint32_t device, Level level, int64_t frame) const;
     std::vector<KernelSummary> kernelsInFrame(int64_t frame) const;
     // Kernel launches and graph launches starting in [from, to], by start time (at most limit

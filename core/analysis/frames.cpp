@@ -242,14 +242,22 @@ std::optional<CollapseReport> Engine::collapseReport(int64_t frame,
         rules == d_->options.rules ? d_->collapses : d_->computeCollapses(rules);
     for (const Collapse& c : runs) {
         if (frame >= c.firstFrame && frame <= c.lastFrame) {
-            // The collapse starts at its first frame: that is where the precursors are.
-            CollapseReport r = frameReport(c.firstFrame, rules);
-            r.collapse = c;
+            CollapseReport r = collapseReport(c, rules);
             r.frame = frame;
             return r;
         }
     }
     return std::nullopt;
+}
+
+CollapseReport Engine::collapseReport(const Collapse& c,
+                                      const std::vector<CollapseRule>& rules) const
+{
+    // The collapse starts at its first frame: that is where the precursors are.
+    CollapseReport r = frameReport(c.firstFrame, rules);
+    r.collapse = c;
+    r.frame = c.firstFrame;
+    return r;
 }
 
 void Engine::Impl::buildKernelIndex(int64_t firstStart) const

@@ -99,17 +99,14 @@ Report buildReport(const Engine& e, const std::string& file, const ReportOptions
     }
     r.frameMetricNames.assign(names.begin(), names.end());
     stage("frames");
-    // Each collapse's report (what collapseReport gives for its first frame), over the cores:
-    // on a long run there are thousands.
+    // Each collapse's report, over the cores: on a long run there are thousands.
     r.collapses.resize(collapses.size());
     forEachChunk(collapses.size(), parallelChunks(collapses.size(), 2),
                  [&](size_t, size_t c0, size_t c1) {
                      for (size_t c = c0; c < c1; ++c) {
                          check(o);
                          CollapseReport& rep = r.collapses[c];
-                         rep = e.frameReport(collapses[c].firstFrame, r.rules);
-                         rep.collapse = collapses[c];
-                         rep.frame = collapses[c].firstFrame;
+                         rep = e.collapseReport(collapses[c], r.rules);
                          if (rep.precursors.size() > o.topPrecursors)
                              rep.precursors.resize(o.topPrecursors);
                      }
