@@ -174,6 +174,7 @@ std::string encodeRows(const Alloc* a, size_t n)
                                           : static_cast<uint64_t>(x.freeNs) -
                                                 static_cast<uint64_t>(x.allocNs) + 1);
         putVarint(out, x.region == kNoRegion ? 0 : uint64_t{x.region} + 1);
+        putVarint(out, x.tag);
         prev = x;
     }
     return out;
@@ -211,7 +212,9 @@ bool decodeRows(const std::string& blob, Alloc* out, size_t n)
         const uint64_t region = next();
         if (region > kNoRegion) ok = false;
         x.region = region == 0 ? kNoRegion : static_cast<uint32_t>(region - 1);
-        x.pad = 0;
+        const uint64_t tag = next();
+        if (tag > kTagById) ok = false;
+        x.tag = static_cast<uint32_t>(tag);
         out[i] = x;
         prev = x;
     }
@@ -480,6 +483,11 @@ void Engine::Impl::forgetDerived() const
     {
         std::lock_guard lock(rolesMutex);
         roles.clear();
+    }
+    {
+        std::lock_guard lock(launchesMutex);
+        launches.clear();
+        launchRows = 0;
     }
     std::lock_guard lock(summariesMutex);
     summaries.clear();

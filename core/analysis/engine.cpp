@@ -57,6 +57,8 @@ Alloc readAllocRow(const store::AllocationRecord& row, const std::string& path, 
     device = static_cast<uint32_t>(row.device);
     regionId = row.regionId.value_or(-1);
     Alloc a{row.address, row.size, row.allocNs, row.freeNs.value_or(kAlive), row.id, kNoRegion, 0};
+    if (row.tag) // an id that does not fit is read by the allocation's id (Impl::tagOf)
+        a.tag = *row.tag > 0 && *row.tag < kTagById ? static_cast<uint32_t>(*row.tag) : kTagById;
     if (a.freeNs < a.allocNs) a.freeNs = a.allocNs;
     if (a.address + a.size < a.address) // hostile size: clip at the top of the space
         a.size = ~uint64_t{0} - a.address;

@@ -7,6 +7,7 @@
 #include "summary.h"
 
 #include "core/store/allocations.h"
+#include "core/store/kernels.h"
 #include "core/store/ooms.h"
 #include "core/store/regions.h"
 #include "core/store/session.h"
@@ -28,6 +29,9 @@
 namespace fs::analysis {
 
 constexpr uint32_t kNoRegion = 0xffffffffu;
+// Alloc::tag: an untagged block; a tag whose strings.id does not fit in 32 bits (read by id).
+constexpr uint32_t kNoTag = 0;
+constexpr uint32_t kTagById = 0xffffffffu;
 
 // One allocation of a track: a packed hot record (10 M of them must fit comfortably).
 struct Alloc
@@ -38,7 +42,7 @@ struct Alloc
     int64_t freeNs;  // kAlive when never freed
     int64_t id;      // allocations.id
     uint32_t region; // index into TrackData::regions, kNoRegion when outside any region
-    uint32_t pad;
+    uint32_t tag;    // strings.id of the tag, kNoTag when none (kTagById: see Engine::Impl::tagOf)
     uint64_t end() const { return address + size; }
     // Blocks that never hold memory at any instant (zero size, freed when allocated) take no
     // part in the address-space replay; they still count as events for event-size entropy.
@@ -419,7 +423,7 @@ struct Engine::Impl
     // A frame's allocations with their role (tag, else size, and the ordinal among the frame's
     // blocks of that role), for Engine::addressJumps: it compares each frame's with the previous
     // frame's, a collapse query asks for ~20 frames twice and `report` for thousands, so each
-    // frame's are read once. Bounded; emptied by forgetDerived().
+    // frame's are built once. Bounded; emptied by forgetDerived().
     struct RoleRow
     {
         int64_t id;
@@ -427,10 +431,27 @@ struct Engine::Impl
         std::string role;
     };
     using FrameRoles = std::vector<RoleRow>;
+    // An interned string ("" when the file lacks it), each read once: strings never change
+    // once written. tagOf: the text of a block's tag ("" when none).
+    std::string text(int64_t stringId) const;
+    std::string tagOf(const Alloc& a) const;
+    mutable std::mutex textsMutex;
+    mutable std::unordered_map<int64_t, std::string> texts; // under textsMutex
+    // A device's kernel launches starting in [from, to), in (start, id) order: a frame's, which
+    // the kernel summary, the kernel-variant shifts and the verdict's graph figures all read,
+    // for the collapsed frame and its ~16 healthy ones, and `report` for thousands of
+    // collapses that share them. Each range read once; bounded; emptied by forgetDerived().
+    using Launches = std::vector<store::LaunchRow>;
+    std::shared_ptr<const Launches> launchesIn(int64_t device, int64_t from, int64_t to) const;
+    mutable std::mutex launchesMutex;
+    mutable std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const Launches>>
+        launches;
+    mutable size_t launchRows = 0; // held in `launches`
+    // The devices that ran kernels (buildKernelIndex first).
+    std::vector<int64_t> kernelDeviceIds() const;
     mutable std::mutex rolesMutex;
     mutable std::map<std::tuple<uint32_t, int, int64_t>, std::shared_ptr<const FrameRoles>> roles;
-    std::shared_ptr<const FrameRoles> frameRoles(uint32_t device, Level level,
-                                                 const FrameInfo& f) const;
+    std::shared_ptr<const FrameRoles> frameRoles(const TrackData& td, const FrameInfo& f) const;
     // Engine::trackSummary by (device, level): a replay of the whole track (seconds on a long
     // run) that `report`, `compare`, `whatif` and the GUI all ask for. Kept here and stored in
     // analysis_cache ("summary:<device>:<level>"); emptied by forgetDerived().

@@ -32,12 +32,11 @@ struct PendingRow
     uint64_t size;
     int64_t begin, end; // end: kAlive while still pending at the end of the session
 };
-struct KernelRow
+// The graph a launch ran in, -1 when launched outside any graph.
+int64_t graphOf(const store::LaunchRow& k)
 {
-    int64_t start;
-    int64_t name;
-    int64_t graph; // -1: launched outside any graph
-};
+    return k.graphId ? static_cast<int64_t>(*k.graphId) : int64_t{-1};
+}
 
 std::vector<OomRow> readOomTimes(const Engine::Impl& d, int64_t begin, int64_t end)
 {
@@ -59,42 +58,6 @@ std::vector<PendingRow> readPendingFrees(const Engine::Impl& d, int64_t begin, i
                        p.size, p.requestNs, p.completeNs.value_or(kAlive)});
     return out;
 }
-
-// Kernel launches of one device in [begin, end), in start order, with the graph they ran in.
-std::vector<KernelRow> readKernelGraphs(const Engine::Impl& d, uint32_t device, int64_t begin,
-                                        int64_t end)
-{
-    std::vector<KernelRow> out;
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    for (const store::KernelGraphRow& k : store::kernelGraphsIn(*d.session, device, begin, end))
-        out.push_back(
-            {k.startNs, k.name, k.graphId ? static_cast<int64_t>(*k.graphId) : int64_t{-1}});
-    return out;
-}
-
-std::vector<uint32_t> readKernelDevices(const Engine::Impl& d)
-{
-    std::vector<uint32_t> out;
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    for (int64_t v : d.kernelIndexReady ? d.kernelDevices : store::kernelDevices(*d.session))
-        out.push_back(static_cast<uint32_t>(v));
-    return out;
-}
-
-} // namespace
-
-// Tags of allocations by id (empty text when none).
-std::unordered_map<int64_t, std::string> readAllocationTags(const Engine::Impl& d,
-                                                            const std::vector<int64_t>& ids)
-{
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return {};
-    return store::allocationTags(*d.session, ids);
-}
-
-namespace {
 
 // Regions of driver-level tracks that no region of another level on the same device overlaps:
 // device memory the allocator does not own (another library's cudaMalloc, another process seen
@@ -154,16 +117,16 @@ std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
     const std::vector<OutsideRegion> outside = outsideRegions(d);
 
     // Kernels: which names the healthy frames ran inside graphs, per device.
-    const std::vector<uint32_t> kernelDevices = readKernelDevices(d);
-    std::map<uint32_t, std::vector<std::vector<KernelRow>>> kernels;
-    std::map<uint32_t, std::unordered_set<int64_t>> graphNames;
-    for (uint32_t dev : kernelDevices) {
+    const std::vector<int64_t> kernelDevices = d.kernelDeviceIds();
+    std::map<int64_t, std::vector<std::shared_ptr<const Engine::Impl::Launches>>> kernels;
+    std::map<int64_t, std::unordered_set<int64_t>> graphNames;
+    for (int64_t dev : kernelDevices) {
         auto& rows = kernels[dev];
         for (size_t i = 0; i < frames.size(); ++i) {
-            rows.push_back(readKernelGraphs(d, dev, frames[i]->start, frames[i]->end));
+            rows.push_back(d.launchesIn(dev, frames[i]->start, frames[i]->end));
             if (i < healthy)
-                for (const KernelRow& k : rows.back())
-                    if (k.graph >= 0) graphNames[dev].insert(k.name);
+                for (const store::LaunchRow& k : *rows.back())
+                    if (graphOf(k) >= 0) graphNames[dev].insert(k.name);
         }
     }
 
@@ -241,17 +204,18 @@ std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
 
         // Kernels that the healthy frames ran inside graphs, and ran here outside the frame's
         // first graph.
-        for (uint32_t dev : kernelDevices) {
+        for (int64_t dev : kernelDevices) {
             const auto& names = graphNames[dev];
             if (names.empty()) continue;
-            FrameFigures::Graph& gr = g.graph[dev];
-            for (const KernelRow& k : kernels[dev][i]) {
+            FrameFigures::Graph& gr = g.graph[static_cast<uint32_t>(dev)];
+            for (const store::LaunchRow& k : *kernels[dev][i]) {
                 if (!names.count(k.name)) continue;
                 ++gr.launches;
-                if (gr.graphId < 0 && k.graph >= 0) gr.graphId = k.graph;
-                if (k.graph < 0 || k.graph != gr.graphId) {
+                const int64_t graph = graphOf(k);
+                if (gr.graphId < 0 && graph >= 0) gr.graphId = graph;
+                if (graph < 0 || graph != gr.graphId) {
                     ++gr.outside;
-                    if (gr.firstOutside == kNoTime) gr.firstOutside = k.start;
+                    if (gr.firstOutside == kNoTime) gr.firstOutside = k.startNs;
                 }
             }
         }

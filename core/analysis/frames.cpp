@@ -17,6 +17,7 @@
 
 #include "core/format.h"
 #include "core/store/allocations.h"
+#include "core/store/catalog.h"
 #include "core/store/frames.h"
 #include "core/store/kernels.h"
 
@@ -295,18 +296,25 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
     int64_t firstStart = it->start;
     for (const FrameInfo& f : fr)
         if (f.start != kNoTime) firstStart = std::min(firstStart, f.start);
-    std::lock_guard lock(d_->dbMutex);
-    if (!d_->kernelIndexReady) d_->buildKernelIndex(firstStart);
-    std::map<int64_t, KernelSummary> byName;
-    store::KernelNameTotals totals(*d_->session);
-    for (int64_t device : d_->kernelDevices) {
-        for (const store::KernelNameTotal& n : totals.of(device, it->start, it->end)) {
-            KernelSummary& k = byName[n.name];
-            k.name = n.text;
-            k.count += n.count;
-            k.totalNs += n.totalNs;
-            // New: no kernel of this name started between the first frame and this one.
-            auto f = d_->kernelFirstStart.find(n.name);
+    {
+        std::lock_guard lock(d_->dbMutex);
+        if (!d_->session) return {};
+        if (!d_->kernelIndexReady) d_->buildKernelIndex(firstStart);
+    }
+    std::map<int64_t, KernelSummary> byName; // by strings.id
+    for (int64_t device : d_->kernelDeviceIds())
+        for (const store::LaunchRow& l : *d_->launchesIn(device, it->start, it->end)) {
+            KernelSummary& k = byName[l.name];
+            ++k.count;
+            k.totalNs += l.endNs - l.startNs;
+        }
+    for (auto& [name, k] : byName)
+        k.name = d_->text(name);
+    {
+        // New: no kernel of this name started between the first frame and this one.
+        std::lock_guard lock(d_->dbMutex);
+        for (auto& [name, k] : byName) {
+            auto f = d_->kernelFirstStart.find(name);
             k.newInFrame = it->start != firstStart && f != d_->kernelFirstStart.end() &&
                            f->second >= it->start;
         }
@@ -320,26 +328,80 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
     return out;
 }
 
-std::shared_ptr<const Engine::Impl::FrameRoles>
-Engine::Impl::frameRoles(uint32_t device, Level level, const FrameInfo& f) const
+std::vector<int64_t> Engine::Impl::kernelDeviceIds() const
 {
-    const auto key = std::make_tuple(device, static_cast<int>(level), f.index);
+    std::lock_guard lock(dbMutex);
+    if (kernelIndexReady) return kernelDevices;
+    return session ? store::kernelDevices(*session) : std::vector<int64_t>{};
+}
+
+std::shared_ptr<const Engine::Impl::Launches> Engine::Impl::launchesIn(int64_t device, int64_t from,
+                                                                       int64_t to) const
+{
+    const auto key = std::make_tuple(device, from, to);
+    {
+        std::lock_guard lock(launchesMutex);
+        if (auto hit = launches.find(key); hit != launches.end()) return hit->second;
+    }
+    auto rows = std::make_shared<Launches>();
+    {
+        std::lock_guard lock(dbMutex);
+        if (session) *rows = store::launchesIn(*session, device, from, to);
+    }
+    std::lock_guard lock(launchesMutex);
+    // Bounded: a few hundred frames of ~1000 launches (tens of MB).
+    if (launches.size() >= 512 || launchRows > (size_t{1} << 21)) {
+        launches.clear();
+        launchRows = 0;
+    }
+    if (launches.emplace(key, rows).second) launchRows += rows->size();
+    return rows;
+}
+
+std::string Engine::Impl::text(int64_t stringId) const
+{
+    {
+        std::lock_guard lock(textsMutex);
+        if (auto it = texts.find(stringId); it != texts.end()) return it->second;
+    }
+    std::string t;
+    {
+        std::lock_guard lock(dbMutex);
+        if (!session) return {};
+        t = store::stringText(*session, stringId);
+    }
+    std::lock_guard lock(textsMutex);
+    texts.emplace(stringId, t);
+    return t;
+}
+
+std::string Engine::Impl::tagOf(const Alloc& a) const
+{
+    if (a.tag == kNoTag) return {};
+    if (a.tag != kTagById) return text(a.tag);
+    std::lock_guard lock(dbMutex);
+    return session ? store::allocationTag(*session, a.id) : std::string();
+}
+
+std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const TrackData& td,
+                                                                         const FrameInfo& f) const
+{
+    const auto key = std::make_tuple(td.device, static_cast<int>(td.level), f.index);
     {
         std::lock_guard lock(rolesMutex);
         if (auto hit = roles.find(key); hit != roles.end()) return hit->second;
     }
+    // The track's blocks made in [start, end), in (time, id) order: as the records are held.
     auto rows = std::make_shared<FrameRoles>();
-    {
-        std::lock_guard lock(dbMutex);
-        std::map<std::string, int> ordinal;
-        for (store::TaggedAllocation& t :
-             store::allocationsMadeIn(*session, device, static_cast<int>(level), f.start, f.end)) {
-            RoleRow r{t.id, t.address, t.size, {}};
-            const std::string base =
-                t.tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + t.tag;
-            r.role = fmt::format("{}#{}", base, ordinal[base]++);
-            rows->push_back(std::move(r));
-        }
+    std::map<std::string, int> ordinal;
+    auto a = std::lower_bound(td.allocs.begin(), td.allocs.end(), f.start,
+                              [](const Alloc& x, int64_t t) { return x.allocNs < t; });
+    for (; a != td.allocs.end() && a->allocNs < f.end; ++a) {
+        RoleRow r{a->id, a->address, a->size, {}};
+        const std::string tag = tagOf(*a);
+        const std::string base = tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + tag;
+        r.role = fmt::format("{}#{}", base, ordinal[base]++);
+        rows->push_back(std::move(r));
     }
     std::lock_guard lock(rolesMutex);
     if (roles.size() >= 256) roles.clear();
@@ -359,9 +421,10 @@ std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int6
     for (const FrameInfo& f : fr)
         if (f.start != kNoTime && f.start < it->start && (!prev || f.start > prev->start))
             prev = &f;
-    if (!prev) return {};
-    const auto before = d_->frameRoles(device, level, *prev);
-    const auto now = d_->frameRoles(device, level, *it);
+    const TrackData* td = d_->trackInfo(device, level);
+    if (!prev || !td) return {};
+    const auto before = d_->frameRoles(*td, *prev);
+    const auto now = d_->frameRoles(*td, *it);
     std::unordered_map<std::string_view, const Impl::RoleRow*> byRole;
     for (const Impl::RoleRow& r : *before)
         byRole.emplace(r.role, &r);

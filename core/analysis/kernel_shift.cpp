@@ -97,26 +97,15 @@ struct Family
 };
 using Families = std::array<std::unordered_map<Key, Family, KeyHash>, kBases>;
 
-std::vector<int64_t> kernelDevices(const Engine::Impl& d)
-{
-    if (d.kernelIndexReady) return d.kernelDevices;
-    return store::kernelDevices(*d.session);
-}
-
 // Launches of frame f in start order, with their family keys and name texts.
 std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names& names)
 {
     std::vector<Launch> out;
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    store::KernelLaunches launches(*d.session);
-    store::KernelRow k;
-    for (int64_t device : kernelDevices(d)) {
-        launches.run(device, f.start, f.end);
+    for (int64_t device : d.kernelDeviceIds()) {
         // Launches so far per (stream, in a graph): graph and stream launches are counted apart,
         // so a graph that gains a node does not shift the positions of the stream's own launches.
         std::map<std::pair<uint32_t, bool>, int64_t> ordinal;
-        while (launches.next(k)) {
+        for (const store::LaunchRow& k : *d.launchesIn(device, f.start, f.end)) {
             Launch l;
             l.start = k.startNs;
             l.device = static_cast<uint32_t>(device);
@@ -124,7 +113,7 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names&
             l.name = k.name;
             auto [it, added] = names.stemOf.try_emplace(l.name, 0);
             if (added) {
-                std::string text = std::move(k.nameText);
+                std::string text = d.text(l.name);
                 const std::string stem = kernelNameStem(text);
                 auto [si, newStem] =
                     names.stemIds.try_emplace(stem, static_cast<int64_t>(names.stems.size()));

@@ -40,19 +40,6 @@ std::string roleOf(const std::string& tag, uint64_t size)
     return fmt::format("size:2^{}", k);
 }
 
-// Tags of a track's allocations made in [begin, end], by allocation id (one indexed query).
-std::unordered_map<int64_t, std::string> tagsIn(const Engine::Impl& d, const TrackData& td,
-                                                int64_t begin, int64_t end)
-{
-    std::unordered_map<int64_t, std::string> out;
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    for (auto& [id, tag] :
-         store::allocationTagsIn(*d.session, td.device, static_cast<int>(td.level), begin, end))
-        out.emplace(id, std::move(tag));
-    return out;
-}
-
 // Allocator events of [begin, end] (and the address jumps of frame jumpFrame): the raw rows,
 // with evidence.largestEffect / kernelEffect filled.
 // Calls go forward in time, so one replayer per track (`replayers`, kept by the caller)
@@ -70,7 +57,7 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
         r.seek(begin - 1);
         uint64_t largest = r.state().largest();
         double ratio = r.state().ratio();
-        std::vector<size_t> splits;
+        std::vector<std::pair<size_t, uint32_t>> splits; // (row, block)
         r.advanceTo(end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
             const double drop =
@@ -110,20 +97,14 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
                 x.p.description = fmt::format(
                     "allocation of {} at {:#x} cut the largest free fragment from {} to {}",
                     humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
-                splits.push_back(out.size());
+                splits.emplace_back(out.size(), i);
                 out.push_back(std::move(x));
             }
             largest = now;
         });
-        if (!splits.empty()) {
-            const auto tags = tagsIn(d, td, begin, end);
-            for (size_t k : splits) {
-                const auto t = tags.find(out[k].p.allocationId);
-                out[k].signature =
-                    fmt::format("split|{}|{}", track,
-                                roleOf(t == tags.end() ? std::string() : t->second, out[k].p.size));
-            }
-        }
+        for (const auto& [k, i] : splits)
+            out[k].signature =
+                fmt::format("split|{}|{}", track, roleOf(d.tagOf(td.allocs[i]), out[k].p.size));
         // Same-role allocations that moved further than their own size.
         if (jumpFrame != kNoTime)
             for (const AddressJump& j : e.addressJumps(td.device, td.level, jumpFrame))

@@ -69,10 +69,6 @@ std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
 // allocatorLinked is set, which the caller decides first).
 void setDeparture(Evidence& ev, const std::string& feature, const Departure& dep);
 
-// Tags of allocations by id (empty text when none): one of the verdict's session reads.
-std::unordered_map<int64_t, std::string> readAllocationTags(const Engine::Impl& d,
-                                                            const std::vector<int64_t>& ids);
-
 // The verdict's part of a collapse report: adds the pending-free, external-memory and graph rows
 // of the window frames, measures every row's departure from the healthy frames (unless it has its
 // own, as kernel shifts do), sets closeness, score, role and mechanism. `closeness` maps a time to

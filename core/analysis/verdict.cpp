@@ -66,20 +66,14 @@ Moved movedInput(const Engine::Impl& d, uint32_t device, int64_t begin, int64_t 
             if (td.allocs[*fi].allocNs < begin && td.allocs[*fi].size > 0)
                 gone.push_back(&td.allocs[*fi]);
         if (gone.empty() || gone.size() > 64) continue; // a teardown, not one input moving
-        std::vector<int64_t> ids;
-        for (const Alloc* a : gone)
-            ids.push_back(a->id);
-        const auto goneTags = readAllocationTags(d, ids);
         auto ai = std::lower_bound(td.allocs.begin(), td.allocs.end(), begin,
                                    [](const Alloc& a, int64_t t) { return a.allocNs < t; });
         for (; ai != td.allocs.end() && ai->allocNs <= until; ++ai) {
             for (const Alloc* g : gone) {
                 if (ai->address == g->address || std::abs(log2of(ai->size) - log2of(g->size)) > 1)
                     continue;
-                const std::string& gt = goneTags.count(g->id) ? goneTags.at(g->id) : std::string();
-                const auto tags = readAllocationTags(d, {ai->id});
-                const std::string at = tags.count(ai->id) ? tags.at(ai->id) : std::string();
-                if (gt != at) continue;
+                const std::string at = d.tagOf(*ai);
+                if (d.tagOf(*g) != at) continue;
                 m.fromId = g->id;
                 m.toId = ai->id;
                 m.from = g->address;

@@ -8,7 +8,7 @@ namespace fs::store {
 namespace {
 
 constexpr const char* kRecordSelect = "SELECT id, device, level, region_id, address, size, "
-                                      "alloc_ns, free_ns FROM allocations";
+                                      "alloc_ns, free_ns, tag FROM allocations";
 
 std::optional<std::string> textOf(const Session& s, const Stmt& st, int col)
 {
@@ -108,34 +108,6 @@ std::optional<int64_t> AllocationFrees::freeNs(int64_t id)
     return st_.i64(0);
 }
 
-std::vector<TaggedAllocation> allocationsMadeIn(const Session& s, int64_t device, int64_t level,
-                                                int64_t from, int64_t to)
-{
-    Stmt st = SessionAccess::db(s).prepare(
-        "SELECT a.id, a.address, a.size, COALESCE(s.text, '') FROM allocations a"
-        " LEFT JOIN strings s ON s.id = a.tag"
-        " WHERE a.device=?1 AND a.level=?2 AND a.alloc_ns >= ?3 AND a.alloc_ns < ?4"
-        " ORDER BY a.alloc_ns, a.id");
-    st.bind(1, device).bind(2, level).bind(3, from).bind(4, to);
-    std::vector<TaggedAllocation> out;
-    while (st.step())
-        out.push_back({st.i64(0), st.u64(1), st.u64(2), st.text(3)});
-    return out;
-}
-
-std::vector<std::pair<int64_t, std::string>>
-allocationTagsIn(const Session& s, int64_t device, int64_t level, int64_t from, int64_t to)
-{
-    Stmt st = SessionAccess::db(s).prepare(
-        "SELECT a.id, s.text FROM allocations a JOIN strings s ON s.id = a.tag"
-        " WHERE a.device = ?1 AND a.level = ?2 AND a.alloc_ns >= ?3 AND a.alloc_ns <= ?4");
-    st.bind(1, device).bind(2, level).bind(3, from).bind(4, to);
-    std::vector<std::pair<int64_t, std::string>> out;
-    while (st.step())
-        out.emplace_back(st.i64(0), st.text(1));
-    return out;
-}
-
 AllocationRows AllocationRows::ofLevel(const Session& s, int level)
 {
     Stmt st = SessionAccess::db(s).prepare(
@@ -163,19 +135,12 @@ bool AllocationRows::next(AllocationRow& r)
     return true;
 }
 
-std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
-                                                        const std::vector<int64_t>& ids)
+std::string allocationTag(const Session& s, int64_t id)
 {
-    std::unordered_map<int64_t, std::string> out;
-    if (ids.empty()) return out;
     Stmt st = SessionAccess::db(s).prepare("SELECT COALESCE(s.text, '') FROM allocations a"
                                            " LEFT JOIN strings s ON s.id = a.tag WHERE a.id = ?1");
-    for (int64_t id : ids) {
-        st.reset();
-        st.bind(1, id);
-        if (st.step()) out.emplace(id, st.text(0));
-    }
-    return out;
+    st.bind(1, id);
+    return st.step() ? st.text(0) : std::string();
 }
 
 } // namespace fs::store

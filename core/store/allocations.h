@@ -5,7 +5,6 @@
 
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,6 +22,7 @@ struct AllocationRecord
     uint64_t size = 0;
     int64_t allocNs = 0;
     std::optional<int64_t> freeNs; // none: never freed
+    std::optional<int64_t> tag;    // strings.id of the tag; none: untagged
 };
 
 // A stream of AllocationRecords; next() is inline (the engine's open decodes every row).
@@ -46,6 +46,7 @@ public:
         r.size = st_.u64(5);
         r.allocNs = st_.i64(6);
         r.freeNs = st_.isNull(7) ? std::nullopt : std::optional<int64_t>(st_.i64(7));
+        r.tag = st_.isNull(8) ? std::nullopt : std::optional<int64_t>(st_.i64(8));
         return true;
     }
 
@@ -78,10 +79,8 @@ struct AllocationDetails
     std::optional<std::string> compileContext;
 };
 std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id);
-// The tag text of each allocation id that has a row ("" when it has no tag); one prepared
-// statement for all of them.
-std::unordered_map<int64_t, std::string> allocationTags(const Session& s,
-                                                        const std::vector<int64_t>& ids);
+// The tag text of one allocation ("" when it has no row, no tag, or a tag the file lacks).
+std::string allocationTag(const Session& s, int64_t id);
 
 // The free time of allocations a live refresh still holds as alive: one point lookup each, on
 // one prepared statement.
@@ -95,21 +94,6 @@ public:
 private:
     Stmt st_;
 };
-
-// Allocations of a track made in [from, to), in (alloc_ns, id) order, with their tag's text
-// (empty when none).
-struct TaggedAllocation
-{
-    int64_t id = 0;
-    uint64_t address = 0;
-    uint64_t size = 0;
-    std::string tag;
-};
-std::vector<TaggedAllocation> allocationsMadeIn(const Session& s, int64_t device, int64_t level,
-                                                int64_t from, int64_t to);
-// (id, tag text) of a track's tagged allocations made in [from, to] (both ends included).
-std::vector<std::pair<int64_t, std::string>>
-allocationTagsIn(const Session& s, int64_t device, int64_t level, int64_t from, int64_t to);
 
 // What the explorer (core/analysis/explore.h) reads of a track's allocations beyond the replay
 // record: tags, streams and call sites for the block list, call sites and colourings. At most

@@ -37,6 +37,13 @@ std::vector<std::string> strings(const Session& s, size_t maxId)
     return out;
 }
 
+std::string stringText(const Session& s, int64_t id)
+{
+    Stmt st = SessionAccess::db(s).prepare("SELECT text FROM strings WHERE id = ?1");
+    st.bind(1, id);
+    return st.step() ? st.text(0) : std::string();
+}
+
 std::vector<StackFrameRow> stackFrames(const Session& s)
 {
     Stmt st = SessionAccess::db(s).prepare("SELECT id, frame FROM stacks ORDER BY id, depth");

@@ -30,6 +30,8 @@ std::vector<ProcessRow> processes(const Session& s);
 
 // Every interned string by id (ids above maxId are left out); a missing id is empty.
 std::vector<std::string> strings(const Session& s, size_t maxId);
+// One interned string ("" when the file lacks it).
+std::string stringText(const Session& s, int64_t id);
 
 struct StackFrameRow
 {

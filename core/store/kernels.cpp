@@ -60,30 +60,17 @@ bool KernelRows::next(KernelRow& r)
     return true;
 }
 
-KernelLaunches::KernelLaunches(const Session& s)
-    : st_(SessionAccess::db(s).prepare(
-          "SELECT k.start_ns, k.stream, k.name, k.graph_node_id, COALESCE(s.text, '') FROM kernels"
-          " k LEFT JOIN strings s ON s.id = k.name"
-          " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 ORDER BY k.start_ns, "
-          "k.id"))
+std::vector<LaunchRow> launchesIn(const Session& s, int64_t device, int64_t from, int64_t to)
 {
-}
-
-void KernelLaunches::run(int64_t device, int64_t from, int64_t to)
-{
-    st_.reset();
-    st_.bind(1, from).bind(2, to).bind(3, device);
-}
-
-bool KernelLaunches::next(KernelRow& r)
-{
-    if (!st_.step()) return false;
-    r.startNs = st_.i64(0);
-    r.stream = optI64(st_, 1);
-    r.name = st_.i64(2);
-    r.graphNodeId = optU64(st_, 3);
-    r.nameText = st_.text(4);
-    return true;
+    Stmt st = SessionAccess::db(s).prepare(
+        "SELECT start_ns, end_ns, name, stream, graph_id, graph_node_id FROM kernels"
+        " WHERE device = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, id");
+    st.bind(1, device).bind(2, from).bind(3, to);
+    std::vector<LaunchRow> out;
+    while (st.step())
+        out.push_back(
+            {st.i64(0), st.i64(1), st.i64(2), optI64(st, 3), optU64(st, 4), optU64(st, 5)});
+    return out;
 }
 
 KernelSpans::KernelSpans(const Session& s)
@@ -102,24 +89,6 @@ void KernelSpans::append(int64_t device, int64_t from, int64_t to, int64_t limit
     st_.bind(1, from).bind(2, to).bind(3, device).bind(4, limit);
     while (st_.step())
         out.push_back({st_.i64(0), st_.i64(1), st_.text(2), st_.i64(3), st_.i64(4)});
-}
-
-KernelNameTotals::KernelNameTotals(const Session& s)
-    : st_(SessionAccess::db(s).prepare(
-          "SELECT k.name, s.text, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k"
-          " LEFT JOIN strings s ON s.id = k.name"
-          " WHERE k.device = ?3 AND k.start_ns >= ?1 AND k.start_ns < ?2 GROUP BY k.name"))
-{
-}
-
-std::vector<KernelNameTotal> KernelNameTotals::of(int64_t device, int64_t from, int64_t to)
-{
-    st_.reset();
-    st_.bind(1, from).bind(2, to).bind(3, device);
-    std::vector<KernelNameTotal> out;
-    while (st_.step())
-        out.push_back({st_.i64(0), st_.text(1), st_.i64(2), st_.i64(3)});
-    return out;
 }
 
 std::vector<int64_t> kernelDevices(const Session& s)
@@ -175,19 +144,6 @@ std::vector<GraphLaunchRow> graphLaunchesIn(const Session& s, int64_t from, int6
                                            " start_ns");
     st.bind(1, from).bind(2, to);
     return graphRows(st);
-}
-
-std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
-                                           int64_t to)
-{
-    Stmt st = SessionAccess::db(s).prepare(
-        "SELECT start_ns, name, graph_id FROM kernels"
-        " WHERE device = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, id");
-    st.bind(1, device).bind(2, from).bind(3, to);
-    std::vector<KernelGraphRow> out;
-    while (st.step())
-        out.push_back({st.i64(0), st.i64(1), optU64(st, 2)});
-    return out;
 }
 
 } // namespace fs::store

@@ -11,7 +11,7 @@
 
 namespace fs::store {
 
-// Every column of a kernels row, and the text of its name where a reader joins it.
+// Every column of a kernels row.
 struct KernelRow
 {
     int64_t id = 0;
@@ -25,13 +25,12 @@ struct KernelRow
     int64_t block[3] = {0, 0, 0};
     std::optional<uint64_t> graphId;
     std::optional<uint64_t> graphNodeId;
-    std::string nameText; // launchesOn() only; empty when the name is not in strings
 };
 
 class KernelRows
 {
 public:
-    // Every kernel in id order, every column but nameText (a what-if keeps them).
+    // Every kernel in id order, every column (a what-if keeps them).
     static KernelRows all(const Session& s);
     // device, name, startNs of every kernel, in the table's order (one pass for the kernel index).
     static KernelRows names(const Session& s);
@@ -46,18 +45,18 @@ private:
     Shape shape_;
 };
 
-// Launches of one device starting in [from, to), in (start_ns, id) order: startNs, stream,
-// name, graphNodeId and nameText. One prepared statement, run again per device.
-class KernelLaunches
+// Launches of one device starting in [from, to), in (start_ns, id) order: the columns a
+// frame's kernel analyses read (names by strings.id: stringText gives their text).
+struct LaunchRow
 {
-public:
-    explicit KernelLaunches(const Session& s);
-    void run(int64_t device, int64_t from, int64_t to);
-    bool next(KernelRow& r);
-
-private:
-    Stmt st_;
+    int64_t startNs = 0;
+    int64_t endNs = 0;
+    int64_t name = 0; // strings.id
+    std::optional<int64_t> stream;
+    std::optional<uint64_t> graphId;
+    std::optional<uint64_t> graphNodeId;
 };
+std::vector<LaunchRow> launchesIn(const Session& s, int64_t device, int64_t from, int64_t to);
 
 // A kernel of the kernel lane: [start, end], name text, stream (0 when none), graph (0 when none).
 struct KernelSpanRow
@@ -80,36 +79,8 @@ private:
     Stmt st_;
 };
 
-// Launch count and summed duration per kernel name of one device in [from, to).
-struct KernelNameTotal
-{
-    int64_t name = 0; // strings.id
-    std::string text;
-    int64_t count = 0;
-    int64_t totalNs = 0;
-};
-class KernelNameTotals
-{
-public:
-    explicit KernelNameTotals(const Session& s);
-    std::vector<KernelNameTotal> of(int64_t device, int64_t from, int64_t to);
-
-private:
-    Stmt st_;
-};
-
 // The devices that ran kernels.
 std::vector<int64_t> kernelDevices(const Session& s);
-// Launches of one device starting in [from, to), in (start_ns, id) order, with the graph they
-// ran in (none: launched on a stream).
-struct KernelGraphRow
-{
-    int64_t startNs = 0;
-    int64_t name = 0; // strings.id
-    std::optional<uint64_t> graphId;
-};
-std::vector<KernelGraphRow> kernelGraphsIn(const Session& s, int64_t device, int64_t from,
-                                           int64_t to);
 // Start of the newest launch on (device, stream; 0 for none) before t, of kernel name when
 // name >= 0; none when there is none.
 std::optional<int64_t> previousKernelStart(const Session& s, int64_t device, int64_t stream,

@@ -400,6 +400,62 @@ private slots:
         }
     }
 
+    void storedRecordsKeepTheTag()
+    {
+        // The records carry each block's tag (its strings.id) for the roles of address jumps.
+        // Frame 0 [100, 200): "kv" at +0, "w" at +64K; frame 1 [200, 300): "kv" at +512K (moved
+        // 512 KiB), "w" at +1M (moved 960 KiB). "w"'s string id is then moved past 32 bits: the
+        // record cannot hold it, and its text is read by the allocation's id. Roles follow the
+        // tags (tag:kv#0, tag:w#0), from the rows and from the stored records alike; a record
+        // that lost its tag would give size:16384#0 and size:8192#0.
+        const std::string path = dir_.filePath("tags.fragscope").toStdString();
+        {
+            Ingest in(options(path));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
+            mark(in, 100, "frame 0");
+            Event kv = ev(EventType::Alloc, 110, kBase, 16 * KiB);
+            kv.name = in.intern("kv");
+            Event w = ev(EventType::Alloc, 120, kBase + 64 * KiB, 8 * KiB);
+            w.name = in.intern("w");
+            in.add(kv);
+            in.add(w);
+            in.add(ev(EventType::Free, 190, kBase));
+            in.add(ev(EventType::Free, 191, kBase + 64 * KiB));
+            mark(in, 200, "frame 1");
+            kv.time = 210;
+            kv.address = kBase + 512 * KiB;
+            w.time = 220;
+            w.address = kBase + MiB;
+            in.add(kv);
+            in.add(w);
+            mark(in, 300, "end");
+            in.end();
+        }
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            const int64_t old = db.scalar("SELECT id FROM strings WHERE text = 'w'");
+            db.exec("UPDATE strings SET id = 5000000000 WHERE id = " + std::to_string(old));
+            db.exec("UPDATE allocations SET tag = 5000000000 WHERE tag = " + std::to_string(old));
+        }
+        Engine::open(path); // stores the index, records included
+        LoadOptions no;
+        no.useCache = false;
+        const auto a = Engine::open(path, no);
+        const auto b = Engine::open(path);
+        QVERIFY(b->loadInfo().rowsDeferred);
+        for (const auto& e : {a, b}) {
+            std::map<std::string, uint64_t> byRole;
+            for (const AddressJump& j : e->addressJumps(0, Level::Framework, 1))
+                byRole[j.role] = j.distance;
+            QCOMPARE(byRole.size(), size_t(2));
+            QVERIFY(byRole.count("tag:kv#0") && byRole.count("tag:w#0"));
+            QCOMPARE(byRole["tag:kv#0"], 512 * KiB);
+            QCOMPARE(byRole["tag:w#0"], 960 * KiB);
+        }
+        QVERIFY(b->loadInfo().rowsFromCache);
+    }
+
     void guardDropsTheIndexOnAnyChange()
     {
         // Triggers on the tables the index is computed from drop meta's guard on any change,
