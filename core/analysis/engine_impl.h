@@ -360,7 +360,8 @@ struct Engine::Impl
     mutable std::shared_mutex liveMutex; // Engine::readLock; LiveEngine::refresh writes under it
     // Region id -> (track, index in its regions): several for an expandable segment.
     std::unordered_map<int64_t, std::vector<std::pair<size_t, uint32_t>>> regionById;
-    std::vector<FrameInfo> frames;
+    std::vector<FrameInfo> frames;    // by index
+    std::vector<size_t> framesInTime; // indices into frames of the timed ones, by (start, index)
     std::vector<Collapse> collapses;
     int64_t timeBegin = 0;
     int64_t timeEnd = 0;

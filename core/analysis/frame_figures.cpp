@@ -227,10 +227,18 @@ std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
         g.jumps.assign(d.tracks.size(), 0);
         for (size_t t = 0; t < d.tracks.size(); ++t) {
             const TrackData& td = d.tracks[t];
-            for (const RegionRec& r : td.regions) {
-                if (inFrame(f, r.createNs)) g.created[t] += r.size;
-                if (r.destroyNs != kAlive && inFrame(f, r.destroyNs)) g.released[t] += r.size;
-            }
+            // Regions are in creation order, the released ones also in release order.
+            auto r = std::lower_bound(td.regions.begin(), td.regions.end(), f->start,
+                                      [](const RegionRec& x, int64_t v) { return x.createNs < v; });
+            for (; r != td.regions.end() && r->createNs < f->end; ++r)
+                g.created[t] += r->size;
+            auto releasedFrom = [&](int64_t v) {
+                return std::lower_bound(
+                    td.regionsByEnd.begin(), td.regionsByEnd.end(), v,
+                    [&](uint32_t k, int64_t x) { return td.regions[k].destroyNs < x; });
+            };
+            for (auto k = releasedFrom(f->start), stop = releasedFrom(f->end); k != stop; ++k)
+                g.released[t] += td.regions[*k].size;
             for (const FrameAllocator& fa : f->allocator)
                 if (fa.device == td.device && fa.level == td.level)
                     g.minLargest[t] = static_cast<double>(fa.minLargestFragment);

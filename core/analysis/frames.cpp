@@ -26,6 +26,7 @@ namespace fs::analysis {
 void Engine::Impl::loadFrames(const LoadOptions& o)
 {
     frames.clear();
+    framesInTime.clear();
     forgetDerived();
     std::lock_guard lock(dbMutex);
     const Session& db = *session;
@@ -66,6 +67,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     std::stable_sort(timed.begin(), timed.end(),
                      [&](size_t a, size_t b) { return frames[a].start < frames[b].start; });
 
+    framesInTime = timed;
     const bool cached = o.useCache && readFrameCache(timed);
     if (!cached) {
         ensureRows(); // a deferred load (engine_impl.h) needs the records now
@@ -412,15 +414,19 @@ std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const T
 std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
 {
     d_->ensureRows();
-    const auto& fr = d_->frames;
-    auto it =
-        std::find_if(fr.begin(), fr.end(), [&](const FrameInfo& f) { return f.index == frame; });
-    if (it == fr.end() || it->start == kNoTime) return {};
-    // The previous frame in time.
-    const FrameInfo* prev = nullptr;
-    for (const FrameInfo& f : fr)
-        if (f.start != kNoTime && f.start < it->start && (!prev || f.start > prev->start))
-            prev = &f;
+    const auto& fr = d_->frames; // by index
+    auto it = std::lower_bound(fr.begin(), fr.end(), frame,
+                               [](const FrameInfo& f, int64_t i) { return f.index < i; });
+    if (it == fr.end() || it->index != frame || it->start == kNoTime) return {};
+    // The previous frame in time: the latest start before this one's (the lowest index among
+    // frames that share it).
+    const auto& timed = d_->framesInTime; // by (start, index)
+    auto byStart = [&](int64_t start) {
+        return std::lower_bound(timed.begin(), timed.end(), start,
+                                [&](size_t i, int64_t v) { return fr[i].start < v; });
+    };
+    const auto here = byStart(it->start);
+    const FrameInfo* prev = here == timed.begin() ? nullptr : &fr[*byStart(fr[*(here - 1)].start)];
     const TrackData* td = d_->trackInfo(device, level);
     if (!prev || !td) return {};
     const auto before = d_->frameRoles(*td, *prev);
