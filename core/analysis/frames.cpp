@@ -304,12 +304,15 @@ std::vector<KernelSummary> Engine::kernelsInFrame(int64_t frame) const
         if (!d_->kernelIndexReady) d_->buildKernelIndex(firstStart);
     }
     std::map<int64_t, KernelSummary> byName; // by strings.id
-    for (int64_t device : d_->kernelDeviceIds())
-        for (const store::LaunchRow& l : *d_->launchesIn(device, it->start, it->end)) {
+    for (int64_t device : d_->kernelDeviceIds()) {
+        // Held here: the memo may drop its copy meanwhile.
+        const auto launches = d_->launchesIn(device, it->start, it->end);
+        for (const store::LaunchRow& l : *launches) {
             KernelSummary& k = byName[l.name];
             ++k.count;
             k.totalNs += l.endNs - l.startNs;
         }
+    }
     for (auto& [name, k] : byName)
         k.name = d_->text(name);
     {

@@ -105,7 +105,8 @@ std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names&
         // Launches so far per (stream, in a graph): graph and stream launches are counted apart,
         // so a graph that gains a node does not shift the positions of the stream's own launches.
         std::map<std::pair<uint32_t, bool>, int64_t> ordinal;
-        for (const store::LaunchRow& k : *d.launchesIn(device, f.start, f.end)) {
+        const auto launches = d.launchesIn(device, f.start, f.end); // held: the memo may drop it
+        for (const store::LaunchRow& k : *launches) {
             Launch l;
             l.start = k.startNs;
             l.device = static_cast<uint32_t>(device);
