@@ -590,11 +590,17 @@ State Engine::stateAt(uint32_t device, Level level, int64_t t) const
     const TrackData& td = d_->trackOrThrow(device, level);
     Replayer r(td);
     r.seek(t);
-    State s = r.state().snapshot(t, true);
-    s.device = device;
-    s.level = level;
-    s.entropyWindowNs = std::max<int64_t>(d_->options.entropyWindowNs, 1);
-    s.eventSizeEntropyBits = eventEntropyAt(device, level, t, s.entropyWindowNs);
+    return d_->stateOf(*this, td, r.state(), t);
+}
+
+State Engine::Impl::stateOf(const Engine& e, const TrackData& td, const FragState& st,
+                            int64_t t) const
+{
+    State s = st.snapshot(t, true);
+    s.device = td.device;
+    s.level = td.level;
+    s.entropyWindowNs = std::max<int64_t>(options.entropyWindowNs, 1);
+    s.eventSizeEntropyBits = e.eventEntropyAt(td.device, td.level, t, s.entropyWindowNs);
     return s;
 }
 

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -424,20 +425,32 @@ struct Engine::Impl
     // A frame's allocations with their role (tag, else size, and the ordinal among the frame's
     // blocks of that role), for Engine::addressJumps: it compares each frame's with the previous
     // frame's, a collapse query asks for ~20 frames twice and `report` for thousands, so each
-    // frame's are built once. Bounded; emptied by forgetDerived().
+    // frame's are built once. Bounded; emptied by forgetDerived(). Roles are numbers here (a
+    // frame holds thousands of blocks); roleText() spells one out.
     struct RoleRow
     {
         int64_t id;
         uint64_t address, size;
-        std::string role;
+        uint32_t tagClass; // tagClassOf the block: 0 when its role is its size
+        uint32_t ordinal;
     };
     using FrameRoles = std::vector<RoleRow>;
+    std::string roleText(const RoleRow& r, bool withOrdinal = true) const;
+    // Every block of the frame with the one of the same role in the frame before it in time;
+    // movedOnly: those that moved at least their own size.
+    std::vector<AddressJump> jumps(const TrackData& td, int64_t frame, bool movedOnly) const;
     // An interned string ("" when the file lacks it), each read once: strings never change
     // once written. tagOf: the text of a block's tag ("" when none).
     std::string text(int64_t stringId) const;
     std::string tagOf(const Alloc& a) const;
+    // A number per distinct tag text, 0 for none (or an empty one): blocks with the same tag
+    // text have the same class whatever their string ids.
+    uint32_t tagClassOf(const Alloc& a) const;
     mutable std::mutex textsMutex;
-    mutable std::unordered_map<int64_t, std::string> texts; // under textsMutex
+    mutable std::unordered_map<int64_t, std::string> texts;           // under textsMutex
+    mutable std::unordered_map<int64_t, uint32_t> tagClassById;       // under textsMutex
+    mutable std::unordered_map<std::string, uint32_t> tagClassByText; // under textsMutex
+    mutable std::vector<std::string> tagClassTexts{std::string()};    // under textsMutex
     // A device's kernel launches starting in [from, to), in (start, id) order: a frame's, which
     // the kernel summary, the kernel-variant shifts and the verdict's graph figures all read,
     // for the collapsed frame and its ~16 healthy ones, and `report` for thousands of
@@ -453,6 +466,8 @@ struct Engine::Impl
     mutable std::mutex rolesMutex;
     mutable std::map<std::tuple<uint32_t, int, int64_t>, std::shared_ptr<const FrameRoles>> roles;
     std::shared_ptr<const FrameRoles> frameRoles(const TrackData& td, const FrameInfo& f) const;
+    // Engine::stateAt's answer from a replay that stands at t on the track td.
+    State stateOf(const Engine& e, const TrackData& td, const FragState& st, int64_t t) const;
     // Engine::trackSummary by (device, level): a replay of the whole track (seconds on a long
     // run) that `report`, `compare`, `whatif` and the GUI all ask for. Kept here and stored in
     // analysis_cache ("summary:<device>:<level>"); emptied by forgetDerived().
@@ -499,8 +514,12 @@ struct Engine::Impl
     bool readKernelIndexCache(int64_t firstStart) const; // under dbMutex
     void writeKernelIndexCache(int64_t firstStart) const;
     // Lazily, under dbMutex: every OOM in time order (kernel-variant shifts ask, for each of
-    // hundreds of launches, whether one fell in the gap before it). Reset with the kernel index.
+    // hundreds of launches, whether one fell in the gap before it; precursors and frame figures
+    // for each frame). Reset with the kernel index.
     mutable std::optional<std::vector<store::OomRow>> oomRows;
+    // The OOMs with first <= time <= last, in time order: a range of oomRows (under dbMutex;
+    // empty without a session).
+    std::span<const store::OomRow> oomsBetween(int64_t first, int64_t last) const;
     std::vector<uint32_t> liveAt(const TrackData& t, int64_t time, int64_t until) const;
     std::vector<Collapse> computeCollapses(const std::vector<CollapseRule>& rules) const;
     AllocationInfo info(const TrackData& t, const Alloc& a) const;

@@ -42,8 +42,8 @@ std::vector<OomRow> readOomTimes(const Engine::Impl& d, int64_t begin, int64_t e
 {
     std::vector<OomRow> out;
     std::lock_guard lock(d.dbMutex);
-    if (!d.session || end <= begin) return out;
-    for (const store::OomRow& o : store::oomsIn(*d.session, begin, end - 1)) // [begin, end)
+    if (end <= begin) return out;
+    for (const store::OomRow& o : d.oomsBetween(begin, end - 1)) // [begin, end)
         out.push_back({o.timeNs, static_cast<uint32_t>(o.device), o.requestedBytes.value_or(0)});
     return out;
 }
@@ -100,7 +100,7 @@ std::vector<OutsideRegion> outsideRegions(const Engine::Impl& d)
 
 } // namespace
 
-std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
+std::vector<FrameFigures> frameFigures(const Engine::Impl& d,
                                        const std::vector<const FrameInfo*>& frames, size_t healthy)
 {
     std::vector<FrameFigures> out(frames.size());
@@ -243,8 +243,7 @@ std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
                 if (fa.device == td.device && fa.level == td.level)
                     g.minLargest[t] = static_cast<double>(fa.minLargestFragment);
             if (!td.allocs.empty())
-                for (const AddressJump& j : e.addressJumps(td.device, td.level, f->index))
-                    if (j.distance >= j.size && j.distance > 0) ++g.jumps[t];
+                g.jumps[t] = static_cast<int64_t>(d.jumps(td, f->index, true).size());
         }
     }
     return out;

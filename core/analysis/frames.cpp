@@ -363,6 +363,17 @@ std::shared_ptr<const Engine::Impl::Launches> Engine::Impl::launchesIn(int64_t d
     return rows;
 }
 
+std::span<const store::OomRow> Engine::Impl::oomsBetween(int64_t first, int64_t last) const
+{
+    if (!session || last < first) return {};
+    if (!oomRows) oomRows = store::oomsByTime(*session);
+    const auto byTime = [](const store::OomRow& r, int64_t t) { return r.timeNs < t; };
+    const auto b = std::lower_bound(oomRows->begin(), oomRows->end(), first, byTime);
+    const auto e = std::upper_bound(b, oomRows->end(), last,
+                                    [](int64_t t, const store::OomRow& r) { return t < r.timeNs; });
+    return {b, e};
+}
+
 std::string Engine::Impl::text(int64_t stringId) const
 {
     {
@@ -388,6 +399,56 @@ std::string Engine::Impl::tagOf(const Alloc& a) const
     return session ? store::allocationTag(*session, a.id) : std::string();
 }
 
+uint32_t Engine::Impl::tagClassOf(const Alloc& a) const
+{
+    if (a.tag == kNoTag) return 0;
+    if (a.tag != kTagById) {
+        std::lock_guard lock(textsMutex);
+        if (auto it = tagClassById.find(a.tag); it != tagClassById.end()) return it->second;
+    }
+    std::string tag = tagOf(a);
+    if (tag.empty()) return 0;
+    std::lock_guard lock(textsMutex);
+    auto [it, added] =
+        tagClassByText.try_emplace(std::move(tag), static_cast<uint32_t>(tagClassTexts.size()));
+    if (added) tagClassTexts.push_back(it->first);
+    if (a.tag != kTagById) tagClassById.emplace(a.tag, it->second);
+    return it->second;
+}
+
+std::string Engine::Impl::roleText(const RoleRow& r, bool withOrdinal) const
+{
+    std::string base;
+    if (r.tagClass == 0) {
+        base = fmt::format("size:{}", r.size);
+    } else {
+        std::lock_guard lock(textsMutex);
+        base = "tag:" + tagClassTexts[r.tagClass];
+    }
+    return withOrdinal ? fmt::format("{}#{}", base, r.ordinal) : base;
+}
+
+namespace {
+// A role as numbers: (tag class, size when untagged, ordinal).
+struct RoleKey
+{
+    uint64_t tagClass, size, ordinal;
+    bool operator==(const RoleKey&) const = default;
+};
+struct RoleKeyHash
+{
+    size_t operator()(const RoleKey& k) const
+    {
+        return std::hash<uint64_t>()(
+            (k.tagClass * 0x9e3779b97f4a7c15ULL ^ k.size) * 0x9e3779b97f4a7c15ULL ^ k.ordinal);
+    }
+};
+RoleKey keyOf(const Engine::Impl::RoleRow& r, bool withOrdinal = true)
+{
+    return {r.tagClass, r.tagClass ? 0 : r.size, withOrdinal ? r.ordinal : 0};
+}
+} // namespace
+
 std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const TrackData& td,
                                                                          const FrameInfo& f) const
 {
@@ -398,15 +459,13 @@ std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const T
     }
     // The track's blocks made in [start, end), in (time, id) order: as the records are held.
     auto rows = std::make_shared<FrameRoles>();
-    std::map<std::string, int> ordinal;
+    std::unordered_map<RoleKey, uint32_t, RoleKeyHash> ordinal;
     auto a = std::lower_bound(td.allocs.begin(), td.allocs.end(), f.start,
                               [](const Alloc& x, int64_t t) { return x.allocNs < t; });
     for (; a != td.allocs.end() && a->allocNs < f.end; ++a) {
-        RoleRow r{a->id, a->address, a->size, {}};
-        const std::string tag = tagOf(*a);
-        const std::string base = tag.empty() ? fmt::format("size:{}", r.size) : "tag:" + tag;
-        r.role = fmt::format("{}#{}", base, ordinal[base]++);
-        rows->push_back(std::move(r));
+        RoleRow r{a->id, a->address, a->size, tagClassOf(*a), 0};
+        r.ordinal = ordinal[keyOf(r, false)]++;
+        rows->push_back(r);
     }
     std::lock_guard lock(rolesMutex);
     if (roles.size() >= 256) roles.clear();
@@ -414,46 +473,54 @@ std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const T
     return rows;
 }
 
-std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
+std::vector<AddressJump> Engine::Impl::jumps(const TrackData& td, int64_t frame,
+                                             bool movedOnly) const
 {
-    d_->ensureRows();
-    const auto& fr = d_->frames; // by index
+    const auto& fr = frames; // by index
     auto it = std::lower_bound(fr.begin(), fr.end(), frame,
                                [](const FrameInfo& f, int64_t i) { return f.index < i; });
     if (it == fr.end() || it->index != frame || it->start == kNoTime) return {};
     // The previous frame in time: the latest start before this one's (the lowest index among
     // frames that share it).
-    const auto& timed = d_->framesInTime; // by (start, index)
+    const auto& timed = framesInTime; // by (start, index)
     auto byStart = [&](int64_t start) {
         return std::lower_bound(timed.begin(), timed.end(), start,
                                 [&](size_t i, int64_t v) { return fr[i].start < v; });
     };
     const auto here = byStart(it->start);
     const FrameInfo* prev = here == timed.begin() ? nullptr : &fr[*byStart(fr[*(here - 1)].start)];
-    const TrackData* td = d_->trackInfo(device, level);
-    if (!prev || !td) return {};
-    const auto before = d_->frameRoles(*td, *prev);
-    const auto now = d_->frameRoles(*td, *it);
-    std::unordered_map<std::string_view, const Impl::RoleRow*> byRole;
-    for (const Impl::RoleRow& r : *before)
-        byRole.emplace(r.role, &r);
+    if (!prev) return {};
+    const auto before = frameRoles(td, *prev);
+    const auto now = frameRoles(td, *it);
+    std::unordered_map<RoleKey, const RoleRow*, RoleKeyHash> byRole;
+    for (const RoleRow& r : *before)
+        byRole.emplace(keyOf(r), &r);
     std::vector<AddressJump> out;
-    for (const Impl::RoleRow& r : *now) {
-        auto b = byRole.find(r.role);
+    for (const RoleRow& r : *now) {
+        auto b = byRole.find(keyOf(r));
         if (b == byRole.end()) continue;
+        const uint64_t distance = r.address > b->second->address ? r.address - b->second->address
+                                                                 : b->second->address - r.address;
+        if (movedOnly && !(distance >= r.size && distance > 0)) continue;
         AddressJump j;
         j.frame = frame;
-        j.role = r.role;
+        j.role = roleText(r);
         j.previousId = b->second->id;
         j.currentId = r.id;
         j.previousAddress = b->second->address;
         j.currentAddress = r.address;
         j.size = r.size;
-        j.distance = r.address > b->second->address ? r.address - b->second->address
-                                                    : b->second->address - r.address;
+        j.distance = distance;
         out.push_back(std::move(j));
     }
     return out;
+}
+
+std::vector<AddressJump> Engine::addressJumps(uint32_t device, Level level, int64_t frame) const
+{
+    d_->ensureRows();
+    const TrackData* td = d_->trackInfo(device, level);
+    return td ? d_->jumps(*td, frame, false) : std::vector<AddressJump>{};
 }
 
 namespace {

@@ -11,7 +11,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -38,13 +40,6 @@ struct Key
     bool operator==(const Key& o) const { return hi == o.hi && lo == o.lo; }
     bool operator<(const Key& o) const { return hi != o.hi ? hi < o.hi : lo < o.lo; }
     explicit operator bool() const { return hi != 0; }
-};
-struct KeyHash
-{
-    size_t operator()(const Key& k) const
-    {
-        return std::hash<uint64_t>()(k.hi * 0x9e3779b97f4a7c15ULL ^ k.lo);
-    }
 };
 Key nodeKey(uint32_t device, int64_t node)
 {
@@ -95,7 +90,58 @@ struct Family
         return it == byName.end() ? 0 : it->second;
     }
 };
-using Families = std::array<std::unordered_map<Key, Family, KeyHash>, kBases>;
+// The calls per variant of every family on one basis, flat: a row per (family, variant) with
+// its calls, sorted; a family per key with its rows and total. Built by one sort: a frame holds
+// thousands of launches, on the position basis nearly one family each, and a hash map per
+// family cost more than the rest of the work.
+struct FamilyTable
+{
+    struct Row
+    {
+        Key key;
+        int64_t name;
+        int64_t calls;
+    };
+    struct Fam
+    {
+        Key key;
+        size_t first, count; // rows[first, first + count)
+        int64_t total;
+    };
+    std::vector<Row> rows;
+    std::vector<Fam> fams; // by key
+    // calls: (family, variant) per call, in any order (sorted here).
+    void build(std::vector<std::pair<Key, int64_t>>& calls)
+    {
+        std::sort(calls.begin(), calls.end());
+        for (size_t i = 0; i < calls.size(); ++i) {
+            if (i == 0 || !(calls[i].first == calls[i - 1].first))
+                fams.push_back({calls[i].first, rows.size(), 0, 0});
+            Fam& f = fams.back();
+            if (f.count == 0 || rows.back().name != calls[i].second) {
+                rows.push_back({calls[i].first, calls[i].second, 0});
+                ++f.count;
+            }
+            ++rows.back().calls;
+            ++f.total;
+        }
+    }
+    const Fam* find(const Key& k) const
+    {
+        auto it = std::lower_bound(fams.begin(), fams.end(), k,
+                                   [](const Fam& f, const Key& v) { return f.key < v; });
+        return it != fams.end() && it->key == k ? &*it : nullptr;
+    }
+    std::span<const Row> variants(const Fam& f) const { return {rows.data() + f.first, f.count}; }
+    int64_t calls(const Fam& f, int64_t name) const
+    {
+        const std::span<const Row> v = variants(f);
+        auto it = std::lower_bound(v.begin(), v.end(), name,
+                                   [](const Row& r, int64_t n) { return r.name < n; });
+        return it != v.end() && it->name == name ? it->calls : 0;
+    }
+};
+using Families = std::array<FamilyTable, kBases>;
 
 // Launches of frame f in start order, with their family keys and name texts.
 std::vector<Launch> launchesOf(const Engine::Impl& d, const FrameInfo& f, Names& names)
@@ -185,17 +231,14 @@ Gap gapOf(const Engine::Impl& d, uint32_t device, int64_t begin, int64_t end)
         };
         g.regionsReleased += static_cast<int>(releasedBy(end) - releasedBy(begin));
     }
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return g;
-    if (!d.oomRows) d.oomRows = store::oomsByTime(*d.session);
     // The device's OOMs in (begin, end] and the largest request among them.
-    auto o = std::upper_bound(d.oomRows->begin(), d.oomRows->end(), begin,
-                              [](int64_t t, const store::OomRow& r) { return t < r.timeNs; });
-    for (; o != d.oomRows->end() && o->timeNs <= end; ++o)
-        if (o->device == static_cast<int64_t>(device)) {
-            g.oom = true;
-            g.oomRequested = std::max(g.oomRequested, o->requestedBytes.value_or(0));
-        }
+    std::lock_guard lock(d.dbMutex);
+    if (begin < std::numeric_limits<int64_t>::max())
+        for (const store::OomRow& o : d.oomsBetween(begin + 1, end))
+            if (o.device == static_cast<int64_t>(device)) {
+                g.oom = true;
+                g.oomRequested = std::max(g.oomRequested, o.requestedBytes.value_or(0));
+            }
     return g;
 }
 
@@ -303,18 +346,23 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
     std::vector<Families> perFrame(baseline.size());
     std::vector<std::vector<Launch>> baseLaunches(baseline.size());
     std::unordered_map<int64_t, std::pair<int64_t, int64_t>> graphUse; // name -> (in, out)
+    std::array<std::vector<std::pair<Key, int64_t>>, kBases> allCalls, frameCalls;
     for (size_t h = 0; h < baseline.size(); ++h) {
         baseLaunches[h] = launchesOf(d, *baseline[h], names);
         for (const Launch& l : baseLaunches[h]) {
             auto& use = graphUse[l.name];
             (l.inGraph ? use.first : use.second) += 1;
-            for (int b = 0; b < kBases; ++b)
-                if (l.key[static_cast<size_t>(b)]) {
-                    base[static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
-                    perFrame[h][static_cast<size_t>(b)][l.key[static_cast<size_t>(b)]].add(l.name);
-                }
+            for (size_t b = 0; b < kBases; ++b)
+                if (l.key[b]) frameCalls[b].emplace_back(l.key[b], l.name);
+        }
+        for (size_t b = 0; b < kBases; ++b) {
+            allCalls[b].insert(allCalls[b].end(), frameCalls[b].begin(), frameCalls[b].end());
+            perFrame[h][b].build(frameCalls[b]);
+            frameCalls[b].clear();
         }
     }
+    for (size_t b = 0; b < kBases; ++b)
+        base[b].build(allCalls[b]);
 
     // Frame f: each launch joins its most specific family the baseline knows.
     const std::vector<Launch> ls = launchesOf(d, f, names);
@@ -333,7 +381,7 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
             !ls[i].inGraph && use != graphUse.end() && use->second.first > use->second.second;
         for (int b = kNode; b < kStem && !leftGraph; ++b)
             if (ls[i].key[static_cast<size_t>(b)] &&
-                base[static_cast<size_t>(b)].count(ls[i].key[static_cast<size_t>(b)])) {
+                base[static_cast<size_t>(b)].find(ls[i].key[static_cast<size_t>(b)])) {
                 basis = b;
                 break;
             }
@@ -352,19 +400,18 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
     std::map<std::tuple<int, int64_t, int64_t>, Group> groups;
     for (const auto& [fk, fn] : now) {
         const auto b = static_cast<size_t>(fk.first);
-        const auto bit = base[b].find(fk.second);
-        const Family* before = bit == base[b].end() ? nullptr : &bit->second;
+        const FamilyTable::Fam* before = base[b].find(fk.second);
         int64_t usual = -1, usualCalls = 0;
         if (before)
-            for (const auto& [name, n] : before->byName)
-                if (n > usualCalls || (n == usualCalls && name < usual)) {
-                    usual = name;
-                    usualCalls = n;
+            for (const FamilyTable::Row& r : base[b].variants(*before))
+                if (r.calls > usualCalls || (r.calls == usualCalls && r.name < usual)) {
+                    usual = r.name;
+                    usualCalls = r.calls;
                 }
         for (const auto& [variant, n] : fn.calls.byName) {
             if (variant == usual) continue; // more of the usual variant is no shift
             const double after = static_cast<double>(n) / static_cast<double>(fn.calls.total);
-            const double was = before ? static_cast<double>(before->calls(variant)) /
+            const double was = before ? static_cast<double>(base[b].calls(*before, variant)) /
                                             static_cast<double>(before->total)
                                       : 0.0;
             if (after <= was) continue;
@@ -375,7 +422,7 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
             g.callsAfter += n;
             g.totalAfter += fn.calls.total;
             if (before) {
-                g.callsBefore += before->calls(variant);
+                g.callsBefore += base[b].calls(*before, variant);
                 g.totalBefore += before->total;
             }
         }
@@ -407,11 +454,12 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
         std::vector<double> shares;
         for (const Families& pf : perFrame) {
             int64_t c = 0, n = 0;
+            const FamilyTable& table = pf[static_cast<size_t>(basis)];
             for (const Key& k : g.keys) {
-                auto it = pf[static_cast<size_t>(basis)].find(k);
-                if (it == pf[static_cast<size_t>(basis)].end()) continue;
-                c += it->second.calls(variant);
-                n += it->second.total;
+                const FamilyTable::Fam* fam = table.find(k);
+                if (!fam) continue;
+                c += table.calls(*fam, variant);
+                n += fam->total;
             }
             if (n == 0) continue;
             shares.push_back(static_cast<double>(c) / static_cast<double>(n));

@@ -4,6 +4,7 @@
 #include "precursors.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -44,8 +45,14 @@ std::string roleOf(const std::string& tag, uint64_t size)
 // with evidence.largestEffect / kernelEffect filled.
 // Calls go forward in time, so one replayer per track (`replayers`, kept by the caller)
 // continues from where the previous call left it instead of rebuilding from a checkpoint.
-std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, int64_t end,
-                        int64_t jumpFrame, std::vector<std::unique_ptr<Replayer>>& replayers)
+// describe: write each row's description (a healthy frame's rows need their signatures only).
+// marks: instants in [begin - 1, end], ascending; atMark(track, mark, state) sees each track's
+// state after every event <= the mark, taken on the way (what a seek to it would give).
+std::vector<Raw>
+detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
+       std::vector<std::unique_ptr<Replayer>>& replayers, bool describe = true,
+       const std::vector<int64_t>& marks = {},
+       const std::function<void(size_t, size_t, const FragState&)>& atMark = nullptr)
 {
     std::vector<Raw> out;
     replayers.resize(d.tracks.size());
@@ -58,7 +65,7 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
         uint64_t largest = r.state().largest();
         double ratio = r.state().ratio();
         std::vector<std::pair<size_t, uint32_t>> splits; // (row, block)
-        r.advanceTo(end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
+        auto hook = [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
             const double drop =
                 largest > now ? static_cast<double>(largest - now) / static_cast<double>(largest)
@@ -77,11 +84,12 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
                 x.p.kind = created ? PrecursorKind::RegionCreated : PrecursorKind::RegionReleased;
                 x.p.address = g.address;
                 x.p.size = g.size;
-                x.p.description =
-                    created
-                        ? fmt::format("new {} region of {} at {:#x}", regionKindName(g.kind),
-                                      humanBytes(g.size), g.address)
-                        : fmt::format("{} {} region of {} at {:#x}",
+                if (describe)
+                    x.p.description =
+                        created ? fmt::format("new {} region of {} at {:#x}",
+                                              regionKindName(g.kind), humanBytes(g.size), g.address)
+                                : fmt::format(
+                                      "{} {} region of {} at {:#x}",
                                       td.level == Level::Pool ? "pool trim: released" : "released",
                                       regionKindName(g.kind), humanBytes(g.size), g.address);
                 x.signature = fmt::format("region|{}|{:#x}", track, g.address);
@@ -94,40 +102,46 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
                 x.p.address = a.address;
                 x.p.size = a.size;
                 x.p.allocationId = a.id;
-                x.p.description = fmt::format(
-                    "allocation of {} at {:#x} cut the largest free fragment from {} to {}",
-                    humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
+                if (describe)
+                    x.p.description = fmt::format(
+                        "allocation of {} at {:#x} cut the largest free fragment from {} to {}",
+                        humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
                 splits.emplace_back(out.size(), i);
                 out.push_back(std::move(x));
             }
             largest = now;
-        });
+        };
+        for (size_t m = 0; m < marks.size(); ++m) {
+            r.advanceTo(marks[m], hook);
+            atMark(ti, m, r.state());
+        }
+        r.advanceTo(end, hook);
         for (const auto& [k, i] : splits)
             out[k].signature =
                 fmt::format("split|{}|{}", track, roleOf(d.tagOf(td.allocs[i]), out[k].p.size));
         // Same-role allocations that moved further than their own size.
         if (jumpFrame != kNoTime)
-            for (const AddressJump& j : e.addressJumps(td.device, td.level, jumpFrame))
-                if (j.distance >= j.size && j.distance > 0) {
-                    Raw x;
-                    x.p.kind = PrecursorKind::AddressJump;
-                    x.p.time = begin;
-                    x.p.device = td.device;
-                    x.p.level = td.level;
-                    x.p.address = j.currentAddress;
-                    x.p.size = j.size;
-                    x.p.allocationId = j.currentId;
+            for (const AddressJump& j : d.jumps(td, jumpFrame, true)) {
+                Raw x;
+                x.p.kind = PrecursorKind::AddressJump;
+                x.p.time = begin;
+                x.p.device = td.device;
+                x.p.level = td.level;
+                x.p.address = j.currentAddress;
+                x.p.size = j.size;
+                x.p.allocationId = j.currentId;
+                if (describe)
                     x.p.description =
                         fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
                                     j.previousAddress, j.currentAddress);
-                    x.signature =
-                        fmt::format("jump|{}|{}", track, j.role.substr(0, j.role.rfind('#')));
-                    out.push_back(std::move(x));
-                }
+                x.signature = fmt::format("jump|{}|{}", track, j.role.substr(0, j.role.rfind('#')));
+                out.push_back(std::move(x));
+            }
     }
+    // The OOMs in [begin, end] (in time order; fold() orders the rows of a signature by score and
+    // time, and an OOM's score depends on its time only).
     std::lock_guard lock(d.dbMutex);
-    if (!d.session) return out;
-    for (const store::OomRow& o : store::oomsIn(*d.session, begin, end)) {
+    for (const store::OomRow& o : d.oomsBetween(begin, end)) {
         const uint64_t req = o.requestedBytes.value_or(0);
         Raw x;
         x.p.kind = PrecursorKind::Oom;
@@ -139,8 +153,10 @@ std::vector<Raw> detect(const Engine& e, const Engine::Impl& d, int64_t begin, i
         // that needed it could not run as written.
         x.p.evidence.largestEffect = 1;
         x.p.evidence.kernelEffect = 1;
-        x.p.description = fmt::format("out of memory: {} requested, {} free on the device",
-                                      humanBytes(req), humanBytes(o.deviceFreeBytes.value_or(0)));
+        if (describe)
+            x.p.description =
+                fmt::format("out of memory: {} requested, {} free on the device", humanBytes(req),
+                            humanBytes(o.deviceFreeBytes.value_or(0)));
         x.signature = fmt::format("oom|{}", x.p.device);
         out.push_back(std::move(x));
     }
@@ -176,6 +192,18 @@ Precursor fold(std::vector<Precursor>& rows)
     }
     best.description += fmt::format(" (and {} more like it in the window)", rows.size() - 1);
     return best;
+}
+
+// The distinct signatures of a healthy frame's events.
+std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
+                                      std::vector<std::unique_ptr<Replayer>>& replayers)
+{
+    std::vector<std::string> out;
+    for (Raw& x : detect(d, h.start, h.end, h.index, replayers, false))
+        out.push_back(std::move(x.signature));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
 }
 
 } // namespace
@@ -230,26 +258,12 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         rep.caveats.notes.push_back("no healthy frame before the precursor window: every event "
                                     "counts as new (novelty 1)");
 
-    // State diff end(f-1) -> end(f).
-    for (const TrackData& td : d_->tracks) {
-        StateDiff diff;
-        diff.device = td.device;
-        diff.level = td.level;
-        diff.before = stateAt(td.device, td.level, prev ? prev->end : it->start - 1);
-        diff.after = stateAt(td.device, td.level, it->end);
-        rep.diff.push_back(std::move(diff));
-    }
-
     // How often each signature happened in the healthy frames.
     std::unordered_map<std::string, int64_t> seen;
     std::vector<std::unique_ptr<Replayer>> replayers;
-    for (const FrameInfo* h : baseline) {
-        std::vector<Raw> rows = detect(*this, *d_, h->start, h->end, h->index, replayers);
-        std::sort(rows.begin(), rows.end(),
-                  [](const Raw& a, const Raw& b) { return a.signature < b.signature; });
-        for (size_t i = 0; i < rows.size(); ++i)
-            if (i == 0 || rows[i].signature != rows[i - 1].signature) ++seen[rows[i].signature];
-    }
+    for (const FrameInfo* h : baseline)
+        for (const std::string& sig : signaturesOf(*d_, *h, replayers))
+            ++seen[sig];
     const auto healthy = static_cast<int64_t>(baseline.size());
     // Closeness counts frames, not nanoseconds: what happens inside the collapsed frame shapes
     // its computation; an earlier event acts only through the state it leaves behind, and each
@@ -265,8 +279,23 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
 
     // Allocator events of the window, folded by signature; novelty counts the healthy frames
     // that had the same signature (shown with each row; the ranking uses the departures).
+    // The state diff end(f-1) -> end(f), taken on the way through the window when both ends lie
+    // in it (a seek to each would replay from a checkpoint per track).
+    const int64_t beforeT = prev ? prev->end : it->start - 1, afterT = it->end;
+    std::vector<int64_t> marks;
+    for (const int64_t t : {beforeT, afterT})
+        if (t >= rep.windowBegin - 1 && t <= rep.windowEnd) marks.push_back(t);
+    std::sort(marks.begin(), marks.end());
+    marks.erase(std::unique(marks.begin(), marks.end()), marks.end());
+    rep.diff.resize(d_->tracks.size());
+    auto atMark = [&](size_t ti, size_t m, const FragState& st) {
+        const State s = d_->stateOf(*this, d_->tracks[ti], st, marks[m]);
+        if (marks[m] == beforeT) rep.diff[ti].before = s;
+        if (marks[m] == afterT) rep.diff[ti].after = s;
+    };
     std::map<std::string, std::vector<Precursor>> bySignature;
-    for (Raw& x : detect(*this, *d_, rep.windowBegin, rep.windowEnd, frame, replayers)) {
+    for (Raw& x :
+         detect(*d_, rep.windowBegin, rep.windowEnd, frame, replayers, true, marks, atMark)) {
         auto s = seen.find(x.signature);
         x.p.evidence.seenInHealthy = s == seen.end() ? 0 : s->second;
         x.p.evidence.healthyFrames = healthy;
@@ -281,6 +310,15 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
     std::vector<Precursor> p;
     for (auto& [sig, rows] : bySignature)
         p.push_back(fold(rows));
+    for (size_t ti = 0; ti < d_->tracks.size(); ++ti) {
+        StateDiff& diff = rep.diff[ti];
+        diff.device = d_->tracks[ti].device;
+        diff.level = d_->tracks[ti].level;
+        if (!std::binary_search(marks.begin(), marks.end(), beforeT))
+            diff.before = stateAt(diff.device, diff.level, beforeT);
+        if (!std::binary_search(marks.begin(), marks.end(), afterT))
+            diff.after = stateAt(diff.device, diff.level, afterT);
+    }
 
     // Kernel variants new in the collapsed frame or in the lookback frames before it (listed for
     // reference; the ranking uses the shifts below).

@@ -62,7 +62,7 @@ struct FrameFigures
 
 // Figures of every frame given; the first `healthy` of them are the healthy baseline (the graph
 // figure counts only kernels those frames ran inside graphs).
-std::vector<FrameFigures> frameFigures(const Engine& e, const Engine::Impl& d,
+std::vector<FrameFigures> frameFigures(const Engine::Impl& d,
                                        const std::vector<const FrameInfo*>& frames, size_t healthy);
 
 // A row's figure, its departure from the healthy frames and whether it stands out (only when

@@ -129,7 +129,7 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
 {
     std::vector<const FrameInfo*> frames = healthy;
     frames.insert(frames.end(), window.begin(), window.end());
-    const std::vector<FrameFigures> figs = frameFigures(e, d, frames, healthy.size());
+    const std::vector<FrameFigures> figs = frameFigures(d, frames, healthy.size());
     const size_t H = healthy.size();
     auto windowIndexOf = [&](int64_t t) -> int {
         for (size_t k = window.size(); k-- > 0;)

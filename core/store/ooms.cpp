@@ -42,14 +42,6 @@ std::vector<OomRow> oomsByTime(const Session& s)
     return oomRows(st);
 }
 
-std::vector<OomRow> oomsIn(const Session& s, int64_t from, int64_t to)
-{
-    Stmt st = SessionAccess::db(s).prepare(std::string(kOomSelect) +
-                                           " WHERE time_ns >= ?1 AND time_ns <= ?2");
-    st.bind(1, from).bind(2, to);
-    return oomRows(st);
-}
-
 std::vector<OomRow> oomsOfLevel(const Session& s, int level)
 {
     Stmt st = SessionAccess::db(s).prepare(std::string(kOomSelect) +

@@ -20,8 +20,6 @@ struct OomRow
 };
 // Every OOM in (time_ns, id) order.
 std::vector<OomRow> oomsByTime(const Session& s);
-// The OOMs at times in [from, to], in the table's order.
-std::vector<OomRow> oomsIn(const Session& s, int64_t from, int64_t to);
 // The OOMs of one level (or of none: rows without a level), in id order.
 std::vector<OomRow> oomsOfLevel(const Session& s, int level);
 // The times of one device's OOMs, ascending.

@@ -3,7 +3,8 @@
 // ranks first, per-frame churn is folded into one background row, an OOM in the collapsed frame
 // ranks first, the score formula gives the hand-worked figures, a collapse whose lookback looks
 // like the healthy frames gets "no allocator precursor stands out", and the ranking follows the
-// rules; plus the simulated demo run, checked against the simulator's ground truth.
+// rules, a shift is found whatever order its variants' names were met in; plus the simulated demo
+// run, checked against the simulator's ground truth.
 #include "builder.h"
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
@@ -37,11 +38,14 @@ namespace {
 //   under the default rule (< 0.65), broken under "id_match_rate < 0.8".
 // - boundaryRegion: a segment D of 1 MiB at kBase + 128 MiB created at 6000, the instant that
 //   ends frame 4 (the last healthy one) and starts frame 5 (the window), released at 6500.
+// - fallbackNamedFirst: one eager gemm_small at 10, before every frame, so that its name has a
+//   lower string id than gemm_big's.
 void buildSession(const std::string& path, bool withOom, bool withIdMatch = false,
-                  bool shift = true, bool boundaryRegion = false)
+                  bool shift = true, bool boundaryRegion = false, bool fallbackNamedFirst = false)
 {
     Ingest in(options(path));
     in.begin();
+    if (fallbackNamedFirst) kernel(in, 10, 20, "gemm_small");
     in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
     if (boundaryRegion) {
         in.add(ev(EventType::RegionCreate, 6000, kBase + 128 * MiB, MiB));
@@ -178,6 +182,27 @@ private slots:
         QCOMPARE(churn->evidence.seenInHealthy, int64_t{5});
         QVERIFY2(churn->description.find("released and re-created 3x") != std::string::npos,
                  churn->description.c_str());
+    }
+
+    // The same shift when the fallback's name was met first (a lower string id than the usual
+    // variant's): the healthy frames' calls of a variant they never ran are still 0, not those
+    // of a neighbouring variant.
+    void shiftOfAVariantNamedFirst()
+    {
+        const auto f = path("shift-named-first.fragscope");
+        buildSession(f, false, false, true, false, true);
+        const auto e = Engine::open(f);
+        const auto rep = e->collapseReport(7);
+        QVERIFY(rep.has_value());
+        const Precursor* p = find(rep->precursors, PrecursorKind::KernelVariantShift);
+        QVERIFY(p && p->shift.has_value());
+        QCOMPARE(p->shift->variant, std::string("gemm_small"));
+        QCOMPARE(p->shift->usual, std::string("gemm_big"));
+        // 0 of the 20 baseline calls at graph node 1 ran gemm_small; 3 of frame 7's 4 did.
+        QCOMPARE(p->shift->callsBefore, int64_t{0});
+        QCOMPARE(p->shift->totalBefore, int64_t{20});
+        QCOMPARE(p->shift->callsAfter, int64_t{3});
+        QCOMPARE(p->shift->shareBefore, 0.0);
     }
 
     // docs/analysis.md "Ranking", worked example: score = closeness x m / (1 + m),
