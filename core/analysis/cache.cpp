@@ -3,12 +3,18 @@
 // key, valid only for this engine version and this exact session content, the stamp).
 #include "engine_impl.h"
 
+#include "parallel.h"
+
 #include "core/store/analysis_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <set>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -254,27 +260,69 @@ bool Engine::Impl::prepareDeferred(const Session& db,
     return store::readGuard(db) == guardIn(cacheStamp);
 }
 
+namespace {
+
+// Maps the pages of [p, p + bytes) in `chunks` threads at once. The kernel clears every page it
+// maps, and on one thread that was a third of reading the records at 100 M events (1.6 GB at
+// about 0.5 GB/s on a 2-core VM). Only a hint: where the kernel has no MADV_POPULATE_WRITE
+// (before Linux 5.14) the pages are mapped as they are first written, as before.
+void mapPages(void* p, size_t bytes, size_t chunks)
+{
+#ifdef MADV_POPULATE_WRITE
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+    if (end <= begin) return;
+    const size_t pages = (end - begin) / page;
+    forEachChunk(pages, chunks, [&](size_t, size_t first, size_t last) {
+        if (last > first)
+            madvise(reinterpret_cast<void*>(begin + first * page), (last - first) * page,
+                    MADV_POPULATE_WRITE);
+    });
+#else
+    (void)p, (void)bytes, (void)chunks;
+#endif
+}
+
+} // namespace
+
 bool Engine::Impl::readStoredRows(const Session& db, TrackData& t)
 {
     const size_t n = t.storedAllocs;
-    std::vector<Alloc> allocs(n);
-    std::string blob;
-    for (size_t c = 0; c * kRowChunk < n; ++c) {
-        const size_t first = c * kRowChunk, count = std::min(kRowChunk, n - first);
-        if (!fetchCache(db, rowsKey(t, c), cacheStamp, blob) ||
-            !decodeRows(blob, allocs.data() + first, count))
-            return false;
+    const size_t threads = parallelChunks(n, options.parallelFrom);
+    std::vector<Alloc> allocs;
+    allocs.reserve(n);
+    if (threads > 1) mapPages(allocs.data(), n * sizeof(Alloc), threads);
+    allocs.resize(n);
+    // The blobs are read one at a time (one connection), a group of them decoded at once.
+    const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+    std::vector<std::string> blobs(std::min(threads, std::max<size_t>(chunks, 1)));
+    for (size_t c = 0; c < chunks; c += blobs.size()) {
+        const size_t group = std::min(blobs.size(), chunks - c);
+        for (size_t k = 0; k < group; ++k)
+            if (!fetchCache(db, rowsKey(t, c + k), cacheStamp, blobs[k])) return false;
+        std::vector<char> decoded(group, 0);
+        forEachChunk(group, group, [&](size_t, size_t k, size_t) {
+            const size_t first = (c + k) * kRowChunk;
+            decoded[k] =
+                decodeRows(blobs[k], allocs.data() + first, std::min(kRowChunk, n - first));
+        });
+        if (std::find(decoded.begin(), decoded.end(), 0) != decoded.end()) return false;
     }
     // The records must be what a load from the rows gives: sorted, in range.
     const auto nR = static_cast<uint32_t>(t.regions.size());
-    for (size_t i = 0; i < n; ++i) {
-        const Alloc& a = allocs[i];
-        if (a.freeNs < a.allocNs || a.address + a.size < a.address ||
-            (a.region != kNoRegion && a.region >= nR) ||
-            (i > 0 && (allocs[i - 1].allocNs > a.allocNs ||
-                       (allocs[i - 1].allocNs == a.allocNs && allocs[i - 1].id >= a.id))))
-            return false;
-    }
+    std::vector<char> valid(threads, 1);
+    forEachChunk(n, threads, [&](size_t part, size_t begin, size_t end) {
+        for (size_t i = begin; i < end && valid[part]; ++i) {
+            const Alloc& a = allocs[i];
+            if (a.freeNs < a.allocNs || a.address + a.size < a.address ||
+                (a.region != kNoRegion && a.region >= nR) ||
+                (i > 0 && (allocs[i - 1].allocNs > a.allocNs ||
+                           (allocs[i - 1].allocNs == a.allocNs && allocs[i - 1].id >= a.id))))
+                valid[part] = 0;
+        }
+    });
+    if (std::find(valid.begin(), valid.end(), 0) != valid.end()) return false;
     t.allocs = std::move(allocs);
     return readIndex(db, t);
 }

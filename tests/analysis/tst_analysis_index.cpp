@@ -57,6 +57,20 @@ void sameFigures(const Engine& a, const Engine& b)
     }
 }
 
+// Every field of the given allocations, as each engine holds them.
+void sameRecords(const Engine& a, const Engine& b, const std::vector<int64_t>& ids)
+{
+    for (int64_t id : ids) {
+        const auto x = a.allocation(id), y = b.allocation(id);
+        QVERIFY(x && y);
+        QCOMPARE(y->address, x->address);
+        QCOMPARE(y->size, x->size);
+        QCOMPARE(y->allocNs, x->allocNs);
+        QCOMPARE(y->freeNs, x->freeNs);
+        QCOMPARE(y->regionId, x->regionId);
+    }
+}
+
 // Every figure against the from-scratch replay (no checkpoint, no stored index).
 void exact(const Engine& e)
 {
@@ -382,15 +396,7 @@ private slots:
                 ids.push_back(st.i64(0));
         }
         QCOMPARE(ids.size(), size_t(5));
-        for (int64_t id : ids) {
-            const auto x = a->allocation(id), y = b->allocation(id);
-            QVERIFY(x && y);
-            QCOMPARE(y->address, x->address);
-            QCOMPARE(y->size, x->size);
-            QCOMPARE(y->allocNs, x->allocNs);
-            QCOMPARE(y->freeNs, x->freeNs);
-            QCOMPARE(y->regionId, x->regionId);
-        }
+        sameRecords(*a, *b, ids);
         QVERIFY(b->loadInfo().rowsFromCache);
         for (int64_t t : {int64_t(0), int64_t(25), int64_t(45), int64_t(1000)}) {
             QCOMPARE(b->stateAt(0, Level::Framework, t).allocatedOutsideBytes,
@@ -454,6 +460,53 @@ private slots:
             QCOMPARE(byRole["tag:w#0"], 960 * KiB);
         }
         QVERIFY(b->loadInfo().rowsFromCache);
+    }
+
+    void storedRecordsReadOverThreads()
+    {
+        // The stored records are kept in chunks of 2^20; a deferred read decodes several chunks
+        // at once and checks the records in parts, one per thread (LoadOptions::parallelFrom = 1
+        // splits even this). 1.1 M blocks (two chunks and a part of a third), 16 KiB apart in a
+        // ring of 4096 slots, each freed when its slot comes round again: every record must come
+        // back as the rows give it, across the chunk boundaries too.
+        const std::string path = dir_.filePath("chunks.fragscope").toStdString();
+        constexpr int64_t n = (int64_t{1} << 20) + 100'000;
+        {
+            Ingest in(options(path));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 64 * MiB));
+            for (int64_t i = 0; i < n; ++i) {
+                const uint64_t addr = kBase + static_cast<uint64_t>(i % 4096) * 16 * KiB;
+                if (i >= 4096) in.add(ev(EventType::Free, 10 + 2 * i, addr));
+                in.add(ev(EventType::Alloc, 11 + 2 * i, addr, 1024 + 64 * uint64_t(i % 200)));
+            }
+            in.end();
+        }
+        Engine::open(path); // stores the index, records included
+        LoadOptions no, split;
+        no.useCache = false;
+        split.parallelFrom = 1;
+        const auto a = Engine::open(path, no);
+        const auto b = Engine::open(path, split);
+        QVERIFY(b->loadInfo().rowsDeferred);
+        const auto live = b->liveAllocationsAt(0, Level::Framework, b->timeEnd());
+        QVERIFY(b->loadInfo().rowsFromCache);
+        QCOMPARE(b->loadInfo().allocationRowsRead, int64_t(0));
+        QCOMPARE(live.size(), size_t(4096));
+        QCOMPARE(b->tracks()[0].allocations, n);
+        // Blocks on both sides of each chunk boundary and spread over the rest.
+        std::vector<int64_t> ids;
+        {
+            Db db(path, SQLITE_OPEN_READONLY);
+            Stmt st = db.prepare("SELECT id FROM allocations ORDER BY alloc_ns");
+            for (int64_t i = 0; st.step(); ++i)
+                if (i % 9973 == 0 || (i % (int64_t{1} << 20)) < 2 ||
+                    ((i + 1) % (int64_t{1} << 20)) == 0)
+                    ids.push_back(st.i64(0));
+        }
+        QVERIFY(ids.size() > 100);
+        sameRecords(*a, *b, ids);
+        sameFigures(*a, *b);
     }
 
     void guardDropsTheIndexOnAnyChange()
