@@ -126,6 +126,47 @@ struct FamilyTable
             ++f.total;
         }
     }
+    // The calls of several tables summed: their rows (each table's sorted) merged pairwise, so
+    // the baseline's table costs a merge per level instead of a sort of every call again.
+    void sumOf(const std::vector<const FamilyTable*>& parts)
+    {
+        std::vector<Row> a, b;
+        std::vector<size_t> bounds{0};
+        for (const FamilyTable* p : parts) {
+            a.insert(a.end(), p->rows.begin(), p->rows.end());
+            bounds.push_back(a.size());
+        }
+        b.resize(a.size());
+        auto before = [](const Row& x, const Row& y) {
+            return x.key == y.key ? x.name < y.name : x.key < y.key;
+        };
+        while (bounds.size() > 2) {
+            std::vector<size_t> merged{0};
+            for (size_t i = 0; i + 1 < bounds.size(); i += 2) {
+                const size_t lo = bounds[i], mid = bounds[i + 1];
+                const size_t hi = i + 2 < bounds.size() ? bounds[i + 2] : mid;
+                std::merge(a.begin() + static_cast<std::ptrdiff_t>(lo),
+                           a.begin() + static_cast<std::ptrdiff_t>(mid),
+                           a.begin() + static_cast<std::ptrdiff_t>(mid),
+                           a.begin() + static_cast<std::ptrdiff_t>(hi),
+                           b.begin() + static_cast<std::ptrdiff_t>(lo), before);
+                merged.push_back(hi);
+            }
+            a.swap(b);
+            bounds = std::move(merged);
+        }
+        for (const Row& r : a) {
+            if (fams.empty() || !(fams.back().key == r.key))
+                fams.push_back({r.key, rows.size(), 0, 0});
+            Fam& f = fams.back();
+            if (f.count == 0 || rows.back().name != r.name) {
+                rows.push_back({r.key, r.name, 0});
+                ++f.count;
+            }
+            rows.back().calls += r.calls;
+            f.total += r.calls;
+        }
+    }
     const Fam* find(const Key& k) const
     {
         auto it = std::lower_bound(fams.begin(), fams.end(), k,
@@ -346,7 +387,7 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
     std::vector<Families> perFrame(baseline.size());
     std::vector<std::vector<Launch>> baseLaunches(baseline.size());
     std::unordered_map<int64_t, std::pair<int64_t, int64_t>> graphUse; // name -> (in, out)
-    std::array<std::vector<std::pair<Key, int64_t>>, kBases> allCalls, frameCalls;
+    std::array<std::vector<std::pair<Key, int64_t>>, kBases> frameCalls;
     for (size_t h = 0; h < baseline.size(); ++h) {
         baseLaunches[h] = launchesOf(d, *baseline[h], names);
         for (const Launch& l : baseLaunches[h]) {
@@ -356,13 +397,16 @@ std::vector<Precursor> kernelShifts(const Engine::Impl& d, const FrameInfo& f,
                 if (l.key[b]) frameCalls[b].emplace_back(l.key[b], l.name);
         }
         for (size_t b = 0; b < kBases; ++b) {
-            allCalls[b].insert(allCalls[b].end(), frameCalls[b].begin(), frameCalls[b].end());
             perFrame[h][b].build(frameCalls[b]);
             frameCalls[b].clear();
         }
     }
-    for (size_t b = 0; b < kBases; ++b)
-        base[b].build(allCalls[b]);
+    for (size_t b = 0; b < kBases; ++b) {
+        std::vector<const FamilyTable*> parts;
+        for (const Families& pf : perFrame)
+            parts.push_back(&pf[b]);
+        base[b].sumOf(parts);
+    }
 
     // Frame f: each launch joins its most specific family the baseline knows.
     const std::vector<Launch> ls = launchesOf(d, f, names);

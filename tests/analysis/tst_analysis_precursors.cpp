@@ -205,6 +205,47 @@ private slots:
         QCOMPARE(p->shift->shareBefore, 0.0);
     }
 
+    void shiftOfAVariantTheBaselineRan()
+    {
+        // Eight calls at graph node 1 per frame: gemm_small runs the first two of them in every
+        // frame but frame 7, where it runs six. The baseline (frames 0-4) sums each frame's
+        // calls: gemm_small 2 x 5 = 10 of 40 (share 0.25); frame 7: 6 of 8 (0.75, Wilson lower
+        // bound 0.409 > 0.25: a shift).
+        const auto f = path("shift-known-variant.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
+            for (int i = 0; i < 8; ++i) {
+                const int64_t s = 1000 * (i + 1);
+                mark(in, s, "frame " + std::to_string(i));
+                mark(in, s + 1,
+                     i == 7 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
+                for (int j = 0; j < 8; ++j) {
+                    const bool small = i == 7 ? j >= 2 : j < 2;
+                    const int64_t t = s + 100 + 100 * j;
+                    in.add(ev(EventType::Alloc, t - 10, kBase, 64 * KiB));
+                    graphKernel(in, t, t + 40, small ? "gemm_small" : "gemm_big", 1, 1);
+                    in.add(ev(EventType::Free, t + 50, kBase));
+                }
+            }
+            mark(in, 9000, "end");
+            in.end();
+        }
+        const auto rep = Engine::open(f)->collapseReport(7);
+        QVERIFY(rep.has_value());
+        QCOMPARE(rep->baselineFrames, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+        const Precursor* p = find(rep->precursors, PrecursorKind::KernelVariantShift);
+        QVERIFY(p && p->shift.has_value());
+        QCOMPARE(p->shift->variant, std::string("gemm_small"));
+        QCOMPARE(p->shift->usual, std::string("gemm_big"));
+        QCOMPARE(p->shift->callsBefore, int64_t{10});
+        QCOMPARE(p->shift->totalBefore, int64_t{40});
+        QCOMPARE(p->shift->shareBefore, 0.25);
+        QCOMPARE(p->shift->callsAfter, int64_t{6});
+        QCOMPARE(p->shift->totalAfter, int64_t{8});
+    }
+
     // docs/analysis.md "Ranking", worked example: score = closeness x m / (1 + m),
     // m = z / threshold.
     void scoreFormula()
