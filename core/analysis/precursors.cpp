@@ -67,6 +67,15 @@ detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
         std::vector<std::pair<size_t, uint32_t>> splits; // (row, block)
         auto hook = [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
+            const double ratioBefore = ratio;
+            ratio = r.state().ratio();
+            const bool region =
+                kind == ReplayEvent::RegionCreate || kind == ReplayEvent::RegionDestroy;
+            if (!region &&
+                !(kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest)) {
+                largest = now; // most events make no row (a row is a whole Precursor)
+                return;
+            }
             const double drop =
                 largest > now ? static_cast<double>(largest - now) / static_cast<double>(largest)
                               : 0.0;
@@ -76,9 +85,8 @@ detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
             x.p.level = td.level;
             x.p.evidence.largestEffect = drop;
             x.p.evidence.largestDropBytes = largest > now ? largest - now : 0;
-            x.p.evidence.fragmentationJump = r.state().ratio() - ratio;
-            ratio = r.state().ratio();
-            if (kind == ReplayEvent::RegionCreate || kind == ReplayEvent::RegionDestroy) {
+            x.p.evidence.fragmentationJump = ratio - ratioBefore;
+            if (region) {
                 const RegionRec& g = td.regions[i];
                 const bool created = kind == ReplayEvent::RegionCreate;
                 x.p.kind = created ? PrecursorKind::RegionCreated : PrecursorKind::RegionReleased;
@@ -94,7 +102,7 @@ detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
                                       regionKindName(g.kind), humanBytes(g.size), g.address);
                 x.signature = fmt::format("region|{}|{:#x}", track, g.address);
                 out.push_back(std::move(x));
-            } else if (kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest) {
+            } else {
                 // A split leaves part of the fragment free: a block that fills the largest
                 // fragment exactly uses it rather than splitting it.
                 const Alloc& a = td.allocs[i];
