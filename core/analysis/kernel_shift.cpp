@@ -114,17 +114,8 @@ struct FamilyTable
     void build(std::vector<std::pair<Key, int64_t>>& calls)
     {
         std::sort(calls.begin(), calls.end());
-        for (size_t i = 0; i < calls.size(); ++i) {
-            if (i == 0 || !(calls[i].first == calls[i - 1].first))
-                fams.push_back({calls[i].first, rows.size(), 0, 0});
-            Fam& f = fams.back();
-            if (f.count == 0 || rows.back().name != calls[i].second) {
-                rows.push_back({calls[i].first, calls[i].second, 0});
-                ++f.count;
-            }
-            ++rows.back().calls;
-            ++f.total;
-        }
+        for (const auto& [key, name] : calls)
+            append(key, name, 1);
     }
     // The calls of several tables summed: their rows (each table's sorted) merged pairwise, so
     // the baseline's table costs a merge per level instead of a sort of every call again.
@@ -155,17 +146,20 @@ struct FamilyTable
             a.swap(b);
             bounds = std::move(merged);
         }
-        for (const Row& r : a) {
-            if (fams.empty() || !(fams.back().key == r.key))
-                fams.push_back({r.key, rows.size(), 0, 0});
-            Fam& f = fams.back();
-            if (f.count == 0 || rows.back().name != r.name) {
-                rows.push_back({r.key, r.name, 0});
-                ++f.count;
-            }
-            rows.back().calls += r.calls;
-            f.total += r.calls;
+        for (const Row& r : a)
+            append(r.key, r.name, r.calls);
+    }
+    // Adds n calls of variant `name` in family `key`; the additions come in (key, name) order.
+    void append(const Key& key, int64_t name, int64_t n)
+    {
+        if (fams.empty() || !(fams.back().key == key)) fams.push_back({key, rows.size(), 0, 0});
+        Fam& f = fams.back();
+        if (f.count == 0 || rows.back().name != name) {
+            rows.push_back({key, name, 0});
+            ++f.count;
         }
+        rows.back().calls += n;
+        f.total += n;
     }
     const Fam* find(const Key& k) const
     {
