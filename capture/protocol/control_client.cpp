@@ -2,6 +2,7 @@
 
 #include "control_server.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -53,13 +54,21 @@ bool ControlClient::connect(const std::string& path, int timeoutMs, std::string&
     enc.putPod(kVersion);
     enc.putPod(static_cast<uint32_t>(::getpid()));
     enc.end();
+    FrameHeader h{};
+    std::string_view payload;
     if (!writeAll(fd_, enc.bytes().data(), enc.size(), timeoutMs)) {
-        err = path + ": handshake failed: " + std::strerror(errno);
+        // A target that refuses a client says why and closes at once, possibly before the
+        // hello is written (EPIPE): its reason, still waiting to be read, says more.
+        const int e = errno;
+        std::string ignored;
+        if (waitFrame(h, payload, std::min(timeoutMs, 1000), ignored) &&
+            static_cast<MsgType>(h.type) == MsgType::Error)
+            err = path + ": " + std::string(payload);
+        else
+            err = path + ": handshake failed: " + std::strerror(e);
         close();
         return false;
     }
-    FrameHeader h{};
-    std::string_view payload;
     if (!waitFrame(h, payload, timeoutMs, err)) {
         close();
         return false;
