@@ -21,7 +21,7 @@ struct BareAllocation
 };
 
 // The allocation rows through one prepared INSERT in one transaction into a new file at path,
-// with the pragmas ingest uses and the same time index built at the end: what ingest's writer
+// with the pragmas ingest uses and the same time index (built once, at the end): what ingest
 // is compared with (bench_ingest).
 void writeBareAllocations(const std::string& path, const std::vector<BareAllocation>& rows);
 

@@ -19,6 +19,10 @@
 
 namespace fs {
 
+namespace store {
+class SqlPipe;
+}
+
 struct IngestOptions
 {
     std::string path;                   // output .fragscope file (replaced if it exists)
@@ -41,6 +45,10 @@ struct IngestOptions
     // for that thread to catch up first, so the file is the same as without it. Used only with
     // durable = false and reorderWindowNs = 0.
     bool writerThread = false;
+    // SQLite's work (binding and stepping every statement) runs on a thread of its own, in
+    // order, while the next events are processed (core/store/sql_pipe.h). false runs it on the
+    // thread that processes; the file is the same either way (tst_ingest compares them).
+    bool sqlThread = true;
     bool expectRegions = true;       // allocations outside any region are anomalies
     bool aliveAtEndIsAnomaly = true; // e.g. false for allocator snapshots
     // A marker whose message matches opens that frame (the first capture group is N).
@@ -165,8 +173,12 @@ private:
 
     IngestOptions opts_;
     std::unique_ptr<Db> db_;
+    // Owns the prepared statements: declared after db_, so it goes first.
+    std::unique_ptr<store::SqlPipe> pipe_;
     struct Statements;
     std::unique_ptr<Statements> st_;
+    // Ends the statement pipe (sync() first unless discard); the connection is the caller's after.
+    void stopPipe(bool discard = false);
     IngestStats stats_;
     bool begun_ = false;
     bool ended_ = false;
@@ -206,6 +218,8 @@ private:
     std::vector<AllocRow> allocRows_;
     int64_t allocSeq_ = 0;
     int64_t regionSeq_ = 0;
+    int64_t mappingSeq_ = 0;    // region_mappings and graph_execs ids, given here: the statement
+    int64_t execSeq_ = 0;       // pipe runs the INSERT later
     int64_t openFrame_ = -1;    // frame opened by a mark, waiting for its end
     int64_t currentFrame_ = -1; // frame that metric marks without frame= belong to
     std::chrono::steady_clock::time_point lastCommit_;

@@ -2,27 +2,24 @@
 // ingest_writer.cpp. Not a public interface.
 #pragma once
 
+#include "batch_worker.h"
 #include "ingest.h"
 
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 namespace fs {
 
 struct Ingest::Writer
 {
-    std::thread thread;
-    std::mutex m;
-    std::condition_variable cv;
-    std::deque<std::vector<Pending>> queue;
+    explicit Writer(std::function<void(std::vector<Pending>&)> run)
+        : worker(
+              std::move(run), [](std::vector<Pending>& b) { b.clear(); }, kMaxQueued)
+    {
+    }
+    static constexpr size_t kBatchEvents = 4096; // events handed over at once
+    static constexpr size_t kMaxQueued = 8;      // batches waiting: bounds the memory (~3.5 MiB)
+    store::BatchWorker<std::vector<Pending>> worker;
     std::vector<Pending> batch; // being filled by add(), on the caller's thread
-    bool busy = false;          // the thread is processing a batch it took off the queue
-    bool stop = false;
-    std::exception_ptr error;
 };
 
 } // namespace fs

@@ -106,6 +106,13 @@ std::string Stmt::text(int col) const
 
 Db::Db(const std::string& path, int flags) : path_(path)
 {
+    // SQLite keeps memory statistics under a global mutex on every allocation it makes; nothing
+    // here reads them. Configured once, before the library initialises on the first open.
+    static const bool configured = [] {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        return true;
+    }();
+    (void)configured;
     const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
         const std::string err = describeSqliteError(rc, db_ ? sqlite3_errmsg(db_) : nullptr);

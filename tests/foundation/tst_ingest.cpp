@@ -58,6 +58,37 @@ private:
         return o;
     }
 
+    // "" when both files hold the same rows in the tables ingest writes, else the first
+    // difference.
+    static std::string rowsDiffer(const std::string& plain, const std::string& other)
+    {
+        Session a = Session::open(plain), b = Session::open(other);
+        for (const char* q :
+             {"SELECT * FROM allocations ORDER BY id", "SELECT * FROM strings ORDER BY id",
+              "SELECT * FROM stacks ORDER BY id, depth", "SELECT * FROM regions ORDER BY id",
+              "SELECT * FROM region_mappings ORDER BY id", "SELECT * FROM graph_execs ORDER BY id",
+              "SELECT * FROM markers ORDER BY id", "SELECT * FROM frames ORDER BY idx",
+              "SELECT * FROM anomalies ORDER BY id",
+              "SELECT time_ns, kind, value, detail FROM capture_health ORDER BY id"}) {
+            Stmt x = fs::store::debugQuery(a).prepare(q), y = fs::store::debugQuery(b).prepare(q);
+            int64_t rows = 0;
+            while (true) {
+                const bool hx = x.step(), hy = y.step();
+                if (hx != hy)
+                    return std::string(q) + ": row counts differ after " + std::to_string(rows);
+                if (!hx) break;
+                ++rows;
+                for (int c = 0; c < sqlite3_column_count(x.raw()); ++c)
+                    if (x.text(c) != y.text(c))
+                        return std::string(q) + ": row " + std::to_string(rows) + " column " +
+                               std::to_string(c) + ": " + x.text(c) + " != " + y.text(c);
+            }
+            if (rows == 0 && std::string(q).find("anomalies") == std::string::npos)
+                return std::string(q) + ": no rows";
+        }
+        return {};
+    }
+
 private slots:
     void initTestCase() { QVERIFY(dir_.isValid()); }
 
@@ -419,22 +450,35 @@ private slots:
         QCOMPARE(fs::store::debugQuery(s).scalar("SELECT COUNT(*) FROM markers"), int64_t{8});
     }
 
-    // The writer thread (IngestOptions::writerThread) and the batched allocation rows change how
-    // the file is written, never what it holds: the same events, with strings and stacks interned
-    // and notes written between them (each forces the thread to catch up), give the same rows as
-    // a plain one-thread ingest. 30,000 alloc/free pairs span several 4,096-event batches and
-    // many 64-row inserts; allocation k is 4096 * (1 + k % 7) bytes: 30000 = 7 * 4285 + 5, so the
+    // The threads (IngestOptions::writerThread, sqlThread), durable commits and the batched
+    // allocation rows change how the file is written, never what it holds: the same events, with
+    // strings and stacks interned and notes written between them (each forces the threads to
+    // catch up), give the same rows as a plain one-thread, one-transaction ingest. 30,000
+    // alloc/free pairs span several 4,096-event batches, many 1,024-row inserts and, durable,
+    // several commits (every 4,096 events: commitIntervalMs = 0) that write live blocks early
+    // and free them with an UPDATE. Mapped pieces and graph execs take ids the statement pipe
+    // cannot read back. Allocation k is 4096 * (1 + k % 7) bytes: 30000 = 7 * 4285 + 5, so the
     // sizes sum to 4096 * (4285 * (1+2+...+7) + (1+2+3+4+5)) = 4096 * (119980 + 15).
-    void writerThreadWritesTheSameFile()
+    void threadsWriteTheSameFile()
     {
-        auto write = [&](const std::string& f, bool thread) {
+        struct Mode
+        {
+            const char* name;
+            bool durable, writerThread, sqlThread;
+        };
+        auto write = [&](const std::string& f, const Mode& mode) {
             IngestOptions o = opts(f);
-            o.durable = false;
-            o.writerThread = thread;
+            o.durable = mode.durable;
+            o.writerThread = mode.writerThread;
+            o.sqlThread = mode.sqlThread;
+            o.commitIntervalMs = 0;
             o.aliveAtEndIsAnomaly = false;
             Ingest in(o);
             in.begin();
             in.add(ev(EventType::RegionCreate, 0, kBase, 64 << 20));
+            Event expandable = ev(EventType::RegionCreate, 1, kBase + (1ull << 30), 64 << 20);
+            expandable.flags = 1;
+            in.add(expandable);
             std::mt19937 rng(7);
             for (int k = 0; k < 30000; ++k) {
                 const uint64_t addr = kBase + 65536ull * (k % 900);
@@ -451,39 +495,47 @@ private slots:
                     m.name = in.intern("frame " + std::to_string(k / 7001));
                     in.add(m);
                 }
+                if (k % 300 == 0) { // a piece mapped, the one before unmapped; an exec replaced
+                    const uint64_t piece = kBase + (1ull << 30) + (2ull << 20) * (k / 300 % 16);
+                    in.add(ev(EventType::RegionMap, 12 + 3 * k, piece, 1 << 20));
+                    if (k)
+                        in.add(ev(EventType::RegionUnmap, 12 + 3 * k, piece - (2 << 20), 1 << 20));
+                    Event x = ev(EventType::GraphInstantiate, 12 + 3 * k, 0);
+                    x.aux = 1;
+                    x.aux2 = 100 + k / 300;
+                    in.add(x);
+                    if (k) {
+                        x.type = EventType::GraphExecDestroy;
+                        x.aux2 -= 1;
+                        in.add(x);
+                    }
+                }
                 if (rng() % 5000 == 0)
                     in.add(ev(EventType::Free, 12 + 3 * k, kBase + 1)); // unknown
             }
             in.end();
         };
-        const auto plain = path("plain.fragscope"), threaded = path("threaded.fragscope");
-        write(plain, false);
-        write(threaded, true);
-        Session a = Session::open(plain), b = Session::open(threaded);
-        for (const char* q :
-             {"SELECT * FROM allocations ORDER BY id", "SELECT * FROM strings ORDER BY id",
-              "SELECT * FROM stacks ORDER BY id, depth", "SELECT * FROM regions ORDER BY id",
-              "SELECT * FROM markers ORDER BY id", "SELECT * FROM frames ORDER BY idx",
-              "SELECT * FROM anomalies ORDER BY id",
-              "SELECT time_ns, kind, value, detail FROM capture_health ORDER BY id"}) {
-            Stmt x = fs::store::debugQuery(a).prepare(q), y = fs::store::debugQuery(b).prepare(q);
-            int64_t rows = 0;
-            while (true) {
-                const bool hx = x.step(), hy = y.step();
-                QCOMPARE(hx, hy);
-                if (!hx) break;
-                ++rows;
-                for (int c = 0; c < sqlite3_column_count(x.raw()); ++c)
-                    QCOMPARE(x.text(c), y.text(c));
-            }
-            QVERIFY2(rows > 0 || std::string(q).find("anomalies") != std::string::npos, q);
+        const auto plain = path("plain.fragscope");
+        write(plain, {"plain", false, false, false});
+        for (const Mode& mode :
+             {Mode{"writer thread", false, true, false}, Mode{"sql thread", false, false, true},
+              Mode{"both threads", false, true, true}, Mode{"durable", true, false, false},
+              Mode{"durable, sql thread", true, false, true}}) {
+            const auto other = path("other.fragscope");
+            write(other, mode);
+            const std::string diff = rowsDiffer(plain, other);
+            QVERIFY2(diff.empty(), (std::string(mode.name) + ": " + diff).c_str());
+            Session b = Session::open(other);
+            QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM allocations"),
+                     int64_t{30000});
+            QCOMPARE(fs::store::debugQuery(b).scalar("SELECT SUM(size) FROM allocations"),
+                     int64_t{4096} * 119995);
+            QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM frames"),
+                     int64_t{5}); // k = 0, 7001 .. 28004
+            QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM graph_execs"),
+                     int64_t{100}); // k = 0, 300 .. 29700
+            QVERIFY(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM region_mappings") >= 100);
         }
-        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM allocations"),
-                 int64_t{30000});
-        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT SUM(size) FROM allocations"),
-                 int64_t{4096} * 119995);
-        QCOMPARE(fs::store::debugQuery(b).scalar("SELECT COUNT(*) FROM frames"),
-                 int64_t{5}); // k = 0, 7001 .. 28004
     }
 
     void parsesMetricMessages_data()
