@@ -21,7 +21,8 @@ namespace fs {
 struct Ingest::Statements
 {
     using S = store::PipedStmt;
-    S allocBatch; // kAllocBatch rows of allocations in one INSERT
+    S allocBatch;  // kAllocBatch rows of allocations in one INSERT
+    S kernelBatch; // kKernelBatch kernel launches in one INSERT
     S string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
         marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree, graphCapture,
         graphExec, graphExecDestroy, source, device, process, simFrame, simKernel, simCause, commit,
@@ -35,21 +36,49 @@ struct Ingest::FrameMatcher
 
 namespace {
 
+// The two tables that take most rows get them in multi-row INSERTs (SQLite's per-statement
+// cost dominated single-row inserts): a full batch in one statement, a partial one row by row.
 constexpr int kAllocColumns = 14;
 constexpr size_t kAllocBatch = 1024;
+constexpr int kKernelColumns = 14;
+constexpr size_t kKernelBatch = 256;
 
-std::string allocInsert(size_t rows)
+const char* const kAllocInsert = "INSERT INTO allocations(id, device, level, region_id, address,"
+                                 " size, requested_size, stream, alloc_ns, free_ns, tag, stack,"
+                                 " user_metadata, compile_context) VALUES";
+const char* const kKernelInsert =
+    "INSERT INTO kernels(device, stream, start_ns, end_ns, name, correlation_id, grid_x, grid_y,"
+    " grid_z, block_x, block_y, block_z, graph_id, graph_node_id) VALUES";
+
+std::string multiRowInsert(const char* head, int columns, size_t rows)
 {
-    std::string sql = "INSERT INTO allocations(id, device, level, region_id, address, size,"
-                      " requested_size, stream, alloc_ns, free_ns, tag, stack,"
-                      " user_metadata, compile_context) VALUES";
+    std::string sql = head;
     for (size_t r = 0; r < rows; ++r) {
         sql += r ? ",(" : "(";
-        for (int c = 0; c < kAllocColumns; ++c)
+        for (int c = 0; c < columns; ++c)
             sql += c ? ",?" : "?";
         sql += ')';
     }
     return sql;
+}
+
+// Binds rows (bindRow(stmt, first parameter - 1, row)) and runs them: one statement when there
+// are batch rows, else one run per row; then empties rows.
+template <class Row, class Bind>
+void insertRows(std::vector<Row>& rows, store::PipedStmt& one, store::PipedStmt& many, size_t batch,
+                int columns, Bind bindRow)
+{
+    if (rows.size() == batch) {
+        for (size_t i = 0; i < rows.size(); ++i)
+            bindRow(many, static_cast<int>(i) * columns, rows[i]);
+        many.run();
+    } else {
+        for (const Row& r : rows) {
+            bindRow(one, 0, r);
+            one.run();
+        }
+    }
+    rows.clear();
 }
 
 std::string nowIso()
@@ -168,15 +197,14 @@ void Ingest::begin()
     s.mapping = prepare(
         "INSERT INTO region_mappings(region_id, address, size, map_ns, id) VALUES(?1,?2,?3,?4,?5)");
     s.unmapping = prepare("UPDATE region_mappings SET unmap_ns=?2 WHERE id=?1");
-    s.alloc = prepare(allocInsert(1));
-    s.allocBatch = prepare(allocInsert(kAllocBatch));
+    s.alloc = prepare(multiRowInsert(kAllocInsert, kAllocColumns, 1));
+    s.allocBatch = prepare(multiRowInsert(kAllocInsert, kAllocColumns, kAllocBatch));
     allocRows_.reserve(kAllocBatch);
     s.allocFree = prepare("UPDATE allocations SET free_ns=?2 WHERE id=?1");
     s.stack = prepare("INSERT INTO stacks(id, depth, frame) VALUES(?1,?2,?3)");
-    s.kernel =
-        prepare("INSERT INTO kernels(device, stream, start_ns, end_ns, name, correlation_id,"
-                " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id, graph_node_id)"
-                " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    s.kernel = prepare(multiRowInsert(kKernelInsert, kKernelColumns, 1));
+    s.kernelBatch = prepare(multiRowInsert(kKernelInsert, kKernelColumns, kKernelBatch));
+    kernelRows_.reserve(kKernelBatch);
     s.graph =
         prepare("INSERT INTO graph_launches(device, stream, graph_id, exec_id, start_ns, end_ns)"
                 " VALUES(?1,?2,?3,?4,?5,?6)");
@@ -353,13 +381,13 @@ void Ingest::add(const Event& e)
     }
     if (maxSeen_ == kNoTime || e.time > maxSeen_) maxSeen_ = e.time;
     pending_.push_back({e, seq});
-    if (pending_.size() >= releaseAt_) {
+    if (buffered() >= releaseAt_) {
         release(maxSeen_ - opts_.reorderWindowNs);
-        if (pending_.size() >= opts_.reorderMaxEvents) // bounded memory: release the older half
-            release(pending_[pending_.size() / 2].e.time);
+        if (buffered() >= opts_.reorderMaxEvents) // bounded memory: release the older half
+            release(pending_[pendingHead_ + buffered() / 2].e.time);
         // When the window holds more than 4096 events, sorting on every add would be quadratic:
         // wait until the buffer has doubled (amortised O(log n) per event).
-        releaseAt_ = std::min(std::max<size_t>(4096, pending_.size() * 2),
+        releaseAt_ = std::min(std::max<size_t>(4096, buffered() * 2),
                               std::max<size_t>(opts_.reorderMaxEvents, 1));
     }
     maybeCommit();
@@ -367,21 +395,37 @@ void Ingest::add(const Event& e)
 
 void Ingest::release(int64_t upTo)
 {
-    std::stable_sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
+    // pending_[pendingHead_, pendingSorted_) is in (time, seq) order from the last release; only
+    // what arrived since is sorted, then merged in where it overlaps (events arrive nearly in
+    // order). seq is unique, so this is the one (time, seq) order a full sort would give. Sorting
+    // and shifting the whole buffer on every release was half of a recording's ingest time.
+    auto before = [](const Pending& a, const Pending& b) {
         return a.e.time != b.e.time ? a.e.time < b.e.time : a.seq < b.seq;
-    });
-    size_t n = 0;
+    };
+    const auto head = pending_.begin() + static_cast<std::ptrdiff_t>(pendingHead_);
+    const auto mid = pending_.begin() + static_cast<std::ptrdiff_t>(pendingSorted_);
+    std::sort(mid, pending_.end(), before);
+    if (mid != head && mid != pending_.end() && before(*mid, *std::prev(mid)))
+        std::inplace_merge(std::upper_bound(head, mid, *mid, before), mid, pending_.end(), before);
+    pendingSorted_ = pending_.size();
+    size_t n = pendingHead_;
     while (n < pending_.size() && pending_[n].e.time <= upTo) {
         process(pending_[n].e, pending_[n].seq);
         ++n;
     }
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+    pendingHead_ = n;
+    // Released events leave the front in bulk, once they are at least half the vector.
+    if (pendingHead_ * 2 >= pending_.size()) {
+        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+        pendingSorted_ -= n;
+        pendingHead_ = 0;
+    }
 }
 
 void Ingest::drain()
 {
     sync();
-    if (!pending_.empty()) release(std::numeric_limits<int64_t>::max());
+    if (buffered() > 0) release(std::numeric_limits<int64_t>::max());
 }
 
 void Ingest::process(const Event& e, uint64_t seq)
@@ -412,20 +456,8 @@ void Ingest::process(const Event& e, uint64_t seq)
         onRegion(e, seq);
         break;
     case EventType::Kernel:
-        s.kernel.bind(1, e.device)
-            .bind(2, e.stream)
-            .bind(3, e.time)
-            .bind(4, e.endTime)
-            .bind(5, e.name.value)
-            .bind(6, e.aux)
-            .bind(7, e.grid[0])
-            .bind(8, e.grid[1])
-            .bind(9, e.grid[2])
-            .bind(10, e.block[0])
-            .bind(11, e.block[1])
-            .bind(12, e.block[2]);
-        if (e.aux2 != 0) s.kernel.bind(13, e.aux2 >> 32).bind(14, e.aux2 & 0xffffffffu);
-        s.kernel.run();
+        kernelRows_.push_back(e);
+        if (kernelRows_.size() == kKernelBatch) flushKernels();
         break;
     case EventType::GraphLaunch:
         s.graph.bind(1, e.device)
@@ -557,36 +589,46 @@ void Ingest::writeAllocation(uint32_t device, Level level, uint64_t addr, const 
 
 void Ingest::flushAllocations()
 {
-    if (allocRows_.empty()) return;
     // In id order: the rows then mostly append to the table's b-tree.
     std::sort(allocRows_.begin(), allocRows_.end(),
               [](const AllocRow& x, const AllocRow& y) { return x.a.id < y.a.id; });
-    const bool full = allocRows_.size() == kAllocBatch;
-    store::PipedStmt& s = full ? st_->allocBatch : st_->alloc;
-    auto bindRow = [&s](int base, const AllocRow& r) {
-        const LiveAlloc& a = r.a;
-        s.bind(base + 1, a.id).bind(base + 2, r.device).bind(base + 3, static_cast<int>(r.level));
-        if (a.regionId >= 0) s.bind(base + 4, a.regionId);
-        s.bind(base + 5, r.addr).bind(base + 6, a.size);
-        if (a.requested) s.bind(base + 7, a.requested);
-        s.bind(base + 8, a.stream).bind(base + 9, a.time);
-        if (r.freeTime != kNoTime) s.bind(base + 10, r.freeTime);
-        if (a.tag) s.bind(base + 11, a.tag.value);
-        if (a.stack) s.bind(base + 12, a.stack.value);
-        if (a.notes & 0xffffffffu) s.bind(base + 13, a.notes & 0xffffffffu);
-        if (a.notes >> 32) s.bind(base + 14, a.notes >> 32);
-    };
-    if (full) {
-        for (size_t i = 0; i < allocRows_.size(); ++i)
-            bindRow(static_cast<int>(i) * kAllocColumns, allocRows_[i]);
-        s.run();
-    } else {
-        for (const AllocRow& r : allocRows_) {
-            bindRow(0, r);
-            s.run();
-        }
-    }
-    allocRows_.clear();
+    insertRows(allocRows_, st_->alloc, st_->allocBatch, kAllocBatch, kAllocColumns,
+               [](store::PipedStmt& s, int base, const AllocRow& r) {
+                   const LiveAlloc& a = r.a;
+                   s.bind(base + 1, a.id)
+                       .bind(base + 2, r.device)
+                       .bind(base + 3, static_cast<int>(r.level));
+                   if (a.regionId >= 0) s.bind(base + 4, a.regionId);
+                   s.bind(base + 5, r.addr).bind(base + 6, a.size);
+                   if (a.requested) s.bind(base + 7, a.requested);
+                   s.bind(base + 8, a.stream).bind(base + 9, a.time);
+                   if (r.freeTime != kNoTime) s.bind(base + 10, r.freeTime);
+                   if (a.tag) s.bind(base + 11, a.tag.value);
+                   if (a.stack) s.bind(base + 12, a.stack.value);
+                   if (a.notes & 0xffffffffu) s.bind(base + 13, a.notes & 0xffffffffu);
+                   if (a.notes >> 32) s.bind(base + 14, a.notes >> 32);
+               });
+}
+
+void Ingest::flushKernels()
+{
+    insertRows(kernelRows_, st_->kernel, st_->kernelBatch, kKernelBatch, kKernelColumns,
+               [](store::PipedStmt& s, int base, const Event& e) {
+                   s.bind(base + 1, e.device)
+                       .bind(base + 2, e.stream)
+                       .bind(base + 3, e.time)
+                       .bind(base + 4, e.endTime)
+                       .bind(base + 5, e.name.value)
+                       .bind(base + 6, e.aux)
+                       .bind(base + 7, e.grid[0])
+                       .bind(base + 8, e.grid[1])
+                       .bind(base + 9, e.grid[2])
+                       .bind(base + 10, e.block[0])
+                       .bind(base + 11, e.block[1])
+                       .bind(base + 12, e.block[2]);
+                   if (e.aux2 != 0)
+                       s.bind(base + 13, e.aux2 >> 32).bind(base + 14, e.aux2 & 0xffffffffu);
+               });
 }
 
 void Ingest::onRegion(const Event& e, uint64_t seq)
@@ -774,7 +816,7 @@ void Ingest::tick()
         std::chrono::milliseconds(opts_.commitIntervalMs)) {
         // A live source may go quiet with events still buffered: those older than the reorder
         // window can no longer be overtaken, so release them into this commit.
-        if (opts_.reorderWindowNs > 0 && !pending_.empty() && maxSeen_ != kNoTime)
+        if (opts_.reorderWindowNs > 0 && buffered() > 0 && maxSeen_ != kNoTime)
             release(maxSeen_ - opts_.reorderWindowNs);
         commit();
     }
@@ -794,9 +836,10 @@ void Ingest::commit()
     }
     sinceCommit_.clear();
     flushAllocations();
+    flushKernels();
     setMeta("last_commit_event_ns", std::to_string(released_ == kNoTime ? 0 : released_));
     // Live viewers read these instead of scanning whole tables several times a second.
-    setMeta("committed_event_count", std::to_string(stats_.events - pending_.size()));
+    setMeta("committed_event_count", std::to_string(stats_.events - buffered()));
     if (haveTime_) {
         setMeta("committed_time_begin_ns", std::to_string(stats_.timeBegin));
         setMeta("committed_time_end_ns", std::to_string(stats_.timeEnd));
@@ -833,6 +876,7 @@ void Ingest::end()
     live_.clear();
     sinceCommit_.clear();
     flushAllocations();
+    flushKernels();
     setMeta("event_count", std::to_string(stats_.events));
     setMeta("time_begin_ns", std::to_string(stats_.timeBegin));
     setMeta("time_end_ns", std::to_string(stats_.timeEnd));

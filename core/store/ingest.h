@@ -153,6 +153,8 @@ private:
     // multi-row INSERT (SQLite's per-statement cost dominated single-row inserts); flushed
     // before every commit and before the end, so the file never lacks a row it should have.
     void flushAllocations();
+    // Kernel launches likewise wait in kernelRows_ (arrival order) for one kKernelBatch INSERT.
+    void flushKernels();
     // The writer thread (IngestOptions::writerThread; core/store/ingest_writer.cpp).
     struct Writer;
     std::unique_ptr<Writer> writer_;
@@ -185,8 +187,13 @@ private:
     bool abrupt_ = false;
     bool haveTime_ = false;
     uint64_t seq_ = 0;
+    // Events in the reorder window: pending_[pendingHead_, end); those before pendingHead_ are
+    // released and dropped in bulk; [pendingHead_, pendingSorted_) is sorted (release()).
     std::vector<Pending> pending_;
-    size_t releaseAt_ = 4096; // pending_ size that triggers the next release
+    size_t pendingHead_ = 0;
+    size_t pendingSorted_ = 0;
+    size_t buffered() const { return pending_.size() - pendingHead_; }
+    size_t releaseAt_ = 4096; // buffered() that triggers the next release
     int64_t maxSeen_ = kNoTime;
     int64_t released_ = kNoTime;
     std::unordered_map<std::string, StringId> strings_;
@@ -216,6 +223,7 @@ private:
         Level level;
     };
     std::vector<AllocRow> allocRows_;
+    std::vector<Event> kernelRows_;
     int64_t allocSeq_ = 0;
     int64_t regionSeq_ = 0;
     int64_t mappingSeq_ = 0;    // region_mappings and graph_execs ids, given here: the statement

@@ -68,7 +68,7 @@ private:
               "SELECT * FROM stacks ORDER BY id, depth", "SELECT * FROM regions ORDER BY id",
               "SELECT * FROM region_mappings ORDER BY id", "SELECT * FROM graph_execs ORDER BY id",
               "SELECT * FROM markers ORDER BY id", "SELECT * FROM frames ORDER BY idx",
-              "SELECT * FROM anomalies ORDER BY id",
+              "SELECT * FROM kernels ORDER BY id", "SELECT * FROM anomalies ORDER BY id",
               "SELECT time_ns, kind, value, detail FROM capture_health ORDER BY id"}) {
             Stmt x = fs::store::debugQuery(a).prepare(q), y = fs::store::debugQuery(b).prepare(q);
             int64_t rows = 0;
@@ -510,13 +510,43 @@ private slots:
                         in.add(x);
                     }
                 }
+                if (k % 3 == 0) { // kernels: batched inserts of their own
+                    Event kl = ev(EventType::Kernel, 12 + 3 * k, 0);
+                    kl.endTime = kl.time + 1;
+                    kl.aux = static_cast<uint64_t>(k); // correlation id
+                    kl.grid[0] = static_cast<uint32_t>(k % 5 + 1);
+                    kl.block[0] = 128;
+                    kl.name = in.intern("kernel");
+                    if (k % 9 == 0) kl.aux2 = (uint64_t{7} << 32) | static_cast<uint64_t>(k / 9);
+                    in.add(kl);
+                }
                 if (rng() % 5000 == 0)
                     in.add(ev(EventType::Free, 12 + 3 * k, kBase + 1)); // unknown
             }
             in.end();
         };
+        // Kernels (k = 0, 3, ..., 29997: 10,000, 39 full batches of 256 and a partial one): the
+        // correlation ids sum to 3 * (0 + ... + 9999) = 149,985,000; grid_x = k % 5 + 1 runs
+        // 1, 4, 2, 5, 3 over each five, 15 per five, 30,000 in all; graph launches at k = 9n,
+        // n = 0..3333: 3,334 rows of graph 7, nodes summing to 3333 * 3334 / 2 = 5,556,111.
+        auto checkKernels = [](const std::string& f) {
+            Session s = Session::open(f);
+            auto q = [&](const char* sql) { return fs::store::debugQuery(s).scalar(sql); };
+            QCOMPARE(q("SELECT COUNT(*) FROM kernels"), int64_t{10000});
+            QCOMPARE(q("SELECT SUM(correlation_id) FROM kernels"), int64_t{149985000});
+            QCOMPARE(q("SELECT SUM(grid_x) FROM kernels"), int64_t{30000});
+            QCOMPARE(q("SELECT SUM(end_ns - start_ns) FROM kernels"), int64_t{10000});
+            QCOMPARE(q("SELECT COUNT(*) FROM kernels WHERE block_x = 128 AND grid_y = 0"),
+                     int64_t{10000});
+            QCOMPARE(q("SELECT COUNT(graph_id) FROM kernels WHERE graph_id = 7"), int64_t{3334});
+            QCOMPARE(q("SELECT SUM(graph_node_id) FROM kernels"), int64_t{5556111});
+            QCOMPARE(q("SELECT COUNT(*) FROM kernels k JOIN kernels j ON j.id = k.id + 1"
+                       " WHERE j.start_ns < k.start_ns"),
+                     int64_t{0}); // ids in arrival order
+        };
         const auto plain = path("plain.fragscope");
         write(plain, {"plain", false, false, false});
+        checkKernels(plain);
         for (const Mode& mode :
              {Mode{"writer thread", false, true, false}, Mode{"sql thread", false, false, true},
               Mode{"both threads", false, true, true}, Mode{"durable", true, false, false},
