@@ -54,7 +54,8 @@ public:
     // Waits until everything queued so far has run; rethrows the first error the pipe met.
     // After it, the caller may use the connection itself until it queues again.
     void sync();
-    // sync() (unless discard: drops what is queued), then ends the thread.
+    // sync() (unless discard: drops what is queued), then ends the thread: statements queued
+    // after it run at once, on the caller's thread.
     void stop(bool discard = false);
 
 private:
