@@ -25,7 +25,18 @@ public:
         : run_(std::move(run)), clear_(std::move(clear)), maxQueued_(maxQueued)
     {
     }
-    ~BatchWorker() { stop(true); }
+    // Ends the thread, dropping what is still queued (sync() first to run it).
+    ~BatchWorker()
+    {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard lock(m_);
+            stop_ = true;
+            queue_.clear();
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
     BatchWorker(const BatchWorker&) = delete;
     BatchWorker& operator=(const BatchWorker&) = delete;
 
@@ -33,7 +44,6 @@ public:
     {
         thread_ = std::thread([this] { loop(); });
     }
-    bool running() const { return thread_.joinable(); }
     std::thread::id id() const { return thread_.get_id(); }
 
     // Queues b (waiting for room) and gives back an emptied batch to fill next.
@@ -59,30 +69,6 @@ public:
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
         if (error_) std::rethrow_exception(error_);
-    }
-
-    // sync() unless discard (drops what is queued), then ends the thread; rethrows an error
-    // sync() met.
-    void stop(bool discard)
-    {
-        std::exception_ptr err;
-        if (!discard && running()) {
-            try {
-                sync();
-            } catch (...) {
-                err = std::current_exception();
-            }
-        }
-        if (running()) {
-            {
-                std::lock_guard lock(m_);
-                stop_ = true;
-                queue_.clear();
-            }
-            cv_.notify_all();
-            thread_.join();
-        }
-        if (err) std::rethrow_exception(err);
     }
 
 private:

@@ -51,7 +51,7 @@ PipedStmt SqlPipe::add(Stmt st)
     return PipedStmt(this, static_cast<uint32_t>(stmts_.size() - 1));
 }
 
-void SqlPipe::param(uint32_t stmt, const Param& p)
+void SqlPipe::open(uint32_t stmt)
 {
     if (!open_) {
         batch_.ops.push_back({stmt, static_cast<uint32_t>(batch_.params.size())});
@@ -59,15 +59,17 @@ void SqlPipe::param(uint32_t stmt, const Param& p)
     } else if (batch_.ops.back().stmt != stmt) {
         throw std::logic_error("SqlPipe: binds of two statements interleave");
     }
+}
+
+void SqlPipe::param(uint32_t stmt, const Param& p)
+{
+    open(stmt);
     batch_.params.push_back(p);
 }
 
 void SqlPipe::run(uint32_t stmt)
 {
-    if (!open_)
-        batch_.ops.push_back({stmt, static_cast<uint32_t>(batch_.params.size())});
-    else if (batch_.ops.back().stmt != stmt)
-        throw std::logic_error("SqlPipe: binds of two statements interleave");
+    open(stmt);
     open_ = false;
     if (!worker_) {
         // At once: the batch holds this one run.
@@ -113,11 +115,6 @@ void SqlPipe::execute(const Batch& b)
         }
         st.run();
     }
-}
-
-SqlPipe::~SqlPipe()
-{
-    worker_.reset(); // joins before the statements go
 }
 
 void SqlPipe::start()

@@ -44,7 +44,7 @@ class SqlPipe
 public:
     // threaded = false runs every statement at once, on the caller's thread.
     explicit SqlPipe(bool threaded) : threaded_(threaded) {}
-    ~SqlPipe();
+    ~SqlPipe() = default; // worker_ (declared last) joins before the statements go
     SqlPipe(const SqlPipe&) = delete;
     SqlPipe& operator=(const SqlPipe&) = delete;
 
@@ -85,6 +85,7 @@ private:
             text.clear();
         }
     };
+    void open(uint32_t stmt); // the op taking stmt's binds: the open one, or a new one
     void param(uint32_t stmt, const Param& p);
     void run(uint32_t stmt);
     void execute(const Batch& b);
