@@ -295,7 +295,7 @@ bool Engine::Impl::readStoredRows(const Session& db, TrackData& t)
 {
     const size_t n = t.storedAllocs;
     const size_t threads = parallelChunks(n, options.parallelFrom);
-    std::vector<Alloc> allocs;
+    AllocRecords allocs;
     allocs.reserve(n);
     if (threads > 1) mapPages(allocs.data(), n * sizeof(Alloc), threads);
     allocs.resize(n);

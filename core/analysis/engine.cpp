@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -249,23 +250,88 @@ int64_t Engine::Impl::readAllocations(const Session& db,
     // known; while two ranges are read, the rows of any other track wait apart and their tracks
     // are made (trackFor) only after both: the second range's reader looks up regions while
     // this thread fills tracks[].allocs, so tracks must not move meanwhile.
+    //
+    // The two ranges fill one array per known track, each its own part, sized before the read:
+    // a range holds at most as many rows as it has ids. The parts then close up in place.
+    // Before, the second range's rows were copied after the first's: a pass over fresh memory
+    // (the kernel clears each page) on one thread, a sixth of the read. A table whose ids are
+    // sparse (more than twice its rows) is read as one range.
     using Key = std::pair<uint32_t, int>;
     const bool split2 = parallel && parallelChunks(static_cast<size_t>(std::max<int64_t>(total, 0)),
                                                    options.parallelFrom) > 1;
     std::map<Key, size_t> known;
     for (size_t ti = 0; ti < tracks.size(); ++ti)
         known[{tracks[ti].device, static_cast<int>(tracks[ti].level)}] = ti;
+    // Region ids are small and dense in every writer's files: a flat table finds a row's
+    // region without hashing (regionOf, 4 % of the read); other ids take regionOf.
+    int64_t regionBase = 0;
+    std::vector<const std::vector<std::pair<size_t, uint32_t>>*> regionTable;
+    if (!regionById.empty()) {
+        auto [least, most] =
+            std::minmax_element(regionById.begin(), regionById.end(),
+                                [](const auto& a, const auto& b) { return a.first < b.first; });
+        const auto span = static_cast<uint64_t>(most->first) - static_cast<uint64_t>(least->first);
+        if (span < 4 * regionById.size() + 1024) {
+            regionBase = least->first;
+            regionTable.assign(span + 1, nullptr);
+            for (const auto& [id, where] : regionById)
+                regionTable[static_cast<size_t>(id - regionBase)] = &where;
+        }
+    }
+    auto regionIndex = [&](int64_t regionId, size_t ti, const Alloc& a) -> uint32_t {
+        if (regionTable.empty()) return regionOf(regionId, ti, a);
+        const uint64_t k = static_cast<uint64_t>(regionId) - static_cast<uint64_t>(regionBase);
+        if (k >= regionTable.size() || !regionTable[k]) return kNoRegion;
+        uint32_t best = kNoRegion; // as regionOf
+        for (const auto& [t, i] : *regionTable[k]) {
+            if (t != ti) continue;
+            const RegionRec& r = tracks[t].regions[i];
+            if (a.address < r.address || a.address >= r.address + r.size) continue;
+            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs) return i;
+            best = i;
+        }
+        return best;
+    };
+    struct Part // one range's rows of one known track
+    {
+        Alloc* at = nullptr;
+        size_t n = 0, cap = 0;
+    };
     struct Range
     {
-        std::vector<std::vector<Alloc>> byTrack;   // the second range's rows of known tracks
+        std::vector<Part> parts;                   // two ranges: by known track
         std::map<Key, std::vector<Alloc>> unknown; // rows of tracks without regions
         int64_t rows = 0;
     };
-    // The rows of ids [lo, hi] in id order: a known track's into into(ti), another's into
-    // r.unknown (split2) or into the track trackFor makes. stop: the second range's reader.
-    auto readRange = [&](const Session& from, int64_t lo, int64_t hi, Range& r, auto&& into,
+    constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    int64_t lo = kMin, split = kMax, hi = kMax; // the second range: ids [split, hi]
+    Range first, second;
+    if (split2) {
+        const auto [minId, maxId] = store::allocationIdBounds(db);
+        const uint64_t span = static_cast<uint64_t>(maxId) - static_cast<uint64_t>(minId);
+        if (maxId > minId && span < 2 * static_cast<uint64_t>(total) + 1024) {
+            lo = minId;
+            hi = maxId;
+            split = lo + (hi - lo) / 2 + 1;
+            const auto cap1 = static_cast<size_t>(split - lo),
+                       cap2 = static_cast<size_t>(hi - split) + 1;
+            first.parts.resize(tracks.size());
+            second.parts.resize(tracks.size());
+            for (size_t ti = 0; ti < tracks.size(); ++ti) {
+                AllocRecords& v = tracks[ti].allocs;
+                v.resize(v.size() + cap1 + cap2); // UninitAllocator: no page is touched here
+                Alloc* end = v.data() + v.size();
+                first.parts[ti] = {end - cap1 - cap2, 0, cap1};
+                second.parts[ti] = {end - cap2, 0, cap2};
+            }
+        }
+    }
+    // The rows of ids [fromId, toId] in id order: a known track's into its part (or, on one range,
+    // its records), another's into r.unknown. stop: the second range's reader.
+    auto readRange = [&](const Session& from, int64_t fromId, int64_t toId, Range& r,
                          const std::atomic<bool>* stop) {
-        store::AllocationRecords rows = store::AllocationRecords::idRange(from, lo, hi);
+        store::AllocationRecords rows = store::AllocationRecords::idRange(from, fromId, toId);
         store::AllocationRecord row;
         while (rows.next(row)) {
             uint32_t device = 0;
@@ -273,16 +339,23 @@ int64_t Engine::Impl::readAllocations(const Session& db,
             int64_t regionId = -1;
             Alloc a = readAllocRow(row, path, device, level, regionId);
             auto it = known.find({device, level});
-            if (it == known.end() && !split2)
-                it = known.emplace(Key{device, level}, trackFor(device, level)).first;
             if (it == known.end()) {
                 r.unknown[{device, level}].push_back(a);
             } else {
-                if (regionId >= 0) a.region = regionOf(regionId, it->second, a);
-                std::vector<Alloc>& v = into(it->second);
-                // Reserved pages that stay untouched cost nothing; regrowing millions does.
-                if (v.empty()) v.reserve(static_cast<size_t>(total));
-                v.push_back(a);
+                const size_t ti = it->second;
+                if (regionId >= 0) a.region = regionIndex(regionId, ti, a);
+                if (r.parts.empty()) {
+                    AllocRecords& v = tracks[ti].allocs;
+                    // Reserved pages that stay untouched cost nothing; regrowing millions does.
+                    if (v.empty()) v.reserve(static_cast<size_t>(std::max<int64_t>(total, 1)));
+                    v.push_back(a);
+                } else if (Part& p = r.parts[ti]; p.n < p.cap) {
+                    p.at[p.n++] = a;
+                } else { // more rows than ids: only a broken file (ids are the primary key)
+                    throw SessionError(path, fmt::format("allocations: more rows than ids "
+                                                         "below id {}",
+                                                         row.id));
+                }
             }
             if ((++r.rows & 0xfffff) == 0) {
                 if (stop && stop->load(std::memory_order_relaxed)) return;
@@ -292,15 +365,6 @@ int64_t Engine::Impl::readAllocations(const Session& db,
             }
         }
     };
-    constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    int64_t split = kMax; // the second range's first id
-    if (split2) {
-        const auto [lo, hi] = store::allocationIdBounds(db);
-        if (hi > lo) split = lo + (hi - lo) / 2 + 1;
-    }
-    Range first, second;
-    if (split != kMax) second.byTrack.resize(tracks.size());
     std::exception_ptr secondError;
     std::atomic<bool> stop{false};
     {
@@ -309,27 +373,27 @@ int64_t Engine::Impl::readAllocations(const Session& db,
             reader = std::jthread([&] {
                 try {
                     const Session other = Session::openUnchecked(path);
-                    readRange(
-                        other, split, kMax, second,
-                        [&](size_t ti) -> std::vector<Alloc>& { return second.byTrack[ti]; },
-                        &stop);
+                    readRange(other, split, hi, second, &stop);
                 } catch (...) {
                     secondError = std::current_exception();
                 }
             });
         try {
-            readRange(
-                db, kMin, split == kMax ? kMax : split - 1, first,
-                [&](size_t ti) -> std::vector<Alloc>& { return tracks[ti].allocs; }, nullptr);
+            readRange(db, lo, split == kMax ? kMax : split - 1, first, nullptr);
         } catch (...) {
             stop.store(true);
             throw; // the reader stops at its next check and is joined
         }
     } // joined
     if (secondError) std::rethrow_exception(secondError);
-    for (size_t ti = 0; ti < second.byTrack.size(); ++ti) {
-        auto& dst = tracks[ti].allocs;
-        dst.insert(dst.end(), second.byTrack[ti].begin(), second.byTrack[ti].end());
+    // Each known track's parts close up: the first range's rows, then the second's.
+    for (size_t ti = 0; ti < first.parts.size(); ++ti) {
+        AllocRecords& v = tracks[ti].allocs;
+        const Part &p1 = first.parts[ti], &p2 = second.parts[ti];
+        Alloc* out = p1.at + p1.n;
+        if (p2.at != out) std::memmove(out, p2.at, p2.n * sizeof(Alloc));
+        v.resize(static_cast<size_t>(out + p2.n - v.data()));
+        if (v.empty()) AllocRecords().swap(v);
     }
     // Tracks with allocations only (no region): first range's rows, then the second's.
     for (Range* r : {&first, &second})

@@ -25,7 +25,9 @@
 #include <shared_mutex>
 #include <span>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 namespace fs::analysis {
 
@@ -50,6 +52,32 @@ struct Alloc
     bool occupies() const { return size != 0 && freeNs > allocNs; }
 };
 static_assert(sizeof(Alloc) == 48, "Alloc is a hot record");
+
+// An allocator whose value-initialisation leaves an element uninitialised: resizing the records
+// of millions of blocks that are about to be written over then touches no page
+// (readAllocations, readStoredRows). Alloc{} and every other construction are as usual.
+template <class T> struct UninitAllocator : std::allocator<T>
+{
+    template <class U> struct rebind
+    {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <class U>
+    UninitAllocator(const UninitAllocator<U>&) noexcept // NOLINT(google-explicit-constructor)
+    {
+    }
+    template <class U> void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>)
+    {
+        ::new (static_cast<void*>(p)) U; // default-, not value-initialised
+    }
+    template <class U, class... A> void construct(U* p, A&&... a)
+    {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+// A track's allocation records.
+using AllocRecords = std::vector<Alloc, UninitAllocator<Alloc>>;
 
 struct RegionRec
 {
@@ -93,7 +121,7 @@ struct TrackData
 {
     uint32_t device = 0;
     Level level = Level::Framework;
-    std::vector<Alloc> allocs;           // sorted by (allocNs, id)
+    AllocRecords allocs;                 // sorted by (allocNs, id)
     std::vector<uint32_t> byFree;        // indices of freed allocs, sorted by (freeNs, index)
     std::vector<RegionRec> regions;      // sorted by (createNs, id)
     std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs

@@ -78,14 +78,17 @@ private:
     }
 
     // A simulated video-diffusion run (capture/sim) written to f, then whatever more adds.
+    // more: events after the simulated run's; before: events ahead of it.
     sim::Stats simulate(const std::string& f, int frames, int steps,
-                        const std::function<void(Ingest&)>& more = {}) const
+                        const std::function<void(Ingest&)>& more = {},
+                        const std::function<void(Ingest&)>& before = {}) const
     {
         IngestOptions o = options(f);
         o.sourceKind = "simulator";
         o.synthetic = true;
         Ingest in(o);
         in.begin();
+        if (before) before(in);
         sim::Config cfg;
         cfg.frames = frames;
         cfg.steps = steps;
@@ -548,21 +551,26 @@ private slots:
         // allocation rows in two id ranges on two connections, the free-time sort, the frames'
         // kernel pass, the timeline's replay); SIZE_MAX splits none. A
         // simulated run (regions, frames, kernels) plus device 1's blocks outside any region
-        // (a track only the rows create) must give the same figures either way.
+        // (a track only the rows create) must give the same figures either way. Device 1's
+        // blocks come both after the run and ahead of it: the first id range then holds fewer
+        // of device 0's rows than it has ids, and its part of device 0's records closes up
+        // with the second's (readAllocations).
         const auto f = path("parallel.fragscope");
-        simulate(f, 6, 4, [](Ingest& in) {
-            const int64_t t = 1'000'000'000'000;
-            for (int i = 0; i < 64; ++i) {
-                Event a = ev(EventType::Alloc, t + i * 10, kBase + uint64_t(i) * MiB, 4 * KiB);
-                a.device = 1;
-                in.add(a);
-                if (i % 2) {
-                    Event fr = ev(EventType::Free, t + i * 10 + 5, kBase + uint64_t(i) * MiB);
-                    fr.device = 1;
-                    in.add(fr);
+        auto device1 = [](int64_t t) {
+            return [t](Ingest& in) {
+                for (int i = 0; i < 64; ++i) {
+                    Event a = ev(EventType::Alloc, t + i * 10, kBase + uint64_t(i) * MiB, 4 * KiB);
+                    a.device = 1;
+                    in.add(a);
+                    if (i % 2) {
+                        Event fr = ev(EventType::Free, t + i * 10 + 5, kBase + uint64_t(i) * MiB);
+                        fr.device = 1;
+                        in.add(fr);
+                    }
                 }
-            }
-        });
+            };
+        };
+        simulate(f, 6, 4, device1(1'000'000'000'000), device1(1'000));
         auto open = [&](size_t parallelFrom) {
             LoadOptions o;
             o.useCache = false; // each open builds everything itself
