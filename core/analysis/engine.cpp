@@ -282,15 +282,7 @@ int64_t Engine::Impl::readAllocations(const Session& db,
         if (regionTable.empty()) return regionOf(regionId, ti, a);
         const uint64_t k = static_cast<uint64_t>(regionId) - static_cast<uint64_t>(regionBase);
         if (k >= regionTable.size() || !regionTable[k]) return kNoRegion;
-        uint32_t best = kNoRegion; // as regionOf
-        for (const auto& [t, i] : *regionTable[k]) {
-            if (t != ti) continue;
-            const RegionRec& r = tracks[t].regions[i];
-            if (a.address < r.address || a.address >= r.address + r.size) continue;
-            if (r.createNs <= a.allocNs && r.destroyNs > a.allocNs) return i;
-            best = i;
-        }
-        return best;
+        return regionAmong(*regionTable[k], ti, a);
     };
     struct Part // one range's rows of one known track
     {
@@ -440,9 +432,14 @@ uint32_t Engine::Impl::regionOf(int64_t regionId, size_t ti, const Alloc& a) con
 {
     // The range of a block's region that holds it (several for an expandable segment).
     auto it = regionById.find(regionId);
-    if (it == regionById.end()) return kNoRegion;
+    return it == regionById.end() ? kNoRegion : regionAmong(it->second, ti, a);
+}
+
+uint32_t Engine::Impl::regionAmong(const std::vector<std::pair<size_t, uint32_t>>& where, size_t ti,
+                                   const Alloc& a) const
+{
     uint32_t best = kNoRegion;
-    for (const auto& [t, i] : it->second) {
+    for (const auto& [t, i] : where) {
         if (t != ti) continue;
         const RegionRec& r = tracks[t].regions[i];
         if (a.address < r.address || a.address >= r.address + r.size) continue;

@@ -407,6 +407,9 @@ struct Engine::Impl
     std::vector<CheckpointBuilder> builders;
     void indexTrack(TrackData& t); // sorts, byFree, regionsByEnd, checkpoints, layout
     uint32_t regionOf(int64_t regionId, size_t ti, const Alloc& a) const;
+    // The same among the places of one region id (a regionById entry).
+    uint32_t regionAmong(const std::vector<std::pair<size_t, uint32_t>>& where, size_t ti,
+                         const Alloc& a) const;
     void buildLayout(TrackData& t);
     void loadFrames(const LoadOptions& o);
     bool readFrameCache(const std::vector<size_t>& timed);
