@@ -8,6 +8,7 @@ namespace fs::gui {
 SessionLoader::SessionLoader(QObject* parent) : QObject(parent)
 {
     pool_.setMaxThreadCount(2);
+    views::keepThreads(pool_);
     jobs_ = new views::JobTracker(this, views::JobTracker::Mode::Replace, &pool_);
     connect(jobs_, &views::JobTracker::progress, this, &SessionLoader::progress);
 }

@@ -2,12 +2,33 @@
 // search, graphs, rule changes, dropping an old scene).
 #pragma once
 
+#include <QSemaphore>
 #include <QThread>
 #include <QThreadPool>
 
 #include <algorithm>
+#include <memory>
 
 namespace fs::views {
+
+// Starts all of the pool's threads now, waits until they run, and keeps them for good. A job
+// started later (on the GUI thread, while a session loads) then never starts a thread: that
+// maps the thread's stack and waits for the process's memory-map lock, which the loader's page
+// faults and madvise calls hold, for up to 20 ms on a loaded 2-core machine. Call it once, on an
+// idle pool.
+inline void keepThreads(QThreadPool& pool)
+{
+    pool.setExpiryTimeout(-1);
+    const int n = pool.maxThreadCount();
+    auto started = std::make_shared<QSemaphore>(0), go = std::make_shared<QSemaphore>(0);
+    for (int i = 0; i < n; ++i)
+        pool.start([started, go] {
+            started->release(); // each job holds its thread until every one runs
+            go->acquire();
+        });
+    started->acquire(n);
+    go->release(n);
+}
 
 // Not QThreadPool::globalInstance(): Qt 6.4's raster engine splits a large fill or line draw
 // over the global pool and waits for it on the GUI thread, so a job of seconds there froze a
@@ -20,6 +41,7 @@ inline QThreadPool& workerPool()
         auto* p = new QThreadPool;
         p->setObjectName(QStringLiteral("fragscope workers"));
         p->setMaxThreadCount(std::max(2, QThread::idealThreadCount()));
+        keepThreads(*p);
         return p;
     }();
     return *pool;
