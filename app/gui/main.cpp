@@ -68,7 +68,6 @@ int main(int argc, char** argv)
             !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
             setenv("QT_QPA_PLATFORM", "offscreen", 0);
     }
-    keepGuiHeapWarm();
     QApplication::setHighDpiScaleFactorRoundingPolicy(
         Qt::HighDpiScaleFactorRoundingPolicy::PassThrough);
     QApplication app(argc, argv);
@@ -113,8 +112,9 @@ int main(int argc, char** argv)
                                              "files: the ranks of one job, as one view "
                                              "(docs/ranks.md)."),
                               QStringLiteral("FILE…"));
-    cli.process(app);
+    cli.process(app); // --help and bad options exit here
     const QStringList files = cli.positionalArguments();
+    keepGuiHeapWarm(); // a window follows
 
     if (files.size() >= 2 && !cli.isSet(QStringLiteral("screenshots")) &&
         !cli.isSet(QStringLiteral("measure-open")) && !cli.isSet(QStringLiteral("attach"))) {

@@ -353,7 +353,7 @@ int64_t Engine::Impl::readAllocations(const Session& db,
                 if (stop && stop->load(std::memory_order_relaxed)) return;
                 if (o) checkCancel(*o);
                 if (o && o->progress && !stop) // the first range's share of the whole
-                    o->progress(r.rows * (split2 ? 2 : 1), total * 2);
+                    o->progress(r.rows * (split != kMax ? 2 : 1), total * 2);
             }
         }
     };
