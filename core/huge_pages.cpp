@@ -56,6 +56,24 @@ unsigned long long inputBytes(char** argv)
     return sum;
 }
 
+// The virtio balloon devices that report free memory to the hypervisor (feature bit 5,
+// VIRTIO_BALLOON_F_REPORTING, set in the negotiated feature string sysfs shows: one '0'/'1' per
+// bit, bit 0 first). Such a guest hands every freed 2 MiB block back to the host, so a huge page
+// is nearly always one the host must back again: measured on such a 2-core guest, touching 1 GiB
+// of fresh memory took 3.3-4.4 s in huge pages and 0.45-0.51 s in 4 KiB pages.
+std::string reportingBalloon()
+{
+    std::error_code ec;
+    for (const auto& d :
+         std::filesystem::directory_iterator("/sys/bus/virtio/drivers/virtio_balloon", ec)) {
+        std::ifstream f(d.path() / "features");
+        std::string bits;
+        if (f && std::getline(f, bits) && bits.size() > 5 && bits[5] == '1')
+            return d.path().filename().string();
+    }
+    return {};
+}
+
 } // namespace
 
 void preferHugePages(char** argv, bool onlyForLargeInputs)
@@ -79,10 +97,12 @@ void preferHugePages(char** argv, bool onlyForLargeInputs)
         status() = "off (sanitizer build)";
         return;
     }
-    if (const char* v = std::getenv("FRAGSCOPE_HUGE_PAGES"); v && std::strcmp(v, "0") == 0) {
+    const char* asked = std::getenv("FRAGSCOPE_HUGE_PAGES");
+    if (asked && std::strcmp(asked, "0") == 0) {
         status() = "off (FRAGSCOPE_HUGE_PAGES=0)";
         return;
     }
+    const bool forced = asked && std::strcmp(asked, "1") == 0;
     if (onlyForLargeInputs && inputBytes(argv) < kHugePagesFrom) {
         status() = "off (input files under " + std::to_string(kHugePagesFrom >> 20) + " MiB)";
         return;
@@ -92,6 +112,12 @@ void preferHugePages(char** argv, bool onlyForLargeInputs)
         status() = mode.empty()       ? "off (the kernel reports no transparent huge pages)"
                    : mode == "always" ? "on (the kernel gives every heap huge pages)"
                                       : "off (transparent_hugepage is " + mode + ")";
+        return;
+    }
+    if (const std::string balloon = reportingBalloon(); !balloon.empty() && !forced) {
+        status() = "off (" + balloon +
+                   " reports free memory to the hypervisor: huge pages fault in slower there; "
+                   "FRAGSCOPE_HUGE_PAGES=1 asks anyway)";
         return;
     }
     const std::string saved = given ? std::string("=") + given : std::string("-");

@@ -17,7 +17,10 @@ namespace fs {
 // setting is on (or was given), the kernel has no huge pages to give (never) or gives them to
 // every heap already (always), FRAGSCOPE_HUGE_PAGES=0, a sanitizer build, the work is small (the
 // files named in argv hold less than kHugePagesFrom bytes, when onlyForLargeInputs: a second
-// start costs more than the page faults it saves), or exec failed. Otherwise does not return.
+// start costs more than the page faults it saves), a virtio balloon reports free memory to the
+// hypervisor (a virtual machine whose freed 2 MiB blocks the host takes back: a huge page then
+// costs more to fault in than the 4 KiB pages it replaces), or exec failed. Otherwise does not
+// return. FRAGSCOPE_HUGE_PAGES=1 asks even under a reporting balloon.
 void preferHugePages(char** argv, bool onlyForLargeInputs = false);
 constexpr unsigned long long kHugePagesFrom = 64ull << 20;
 
