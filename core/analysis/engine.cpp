@@ -231,10 +231,12 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     indexPending = false;
     if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) {
-        if (o.storeIndexAtOpen)
+        if (o.storeIndexAtOpen) {
             loadInfo.indexCacheWritten = writeIndex();
-        else
+            stage("index stored");
+        } else {
             indexPending = true;
+        }
     }
     loadFrames(o);
     if (snapshot) session->commitRead();
