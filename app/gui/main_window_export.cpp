@@ -18,6 +18,7 @@
 #include "widgets/oom_list.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
+#include "widgets/replot_queue.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -224,6 +225,7 @@ void settle(const std::function<bool()>& done, int timeoutMs)
         QThread::msleep(5);
     }
     QApplication::processEvents();
+    views::flushReplots(); // grab() paints what the plots last drew
 }
 
 } // namespace

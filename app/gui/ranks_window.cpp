@@ -5,6 +5,7 @@
 #include "render/render.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/rank_frames_model.h"
+#include "widgets/replot_queue.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -429,7 +430,7 @@ void RanksWindow::setWindow(int64_t t0, int64_t t1, int from)
     t1_ = t1;
     const int64_t b = sharedBegin();
     plot_->xAxis->setRange(static_cast<double>(t0 - b) / 1e9, static_cast<double>(t1 - b) / 1e9);
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    views::queueReplot(plot_);
     linking_ = false;
 }
 
@@ -479,6 +480,7 @@ QStringList RanksWindow::writeScreenshots(const QString& dir, QString& error)
             QThread::msleep(5);
         }
         QApplication::processEvents();
+        views::flushReplots(); // grab() paints what the plots last drew
     };
     // The load started in the constructor ends with loaded() (queued: not missed here).
     bool done = false;

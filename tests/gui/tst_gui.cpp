@@ -12,6 +12,7 @@
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
 #include "widgets/precursor_model.h"
+#include "widgets/replot_queue.h"
 
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -589,6 +590,42 @@ private slots:
                 300);
     }
 
+    void replotsOnePerTurn()
+    {
+        // views::queueReplot: a plot waits once however often it is queued, a deleted one is
+        // skipped, and each redraw has a turn of the event loop of its own: an event posted
+        // when the first plot redraws is delivered before the second redraws.
+        QObject context; // the calls queued to it are dropped with it, at the end
+        QCustomPlot a, b;
+        auto* gone = new QCustomPlot;
+        QCoreApplication::processEvents(); // the plots' own first redraws
+        int redrawn = 0;
+        bool posted = false, deliveredBetween = false;
+        connect(&a, &QCustomPlot::afterReplot, &context, [&] {
+            ++redrawn;
+            QMetaObject::invokeMethod(
+                &context, [&] { posted = true; }, Qt::QueuedConnection);
+        });
+        connect(&b, &QCustomPlot::afterReplot, &context, [&] {
+            ++redrawn;
+            deliveredBetween = posted;
+        });
+        views::queueReplot(&a);
+        views::queueReplot(gone);
+        views::queueReplot(&b);
+        views::queueReplot(&a);
+        QCOMPARE(views::pendingReplots(), 3);
+        delete gone;
+        QTRY_COMPARE(views::pendingReplots(), 0);
+        QCOMPARE(redrawn, 2);
+        QVERIFY(deliveredBetween);
+        views::queueReplot(&a);
+        views::queueReplot(&b);
+        views::flushReplots(); // before a screenshot: all at once
+        QCOMPARE(redrawn, 4);
+        QCOMPARE(views::pendingReplots(), 0);
+    }
+
     void oomLinesChangeWithoutRebuild()
     {
         // The complete scene brings the OOMs after the panels are drawn: the widget replaces
@@ -657,6 +694,17 @@ private slots:
         h.setTimeCursor(f.end);
         QVERIFY(shot() != first);
         h.setTimeCursor(kNoTime);
+        QCOMPARE(shot(), first);
+        // OOM marks are part of the picture, one per pixel column: a second OOM in the same
+        // column draws nothing more (its half-transparent line would darken the first's), and
+        // removing them gives the first picture back.
+        const int64_t mid = (scene->timeBegin() + scene->timeEnd()) / 2;
+        h.setOoms({mid});
+        const QImage marked = shot();
+        QVERIFY(marked != first);
+        h.setOoms({mid, mid + 1});
+        QCOMPARE(shot(), marked);
+        h.setOoms({});
         QCOMPARE(shot(), first);
     }
 

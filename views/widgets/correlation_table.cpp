@@ -2,6 +2,7 @@
 
 #include "jobs.h"
 #include "plot_widgets.h"
+#include "replot_queue.h"
 #include "views/render/render.h"
 #include "views/render/scene.h"
 
@@ -204,7 +205,7 @@ void CorrelationTable::drawScatter()
     scatter_->yAxis->setLabel(yLabel);
     title_->setText(title);
     render::applyPlotTheme(*scatter_, dark_ ? render::Theme::darkTheme() : render::Theme::light());
-    scatter_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(scatter_);
 }
 
 } // namespace fs::views

@@ -1,6 +1,7 @@
 #include "graphs_panel.h"
 
 #include "plot_widgets.h"
+#include "replot_queue.h"
 
 #include "core/alloc/graph_sharing.h"
 #include "core/alloc/replay.h"
@@ -324,7 +325,7 @@ void GraphsPanel::drawScatter()
     scatter_->yAxis->setLabel(tr("replay duration (ms)"));
     title_->setText(title);
     render::applyPlotTheme(*scatter_, dark_ ? render::Theme::darkTheme() : render::Theme::light());
-    scatter_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(scatter_);
 }
 
 } // namespace fs::views

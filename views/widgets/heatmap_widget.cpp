@@ -296,6 +296,10 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         }
         paintPoolOutline(bp, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
                          scene_->timeEnd(), outline_);
+        std::vector<double> xs;
+        for (int64_t t : ooms_)
+            if (t >= vp_.t0 && t <= vp_.t1) xs.push_back(timeToX(t));
+        render::paintOomMarks(bp, plotArea(), xs);
         baseKey_ = key;
     }
     p.drawImage(QPointF(0, 0), base_);
@@ -314,15 +318,14 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
 
 HeatmapWidget::BaseKey HeatmapWidget::baseKey() const
 {
-    return {options(), rasterVp_,           raster_.cacheKey(),
-            size(),    devicePixelRatioF(), outlineGeneration_};
+    return {options(), rasterVp_, raster_.cacheKey(), size(), devicePixelRatioF(), baseGeneration_};
 }
 
 void HeatmapWidget::setPoolOutline(const PoolOutline& o)
 {
     if (o.empty() && outline_.empty()) return; // a new graphs report says "none" again
     outline_ = o;
-    ++outlineGeneration_;
+    ++baseGeneration_;
     update();
 }
 
@@ -517,6 +520,7 @@ void HeatmapWidget::setOoms(std::vector<int64_t> times)
 {
     if (times == ooms_) return;
     ooms_ = std::move(times);
+    ++baseGeneration_; // the marks are in the base image
     update();
 }
 
@@ -572,18 +576,6 @@ void HeatmapWidget::paintOverlay(QPainter& p)
     p.save();
     const double yspan = std::max(1e-9, vp_.y1 - vp_.y0);
     auto Y = [&](double y) { return plot.bottom() - (y - vp_.y0) / yspan * plot.height(); };
-    // OOMs: red triangles on the time axis, a thin line up through the plot.
-    for (int64_t t : ooms_) {
-        if (t < vp_.t0 || t > vp_.t1) continue;
-        const double x = timeToX(t);
-        p.setPen(QPen(QColor(220, 30, 30, 150), 1, Qt::DashLine));
-        p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
-        p.setPen(Qt::NoPen);
-        p.setBrush(QColor(220, 30, 30));
-        const QPointF tri[] = {
-            {x, plot.bottom() + 1}, {x - 5, plot.bottom() + 9}, {x + 5, plot.bottom() + 9}};
-        p.drawPolygon(tri, 3);
-    }
     // The free fragment picked in the block list or found by a search, at the cursor.
     if (fragSize_ > 0 && cursor_ != kNoTime) {
         const double ya = ld.addressToY(fragAddress_), yb = ld.addressToY(fragAddress_ + fragSize_);

@@ -132,13 +132,13 @@ private:
         qint64 raster = 0; // QImage::cacheKey of raster_
         QSize size;
         double dpr = 1;
-        uint64_t outline = 0; // outlineGeneration_
+        uint64_t generation = 0; // baseGeneration_
         bool operator==(const BaseKey&) const = default;
     };
     BaseKey baseKey() const;
     QImage base_;
     BaseKey baseKey_;
-    uint64_t outlineGeneration_ = 0;
+    uint64_t baseGeneration_ = 0; // the pool outline or the OOMs changed
 };
 
 } // namespace fs::views

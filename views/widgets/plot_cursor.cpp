@@ -2,6 +2,7 @@
 // the histogram and memory map at the cursor, the kernel lane's cursor, OOM marks, clicks and
 // tooltips.
 #include "plot_widgets.h"
+#include "replot_queue.h"
 #include "time_cursor.h"
 #include "tooltip.h"
 
@@ -44,7 +45,7 @@ void TimelineWidget::setOoms(std::vector<int64_t> times)
     if (!scene_ || rects_.empty()) return; // rebuild() draws them
     // Only the lines change (a rebuild of a long run's panels is tens of ms).
     render::setOomLines(*plot_, rects_, *scene_, ooms_, oomMarks_);
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(plot_);
 }
 
 void TimelineWidget::placeCursor()

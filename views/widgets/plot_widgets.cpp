@@ -2,6 +2,7 @@
 #include "time_cursor.h"
 
 #include "graphs_overlay.h"
+#include "replot_queue.h"
 
 #include "core/analysis/metrics.h"
 
@@ -114,7 +115,7 @@ void TimelineWidget::setSelection(const Selection& s)
     // Only the selection band changes: the graphs and collapse bands stay (a rebuild of a long
     // run's panels took ~20 ms of the GUI thread, at every click).
     drawSelection();
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(plot_);
 }
 
 void TimelineWidget::drawSelection()
@@ -130,7 +131,7 @@ void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
 {
     if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(plot_);
 }
 
 std::pair<int64_t, int64_t> TimelineWidget::timeRange() const
@@ -167,7 +168,7 @@ void TimelineWidget::rebuild()
         placeCursor();
         if (hadRange && keep.size() > 0) rects_.front()->axis(QCPAxis::atBottom)->setRange(keep);
     }
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(plot_);
 }
 
 // ---- histogram -------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ void HistogramWidget::rebuild()
         at_ = kNoTime;
         plot_->clearPlottables();
         plot_->clearItems();
-        plot_->replot(QCustomPlot::rpQueuedReplot);
+        queueReplot(plot_);
         return;
     }
     at_ = snap_->time;
@@ -222,7 +223,7 @@ void HistogramWidget::rebuild()
     render::buildHistogram(*plot_, h);
     cur_ = h.current;
     prev_ = h.previous;
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    queueReplot(plot_);
 }
 
 // ---- memory map ------------------------------------------------------------------------------
