@@ -94,7 +94,7 @@ QRectF plotRect(View v, const QRectF& rect, const RenderOptions& o);
 
 // OOMs on a heatmap's plot: a dashed red line up through it at each x and a triangle under its
 // time axis. One line per device pixel column, copied from one stroked line (108 dashed lines
-// stroked one by one took 15-27 ms of every heatmap paint on a long run).
+// stroked one by one took up to 22 ms of a heatmap paint on a long run).
 void paintOomMarks(QPainter& p, const QRectF& plot, const std::vector<double>& xs);
 
 // Paints a view into rect. raster: a precomputed heatmap raster for the plot rect (else computed).
