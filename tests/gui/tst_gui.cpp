@@ -615,8 +615,10 @@ private slots:
         views::queueReplot(&b);
         views::queueReplot(&a);
         QCOMPARE(views::pendingReplots(), 3);
+        QVERIFY(views::replotPending(&a) && views::replotPending(&b));
         delete gone;
         QTRY_COMPARE(views::pendingReplots(), 0);
+        QVERIFY(!views::replotPending(&a) && !views::replotPending(&b));
         QCOMPARE(redrawn, 2);
         QVERIFY(deliveredBetween);
         views::queueReplot(&a);

@@ -173,48 +173,6 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
     drawLegend(p, plot.left(), plot.bottom() + 46 * kk, plot.width(), items, th);
 }
 
-} // namespace fs::render::detail
-
-namespace fs::render {
-
-void paintOomMarks(QPainter& p, const QRectF& plot, const std::vector<double>& xs)
-{
-    if (xs.empty()) return;
-    const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
-    const QPen pen(QColor(220, 30, 30, 150), 1, Qt::DashLine);
-    const QImage dash = detail::lineStamp(p, pen, plot.height(), true);
-    std::vector<int> columns; // device pixels from the plot's left edge, each once
-    std::vector<double> shown;
-    for (double x : xs) {
-        if (x < plot.left() || x > plot.right()) continue;
-        const int c = static_cast<int>(std::lround((x - 0.5 - plot.left()) * dpr));
-        if (std::find(columns.begin(), columns.end(), c) != columns.end()) continue;
-        columns.push_back(c);
-        shown.push_back(x);
-    }
-    p.save();
-    if (!dash.isNull()) { // a copy per line: few lines, and a plot-wide image costs more to blend
-        for (int c : columns)
-            p.drawImage(QPointF(plot.left() + c / dpr, plot.top()), dash);
-    } else {
-        p.setPen(pen);
-        for (double x : shown)
-            p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
-    }
-    p.setPen(Qt::NoPen);
-    p.setBrush(QColor(220, 30, 30));
-    for (double x : shown) {
-        const QPointF tri[] = {
-            {x, plot.bottom() + 1}, {x - 5, plot.bottom() + 9}, {x + 5, plot.bottom() + 9}};
-        p.drawPolygon(tri, 3);
-    }
-    p.restore();
-}
-
-} // namespace fs::render
-
-namespace fs::render::detail {
-
 void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOptions& o)
 {
     const TrackEntry& ld = s.tracks[static_cast<size_t>(o.track)];
@@ -299,3 +257,43 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
 }
 
 } // namespace fs::render::detail
+
+namespace fs::render {
+
+void paintOomMarks(QPainter& p, const QRectF& plot, const std::vector<double>& xs)
+{
+    if (xs.empty()) return;
+    const double dpr = p.device() ? std::max(1.0, p.device()->devicePixelRatioF()) : 1.0;
+    const QPen pen(QColor(220, 30, 30, 150), 1, Qt::DashLine);
+    const QImage dash = detail::lineStamp(p, pen, plot.height(), true);
+    std::vector<double> sorted = xs;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> columns; // device pixels from the plot's left edge, each once
+    std::vector<double> shown;
+    for (double x : sorted) {
+        if (x < plot.left() || x > plot.right()) continue;
+        const int c = static_cast<int>(std::lround((x - 0.5 - plot.left()) * dpr));
+        if (!columns.empty() && columns.back() == c) continue;
+        columns.push_back(c);
+        shown.push_back(x);
+    }
+    p.save();
+    if (!dash.isNull()) { // a copy per line: few lines, and a plot-wide image costs more to blend
+        for (int c : columns)
+            p.drawImage(QPointF(plot.left() + c / dpr, plot.top()), dash);
+    } else {
+        p.setPen(pen);
+        for (double x : shown)
+            p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    }
+    p.setPen(Qt::NoPen);
+    p.setBrush(QColor(220, 30, 30));
+    for (double x : shown) {
+        const QPointF tri[] = {
+            {x, plot.bottom() + 1}, {x - 5, plot.bottom() + 9}, {x + 5, plot.bottom() + 9}};
+        p.drawPolygon(tri, 3);
+    }
+    p.restore();
+}
+
+} // namespace fs::render

@@ -45,7 +45,7 @@ void TimelineWidget::setOoms(std::vector<int64_t> times)
     if (!scene_ || rects_.empty()) return; // rebuild() draws them
     // Only the lines change (a rebuild of a long run's panels is tens of ms).
     render::setOomLines(*plot_, rects_, *scene_, ooms_, oomMarks_);
-    redraw();
+    queueReplot(plot_);
 }
 
 void TimelineWidget::placeCursor()
@@ -98,7 +98,7 @@ void TimelineWidget::placeCursor()
     // The cursor layer alone, unless a whole redraw is queued: that draws the cursor too, and
     // after a rebuild QCPLayer::replot() would redraw the whole plot at once (the other layers'
     // buffers are gone: 20-33 ms of the GUI thread on a long run, then the queued one again).
-    if (!redrawQueued_) layer->replot();
+    if (!replotPending(plot_)) layer->replot();
 }
 
 void TimelineWidget::setCursorValues(const CursorSnapshot& s)

@@ -30,7 +30,6 @@ TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent)
     plot_->addLayer(QStringLiteral("cursor"), plot_->layer(QStringLiteral("overlay")),
                     QCustomPlot::limAbove);
     plot_->layer(QStringLiteral("cursor"))->setMode(QCPLayer::lmBuffered);
-    connect(plot_, &QCustomPlot::afterReplot, this, [this] { redrawQueued_ = false; });
     // A click sets the time cursor; a press on the cursor line drags it instead of the axis.
     connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
         pressPos_ = e->position();
@@ -116,7 +115,7 @@ void TimelineWidget::setSelection(const Selection& s)
     // Only the selection band changes: the graphs and collapse bands stay (a rebuild of a long
     // run's panels took ~20 ms of the GUI thread, at every click).
     drawSelection();
-    redraw();
+    queueReplot(plot_);
 }
 
 void TimelineWidget::drawSelection()
@@ -132,7 +131,7 @@ void TimelineWidget::setTimeRange(int64_t t0, int64_t t1)
 {
     if (!scene_ || rects_.empty()) return;
     rects_.front()->axis(QCPAxis::atBottom)->setRange(toX(t0), toX(t1));
-    redraw();
+    queueReplot(plot_);
 }
 
 std::pair<int64_t, int64_t> TimelineWidget::timeRange() const
@@ -159,7 +158,7 @@ void TimelineWidget::rebuild()
     c.font = render::chartFont();
     static const render::Scene kNone;
     const render::TimelinePlot built = render::buildTimeline(*plot_, scene_ ? *scene_ : kNone, c);
-    redraw(); // before placeCursor: the cursor is drawn with the rest
+    queueReplot(plot_); // before placeCursor: the cursor is drawn with the rest
     rects_ = built.panels;
     selectionItems_ = built.selection;
     oomMarks_ = built.ooms;
@@ -170,12 +169,6 @@ void TimelineWidget::rebuild()
         placeCursor();
         if (hadRange && keep.size() > 0) rects_.front()->axis(QCPAxis::atBottom)->setRange(keep);
     }
-}
-
-void TimelineWidget::redraw()
-{
-    redrawQueued_ = true;
-    queueReplot(plot_);
 }
 
 // ---- histogram -------------------------------------------------------------------------------

@@ -53,9 +53,6 @@ signals:
 private:
     void rebuild();
     void placeCursor();
-    // A whole redraw, on a later turn (queueReplot); placeCursor then leaves the layer to it.
-    void redraw();
-    bool redrawQueued_ = false;
     int64_t toTime(double pixelX) const;
     int64_t cursor_ = kNoTime;
     std::vector<QCPItemStraightLine*> cursorLines_;

@@ -4,6 +4,7 @@
 #include <QTimer>
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <deque>
 
 namespace fs::views {
@@ -47,12 +48,16 @@ ReplotQueue& queue()
 
 } // namespace
 
+bool replotPending(const QCustomPlot* plot)
+{
+    const auto& w = queue().waiting;
+    return plot && std::find(w.begin(), w.end(), plot) != w.end();
+}
+
 void queueReplot(QCustomPlot* plot)
 {
-    if (!plot) return;
+    if (!plot || replotPending(plot)) return;
     ReplotQueue& q = queue();
-    for (const QPointer<QCustomPlot>& p : q.waiting)
-        if (p == plot) return;
     q.waiting.emplace_back(plot);
     if (!q.timer.isActive()) q.timer.start();
 }

@@ -16,6 +16,8 @@ namespace fs::views {
 void queueReplot(QCustomPlot* plot);
 // Redraws every waiting plot now (before a screenshot: grab() paints the last redraw).
 void flushReplots();
+// Whether `plot` waits for its redraw.
+bool replotPending(const QCustomPlot* plot);
 // Plots waiting.
 int pendingReplots();
 
