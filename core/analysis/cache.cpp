@@ -542,6 +542,10 @@ void Engine::Impl::forgetDerived() const
         launches.clear();
         launchRows = 0;
     }
+    {
+        std::lock_guard lock(replayersMutex);
+        idleReplayers.clear();
+    }
     std::lock_guard lock(summariesMutex);
     summaries.clear();
 }

@@ -75,6 +75,7 @@ std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions 
     e->d_->path = path;
     e->d_->options = opts;
     e->d_->load(opts);
+    e->d_->readersAllowed = true;
     return e;
 }
 

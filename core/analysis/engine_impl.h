@@ -465,10 +465,25 @@ struct Engine::Impl
         uint32_t tagClass; // tagClassOf the block: 0 when its role is its size
         uint32_t ordinal;
     };
-    using FrameRoles = std::vector<RoleRow>;
+    // rows: in (time, id) order; byRole: indexes into rows in (tag class, size when untagged,
+    // ordinal) order, each role once, so two frames' roles meet in one merge.
+    struct FrameRoles
+    {
+        std::vector<RoleRow> rows;
+        std::vector<uint32_t> byRole;
+    };
     std::string roleText(const RoleRow& r, bool withOrdinal = true) const;
-    // Every block of the frame with the one of the same role in the frame before it in time;
-    // movedOnly: those that moved at least their own size.
+    // Every block of the frame with the one of the same role in the frame before it in time, as
+    // (before, now) indexes into the two frames' rows, in the order of now's; movedOnly: those
+    // that moved at least their own size. Numbers only: `report` asks for thousands of frames,
+    // and the verdict needs only how many moved.
+    struct RolePairs
+    {
+        std::shared_ptr<const FrameRoles> before, now;
+        std::vector<std::pair<uint32_t, uint32_t>> pairs;
+    };
+    RolePairs rolePairs(const TrackData& td, int64_t frame, bool movedOnly) const;
+    // rolePairs spelt out.
     std::vector<AddressJump> jumps(const TrackData& td, int64_t frame, bool movedOnly) const;
     // An interned string ("" when the file lacks it), each read once: strings never change
     // once written. tagOf: the text of a block's tag ("" when none).
@@ -492,8 +507,28 @@ struct Engine::Impl
     mutable std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const Launches>>
         launches;
     mutable size_t launchRows = 0; // held in `launches`
+    // More read-only connections for launchesIn, so that threads (report's collapses) read
+    // launches at once rather than in turn on the engine's connection: at 100 M events those
+    // reads held its lock 10 of the 20 s the collapses took. Each opened on first use. Only on
+    // Engine::open's engines: a LiveEngine's connection must close between refreshes.
+    struct LaunchReader
+    {
+        std::mutex m;
+        std::optional<Session> session;
+    };
+    mutable std::array<LaunchReader, 3> launchReaders;
+    bool readersAllowed = false;
     // The devices that ran kernels (buildKernelIndex first).
     std::vector<int64_t> kernelDeviceIds() const;
+    // Replayers (one per track) that collapse queries borrow: a long run's track has 10^5
+    // regions, and making and dropping a replayer's state for each of `report`'s collapses cost
+    // 3 % of it. A borrowed set goes on from where its last query left it when that is closer
+    // than a checkpoint (Replayer::seek). Emptied by forgetDerived(): they hold the tracks.
+    using Replayers = std::vector<std::unique_ptr<Replayer>>;
+    Replayers borrowReplayers() const;
+    void returnReplayers(Replayers r) const;
+    mutable std::mutex replayersMutex;
+    mutable std::vector<Replayers> idleReplayers;
     mutable std::mutex rolesMutex;
     mutable std::map<std::tuple<uint32_t, int, int64_t>, std::shared_ptr<const FrameRoles>> roles;
     std::shared_ptr<const FrameRoles> frameRoles(const TrackData& td, const FrameInfo& f) const;

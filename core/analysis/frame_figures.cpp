@@ -243,7 +243,7 @@ std::vector<FrameFigures> frameFigures(const Engine::Impl& d,
                 if (fa.device == td.device && fa.level == td.level)
                     g.minLargest[t] = static_cast<double>(fa.minLargestFragment);
             if (!td.allocs.empty())
-                g.jumps[t] = static_cast<int64_t>(d.jumps(td, f->index, true).size());
+                g.jumps[t] = static_cast<int64_t>(d.rolePairs(td, f->index, true).pairs.size());
         }
     }
     return out;

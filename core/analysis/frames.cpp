@@ -349,7 +349,17 @@ std::shared_ptr<const Engine::Impl::Launches> Engine::Impl::launchesIn(int64_t d
         if (auto hit = launches.find(key); hit != launches.end()) return hit->second;
     }
     auto rows = std::make_shared<Launches>();
-    {
+    bool read = false;
+    for (LaunchReader& r : launchReaders) {
+        if (!readersAllowed) break;
+        std::unique_lock lock(r.m, std::try_to_lock);
+        if (!lock) continue; // another thread's
+        if (!r.session) r.session.emplace(Session::open(path, false, SQLITE_OPEN_NOMUTEX));
+        *rows = store::launchesIn(*r.session, device, from, to);
+        read = true;
+        break;
+    }
+    if (!read) {
         std::lock_guard lock(dbMutex);
         if (session) *rows = store::launchesIn(*session, device, from, to);
     }
@@ -430,22 +440,10 @@ std::string Engine::Impl::roleText(const RoleRow& r, bool withOrdinal) const
 
 namespace {
 // A role as numbers: (tag class, size when untagged, ordinal).
-struct RoleKey
+using RoleKey = std::tuple<uint32_t, uint64_t, uint32_t>;
+RoleKey keyOf(const Engine::Impl::RoleRow& r)
 {
-    uint64_t tagClass, size, ordinal;
-    bool operator==(const RoleKey&) const = default;
-};
-struct RoleKeyHash
-{
-    size_t operator()(const RoleKey& k) const
-    {
-        return std::hash<uint64_t>()(
-            (k.tagClass * 0x9e3779b97f4a7c15ULL ^ k.size) * 0x9e3779b97f4a7c15ULL ^ k.ordinal);
-    }
-};
-RoleKey keyOf(const Engine::Impl::RoleRow& r, bool withOrdinal = true)
-{
-    return {r.tagClass, r.tagClass ? 0 : r.size, withOrdinal ? r.ordinal : 0};
+    return {r.tagClass, r.tagClass ? 0 : r.size, r.ordinal};
 }
 } // namespace
 
@@ -458,28 +456,39 @@ std::shared_ptr<const Engine::Impl::FrameRoles> Engine::Impl::frameRoles(const T
         if (auto hit = roles.find(key); hit != roles.end()) return hit->second;
     }
     // The track's blocks made in [start, end), in (time, id) order: as the records are held.
-    auto rows = std::make_shared<FrameRoles>();
-    std::unordered_map<RoleKey, uint32_t, RoleKeyHash> ordinal;
+    auto out = std::make_shared<FrameRoles>();
+    std::vector<RoleRow>& rows = out->rows;
     auto a = std::lower_bound(td.allocs.begin(), td.allocs.end(), f.start,
                               [](const Alloc& x, int64_t t) { return x.allocNs < t; });
-    for (; a != td.allocs.end() && a->allocNs < f.end; ++a) {
-        RoleRow r{a->id, a->address, a->size, tagClassOf(*a), 0};
-        r.ordinal = ordinal[keyOf(r, false)]++;
-        rows->push_back(r);
+    for (; a != td.allocs.end() && a->allocNs < f.end; ++a)
+        rows.push_back({a->id, a->address, a->size, tagClassOf(*a), 0});
+    // Grouped by role, in time order inside a group (stable): the ordinal is the place in it.
+    std::vector<uint32_t>& by = out->byRole;
+    by.resize(rows.size());
+    for (uint32_t i = 0; i < by.size(); ++i)
+        by[i] = i;
+    std::stable_sort(by.begin(), by.end(), [&](uint32_t x, uint32_t y) {
+        return keyOf(rows[x]) < keyOf(rows[y]); // ordinals are all 0 yet
+    });
+    for (size_t k = 1; k < by.size(); ++k) {
+        const RoleRow& p = rows[by[k - 1]];
+        RoleRow& r = rows[by[k]];
+        if (r.tagClass == p.tagClass && (r.tagClass || r.size == p.size)) r.ordinal = p.ordinal + 1;
     }
     std::lock_guard lock(rolesMutex);
     if (roles.size() >= 256) roles.clear();
-    roles.emplace(key, rows);
-    return rows;
+    roles.emplace(key, out);
+    return out;
 }
 
-std::vector<AddressJump> Engine::Impl::jumps(const TrackData& td, int64_t frame,
-                                             bool movedOnly) const
+Engine::Impl::RolePairs Engine::Impl::rolePairs(const TrackData& td, int64_t frame,
+                                                bool movedOnly) const
 {
+    RolePairs out;
     const auto& fr = frames; // by index
     auto it = std::lower_bound(fr.begin(), fr.end(), frame,
                                [](const FrameInfo& f, int64_t i) { return f.index < i; });
-    if (it == fr.end() || it->index != frame || it->start == kNoTime) return {};
+    if (it == fr.end() || it->index != frame || it->start == kNoTime) return out;
     // The previous frame in time: the latest start before this one's (the lowest index among
     // frames that share it).
     const auto& timed = framesInTime; // by (start, index)
@@ -489,28 +498,45 @@ std::vector<AddressJump> Engine::Impl::jumps(const TrackData& td, int64_t frame,
     };
     const auto here = byStart(it->start);
     const FrameInfo* prev = here == timed.begin() ? nullptr : &fr[*byStart(fr[*(here - 1)].start)];
-    if (!prev) return {};
-    const auto before = frameRoles(td, *prev);
-    const auto now = frameRoles(td, *it);
-    std::unordered_map<RoleKey, const RoleRow*, RoleKeyHash> byRole;
-    for (const RoleRow& r : *before)
-        byRole.emplace(keyOf(r), &r);
+    if (!prev) return out;
+    out.before = frameRoles(td, *prev);
+    out.now = frameRoles(td, *it);
+    const std::vector<RoleRow>&b = out.before->rows, &n = out.now->rows;
+    // Both in role order: one merge finds every role the two frames share.
+    auto i = out.before->byRole.begin(), ie = out.before->byRole.end();
+    for (const uint32_t k : out.now->byRole) {
+        const RoleKey want = keyOf(n[k]);
+        while (i != ie && keyOf(b[*i]) < want)
+            ++i;
+        if (i == ie) break;
+        if (keyOf(b[*i]) != want) continue;
+        const RoleRow &was = b[*i], &is = n[k];
+        const uint64_t distance =
+            is.address > was.address ? is.address - was.address : was.address - is.address;
+        if (!movedOnly || (distance >= is.size && distance > 0)) out.pairs.emplace_back(*i, k);
+    }
+    std::sort(out.pairs.begin(), out.pairs.end(),
+              [](const auto& x, const auto& y) { return x.second < y.second; });
+    return out;
+}
+
+std::vector<AddressJump> Engine::Impl::jumps(const TrackData& td, int64_t frame,
+                                             bool movedOnly) const
+{
+    const RolePairs rp = rolePairs(td, frame, movedOnly);
     std::vector<AddressJump> out;
-    for (const RoleRow& r : *now) {
-        auto b = byRole.find(keyOf(r));
-        if (b == byRole.end()) continue;
-        const uint64_t distance = r.address > b->second->address ? r.address - b->second->address
-                                                                 : b->second->address - r.address;
-        if (movedOnly && !(distance >= r.size && distance > 0)) continue;
+    out.reserve(rp.pairs.size());
+    for (const auto& [bi, ni] : rp.pairs) {
+        const RoleRow &was = rp.before->rows[bi], &is = rp.now->rows[ni];
         AddressJump j;
         j.frame = frame;
-        j.role = roleText(r);
-        j.previousId = b->second->id;
-        j.currentId = r.id;
-        j.previousAddress = b->second->address;
-        j.currentAddress = r.address;
-        j.size = r.size;
-        j.distance = distance;
+        j.role = roleText(is);
+        j.previousId = was.id;
+        j.currentId = is.id;
+        j.previousAddress = was.address;
+        j.currentAddress = is.address;
+        j.size = is.size;
+        j.distance = is.address > was.address ? is.address - was.address : was.address - is.address;
         out.push_back(std::move(j));
     }
     return out;

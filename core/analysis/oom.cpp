@@ -232,35 +232,52 @@ std::vector<OomDiagnosis> Engine::ooms() const
         for (const store::DeviceRow& dv : store::devices(db))
             if (dv.capacityBytes) capacity[static_cast<uint32_t>(dv.id)] = *dv.capacityBytes;
     }
-    // Each OOM on its own (two replays to its instant): over the cores, a long run has hundreds.
-    auto one = [&](OomDiagnosis& o) {
+    // Regions by id, for the fragments' (ids are the table's keys).
+    std::unordered_map<int64_t, const RegionRow*> regionById;
+    for (const RegionRow& r : regions)
+        regionById.emplace(r.id, &r);
+    // Each OOM on its own (a replay to its instant): over the cores, a long run has hundreds.
+    // OOMs come in time order, so each chunk's replayer per track goes on from the last one.
+    auto one = [&](OomDiagnosis& o, std::map<const TrackData*, std::unique_ptr<Replayer>>& at) {
         const int key = static_cast<int>(o.level) | static_cast<int>(o.device << 8);
         // The request's pool is the default pool (0): an OOM entry does not name one.
         auto inPoolStream = [&](const RegionRow& r) {
             return r.level == key && r.stream == o.stream && r.pool == 0;
         };
-        std::unordered_map<int64_t, const RegionRow*> byId;
-        for (const RegionRow& r : regions)
-            if (r.level == key && r.create <= o.time && r.destroy > o.time) byId[r.id] = &r;
-        const State s = stateAt(o.device, o.level, o.time);
+        auto liveAt = [&](const RegionRow& r) {
+            return r.level == key && r.create <= o.time && r.destroy > o.time;
+        };
+        const TrackData& td = d_->trackOrThrow(o.device, o.level);
+        auto& r = at[&td];
+        if (!r) r = std::make_unique<Replayer>(td);
+        r->seek(o.time);
+        const State s = d_->stateOf(*this, td, r->state(), o.time);
         o.reservedBytes = s.reservedBytes;
         o.allocatedBytes = s.allocatedBytes;
         o.cachedFreeBytes = s.freeBytes;
-        for (const Fragment& f : fragmentsAt(o.device, o.level, o.time)) {
-            auto it = byId.find(f.regionId);
-            if (it == byId.end() || !inPoolStream(*it->second)) continue;
+        for (const Fragment& f : r->state().fragments()) {
+            auto it = regionById.find(f.regionId);
+            if (it == regionById.end() || !liveAt(*it->second) || !inPoolStream(*it->second))
+                continue;
             o.poolStreamFreeBytes += f.size;
             o.poolStreamLargestFreeBytes = std::max(o.poolStreamLargestFreeBytes, f.size);
         }
+        // The live regions of the track, when a pending free needs them.
+        std::vector<const RegionRow*> live;
+        bool liveRead = false;
         for (const PendingRow& p : pending) {
             if (p.device != o.device || p.level != static_cast<int>(o.level) ||
                 p.request > o.time || p.complete <= o.time || p.size < o.requestedBytes)
                 continue;
-            bool fits = false;
-            for (const auto& [id, r] : byId)
-                if (p.address >= r->address && p.address < r->address + r->size)
-                    fits = inPoolStream(*r);
-            if (!fits) continue;
+            if (!liveRead) {
+                for (const RegionRow& g : regions)
+                    if (liveAt(g)) live.push_back(&g);
+                liveRead = true;
+            }
+            const auto in = std::find_if(live.begin(), live.end(), [&](const RegionRow* g) {
+                return p.address >= g->address && p.address < g->address + g->size;
+            });
+            if (in == live.end() || !inPoolStream(**in)) continue;
             ++o.pendingFreeFits;
             o.pendingFreeFitBytes += p.size;
         }
@@ -272,8 +289,9 @@ std::vector<OomDiagnosis> Engine::ooms() const
         diagnose(o, set);
     };
     forEachChunk(out.size(), parallelChunks(out.size(), 8), [&](size_t, size_t b, size_t e) {
+        std::map<const TrackData*, std::unique_ptr<Replayer>> replayers;
         for (size_t i = b; i < e; ++i)
-            one(out[i]);
+            one(out[i], replayers);
     });
     return out;
 }

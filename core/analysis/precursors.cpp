@@ -128,23 +128,29 @@ detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
             out[k].signature =
                 fmt::format("split|{}|{}", track, roleOf(d.tagOf(td.allocs[i]), out[k].p.size));
         // Same-role allocations that moved further than their own size.
-        if (jumpFrame != kNoTime)
-            for (const AddressJump& j : d.jumps(td, jumpFrame, true)) {
+        if (jumpFrame != kNoTime) {
+            const Engine::Impl::RolePairs moved = d.rolePairs(td, jumpFrame, true);
+            for (const auto& [bi, ni] : moved.pairs) {
+                const Engine::Impl::RoleRow &was = moved.before->rows[bi],
+                                            &is = moved.now->rows[ni];
                 Raw x;
                 x.p.kind = PrecursorKind::AddressJump;
                 x.p.time = begin;
                 x.p.device = td.device;
                 x.p.level = td.level;
-                x.p.address = j.currentAddress;
-                x.p.size = j.size;
-                x.p.allocationId = j.currentId;
+                x.p.address = is.address;
+                x.p.size = is.size;
+                x.p.allocationId = is.id;
                 if (describe)
                     x.p.description =
-                        fmt::format("{} moved {} ({:#x} -> {:#x})", j.role, humanBytes(j.distance),
-                                    j.previousAddress, j.currentAddress);
-                x.signature = fmt::format("jump|{}|{}", track, j.role.substr(0, j.role.rfind('#')));
+                        fmt::format("{} moved {} ({:#x} -> {:#x})", d.roleText(is),
+                                    humanBytes(is.address > was.address ? is.address - was.address
+                                                                        : was.address - is.address),
+                                    was.address, is.address);
+                x.signature = fmt::format("jump|{}|{}", track, d.roleText(is, false));
                 out.push_back(std::move(x));
             }
+        }
     }
     // The OOMs in [begin, end] (in time order; fold() orders the rows of a signature by score and
     // time, and an OOM's score depends on its time only).
@@ -216,6 +222,21 @@ std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
 
 } // namespace
 
+Engine::Impl::Replayers Engine::Impl::borrowReplayers() const
+{
+    std::lock_guard lock(replayersMutex);
+    if (idleReplayers.empty()) return {};
+    Replayers r = std::move(idleReplayers.back());
+    idleReplayers.pop_back();
+    return r;
+}
+
+void Engine::Impl::returnReplayers(Replayers r) const
+{
+    std::lock_guard lock(replayersMutex);
+    if (idleReplayers.size() < 4) idleReplayers.push_back(std::move(r)); // one per thread
+}
+
 CollapseReport Engine::frameReport(int64_t frame) const
 {
     return frameReport(frame, d_->options.rules);
@@ -268,7 +289,13 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
 
     // How often each signature happened in the healthy frames.
     std::unordered_map<std::string, int64_t> seen;
-    std::vector<std::unique_ptr<Replayer>> replayers;
+    struct Borrowed
+    {
+        const Engine::Impl& d;
+        Engine::Impl::Replayers set = d.borrowReplayers();
+        ~Borrowed() { d.returnReplayers(std::move(set)); }
+    } borrowed{*d_};
+    Engine::Impl::Replayers& replayers = borrowed.set;
     for (const FrameInfo* h : baseline)
         for (const std::string& sig : signaturesOf(*d_, *h, replayers))
             ++seen[sig];

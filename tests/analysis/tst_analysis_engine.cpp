@@ -717,6 +717,10 @@ private slots:
         QCOMPARE(byRole.at("tag:kv#0"), 512 * KiB);
         QCOMPARE(byRole.at("size:4096#0"), uint64_t{0});
         QCOMPARE(byRole.at("size:4096#1"), 60 * KiB);
+        // In the frame's time order (the roles are matched in role order: 210, 220, 230 here).
+        QCOMPARE(jumps[0].role, std::string("tag:kv#0"));
+        QCOMPARE(jumps[1].role, std::string("size:4096#0"));
+        QCOMPARE(jumps[2].role, std::string("size:4096#1"));
         QVERIFY(e->addressJumps(0, Level::Framework, 0).empty()); // no previous frame
 
         // Window histogram over [0, 300] with 2 samples (t = 0 and t = 300): at 0 one 1 MiB
