@@ -30,128 +30,175 @@ struct Raw
     std::string signature; // the same thing in another frame has the same signature
 };
 
+// log2 size class: the smallest k with size < 2^(k+1) (63 at most).
+int sizeClass(uint64_t size)
+{
+    int k = 0;
+    while (k < 63 && (uint64_t{2} << k) <= size)
+        ++k;
+    return k;
+}
+
 // The role of an allocation for signatures: its tag, else its log2 size class (sizes breathe
 // from frame to frame; the class does not).
 std::string roleOf(const std::string& tag, uint64_t size)
 {
     if (!tag.empty()) return "tag:" + tag;
-    int k = 0;
-    while (k < 63 && (uint64_t{2} << k) <= size)
-        ++k;
-    return fmt::format("size:2^{}", k);
+    return fmt::format("size:2^{}", sizeClass(size));
 }
 
-// Allocator events of [begin, end] (and the address jumps of frame jumpFrame): the raw rows,
-// with evidence.largestEffect / kernelEffect filled.
-// Calls go forward in time, so one replayer per track (`replayers`, kept by the caller)
-// continues from where the previous call left it instead of rebuilding from a checkpoint.
-// describe: write each row's description (a healthy frame's rows need their signatures only).
-// marks: instants in [begin - 1, end], ascending; atMark(track, mark, state) sees each track's
-// state after every event <= the mark, taken on the way (what a seek to it would give).
-std::vector<Raw>
-detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
-       std::vector<std::unique_ptr<Replayer>>& replayers, bool describe = true,
-       const std::vector<int64_t>& marks = {},
-       const std::function<void(size_t, size_t, const FragState&)>& atMark = nullptr)
+// An allocator event that makes a row: a region created or released, or an allocation that cut
+// the largest free fragment (and was smaller than it).
+struct Step
 {
-    std::vector<Raw> out;
+    size_t track;
+    ReplayEvent kind;
+    uint32_t index; // into the track's allocs (Alloc) or regions
+    int64_t time;
+    uint64_t largestBefore, largestAfter;
+    double ratioBefore, ratioAfter;
+};
+
+std::string trackKey(const TrackData& td)
+{
+    return fmt::format("{}|{}", td.device, static_cast<int>(td.level));
+}
+
+// The events of [begin, end] that make rows (onStep) and the moved blocks of frame jumpFrame
+// (onJumps(track, pairs)), track by track. Calls go forward in time, so one replayer per track
+// (`replayers`, kept by the caller) continues from where the previous call left it instead of
+// rebuilding from a checkpoint. marks: instants in [begin - 1, end], ascending; atMark(track,
+// mark, state) sees each track's state after every event <= the mark, taken on the way (what a
+// seek to it would give).
+template <typename OnStep, typename OnJumps>
+void walk(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
+          std::vector<std::unique_ptr<Replayer>>& replayers, const std::vector<int64_t>& marks,
+          const std::function<void(size_t, size_t, const FragState&)>& atMark, OnStep&& onStep,
+          OnJumps&& onJumps)
+{
     replayers.resize(d.tracks.size());
     for (size_t ti = 0; ti < d.tracks.size(); ++ti) {
         const TrackData& td = d.tracks[ti];
-        const std::string track = fmt::format("{}|{}", td.device, static_cast<int>(td.level));
         if (!replayers[ti]) replayers[ti] = std::make_unique<Replayer>(td);
         Replayer& r = *replayers[ti];
         r.seek(begin - 1);
         uint64_t largest = r.state().largest();
         double ratio = r.state().ratio();
-        std::vector<std::pair<size_t, uint32_t>> splits; // (row, block)
         auto hook = [&](ReplayEvent kind, uint32_t i, int64_t t) {
             const uint64_t now = r.state().largest();
             const double ratioBefore = ratio;
             ratio = r.state().ratio();
             const bool region =
                 kind == ReplayEvent::RegionCreate || kind == ReplayEvent::RegionDestroy;
-            if (!region &&
-                !(kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest)) {
-                largest = now; // most events make no row (a row is a whole Precursor)
-                return;
-            }
-            const double drop =
-                largest > now ? static_cast<double>(largest - now) / static_cast<double>(largest)
-                              : 0.0;
-            Raw x;
-            x.p.time = t;
-            x.p.device = td.device;
-            x.p.level = td.level;
-            x.p.evidence.largestEffect = drop;
-            x.p.evidence.largestDropBytes = largest > now ? largest - now : 0;
-            x.p.evidence.fragmentationJump = ratio - ratioBefore;
-            if (region) {
-                const RegionRec& g = td.regions[i];
-                const bool created = kind == ReplayEvent::RegionCreate;
-                x.p.kind = created ? PrecursorKind::RegionCreated : PrecursorKind::RegionReleased;
-                x.p.address = g.address;
-                x.p.size = g.size;
-                if (describe)
-                    x.p.description =
-                        created ? fmt::format("new {} region of {} at {:#x}",
-                                              regionKindName(g.kind), humanBytes(g.size), g.address)
-                                : fmt::format(
-                                      "{} {} region of {} at {:#x}",
-                                      td.level == Level::Pool ? "pool trim: released" : "released",
-                                      regionKindName(g.kind), humanBytes(g.size), g.address);
-                x.signature = fmt::format("region|{}|{:#x}", track, g.address);
-                out.push_back(std::move(x));
-            } else {
-                // A split leaves part of the fragment free: a block that fills the largest
-                // fragment exactly uses it rather than splitting it.
-                const Alloc& a = td.allocs[i];
-                x.p.kind = PrecursorKind::SplitLargest;
-                x.p.address = a.address;
-                x.p.size = a.size;
-                x.p.allocationId = a.id;
-                if (describe)
-                    x.p.description = fmt::format(
-                        "allocation of {} at {:#x} cut the largest free fragment from {} to {}",
-                        humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
-                splits.emplace_back(out.size(), i);
-                out.push_back(std::move(x));
-            }
-            largest = now;
+            // A split leaves part of the fragment free: a block that fills the largest fragment
+            // exactly uses it rather than splitting it.
+            if (region ||
+                (kind == ReplayEvent::Alloc && now < largest && td.allocs[i].size < largest))
+                onStep(Step{ti, kind, i, t, largest, now, ratioBefore, ratio});
+            largest = now; // most events make no row (a row is a whole Precursor)
         };
         for (size_t m = 0; m < marks.size(); ++m) {
             r.advanceTo(marks[m], hook);
             atMark(ti, m, r.state());
         }
         r.advanceTo(end, hook);
-        for (const auto& [k, i] : splits)
-            out[k].signature =
-                fmt::format("split|{}|{}", track, roleOf(d.tagOf(td.allocs[i]), out[k].p.size));
         // Same-role allocations that moved further than their own size.
-        if (jumpFrame != kNoTime) {
-            const Engine::Impl::RolePairs moved = d.rolePairs(td, jumpFrame, true);
-            for (const auto& [bi, ni] : moved.pairs) {
-                const Engine::Impl::RoleRow &was = moved.before->rows[bi],
-                                            &is = moved.now->rows[ni];
-                Raw x;
-                x.p.kind = PrecursorKind::AddressJump;
-                x.p.time = begin;
-                x.p.device = td.device;
-                x.p.level = td.level;
-                x.p.address = is.address;
-                x.p.size = is.size;
-                x.p.allocationId = is.id;
-                if (describe)
-                    x.p.description =
-                        fmt::format("{} moved {} ({:#x} -> {:#x})", d.roleText(is),
-                                    humanBytes(is.address > was.address ? is.address - was.address
-                                                                        : was.address - is.address),
-                                    was.address, is.address);
-                x.signature = fmt::format("jump|{}|{}", track, d.roleText(is, false));
-                out.push_back(std::move(x));
-            }
-        }
+        if (jumpFrame != kNoTime) onJumps(ti, d.rolePairs(td, jumpFrame, true));
     }
+}
+
+std::string splitSignature(const std::string& track, const std::string& tag, uint64_t size)
+{
+    return fmt::format("split|{}|{}", track, roleOf(tag, size));
+}
+std::string jumpSignature(const Engine::Impl& d, const std::string& track,
+                          const Engine::Impl::RoleRow& r)
+{
+    return fmt::format("jump|{}|{}", track, d.roleText(r, false));
+}
+std::string regionSignature(const std::string& track, uint64_t address)
+{
+    return fmt::format("region|{}|{:#x}", track, address);
+}
+std::string oomSignature(uint32_t device)
+{
+    return fmt::format("oom|{}", device);
+}
+
+// Allocator events of [begin, end] (and the address jumps of frame jumpFrame): the rows, with
+// evidence.largestEffect / kernelEffect filled (walk() for the arguments).
+std::vector<Raw> detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
+                        std::vector<std::unique_ptr<Replayer>>& replayers,
+                        const std::vector<int64_t>& marks,
+                        const std::function<void(size_t, size_t, const FragState&)>& atMark)
+{
+    std::vector<Raw> out;
+    std::vector<std::tuple<size_t, size_t, uint32_t>> splits; // (row, track, block)
+    std::vector<std::string> tracks;
+    for (const TrackData& td : d.tracks)
+        tracks.push_back(trackKey(td));
+    auto onStep = [&](const Step& e) {
+        const TrackData& td = d.tracks[e.track];
+        const uint64_t largest = e.largestBefore, now = e.largestAfter;
+        Raw x;
+        x.p.time = e.time;
+        x.p.device = td.device;
+        x.p.level = td.level;
+        x.p.evidence.largestEffect =
+            largest > now ? static_cast<double>(largest - now) / static_cast<double>(largest) : 0.0;
+        x.p.evidence.largestDropBytes = largest > now ? largest - now : 0;
+        x.p.evidence.fragmentationJump = e.ratioAfter - e.ratioBefore;
+        if (e.kind == ReplayEvent::RegionCreate || e.kind == ReplayEvent::RegionDestroy) {
+            const RegionRec& g = td.regions[e.index];
+            const bool created = e.kind == ReplayEvent::RegionCreate;
+            x.p.kind = created ? PrecursorKind::RegionCreated : PrecursorKind::RegionReleased;
+            x.p.address = g.address;
+            x.p.size = g.size;
+            x.p.description =
+                created ? fmt::format("new {} region of {} at {:#x}", regionKindName(g.kind),
+                                      humanBytes(g.size), g.address)
+                        : fmt::format("{} {} region of {} at {:#x}",
+                                      td.level == Level::Pool ? "pool trim: released" : "released",
+                                      regionKindName(g.kind), humanBytes(g.size), g.address);
+            x.signature = regionSignature(tracks[e.track], g.address);
+        } else {
+            const Alloc& a = td.allocs[e.index];
+            x.p.kind = PrecursorKind::SplitLargest;
+            x.p.address = a.address;
+            x.p.size = a.size;
+            x.p.allocationId = a.id;
+            x.p.description =
+                fmt::format("allocation of {} at {:#x} cut the largest free fragment from {} to {}",
+                            humanBytes(a.size), a.address, humanBytes(largest), humanBytes(now));
+            splits.emplace_back(out.size(), e.track, e.index);
+        }
+        out.push_back(std::move(x));
+    };
+    auto onJumps = [&](size_t ti, const Engine::Impl::RolePairs& moved) {
+        const TrackData& td = d.tracks[ti];
+        for (const auto& [bi, ni] : moved.pairs) {
+            const Engine::Impl::RoleRow &was = moved.before->rows[bi], &is = moved.now->rows[ni];
+            Raw x;
+            x.p.kind = PrecursorKind::AddressJump;
+            x.p.time = begin;
+            x.p.device = td.device;
+            x.p.level = td.level;
+            x.p.address = is.address;
+            x.p.size = is.size;
+            x.p.allocationId = is.id;
+            x.p.description =
+                fmt::format("{} moved {} ({:#x} -> {:#x})", d.roleText(is),
+                            humanBytes(is.address > was.address ? is.address - was.address
+                                                                : was.address - is.address),
+                            was.address, is.address);
+            x.signature = jumpSignature(d, tracks[ti], is);
+            out.push_back(std::move(x));
+        }
+    };
+    walk(d, begin, end, jumpFrame, replayers, marks, atMark, onStep, onJumps);
+    for (const auto& [k, ti, i] : splits)
+        out[k].signature =
+            splitSignature(tracks[ti], d.tagOf(d.tracks[ti].allocs[i]), out[k].p.size);
     // The OOMs in [begin, end] (in time order; fold() orders the rows of a signature by score and
     // time, and an OOM's score depends on its time only).
     std::lock_guard lock(d.dbMutex);
@@ -167,11 +214,9 @@ detect(const Engine::Impl& d, int64_t begin, int64_t end, int64_t jumpFrame,
         // that needed it could not run as written.
         x.p.evidence.largestEffect = 1;
         x.p.evidence.kernelEffect = 1;
-        if (describe)
-            x.p.description =
-                fmt::format("out of memory: {} requested, {} free on the device", humanBytes(req),
-                            humanBytes(o.deviceFreeBytes.value_or(0)));
-        x.signature = fmt::format("oom|{}", x.p.device);
+        x.p.description = fmt::format("out of memory: {} requested, {} free on the device",
+                                      humanBytes(req), humanBytes(o.deviceFreeBytes.value_or(0)));
+        x.signature = oomSignature(x.p.device);
         out.push_back(std::move(x));
     }
     return out;
@@ -208,13 +253,61 @@ Precursor fold(std::vector<Precursor>& rows)
     return best;
 }
 
-// The distinct signatures of a healthy frame's events.
+// The distinct signatures of a healthy frame's events: detect()'s, from numbers (a frame has
+// hundreds of rows and a few dozen signatures; `report` asks for thousands of frames).
 std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
                                       std::vector<std::unique_ptr<Replayer>>& replayers)
 {
+    std::vector<std::tuple<size_t, uint64_t>> regions;               // (track, address)
+    std::vector<std::tuple<size_t, uint32_t, int, uint64_t>> splits; // (track, tag, class, size)
+    std::vector<std::tuple<size_t, uint32_t, uint64_t>> jumps;       // (track, tag class, size)
     std::vector<std::string> out;
-    for (Raw& x : detect(d, h.start, h.end, h.index, replayers, false))
-        out.push_back(std::move(x.signature));
+    auto onStep = [&](const Step& e) {
+        const TrackData& td = d.tracks[e.track];
+        if (e.kind == ReplayEvent::RegionCreate || e.kind == ReplayEvent::RegionDestroy) {
+            regions.emplace_back(e.track, td.regions[e.index].address);
+            return;
+        }
+        const Alloc& a = td.allocs[e.index];
+        if (a.tag == kTagById) // its text is read by the block's id
+            out.push_back(splitSignature(trackKey(td), d.tagOf(a), a.size));
+        else // with the size class: an empty tag text falls back on it
+            splits.emplace_back(e.track, a.tag, sizeClass(a.size), a.size);
+    };
+    auto onJumps = [&](size_t ti, const Engine::Impl::RolePairs& moved) {
+        for (const auto& [bi, ni] : moved.pairs) {
+            const Engine::Impl::RoleRow& is = moved.now->rows[ni];
+            jumps.emplace_back(ti, is.tagClass, is.tagClass ? 0 : is.size);
+        }
+    };
+    walk(d, h.start, h.end, h.index, replayers, {}, nullptr, onStep, onJumps);
+    auto distinct = [](auto& v) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+    };
+    distinct(regions);
+    distinct(jumps);
+    std::sort(splits.begin(), splits.end());
+    std::vector<std::string> tracks;
+    for (const TrackData& td : d.tracks)
+        tracks.push_back(trackKey(td));
+    for (size_t k = 0; k < splits.size(); ++k) { // one per (track, tag, class)
+        const auto& [ti, tag, cls, size] = splits[k];
+        if (k > 0 && std::get<0>(splits[k - 1]) == ti && std::get<1>(splits[k - 1]) == tag &&
+            std::get<2>(splits[k - 1]) == cls)
+            continue;
+        out.push_back(
+            splitSignature(tracks[ti], tag == kNoTag ? std::string() : d.text(tag), size));
+    }
+    for (const auto& [ti, address] : regions)
+        out.push_back(regionSignature(tracks[ti], address));
+    for (const auto& [ti, tagClass, size] : jumps)
+        out.push_back(jumpSignature(d, tracks[ti], Engine::Impl::RoleRow{0, 0, size, tagClass, 0}));
+    {
+        std::lock_guard lock(d.dbMutex);
+        for (const store::OomRow& o : d.oomsBetween(h.start, h.end))
+            out.push_back(oomSignature(static_cast<uint32_t>(o.device)));
+    }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -329,8 +422,7 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         if (marks[m] == afterT) rep.diff[ti].after = s;
     };
     std::map<std::string, std::vector<Precursor>> bySignature;
-    for (Raw& x :
-         detect(*d_, rep.windowBegin, rep.windowEnd, frame, replayers, true, marks, atMark)) {
+    for (Raw& x : detect(*d_, rep.windowBegin, rep.windowEnd, frame, replayers, marks, atMark)) {
         auto s = seen.find(x.signature);
         x.p.evidence.seenInHealthy = s == seen.end() ? 0 : s->second;
         x.p.evidence.healthyFrames = healthy;

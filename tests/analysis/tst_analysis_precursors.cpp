@@ -432,6 +432,83 @@ private slots:
         QCOMPARE(rep->verdict.evidence, (std::vector<size_t>{0, 1}));
     }
 
+    // Novelty compares the window's rows with the healthy frames' events by signature, and the
+    // two are taken apart (the healthy frames' from numbers, the window's from its rows): each
+    // kind of row must be recognised in a healthy frame that had the same event.
+    // Frames 0..7 (S = 1000 (i + 1)), frame 7 collapses; lookback 2: baseline frames 0-4. Every
+    // frame, in the 4 MiB region R at kBase:
+    // - segment C at kBase + 64 MiB created at S+100, released at S+850 (region rows);
+    // - at S+200 "kv", 1 MiB, at +0 in even frames and +2 MiB in odd ones: it cuts the largest
+    //   free fragment (4 -> 3 MiB even, 4 -> 2 MiB odd), a tagged split; it moved 2 MiB from the
+    //   frame before, a tagged jump;
+    // - at S+300 an untagged 512 KiB block at +1 MiB (even: 3 -> 2.5 MiB) or +0 (odd: the
+    //   largest [0, 2 MiB) -> [0.5, 2 MiB), 1.5 MiB), an untagged split (class 2^19), moved 1 MiB;
+    // - an OOM at S+500; both blocks freed at S+800.
+    // Seen in all 5 healthy frames: the region, both splits and the OOM; the jumps in 4 (frame 0
+    // has no frame before it).
+    void healthyFramesSignaturesMatchTheWindows()
+    {
+        const auto f = path("signatures.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            const StringId kv = in.intern("kv");
+            in.add(ev(EventType::RegionCreate, 0, kBase, 4 * MiB));
+            for (int i = 0; i < 8; ++i) {
+                const int64_t s = 1000 * (i + 1);
+                const bool odd = i % 2 == 1;
+                mark(in, s, "frame " + std::to_string(i));
+                mark(in, s + 1,
+                     i == 7 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
+                in.add(ev(EventType::RegionCreate, s + 100, kBase + 64 * MiB, MiB));
+                Event tagged = ev(EventType::Alloc, s + 200, kBase + (odd ? 2 * MiB : 0), MiB);
+                tagged.name = kv;
+                in.add(tagged);
+                const uint64_t plain = kBase + (odd ? 0 : MiB);
+                in.add(ev(EventType::Alloc, s + 300, plain, 512 * KiB));
+                in.add(ev(EventType::Oom, s + 500, 0, 8 * MiB));
+                in.add(ev(EventType::Free, s + 800, tagged.address));
+                in.add(ev(EventType::Free, s + 801, plain));
+                in.add(ev(EventType::RegionDestroy, s + 850, kBase + 64 * MiB));
+            }
+            mark(in, 9000, "end");
+            in.end();
+        }
+        const auto rep = Engine::open(f)->collapseReport(7);
+        QVERIFY(rep.has_value());
+        QCOMPARE(rep->baselineFrames, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+        int regions = 0, splits = 0, jumps = 0, ooms = 0;
+        for (const Precursor& p : rep->precursors) {
+            int64_t expected = 5;
+            switch (p.kind) {
+            case PrecursorKind::RegionCreated:
+            case PrecursorKind::RegionReleased:
+                ++regions;
+                break;
+            case PrecursorKind::SplitLargest:
+                ++splits;
+                break;
+            case PrecursorKind::AddressJump:
+                ++jumps;
+                expected = 4;
+                break;
+            case PrecursorKind::Oom:
+                ++ooms;
+                break;
+            default:
+                continue;
+            }
+            QVERIFY2(p.evidence.seenInHealthy == expected,
+                     (p.description + ": seen in " + std::to_string(p.evidence.seenInHealthy) +
+                      " healthy frames")
+                         .c_str());
+        }
+        QCOMPARE(regions, 1); // created and released, folded into one row
+        QCOMPARE(splits, 2);  // "kv" and the 2^19 class
+        QCOMPARE(jumps, 2);   // "kv" and 512 KiB
+        QCOMPARE(ooms, 1);
+    }
+
     // The demo run (24 frames x 20 steps, seed 17: collapse 22-23): the top row names the cause
     // the simulator recorded in its ground truth (which the analysis never reads).
     void demoRunNamesTheCause()
