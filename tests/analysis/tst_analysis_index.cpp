@@ -628,6 +628,17 @@ private slots:
         const auto f = Engine::open(path);
         exact(*f);
         QVERIFY(!f->loadInfo().indexCacheUsed);
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            // The freed blocks by free time (u64 blocks, u64 regions, u64 count, then u32 each)
+            // with the first listed twice and the second left out: every entry in range and
+            // freed, but not each freed block once.
+            db.exec("UPDATE analysis_cache SET value = substr(value, 1, 28) || substr(value, 25, "
+                    "4) || substr(value, 33) WHERE key LIKE 'index:%'");
+        }
+        const auto g = Engine::open(path);
+        exact(*g);
+        QVERIFY(!g->loadInfo().indexCacheUsed);
     }
 
     void noCacheWhenAsked()
