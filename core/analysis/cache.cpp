@@ -599,6 +599,13 @@ bool Engine::Impl::readSummaryCache(uint32_t device, Level level, TrackSummary& 
 
 void Engine::Impl::writeSummaryCache(uint32_t device, Level level, const TrackSummary& s) const
 {
+    std::lock_guard lock(dbMutex);
+    writeSummaryCacheLocked(device, level, s);
+}
+
+void Engine::Impl::writeSummaryCacheLocked(uint32_t device, Level level,
+                                           const TrackSummary& s) const
+{
     {
         std::lock_guard lock(summariesMutex);
         summaries[{device, static_cast<int>(level)}] = s;
@@ -611,7 +618,6 @@ void Engine::Impl::writeSummaryCache(uint32_t device, Level level, const TrackSu
         w.put<uint64_t>(p.pool);
         write(p.figures);
     }
-    std::lock_guard lock(dbMutex);
     if (!cacheStamp.empty()) storeCache(path, cacheStamp, {{summaryKey(device, level), w.out}});
 }
 

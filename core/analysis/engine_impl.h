@@ -246,6 +246,27 @@ private:
     int64_t lastEventTime() const; // of the events processed so far (min when none)
 };
 
+// The track summary (summary.cpp) taken on the way through a forward replay that skips no event
+// (loadFrames' pass over the frames): after(r, t) after each event, at its time t.
+class SummaryPass
+{
+public:
+    explicit SummaryPass(int64_t sessionEnd);
+    SummaryPass(SummaryPass&&) noexcept;
+    SummaryPass& operator=(SummaryPass&&) noexcept;
+    ~SummaryPass();
+    void after(const Replayer& r, int64_t t);
+    SummaryFigures figures() const;
+
+private:
+    struct Sums;
+    std::unique_ptr<Sums> s_;
+    int64_t end_;
+};
+// Whether Engine::trackSummary splits the track by pool (PyTorch's private pools), which a
+// SummaryPass does not. poolOf: region id -> pool id (regionPools).
+bool summarySplitsByPool(const TrackData& td, const std::unordered_map<int64_t, uint64_t>& poolOf);
+
 inline int64_t Replayer::nextTime() const
 {
     const auto& A = t_.allocs;
@@ -541,6 +562,8 @@ struct Engine::Impl
     mutable std::map<std::pair<uint32_t, int>, TrackSummary> summaries;
     bool readSummaryCache(uint32_t device, Level level, TrackSummary& out) const;
     void writeSummaryCache(uint32_t device, Level level, const TrackSummary& s) const;
+    void writeSummaryCacheLocked(uint32_t device, Level level,
+                                 const TrackSummary& s) const; // dbMutex held
     // Drops what was derived from the rows and frames (loadFrames: an open or a live refresh).
     void forgetDerived() const;
     mutable std::mutex lodMutex;

@@ -120,6 +120,16 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         size_t records = 0;
         for (const TrackData& td : tracks)
             records += td.allocs.size();
+        // Which tracks' summaries split by pool (read before the kernel pass, which then has
+        // the connection to itself).
+        std::vector<char> byPool;
+        for (const TrackData& td : tracks) {
+            std::unordered_map<int64_t, uint64_t> poolOf;
+            for (const auto& [id, pool] :
+                 store::regionPools(db, td.device, static_cast<int>(td.level)))
+                poolOf[id] = pool;
+            byPool.push_back(summarySplitsByPool(td, poolOf));
+        }
         std::exception_ptr kernelError;
         std::jthread kernelThread;
         if (!timed.empty() && parallelChunks(records, o.parallelFrom) > 1)
@@ -131,15 +141,28 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                 }
             });
         // Allocator figures per frame and track: one forward replay per track; the hook keeps the
-        // extremes inside each frame.
+        // extremes inside each frame. The track's summary is taken on the way (it is a replay
+        // of every event, seconds on a long run, that `report` and the GUI ask for) when the
+        // frames go strictly forward and the track is one pool.
+        std::vector<std::pair<const TrackData*, SummaryPass>> passes;
         for (const TrackData& td : tracks) {
             if (o.cancel && o.cancel->load()) throw Cancelled();
             Replayer r(td);
+            std::optional<SummaryPass> pass;
+            if (!byPool[static_cast<size_t>(&td - tracks.data())]) pass.emplace(timeEnd);
+            auto summarise = [&](ReplayEvent, uint32_t, int64_t t) { pass->after(r, t); };
+            int64_t reached = std::numeric_limits<int64_t>::min();
             for (size_t fi : timed) {
                 FrameInfo& f = frames[fi];
                 // A frame's events are those in (start, end]: adjacent frames (start = previous
                 // end) then replay strictly forward, never rebuilding from a checkpoint.
-                r.seek(f.start);
+                if (f.start < reached)
+                    pass.reset(); // frames overlap: the summary is replayed apart
+                if (pass)
+                    r.advanceTo(f.start, summarise);
+                else
+                    r.seek(f.start);
+                reached = std::max(reached, f.end);
                 FrameAllocator fa;
                 fa.device = td.device;
                 fa.level = td.level;
@@ -147,7 +170,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                 fa.minLargestFragment = fa.maxLargestFragment = s.largest();
                 fa.minRatio = fa.maxRatio = s.ratio();
                 fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
-                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t) {
+                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
                     if (kind == ReplayEvent::Alloc) {
                         ++fa.allocs;
                         fa.allocBytes += td.allocs[i].size;
@@ -162,9 +185,14 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
                     fa.maxRatio = std::max(fa.maxRatio, ratio);
                     fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
                     fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
+                    if (pass) pass->after(r, t);
                 });
                 fa.atEnd = s.snapshot(f.end, false);
                 f.allocator.push_back(std::move(fa));
+            }
+            if (pass) {
+                r.advanceTo(std::numeric_limits<int64_t>::max(), summarise);
+                passes.emplace_back(&td, std::move(*pass));
             }
         }
 
@@ -175,6 +203,13 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         if (kernelError) std::rethrow_exception(kernelError);
 
         if (o.useCache) writeFrameCache(timed);
+        for (const auto& [td, pass] : passes) {
+            TrackSummary ts;
+            ts.track.device = td->device;
+            ts.track.level = td->level;
+            ts.figures = pass.figures();
+            writeSummaryCacheLocked(td->device, td->level, ts);
+        }
     }
 
     collapses = computeCollapses(o.rules);

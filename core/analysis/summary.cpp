@@ -22,12 +22,27 @@ uint64_t fixedRatio(double f)
     return static_cast<uint64_t>(std::llround(std::clamp(f, 0.0, 1.0) * kOne));
 }
 
+// What the summary reads of a state.
+struct Point
+{
+    uint64_t reserved = 0, allocatedIn = 0, allocatedOut = 0, free = 0, largest = 0;
+    int64_t fragCount = 0;
+    double ratio() const // FragState::ratio
+    {
+        return free == 0 ? 0.0 : 1.0 - static_cast<double>(largest) / static_cast<double>(free);
+    }
+};
+Point pointOf(const FragState& s)
+{
+    return {s.reserved, s.allocatedIn, s.allocatedOut, s.freeBytes, s.largest(), s.fragCount};
+}
+
 class Accumulator
 {
 public:
     // The state after instant t's events, holding until `until` (the next instant, or the
     // session's end after the last).
-    void add(int64_t t, int64_t until, const FragState& s)
+    void add(int64_t t, int64_t until, const Point& s)
     {
         ++f_.instants;
         final_ = s.reserved;
@@ -36,21 +51,35 @@ public:
             f_.peakAllocatedOutsideAtNs = t;
         }
         if (s.reserved == 0) return;
-        const uint64_t q = fixedRatio(s.ratio());
+        const double ratio = s.ratio();
+        const uint64_t q = fixedRatio(ratio);
         const int64_t dt = std::max<int64_t>(until - t, 0);
         weighted_ += static_cast<Wide>(q) * static_cast<uint64_t>(dt);
         plain_ += q;
         f_.reservedNs += dt;
-        SummaryFigures g;
-        g.peakReservedBytes = s.reserved;
-        g.peakAllocatedBytes = s.allocatedIn;
-        g.maxFragmentationRatio = s.ratio();
-        g.minLargestFreeBytes = s.largest();
-        g.maxFragmentCount = s.fragCount;
-        g.peakReservedAtNs = g.peakAllocatedAtNs = g.maxFragmentationRatioAtNs =
-            g.minLargestFreeAtNs = g.maxFragmentCountAtNs = t;
-        g.countedInstants = 1;
-        mergeExtremes(g);
+        // mergeExtremes of this one state, written out: it runs for every instant of a replay.
+        const uint64_t largest = s.largest;
+        const bool first = f_.countedInstants++ == 0; // ties keep the earlier state
+        if (first || s.reserved > f_.peakReservedBytes) {
+            f_.peakReservedBytes = s.reserved;
+            f_.peakReservedAtNs = t;
+        }
+        if (first || s.allocatedIn > f_.peakAllocatedBytes) {
+            f_.peakAllocatedBytes = s.allocatedIn;
+            f_.peakAllocatedAtNs = t;
+        }
+        if (first || ratio > f_.maxFragmentationRatio) {
+            f_.maxFragmentationRatio = ratio;
+            f_.maxFragmentationRatioAtNs = t;
+        }
+        if (first || largest < f_.minLargestFreeBytes) {
+            f_.minLargestFreeBytes = largest;
+            f_.minLargestFreeAtNs = t;
+        }
+        if (first || s.fragCount > f_.maxFragmentCount) {
+            f_.maxFragmentCount = s.fragCount;
+            f_.maxFragmentCountAtNs = t;
+        }
     }
 
     // Appends the figures of a later stretch of time (the next chunk).
@@ -124,6 +153,59 @@ private:
     Wide plain_ = 0;    // sum of F * 2^62 over the counting states
 };
 
+} // namespace
+
+struct SummaryPass::Sums
+{
+    Accumulator acc;
+    // The instant being replayed and the state after its latest event: it is added when an
+    // event of a later instant comes (so no look ahead at the next event per event).
+    bool any = false;
+    int64_t at = 0;
+    Point last;
+};
+
+SummaryPass::SummaryPass(int64_t sessionEnd) : s_(std::make_unique<Sums>()), end_(sessionEnd) {}
+SummaryPass::SummaryPass(SummaryPass&&) noexcept = default;
+SummaryPass& SummaryPass::operator=(SummaryPass&&) noexcept = default;
+SummaryPass::~SummaryPass() = default;
+
+void SummaryPass::after(const Replayer& r, int64_t t)
+{
+    // summariseRange's step: the state once the instant's last event is in, until the next.
+    Sums& s = *s_;
+    if (s.any && t != s.at) s.acc.add(s.at, t, s.last);
+    s.any = true;
+    s.at = t;
+    s.last = pointOf(r.state());
+}
+
+SummaryFigures SummaryPass::figures() const
+{
+    Accumulator all = s_->acc;
+    if (s_->any) all.add(s_->at, std::max(end_, s_->at), s_->last); // the last instant
+    return all.figures();
+}
+
+namespace {
+
+// The pools summariseWithPools keeps apart: those of the regions, and the default pool (0) when
+// a block lies outside every region.
+std::map<uint64_t, size_t> poolIndexOf(const TrackData& td,
+                                       const std::unordered_map<int64_t, uint64_t>& poolOf)
+{
+    std::map<uint64_t, size_t> poolIndex;
+    for (const auto& [id, pool] : poolOf)
+        poolIndex.emplace(pool, 0);
+    if (std::any_of(td.allocs.begin(), td.allocs.end(),
+                    [](const Alloc& a) { return a.region == kNoRegion; }))
+        poolIndex.emplace(0, 0);
+    size_t k = 0;
+    for (auto& [pool, index] : poolIndex)
+        index = k++;
+    return poolIndex;
+}
+
 // The track's instants with time in [from, to) (from == kNoTime: from the start), each state
 // weighed until the next instant (which may lie past `to`) or the session's end.
 Accumulator summariseRange(const TrackData& td, int64_t from, int64_t to, int64_t sessionEnd)
@@ -134,7 +216,7 @@ Accumulator summariseRange(const TrackData& td, int64_t from, int64_t to, int64_
     for (int64_t t = r.nextTime(); t != Replayer::kNoEvent && t < to;) {
         r.advanceTo(t);
         const int64_t next = r.nextTime();
-        acc.add(t, next == Replayer::kNoEvent ? std::max(sessionEnd, t) : next, r.state());
+        acc.add(t, next == Replayer::kNoEvent ? std::max(sessionEnd, t) : next, pointOf(r.state()));
         t = next;
     }
     return acc;
@@ -183,9 +265,9 @@ SummaryFigures summariseWithPools(const TrackData& td, const std::map<uint64_t, 
         r.advanceTo(t, hook);
         const int64_t next = r.nextTime();
         const int64_t until = next == Replayer::kNoEvent ? std::max(sessionEnd, t) : next;
-        track.add(t, until, r.state());
+        track.add(t, until, pointOf(r.state()));
         for (size_t p = 0; p < states.size(); ++p)
-            accs[p].add(t, until, states[p]);
+            accs[p].add(t, until, pointOf(states[p]));
         t = next;
     }
     for (const auto& [pool, p] : poolIndex)
@@ -194,6 +276,11 @@ SummaryFigures summariseWithPools(const TrackData& td, const std::map<uint64_t, 
 }
 
 } // namespace
+
+bool summarySplitsByPool(const TrackData& td, const std::unordered_map<int64_t, uint64_t>& poolOf)
+{
+    return poolIndexOf(td, poolOf).size() > 1;
+}
 
 SummaryDelta summaryDelta(const SummaryFigures& a, const SummaryFigures& b)
 {
@@ -226,16 +313,8 @@ TrackSummary Engine::trackSummary(uint32_t device, Level level) const
 
     // Pools: only a track with more than one (PyTorch's private pools) is split.
     const auto poolOf = regionPools(*d_, device, level);
-    std::map<uint64_t, size_t> poolIndex;
-    for (const auto& [id, pool] : poolOf)
-        poolIndex.emplace(pool, 0);
-    if (std::any_of(td->allocs.begin(), td->allocs.end(),
-                    [](const Alloc& a) { return a.region == kNoRegion; }))
-        poolIndex.emplace(0, 0);
+    const std::map<uint64_t, size_t> poolIndex = poolIndexOf(*td, poolOf);
     if (poolIndex.size() > 1) {
-        size_t k = 0;
-        for (auto& [pool, index] : poolIndex)
-            index = k++;
         out.figures = summariseWithPools(*td, poolIndex, poolOf, end, out.pools);
         d_->writeSummaryCache(device, level, out);
         return out;

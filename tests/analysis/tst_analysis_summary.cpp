@@ -3,6 +3,8 @@
 // pools, ties and blocks outside any region, and a split replay equal to a serial one to the bit.
 #include "builder.h"
 #include "core/analysis/engine.h"
+#include "core/store/debug_query.h"
+#include "core/store/session.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -120,8 +122,9 @@ private:
     // private pool (1, 2) (or all in the default pool), a region released while blocks are live
     // in it (they count outside from then on), blocks outside any region, and several events at
     // one instant. Returns the distinct event times.
+    // frameEvery > 0: a frame starts every frameEvery steps.
     std::vector<int64_t> randomSession(const std::string& f, unsigned seed, bool privatePool,
-                                       int steps)
+                                       int steps, int frameEvery = 0)
     {
         Ingest in(options(f));
         in.begin();
@@ -150,6 +153,8 @@ private:
         for (int i = 0; i < steps; ++i) {
             t += static_cast<int64_t>(rng() % 4); // 0: same instant as the previous event
             if (i == steps / 3) create(2, t);
+            if (frameEvery > 0 && i % frameEvery == 0 && i > 0)
+                mark(in, t, "frame " + std::to_string(i / frameEvery));
             if (i == 2 * steps / 3 && regs[2].alive) {
                 in.add(ev(EventType::RegionDestroy, t, regs[2].base));
                 regs[2].alive = false; // its live blocks stay live, outside any region
@@ -317,6 +322,47 @@ private slots:
         const SummaryFigures split = open(1)->trackSummary(0, Level::Framework).figures;
         QVERIFY(serial.instants > 1000);
         QVERIFY(identical(serial, split));
+    }
+
+    void takenWithTheFrames()
+    {
+        // A first open replays every frame forward for the per-frame figures, and takes the
+        // summary on the way (a track of one pool): it is stored before anyone asks for it, and
+        // equals the figures from the state at every instant, and a separate replay's to the bit.
+        // The session has events before its first frame and after its last.
+        const auto f = path("frames.fragscope");
+        const std::vector<int64_t> times = randomSession(f, 5, false, 3000, 100);
+        const auto e = Engine::open(f);
+        QVERIFY(e->frames().size() > 20);
+        QVERIFY(e->frames().front().start > times.front());
+        const auto stored = [&] {
+            return store::debugQuery(Session::open(f))
+                .scalar("SELECT count(*) FROM analysis_cache WHERE key LIKE 'summary:%'");
+        };
+        QCOMPARE(stored(), int64_t{1});
+        const SummaryFigures pass = e->trackSummary(0, Level::Framework).figures;
+        QVERIFY(pass.instants > 1000);
+        compareFigures(pass,
+                       bruteForce(times, e->timeEnd(),
+                                  [&](int64_t t) { return e->stateAt(0, Level::Framework, t); }),
+                       "pass");
+        {
+            Db db(f, SQLITE_OPEN_READWRITE); // a reopen then finds the frames but no summary
+            db.exec("DELETE FROM analysis_cache WHERE key LIKE 'summary:%'");
+        }
+        const auto reopened = Engine::open(f);
+        QCOMPARE(stored(), int64_t{0});
+        QVERIFY(identical(pass, reopened->trackSummary(0, Level::Framework).figures));
+        QCOMPARE(stored(), int64_t{1}); // replayed on demand, and stored
+
+        // With private pools the summary splits by pool: no pass, the figures come on demand.
+        const auto g = path("frames-pools.fragscope");
+        randomSession(g, 6, true, 1000, 100);
+        const auto p = Engine::open(g);
+        QCOMPARE(store::debugQuery(Session::open(g))
+                     .scalar("SELECT count(*) FROM analysis_cache WHERE key LIKE 'summary:%'"),
+                 int64_t{0});
+        QCOMPARE(p->trackSummary(0, Level::Framework).pools.size(), size_t{2});
     }
 
     void delta()
