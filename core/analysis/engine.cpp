@@ -16,6 +16,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 namespace fs::analysis {
@@ -75,7 +77,10 @@ std::shared_ptr<const Engine> Engine::open(const std::string& path, LoadOptions 
     e->d_->path = path;
     e->d_->options = opts;
     e->d_->load(opts);
-    e->d_->readersAllowed = true;
+    if (struct stat st{}; ::stat(path.c_str(), &st) == 0) {
+        e->d_->fileId = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+        e->d_->readersAllowed = true;
+    }
     return e;
 }
 

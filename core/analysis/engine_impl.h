@@ -538,7 +538,10 @@ struct Engine::Impl
         std::optional<Session> session;
     };
     mutable std::array<LaunchReader, 3> launchReaders;
-    bool readersAllowed = false;
+    // Set by Engine::open: the file's identity then (a reader opens the path later, and a file
+    // replaced meanwhile must not be read); cleared when a reader finds another file there.
+    mutable std::atomic<bool> readersAllowed{false};
+    std::pair<uint64_t, uint64_t> fileId{0, 0}; // (st_dev, st_ino)
     // The devices that ran kernels (buildKernelIndex first).
     std::vector<int64_t> kernelDeviceIds() const;
     // Replayers (one per track) that collapse queries borrow: a long run's track has 10^5

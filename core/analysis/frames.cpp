@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "core/format.h"
@@ -389,7 +391,25 @@ std::shared_ptr<const Engine::Impl::Launches> Engine::Impl::launchesIn(int64_t d
         if (!readersAllowed) break;
         std::unique_lock lock(r.m, std::try_to_lock);
         if (!lock) continue; // another thread's
-        if (!r.session) r.session.emplace(Session::open(path, false, SQLITE_OPEN_NOMUTEX));
+        if (!r.session) {
+            // The file the engine opened, checked after the open: one moved, replaced or deleted
+            // since is left to the engine's own connection, which still holds the original.
+            std::optional<Session> s;
+            try {
+                s.emplace(Session::open(path, false, SQLITE_OPEN_NOMUTEX));
+            } catch (const SessionError&) {
+            }
+            struct stat st
+            {
+            };
+            if (!s || ::stat(path.c_str(), &st) != 0 ||
+                fileId != std::make_pair(static_cast<uint64_t>(st.st_dev),
+                                         static_cast<uint64_t>(st.st_ino))) {
+                readersAllowed = false;
+                break;
+            }
+            r.session = std::move(s);
+        }
         *rows = store::launchesIn(*r.session, device, from, to);
         read = true;
         break;

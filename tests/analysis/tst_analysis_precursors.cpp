@@ -16,6 +16,7 @@
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace fs;
 using namespace fs::analysis;
@@ -182,6 +183,24 @@ private slots:
         QCOMPARE(churn->evidence.seenInHealthy, int64_t{5});
         QVERIFY2(churn->description.find("released and re-created 3x") != std::string::npos,
                  churn->description.c_str());
+    }
+
+    // Kernel launches are read on more connections than the engine's own, opened when first
+    // needed: a file replaced after the open (an import writing the same name) must not be read
+    // by them. The session with the shift is replaced by one without it before the first query.
+    void launchesComeFromTheFileOpened()
+    {
+        const auto f = path("replaced.fragscope"), other = path("replacement.fragscope");
+        buildSession(f, false);
+        buildSession(other, false, false, false); // no shift: frame 7 runs gemm_big only
+        const auto e = Engine::open(f);
+        QVERIFY(std::rename(other.c_str(), f.c_str()) == 0);
+        const auto rep = e->collapseReport(7);
+        QVERIFY(rep.has_value());
+        const Precursor* p = find(rep->precursors, PrecursorKind::KernelVariantShift);
+        QVERIFY2(p && p->shift.has_value(), "the launches came from the replacement");
+        QCOMPARE(p->shift->variant, std::string("gemm_small"));
+        QCOMPARE(p->shift->callsAfter, int64_t{3});
     }
 
     // The same shift when the fallback's name was met first (a lower string id than the usual
