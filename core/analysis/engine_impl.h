@@ -316,9 +316,11 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     time_ = std::max(time_, limit);
 }
 
-// Region id -> memory pool (regions.pool_id) of a track's regions (core/analysis/pools.cpp).
+// Region id -> memory pool (regions.pool_id) of a track's regions (core/analysis/pools.cpp):
+// on the engine's connection (takes dbMutex), or on a session whose lock the caller holds.
 std::unordered_map<int64_t, uint64_t> regionPools(const Engine::Impl& d, uint32_t device,
                                                   Level level);
+std::unordered_map<int64_t, uint64_t> regionPools(const Session& s, uint32_t device, Level level);
 
 // Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
 void sortAllocs(TrackData& t);

@@ -94,10 +94,6 @@ int64_t readAttributeRows(Session& s, uint32_t device, Level level, int64_t afte
 // Every stack's frames, innermost first.
 std::vector<std::pair<uint32_t, std::vector<std::string>>> readStacks(Session& s);
 
-// Region id -> memory pool (pools.cpp).
-std::unordered_map<int64_t, uint64_t> regionPools(const Engine::Impl& d, uint32_t device,
-                                                  Level level);
-
 // Shared by the explorer's files (explore.cpp).
 const TrackData& exploreTrack(const Engine& e, uint32_t device, Level level);
 const Engine::Impl& engineImpl(const Engine& e);

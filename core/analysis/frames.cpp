@@ -125,13 +125,8 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         // Which tracks' summaries split by pool (read before the kernel pass, which then has
         // the connection to itself).
         std::vector<char> byPool;
-        for (const TrackData& td : tracks) {
-            std::unordered_map<int64_t, uint64_t> poolOf;
-            for (const auto& [id, pool] :
-                 store::regionPools(db, td.device, static_cast<int>(td.level)))
-                poolOf[id] = pool;
-            byPool.push_back(summarySplitsByPool(td, poolOf));
-        }
+        for (const TrackData& td : tracks)
+            byPool.push_back(summarySplitsByPool(td, regionPools(db, td.device, td.level)));
         std::exception_ptr kernelError;
         std::jthread kernelThread;
         if (!timed.empty() && parallelChunks(records, o.parallelFrom) > 1)

@@ -120,15 +120,18 @@ std::vector<PoolState> poolStates(const Engine& e, const Engine::Impl& d, const 
 
 } // namespace
 
-// Declared in explore_impl.h: the explorer groups and filters by pool too.
-PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
+PoolOf regionPools(const Session& s, uint32_t device, Level level)
 {
     PoolOf poolOf;
-    std::lock_guard lock(d.dbMutex);
-    if (!d.session) return poolOf;
-    for (const auto& [id, pool] : store::regionPools(*d.session, device, static_cast<int>(level)))
+    for (const auto& [id, pool] : store::regionPools(s, device, static_cast<int>(level)))
         poolOf[id] = pool;
     return poolOf;
+}
+
+PoolOf regionPools(const Engine::Impl& d, uint32_t device, Level level)
+{
+    std::lock_guard lock(d.dbMutex);
+    return d.session ? regionPools(*d.session, device, level) : PoolOf{};
 }
 
 std::vector<PoolState> Engine::poolStatesAt(uint32_t device, Level level, int64_t t) const

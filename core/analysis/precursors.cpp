@@ -59,9 +59,13 @@ struct Step
     double ratioBefore, ratioAfter;
 };
 
-std::string trackKey(const TrackData& td)
+// Each track's part of a signature: "device|level".
+std::vector<std::string> trackKeys(const Engine::Impl& d)
 {
-    return fmt::format("{}|{}", td.device, static_cast<int>(td.level));
+    std::vector<std::string> out;
+    for (const TrackData& td : d.tracks)
+        out.push_back(fmt::format("{}|{}", td.device, static_cast<int>(td.level)));
+    return out;
 }
 
 // The events of [begin, end] that make rows (onStep) and the moved blocks of frame jumpFrame
@@ -134,9 +138,7 @@ std::vector<Raw> detect(const Engine::Impl& d, int64_t begin, int64_t end, int64
 {
     std::vector<Raw> out;
     std::vector<std::tuple<size_t, size_t, uint32_t>> splits; // (row, track, block)
-    std::vector<std::string> tracks;
-    for (const TrackData& td : d.tracks)
-        tracks.push_back(trackKey(td));
+    const std::vector<std::string> tracks = trackKeys(d);
     auto onStep = [&](const Step& e) {
         const TrackData& td = d.tracks[e.track];
         const uint64_t largest = e.largestBefore, now = e.largestAfter;
@@ -262,6 +264,7 @@ std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
     std::vector<std::tuple<size_t, uint32_t, int, uint64_t>> splits; // (track, tag, class, size)
     std::vector<std::tuple<size_t, uint32_t, uint64_t>> jumps;       // (track, tag class, size)
     std::vector<std::string> out;
+    const std::vector<std::string> tracks = trackKeys(d);
     auto onStep = [&](const Step& e) {
         const TrackData& td = d.tracks[e.track];
         if (e.kind == ReplayEvent::RegionCreate || e.kind == ReplayEvent::RegionDestroy) {
@@ -270,7 +273,7 @@ std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
         }
         const Alloc& a = td.allocs[e.index];
         if (a.tag == kTagById) // its text is read by the block's id
-            out.push_back(splitSignature(trackKey(td), d.tagOf(a), a.size));
+            out.push_back(splitSignature(tracks[e.track], d.tagOf(a), a.size));
         else // with the size class: an empty tag text falls back on it
             splits.emplace_back(e.track, a.tag, sizeClass(a.size), a.size);
     };
@@ -288,9 +291,6 @@ std::vector<std::string> signaturesOf(const Engine::Impl& d, const FrameInfo& h,
     distinct(regions);
     distinct(jumps);
     std::sort(splits.begin(), splits.end());
-    std::vector<std::string> tracks;
-    for (const TrackData& td : d.tracks)
-        tracks.push_back(trackKey(td));
     for (size_t k = 0; k < splits.size(); ++k) { // one per (track, tag, class)
         const auto& [ti, tag, cls, size] = splits[k];
         if (k > 0 && std::get<0>(splits[k - 1]) == ti && std::get<1>(splits[k - 1]) == tag &&

@@ -25,16 +25,13 @@ uint64_t fixedRatio(double f)
 // What the summary reads of a state.
 struct Point
 {
-    uint64_t reserved = 0, allocatedIn = 0, allocatedOut = 0, free = 0, largest = 0;
+    uint64_t reserved = 0, allocatedIn = 0, allocatedOut = 0, largest = 0;
     int64_t fragCount = 0;
-    double ratio() const // FragState::ratio
-    {
-        return free == 0 ? 0.0 : 1.0 - static_cast<double>(largest) / static_cast<double>(free);
-    }
+    double ratio = 0;
 };
 Point pointOf(const FragState& s)
 {
-    return {s.reserved, s.allocatedIn, s.allocatedOut, s.freeBytes, s.largest(), s.fragCount};
+    return {s.reserved, s.allocatedIn, s.allocatedOut, s.largest(), s.fragCount, s.ratio()};
 }
 
 class Accumulator
@@ -51,35 +48,14 @@ public:
             f_.peakAllocatedOutsideAtNs = t;
         }
         if (s.reserved == 0) return;
-        const double ratio = s.ratio();
-        const uint64_t q = fixedRatio(ratio);
+        const uint64_t q = fixedRatio(s.ratio);
         const int64_t dt = std::max<int64_t>(until - t, 0);
         weighted_ += static_cast<Wide>(q) * static_cast<uint64_t>(dt);
         plain_ += q;
         f_.reservedNs += dt;
-        // mergeExtremes of this one state, written out: it runs for every instant of a replay.
-        const uint64_t largest = s.largest;
-        const bool first = f_.countedInstants++ == 0; // ties keep the earlier state
-        if (first || s.reserved > f_.peakReservedBytes) {
-            f_.peakReservedBytes = s.reserved;
-            f_.peakReservedAtNs = t;
-        }
-        if (first || s.allocatedIn > f_.peakAllocatedBytes) {
-            f_.peakAllocatedBytes = s.allocatedIn;
-            f_.peakAllocatedAtNs = t;
-        }
-        if (first || ratio > f_.maxFragmentationRatio) {
-            f_.maxFragmentationRatio = ratio;
-            f_.maxFragmentationRatioAtNs = t;
-        }
-        if (first || largest < f_.minLargestFreeBytes) {
-            f_.minLargestFreeBytes = largest;
-            f_.minLargestFreeAtNs = t;
-        }
-        if (first || s.fragCount > f_.maxFragmentCount) {
-            f_.maxFragmentCount = s.fragCount;
-            f_.maxFragmentCountAtNs = t;
-        }
+        // One state's extremes, taken directly: this runs for every instant of a replay.
+        takeExtremes(f_.countedInstants++ == 0, {s.reserved, t}, {s.allocatedIn, t}, {s.ratio, t},
+                     {s.largest, t}, {s.fragCount, t});
     }
 
     // Appends the figures of a later stretch of time (the next chunk).
@@ -112,38 +88,41 @@ public:
     }
 
 private:
-    // Extremes of `g`'s counting states, which come after this one's: ties keep the earlier.
+    // Extremes of `g`'s counting states, which come after this one's.
     void mergeExtremes(const SummaryFigures& g)
     {
         if (g.countedInstants == 0) return;
-        if (f_.countedInstants == 0) {
-            const int64_t keepInstants = f_.instants, keepNs = f_.reservedNs;
-            const uint64_t outside = f_.peakAllocatedOutsideBytes;
-            const int64_t outsideAt = f_.peakAllocatedOutsideAtNs;
-            f_ = g;
-            f_.instants = keepInstants;
-            f_.reservedNs = keepNs;
-            f_.peakAllocatedOutsideBytes = outside;
-            f_.peakAllocatedOutsideAtNs = outsideAt;
-            return;
-        }
+        const bool first = f_.countedInstants == 0;
         f_.countedInstants += g.countedInstants;
-        auto more = [](auto& v, int64_t& at, auto nv, int64_t nat) {
-            if (nv > v) {
-                v = nv;
-                at = nat;
+        takeExtremes(first, {g.peakReservedBytes, g.peakReservedAtNs},
+                     {g.peakAllocatedBytes, g.peakAllocatedAtNs},
+                     {g.maxFragmentationRatio, g.maxFragmentationRatioAtNs},
+                     {g.minLargestFreeBytes, g.minLargestFreeAtNs},
+                     {g.maxFragmentCount, g.maxFragmentCountAtNs});
+    }
+    // Each figure with its time, from a later stretch; first: this one has no counting state
+    // yet (take them all). Ties keep the earlier.
+    template <typename T> struct At
+    {
+        T v;
+        int64_t at;
+    };
+    void takeExtremes(bool first, At<uint64_t> reserved, At<uint64_t> allocated, At<double> ratio,
+                      At<uint64_t> largest, At<int64_t> frags)
+    {
+        auto more = [first](auto& v, int64_t& at, auto n) {
+            if (first || n.v > v) {
+                v = n.v;
+                at = n.at;
             }
         };
-        more(f_.peakReservedBytes, f_.peakReservedAtNs, g.peakReservedBytes, g.peakReservedAtNs);
-        more(f_.peakAllocatedBytes, f_.peakAllocatedAtNs, g.peakAllocatedBytes,
-             g.peakAllocatedAtNs);
-        more(f_.maxFragmentationRatio, f_.maxFragmentationRatioAtNs, g.maxFragmentationRatio,
-             g.maxFragmentationRatioAtNs);
-        more(f_.maxFragmentCount, f_.maxFragmentCountAtNs, g.maxFragmentCount,
-             g.maxFragmentCountAtNs);
-        if (g.minLargestFreeBytes < f_.minLargestFreeBytes) {
-            f_.minLargestFreeBytes = g.minLargestFreeBytes;
-            f_.minLargestFreeAtNs = g.minLargestFreeAtNs;
+        more(f_.peakReservedBytes, f_.peakReservedAtNs, reserved);
+        more(f_.peakAllocatedBytes, f_.peakAllocatedAtNs, allocated);
+        more(f_.maxFragmentationRatio, f_.maxFragmentationRatioAtNs, ratio);
+        more(f_.maxFragmentCount, f_.maxFragmentCountAtNs, frags);
+        if (first || largest.v < f_.minLargestFreeBytes) {
+            f_.minLargestFreeBytes = largest.v;
+            f_.minLargestFreeAtNs = largest.at;
         }
     }
 

@@ -606,39 +606,37 @@ private slots:
         const std::string path = dir_.filePath("bad.fragscope").toStdString();
         makeSession(path);
         Engine::open(path);
-        {
-            Db db(path, SQLITE_OPEN_READWRITE);
-            // Same key, version and stamp, a truncated value: it must be rejected.
-            db.exec("UPDATE analysis_cache SET value = substr(value, 1, 40) WHERE key LIKE "
-                    "'index:%'");
-        }
-        // A reopen finds a stamp that matches and leaves the records for later; the first query
-        // that walks them finds the value malformed and reads and indexes the rows instead.
-        const auto e = Engine::open(path);
-        exact(*e);
+        // The stored index changed in place (same key, version and stamp) by `sql`: a reopen
+        // finds a stamp that matches and leaves the records for later; the first query that
+        // walks them finds the value malformed and reads and indexes the rows instead (storing
+        // a good index again for the next case).
+        auto reopenAfter = [&](const char* sql) {
+            {
+                Db db(path, SQLITE_OPEN_READWRITE);
+                db.exec(sql);
+            }
+            const auto e = Engine::open(path);
+            exact(*e);
+            return e;
+        };
+        // A truncated value.
+        const auto e = reopenAfter("UPDATE analysis_cache SET value = substr(value, 1, 40) WHERE "
+                                   "key LIKE 'index:%'");
         QVERIFY(!e->loadInfo().indexCacheUsed);
         QVERIFY(!e->loadInfo().rowsFromCache);
         QVERIFY(e->loadInfo().allocationRowsRead > 0);
-        {
-            Db db(path, SQLITE_OPEN_READWRITE);
-            // An index pointing past the allocations.
-            db.exec("UPDATE analysis_cache SET value = x'ffffffffffffffff' || substr(value, 9)"
-                    " WHERE key LIKE 'index:%'");
-        }
-        const auto f = Engine::open(path);
-        exact(*f);
-        QVERIFY(!f->loadInfo().indexCacheUsed);
-        {
-            Db db(path, SQLITE_OPEN_READWRITE);
-            // The freed blocks by free time (u64 blocks, u64 regions, u64 count, then u32 each)
-            // with the first listed twice and the second left out: every entry in range and
-            // freed, but not each freed block once.
-            db.exec("UPDATE analysis_cache SET value = substr(value, 1, 28) || substr(value, 25, "
-                    "4) || substr(value, 33) WHERE key LIKE 'index:%'");
-        }
-        const auto g = Engine::open(path);
-        exact(*g);
-        QVERIFY(!g->loadInfo().indexCacheUsed);
+        // An index pointing past the allocations.
+        QVERIFY(!reopenAfter("UPDATE analysis_cache SET value = x'ffffffffffffffff' || "
+                             "substr(value, 9) WHERE key LIKE 'index:%'")
+                     ->loadInfo()
+                     .indexCacheUsed);
+        // The freed blocks by free time (u64 blocks, u64 regions, u64 count, then u32 each) with
+        // the first listed twice and the second left out: every entry in range and freed, but
+        // not each freed block once.
+        QVERIFY(!reopenAfter("UPDATE analysis_cache SET value = substr(value, 1, 28) || "
+                             "substr(value, 25, 4) || substr(value, 33) WHERE key LIKE 'index:%'")
+                     ->loadInfo()
+                     .indexCacheUsed);
     }
 
     void noCacheWhenAsked()
