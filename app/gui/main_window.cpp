@@ -126,12 +126,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
         progress_->setValue(pct);
         progress_->setFormat(stage + QStringLiteral(" %p%"));
     });
+    // A session read without its stored index: the heatmap's level-of-detail picture of every
+    // block until the first look (the other views have nothing to show before it).
+    connect(loader_, &SessionLoader::previewed, this,
+            [this](const QString& p, std::shared_ptr<const render::Scene> s) {
+                previewing_ = true;
+                heatmap_->setScene(std::move(s), 0);
+                heatmap_->setNote(tr("First look at %1: every block, at reduced resolution, "
+                                     "while the session is indexed")
+                                      .arg(QFileInfo(p).fileName()));
+            });
     connect(loader_, &SessionLoader::loaded, this,
             [this](const QString& p, std::shared_ptr<const render::Scene> s) {
                 if (s->live) {
                     if (recording() && p == recordingPath_) showLive(p, std::move(s));
                     return;
                 }
+                endPreview(false);
                 progress_->hide();
                 cancelButton_->hide();
                 statusBar()->clearMessage();
@@ -164,12 +175,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             if (recording()) statusBar()->showMessage(tr("Waiting for the first events…"), 2000);
             return;
         }
+        endPreview(true);
         progress_->hide();
         cancelButton_->hide();
         statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(p).fileName()), 8000);
         reportError_(tr("Cannot open session"), msg);
     });
     connect(loader_, &SessionLoader::cancelled, this, [this](const QString& p) {
+        endPreview(true);
         progress_->hide();
         cancelButton_->hide();
         statusBar()->showMessage(tr("Loading %1 cancelled; still showing the previous session")
@@ -184,7 +197,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
     });
     connect(heatmap_, &views::HeatmapWidget::viewportChanged, this,
             [this](const render::Viewport& vp) {
-                if (!syncing_) timeline_->setTimeRange(vp.t0, vp.t1);
+                if (!syncing_ && !previewing_) timeline_->setTimeRange(vp.t0, vp.t1);
             });
     connect(timeline_, &views::TimelineWidget::timeClicked, this, [this](int64_t t) {
         if (!scene_) return;
@@ -444,6 +457,15 @@ void MainWindow::setScene(const QString& path, std::shared_ptr<const render::Sce
     addRecent(path);
     setWindowTitle(QStringLiteral("%1 — fragscope").arg(QFileInfo(path).fileName()));
     replaceScene(std::move(scene), false);
+}
+
+void MainWindow::endPreview(bool restore)
+{
+    if (!previewing_) return;
+    previewing_ = false;
+    heatmap_->setNote({});
+    // A failed or cancelled load: the heatmap shows the session the other views show again.
+    if (restore) heatmap_->setScene(scene_, scene_ ? track_ : -1);
 }
 
 void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView)

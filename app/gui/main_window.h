@@ -161,6 +161,9 @@ private:
     void buildMenus();
     void setScene(const QString& path, std::shared_ptr<const render::Scene> scene);
     void replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView);
+    // The heatmap leaves a loader's preview (SessionLoader::previewed); restore: back to the
+    // scene the other views show (a load that failed or was cancelled).
+    void endPreview(bool restore);
     void onSelection(const views::Selection& s);
     // staged: the heatmap and the cheap views now, the timelines and the frames table on later
     // turns of the event loop (a new scene's first look: at once they held it ~55 ms).
@@ -244,6 +247,7 @@ private:
     views::FrameStripWidget* strip_ = nullptr;
     int64_t reselectFrame_ = -1; // selected again once a reload after adding a video is in
     bool syncing_ = false;
+    bool previewing_ = false;      // the heatmap shows a loader's preview, not scene_
     uint64_t levelGeneration_ = 0; // a staged setTrack's later steps run only if it is current
     int stagesPending_ = 0;
     views::JobTracker* rulesJobs_ = new views::JobTracker(this); // the newest rules win

@@ -8,6 +8,7 @@
 #include "core/json.h"
 
 #include <QApplication>
+#include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QTimer>
@@ -128,12 +129,23 @@ int measureOpen(MainWindow& w, const QString& file)
                      [&](const QString&, const QString& m) { error = m; });
     views::HeatmapWidget* h = w.heatmap();
     bool refined = false;
+    // FRAGSCOPE_MEASURE_SHOTS=DIR: the window as it looks at the first picture and at the exact
+    // one (first-heatmap.png, exact-heatmap.png), to look at what the figures measure.
+    const QString shots = qEnvironmentVariable("FRAGSCOPE_MEASURE_SHOTS");
+    auto shoot = [&](const QString& name) {
+        if (shots.isEmpty()) return;
+        QTimer::singleShot(0, &w, [&w, file = QDir(shots).filePath(name)] { w.grab().save(file); });
+    };
     QObject::connect(h, &views::HeatmapWidget::rasterShown, [&] {
-        if (firstHeatmapMs < 0) firstHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        if (firstHeatmapMs >= 0) return;
+        firstHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        shoot(QStringLiteral("first-heatmap.png"));
     });
     QObject::connect(h, &views::HeatmapWidget::refinedChanged, [&] {
         refined = true;
-        if (exactHeatmapMs < 0) exactHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        if (exactHeatmapMs >= 0) return;
+        exactHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        shoot(QStringLiteral("exact-heatmap.png"));
     });
     w.setErrorReporter([&](const QString&, const QString& m) { error = m; });
     auto waitFor = [&](const std::function<bool()>& done, qint64 limitMs) {

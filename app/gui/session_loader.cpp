@@ -80,7 +80,8 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
     // The tracker cancels a job still running; what it posts from now on is dropped. Posts run
     // on the GUI thread while the job is the newest, so `this` is alive in them.
     SessionLoader* const l = this;
-    jobs_->start([l, path, liveScene, rules = rules_](const views::Job& job) {
+    jobs_->start([l, path, liveScene, rules = rules_,
+                  previewFrom = previewFrom_](const views::Job& job) {
         const std::atomic<bool>& cancel = *job.cancelFlag();
         render::LoadProgress lp;
         lp.cancel = &cancel;
@@ -96,7 +97,9 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             last = pct;
             job.progress(pct, QString::fromStdString(stage));
         };
+        SessionSummary summary; // for the preview's axes
         lp.summary = [&](const SessionSummary& sum) {
+            summary = sum;
             job.post([l, path, sum] { emit l->summaryRead(path, sum); });
         };
         try {
@@ -120,6 +123,12 @@ void SessionLoader::start(const QString& path, std::shared_ptr<render::LiveScene
             // GUI thread, then the complete scene.
             lp.loadRows = false;
             lp.options.storeIndexAtOpen = false; // stored below, after the first look
+            // Without a stored index: a first picture as soon as the records are read.
+            lp.options.previewFrom = previewFrom;
+            lp.options.preview = [&](std::shared_ptr<const analysis::HeatmapPreview> p) {
+                auto scene = render::previewScene(session, summary, std::move(p));
+                job.post([l, sessionPath, scene] { emit l->previewed(sessionPath, scene); });
+            };
             const auto base = render::loadScene(session, lp);
             auto first = std::make_shared<render::Scene>(*base);
             first->firstLook = true;

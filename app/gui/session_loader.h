@@ -31,6 +31,9 @@ public:
     void refresh(std::shared_ptr<render::LiveScene> live, const QString& path);
     // Rules the next loads evaluate on the worker (the user's saved rules).
     void setRules(std::vector<analysis::CollapseRule> rules) { rules_ = std::move(rules); }
+    // Allocations from which a session without its stored index is previewed (previewed());
+    // analysis::kPreviewFromAllocations unless set (tests preview their small fixtures).
+    void setPreviewFrom(int64_t allocations) { previewFrom_ = allocations; }
     void cancel();
     bool busy() const { return busy_; }
     // Whether the running (or else the last) job is a live refresh.
@@ -43,6 +46,10 @@ signals:
     void progress(int percent, const QString& stage);
     // Staged results: the summary as soon as it is read, long before the scene.
     void summaryRead(const QString& path, const fs::SessionSummary& summary);
+    // A session read without its stored index: the heatmap's level-of-detail picture of its
+    // default track (render::previewScene, no engine), as soon as the allocation records are
+    // read; loaded() follows with the first look.
+    void previewed(const QString& path, std::shared_ptr<const fs::render::Scene> preview);
     // path: the session file (for a trace opened directly, the session it was imported into).
     // The scene is a first look (Scene::firstLook): timelines, frames, collapses and the
     // heatmap can be drawn; completed() follows with the same engine once the allocation
@@ -65,6 +72,7 @@ private:
     bool busy_ = false;
     bool live_ = false;
     std::vector<analysis::CollapseRule> rules_;
+    int64_t previewFrom_ = analysis::kPreviewFromAllocations;
 };
 
 } // namespace fs::gui

@@ -436,6 +436,22 @@ bool Engine::Impl::readIndex(const Session& db, TrackData& t)
     return true;
 }
 
+namespace {
+
+std::string lodBlob(int nt, int ny, const std::vector<double>& occ, const std::vector<double>& reg)
+{
+    Writer w;
+    w.put<int32_t>(nt);
+    w.put<int32_t>(ny);
+    for (const auto* v : {&occ, &reg}) {
+        const std::vector<float> f(v->begin(), v->end());
+        w.out.append(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
+    }
+    return std::move(w.out);
+}
+
+} // namespace
+
 bool Engine::Impl::writeIndex()
 {
     std::vector<std::pair<std::string, std::string_view>> rows;
@@ -466,6 +482,16 @@ bool Engine::Impl::writeIndex()
     }
     blobs.push_back(std::move(list.out));
     rows.emplace_back("tracks", blobs.back());
+    {
+        // The grid open() built for LoadOptions::preview (lodOf stores the ones it builds).
+        std::lock_guard lock(lodMutex);
+        for (const LodCells& c : lodsToStore) {
+            const Lod frame = lodFrame(tracks[c.track]);
+            blobs.push_back(lodBlob(frame.nt, frame.ny, c.occ, c.reg));
+            rows.emplace_back(lodKey(tracks[c.track]), blobs.back());
+        }
+        lodsToStore.clear();
+    }
     // The sorted records themselves, so that a reopen reads no allocation row: encoded and
     // written a chunk at a time.
     return storeCache(path, cacheStamp, rows, [&](const PutValue& put) {
@@ -742,15 +768,9 @@ bool Engine::Impl::readLodCache(const TrackData& t, int nt, int ny, std::vector<
 void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::vector<double>& occ,
                                  const std::vector<double>& reg) const
 {
-    Writer w;
-    w.put<int32_t>(nt);
-    w.put<int32_t>(ny);
-    for (const auto* v : {&occ, &reg}) {
-        const std::vector<float> f(v->begin(), v->end());
-        w.out.append(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
-    }
+    const std::string blob = lodBlob(nt, ny, occ, reg);
     std::lock_guard lock(dbMutex);
-    storeCache(path, cacheStamp, {{lodKey(t), w.out}});
+    storeCache(path, cacheStamp, {{lodKey(t), blob}});
 }
 
 bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)

@@ -206,6 +206,14 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
             for (const auto& [ti, i] : where)
                 tracks[ti].pieces[id].push_back(i);
     if (keepBuilders) builders.assign(tracks.size(), {});
+    {
+        std::lock_guard lock(lodMutex);
+        lodsToStore.clear();
+    }
+    if (o.preview && !deferred && !keepBuilders) {
+        publishPreview(o);
+        stage("preview");
+    }
     bool allCached = !cacheStamp.empty();
     int64_t done = 0;
     if (deferred) {
@@ -622,26 +630,39 @@ int64_t Engine::timeEnd() const
     return d_->timeEnd;
 }
 
-std::vector<Track> Engine::tracks() const
+std::vector<Track> Engine::Impl::trackList() const
 {
     std::vector<Track> out;
-    const bool loaded = d_->rowsReady.load();
-    for (const TrackData& t : d_->tracks)
+    const bool loaded = rowsReady.load();
+    for (const TrackData& t : tracks)
         out.push_back({t.device, t.level,
                        static_cast<int64_t>(loaded ? t.allocs.size() : t.storedAllocs),
                        static_cast<int64_t>(t.regions.size())});
     return out;
 }
 
-std::optional<Track> Engine::defaultTrack(uint32_t device) const
+std::optional<size_t> Engine::Impl::defaultTrackIndex(const std::vector<Track>& list,
+                                                      uint32_t device)
 {
-    std::optional<Track> withRegions, withAllocs;
-    for (const Track& t : tracks()) {
-        if (t.device != device) continue;
-        if (t.regions > 0) withRegions = t; // ascending level: the last one is the highest
-        if (t.allocations > 0) withAllocs = t;
+    std::optional<size_t> withRegions, withAllocs;
+    for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i].device != device) continue;
+        if (list[i].regions > 0) withRegions = i; // ascending level: the last one is the highest
+        if (list[i].allocations > 0) withAllocs = i;
     }
     return withRegions ? withRegions : withAllocs;
+}
+
+std::vector<Track> Engine::tracks() const
+{
+    return d_->trackList();
+}
+
+std::optional<Track> Engine::defaultTrack(uint32_t device) const
+{
+    const std::vector<Track> list = d_->trackList();
+    const auto i = Impl::defaultTrackIndex(list, device);
+    return i ? std::optional<Track>(list[*i]) : std::nullopt;
 }
 
 std::vector<RegionInfo> Engine::regions(uint32_t device, Level level) const

@@ -36,6 +36,12 @@ public:
     const char* what() const noexcept override { return "cancelled"; }
 };
 
+class HeatmapPreview;
+
+// From this many allocations a track's heatmap is previewed from its level-of-detail grid before
+// the exact picture (a smaller one is drawn exactly at once, and opens in about a second).
+inline constexpr int64_t kPreviewFromAllocations = 1'000'000;
+
 struct LoadOptions
 {
     // Called with (done, total) units of work, from the loading thread; may be empty.
@@ -61,6 +67,30 @@ struct LoadOptions
     // tests set 1 to split even a small fixture, SIZE_MAX never splits. Results are the same
     // either way.
     size_t parallelFrom = 500'000;
+    // Set: when open() reads every allocation record (a session without its stored index), it
+    // builds the default track's level-of-detail grid (heatmapPreview's) as soon as the records
+    // are in, before the index and the frames, and calls this once from the loading thread: the
+    // GUI's first picture, seconds before open() returns. The engine keeps the grid. Only for
+    // a default track of previewFrom allocations or more.
+    std::function<void(std::shared_ptr<const HeatmapPreview>)> preview;
+    int64_t previewFrom = kPreviewFromAllocations;
+};
+
+// One track's level-of-detail heatmap, handed out by open() before it returns
+// (LoadOptions::preview): what Engine::heatmapPreview answers for the track, without the engine.
+class HeatmapPreview
+{
+public:
+    struct Grid; // engine_impl.h
+    uint32_t device = 0;
+    Level level = Level::Driver;
+    int64_t allocations = 0, regions = 0;
+    AddressLayout layout;
+    int64_t timeBegin = 0, timeEnd = 0; // the session's
+    Caveats caveats;
+    std::shared_ptr<const Grid> grid; // the cells, shared with the engine
+    // Engine::heatmapPreview(rq) for this track (rq's device and level are not looked at).
+    HeatmapRaster raster(const HeatmapRequest& rq) const;
 };
 
 // How open() went (for tests, benchmarks and the GUI's status line).

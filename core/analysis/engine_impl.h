@@ -102,6 +102,16 @@ struct Checkpoint
 
 struct TrackData;
 
+// A track's level-of-detail heatmap: the whole span x the whole compacted address space at
+// nt x ny cells, each the average occupancy (and reserved share) over its cell.
+struct HeatmapPreview::Grid
+{
+    int nt = 0, ny = 0;
+    int64_t t0 = 0, t1 = 1;
+    double ySize = 1;
+    std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
+};
+
 // Builds a track's checkpoints walking its streams forward; it can stop at the end of the data
 // and go on when more comes (LiveEngine), or restart from an earlier checkpoint when new events
 // land before where it stopped.
@@ -467,15 +477,9 @@ struct Engine::Impl
     // A track without loading rows (layout, regions, cached answers).
     const TrackData* trackInfo(uint32_t device, Level level) const;
     mutable std::atomic<int64_t> timelinesFromCache{0};
-    // Level-of-detail grids per track (index as tracks), built on first use under lodMutex;
-    // dropped by a live refresh.
-    struct Lod
-    {
-        int nt = 0, ny = 0;
-        int64_t t0 = 0, t1 = 1;
-        double ySize = 1;
-        std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
-    };
+    // Level-of-detail grids per track (index as tracks), built on first use under lodMutex
+    // (or by open() for LoadOptions::preview); dropped by a live refresh.
+    using Lod = HeatmapPreview::Grid;
     // A frame's allocations with their role (tag, else size, and the ordinal among the frame's
     // blocks of that role), for Engine::addressJumps: it compares each frame's with the previous
     // frame's, a collapse query asks for ~20 frames twice and `report` for thousands, so each
@@ -574,6 +578,26 @@ struct Engine::Impl
     mutable std::mutex lodMutex;
     mutable std::vector<std::shared_ptr<const Lod>> lods;
     std::shared_ptr<const Lod> lodOf(const TrackData& t) const;
+    // A grid's frame (span, size) for a track, and its cells from the track's records (rows
+    // loaded): the blocks added in the records' order, in `parts` consecutive ranges (one thread
+    // each) whose grids are then added up. The cells are the same to rounding whatever the
+    // order and the parts.
+    Lod lodFrame(const TrackData& t) const;
+    static void lodCells(const TrackData& t, const Lod& frame, std::vector<double>& occ,
+                         std::vector<double>& reg, size_t parts = 1);
+    std::vector<Track> trackList() const; // Engine::tracks()
+    // Engine::defaultTrack's pick among list: the highest level of device with regions, else
+    // with allocations.
+    static std::optional<size_t> defaultTrackIndex(const std::vector<Track>& list, uint32_t device);
+    // LoadOptions::preview: the default track's grid, built from the records just read
+    // (before the sort), kept as lods[] and handed out; stored with the index (lodsToStore).
+    void publishPreview(const LoadOptions& o);
+    struct LodCells
+    {
+        size_t track;
+        std::vector<double> occ, reg;
+    };
+    std::vector<LodCells> lodsToStore; // under lodMutex
     // The grids stored under the current stamp (read at open; under lodMutex).
     std::set<std::string> storedLods;
     void readStoredLods(const Session& s);

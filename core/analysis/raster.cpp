@@ -6,6 +6,7 @@
 // costs 4 additions, so a block costs O(1) whatever its size, and one prefix-sum pass over the
 // pixels resolves them: cost O(blocks in view + pixels).
 #include "engine_impl.h"
+#include "parallel.h"
 #include "raster_grid.h"
 
 #include <algorithm>
@@ -54,21 +55,31 @@ AddressLayout Engine::layout(uint32_t device, Level level) const
     return (t ? *t : empty).layout;
 }
 
-HeatmapRaster Engine::Impl::heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const
+namespace {
+
+// The request's window and size, clamped and defaulted; cells left empty.
+HeatmapRaster frameOf(const HeatmapRequest& rq, const AddressLayout& layout, int64_t timeBegin,
+                      int64_t timeEnd, Caveats caveats)
 {
-    // The request's window and size, clamped and defaulted; cells left empty.
     HeatmapRaster h;
     h.width = std::clamp(rq.width, 1, 16384);
     h.height = std::clamp(rq.height, 1, 16384);
     h.t0 = rq.t0 == kNoTime ? timeBegin : rq.t0;
     h.t1 = rq.t1 == kNoTime ? timeEnd : rq.t1;
     if (h.t1 <= h.t0) h.t1 = h.t0 + 1;
-    h.layout = td.layout;
+    h.layout = layout;
     h.y0 = rq.y0;
-    h.y1 = rq.y1 == 0 ? td.layout.compactSize : rq.y1;
+    h.y1 = rq.y1 == 0 ? layout.compactSize : rq.y1;
     if (h.y1 <= h.y0) h.y1 = h.y0 + 1;
-    h.caveats = resultCaveats();
+    h.caveats = std::move(caveats);
     return h;
+}
+
+} // namespace
+
+HeatmapRaster Engine::Impl::heatmapFrame(const HeatmapRequest& rq, const TrackData& td) const
+{
+    return frameOf(rq, td.layout, timeBegin, timeEnd, resultCaveats());
 }
 
 HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
@@ -147,6 +158,64 @@ double integralTo(const std::vector<double>& S, int w, int h, double x, double y
 
 } // namespace
 
+Engine::Impl::Lod Engine::Impl::lodFrame(const TrackData& td) const
+{
+    Lod lod;
+    lod.nt = kLodTimeBins;
+    lod.ny = kLodAddressBins;
+    lod.t0 = timeBegin;
+    lod.t1 = std::max(timeEnd + 1, timeBegin + 1);
+    lod.ySize = std::max<double>(1.0, static_cast<double>(td.layout.compactSize));
+    return lod;
+}
+
+void Engine::Impl::lodCells(const TrackData& td, const Lod& lod, std::vector<double>& occCells,
+                            std::vector<double>& regCells, size_t parts)
+{
+    const double dt = static_cast<double>(lod.t1 - lod.t0) / lod.nt;
+    const double dy = lod.ySize / lod.ny;
+    auto px = [&](int64_t t) { return static_cast<double>(t - lod.t0) / dt; };
+    DiffGrid reg(lod.nt, lod.ny);
+    for (const RegionRec& r : td.regions) {
+        uint64_t c = 0;
+        if (!td.layout.toCompact(r.address, c)) continue;
+        reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod.t1)), static_cast<double>(c) / dy,
+                    static_cast<double>(c + r.size) / dy);
+    }
+    regCells = reg.resolve();
+    // The blocks in `parts` consecutive ranges, each into its own grid, added up in order. The
+    // grids are time-major (a row per time bin): the records come in about time order, so
+    // consecutive blocks touch neighbouring rows (a row-major grid took a cache miss per
+    // block, most of the pass).
+    // A block lies inside its region: its compacted address is the region's plus its offset
+    // (one search of the layout per region instead of per block).
+    constexpr uint64_t kOff = std::numeric_limits<uint64_t>::max();
+    std::vector<uint64_t> regionAt(td.regions.size(), kOff);
+    for (size_t r = 0; r < td.regions.size(); ++r)
+        if (uint64_t c = 0; td.layout.toCompact(td.regions[r].address, c)) regionAt[r] = c;
+    std::vector<DiffGrid> occ(std::max<size_t>(parts, 1), DiffGrid(lod.ny, lod.nt));
+    forEachChunk(td.allocs.size(), occ.size(), [&](size_t part, size_t from, size_t to) {
+        for (size_t i = from; i < to; ++i) {
+            const Alloc& a = td.allocs[i];
+            if (!a.occupies() || a.region == kNoRegion || regionAt[a.region] == kOff) continue;
+            const uint64_t c = regionAt[a.region] + (a.address - td.regions[a.region].address);
+            occ[part].addRect(static_cast<double>(c) / dy, static_cast<double>(c + a.size) / dy,
+                              px(a.allocNs), px(std::min(a.freeNs, lod.t1)));
+        }
+    });
+    std::vector<double> byTime = occ[0].resolve();
+    for (size_t part = 1; part < occ.size(); ++part) {
+        const std::vector<double> more = occ[part].resolve();
+        for (size_t k = 0; k < byTime.size(); ++k)
+            byTime[k] += more[k];
+    }
+    const auto nt = static_cast<size_t>(lod.nt), ny = static_cast<size_t>(lod.ny);
+    occCells.assign(nt * ny, 0.0);
+    for (size_t x = 0; x < nt; ++x)
+        for (size_t y = 0; y < ny; ++y)
+            occCells[y * nt + x] = byTime[x * ny + y];
+}
+
 std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td) const
 {
     std::lock_guard lock(lodMutex);
@@ -154,40 +223,52 @@ std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td
     if (ti >= tracks.size()) return nullptr; // the empty track of trackOrThrow
     if (lods.size() != tracks.size()) lods.assign(tracks.size(), nullptr);
     if (lods[ti]) return lods[ti];
-    auto lod = std::make_shared<Lod>();
-    lod->nt = kLodTimeBins;
-    lod->ny = kLodAddressBins;
-    lod->t0 = timeBegin;
-    lod->t1 = std::max(timeEnd + 1, timeBegin + 1);
-    lod->ySize = std::max<double>(1.0, static_cast<double>(td.layout.compactSize));
+    auto lod = std::make_shared<Lod>(lodFrame(td));
     std::vector<double> occCells, regCells;
     if (!readLodCache(td, lod->nt, lod->ny, occCells, regCells)) {
         ensureRows();
-        const double dt = static_cast<double>(lod->t1 - lod->t0) / lod->nt;
-        const double dy = lod->ySize / lod->ny;
-        auto px = [&](int64_t t) { return static_cast<double>(t - lod->t0) / dt; };
-        DiffGrid occ(lod->nt, lod->ny), reg(lod->nt, lod->ny);
-        for (const RegionRec& r : td.regions) {
-            uint64_t c = 0;
-            if (!td.layout.toCompact(r.address, c)) continue;
-            reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod->t1)),
-                        static_cast<double>(c) / dy, static_cast<double>(c + r.size) / dy);
-        }
-        for (const Alloc& a : td.allocs) {
-            uint64_t c = 0;
-            if (!a.occupies() || a.region == kNoRegion || !td.layout.toCompact(a.address, c))
-                continue;
-            occ.addRect(px(a.allocNs), px(std::min(a.freeNs, lod->t1)), static_cast<double>(c) / dy,
-                        static_cast<double>(c + a.size) / dy);
-        }
-        occCells = occ.resolve();
-        regCells = reg.resolve();
+        lodCells(td, *lod, occCells, regCells);
         writeLodCache(td, lod->nt, lod->ny, occCells, regCells);
     }
     lod->occ = summedArea(occCells, lod->nt, lod->ny);
     lod->reg = summedArea(regCells, lod->nt, lod->ny);
     lods[ti] = lod;
     return lod;
+}
+
+void Engine::Impl::publishPreview(const LoadOptions& o)
+{
+    // The track the views show first (render::Scene::defaultTrack: the engine's default track
+    // on device 0, else the first).
+    if (tracks.empty()) return;
+    const size_t pick = defaultTrackIndex(trackList(), 0).value_or(0);
+    TrackData& td = tracks[pick];
+    if (static_cast<int64_t>(td.allocs.size()) < o.previewFrom) return;
+    buildLayout(td);
+    auto lod = std::make_shared<Lod>(lodFrame(td));
+    LodCells cells{pick, {}, {}};
+    // Two halves on two threads, whatever the machine's cores: the same cells everywhere.
+    lodCells(td, *lod, cells.occ, cells.reg, 2);
+    lod->occ = summedArea(cells.occ, lod->nt, lod->ny);
+    lod->reg = summedArea(cells.reg, lod->nt, lod->ny);
+    {
+        std::lock_guard lock(lodMutex);
+        lods.assign(tracks.size(), nullptr);
+        lods[pick] = lod;
+        lodsToStore.clear();
+        if (!cacheStamp.empty()) lodsToStore.push_back(std::move(cells));
+    }
+    auto p = std::make_shared<HeatmapPreview>();
+    p->device = td.device;
+    p->level = td.level;
+    p->allocations = static_cast<int64_t>(td.allocs.size());
+    p->regions = static_cast<int64_t>(td.regions.size());
+    p->layout = td.layout;
+    p->timeBegin = timeBegin;
+    p->timeEnd = timeEnd;
+    p->caveats = resultCaveats();
+    p->grid = std::move(lod);
+    o.preview(std::move(p));
 }
 
 bool Engine::previewReady(uint32_t device, Level level) const
@@ -212,20 +293,16 @@ HeatmapRaster Engine::heatmapKept(const HeatmapRequest& rq) const
     return h;
 }
 
-HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
+namespace {
+
+// h's cells from a level-of-detail grid (h framed: window, size, layout); all outside without.
+void fillFromGrid(HeatmapRaster& h, const Engine::Impl::Lod* lod)
 {
-    // The stored grid answers without the allocation records (a deferred load reads them only
-    // when the grid must be built).
-    static const TrackData empty;
-    const TrackData* info = d_->trackInfo(rq.device, rq.level);
-    const TrackData& td = info ? *info : empty;
-    HeatmapRaster h = d_->heatmapFrame(rq, td);
     const size_t n = static_cast<size_t>(h.width) * static_cast<size_t>(h.height);
     h.occupancy.assign(n, 0.0f);
     h.reservedFraction.assign(n, 0.0f);
     h.state.assign(n, CellState::Outside);
-    const auto lod = d_->lodOf(td);
-    if (!lod) return h;
+    if (!lod) return;
     // Pixel edges in grid units.
     const double gx = lod->nt / static_cast<double>(lod->t1 - lod->t0);
     const double gy = lod->ny / lod->ySize;
@@ -238,7 +315,7 @@ HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
         ys[static_cast<size_t>(y)] =
             (static_cast<double>(h.y0) + static_cast<double>(h.y1 - h.y0) * y / h.height) * gy;
     const double dy = static_cast<double>(h.y1 - h.y0) / h.height;
-    const std::vector<bool> sep = separatorMask(td.layout, static_cast<double>(h.y0), dy, h.height);
+    const std::vector<bool> sep = separatorMask(h.layout, static_cast<double>(h.y0), dy, h.height);
     // The integral up to every pixel corner, once: a pixel is then four lookups per channel.
     const auto W = static_cast<size_t>(h.width) + 1;
     std::vector<double> fo(W * (static_cast<size_t>(h.height) + 1)), fr(fo.size());
@@ -269,6 +346,26 @@ HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
                                       : CellState::Outside;
         }
     }
+}
+
+} // namespace
+
+HeatmapRaster Engine::heatmapPreview(const HeatmapRequest& rq) const
+{
+    // The stored grid answers without the allocation records (a deferred load reads them only
+    // when the grid must be built).
+    static const TrackData empty;
+    const TrackData* info = d_->trackInfo(rq.device, rq.level);
+    const TrackData& td = info ? *info : empty;
+    HeatmapRaster h = d_->heatmapFrame(rq, td);
+    fillFromGrid(h, d_->lodOf(td).get());
+    return h;
+}
+
+HeatmapRaster HeatmapPreview::raster(const HeatmapRequest& rq) const
+{
+    HeatmapRaster h = frameOf(rq, layout, timeBegin, timeEnd, caveats);
+    fillFromGrid(h, grid.get());
     return h;
 }
 

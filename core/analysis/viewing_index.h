@@ -30,7 +30,7 @@ struct ViewingIndexOptions
     bool always = false; // store it whatever the session's size
     // The default track's level-of-detail grid is stored from this many allocations: the heatmap
     // previews a track that large (a smaller one is drawn exactly at once).
-    int64_t previewFrom = 1'000'000;
+    int64_t previewFrom = kPreviewFromAllocations;
     std::function<void(int percent)> progress;
     const std::atomic<bool>* cancel = nullptr; // raised -> throws Cancelled
 };

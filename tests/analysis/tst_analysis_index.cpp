@@ -9,6 +9,7 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+#include <filesystem>
 
 #include <sys/stat.h>
 
@@ -237,6 +238,78 @@ private slots:
             allocated += a.state[k] == CellState::Allocated;
         }
         QVERIFY(allocated > 1000);
+    }
+
+    void previewComesBeforeTheIndex()
+    {
+        // LoadOptions::preview: a session read without its stored index hands out the default
+        // track's level-of-detail grid once its records are in; the engine answers
+        // heatmapPreview from that very grid, stores it with the index, and a reopen (which
+        // reads no record) hands out nothing and answers the same picture from the file.
+        const std::string path = dir_.filePath("preview.fragscope").toStdString();
+        const std::string copy = dir_.filePath("preview-copy.fragscope").toStdString();
+        makeSession(path);
+        std::filesystem::copy_file(path, copy);
+        HeatmapRequest rq;
+        rq.width = 300;
+        rq.height = 200;
+        HeatmapRequest zoom = rq;
+        std::vector<std::shared_ptr<const HeatmapPreview>> got;
+        LoadOptions o;
+        o.storeIndexAtOpen = false;
+        o.preview = [&](std::shared_ptr<const HeatmapPreview> p) { got.push_back(std::move(p)); };
+        Engine::open(copy, o); // ~2000 blocks: opens at once, no preview (kPreviewFromAllocations)
+        QVERIFY(got.empty());
+        o.previewFrom = 1;
+        const auto e = Engine::open(path, o);
+        QCOMPARE(got.size(), size_t(1));
+        const HeatmapPreview& p = *got.front();
+        QCOMPARE(p.device, 0u);
+        QCOMPARE(p.level, Level::Framework); // the fixture's only track
+        QCOMPARE(p.allocations, e->tracks().front().allocations);
+        QCOMPARE(p.layout.compactSize, e->layout(0, Level::Framework).compactSize);
+        zoom.t0 = e->timeBegin() + (e->timeEnd() - e->timeBegin()) / 3;
+        zoom.t1 = e->timeBegin() + (e->timeEnd() - e->timeBegin()) / 2;
+        zoom.y0 = p.layout.compactSize / 4;
+        zoom.y1 = p.layout.compactSize / 2;
+        for (const HeatmapRequest& r : {rq, zoom}) {
+            QVERIFY(e->previewReady(0, Level::Framework));
+            const HeatmapRaster a = p.raster(r), b = e->heatmapPreview(r);
+            QCOMPARE(a.t0, b.t0);
+            QCOMPARE(a.t1, b.t1);
+            QCOMPARE(a.y1, b.y1);
+            QVERIFY(a.occupancy == b.occupancy); // one grid: equal to the bit
+            QVERIFY(a.state == b.state);
+        }
+        // The grid was built before the records were sorted: the same cells as one built
+        // after (the blocks added in another order), to rounding.
+        const HeatmapRaster mine = e->heatmapPreview(rq);
+        const HeatmapRaster later = Engine::open(copy)->heatmapPreview(rq);
+        int allocated = 0;
+        for (size_t k = 0; k < mine.occupancy.size(); ++k) {
+            QVERIFY(std::abs(mine.occupancy[k] - later.occupancy[k]) < 1e-6);
+            QCOMPARE(mine.state[k], later.state[k]);
+            allocated += mine.state[k] == CellState::Allocated;
+        }
+        QVERIFY(allocated > 1000);
+        auto stored = [&] {
+            Db db(path, SQLITE_OPEN_READONLY);
+            return db.scalar("SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'lod:%'");
+        };
+        QCOMPARE(stored(), int64_t(0)); // not before the index
+        QVERIFY(e->storeIndex());
+        QCOMPARE(stored(), int64_t(1));
+        got.clear();
+        const auto again = Engine::open(path, o);
+        QVERIFY(again->loadInfo().rowsDeferred);
+        QVERIFY(got.empty()); // nothing to wait for: the stored grid answers at once
+        QVERIFY(again->previewReady(0, Level::Framework));
+        const HeatmapRaster back = again->heatmapPreview(rq);
+        QVERIFY(!again->loadInfo().rowsFromCache); // the stored grid, not a pass over records
+        for (size_t k = 0; k < mine.occupancy.size(); ++k) {
+            QVERIFY(std::abs(mine.occupancy[k] - back.occupancy[k]) < 1e-6);
+            QCOMPARE(mine.state[k], back.state[k]);
+        }
     }
 
     void staleIndexIsRebuilt()

@@ -3,6 +3,7 @@
 // the stored columns, OOMs diagnosed), and the views that need the records fill in. Offscreen.
 #include "fixture.h"
 #include "main_window.h"
+#include "widgets/heatmap_widget.h"
 #include "widgets/plot_widgets.h"
 
 #include <QApplication>
@@ -77,6 +78,75 @@ private slots:
             QCOMPARE(bins[i].lo, firstBins[i].lo);
             QCOMPARE(bins[i].count, firstBins[i].count);
         }
+    }
+
+    void firstOpenPreviewsTheHeatmap()
+    {
+        // A session without its stored index: the heatmap shows the engine's level-of-detail
+        // picture as soon as the records are read, before the first look; the first look then
+        // takes over with the same grid. A cancelled load puts back what was shown before.
+        const QString path = dir_.filePath("preview.fragscope");
+        fstest::makeFixtureSession(path.toStdString());
+        {
+            gui::MainWindow w;
+            w.show();
+            w.loader()->setPreviewFrom(1);
+            std::shared_ptr<const render::Scene> preview;
+            bool heatmapShowedIt = false, noteSaidSo = false;
+            int previewsAtFirstLook = -1;
+            QSignalSpy previewed(w.loader(), &gui::SessionLoader::previewed);
+            connect(w.loader(), &gui::SessionLoader::previewed, this,
+                    [&](const QString&, std::shared_ptr<const render::Scene> s) {
+                        preview = s;
+                        heatmapShowedIt = w.heatmap()->scene() == s;
+                        noteSaidSo = w.heatmap()->note().contains(QStringLiteral("First look"));
+                    });
+            connect(w.loader(), &gui::SessionLoader::loaded, this,
+                    [&] { previewsAtFirstLook = static_cast<int>(previewed.count()); });
+            w.openFile(path);
+            QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
+            QCOMPARE(previewsAtFirstLook, 1); // before the first look
+            QVERIFY(preview && !preview->engine);
+            QVERIFY(heatmapShowedIt);
+            QVERIFY(noteSaidSo);
+            QVERIFY(w.heatmap()->scene()->engine); // the first look took over
+            QCOMPARE(w.heatmap()->scene()->engine, w.scene()->engine);
+            QVERIFY(w.heatmap()->note().isEmpty());
+            // The preview's picture is the engine's: one grid.
+            const int ti = w.scene()->defaultTrack();
+            const auto& ld = w.scene()->tracks[static_cast<size_t>(ti)];
+            QCOMPARE(preview->tracks.front().device, ld.device);
+            QCOMPARE(preview->tracks.front().level, ld.level);
+            const auto a = preview->heatmapPreview(0, w.scene()->timeBegin(), w.scene()->timeEnd(),
+                                                   0, ld.compactSize(), 200, 100);
+            const auto b = w.scene()->heatmapPreview(
+                ti, w.scene()->timeBegin(), w.scene()->timeEnd(), 0, ld.compactSize(), 200, 100);
+            QVERIFY(!a.occupancy.empty());
+            QVERIFY(a.occupancy == b.occupancy);
+            // Reopened (the loader stored the index and the grid): nothing to preview.
+            w.loader()->wait();
+            previewed.clear();
+            w.openFile(path);
+            QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
+            QCOMPARE(previewed.count(), 0);
+        }
+        const QString again = dir_.filePath("preview-cancel.fragscope");
+        fstest::makeFixtureSession(again.toStdString());
+        gui::MainWindow w;
+        w.show();
+        w.loader()->setPreviewFrom(1);
+        bool cancelled = false;
+        connect(w.loader(), &gui::SessionLoader::previewed, this, [&] {
+            w.loader()->cancel();
+            cancelled = true;
+        });
+        w.openFile(again);
+        QTRY_VERIFY_WITH_TIMEOUT(cancelled, 60000);
+        w.loader()->wait();
+        QApplication::processEvents();
+        QVERIFY(!w.scene());
+        QVERIFY(!w.heatmap()->scene()); // back to the empty window it was
+        QVERIFY(w.heatmap()->note().isEmpty());
     }
 
     void firstLookAnswersNothingInsteadOfWaiting()

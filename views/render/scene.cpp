@@ -180,7 +180,8 @@ analysis::HeatmapRaster Scene::heatmap(int ti, int64_t t0, int64_t t1, double y0
 
 bool Scene::previewReady(int ti) const
 {
-    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return false;
+    if (ti < 0 || ti >= static_cast<int>(tracks.size())) return false;
+    if (!engine) return preview != nullptr;
     const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
     return locked(*this,
                   [&](const analysis::Engine& e) { return e.previewReady(ld.device, ld.level); });
@@ -189,8 +190,9 @@ bool Scene::previewReady(int ti) const
 analysis::HeatmapRaster Scene::heatmapPreview(int ti, int64_t t0, int64_t t1, double y0, double y1,
                                               int w, int h) const
 {
-    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    if (ti < 0 || ti >= static_cast<int>(tracks.size()) || (!engine && !preview)) return {};
     const auto rq = heatmapRequest(tracks[static_cast<size_t>(ti)], t0, t1, y0, y1, w, h);
+    if (!engine) return preview->raster(rq);
     return locked(*this, [&](const analysis::Engine& e) { return e.heatmapPreview(rq); });
 }
 
@@ -318,6 +320,24 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
     }
     s->explorer = std::make_shared<const analysis::Explorer>(engine);
     s->engine = std::move(engine);
+    return s;
+}
+
+std::shared_ptr<Scene> previewScene(const std::string& path, const SessionSummary& summary,
+                                    std::shared_ptr<const analysis::HeatmapPreview> preview)
+{
+    auto s = std::make_shared<Scene>();
+    s->path = path;
+    s->summary = summary;
+    s->firstLook = true;
+    TrackEntry ld;
+    ld.device = preview->device;
+    ld.level = preview->level;
+    ld.allocations = preview->allocations;
+    ld.regions = preview->regions;
+    ld.layout = preview->layout;
+    s->tracks.push_back(std::move(ld));
+    s->preview = std::move(preview);
     return s;
 }
 

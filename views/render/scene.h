@@ -83,6 +83,9 @@ struct Scene
     // worker. The loader then delivers the complete scene (SessionLoader::completed).
     bool firstLook = false;
     bool recordsReady() const { return !engine || engine->rowsLoaded(); }
+    // Set on a preview scene (previewScene): the heatmap's level-of-detail picture of its one
+    // track, before the engine is open; every engine query answers nothing.
+    std::shared_ptr<const analysis::HeatmapPreview> preview;
     // The engine's last frame report: the inspector and the kernel lane ask for the same frame
     // (a report ranks every precursor of the window: tens of ms on a long run). Shared by the
     // scenes withRules() makes; keyed by frame and rules, since the ranking's healthy baseline
@@ -149,6 +152,10 @@ struct Scene
     void warmUp() const;
 };
 
+// A scene without an engine for the heatmap's first picture of a session read without its stored
+// index (LoadOptions::preview): the summary, the previewed track and its grid.
+std::shared_ptr<Scene> previewScene(const std::string& path, const SessionSummary& summary,
+                                    std::shared_ptr<const analysis::HeatmapPreview> preview);
 // Builds the scene of an engine: every track's timeline (about `samples` samples over the
 // session), frames, metric names and the collapses under the engine's rules.
 std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> engine,

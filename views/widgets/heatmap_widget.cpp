@@ -203,6 +203,16 @@ void HeatmapWidget::requestRaster()
     const double blocks =
         static_cast<double>(scene_->tracks[static_cast<size_t>(track)].allocations) * share;
     const double pixels = static_cast<double>(w) * h;
+    if (!scene_->engine) {
+        // A loader's preview (render::previewScene): its level-of-detail picture is all there is.
+        rasterJobs_->start([scene, vp, track, w, h, post](const Job& job) {
+            post(job,
+                 render::heatmapImage(
+                     scene->heatmapPreview(track, vp.t0, vp.t1, vp.y0, vp.y1, w, h)),
+                 false);
+        });
+        return;
+    }
     const Pass first = blocks < 0.5 * pixels                                   ? Pass::Coarse
                        : blocks >= 4.0 * pixels && scene_->previewReady(track) ? Pass::Preview
                                                                                : Pass::None;
@@ -381,7 +391,7 @@ void HeatmapWidget::mousePressEvent(QMouseEvent* e)
     const bool onAxis = e->position().y() > plot.bottom() &&
                         e->position().y() < plot.bottom() + 34 &&
                         e->position().x() >= plot.left() && e->position().x() <= plot.right();
-    if (scene_ && e->button() == Qt::LeftButton && (onLine || onAxis)) {
+    if (scene_ && scene_->engine && e->button() == Qt::LeftButton && (onLine || onAxis)) {
         scrubbing_ = true;
         boxing_ = dragging_ = false;
         mouseMoveEvent(e);
@@ -444,7 +454,7 @@ void HeatmapWidget::mouseReleaseEvent(QMouseEvent* e)
         return;
     }
     dragging_ = false;
-    if (click && e->button() == Qt::LeftButton && scene_) {
+    if (click && e->button() == Qt::LeftButton && scene_ && scene_->engine) {
         int64_t t;
         double y;
         uint64_t addr;
@@ -647,6 +657,9 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
     const QString when = QString::fromStdString(render::formatTime(t - scene_->timeBegin(), ax));
     if (!ld.yToAddress(y, addr))
         return tr("%1\n(gap between regions: collapsed on this axis)").arg(when);
+    if (!scene_->engine) // a loader's preview
+        return tr("%1 at %2\n(the blocks are named once the session is indexed)")
+            .arg(QString::fromStdString(render::formatAddress(addr)), when);
     if (const auto a = scene_->allocationAt(track_, t, addr)) {
         QString s =
             tr("allocation #%1%2\naddress %3, size %4 (requested %5)\nalive %6 → %7\nstream %8")

@@ -31,6 +31,8 @@ public:
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
     void setTrack(int track);
     int track() const { return track_; }
+    const std::shared_ptr<const render::Scene>& scene() const { return scene_; }
+    const QString& note() const { return note_; }
     const render::Viewport& viewport() const { return vp_; }
     void setViewport(render::Viewport vp);
     void fit();
