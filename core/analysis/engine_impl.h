@@ -137,6 +137,21 @@ struct TrackData
     std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs
     std::vector<Checkpoint> checkpoints; // ascending time; the first is the empty state
     AddressLayout layout;
+    // Per region (as regions): its compacted address, kNoCompact outside the layout (buildLayout).
+    static constexpr uint64_t kNoCompact = std::numeric_limits<uint64_t>::max();
+    std::vector<uint64_t> regionCompact;
+    // a's compacted address (layout.toCompact): its region's plus its offset in it, without a
+    // search of the layout (a raster asks it for millions of blocks).
+    bool compactOf(const Alloc& a, uint64_t& out) const
+    {
+        if (a.region < regionCompact.size() && regionCompact[a.region] != kNoCompact &&
+            a.address >= regions[a.region].address &&
+            a.address - regions[a.region].address < regions[a.region].size) {
+            out = regionCompact[a.region] + (a.address - regions[a.region].address);
+            return true;
+        }
+        return layout.toCompact(a.address, out);
+    }
     // Allocations of the track as the stored index lists them, while a deferred load has not
     // read them yet (Engine::Impl::ensureRows).
     size_t storedAllocs = 0;

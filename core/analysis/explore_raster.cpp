@@ -52,7 +52,7 @@ StyledRaster Explorer::heatmap(const HeatmapRequest& rq, const HeatmapStyle& sty
         if (a.region == kNoRegion || a.allocNs >= h.t1) continue;
         if (style.pool && pools->byIndex[a.region] != *style.pool) continue;
         uint64_t c = 0;
-        if (!td.layout.toCompact(a.address, c)) continue;
+        if (!td.compactOf(a, c)) continue;
         if (c + a.size <= h.y0 || c >= h.y1) continue;
         ++h.allocationsInView;
         const InView v{i, px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),

@@ -46,6 +46,9 @@ void Engine::Impl::buildLayout(TrackData& t)
         pos += merged[i].second - merged[i].first;
     }
     L.compactSize = pos;
+    t.regionCompact.assign(t.regions.size(), TrackData::kNoCompact);
+    for (size_t r = 0; r < t.regions.size(); ++r)
+        if (uint64_t c = 0; L.toCompact(t.regions[r].address, c)) t.regionCompact[r] = c;
 }
 
 AddressLayout Engine::layout(uint32_t device, Level level) const
@@ -107,7 +110,7 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
         const Alloc& a = td.allocs[i];
         if (a.region == kNoRegion || a.allocNs >= h.t1) continue;
         uint64_t c = 0;
-        if (!td.layout.toCompact(a.address, c)) continue;
+        if (!td.compactOf(a, c)) continue;
         if (c + a.size <= h.y0 || c >= h.y1) continue;
         ++h.allocationsInView;
         occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
@@ -187,18 +190,12 @@ void Engine::Impl::lodCells(const TrackData& td, const Lod& lod, std::vector<dou
     // grids are time-major (a row per time bin): the records come in about time order, so
     // consecutive blocks touch neighbouring rows (a row-major grid took a cache miss per
     // block, most of the pass).
-    // A block lies inside its region: its compacted address is the region's plus its offset
-    // (one search of the layout per region instead of per block).
-    constexpr uint64_t kOff = std::numeric_limits<uint64_t>::max();
-    std::vector<uint64_t> regionAt(td.regions.size(), kOff);
-    for (size_t r = 0; r < td.regions.size(); ++r)
-        if (uint64_t c = 0; td.layout.toCompact(td.regions[r].address, c)) regionAt[r] = c;
     std::vector<DiffGrid> occ(std::max<size_t>(parts, 1), DiffGrid(lod.ny, lod.nt));
     forEachChunk(td.allocs.size(), occ.size(), [&](size_t part, size_t from, size_t to) {
         for (size_t i = from; i < to; ++i) {
             const Alloc& a = td.allocs[i];
-            if (!a.occupies() || a.region == kNoRegion || regionAt[a.region] == kOff) continue;
-            const uint64_t c = regionAt[a.region] + (a.address - td.regions[a.region].address);
+            uint64_t c = 0;
+            if (!a.occupies() || a.region == kNoRegion || !td.compactOf(a, c)) continue;
             occ[part].addRect(static_cast<double>(c) / dy, static_cast<double>(c + a.size) / dy,
                               px(a.allocNs), px(std::min(a.freeNs, lod.t1)));
         }
@@ -393,7 +390,7 @@ MemmapRaster Engine::memmap(const MemmapRequest& rq) const
     for (uint32_t i : d_->liveAt(td, m.time, m.time)) {
         const Alloc& a = td.allocs[i];
         uint64_t c = 0;
-        if (a.region != kNoRegion && td.layout.toCompact(a.address, c))
+        if (a.region != kNoRegion && td.compactOf(a, c))
             occ.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + a.size) / bpc, 0, 1);
     }
     const std::vector<double> o = occ.resolve(), g = reg.resolve();
