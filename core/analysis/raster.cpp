@@ -186,31 +186,23 @@ void Engine::Impl::lodCells(const TrackData& td, const Lod& lod, std::vector<dou
                     static_cast<double>(c + r.size) / dy);
     }
     regCells = reg.resolve();
-    // The blocks in `parts` consecutive ranges, each into its own grid, added up in order. The
-    // grids are time-major (a row per time bin): the records come in about time order, so
-    // consecutive blocks touch neighbouring rows (a row-major grid took a cache miss per
-    // block, most of the pass).
-    std::vector<DiffGrid> occ(std::max<size_t>(parts, 1), DiffGrid(lod.ny, lod.nt));
+    // The blocks in `parts` consecutive ranges, each into its own grid, added up in order.
+    std::vector<DiffGrid> occ(std::max<size_t>(parts, 1), DiffGrid(lod.nt, lod.ny));
     forEachChunk(td.allocs.size(), occ.size(), [&](size_t part, size_t from, size_t to) {
         for (size_t i = from; i < to; ++i) {
             const Alloc& a = td.allocs[i];
             uint64_t c = 0;
             if (!a.occupies() || a.region == kNoRegion || !td.compactOf(a, c)) continue;
-            occ[part].addRect(static_cast<double>(c) / dy, static_cast<double>(c + a.size) / dy,
-                              px(a.allocNs), px(std::min(a.freeNs, lod.t1)));
+            occ[part].addRect(px(a.allocNs), px(std::min(a.freeNs, lod.t1)),
+                              static_cast<double>(c) / dy, static_cast<double>(c + a.size) / dy);
         }
     });
-    std::vector<double> byTime = occ[0].resolve();
+    occCells = occ[0].resolve();
     for (size_t part = 1; part < occ.size(); ++part) {
         const std::vector<double> more = occ[part].resolve();
-        for (size_t k = 0; k < byTime.size(); ++k)
-            byTime[k] += more[k];
+        for (size_t k = 0; k < occCells.size(); ++k)
+            occCells[k] += more[k];
     }
-    const auto nt = static_cast<size_t>(lod.nt), ny = static_cast<size_t>(lod.ny);
-    occCells.assign(nt * ny, 0.0);
-    for (size_t x = 0; x < nt; ++x)
-        for (size_t y = 0; y < ny; ++y)
-            occCells[y * nt + x] = byTime[x * ny + y];
 }
 
 std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td) const
@@ -252,7 +244,6 @@ void Engine::Impl::publishPreview(const LoadOptions& o)
         std::lock_guard lock(lodMutex);
         lods.assign(tracks.size(), nullptr);
         lods[pick] = lod;
-        lodsToStore.clear();
         if (!cacheStamp.empty()) lodsToStore.push_back(std::move(cells));
     }
     auto p = std::make_shared<HeatmapPreview>();
