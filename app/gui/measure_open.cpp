@@ -118,8 +118,18 @@ int measureOpen(MainWindow& w, const QString& file)
     QObject::connect(w.loader(), &SessionLoader::summaryRead, [&] {
         if (summaryMs < 0) summaryMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
     });
+    // FRAGSCOPE_MEASURE_SHOTS=DIR: the window as it looks at the first picture, at the first
+    // look and at the exact picture (first-heatmap.png, views-ready.png, exact-heatmap.png), to
+    // look at what the figures measure.
+    const QString shots = qEnvironmentVariable("FRAGSCOPE_MEASURE_SHOTS");
+    auto shoot = [&](const QString& name) {
+        if (shots.isEmpty()) return;
+        QTimer::singleShot(0, &w, [&w, file = QDir(shots).filePath(name)] { w.grab().save(file); });
+    };
     QObject::connect(w.loader(), &SessionLoader::loaded, [&] {
-        if (readyMs < 0) readyMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        if (readyMs >= 0) return;
+        readyMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        shoot(QStringLiteral("views-ready.png"));
     });
     double completeMs = -1;
     QObject::connect(w.loader(), &SessionLoader::completed, [&] {
@@ -129,13 +139,6 @@ int measureOpen(MainWindow& w, const QString& file)
                      [&](const QString&, const QString& m) { error = m; });
     views::HeatmapWidget* h = w.heatmap();
     bool refined = false;
-    // FRAGSCOPE_MEASURE_SHOTS=DIR: the window as it looks at the first picture and at the exact
-    // one (first-heatmap.png, exact-heatmap.png), to look at what the figures measure.
-    const QString shots = qEnvironmentVariable("FRAGSCOPE_MEASURE_SHOTS");
-    auto shoot = [&](const QString& name) {
-        if (shots.isEmpty()) return;
-        QTimer::singleShot(0, &w, [&w, file = QDir(shots).filePath(name)] { w.grab().save(file); });
-    };
     QObject::connect(h, &views::HeatmapWidget::rasterShown, [&] {
         if (firstHeatmapMs >= 0) return;
         firstHeatmapMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;

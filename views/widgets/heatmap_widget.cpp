@@ -34,11 +34,24 @@ HeatmapWidget::~HeatmapWidget() = default; // the tracker stops a raster still r
 
 void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int track)
 {
+    // A loader's preview replaced by its session's first look: the preview's picture stays on
+    // screen (the same blocks, as the placeholder) until the first look's own comes.
+    const bool fromPreview =
+        scene_ && scene_->preview && scene && track_ >= 0 && track >= 0 &&
+        scene->path == scene_->path && static_cast<size_t>(track) < scene->tracks.size() &&
+        scene->tracks[static_cast<size_t>(track)].device == scene_->preview->device &&
+        scene->tracks[static_cast<size_t>(track)].level == scene_->preview->level;
+    const QImage kept = fromPreview ? raster_ : QImage();
+    const render::Viewport keptVp = rasterVp_;
     scene_ = std::move(scene);
     track_ = track;
     sel_ = {};
     base_ = {}; // the key does not name the scene
     fit();
+    if (!kept.isNull()) {
+        raster_ = kept;
+        rasterVp_ = keptVp;
+    }
 }
 
 void HeatmapWidget::setTrack(int track)
