@@ -417,6 +417,7 @@ void MainWindow::buildMenus()
     tb->addSeparator();
     tb->addWidget(new QLabel(tr(" Track: "), this));
     trackBox_ = new QComboBox(this);
+    trackBox_->setObjectName(QStringLiteral("trackBox"));
     trackBox_->setMinimumContentsLength(22);
     trackBox_->setSizeAdjustPolicy(QComboBox::AdjustToContents); // a pool's entry is longer
     trackBox_->setToolTip(tr("Device and allocation level shown by every view"));
@@ -527,6 +528,7 @@ bool MainWindow::busy() const
 
 void MainWindow::setTrack(int track, bool staged)
 {
+    endPreview(false); // a track picked while a load previews: the heatmap shows scene_ again
     track_ = track;
     // A pool's entry plots that pool's figures: the timelines' title says which.
     if (auto* dock = findChild<QDockWidget*>(QStringLiteral("timelineDock")))

@@ -7,6 +7,7 @@
 #include "widgets/plot_widgets.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -129,6 +130,38 @@ private slots:
             w.openFile(path);
             QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
             QCOMPARE(previewed.count(), 0);
+        }
+        {
+            // A track picked while a load previews: the heatmap leaves the preview (its note
+            // too) for the session the other views show.
+            gui::MainWindow w;
+            w.show();
+            w.openFile(fixture_);
+            QTRY_VERIFY_WITH_TIMEOUT(w.scene() && !w.busy(), 60000);
+            w.loader()->wait();
+            const QString third = dir_.filePath("preview-track.fragscope");
+            fstest::makeFixtureSession(third.toStdString());
+            w.loader()->setPreviewFrom(1);
+            auto* box = w.findChild<QComboBox*>(QStringLiteral("trackBox"));
+            QVERIFY(box);
+            QVERIFY(box->count() >= 1);
+            bool picked = false, previewShown = false, backToScene = false, noteCleared = false;
+            connect(w.loader(), &gui::SessionLoader::previewed, this, [&] {
+                previewShown = w.heatmap()->scene() != w.scene();
+                // As a user picks the track again from the list (activated(), which a
+                // programmatic change does not emit).
+                emit box->activated(box->currentIndex());
+                backToScene = w.heatmap()->scene() == w.scene(); // the first session's
+                noteCleared = w.heatmap()->note().isEmpty();
+                picked = true;
+            });
+            w.openFile(third);
+            QTRY_VERIFY_WITH_TIMEOUT(picked, 60000);
+            QVERIFY(previewShown);
+            QVERIFY(backToScene);
+            QVERIFY(noteCleared);
+            w.loader()->cancel();
+            w.loader()->wait();
         }
         const QString again = dir_.filePath("preview-cancel.fragscope");
         fstest::makeFixtureSession(again.toStdString());
