@@ -3,6 +3,7 @@
 // key, valid only for this engine version and this exact session content, the stamp).
 #include "engine_impl.h"
 
+#include "pages.h"
 #include "parallel.h"
 
 #include "core/store/analysis_cache.h"
@@ -12,9 +13,6 @@
 #include <deque>
 #include <functional>
 #include <set>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -259,37 +257,6 @@ bool Engine::Impl::prepareDeferred(const Session& db,
     // The regions were read after the guard: still the same guard, still the same content.
     return store::readGuard(db) == guardIn(cacheStamp);
 }
-
-namespace {
-
-// Maps the pages of [p, p + bytes) in `chunks` threads at once. The kernel clears every page it
-// maps, and on one thread that was a third of reading the records at 100 M events (1.6 GB at
-// about 0.5 GB/s on a 2-core VM). Only a hint: where the kernel has no MADV_POPULATE_WRITE
-// (before Linux 5.14) the pages are mapped as they are first written, as before.
-// Each call maps at most 512 KiB: the kernel holds the process's memory-map lock for reading
-// through a call, and every other thread's mmap or munmap (a thread's stack, a large malloc or
-// free, e.g. the GUI's) waits for it. Whole chunks in one call each stalled the GUI's event
-// loop for 40-60 ms (1 s on a cold first open) of a 10 M-allocation session's open.
-void mapPages(void* p, size_t bytes, size_t chunks)
-{
-#ifdef MADV_POPULATE_WRITE
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
-    if (end <= begin) return;
-    const size_t pages = (end - begin) / page;
-    const size_t step = std::max<size_t>(1, (size_t{512} << 10) / page);
-    forEachChunk(pages, chunks, [&](size_t, size_t first, size_t last) {
-        for (size_t q = first; q < last; q += step)
-            madvise(reinterpret_cast<void*>(begin + q * page), std::min(step, last - q) * page,
-                    MADV_POPULATE_WRITE);
-    });
-#else
-    (void)p, (void)bytes, (void)chunks;
-#endif
-}
-
-} // namespace
 
 bool Engine::Impl::readStoredRows(const Session& db, TrackData& t)
 {

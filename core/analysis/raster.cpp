@@ -129,7 +129,8 @@ constexpr int kLodAddressBins = 1024;
 // x and below y.
 std::vector<double> summedArea(const std::vector<double>& v, int w, int h)
 {
-    std::vector<double> s(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0);
+    std::vector<double> s =
+        mappedZeros<double>(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1));
     const auto W = static_cast<size_t>(w + 1);
     for (int y = 0; y < h; ++y) {
         double row = 0;
@@ -185,9 +186,11 @@ void Engine::Impl::lodCells(const TrackData& td, const Lod& lod, std::vector<dou
         reg.addRect(px(r.createNs), px(std::min(r.destroyNs, lod.t1)), static_cast<double>(c) / dy,
                     static_cast<double>(c + r.size) / dy);
     }
-    regCells = reg.resolve();
+    regCells = std::move(reg).take();
     // The blocks in `parts` consecutive ranges, each into its own grid, added up in order.
-    std::vector<DiffGrid> occ(std::max<size_t>(parts, 1), DiffGrid(lod.nt, lod.ny));
+    std::vector<DiffGrid> occ;
+    for (size_t part = 0; part < std::max<size_t>(parts, 1); ++part)
+        occ.emplace_back(lod.nt, lod.ny);
     forEachChunk(td.allocs.size(), occ.size(), [&](size_t part, size_t from, size_t to) {
         for (size_t i = from; i < to; ++i) {
             const Alloc& a = td.allocs[i];
@@ -197,12 +200,9 @@ void Engine::Impl::lodCells(const TrackData& td, const Lod& lod, std::vector<dou
                               static_cast<double>(c) / dy, static_cast<double>(c + a.size) / dy);
         }
     });
-    occCells = occ[0].resolve();
-    for (size_t part = 1; part < occ.size(); ++part) {
-        const std::vector<double> more = occ[part].resolve();
-        for (size_t k = 0; k < occCells.size(); ++k)
-            occCells[k] += more[k];
-    }
+    occCells = std::move(occ[0]).take();
+    for (size_t part = 1; part < occ.size(); ++part)
+        occ[part].addTo(occCells);
 }
 
 std::shared_ptr<const Engine::Impl::Lod> Engine::Impl::lodOf(const TrackData& td) const

@@ -2,6 +2,7 @@
 // rasters (raster.cpp explains the arithmetic), shared with the explorer's styled heatmap.
 #pragma once
 
+#include "pages.h"
 #include "types.h"
 
 #include <algorithm>
@@ -44,7 +45,8 @@ class DiffGrid
 {
 public:
     DiffGrid(int w, int h)
-        : w_(w), h_(h), d_(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1), 0.0)
+        : w_(w), h_(h),
+          d_(mappedZeros<double>(static_cast<size_t>(w + 1) * static_cast<size_t>(h + 1)))
     {
     }
     // Adds weight times the coverage of [x0, x1) x [y0, y1) (pixel units).
@@ -56,7 +58,7 @@ public:
             const auto cx = static_cast<int>(x0), cy = static_cast<int>(y0);
             if (x1 <= cx + 1 && y1 <= cy + 1) {
                 if (cell_.empty())
-                    cell_.assign(static_cast<size_t>(w_) * static_cast<size_t>(h_), 0.0);
+                    cell_ = mappedZeros<double>(static_cast<size_t>(w_) * static_cast<size_t>(h_));
                 cell_[static_cast<size_t>(cy) * static_cast<size_t>(w_) +
                       static_cast<size_t>(cx)] += weight * (x1 - x0) * (y1 - y0);
                 return;
@@ -74,6 +76,29 @@ public:
     std::vector<double> resolve() const
     {
         std::vector<double> out(static_cast<size_t>(w_) * static_cast<size_t>(h_));
+        walk([&out](size_t k, double v) { out[k] = v; });
+        return out;
+    }
+    // The same values added to `out` (w * h cells).
+    void addTo(std::vector<double>& out) const
+    {
+        walk([&out](size_t k, double v) { out[k] += v; });
+    }
+    // resolve() in the grid's own array, handed out: no new array (at the level-of-detail
+    // grid's 2 M cells a fresh array's pages cost more than the arithmetic). Cell k is written
+    // after the differences up to idx(x, y) >= k are read, so none is overwritten unread.
+    std::vector<double> take() &&
+    {
+        walk([this](size_t k, double v) { d_[k] = v; });
+        d_.resize(static_cast<size_t>(w_) * static_cast<size_t>(h_));
+        cell_ = {};
+        return std::move(d_);
+    }
+
+private:
+    // f(k, value of cell k) for every cell in row-major order.
+    template <typename F> void walk(F&& f) const
+    {
         std::vector<double> col(static_cast<size_t>(w_) + 1, 0.0);
         for (int y = 0; y < h_; ++y) {
             double run = 0;
@@ -82,13 +107,10 @@ public:
                 run += col[static_cast<size_t>(x)];
                 const size_t k =
                     static_cast<size_t>(y) * static_cast<size_t>(w_) + static_cast<size_t>(x);
-                out[k] = cell_.empty() ? run : run + cell_[k];
+                f(k, cell_.empty() ? run : run + cell_[k]);
             }
         }
-        return out;
     }
-
-private:
     size_t idx(int x, int y) const
     {
         return static_cast<size_t>(y) * static_cast<size_t>(w_ + 1) + static_cast<size_t>(x);

@@ -1,0 +1,55 @@
+// Mapping fresh memory ahead of writing it (internal to fragscope_analysis).
+//
+// The kernel maps an anonymous page on its first write, one fault per 4 KiB page, and clears it.
+// On the 2-core development VM a fault costs more than the clearing (its exception and the
+// hypervisor's part in it): filling fresh memory ran at 0.25-0.4 GiB/s one page at a time against
+// 0.6-0.8 GiB/s mapped ahead with MADV_POPULATE_WRITE (docs/analysis.md "Scale"). Only a hint:
+// before Linux 5.14 the pages are mapped as they are first written, as before.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace fs::analysis {
+
+// Maps the whole pages of [p, p + bytes) on the calling thread, at most 512 KiB per call: the
+// kernel holds the process's memory-map lock for reading through a call, and every other
+// thread's mmap or munmap (a thread's stack, a large malloc or free, e.g. the GUI's) waits for
+// it. Whole chunks in one call each stalled the GUI's event loop for 40-60 ms.
+void mapPages(void* p, size_t bytes);
+
+// The same in `chunks` threads at once (forEachChunk).
+void mapPages(void* p, size_t bytes, size_t chunks);
+
+// n zeros in an array whose pages are mapped first (the zeros then fill mapped pages).
+template <typename T> std::vector<T> mappedZeros(size_t n)
+{
+    std::vector<T> v;
+    v.reserve(n);
+    mapPages(v.data(), n * sizeof(T));
+    v.resize(n);
+    return v;
+}
+
+// Maps an array written front to back ahead of its writer, a step at a time: call ahead(n)
+// before writing element n; it maps the next step when n reaches the mapped end.
+template <typename T> class PagesAhead
+{
+public:
+    PagesAhead(T* at, size_t count) : at_(at), count_(count) {}
+    void ahead(size_t n)
+    {
+        if (n < mapped_ || mapped_ >= count_) return;
+        const size_t step = std::min(count_ - mapped_, kStep);
+        mapPages(at_ + mapped_, step * sizeof(T));
+        mapped_ += step;
+    }
+
+private:
+    static constexpr size_t kStep = (size_t{512} << 10) / sizeof(T);
+    T* at_ = nullptr;
+    size_t count_ = 0, mapped_ = 0;
+};
+
+} // namespace fs::analysis
