@@ -3,8 +3,9 @@
 // key, valid only for this engine version and this exact session content, the stamp).
 #include "engine_impl.h"
 
-#include "pages.h"
 #include "parallel.h"
+
+#include "core/pages.h"
 
 #include "core/store/analysis_cache.h"
 
@@ -264,7 +265,10 @@ bool Engine::Impl::readStoredRows(const Session& db, TrackData& t)
     const size_t threads = parallelChunks(n, options.parallelFrom);
     AllocRecords allocs;
     allocs.reserve(n);
-    if (threads > 1) mapPages(allocs.data(), n * sizeof(Alloc), threads);
+    if (threads > 1) // the kernel clears each page: the threads share it
+        forEachChunk(n, threads, [&](size_t, size_t begin, size_t end) {
+            mapPages(allocs.data() + begin, (end - begin) * sizeof(Alloc));
+        });
     allocs.resize(n);
     // The blobs are read one at a time (one connection), a group of them decoded at once.
     const size_t chunks = (n + kRowChunk - 1) / kRowChunk;

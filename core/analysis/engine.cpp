@@ -1,10 +1,10 @@
 // Engine: loading the session into the replay index, state queries and allocation lookups.
 #include "engine_impl.h"
-#include "pages.h"
 #include "parallel.h"
 #include "stage_timer.h"
 
 #include "core/format.h"
+#include "core/pages.h"
 
 #include <algorithm>
 #include <charconv>

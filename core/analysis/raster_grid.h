@@ -2,8 +2,9 @@
 // rasters (raster.cpp explains the arithmetic), shared with the explorer's styled heatmap.
 #pragma once
 
-#include "pages.h"
 #include "types.h"
+
+#include "core/pages.h"
 
 #include <algorithm>
 #include <cmath>

@@ -168,6 +168,7 @@ private:
         uint64_t length;
     };
     PValue newContainer(PType t);
+    void newBlock();
     void append(PValue c, const PValue* items, size_t n);
     // Stores the items of a still-empty dict compactly when every key is in compactKeys.
     bool tryCompact(PValue dict, const PValue* items, size_t n);
@@ -181,7 +182,7 @@ private:
     PValue root_;
     std::vector<Container> containers_;
     std::vector<Chunk> chunks_;
-    std::vector<std::unique_ptr<PValue[]>> arena_;
+    std::vector<std::vector<PValue>> arena_; // blocks of kBlock values (newBlock)
     uint32_t arenaUsed_ = kBlock;
     std::vector<std::unique_ptr<char[]>> pool_; // string bytes, in blocks
     size_t poolUsed_ = 0;

@@ -1,4 +1,4 @@
-// Mapping fresh memory ahead of writing it (internal to fragscope_analysis).
+// Mapping fresh memory ahead of writing it.
 //
 // The kernel maps an anonymous page on its first write, one fault per 4 KiB page, and clears it.
 // On the 2-core development VM a fault costs more than the clearing (its exception and the
@@ -11,16 +11,13 @@
 #include <cstddef>
 #include <vector>
 
-namespace fs::analysis {
+namespace fs {
 
 // Maps the whole pages of [p, p + bytes) on the calling thread, at most 512 KiB per call: the
 // kernel holds the process's memory-map lock for reading through a call, and every other
 // thread's mmap or munmap (a thread's stack, a large malloc or free, e.g. the GUI's) waits for
 // it. Whole chunks in one call each stalled the GUI's event loop for 40-60 ms.
 void mapPages(void* p, size_t bytes);
-
-// The same in `chunks` threads at once (forEachChunk).
-void mapPages(void* p, size_t bytes, size_t chunks);
 
 // n zeros in an array whose pages are mapped first (the zeros then fill mapped pages).
 template <typename T> std::vector<T> mappedZeros(size_t n)
@@ -30,6 +27,16 @@ template <typename T> std::vector<T> mappedZeros(size_t n)
     mapPages(v.data(), n * sizeof(T));
     v.resize(n);
     return v;
+}
+
+// Before a vector grows to newSize within its reserved capacity: maps the 512 KiB steps of
+// its spare capacity that the growth enters (the steps below its size are mapped already).
+template <typename T> void mapSpareAhead(std::vector<T>& v, size_t newSize)
+{
+    constexpr size_t step = std::max<size_t>(1, (size_t{512} << 10) / sizeof(T));
+    for (size_t at = (v.size() + step - 1) / step * step; at < newSize && at < v.capacity();
+         at += step)
+        mapPages(v.data() + at, std::min(step, v.capacity() - at) * sizeof(T));
 }
 
 // Maps an array written front to back ahead of its writer, a step at a time: call ahead(n)
@@ -52,4 +59,4 @@ private:
     size_t count_ = 0, mapped_ = 0;
 };
 
-} // namespace fs::analysis
+} // namespace fs
