@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include <malloc.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -19,6 +21,12 @@ void mapPages(void* p, size_t bytes)
 #else
     (void)p, (void)bytes;
 #endif
+}
+
+void keepFreedMemory()
+{
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 } // namespace fs

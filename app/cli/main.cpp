@@ -1,6 +1,7 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
 #include "core/huge_pages.h"
+#include "core/pages.h"
 #include "core/progress.h"
 #include "core/store/session.h"
 #include "core/store/sqlite.h"
@@ -50,6 +51,7 @@ void printVersion()
 int main(int argc, char** argv)
 {
     preferHugePages(argv, true);
+    keepFreedMemory();
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         if (args.size() >= 2 && args[0] == "help")
