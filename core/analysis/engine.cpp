@@ -305,7 +305,7 @@ int64_t Engine::Impl::readAllocations(const Session& db,
     {
         Alloc* at = nullptr;
         size_t n = 0, cap = 0;
-        PagesAhead<Alloc> pages{nullptr, 0}; // mapped a step ahead of the rows (pages.h)
+        PagesAhead<Alloc> pages{nullptr, 0}; // mapped a step ahead of the rows (core/pages.h)
     };
     struct Range
     {

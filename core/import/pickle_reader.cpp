@@ -361,9 +361,7 @@ bool PickleDoc::tryCompact(PValue dict, const PValue* items, size_t n)
         sorted[bit] = items[i + 1];
     }
     const auto m = static_cast<uint32_t>(n / 2);
-    if (kBlock - arenaUsed_ < m) {
-        newBlock();
-    }
+    if (kBlock - arenaUsed_ < m) newBlock();
     PValue* dst = &arena_.back()[arenaUsed_];
     uint32_t i = 0;
     for (uint32_t bits = mask; bits != 0; bits &= bits - 1)

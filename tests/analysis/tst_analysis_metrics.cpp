@@ -1,10 +1,12 @@
 // Known answers for the pure metric functions (metrics.h): size classes, entropy, histogram
 // bins, bursts, trend, correlation with p-values, Hilbert curve.
 #include "core/analysis/metrics.h"
+#include "core/analysis/raster_grid.h"
 
 #include <QTest>
 #include <array>
 #include <cmath>
+#include <random>
 #include <vector>
 
 using namespace fs::analysis;
@@ -167,6 +169,39 @@ private slots:
         const auto r = averageRanks(tie);
         QCOMPARE(r[1], 2.5);
         QCOMPARE(r[3], 4.0);
+    }
+
+    void diffGridResolvesInPlace()
+    {
+        // The difference-array grid behind the rasters (raster_grid.h). A 4 x 3 grid:
+        //  - [0.5, 2.5) x [0, 1): row 0 covers half of cell 0, all of cell 1, half of cell 2;
+        //  - [3, 3.5) x [2, 2.25): inside cell (3, 2), the single-cell path: 0.5 * 0.25 = 0.125;
+        //  - [1, 3) x [1, 3), weight 2: cells 1 and 2 of rows 1 and 2 get 2 each.
+        fs::analysis::DiffGrid g(4, 3);
+        g.addRect(0.5, 2.5, 0, 1);
+        g.addRect(3, 3.5, 2, 2.25);
+        g.addRect(1, 3, 1, 3, 2.0);
+        const std::vector<double> expected = {0.5, 1, 0.5, 0, 0, 2, 2, 0, 0, 2, 2, 0.125};
+        QVERIFY(g.resolve() == expected);
+        std::vector<double> ones(12, 1.0);
+        g.addTo(ones);
+        for (size_t k = 0; k < ones.size(); ++k)
+            QCOMPARE(ones[k], expected[k] + 1.0);
+        QVERIFY(fs::analysis::DiffGrid(g).take() == expected);
+        // take() writes cell k over the difference at idx(x, y) >= k: on random rectangles it
+        // must give resolve()'s values to the bit (a write ahead of its read would not).
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<double> ux(-3, 40), uy(-3, 26), uw(0.01, 9), wt(0.1, 3);
+        fs::analysis::DiffGrid r(37, 23);
+        for (int i = 0; i < 500; ++i) {
+            const double x = ux(rng), y = uy(rng);
+            r.addRect(x, x + uw(rng) * (i % 3 == 0 ? 0.05 : 1), y, y + uw(rng), wt(rng));
+        }
+        const std::vector<double> want = r.resolve();
+        std::vector<double> zeros(want.size(), 0.0);
+        r.addTo(zeros);
+        QVERIFY(zeros == want);
+        QVERIFY(std::move(r).take() == want);
     }
 
     void hilbert()
