@@ -6,6 +6,7 @@
 
 #include "core/versions.h"
 #include "widgets/correlation_table.h"
+#include "widgets/cursor_bar.h"
 #include "widgets/frames_model.h"
 #include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
@@ -132,6 +133,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
             [this](const QString& p, std::shared_ptr<const render::Scene> s) {
                 previewing_ = true;
                 heatmap_->setScene(std::move(s), 0);
+                if (!scene_) // the cursor bar said "No session." above the picture
+                    cursorBar_->setMessage(tr("Loading %1…").arg(QFileInfo(p).fileName()));
                 heatmap_->setNote(tr("First look at %1: every block, at reduced resolution, "
                                      "while the session is indexed")
                                       .arg(QFileInfo(p).fileName()));
@@ -467,6 +470,7 @@ void MainWindow::endPreview(bool restore)
     heatmap_->setNote({});
     // A failed or cancelled load: the heatmap shows the session the other views show again.
     if (restore) heatmap_->setScene(scene_, scene_ ? track_ : -1);
+    if (restore && !scene_) cursorBar_->setMessage(tr("No session."));
 }
 
 void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool keepView)

@@ -3,6 +3,7 @@
 // the stored columns, OOMs diagnosed), and the views that need the records fill in. Offscreen.
 #include "fixture.h"
 #include "main_window.h"
+#include "widgets/cursor_bar.h"
 #include "widgets/heatmap_widget.h"
 #include "widgets/plot_widgets.h"
 
@@ -93,7 +94,7 @@ private slots:
             w.show();
             w.loader()->setPreviewFrom(1);
             std::shared_ptr<const render::Scene> preview;
-            bool heatmapShowedIt = false, noteSaidSo = false;
+            bool heatmapShowedIt = false, noteSaidSo = false, barNamedTheFile = false;
             int previewsAtFirstLook = -1;
             QSignalSpy previewed(w.loader(), &gui::SessionLoader::previewed);
             connect(w.loader(), &gui::SessionLoader::previewed, this,
@@ -101,6 +102,10 @@ private slots:
                         preview = s;
                         heatmapShowedIt = w.heatmap()->scene() == s;
                         noteSaidSo = w.heatmap()->note().contains(QStringLiteral("First look"));
+                        // The bar above the heatmap names the file, not "No session.".
+                        barNamedTheFile =
+                            w.cursorBar()->text().contains(QStringLiteral("Loading")) &&
+                            w.cursorBar()->text().contains(QFileInfo(path).fileName());
                     });
             connect(w.loader(), &gui::SessionLoader::loaded, this,
                     [&] { previewsAtFirstLook = static_cast<int>(previewed.count()); });
@@ -110,6 +115,7 @@ private slots:
             QVERIFY(preview && !preview->engine);
             QVERIFY(heatmapShowedIt);
             QVERIFY(noteSaidSo);
+            QVERIFY(barNamedTheFile);
             QVERIFY(w.heatmap()->scene()->engine); // the first look took over
             QCOMPARE(w.heatmap()->scene()->engine, w.scene()->engine);
             QVERIFY(w.heatmap()->note().isEmpty());
