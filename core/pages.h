@@ -29,35 +29,22 @@ template <typename T> std::vector<T> mappedZeros(size_t n)
     return v;
 }
 
-// Before a vector grows to newSize within its reserved capacity: maps the 512 KiB steps of
-// its spare capacity that the growth enters (the steps below its size are mapped already).
-template <typename T> void mapSpareAhead(std::vector<T>& v, size_t newSize)
+// An array [at, at + capacity) written front to back, `written` elements so far, about to be
+// written up to upTo: maps the 512 KiB steps the writes enter (the steps below `written` are
+// mapped already). Call it before each write, or before each growth of a reserved vector
+// (mapSpareAhead).
+template <typename T> void mapAhead(T* at, size_t written, size_t upTo, size_t capacity)
 {
     constexpr size_t step = std::max<size_t>(1, (size_t{512} << 10) / sizeof(T));
-    for (size_t at = (v.size() + step - 1) / step * step; at < newSize && at < v.capacity();
-         at += step)
-        mapPages(v.data() + at, std::min(step, v.capacity() - at) * sizeof(T));
+    for (size_t i = (written + step - 1) / step * step; i < upTo && i < capacity; i += step)
+        mapPages(at + i, std::min(step, capacity - i) * sizeof(T));
 }
 
-// Maps an array written front to back ahead of its writer, a step at a time: call ahead(n)
-// before writing element n; it maps the next step when n reaches the mapped end.
-template <typename T> class PagesAhead
+// mapAhead for a vector growing to newSize within its reserved capacity.
+template <typename T> void mapSpareAhead(std::vector<T>& v, size_t newSize)
 {
-public:
-    PagesAhead(T* at, size_t count) : at_(at), count_(count) {}
-    void ahead(size_t n)
-    {
-        if (n < mapped_ || mapped_ >= count_) return;
-        const size_t step = std::min(count_ - mapped_, kStep);
-        mapPages(at_ + mapped_, step * sizeof(T));
-        mapped_ += step;
-    }
-
-private:
-    static constexpr size_t kStep = (size_t{512} << 10) / sizeof(T);
-    T* at_ = nullptr;
-    size_t count_ = 0, mapped_ = 0;
-};
+    mapAhead(v.data(), v.size(), newSize, v.capacity());
+}
 
 // Makes malloc serve large blocks from its heap and keep freed memory for reuse (no mmap and
 // munmap per large array, no trimming): an analysis allocates and frees arrays of hundreds of

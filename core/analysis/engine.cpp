@@ -305,7 +305,6 @@ int64_t Engine::Impl::readAllocations(const Session& db,
     {
         Alloc* at = nullptr;
         size_t n = 0, cap = 0;
-        PagesAhead<Alloc> pages{nullptr, 0}; // mapped a step ahead of the rows (core/pages.h)
     };
     struct Range
     {
@@ -332,8 +331,8 @@ int64_t Engine::Impl::readAllocations(const Session& db,
                 AllocRecords& v = tracks[ti].allocs;
                 v.resize(v.size() + cap1 + cap2); // UninitAllocator: no page is touched here
                 Alloc* end = v.data() + v.size();
-                first.parts[ti] = {end - cap1 - cap2, 0, cap1, {end - cap1 - cap2, cap1}};
-                second.parts[ti] = {end - cap2, 0, cap2, {end - cap2, cap2}};
+                first.parts[ti] = {end - cap1 - cap2, 0, cap1};
+                second.parts[ti] = {end - cap2, 0, cap2};
             }
         }
     }
@@ -360,7 +359,7 @@ int64_t Engine::Impl::readAllocations(const Session& db,
                     if (v.empty()) v.reserve(static_cast<size_t>(std::max<int64_t>(total, 1)));
                     v.push_back(a);
                 } else if (Part& p = r.parts[ti]; p.n < p.cap) {
-                    p.pages.ahead(p.n);
+                    mapAhead(p.at, p.n, p.n + 1, p.cap); // core/pages.h
                     p.at[p.n++] = a;
                 } else { // more rows than ids: only a broken file (ids are the primary key)
                     throw SessionError(path, fmt::format("allocations: more rows than ids "
