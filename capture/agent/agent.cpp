@@ -334,6 +334,7 @@ Agent& agentObject()
     if (!g_agent) {
         g_agent = new Agent(); // lives until exit: CUPTI and NVTX may call back at any time
         g_agent->decode.graphs = &g_agent->api.graphs;
+        g_agent->decode.vmm = &g_agent->api.vmm;
     }
     return *g_agent;
 }

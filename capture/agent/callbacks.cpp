@@ -7,11 +7,14 @@ namespace fs::agent {
 namespace ev = proto::ev;
 
 const CUpti_CallbackId kApiCallbacks[] = {
-    // VMM: invisible to the memory activity.
+    // VMM: reservations are invisible to the memory activity; the mapping calls' correlation
+    // ids mark the MEMORY2 records that repeat a mapping (VmmCalls).
     CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve,
     CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree,
     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
     CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess,
+    CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
     // Allocation APIs: only their CUDA_ERROR_OUT_OF_MEMORY exits become events.
     CUPTI_DRIVER_TRACE_CBID_cuMemAlloc,
     CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
@@ -37,7 +40,7 @@ const size_t kApiCallbackCount = sizeof kApiCallbacks / sizeof kApiCallbacks[0];
 
 // ---- GraphJoin -------------------------------------------------------------------------
 
-template <class K> void GraphJoin::Bounded<K>::put(K k, uint64_t v)
+template <class K> void BoundedMap<K>::put(K k, uint64_t v)
 {
     if (map.insert_or_assign(k, v).second) order.push_back(k);
     // An entry whose counterpart never comes (activities off, records dropped) must not stay
@@ -79,6 +82,24 @@ uint64_t GraphJoin::takeExec(uint32_t correlationId)
     launches_.map.erase(it);
     if (launches_.map.empty()) launches_.order.clear();
     return exec;
+}
+
+void VmmCalls::called(uint32_t correlationId)
+{
+    std::lock_guard lk(mu_);
+    calls_.put(correlationId, 0);
+}
+
+bool VmmCalls::contains(uint32_t correlationId) const
+{
+    std::lock_guard lk(mu_);
+    return calls_.map.count(correlationId) != 0;
+}
+
+size_t VmmCalls::known() const
+{
+    std::lock_guard lk(mu_);
+    return calls_.map.size();
 }
 
 uint64_t GraphJoin::graphOf(uint64_t execId) const
@@ -204,6 +225,17 @@ bool apiExitEvent(CUpti_CallbackId cbid, const CUpti_CallbackData& info, int64_t
         return true;
     }
     if (rc != CUDA_SUCCESS) return false;
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
+        st.vmm.called(info.correlationId);
+        break;
+    default:
+        break;
+    }
     // The device of a graph event (instantiation, exec destroyed): the call's context's.
     const auto device = [&] {
         return st.resolve.deviceId ? st.resolve.deviceId(info.context) : uint32_t{0};

@@ -51,6 +51,10 @@ void memory(const CUpti_ActivityMemory4& r, DecodeState& st, proto::TargetStream
         ++st.skipped;
         return;
     }
+    if (!fromPool && st.vmm && st.vmm->contains(r.correlationId)) {
+        ++st.vmmRecords; // a VMM mapping, already a RegionMap/RegionUnmap of its reservation
+        return;
+    }
     proto::WireEvent e = make(alloc ? ev::Alloc : ev::Free, t);
     e.address = r.address;
     e.size = r.bytes;

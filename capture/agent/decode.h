@@ -12,6 +12,7 @@
 namespace fs::agent {
 
 class GraphJoin;
+class VmmCalls;
 
 struct DecodeState
 {
@@ -26,6 +27,9 @@ struct DecodeState
         namesByPtr; // CUPTI keeps names alive: cache by address
     // Fills GraphLaunch exec ids from the launches the API callbacks saw (agent.cpp); null: 0.
     GraphJoin* graphs = nullptr;
+    // Drops MEMORY2 records made by VMM calls (the callbacks record the mapping); null: none.
+    const VmmCalls* vmm = nullptr;
+    uint64_t vmmRecords = 0; // records dropped so
     uint64_t records = 0;
     uint64_t skipped = 0; // kinds or memory kinds we do not model
 };

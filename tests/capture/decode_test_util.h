@@ -7,6 +7,8 @@
 #include "capture/protocol/target_stream.h"
 #include "capture_test_util.h"
 
+#include <cupti.h>
+
 #include <QTemporaryDir>
 #include <cstring>
 #include <vector>
@@ -25,11 +27,36 @@ struct BufferBuilder
     }
 };
 
-// Runs buf through decodeActivityBuffer into a streaming TargetStream and collects it. graphs:
-// the launches the API callbacks saw (as the agent wires DecodeState::graphs).
+// A CUDA 13 MEMORY2 record of device memory (device 1, stream 7); pool: from a cudaMallocAsync
+// pool.
+inline CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, uint64_t ts,
+                                          bool pool, uint32_t correlation = 77)
+{
+    CUpti_ActivityMemory4 m;
+    std::memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    m.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.correlationId = correlation;
+    m.address = addr;
+    m.bytes = bytes;
+    m.timestamp = ts;
+    m.deviceId = 1;
+    m.streamId = 7;
+    if (pool) {
+        m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+        m.memoryPoolConfig.address = 0x7f0000000000;
+    }
+    return m;
+}
+
+// Runs buf through decodeActivityBuffer into a streaming TargetStream and collects it. graphs,
+// vmm: the launches and VMM calls the API callbacks saw (as the agent wires DecodeState).
 inline Collected decodeBuffer(BufferBuilder& buf, int64_t offset,
                               fs::agent::DecodeState* stOut = nullptr,
-                              fs::agent::GraphJoin* graphs = nullptr)
+                              fs::agent::GraphJoin* graphs = nullptr,
+                              const fs::agent::VmmCalls* vmm = nullptr)
 {
     using namespace fs;
     QTemporaryDir dir;
@@ -46,6 +73,7 @@ inline Collected decodeBuffer(BufferBuilder& buf, int64_t offset,
     agent::DecodeState st;
     st.clockOffsetNs = offset;
     st.graphs = graphs;
+    st.vmm = vmm;
     const size_t n = agent::decodeActivityBuffer(buf.bytes.data(), buf.bytes.size(), st, stream);
     stream.finish(proto::EndReason::TargetFinished);
     Collected c;

@@ -127,6 +127,60 @@ private slots:
         QVERIFY(!agent::apiExitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemMap, enter.info, 1, st, e));
     }
 
+    void vmmMappingsSeenByTheMemoryActivityAreNotCountedTwice()
+    {
+        // CUPTI 13 also reports a mapped VMM range as a MEMORY2 allocation and release carrying
+        // the mapping calls' correlation ids (seen on an H200: a cuMemCreate + cuMemMap of 2 MiB
+        // came back as one more driver-level cudaMalloc). The callbacks mark each successful VMM
+        // call's correlation id; the decoder drops MEMORY2 records with those ids.
+        FakeState st;
+        proto::WireEvent e;
+        CUmemGenericAllocationHandle h = 0;
+        CUmemAllocationProp prop{};
+        cuMemCreate_params create{&h, 2u << 20, &prop, 0};
+        cuMemMap_params map{0x7f0000200000, 2u << 20, 0, 0, 0};
+        CUmemAccessDesc access{};
+        cuMemSetAccess_params setAccess{0x7f0000200000, 2u << 20, &access, 1};
+        cuMemUnmap_params unmap{0x7f0000200000, 2u << 20};
+        cuMemRelease_params release{h};
+        QVERIFY(!exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &create, CUDA_SUCCESS, st, e, 40));
+        QVERIFY(exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemMap, &map, CUDA_SUCCESS, st, e, 41));
+        QVERIFY(!exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess, &setAccess, CUDA_SUCCESS, st, e,
+                           42));
+        QVERIFY(exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, &unmap, CUDA_SUCCESS, st, e, 43));
+        QVERIFY(
+            !exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, &release, CUDA_SUCCESS, st, e, 44));
+        // A failed call did nothing: its id is not marked.
+        QVERIFY(!exitEvent(CUPTI_DRIVER_TRACE_CBID_cuMemMap, &map, CUDA_ERROR_INVALID_VALUE, st, e,
+                           45));
+        QCOMPARE(st.vmm.known(), size_t{5});
+        QVERIFY(st.vmm.contains(42) && !st.vmm.contains(45));
+
+        const auto record = [](bool alloc, uint32_t correlation, uint64_t addr) {
+            return fstest::memoryRecord(alloc, addr, 2u << 20, 100 + correlation, false,
+                                        correlation);
+        };
+        fstest::BufferBuilder b;
+        b.add(record(true, 42, 0x7f0000200000));  // the mapping: dropped
+        b.add(record(false, 43, 0x7f0000200000)); // its unmapping: dropped
+        b.add(record(true, 45, 0x7f1000000000));  // a cudaMalloc (id 45 was a failed VMM call)
+        b.add(record(false, 46, 0x7f1000000000)); // its cudaFree
+        agent::DecodeState ds;
+        const auto c = fstest::decodeBuffer(b, 0, &ds, nullptr, &st.vmm);
+        // Kept: RegionCreate + Alloc, Free + RegionDestroy of the cudaMalloc, nothing else.
+        QCOMPARE(c.events.size(), size_t{4});
+        const uint8_t types[] = {ev::RegionCreate, ev::Alloc, ev::Free, ev::RegionDestroy};
+        for (size_t i = 0; i < 4; ++i) {
+            QCOMPARE(c.events[i].type, types[i]);
+            QCOMPARE(c.events[i].address, uint64_t{0x7f1000000000});
+        }
+        QCOMPARE(ds.vmmRecords, uint64_t{2});
+        // Without the callbacks' marks (DecodeState::vmm null) all four records count.
+        agent::DecodeState plain;
+        QCOMPARE(fstest::decodeBuffer(b, 0, &plain).events.size(), size_t{8});
+        QCOMPARE(plain.vmmRecords, uint64_t{0});
+    }
+
     void outOfMemoryFromEveryAllocationApi()
     {
         FakeState st;

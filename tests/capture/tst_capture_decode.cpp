@@ -18,28 +18,6 @@ namespace ev = fs::proto::ev;
 
 namespace {
 
-CUpti_ActivityMemory4 memoryRecord(bool alloc, uint64_t addr, uint64_t bytes, uint64_t ts,
-                                   bool pool)
-{
-    CUpti_ActivityMemory4 m;
-    std::memset(&m, 0, sizeof m);
-    m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-    m.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.correlationId = 77;
-    m.address = addr;
-    m.bytes = bytes;
-    m.timestamp = ts;
-    m.deviceId = 1;
-    m.streamId = 7;
-    if (pool) {
-        m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
-        m.memoryPoolConfig.address = 0x7f0000000000;
-    }
-    return m;
-}
-
 } // namespace
 
 class TestCaptureDecode : public QObject
@@ -59,8 +37,8 @@ private slots:
     void cudaMallocBecomesRegionAndDriverAllocation()
     {
         fstest::BufferBuilder b;
-        b.add(memoryRecord(true, 0x7f1000000000, 2u << 20, 5000, false));
-        b.add(memoryRecord(false, 0x7f1000000000, 2u << 20, 9000, false));
+        b.add(fstest::memoryRecord(true, 0x7f1000000000, 2u << 20, 5000, false));
+        b.add(fstest::memoryRecord(false, 0x7f1000000000, 2u << 20, 9000, false));
         const auto c = fstest::decodeBuffer(b, 1000);
         QVERIFY(c.ended);
         // alloc -> RegionCreate + Alloc; release -> Free + RegionDestroy: 4 events, times +1000.
@@ -82,8 +60,8 @@ private slots:
     void poolAllocationIsPoolLevel()
     {
         fstest::BufferBuilder b;
-        b.add(memoryRecord(true, 0x7f0000200000, 4096, 100, true));
-        b.add(memoryRecord(false, 0x7f0000200000, 4096, 200, true));
+        b.add(fstest::memoryRecord(true, 0x7f0000200000, 4096, 100, true));
+        b.add(fstest::memoryRecord(false, 0x7f0000200000, 4096, 200, true));
         const auto c = fstest::decodeBuffer(b, 0);
         QCOMPARE(c.events.size(), size_t{2}); // no region of its own: it lives in the pool's
         QCOMPARE(c.events[0].type, uint8_t{ev::Alloc});
@@ -96,7 +74,7 @@ private slots:
     void hostMemoryIsSkipped()
     {
         fstest::BufferBuilder b;
-        auto m = memoryRecord(true, 0x1000, 64, 1, false);
+        auto m = fstest::memoryRecord(true, 0x1000, 64, 1, false);
         m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
         b.add(m);
         agent::DecodeState st;
@@ -243,7 +221,7 @@ private slots:
     void mixedBufferKeepsRecordOrder()
     {
         fstest::BufferBuilder b;
-        b.add(memoryRecord(true, 0x7f1000000000, 1u << 20, 10, false));
+        b.add(fstest::memoryRecord(true, 0x7f1000000000, 1u << 20, 10, false));
         CUpti_ActivityKernel10 k;
         std::memset(&k, 0, sizeof k);
         k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -251,7 +229,7 @@ private slots:
         k.end = 30;
         k.name = "k";
         b.add(k);
-        b.add(memoryRecord(true, 0x7f0000000000, 256, 40, true));
+        b.add(fstest::memoryRecord(true, 0x7f0000000000, 256, 40, true));
         agent::DecodeState st;
         const auto c = fstest::decodeBuffer(b, 0, &st);
         // 3 records: cudaMalloc (2 events), kernel (1), pool alloc (1).
