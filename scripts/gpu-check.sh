@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # GPU check of the capture engine, for a machine with an NVIDIA GPU (docs/capture.md).
 #
-#   scripts/gpu-check.sh --prepare   (here, on the dev machine) builds a Qt-free recorder and
-#                                    copies it with the shared libraries it needs into
-#                                    build/gpu-carry/, to be carried to the GPU machine
+#   scripts/gpu-check.sh --prepare   (here, on the dev machine) builds the CLI (the recorder)
+#                                    and copies it with every shared library it needs but
+#                                    glibc's (xz-packed) into build/gpu-carry/, to be carried to
+#                                    the GPU machine
 #   scripts/gpu-check.sh             (on the GPU machine) builds the agent and the workload,
 #                                    records the workload and compares the session with the
 #                                    workload's own counts; prints the agent's overhead
 #
-# The GPU machine has CUDA, CMake and Python but no Qt, fmt or SQLite development packages:
-# the agent needs only CUPTI and is compiled directly; the recorder comes from build/gpu-carry
-# (or a Qt-free CMake build when the development packages happen to be there).
-# Outputs go to $OUT (default build/gpu-check-out). Every step says its name; a failure names
-# the step and exits non-zero. Designed to finish in well under 4 minutes.
+# The GPU machine has CUDA, CMake and Python but no Qt, fmt or SQLite: the agent needs only CUPTI
+# and is compiled directly; the recorder comes from build/gpu-carry (or a CMake build there
+# when the development packages happen to be installed).
+# Outputs go to $OUT (default build/gpu-check-out): gpu-check.log, summary.txt, result.txt,
+# info.json, and details.tar.gz (the sessions, the recorder's and workloads' output). Every step
+# says its name; a step that cannot go on names itself and exits non-zero; a count that does not
+# match is reported and the check goes on to the next step (so one run shows everything), then
+# exits non-zero. Designed to finish in well under 4 minutes.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CUDA=${CUDA_HOME:-/usr/local/cuda}
@@ -21,18 +25,26 @@ CARRY=$ROOT/build/gpu-carry
 if [[ ${1:-} == --prepare ]]; then
     set -e
     B=$ROOT/build/gpu-carry-build
-    cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFRAGSCOPE_BUILD_GUI=OFF \
+    # RPATH (not RUNPATH: it also serves the libraries' own needs) bin/../lib; the backslash keeps
+    # $ORIGIN from the shell that runs the link command.
+    cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DFRAGSCOPE_BUILD_TESTS=OFF -DFRAGSCOPE_BUILD_BENCH=OFF \
-        -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
+        -DCMAKE_EXE_LINKER_FLAGS='-static-libstdc++ -static-libgcc -Wl,--disable-new-dtags,-rpath,\$ORIGIN/../lib' \
+        >/dev/null
     cmake --build "$B" -j2 --target fragscope fragscope-inject
     rm -rf "$CARRY"
     mkdir -p "$CARRY/bin" "$CARRY/lib"
     cp "$B/app/fragscope" "$CARRY/bin/"
     strip "$CARRY/bin/fragscope"
     cp "$B/capture/agent/libfragscope-inject.so" "$CARRY/lib/"
-    # Runtime libraries the GPU machine may lack (not glibc, not CUDA's own).
-    ldd "$CARRY/bin/fragscope" | awk '/=>/ {print $3}' | grep -E 'libsqlite3|libfmt|libz\.' |
+    # Every runtime library but glibc's own (the CLI links Qt through the recorder and the
+    # exports; the GPU machine has neither Qt nor SQLite nor fmt), packed with xz to fit what
+    # travels (≈ 77 MB of libraries, ≈ 20 MB packed).
+    ldd "$CARRY/bin/fragscope" | awk '/=>/ {print $3}' |
+        grep -v -E '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*)\.so' |
         while read -r lib; do cp -L "$lib" "$CARRY/lib/"; done
+    tar -C "$CARRY" -cJf "$CARRY/libs.tar.xz" lib
+    rm -rf "$CARRY/lib"
     du -sh "$CARRY"
     echo "prepared $CARRY: carry the path build/gpu-carry to the GPU machine"
     exit 0
@@ -41,18 +53,32 @@ fi
 OUT=${OUT:-$ROOT/build/gpu-check-out}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/fragscope-gpu-check.XXXXXX)
+D=$WORK/details # packed into $OUT/details.tar.gz on exit (few files come back from some machines)
+mkdir -p "$D"
 LOG=$OUT/gpu-check.log
 : >"$LOG"
+rm -f "$OUT/summary.txt" "$OUT/result.txt" "$OUT/info.json" "$OUT/details.tar.gz"
 STEP=start
+MISMATCHES=()
+pack() {
+    tar -C "$WORK" -czf "$OUT/details.tar.gz" details 2>/dev/null
+    rm -rf "$WORK"
+}
+trap pack EXIT
 say() { echo "$*" | tee -a "$LOG"; }
 step() {
     STEP=$1
-    say "== step: $1"
+    say "== step: $1 (${SECONDS} s)"
 }
 fail() {
     say "gpu-check: FAILED at step '$STEP': $*"
     echo "FAILED step=$STEP: $*" >"$OUT/result.txt"
+    ((${#MISMATCHES[@]})) && printf 'also: %s\n' "${MISMATCHES[@]}" >>"$OUT/result.txt"
     exit 1
+}
+mismatch() { # a finding that does not stop the check
+    say "gpu-check: MISMATCH at step '$STEP': $*"
+    MISMATCHES+=("step=$STEP: $*")
 }
 run() { # run with a time limit, log everything
     local limit=$1
@@ -70,7 +96,7 @@ done
 [[ -n $CUPTI_LIB ]] || fail "libcupti.so not found under $CUDA"
 CUPTI_INC=$CUDA/include
 [[ -e $CUPTI_INC/cupti.h ]] || CUPTI_INC=$CUDA/extras/CUPTI/include
-say "CUDA $CUDA, CUPTI $CUPTI_LIB"
+say "CUDA $CUDA, CUPTI $CUPTI_LIB, $("$CUDA/bin/nvcc" --version | tail -1), $(uname -r)"
 
 step build-agent
 # Same sources and flags as capture/agent/CMakeLists.txt, without CMake's dependency checks.
@@ -102,19 +128,21 @@ run 120 "$CUDA/bin/nvcc" -O2 -o "$WORK/workload" "$ROOT/tests/gpu/workload.cu" -
 step recorder
 FRAGSCOPE=""
 if [[ -x $CARRY/bin/fragscope ]]; then
-    export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # The recorder finds them in bin/../lib through its RPATH (not LD_LIBRARY_PATH, which the
+    # workloads it starts would inherit: Debian 12's libstdc++ is older than theirs).
+    tar -C "$CARRY" -xJf "$CARRY/libs.tar.xz" >>"$LOG" 2>&1 || say "cannot unpack $CARRY/libs.tar.xz"
     "$CARRY/bin/fragscope" --version >>"$LOG" 2>&1 && FRAGSCOPE=$CARRY/bin/fragscope
     [[ -n $FRAGSCOPE ]] || say "carried recorder does not run here (see $LOG); trying a local build"
 fi
 if [[ -z $FRAGSCOPE ]]; then
     B=$WORK/build
-    if run 60 cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DFRAGSCOPE_BUILD_GUI=OFF \
+    if run 60 cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release \
         -DFRAGSCOPE_BUILD_TESTS=OFF -DFRAGSCOPE_BUILD_BENCH=OFF &&
         run 150 cmake --build "$B" -j"$(nproc)" --target fragscope; then
         FRAGSCOPE=$B/app/fragscope
     else
-        fail "no recorder: build/gpu-carry is missing or unusable and a Qt-free build failed (needs
-libsqlite3-dev and libfmt-dev). Run 'scripts/gpu-check.sh --prepare' on the dev machine and carry build/gpu-carry."
+        fail "no recorder: build/gpu-carry is missing or unusable and a build here failed (needs
+Qt 6, QCustomPlot, SQLite and fmt development packages). Run 'scripts/gpu-check.sh --prepare' on the dev machine and carry build/gpu-carry."
     fi
 fi
 say "recorder: $FRAGSCOPE"
@@ -138,23 +166,23 @@ for i in 1 2 3; do
 done
 
 step record
-SESSION=$OUT/gpu.fragscope
+SESSION=$D/gpu.fragscope
 rm -f "$SESSION"
 BEST_REC=""
 for i in 1 2 3; do
     rm -f "$SESSION"
     FRAGSCOPE_NO_PROGRESS=1 timeout 90 "$FRAGSCOPE" record -o "$SESSION" -- "$WORK/workload" $FRAMES $REPLAYS \
-        >"$OUT/record.stdout" 2>"$OUT/record.stderr"
+        >"$D/record.stdout" 2>"$D/record.stderr"
     rc=$?
-    cat "$OUT/record.stderr" >>"$LOG"
-    [[ $rc -ne 3 ]] || fail "the workload under the agent: the 1 PiB allocations did not fail with out-of-memory (see $OUT/record.stderr)"
-    [[ $rc -eq 0 ]] || fail "fragscope record exited with $rc (agent and recorder messages in $OUT/record.stderr)"
-    line=$(grep '^WORKLOAD' "$OUT/record.stdout") || fail "the workload printed no counts under the agent"
+    cat "$D/record.stderr" >>"$LOG"
+    [[ $rc -ne 3 ]] || fail "the workload under the agent: the 1 PiB allocations did not fail with out-of-memory (see record.stderr in details.tar.gz)"
+    [[ $rc -eq 0 ]] || fail "fragscope record exited with $rc (agent and recorder messages in details.tar.gz: record.stderr)"
+    line=$(grep '^WORKLOAD' "$D/record.stdout") || fail "the workload printed no counts under the agent"
     say "with agent:    $line"
     s=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
     if [[ -z $BEST_REC ]] || awk "BEGIN{exit !($s < $BEST_REC)}"; then BEST_REC=$s; REC_LINE=$line; fi
 done
-grep -q "agent disabled" "$OUT/record.stderr" && fail "the agent disabled itself: $(grep 'agent disabled' "$OUT/record.stderr")"
+grep -q "agent disabled" "$D/record.stderr" && fail "the agent disabled itself: $(grep 'agent disabled' "$D/record.stderr")"
 
 step verify
 "$FRAGSCOPE" info --json "$SESSION" >"$OUT/info.json" 2>>"$LOG" || fail "fragscope info could not open the session"
@@ -181,7 +209,9 @@ rows = [
     ("OOM events requesting 1 PiB", q("SELECT COUNT(*) FROM ooms WHERE requested_bytes = 1 << 50"), w["ooms"], True),
     ("frames (NVTX 'frame N')", info["frames"], w["frames"], True),
     ("frame metrics (NVTX 'metric')", info["frame_metrics"], w["metrics"], True),
-    ("kernels (>= plain + 2 per graph launch)", info["kernels"], w["kernels"] + 2 * w["graph_launches"], False),
+    # GRAPH_TRACE reports a graph's replay as one record, not its nodes' kernels (CUPTI's
+    # CUpti_ActivityGraphTrace2): kernels are the plain launches.
+    ("kernels (plain launches; graph nodes come as launches)", info["kernels"], w["kernels"], True),
     ("regions (>= cudaMalloc'd + VMM + NVTX heaps)", info["regions"], w["cuda_malloc"] + w["vmm_reserves"] + w["nvtx_heaps"], False),
 ]
 bad = 0
@@ -198,7 +228,7 @@ print(f"agent overhead: workload {base:.3f} s without, {rec:.3f} s with the agen
       f"{(rec / base - 1) * 100:+.1f} %")
 sys.exit(1 if bad else 0)
 PY
-[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "the session does not match the workload's counts (see $OUT/summary.txt)"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || mismatch "the session does not match the workload's counts (see summary.txt)"
 
 step pytorch
 # PyTorch's caching allocator through the agent's bridge (docs/capture.md, "PyTorch blocks"):
@@ -207,34 +237,47 @@ step pytorch
 # framework-level state must equal it. Then the bridge's overhead on an allocator-heavy loop.
 python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >>"$LOG" 2>&1 ||
     fail "python3 cannot import a CUDA-enabled torch"
-PT_SESSION=$OUT/pytorch.fragscope
+PT_SESSION=$D/pytorch.fragscope
 rm -f "$PT_SESSION"
 FRAGSCOPE_NO_PROGRESS=1 timeout 120 "$FRAGSCOPE" record -o "$PT_SESSION" -- python3 \
-    "$ROOT/tests/capture/pytorch_workload.py" "$OUT/pytorch-state.json" --wait-recording --frames 8 \
-    >"$OUT/pytorch.stdout" 2>"$OUT/pytorch.stderr"
+    "$ROOT/tests/capture/pytorch_workload.py" "$D/pytorch-state.json" --wait-recording --frames 8 \
+    >"$D/pytorch.stdout" 2>"$D/pytorch.stderr"
 rc=$?
-cat "$OUT/pytorch.stdout" "$OUT/pytorch.stderr" >>"$LOG"
-[[ $rc -eq 0 ]] || fail "fragscope record of the PyTorch workload exited with $rc (see $OUT/pytorch.stderr)"
-pt_time() { # best of 3 of the loop's own time: pt_time LABEL CMD...
-    local best="" s
-    for i in 1 2 3; do
-        s=$(FRAGSCOPE_NO_PROGRESS=1 timeout 120 "$@" 2>>"$LOG" | sed -n 's/^ACTIONS [0-9]* SECONDS //p')
-        [[ -n $s ]] || fail "the PyTorch benchmark loop printed nothing ($1)"
+cat "$D/pytorch.stdout" "$D/pytorch.stderr" >>"$LOG"
+[[ $rc -eq 0 ]] || fail "fragscope record of the PyTorch workload exited with $rc (see pytorch.stderr in details.tar.gz)"
+PT_RUNS=${PT_RUNS:-3} # runs per variant (the best is kept)
+pt_time() { # best of PT_RUNS of the loop's own time, and its allocator calls: pt_time CMD...
+    local best="" s line calls=0 i
+    for ((i = 0; i < PT_RUNS; ++i)); do
+        line=$(FRAGSCOPE_NO_PROGRESS=1 timeout 120 "$@" 2>>"$LOG" | grep '^ACTIONS ')
+        s=$(sed -n 's/^ACTIONS [0-9]* SECONDS //p' <<<"$line")
+        [[ -n $s ]] || fail "the PyTorch benchmark loop printed nothing ($*)"
+        calls=$(sed -n 's/^ACTIONS \([0-9]*\) .*/\1/p' <<<"$line")
         if [[ -z $best ]] || awk "BEGIN{exit !($s < $best)}"; then best=$s; fi
     done
-    echo "$best"
+    echo "$best:$calls"
 }
-PT_LOOP=$ROOT/bench/capture/pytorch_bench_workload.py
-# Two loops: allocator-bound (no other work) and model-like (20 us of work per allocation).
+# Three loops: allocator-bound (no other work), model-like (20 us of work per allocation), and a
+# real model's training steps. Each plain, under the agent with --no-pytorch, with the history on
+# but nobody draining it (torch's own cost), and with the bridge.
 PT_TIMES=""
-for W in 0 20; do
-    b=$(pt_time python3 "$PT_LOOP" 3000 $W)
-    o=$(pt_time "$FRAGSCOPE" record --no-pytorch -o "$WORK/pt-off.fragscope" -- python3 "$PT_LOOP" 3000 $W)
-    r=$(pt_time "$FRAGSCOPE" record -o "$WORK/pt-loop-$W.fragscope" -- python3 "$PT_LOOP" 3000 $W)
-    PT_TIMES="$PT_TIMES $W:$b:$o:$r"
+for L in 0 20 model; do
+    if [[ $L == model ]]; then
+        cmd=(python3 "$ROOT/bench/capture/pytorch_model_workload.py" 40)
+    else
+        cmd=(python3 "$ROOT/bench/capture/pytorch_bench_workload.py" 3000 "$L")
+    fi
+    b=$(pt_time "${cmd[@]}")
+    o=$(pt_time "$FRAGSCOPE" record --no-pytorch -o "$WORK/pt-off.fragscope" -- "${cmd[@]}")
+    h=$(BENCH_HISTORY=1 pt_time "${cmd[@]}")
+    r=$(pt_time "$FRAGSCOPE" record -o "$WORK/pt-loop-$L.fragscope" -- "${cmd[@]}")
+    for v in "$b" "$o" "$h" "$r"; do
+        [[ $v == *:* ]] || fail "a PyTorch benchmark loop ($L) printed nothing (see $LOG)"
+    done
+    PT_TIMES="$PT_TIMES $L/$b/$o/$h/$r"
 done
-python3 - "$PT_SESSION" "$OUT/pytorch-state.json" "$WORK" $PT_TIMES <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
-import json, sqlite3, sys
+PT_RUNS=$PT_RUNS python3 - "$PT_SESSION" "$D/pytorch-state.json" "$WORK" $PT_TIMES <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
+import json, os, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 st = json.load(open(sys.argv[2]))
 blocks = sorted([list(r) for r in db.execute(
@@ -253,20 +296,32 @@ bad = 0
 for name, got, want, ok in rows:
     bad += not ok
     print(f"{name:50} {got:>10} {want:>10}  {'ok' if ok else 'MISMATCH'}")
+def run(spec):  # "s:calls" of one variant
+    s, calls = spec.split(":")
+    return float(s), int(calls)
 for spec in sys.argv[4:]:
-    w, base, off, rec = spec.split(":")
-    base, off, rec = float(base), float(off), float(rec)
-    loop = sqlite3.connect(f"file:{sys.argv[3]}/pt-loop-{w}.fragscope?mode=ro", uri=True)
+    label, *variants = spec.split("/")
+    (base, calls), (off, _), (hist, _), (rec, _) = (run(v) for v in variants)
+    what = ("a transformer's training steps" if label == "model"
+            else f"{label} us of work per allocation")
+    loop = sqlite3.connect(f"file:{sys.argv[3]}/pt-loop-{label}.fragscope?mode=ro", uri=True)
     m = dict(loop.execute("SELECT key, value FROM meta WHERE key LIKE 'pytorch.bridge_%'"))
-    print(f"PyTorch bridge overhead, {w} us of work per allocation (48000 allocator calls, best of 3): "
-          f"{base:.4f} s plain, {off:.4f} s agent with --no-pytorch, {rec:.4f} s with the bridge: "
-          f"{(rec / base - 1) * 100:+.1f} % vs plain ({(rec - base) / 48000 * 1e9:+.0f} ns/call; goal "
-          f"<= 2 % on the model-like loop); drained {m.get('pytorch.bridge_entries')} entries in "
-          f"{m.get('pytorch.bridge_drains')} drains, {int(m.get('pytorch.bridge_gil_ns', 0)) / 1e6:.1f} "
-          f"ms holding the GIL, lost {m.get('pytorch.bridge_lost_entries')}")
+    pct = lambda t: f"{(t / base - 1) * 100:+.1f} %"
+    print(f"PyTorch bridge overhead, {what} ({calls} allocator calls, best of {os.environ['PT_RUNS']}): "
+          f"{base:.4f} s plain, {off:.4f} s agent with --no-pytorch ({pct(off)}), {hist:.4f} s "
+          f"history on without the bridge ({pct(hist)}), {rec:.4f} s with the bridge ({pct(rec)}, "
+          f"{(rec - base) / max(calls, 1) * 1e9:+.0f} ns/call); drained "
+          f"{m.get('pytorch.bridge_entries')} entries in {m.get('pytorch.bridge_drains')} drains, "
+          f"{int(m.get('pytorch.bridge_gil_ns', 0)) / 1e6:.1f} ms holding the GIL "
+          f"({int(m.get('pytorch.bridge_snapshot_ns', 0)) / 1e6:.1f} ms of it in torch's "
+          f"_snapshot), lost {m.get('pytorch.bridge_lost_entries')}")
 sys.exit(1 if bad else 0)
 PY
-[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "the PyTorch session's final state differs from torch's own snapshot (see $OUT/summary.txt)"
+[[ ${PIPESTATUS[0]} -eq 0 ]] || mismatch "the PyTorch session's final state differs from torch's own snapshot (see summary.txt)"
+if ((${#MISMATCHES[@]})); then
+    printf 'MISMATCH %s\n' "${MISMATCHES[@]}" >"$OUT/result.txt"
+    say "gpu-check: FAILED, ${#MISMATCHES[@]} mismatch(es) (outputs in $OUT)"
+    exit 1
+fi
 echo "OK" >"$OUT/result.txt"
 say "gpu-check: OK (outputs in $OUT)"
-rm -rf "$WORK"

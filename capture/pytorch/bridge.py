@@ -8,6 +8,7 @@
 # numbered densely from 1 in order of first sight (0 is the default stream).
 import struct
 import sys
+from time import perf_counter_ns as _perf_ns
 
 _STR = struct.Struct("<cII")
 _STACK = struct.Struct("<cII")
@@ -118,6 +119,7 @@ class Bridge:
         self.corrections = 0
         self.drained = 0
         self.drains = 0
+        self.snapshot_ns = 0
         self.preexisting = 0
         self.free_requested = 0
         self.skipped = {}
@@ -371,7 +373,9 @@ class Bridge:
         return self._snap_segs
 
     def drain(self, torch, now_ns):
+        t0 = _perf_ns()
         snap = torch.cuda.memory._snapshot()
+        self.snapshot_ns += _perf_ns() - t0  # torch's part of a drain (the rest is ours)
         self._snap, self._snap_segs = snap, None
         self.drains += 1
         traces = snap.get("device_traces") or []
@@ -556,6 +560,7 @@ class Bridge:
         self.open_ranges = {}
         self.meta("pytorch.bridge_drains", self.drains)
         self.meta("pytorch.bridge_entries", self.drained)
+        self.meta("pytorch.bridge_snapshot_ns", self.snapshot_ns)
         self.meta("pytorch.bridge_lost_entries", self.lost)
         self.meta("pytorch.bridge_corrections", self.corrections)
         self.meta("pytorch.preexisting_allocations", self.preexisting)
