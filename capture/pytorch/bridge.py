@@ -71,21 +71,43 @@ class Ring:
         n = len(entries)
         if not self.tail:
             return 0, False
-        last = self.tail[-1]
-        if n < capacity and self.length <= n and self.fp(entries[self.length - 1]) == last:
+        if n < capacity and self.length <= n and self.fp(entries[self.length - 1]) == self.tail[-1]:
             return self.length, False  # not wrapped: positions are stable
-        j = n - 1
-        while j >= 0:
-            if self.fp(entries[j]) == last:
-                k = len(self.tail) - 2
-                i = j - 1
-                while k >= 0 and i >= 0 and self.fp(entries[i]) == self.tail[k]:
-                    k -= 1
-                    i -= 1
-                if k < 0 or i < 0:
-                    return j + 1, False
-            j -= 1
+        # Wrapped. Entries come in time order, so the last one taken is first looked for among
+        # those of its time (a binary search), before the scan of every entry from the end; a
+        # fingerprint carries its time last.
+        t = self.tail[-1][-1]
+        if t is not None:
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                tm = entries[mid].get("time_us")
+                if tm is None:
+                    break
+                if tm <= t:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            else:
+                j = lo - 1
+                while j >= 0 and entries[j].get("time_us") == t:
+                    if self.ends_at(entries, j):
+                        return j + 1, False
+                    j -= 1
+        for j in range(n - 1, -1, -1):
+            if self.ends_at(entries, j):
+                return j + 1, False
         return 0, True
+
+    def ends_at(self, entries, j):
+        """Whether the last entry taken, and the TAIL entries before it, end at entries[j]."""
+        if self.fp(entries[j]) != self.tail[-1]:
+            return False
+        k, i = len(self.tail) - 2, j - 1
+        while k >= 0 and i >= 0 and self.fp(entries[i]) == self.tail[k]:
+            k -= 1
+            i -= 1
+        return k < 0 or i < 0
 
 
 class Bridge:

@@ -35,4 +35,18 @@ ab = [mk(0, 7), mk(0, 8)]
 r = Ring(fp)
 r.skip([mk(i) for i in range(1, 5)] + ab * 3)
 assert r.new([mk(i) for i in range(2, 5)] + ab * 3 + [mk(50)], 10) == (9, False)
-print("ring ok: 4 cases")
+# 5. Times out of order (the binary search by time lands on the wrong entry): taken 0..9; the
+#    buffer holds 4..9, then X (time 20), Y (time 9, another address), Z (30), W (40). The
+#    search for time 9 finds Y, whose fingerprint differs; the scan from the end finds 9 at
+#    index 5, so the new entries start at 6.
+r = Ring(fp)
+r.skip([mk(i) for i in range(10)])
+late = [mk(20), {"action": "alloc", "addr": 99, "size": 1, "stream": 0, "time_us": 9}, mk(30),
+        mk(40)]
+assert r.new([mk(i) for i in range(4, 10)] + late, 10) == (6, False)
+# 6. A large wrapped ring in time order (capacity 1000, 1000 taken, 400 more came): the search
+#    by time finds the last taken (999) at index 599.
+r = Ring(fp)
+r.skip([mk(i) for i in range(1000)])
+assert r.new([mk(i) for i in range(400, 1400)], 1000) == (600, False)
+print("ring ok: 6 cases")
