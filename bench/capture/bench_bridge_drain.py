@@ -25,13 +25,6 @@ def entry(i):
 entries = [entry(i) for i in range(TOTAL)]
 
 
-def scan(ring, tr):  # the baseline: every entry from the end
-    for j in range(len(tr) - 1, -1, -1):
-        if ring.ends_at(tr, j):
-            return j + 1
-    return 0
-
-
 def one_run():
     ring, base_ring, bridge = Ring(fp), Ring(fp), Bridge()
     taken = dict.fromkeys(COUNTED, 0)
@@ -44,7 +37,7 @@ def one_run():
         t0 = time.perf_counter()
         first, lost = ring.new(tr, CAP)
         t1 = time.perf_counter()
-        base_first = scan(base_ring, tr)
+        base_first = base_ring.scan(tr) + 1  # the baseline: Ring.new's fallback
         t2 = time.perf_counter()
         bridge.apply_all(0, tr, first, taken)
         t3 = time.perf_counter()

@@ -94,10 +94,15 @@ class Ring:
                     if self.ends_at(entries, j):
                         return j + 1, False
                     j -= 1
-        for j in range(n - 1, -1, -1):
+        j = self.scan(entries)
+        return (j + 1, False) if j >= 0 else (0, True)
+
+    def scan(self, entries):
+        """Index of the last entry taken, scanning every entry from the end; -1 when gone."""
+        for j in range(len(entries) - 1, -1, -1):
             if self.ends_at(entries, j):
-                return j + 1, False
-        return 0, True
+                return j
+        return -1
 
     def ends_at(self, entries, j):
         """Whether the last entry taken, and the TAIL entries before it, end at entries[j]."""
