@@ -340,40 +340,40 @@ int64_t Engine::Impl::readAllocations(const Session& db,
     // its records), another's into r.unknown. stop: the second range's reader.
     auto readRange = [&](const Session& from, int64_t fromId, int64_t toId, Range& r,
                          const std::atomic<bool>* stop) {
-        store::AllocationRecords rows = store::AllocationRecords::idRange(from, fromId, toId);
-        store::AllocationRecord row;
-        while (rows.next(row)) {
-            uint32_t device = 0;
-            int level = 0;
-            int64_t regionId = -1;
-            Alloc a = readAllocRow(row, path, device, level, regionId);
-            auto it = known.find({device, level});
-            if (it == known.end()) {
-                r.unknown[{device, level}].push_back(a);
-            } else {
-                const size_t ti = it->second;
-                if (regionId >= 0) a.region = regionIndex(regionId, ti, a);
-                if (r.parts.empty()) {
-                    AllocRecords& v = tracks[ti].allocs;
-                    // Reserved pages that stay untouched cost nothing; regrowing millions does.
-                    if (v.empty()) v.reserve(static_cast<size_t>(std::max<int64_t>(total, 1)));
-                    v.push_back(a);
-                } else if (Part& p = r.parts[ti]; p.n < p.cap) {
-                    mapAhead(p.at, p.n, p.n + 1, p.cap); // core/pages.h
-                    p.at[p.n++] = a;
-                } else { // more rows than ids: only a broken file (ids are the primary key)
-                    throw SessionError(path, fmt::format("allocations: more rows than ids "
-                                                         "below id {}",
-                                                         row.id));
+        store::AllocationRecords::idRange(
+            from, fromId, toId, [&](const store::AllocationRecord& row) {
+                uint32_t device = 0;
+                int level = 0;
+                int64_t regionId = -1;
+                Alloc a = readAllocRow(row, path, device, level, regionId);
+                auto it = known.find({device, level});
+                if (it == known.end()) {
+                    r.unknown[{device, level}].push_back(a);
+                } else {
+                    const size_t ti = it->second;
+                    if (regionId >= 0) a.region = regionIndex(regionId, ti, a);
+                    if (r.parts.empty()) {
+                        AllocRecords& v = tracks[ti].allocs;
+                        // Reserved pages that stay untouched cost nothing; regrowing millions does.
+                        if (v.empty()) v.reserve(static_cast<size_t>(std::max<int64_t>(total, 1)));
+                        v.push_back(a);
+                    } else if (Part& p = r.parts[ti]; p.n < p.cap) {
+                        mapAhead(p.at, p.n, p.n + 1, p.cap); // core/pages.h
+                        p.at[p.n++] = a;
+                    } else { // more rows than ids: only a broken file (ids are the primary key)
+                        throw SessionError(path, fmt::format("allocations: more rows than ids "
+                                                             "below id {}",
+                                                             row.id));
+                    }
                 }
-            }
-            if ((++r.rows & 0xfffff) == 0) {
-                if (stop && stop->load(std::memory_order_relaxed)) return;
-                if (o) checkCancel(*o);
-                if (o && o->progress && !stop) // the first range's share of the whole
-                    o->progress(r.rows * (split != kMax ? 2 : 1), total * 2);
-            }
-        }
+                if ((++r.rows & 0xfffff) == 0) {
+                    if (stop && stop->load(std::memory_order_relaxed)) return false;
+                    if (o) checkCancel(*o);
+                    if (o && o->progress && !stop) // the first range's share of the whole
+                        o->progress(r.rows * (split != kMax ? 2 : 1), total * 2);
+                }
+                return true;
+            });
     };
     std::exception_ptr secondError;
     std::atomic<bool> stop{false};

@@ -164,22 +164,23 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
     // Allocations: rows new since the last refresh (ids grow with time), then the frees of the
     // ones that were live (UPDATEs of their rows: one point lookup each).
     {
-        store::AllocationRecords rows = store::AllocationRecords::after(db, lastAllocId);
-        store::AllocationRecord row;
-        while (rows.next(row)) {
+        bool usable = true;
+        store::AllocationRecords::after(db, lastAllocId, [&](const store::AllocationRecord& row) {
             uint32_t device = 0;
             int level = 0;
             int64_t regionId = -1;
             Alloc a = readAllocRow(row, path, device, level, regionId);
             ++e.loadInfo.allocationRowsRead;
             const int ti = trackOf(device, level);
-            if (ti < 0) return false;
             const auto tu = static_cast<size_t>(ti);
+            if (ti < 0 || (!e.tracks[tu].allocs.empty() &&
+                           (a.allocNs < e.tracks[tu].allocs.back().allocNs ||
+                            (a.allocNs == e.tracks[tu].allocs.back().allocNs &&
+                             a.id < e.tracks[tu].allocs.back().id)))) {
+                usable = false; // a new track, or out of time order: needs a whole load
+                return false;
+            }
             TrackData& t = e.tracks[tu];
-            if (!t.allocs.empty() &&
-                (a.allocNs < t.allocs.back().allocNs ||
-                 (a.allocNs == t.allocs.back().allocNs && a.id < t.allocs.back().id)))
-                return false; // out of time order: the stream would need re-sorting
             if (regionId >= 0) a.region = e.regionOf(regionId, tu, a);
             const auto i = static_cast<uint32_t>(t.allocs.size());
             t.allocs.push_back(a);
@@ -191,7 +192,9 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
             } else {
                 liveAllocs[a.id] = {static_cast<uint32_t>(tu), i};
             }
-        }
+            return true;
+        });
+        if (!usable) return false;
     }
     {
         store::AllocationFrees frees(db);

@@ -3,12 +3,16 @@
 #include "catalog.h"
 #include "session_access.h"
 
+#include <fmt/format.h>
+
+#include <limits>
+
 namespace fs::store {
 
 namespace {
 
-constexpr const char* kRecordSelect = "SELECT id, device, level, region_id, address, size, "
-                                      "alloc_ns, free_ns, tag FROM allocations";
+constexpr const char* kRecordColumns =
+    "id, device, level, region_id, address, size, alloc_ns, free_ns, tag";
 
 std::optional<std::string> textOf(const Session& s, const Stmt& st, int col)
 {
@@ -16,22 +20,62 @@ std::optional<std::string> textOf(const Session& s, const Stmt& st, int col)
     return s.string(StringId{static_cast<uint32_t>(st.i64(col))});
 }
 
-} // namespace
-
-AllocationRecords AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi)
+// A record from kRecordColumns' values (Row: RowValues or Stmt).
+template <class Row> void readRecord(const Row& v, AllocationRecord& r)
 {
-    Stmt st =
-        SessionAccess::db(s).prepare(std::string(kRecordSelect) + " WHERE id >= ?1 AND id <= ?2");
-    st.bind(1, lo).bind(2, hi);
-    return AllocationRecords(std::move(st));
+    r.id = v.i64(0);
+    r.device = v.i64(1);
+    r.level = v.i64(2);
+    r.regionId = v.isNull(3) ? std::nullopt : std::optional<int64_t>(v.i64(3));
+    r.address = v.u64(4);
+    r.size = v.u64(5);
+    r.allocNs = v.i64(6);
+    r.freeNs = v.isNull(7) ? std::nullopt : std::optional<int64_t>(v.i64(7));
+    r.tag = v.isNull(8) ? std::nullopt : std::optional<int64_t>(v.i64(8));
 }
 
-AllocationRecords AllocationRecords::after(const Session& s, int64_t lastId)
+// kRecordColumns' rows with lo <= id <= hi, visited in one step.
+int64_t visitRecords(const Session& s, int64_t lo, int64_t hi, const AllocationVisitor& visit)
 {
-    Stmt st =
-        SessionAccess::db(s).prepare(std::string(kRecordSelect) + " WHERE id > ?1 ORDER BY id");
-    st.bind(1, lastId);
-    return AllocationRecords(std::move(st));
+    Stmt st = SessionAccess::db(s).prepare(fmt::format(
+        "SELECT fs_rows(?3, {}) FROM allocations WHERE id >= ?1 AND id <= ?2", kRecordColumns));
+    st.bind(1, lo).bind(2, hi);
+    AllocationRecord r;
+    return st.visitRows(3, [&](const RowValues& v) {
+        readRecord(v, r);
+        return visit(r);
+    });
+}
+
+} // namespace
+
+int64_t AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi,
+                                   const AllocationVisitor& visit)
+{
+    // A rowid range: SQLite visits it in id order.
+    return visitRecords(s, lo, hi, visit);
+}
+
+int64_t AllocationRecords::after(const Session& s, int64_t lastId, const AllocationVisitor& visit)
+{
+    if (lastId == std::numeric_limits<int64_t>::max()) return 0;
+    return visitRecords(s, lastId + 1, std::numeric_limits<int64_t>::max(), visit);
+}
+
+int64_t AllocationRecords::idRangeStepped(const Session& s, int64_t lo, int64_t hi,
+                                          const AllocationVisitor& visit)
+{
+    Stmt st = SessionAccess::db(s).prepare(
+        fmt::format("SELECT {} FROM allocations WHERE id >= ?1 AND id <= ?2", kRecordColumns));
+    st.bind(1, lo).bind(2, hi);
+    AllocationRecord r;
+    int64_t rows = 0;
+    while (st.step()) {
+        ++rows;
+        readRecord(st, r);
+        if (!visit(r)) break;
+    }
+    return rows;
 }
 
 std::vector<AllocationAttributes> allocationAttributes(const Session& s, int64_t device,

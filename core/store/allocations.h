@@ -3,6 +3,7 @@
 
 #include "session.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,34 +26,22 @@ struct AllocationRecord
     std::optional<int64_t> tag;    // strings.id of the tag; none: untagged
 };
 
-// A stream of AllocationRecords; next() is inline (the engine's open decodes every row).
-class AllocationRecords
+// AllocationRecords handed to a visitor, inside one SQLite step per read (Stmt::visitRows: the
+// engine's open decodes every row). The visitor returns false to stop; each read returns the
+// rows visited.
+using AllocationVisitor = std::function<bool(const AllocationRecord&)>;
+struct AllocationRecords
 {
-public:
     // Rows with lo <= id <= hi, in id order. The engine reads two ranges of a long table at
     // once, each on a connection of its own (Session::openUnchecked).
-    static AllocationRecords idRange(const Session& s, int64_t lo, int64_t hi);
+    static int64_t idRange(const Session& s, int64_t lo, int64_t hi,
+                           const AllocationVisitor& visit);
     // Rows with id > lastId, in id order (a live refresh: ids grow with time).
-    static AllocationRecords after(const Session& s, int64_t lastId);
-
-    bool next(AllocationRecord& r)
-    {
-        if (!st_.step()) return false;
-        r.id = st_.i64(0);
-        r.device = st_.i64(1);
-        r.level = st_.i64(2);
-        r.regionId = st_.isNull(3) ? std::nullopt : std::optional<int64_t>(st_.i64(3));
-        r.address = st_.u64(4);
-        r.size = st_.u64(5);
-        r.allocNs = st_.i64(6);
-        r.freeNs = st_.isNull(7) ? std::nullopt : std::optional<int64_t>(st_.i64(7));
-        r.tag = st_.isNull(8) ? std::nullopt : std::optional<int64_t>(st_.i64(8));
-        return true;
-    }
-
-private:
-    explicit AllocationRecords(Stmt st) : st_(std::move(st)) {}
-    Stmt st_;
+    static int64_t after(const Session& s, int64_t lastId, const AllocationVisitor& visit);
+    // idRange's rows read as every reader did before visitRows, one sqlite3_step and nine column
+    // calls per row: bench_scale's baseline and the tests' cross-check.
+    static int64_t idRangeStepped(const Session& s, int64_t lo, int64_t hi,
+                                  const AllocationVisitor& visit);
 };
 
 // Smallest and largest allocation id (0 and 0 for an empty table).

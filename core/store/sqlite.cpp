@@ -1,8 +1,49 @@
 #include "sqlite.h"
 
+#include <exception>
 #include <string>
 
 namespace fs {
+
+namespace {
+
+// Stmt::visitRows's state, reached by fs_rows through its pointer parameter.
+struct RowVisit
+{
+    const std::function<bool(const RowValues&)>* visit = nullptr;
+    int64_t rows = 0;
+    bool stopped = false;
+    std::exception_ptr error;
+};
+
+constexpr const char* kRowVisitType = "fs_row_visit";
+
+void rowsStep(sqlite3_context* ctx, int n, sqlite3_value** values)
+{
+    auto* v =
+        n > 0 ? static_cast<RowVisit*>(sqlite3_value_pointer(values[0], kRowVisitType)) : nullptr;
+    if (!v) { // SQL of somebody else's: the pointer is bound only by visitRows
+        sqlite3_result_error(ctx, "fs_rows is internal to fragscope", -1);
+        return;
+    }
+    try {
+        ++v->rows;
+        if (!(*v->visit)(RowValues(values + 1))) {
+            v->stopped = true;
+            sqlite3_result_error(ctx, "stopped", -1); // ends the statement's only step
+        }
+    } catch (...) { // never through SQLite's C frames
+        v->error = std::current_exception();
+        sqlite3_result_error(ctx, "stopped by an error", -1);
+    }
+}
+
+void rowsFinal(sqlite3_context* ctx)
+{
+    sqlite3_result_null(ctx);
+}
+
+} // namespace
 
 std::string describeSqliteError(int rc, const char* msg)
 {
@@ -88,6 +129,22 @@ bool Stmt::step()
     throw SessionError(path_, err);
 }
 
+int64_t Stmt::visitRows(int param, const std::function<bool(const RowValues&)>& visit)
+{
+    RowVisit v;
+    v.visit = &visit;
+    check(sqlite3_bind_pointer(st_, param, &v, kRowVisitType, nullptr));
+    const int rc = sqlite3_step(st_);
+    const std::string err = rc == SQLITE_ROW || rc == SQLITE_DONE || v.stopped || v.error
+                                ? std::string()
+                                : describeSqliteError(rc, sqlite3_errmsg(sqlite3_db_handle(st_)));
+    sqlite3_reset(st_);
+    sqlite3_bind_null(st_, param); // no pointer to this frame stays behind
+    if (v.error) std::rethrow_exception(v.error);
+    if (!err.empty()) throw SessionError(path_, err);
+    return v.rows;
+}
+
 void Stmt::run()
 {
     while (step()) {
@@ -122,6 +179,9 @@ Db::Db(const std::string& path, int flags) : path_(path)
     }
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, 5000);
+    // Stmt::visitRows's aggregate. Direct only: never run by a file's own triggers or views.
+    sqlite3_create_function_v2(db_, "fs_rows", -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, nullptr,
+                               nullptr, rowsStep, rowsFinal, nullptr);
 }
 
 Db::~Db()

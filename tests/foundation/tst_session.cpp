@@ -1,4 +1,5 @@
 // Session file format v1: magic, version, validation of bad files, documentation coverage.
+#include "core/store/allocations.h"
 #include "core/store/debug_query.h"
 #include "core/store/session.h"
 #include "sessionbuilder.h"
@@ -186,6 +187,68 @@ private slots:
         q.write(all);
         q.close();
         expectOpenError(f, "corrupt");
+    }
+
+    // The allocation reader visits rows inside one step (Stmt::visitRows, an aggregate): the
+    // same records, in the same order, as a step per row, NULLs included; a visitor can stop
+    // it; an exception it throws reaches the caller and leaves the connection usable.
+    void longReadsVisitEveryRowAsSteppingDoes()
+    {
+        const auto f = path("visit.fragscope");
+        fstest::writeSmallSession(f, 300); // ids 1..300, each with a free, region and no tag
+        // Row 7: no region, never freed, tagged 42 (every nullable column flipped).
+        sql(f, "UPDATE allocations SET region_id = NULL, free_ns = NULL, tag = 42 WHERE id = 7");
+        Session s = Session::open(f);
+        std::vector<store::AllocationRecord> visited, stepped;
+        auto into = [](std::vector<store::AllocationRecord>& v) {
+            return [&v](const store::AllocationRecord& r) {
+                v.push_back(r);
+                return true;
+            };
+        };
+        QCOMPARE(store::AllocationRecords::idRange(s, 5, 250, into(visited)), int64_t{246});
+        QCOMPARE(store::AllocationRecords::idRangeStepped(s, 5, 250, into(stepped)), int64_t{246});
+        QCOMPARE(visited.size(), size_t{246}); // ids 5..250
+        for (size_t i = 0; i < visited.size(); ++i) {
+            const store::AllocationRecord &a = visited[i], &b = stepped[i];
+            QCOMPARE(a.id, static_cast<int64_t>(5 + i));
+            QVERIFY(a.id == b.id && a.device == b.device && a.level == b.level &&
+                    a.regionId == b.regionId && a.address == b.address && a.size == b.size &&
+                    a.allocNs == b.allocNs && a.freeNs == b.freeNs && a.tag == b.tag);
+        }
+        const store::AllocationRecord& seven = visited[2];
+        QVERIFY(!seven.regionId && !seven.freeNs && seven.tag == int64_t{42});
+        QVERIFY(visited[3].regionId && visited[3].freeNs && !visited[3].tag);
+        // After id 298: 299 and 300.
+        std::vector<store::AllocationRecord> tail;
+        QCOMPARE(store::AllocationRecords::after(s, 298, into(tail)), int64_t{2});
+        QVERIFY(tail.size() == 2 && tail[0].id == 299 && tail[1].id == 300);
+        // Stopped by the visitor at its third row.
+        int seen = 0;
+        store::AllocationRecords::idRange(
+            s, 1, 300, [&](const store::AllocationRecord&) { return ++seen < 3; });
+        QCOMPARE(seen, 3);
+        // An exception goes through SQLite to the caller; the connection reads on.
+        bool thrown = false;
+        try {
+            store::AllocationRecords::idRange(s, 1, 300, [](const store::AllocationRecord& r) {
+                if (r.id == 10) throw SessionError("x", "visitor failed");
+                return true;
+            });
+        } catch (const SessionError& e) {
+            thrown = QString::fromUtf8(e.what()).contains("visitor failed");
+        }
+        QVERIFY(thrown);
+        QCOMPARE(store::AllocationRecords::idRange(
+                     s, 1, 300, [](const store::AllocationRecord&) { return true; }),
+                 int64_t{300});
+        // fs_rows without the pointer only visitRows binds: an error, not a crash.
+        try {
+            fs::store::debugQuery(s).scalar("SELECT fs_rows(NULL, id) FROM allocations");
+            QFAIL("fs_rows ran without its pointer");
+        } catch (const SessionError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains("internal"), e.what());
+        }
     }
 
     // Every table and column of a fresh session is documented in docs/session-format.md.
