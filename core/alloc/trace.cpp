@@ -324,11 +324,8 @@ Trace readTrace(const std::string& path)
             keyed[d.device].reserve(2 * share);
         }
     }
-    {
-        store::AllocationRows rows =
-            store::AllocationRows::ofLevel(s, static_cast<int>(Level::Framework));
-        store::AllocationRow q;
-        while (rows.next(q)) {
+    store::AllocationRows::ofLevel(
+        s, static_cast<int>(Level::Framework), [&](const store::AllocationRow& q) {
             const auto dev = static_cast<uint32_t>(q.device);
             DeviceTrace& d = deviceOf(t, devIndex, dev);
             RecordedAlloc a;
@@ -369,8 +366,8 @@ Trace readTrace(const std::string& path)
                 else
                     k.push_back({a.freeNs, 0, idx, 0, r});
             }
-        }
-    }
+            return true;
+        });
 
     // Frees that waited on stream events (record_stream): a pending_frees row starts when an
     // allocation's free was requested; the block returns to its pool when the wait completed

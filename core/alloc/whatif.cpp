@@ -160,23 +160,20 @@ void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
         e.stream = static_cast<uint32_t>(stream.value_or(0));
         return e;
     };
-    {
-        store::KernelRows rows = store::KernelRows::all(s);
-        store::KernelRow k;
-        while (rows.next(k)) {
-            Event e = rowEvent(EventType::Kernel, k.device, k.stream);
-            e.time = k.startNs;
-            e.endTime = k.endNs;
-            e.name = name(k.name);
-            e.aux = k.correlationId.value_or(0);
-            for (int d = 0; d < 3; ++d) {
-                e.grid[d] = static_cast<uint32_t>(k.grid[d]);
-                e.block[d] = static_cast<uint32_t>(k.block[d]);
-            }
-            if (k.graphId) e.aux2 = *k.graphId << 32 | (k.graphNodeId.value_or(0) & 0xffffffffu);
-            sink.add(e);
+    store::KernelRows::all(s, [&](const store::KernelRow& k) {
+        Event e = rowEvent(EventType::Kernel, k.device, k.stream);
+        e.time = k.startNs;
+        e.endTime = k.endNs;
+        e.name = name(k.name);
+        e.aux = k.correlationId.value_or(0);
+        for (int d = 0; d < 3; ++d) {
+            e.grid[d] = static_cast<uint32_t>(k.grid[d]);
+            e.block[d] = static_cast<uint32_t>(k.block[d]);
         }
-    }
+        if (k.graphId) e.aux2 = *k.graphId << 32 | (k.graphNodeId.value_or(0) & 0xffffffffu);
+        sink.add(e);
+        return true;
+    });
     for (const store::GraphLaunchRow& g : store::graphLaunches(s)) {
         Event e = rowEvent(EventType::GraphLaunch, g.device, g.stream);
         e.aux = g.graphId.value_or(0);

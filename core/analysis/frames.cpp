@@ -84,26 +84,25 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
                 last = std::max(last, frames[fi].end);
-            store::KernelRows rows =
-                store::KernelRows::startingIn(db, frames[timed.front()].start, last);
-            store::KernelRow kernel;
+
             // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
             // concern kernels inside frames, so starts from the first frame's start to the last
             // frame's end say all it needs: a name that first runs later is in no frame.
             kernelFirstStart.clear();
             std::set<int64_t> devices;
             int64_t lastDevice = -1;
-            while (rows.next(kernel)) {
-                const int64_t t = kernel.startNs;
-                if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
-                auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
-                if (!added && t < first->second) first->second = t;
-                auto it = std::upper_bound(starts.begin(), starts.end(), t);
-                if (it == starts.begin()) continue;
-                const auto k = static_cast<size_t>(it - starts.begin() - 1);
-                if (t >= frames[timed[k]].end) continue;
-                ++names[k][kernel.name];
-            }
+            store::KernelRows::startingIn(
+                db, frames[timed.front()].start, last, [&](const store::KernelRow& kernel) {
+                    const int64_t t = kernel.startNs;
+                    if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
+                    auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
+                    if (!added && t < first->second) first->second = t;
+                    auto it = std::upper_bound(starts.begin(), starts.end(), t);
+                    if (it == starts.begin()) return true;
+                    const auto k = static_cast<size_t>(it - starts.begin() - 1);
+                    if (t < frames[timed[k]].end) ++names[k][kernel.name];
+                    return true;
+                });
             std::unordered_set<int64_t> seen;
             for (size_t k = 0; k < timed.size(); ++k) {
                 FrameInfo& f = frames[timed[k]];
@@ -303,17 +302,14 @@ void Engine::Impl::buildKernelIndex(int64_t firstStart) const
         // One pass, aggregated here: SQLite's GROUP BY over an unindexed column sorts every
         // row through a temporary B-tree (3.5x the CPU of the plain scan).
         std::set<int64_t> devices;
-        {
-            store::KernelRows rows = store::KernelRows::names(*session);
-            store::KernelRow k;
-            while (rows.next(k)) {
-                devices.insert(k.device);
-                const int64_t t = k.startNs;
-                if (t < firstStart) continue;
-                auto [it, added] = kernelFirstStart.try_emplace(k.name, t);
-                if (!added && t < it->second) it->second = t;
-            }
-        }
+        store::KernelRows::names(*session, [&](const store::KernelRow& k) {
+            devices.insert(k.device);
+            const int64_t t = k.startNs;
+            if (t < firstStart) return true;
+            auto [it, added] = kernelFirstStart.try_emplace(k.name, t);
+            if (!added && t < it->second) it->second = t;
+            return true;
+        });
         kernelDevices.assign(devices.begin(), devices.end());
         writeKernelIndexCache(firstStart);
     }

@@ -26,12 +26,12 @@ template <class Row> void readRecord(const Row& v, AllocationRecord& r)
     r.id = v.i64(0);
     r.device = v.i64(1);
     r.level = v.i64(2);
-    r.regionId = v.isNull(3) ? std::nullopt : std::optional<int64_t>(v.i64(3));
+    r.regionId = optI64(v, 3);
     r.address = v.u64(4);
     r.size = v.u64(5);
     r.allocNs = v.i64(6);
-    r.freeNs = v.isNull(7) ? std::nullopt : std::optional<int64_t>(v.i64(7));
-    r.tag = v.isNull(8) ? std::nullopt : std::optional<int64_t>(v.i64(8));
+    r.freeNs = optI64(v, 7);
+    r.tag = optI64(v, 8);
 }
 
 // kRecordColumns' rows with lo <= id <= hi, visited in one step.
@@ -152,31 +152,30 @@ std::optional<int64_t> AllocationFrees::freeNs(int64_t id)
     return st_.i64(0);
 }
 
-AllocationRows AllocationRows::ofLevel(const Session& s, int level)
+int64_t AllocationRows::ofLevel(const Session& s, int level,
+                                const std::function<bool(const AllocationRow&)>& visit)
 {
+    // A table scan (no index leads with level), so in id order.
     Stmt st = SessionAccess::db(s).prepare(
-        "SELECT device, address, size, requested_size, stream, alloc_ns, free_ns, tag, region_id,"
-        " stack, user_metadata, compile_context FROM allocations WHERE level = ?1 ORDER BY id");
+        "SELECT fs_rows(?2, device, address, size, requested_size, stream, alloc_ns, free_ns, tag,"
+        " region_id, stack, user_metadata, compile_context) FROM allocations WHERE level = ?1");
     st.bind(1, level);
-    return AllocationRows(std::move(st));
-}
-
-bool AllocationRows::next(AllocationRow& r)
-{
-    if (!st_.step()) return false;
-    r.device = st_.i64(0);
-    r.address = st_.u64(1);
-    r.size = st_.u64(2);
-    r.requestedSize = optU64(st_, 3);
-    r.stream = optI64(st_, 4);
-    r.allocNs = st_.i64(5);
-    r.freeNs = optI64(st_, 6);
-    r.tag = optI64(st_, 7);
-    r.regionId = optI64(st_, 8);
-    r.stack = optI64(st_, 9);
-    r.userMetadata = optI64(st_, 10);
-    r.compileContext = optI64(st_, 11);
-    return true;
+    AllocationRow r;
+    return st.visitRows(2, [&](const RowValues& v) {
+        r.device = v.i64(0);
+        r.address = v.u64(1);
+        r.size = v.u64(2);
+        r.requestedSize = optU64(v, 3);
+        r.stream = optI64(v, 4);
+        r.allocNs = v.i64(5);
+        r.freeNs = optI64(v, 6);
+        r.tag = optI64(v, 7);
+        r.regionId = optI64(v, 8);
+        r.stack = optI64(v, 9);
+        r.userMetadata = optI64(v, 10);
+        r.compileContext = optI64(v, 11);
+        return visit(r);
+    });
 }
 
 std::string allocationTag(const Session& s, int64_t id)

@@ -117,16 +117,13 @@ struct AllocationRow
     std::optional<int64_t> compileContext;
 };
 
-class AllocationRows
+// AllocationRows handed to a visitor within one SQLite step (Stmt::visitRows).
+struct AllocationRows
 {
-public:
-    // The rows of one level (Level numbering of events.h), in id order.
-    static AllocationRows ofLevel(const Session& s, int level);
-    bool next(AllocationRow& r);
-
-private:
-    explicit AllocationRows(Stmt st) : st_(std::move(st)) {}
-    Stmt st_;
+    // The rows of one level (Level numbering of events.h), in id order; returns the rows
+    // visited. The visitor returns false to stop.
+    static int64_t ofLevel(const Session& s, int level,
+                           const std::function<bool(const AllocationRow&)>& visit);
 };
 
 } // namespace fs::store

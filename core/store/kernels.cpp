@@ -4,60 +4,63 @@
 
 namespace fs::store {
 
-KernelRows KernelRows::all(const Session& s)
-{
-    return KernelRows(SessionAccess::db(s).prepare(
-                          "SELECT id, device, stream, start_ns, end_ns, name, correlation_id,"
-                          " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id,"
-                          " graph_node_id FROM kernels ORDER BY id"),
-                      Shape::All);
-}
-
-KernelRows KernelRows::names(const Session& s)
-{
-    return KernelRows(SessionAccess::db(s).prepare("SELECT device, name, start_ns FROM kernels"),
-                      Shape::Names);
-}
-
-KernelRows KernelRows::startingIn(const Session& s, int64_t from, int64_t to)
+// A table scan, so in id order: none of these queries is covered by an index.
+int64_t KernelRows::all(const Session& s, const KernelVisitor& visit)
 {
     Stmt st = SessionAccess::db(s).prepare(
-        "SELECT start_ns, name, device FROM kernels WHERE start_ns >= ?1 AND start_ns < ?2");
-    st.bind(1, from).bind(2, to);
-    return KernelRows(std::move(st), Shape::Starts);
+        "SELECT fs_rows(?1, id, device, stream, start_ns, end_ns, name, correlation_id,"
+        " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id, graph_node_id)"
+        " FROM kernels");
+    KernelRow r;
+    return st.visitRows(1, [&](const RowValues& v) {
+        r.id = v.i64(0);
+        r.device = v.i64(1);
+        r.stream = optI64(v, 2);
+        r.startNs = v.i64(3);
+        r.endNs = v.i64(4);
+        r.name = v.i64(5);
+        r.correlationId = optU64(v, 6);
+        for (int k = 0; k < 3; ++k) {
+            r.grid[k] = v.i64(7 + k);
+            r.block[k] = v.i64(10 + k);
+        }
+        r.graphId = optU64(v, 13);
+        r.graphNodeId = optU64(v, 14);
+        return visit(r);
+    });
 }
 
-bool KernelRows::next(KernelRow& r)
+namespace {
+
+// device, name and start_ns of the rows of `sql` (?1: the visit; the three columns in that
+// order).
+int64_t visitStarts(Stmt& st, const KernelVisitor& visit)
 {
-    if (!st_.step()) return false;
-    switch (shape_) {
-    case Shape::All:
-        r.id = st_.i64(0);
-        r.device = st_.i64(1);
-        r.stream = optI64(st_, 2);
-        r.startNs = st_.i64(3);
-        r.endNs = st_.i64(4);
-        r.name = st_.i64(5);
-        r.correlationId = optU64(st_, 6);
-        for (int k = 0; k < 3; ++k) {
-            r.grid[k] = st_.i64(7 + k);
-            r.block[k] = st_.i64(10 + k);
-        }
-        r.graphId = optU64(st_, 13);
-        r.graphNodeId = optU64(st_, 14);
-        break;
-    case Shape::Names:
-        r.device = st_.i64(0);
-        r.name = st_.i64(1);
-        r.startNs = st_.i64(2);
-        break;
-    case Shape::Starts:
-        r.startNs = st_.i64(0);
-        r.name = st_.i64(1);
-        r.device = st_.i64(2);
-        break;
-    }
-    return true;
+    KernelRow r;
+    return st.visitRows(1, [&](const RowValues& v) {
+        r.device = v.i64(0);
+        r.name = v.i64(1);
+        r.startNs = v.i64(2);
+        return visit(r);
+    });
+}
+
+} // namespace
+
+int64_t KernelRows::names(const Session& s, const KernelVisitor& visit)
+{
+    Stmt st =
+        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
+    return visitStarts(st, visit);
+}
+
+int64_t KernelRows::startingIn(const Session& s, int64_t from, int64_t to,
+                               const KernelVisitor& visit)
+{
+    Stmt st = SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels"
+                                           " WHERE start_ns >= ?2 AND start_ns < ?3");
+    st.bind(2, from).bind(3, to);
+    return visitStarts(st, visit);
 }
 
 std::vector<LaunchRow> launchesIn(const Session& s, int64_t device, int64_t from, int64_t to)

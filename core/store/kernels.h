@@ -4,6 +4,7 @@
 
 #include "session.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,22 +28,18 @@ struct KernelRow
     std::optional<uint64_t> graphNodeId;
 };
 
-class KernelRows
+// KernelRows handed to a visitor within one SQLite step per read (Stmt::visitRows); each read
+// returns the rows visited. The visitor returns false to stop.
+using KernelVisitor = std::function<bool(const KernelRow&)>;
+struct KernelRows
 {
-public:
     // Every kernel in id order, every column (a what-if keeps them).
-    static KernelRows all(const Session& s);
-    // device, name, startNs of every kernel, in the table's order (one pass for the kernel index).
-    static KernelRows names(const Session& s);
-    // startNs, name, device of the kernels starting in [from, to), in the table's order.
-    static KernelRows startingIn(const Session& s, int64_t from, int64_t to);
-    bool next(KernelRow& r);
-
-private:
-    enum class Shape { All, Names, Starts };
-    KernelRows(Stmt st, Shape shape) : st_(std::move(st)), shape_(shape) {}
-    Stmt st_;
-    Shape shape_;
+    static int64_t all(const Session& s, const KernelVisitor& visit);
+    // device, name, startNs of every kernel, in id order (one pass for the kernel index).
+    static int64_t names(const Session& s, const KernelVisitor& visit);
+    // startNs, name, device of the kernels starting in [from, to), in id order.
+    static int64_t startingIn(const Session& s, int64_t from, int64_t to,
+                              const KernelVisitor& visit);
 };
 
 // Launches of one device starting in [from, to), in (start_ns, id) order: the columns a

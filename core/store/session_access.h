@@ -16,12 +16,12 @@ struct SessionAccess
 
 namespace store {
 
-// A nullable column.
-inline std::optional<int64_t> optI64(const Stmt& st, int col)
+// A nullable column (Row: a Stmt on its row, or a visited row's RowValues).
+template <class Row> std::optional<int64_t> optI64(const Row& st, int col)
 {
     return st.isNull(col) ? std::nullopt : std::optional<int64_t>(st.i64(col));
 }
-inline std::optional<uint64_t> optU64(const Stmt& st, int col)
+template <class Row> std::optional<uint64_t> optU64(const Row& st, int col)
 {
     return st.isNull(col) ? std::nullopt : std::optional<uint64_t>(st.u64(col));
 }
