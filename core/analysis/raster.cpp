@@ -1,10 +1,11 @@
 // Heatmap (time x compacted address) and memory-map (Hilbert curve) rasters.
 //
 // Both accumulate rectangles into a 2D difference array: a rectangle's coverage of a cell is
-// the product of its time overlap fraction and its address overlap fraction, which splits into
-// at most 9 boxes of constant weight (full interior, partial edge rows/columns, corners). Each box
-// costs 4 additions, so a block costs O(1) whatever its size, and one prefix-sum pass over the
-// pixels resolves them: cost O(blocks in view + pixels).
+// the product of its time overlap fraction and its address overlap fraction. Along each axis the
+// coverage, as differences between neighbouring cells, is nonzero at four positions at most
+// (the first and last cells and the ones after them), so a rectangle's 2D differences are the
+// products of the two: at most 16 additions, so a block costs O(1) whatever its size, and one
+// prefix-sum pass over the pixels resolves them: cost O(blocks in view + pixels).
 #include "engine_impl.h"
 #include "parallel.h"
 #include "raster_grid.h"

@@ -12,15 +12,18 @@
 
 namespace fs::analysis {
 
-// One axis of a rectangle in pixel units [a, b) clipped to [0, n): the terms of its coverage.
-struct AxisTerms
+// One axis of a rectangle in pixel units [a, b) clipped to [0, n): its coverage of each cell
+// (the part of the cell inside [a, b)) as differences between neighbouring cells. Nonzero only
+// at the first cell c0, the one after it, the last c1 and the one after that (c1 + 1 <= n):
+// at most four positions, three when c1 = c0 + 1, two when c0 = c1.
+struct AxisDiff
 {
     int n = 0;
-    int lo[3], hi[3];
-    double w[3];
+    int at[4];
+    double v[4];
 };
 
-inline bool axisTerms(double a, double b, int n, AxisTerms& out)
+inline bool axisDiff(double a, double b, int n, AxisDiff& out)
 {
     a = std::max(a, 0.0);
     b = std::min(b, static_cast<double>(n));
@@ -30,15 +33,21 @@ inline bool axisTerms(double a, double b, int n, AxisTerms& out)
     c0 = std::clamp(c0, 0, n - 1);
     c1 = std::clamp(c1, c0, n - 1);
     out.n = 0;
-    out.lo[out.n] = c0, out.hi[out.n] = c1, out.w[out.n++] = 1.0;
+    auto put = [&out](int at, double v) { out.at[out.n] = at, out.v[out.n++] = v; };
     if (c0 == c1) {
-        out.lo[out.n] = c0, out.hi[out.n] = c0, out.w[out.n++] = (b - a) - 1.0;
-    } else {
-        out.lo[out.n] = c0, out.hi[out.n] = c0,
-        out.w[out.n++] = (static_cast<double>(c0 + 1) - a) - 1.0;
-        out.lo[out.n] = c1, out.hi[out.n] = c1,
-        out.w[out.n++] = (b - static_cast<double>(c1)) - 1.0;
+        put(c0, b - a);
+        put(c0 + 1, -(b - a));
+        return true;
     }
+    const double first = static_cast<double>(c0 + 1) - a, last = b - static_cast<double>(c1);
+    put(c0, first);
+    if (c0 + 1 == c1) {
+        put(c1, last - first);
+    } else {
+        put(c0 + 1, 1.0 - first);
+        put(c1, last - 1.0);
+    }
+    put(c1 + 1, -last);
     return true;
 }
 
@@ -65,13 +74,17 @@ public:
                 return;
             }
         }
-        AxisTerms tx, ty;
-        if (!axisTerms(x0, x1, w_, tx) || !axisTerms(y0, y1, h_, ty)) return;
-        for (int i = 0; i < tx.n; ++i)
-            for (int j = 0; j < ty.n; ++j) {
-                const double v = weight * tx.w[i] * ty.w[j];
-                if (v != 0) box(tx.lo[i], tx.hi[i], ty.lo[j], ty.hi[j], v);
-            }
+        // The grid's differences are the products of the axes' (a rectangle is separable):
+        // at most 16 entries, most often 8 (a block alive over several time columns, within
+        // one address row).
+        AxisDiff dx, dy;
+        if (!axisDiff(x0, x1, w_, dx) || !axisDiff(y0, y1, h_, dy)) return;
+        for (int j = 0; j < dy.n; ++j) {
+            const double wy = weight * dy.v[j];
+            double* row = d_.data() + idx(0, dy.at[j]);
+            for (int i = 0; i < dx.n; ++i)
+                row[dx.at[i]] += wy * dx.v[i];
+        }
     }
     // Resolves the differences into per-cell values (row-major, h rows of w).
     std::vector<double> resolve() const
@@ -115,13 +128,6 @@ private:
     size_t idx(int x, int y) const
     {
         return static_cast<size_t>(y) * static_cast<size_t>(w_ + 1) + static_cast<size_t>(x);
-    }
-    void box(int x0, int x1, int y0, int y1, double v)
-    {
-        d_[idx(x0, y0)] += v;
-        d_[idx(x1 + 1, y0)] -= v;
-        d_[idx(x0, y1 + 1)] -= v;
-        d_[idx(x1 + 1, y1 + 1)] += v;
     }
     int w_, h_;
     std::vector<double> d_;

@@ -193,11 +193,39 @@ private slots:
         std::mt19937 rng(7);
         std::uniform_real_distribution<double> ux(-3, 40), uy(-3, 26), uw(0.01, 9), wt(0.1, 3);
         fs::analysis::DiffGrid r(37, 23);
+        struct Rect
+        {
+            double x0, x1, y0, y1, w;
+        };
+        std::vector<Rect> rects;
         for (int i = 0; i < 500; ++i) {
-            const double x = ux(rng), y = uy(rng);
-            r.addRect(x, x + uw(rng) * (i % 3 == 0 ? 0.05 : 1), y, y + uw(rng), wt(rng));
+            Rect q{};
+            q.x0 = ux(rng);
+            q.y0 = uy(rng);
+            q.x1 = q.x0 + uw(rng) * (i % 3 == 0 ? 0.05 : 1);
+            q.y1 = q.y0 + uw(rng);
+            q.w = wt(rng);
+            rects.push_back(q);
+            r.addRect(q.x0, q.x1, q.y0, q.y1, q.w);
         }
         const std::vector<double> want = r.resolve();
+        // Each cell against its coverage worked out directly: the overlap of the cell's
+        // [x, x + 1) x [y, y + 1) with every rectangle (clipped to the grid), times its weight.
+        {
+            std::vector<double> direct(want.size(), 0.0);
+            auto overlap = [](double a, double b, double c) {
+                return std::max(0.0, std::min(b, c + 1) - std::max(a, c));
+            };
+            for (const Rect& q : rects)
+                for (int cy = 0; cy < 23; ++cy)
+                    for (int cx = 0; cx < 37; ++cx)
+                        direct[static_cast<size_t>(cy * 37 + cx)] +=
+                            q.w * overlap(q.x0, q.x1, cx) * overlap(q.y0, q.y1, cy);
+            for (size_t k = 0; k < want.size(); ++k)
+                QVERIFY2(std::abs(want[k] - direct[k]) < 1e-9,
+                         qPrintable(
+                             QString("cell %1: %2 against %3").arg(k).arg(want[k]).arg(direct[k])));
+        }
         std::vector<double> zeros(want.size(), 0.0);
         r.addTo(zeros);
         QVERIFY(zeros == want);
