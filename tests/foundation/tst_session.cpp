@@ -251,6 +251,25 @@ private slots:
         }
     }
 
+    // A long kernels table is counted on a connection of its own (from 1 M rows by the largest
+    // id), outside a read transaction; inside one, on the session's own. Both give the count.
+    void summaryCountsALongKernelsTableApart()
+    {
+        const auto f = path("kernels.fragscope");
+        fstest::writeSmallSession(f, 10);
+        // 1,000,001 kernels: ids 1..1,000,001, so the largest id reaches the threshold.
+        sql(f, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000001)"
+               " INSERT INTO kernels(id, device, start_ns, end_ns, name) SELECT i, 0, i, i + 1, 0"
+               " FROM n");
+        Session s = Session::open(f, false);
+        const SessionSummary apart = s.summary();
+        QCOMPARE(apart.kernels, int64_t{1000001});
+        QCOMPARE(apart.allocations, int64_t{10});
+        s.beginRead();
+        QCOMPARE(s.summary().kernels, int64_t{1000001});
+        s.commitRead();
+    }
+
     // Every table and column of a fresh session is documented in docs/session-format.md.
     void formatIsDocumented()
     {
