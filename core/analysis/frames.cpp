@@ -84,7 +84,6 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             int64_t last = frames[timed.front()].end;
             for (size_t fi : timed)
                 last = std::max(last, frames[fi].end);
-
             // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
             // concern kernels inside frames, so starts from the first frame's start to the last
             // frame's end say all it needs: a name that first runs later is in no frame.

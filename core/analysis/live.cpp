@@ -172,15 +172,13 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
             Alloc a = readAllocRow(row, path, device, level, regionId);
             ++e.loadInfo.allocationRowsRead;
             const int ti = trackOf(device, level);
+            if (ti < 0) return usable = false; // a new track: a whole load
             const auto tu = static_cast<size_t>(ti);
-            if (ti < 0 || (!e.tracks[tu].allocs.empty() &&
-                           (a.allocNs < e.tracks[tu].allocs.back().allocNs ||
-                            (a.allocNs == e.tracks[tu].allocs.back().allocNs &&
-                             a.id < e.tracks[tu].allocs.back().id)))) {
-                usable = false; // a new track, or out of time order: needs a whole load
-                return false;
-            }
             TrackData& t = e.tracks[tu];
+            if (!t.allocs.empty() &&
+                (a.allocNs < t.allocs.back().allocNs ||
+                 (a.allocNs == t.allocs.back().allocNs && a.id < t.allocs.back().id)))
+                return usable = false; // out of time order: the stream would need re-sorting
             if (regionId >= 0) a.region = e.regionOf(regionId, tu, a);
             const auto i = static_cast<uint32_t>(t.allocs.size());
             t.allocs.push_back(a);
