@@ -423,6 +423,28 @@ std::string lodBlob(int nt, int ny, const std::vector<double>& occ, const std::v
 
 } // namespace
 
+// The grid open() built for LoadOptions::preview (lodOf stores the ones it builds), as rows to
+// store; lodsToStore is emptied.
+void Engine::Impl::takeGrids(std::vector<std::pair<std::string, std::string_view>>& rows,
+                             std::deque<std::string>& blobs)
+{
+    std::lock_guard lock(lodMutex);
+    for (const LodCells& c : lodsToStore) {
+        const Lod frame = lodFrame(tracks[c.track]);
+        blobs.push_back(lodBlob(frame.nt, frame.ny, c.occ, c.reg));
+        rows.emplace_back(lodKey(tracks[c.track]), blobs.back());
+    }
+    lodsToStore.clear();
+}
+
+bool Engine::Impl::writeGrids()
+{
+    std::vector<std::pair<std::string, std::string_view>> rows;
+    std::deque<std::string> blobs;
+    takeGrids(rows, blobs);
+    return !rows.empty() && storeCache(path, cacheStamp, rows);
+}
+
 bool Engine::Impl::writeIndex()
 {
     std::vector<std::pair<std::string, std::string_view>> rows;
@@ -453,16 +475,7 @@ bool Engine::Impl::writeIndex()
     }
     blobs.push_back(std::move(list.out));
     rows.emplace_back("tracks", blobs.back());
-    {
-        // The grid open() built for LoadOptions::preview (lodOf stores the ones it builds).
-        std::lock_guard lock(lodMutex);
-        for (const LodCells& c : lodsToStore) {
-            const Lod frame = lodFrame(tracks[c.track]);
-            blobs.push_back(lodBlob(frame.nt, frame.ny, c.occ, c.reg));
-            rows.emplace_back(lodKey(tracks[c.track]), blobs.back());
-        }
-        lodsToStore.clear();
-    }
+    takeGrids(rows, blobs);
     // The sorted records themselves, so that a reopen reads no allocation row: encoded and
     // written a chunk at a time.
     return storeCache(path, cacheStamp, rows, [&](const PutValue& put) {

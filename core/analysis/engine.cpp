@@ -176,8 +176,18 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     // without reading a row: docs/analysis.md "Caching"; the guard was read before the regions,
     // so any change since shows). When every value is there, the allocation records stay in the
     // file until a query needs them.
+    // A first picture (LoadOptions::preview) is the default track's stored grid; when the index
+    // was stored without it (by a command that drew nothing), the records are read now and the
+    // grid built from them: a deferred load would wait for the records anyway, later (10 M
+    // allocations: 3.9 s to the first picture instead of 1.9 s).
+    bool gridStored = true;
+    if (o.preview)
+        if (const auto pick = defaultTrackIndex(trackList(), 0)) {
+            std::lock_guard lock(lodMutex);
+            gridStored = storedLods.count(lodKey(tracks[*pick])) > 0;
+        }
     bool deferred = false;
-    if (!cacheStamp.empty() && !keepBuilders) {
+    if (!cacheStamp.empty() && !keepBuilders && gridStored) {
         const size_t before = tracks.size();
         const auto indexBefore = trackIndex;
         deferred = prepareDeferred(s, trackFor);
@@ -244,7 +254,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
-    indexPending = false;
+    indexPending = gridsPending = false;
     if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) {
         if (o.storeIndexAtOpen) {
             loadInfo.indexCacheWritten = writeIndex();
@@ -252,6 +262,11 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         } else {
             indexPending = true;
         }
+    } else if (!cacheStamp.empty() && !gridStored) { // the index was there, the grid was not
+        if (o.storeIndexAtOpen)
+            writeGrids();
+        else
+            gridsPending = true;
     }
     loadFrames(o);
     if (snapshot) session->commitRead();
@@ -827,6 +842,10 @@ bool Engine::rowsLoaded() const
 bool Engine::storeIndex() const
 {
     std::lock_guard lock(d_->storeMutex);
+    if (d_->gridsPending) {
+        d_->gridsPending = false;
+        return d_->writeGrids();
+    }
     if (!d_->indexPending) return false;
     d_->indexPending = false;
     const bool stored = d_->writeIndex();

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -627,8 +628,13 @@ struct Engine::Impl
     // false (track untouched) when absent, stale or malformed.
     bool readIndex(const Session& s, TrackData& t);
     bool writeIndex(); // every track's, through a separate read-write connection
+    // The grids in lodsToStore only (an open that used the stored index but found no grid).
+    bool writeGrids();
+    void takeGrids(std::vector<std::pair<std::string, std::string_view>>& rows,
+                   std::deque<std::string>& blobs);
     // Built, not stored yet (LoadOptions::storeIndexAtOpen false); under storeMutex.
     bool indexPending = false;
+    bool gridsPending = false;
     mutable std::mutex storeMutex;
     std::atomic<bool> indexStoredLater{false};
     bool readTimelineCache(const std::string& key, Timeline& tl) const;

@@ -312,6 +312,39 @@ private slots:
         }
     }
 
+    void indexStoredWithoutTheGridStillGivesAFirstPicture()
+    {
+        // A command that draws nothing (the CLI's collapse, state) stores the index without the
+        // default track's grid. An open that wants a first picture then reads the records (a
+        // deferred load would wait for them anyway, later), hands out the grid built from them,
+        // keeps using the stored index, and stores the grid: the next open defers again.
+        const std::string path = dir_.filePath("nogrid.fragscope").toStdString();
+        makeSession(path);
+        auto stored = [&] {
+            Db db(path, SQLITE_OPEN_READONLY);
+            return db.scalar("SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'lod:%'");
+        };
+        QVERIFY(Engine::open(path)->loadInfo().indexCacheWritten); // no preview asked
+        QCOMPARE(stored(), int64_t(0));
+        std::vector<std::shared_ptr<const HeatmapPreview>> got;
+        LoadOptions o;
+        o.storeIndexAtOpen = false;
+        o.previewFrom = 1;
+        o.preview = [&](std::shared_ptr<const HeatmapPreview> p) { got.push_back(std::move(p)); };
+        const auto e = Engine::open(path, o);
+        QCOMPARE(got.size(), size_t(1));
+        QVERIFY(!e->loadInfo().rowsDeferred);
+        QVERIFY(e->loadInfo().indexCacheUsed);
+        QCOMPARE(stored(), int64_t(0)); // storeIndexAtOpen false: stored on request
+        QVERIFY(e->storeIndex());
+        QCOMPARE(stored(), int64_t(1));
+        got.clear();
+        const auto again = Engine::open(path, o);
+        QVERIFY(again->loadInfo().rowsDeferred);
+        QVERIFY(got.empty());
+        QVERIFY(again->previewReady(0, Level::Framework));
+    }
+
     void staleIndexIsRebuilt()
     {
         // Move one block 4 KiB up behind the engine's back: every row count, the event count
