@@ -172,20 +172,20 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     checkCancel(o);
     stage("regions");
-    // The stored index, when this engine version built it from this very content (checked
-    // without reading a row: docs/analysis.md "Caching"; the guard was read before the regions,
-    // so any change since shows). When every value is there, the allocation records stay in the
-    // file until a query needs them.
     // A first picture (LoadOptions::preview) is the default track's stored grid; when the index
     // was stored without it (by a command that drew nothing), the records are read now and the
     // grid built from them: a deferred load would wait for the records anyway, later (10 M
     // allocations: 3.9 s to the first picture instead of 1.9 s).
     bool gridStored = true;
-    if (o.preview)
+    if (o.preview && summary.allocations >= o.previewFrom)
         if (const auto pick = defaultTrackIndex(trackList(), 0)) {
             std::lock_guard lock(lodMutex);
             gridStored = storedLods.count(lodKey(tracks[*pick])) > 0;
         }
+    // The stored index, when this engine version built it from this very content (checked
+    // without reading a row: docs/analysis.md "Caching"; the guard was read before the regions,
+    // so any change since shows). When every value is there, the allocation records stay in the
+    // file until a query needs them.
     bool deferred = false;
     if (!cacheStamp.empty() && !keepBuilders && gridStored) {
         const size_t before = tracks.size();
