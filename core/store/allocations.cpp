@@ -34,9 +34,12 @@ template <class Row> void readRecord(const Row& v, AllocationRecord& r)
     r.tag = optI64(v, 8);
 }
 
-// kRecordColumns' rows with lo <= id <= hi, visited in one step.
-int64_t visitRecords(const Session& s, int64_t lo, int64_t hi, const AllocationVisitor& visit)
+} // namespace
+
+int64_t AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi,
+                                   const AllocationVisitor& visit)
 {
+    // A rowid range: SQLite visits it in id order.
     Stmt st = SessionAccess::db(s).prepare(fmt::format(
         "SELECT fs_rows(?3, {}) FROM allocations WHERE id >= ?1 AND id <= ?2", kRecordColumns));
     st.bind(1, lo).bind(2, hi);
@@ -47,19 +50,10 @@ int64_t visitRecords(const Session& s, int64_t lo, int64_t hi, const AllocationV
     });
 }
 
-} // namespace
-
-int64_t AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi,
-                                   const AllocationVisitor& visit)
-{
-    // A rowid range: SQLite visits it in id order.
-    return visitRecords(s, lo, hi, visit);
-}
-
 int64_t AllocationRecords::after(const Session& s, int64_t lastId, const AllocationVisitor& visit)
 {
     if (lastId == std::numeric_limits<int64_t>::max()) return 0;
-    return visitRecords(s, lastId + 1, std::numeric_limits<int64_t>::max(), visit);
+    return idRange(s, lastId + 1, std::numeric_limits<int64_t>::max(), visit);
 }
 
 int64_t AllocationRecords::idRangeStepped(const Session& s, int64_t lo, int64_t hi,

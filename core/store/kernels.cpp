@@ -32,8 +32,7 @@ int64_t KernelRows::all(const Session& s, const KernelVisitor& visit)
 
 namespace {
 
-// device, name and start_ns of the rows of `sql` (?1: the visit; the three columns in that
-// order).
+// device, name and start_ns of st's rows (st: "SELECT fs_rows(?1, device, name, start_ns) ...").
 int64_t visitStarts(Stmt& st, const KernelVisitor& visit)
 {
     KernelRow r;
