@@ -757,10 +757,10 @@ void Engine::Impl::writeLodCache(const TrackData& t, int nt, int ny, const std::
     storeCache(path, cacheStamp, {{lodKey(t), blob}});
 }
 
-bool Engine::Impl::readFrameCache(const std::vector<size_t>& timed)
+bool Engine::Impl::readFrameCache(const Session& db, const std::vector<size_t>& timed)
 {
     std::string blob;
-    if (!fetchCache(*session, kFrameKey, cacheStamp, blob) || blob.empty()) return false;
+    if (!fetchCache(db, kFrameKey, cacheStamp, blob) || blob.empty()) return false;
     Reader r{blob.data(), blob.data() + blob.size()};
     if (r.get<uint64_t>() != timed.size() || r.get<uint64_t>() != tracks.size()) return false;
     std::vector<FrameInfo> copy = frames;

@@ -225,6 +225,21 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         publishPreview(o);
         stage("preview");
     }
+    // A long open that computes its frames' figures counts their kernels now, on a connection
+    // of its own, while the tracks are sorted and indexed below (the kernel pass reads no
+    // allocation record; the sort leaves one core idle). Not inside a read transaction (the
+    // second connection would see another commit) nor for a deferred load.
+    FrameWork frameWork;
+    const bool framesBeside = !deferred && !snapshot;
+    bool framesThere = true;
+    if (framesBeside) {
+        framesThere = readFrames(s, o, frameWork);
+        if (framesThere && frameWork.compute && !framesInTime.empty())
+            startFrameKernels(frameWork, o, [this, &o] {
+                const Session k = Session::openUnchecked(path);
+                countFrameKernels(k, o);
+            });
+    }
     bool allCached = !cacheStamp.empty();
     int64_t done = 0;
     if (deferred) {
@@ -254,13 +269,35 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
+    if (frameWork.kernels.joinable()) {
+        frameWork.kernels.join();
+        stage("kernels per frame (rest)");
+    } else if (framesThere && frameWork.compute && !framesInTime.empty()) {
+        std::lock_guard lock(dbMutex); // a short run: counted here
+        countFrameKernels(*session, o);
+    }
+    if (frameWork.kernelError) std::rethrow_exception(frameWork.kernelError);
     indexPending = gridsPending = false;
+    // Storing the index writes on a connection of its own: beside the frames' replay when the
+    // kernel pass is done (it no longer holds a read lock that the index's commit waits for).
+    bool written = false, writeBeside = false;
+    std::exception_ptr writeError;
+    std::jthread writer; // after what it writes: joined first when an exception unwinds
     if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) {
-        if (o.storeIndexAtOpen) {
+        if (!o.storeIndexAtOpen) {
+            indexPending = true;
+        } else if (framesBeside && frameWork.compute) {
+            writeBeside = true;
+            writer = std::jthread([&] {
+                try {
+                    written = writeIndex();
+                } catch (...) {
+                    writeError = std::current_exception();
+                }
+            });
+        } else {
             loadInfo.indexCacheWritten = writeIndex();
             stage("index stored");
-        } else {
-            indexPending = true;
         }
     } else if (!cacheStamp.empty() && !gridStored) { // the index was there, the grid was not
         if (o.storeIndexAtOpen)
@@ -268,9 +305,22 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         else
             gridsPending = true;
     }
-    loadFrames(o);
+    if (!framesBeside) {
+        loadFrames(o);
+    } else if (framesThere) {
+        if (frameWork.compute) replayFrames(o, frameWork, writer.joinable() ? 1 : 0);
+        if (writer.joinable()) {
+            writer.join();
+            if (writeError) std::rethrow_exception(writeError);
+            loadInfo.indexCacheWritten = written;
+        }
+        std::lock_guard lock(dbMutex);
+        finishFrames(o, frameWork);
+    }
     if (snapshot) session->commitRead();
-    stage(loadInfo.frameCacheUsed ? "frames (from cache)" : "frames (computed)");
+    stage(loadInfo.frameCacheUsed ? "frames (from cache)"
+          : writeBeside           ? "frames (computed), index stored beside"
+                                  : "frames (computed)");
 }
 
 int64_t Engine::Impl::readAllocations(const Session& db,
@@ -495,11 +545,13 @@ void sortAllocs(TrackData& t)
 
 namespace {
 
-void sortByFree(TrackData& t, size_t parallelFrom)
+void sortByFree(TrackData& t)
 {
     // The freed blocks by free time, ties in allocation order. Sorted as (time, index) pairs,
     // not as indices compared through the records (a cache miss per comparison: 0.8 s for 10 M
-    // blocks), and a long track's two halves on two threads, then merged.
+    // blocks), in place on one thread: the kernel pass runs beside (load()), and a merge of two
+    // halves needs a buffer of fresh pages. Fresh pages are mapped ahead (core/pages.h): for
+    // 10 M blocks, faulting in the pairs cost more than sorting them.
     struct Key
     {
         int64_t freeNs;
@@ -511,20 +563,13 @@ void sortByFree(TrackData& t, size_t parallelFrom)
     };
     std::vector<Key> keys;
     keys.reserve(t.allocs.size());
+    mapPages(keys.data(), keys.capacity() * sizeof(Key));
     for (uint32_t i = 0; i < t.allocs.size(); ++i)
         if (t.allocs[i].freeNs != kAlive) keys.push_back({t.allocs[i].freeNs, i});
-    const auto mid = keys.begin() + static_cast<std::ptrdiff_t>(keys.size() / 2);
-    if (parallelChunks(keys.size(), parallelFrom) > 1) {
-        std::jthread other([&] { std::sort(mid, keys.end()); });
-        std::sort(keys.begin(), mid);
-        other.join();
-    } else {
-        std::sort(keys.begin(), mid);
-        std::sort(mid, keys.end());
-    }
-    std::inplace_merge(keys.begin(), mid, keys.end());
+    std::sort(keys.begin(), keys.end());
     t.byFree.clear();
     t.byFree.reserve(keys.size());
+    mapPages(t.byFree.data(), keys.size() * sizeof(uint32_t));
     for (const Key& k : keys)
         t.byFree.push_back(k.i);
 }
@@ -534,7 +579,7 @@ void sortByFree(TrackData& t, size_t parallelFrom)
 void Engine::Impl::indexTrack(TrackData& t)
 {
     sortAllocs(t);
-    sortByFree(t, options.parallelFrom);
+    sortByFree(t);
     t.regionsByEnd.clear();
     for (uint32_t i = 0; i < t.regions.size(); ++i)
         if (t.regions[i].destroyNs != kAlive) t.regionsByEnd.push_back(i);

@@ -25,6 +25,7 @@
 #include <set>
 #include <shared_mutex>
 #include <span>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -282,6 +283,9 @@ public:
     SummaryPass& operator=(SummaryPass&&) noexcept;
     ~SummaryPass();
     void after(const Replayer& r, int64_t t);
+    // Takes on the pass over the events that follow this one's (a later stretch of time, every
+    // event of it after every event of this): the figures are then those of one pass over both.
+    void append(SummaryPass&& later);
     SummaryFigures figures() const;
 
 private:
@@ -460,8 +464,31 @@ struct Engine::Impl
     uint32_t regionAmong(const std::vector<std::pair<size_t, uint32_t>>& where, size_t ti,
                          const Alloc& a) const;
     void buildLayout(TrackData& t);
+    // Frames, their metrics, per-frame figures and collapses (frames.cpp), all at once. load()
+    // takes the steps apart on a long un-indexed open: the kernel pass reads on a connection of
+    // its own while the tracks are sorted, and the replay runs while the index is stored.
     void loadFrames(const LoadOptions& o);
-    bool readFrameCache(const std::vector<size_t>& timed);
+    struct FrameWork
+    {
+        bool compute = false;     // the per-frame figures are not stored: replay and count kernels
+        std::vector<char> byPool; // per track: its summary splits by pool (no SummaryPass)
+        std::vector<std::pair<const TrackData*, SummaryPass>> passes;
+        std::exception_ptr kernelError;
+        std::jthread kernels; // last: joined before the members it writes go
+    };
+    // Reads the frames and their metrics (db: the engine's connection, its lock held, or load()'s
+    // own); false when there are none.
+    bool readFrames(const Session& db, const LoadOptions& o, FrameWork& w);
+    // Kernels per frame, new variants and the kernel index: one pass over db's kernels table.
+    // Stops with Cancelled when o.cancel is set.
+    void countFrameKernels(const Session& db, const LoadOptions& o);
+    void startFrameKernels(FrameWork& w, const LoadOptions& o, std::function<void()> pass);
+    // Allocator figures per frame and track: a forward replay per track, split over the cores
+    // that `busy` threads beside leave.
+    void replayFrames(const LoadOptions& o, FrameWork& w, unsigned busy);
+    // Stores the computed figures (dbMutex held), then marks collapses and broken rules.
+    void finishFrames(const LoadOptions& o, FrameWork& w);
+    bool readFrameCache(const Session& db, const std::vector<size_t>& timed);
     void writeFrameCache(const std::vector<size_t>& timed);
     // Stored index (docs/session-format.md "analysis_cache"): every cached value is keyed by
     // the engine version and cacheStamp: counts and bounds of the tables the figures depend on

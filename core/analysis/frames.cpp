@@ -27,11 +27,30 @@ namespace fs::analysis {
 
 void Engine::Impl::loadFrames(const LoadOptions& o)
 {
+    std::lock_guard lock(dbMutex);
+    const Session& db = *session;
+    FrameWork w;
+    if (!readFrames(db, o, w)) return;
+    if (w.compute) {
+        // The kernel pass needs no allocation record, so on a long run it reads on a thread of
+        // its own (dbMutex is held for it) while the replay runs.
+        if (!framesInTime.empty())
+            startFrameKernels(w, o, [this, &db, &o] { countFrameKernels(db, o); });
+        replayFrames(o, w, w.kernels.joinable() ? 1 : 0);
+        if (w.kernels.joinable())
+            w.kernels.join();
+        else if (!framesInTime.empty())
+            countFrameKernels(db, o);
+        if (w.kernelError) std::rethrow_exception(w.kernelError);
+    }
+    finishFrames(o, w);
+}
+
+bool Engine::Impl::readFrames(const Session& db, const LoadOptions& o, FrameWork& w)
+{
     frames.clear();
     framesInTime.clear();
     forgetDerived();
-    std::lock_guard lock(dbMutex);
-    const Session& db = *session;
     std::map<int64_t, FrameInfo> byIndex;
     {
         std::vector<FrameInfo> ordered;
@@ -60,7 +79,7 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     }
     for (auto& [idx, f] : byIndex)
         frames.push_back(std::move(f));
-    if (frames.empty()) return;
+    if (frames.empty()) return false;
 
     // Timed frames in time order (frames are few compared with events).
     std::vector<size_t> timed;
@@ -68,137 +87,194 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
         if (frames[i].start != kNoTime) timed.push_back(i);
     std::stable_sort(timed.begin(), timed.end(),
                      [&](size_t a, size_t b) { return frames[a].start < frames[b].start; });
-
     framesInTime = timed;
-    const bool cached = o.useCache && readFrameCache(timed);
-    if (!cached) {
+    w.compute = !(o.useCache && readFrameCache(db, timed));
+    if (w.compute) {
         ensureRows(); // a deferred load (engine_impl.h) needs the records now
-        // Kernels per frame and the variants never seen in an earlier frame: a pass over the
-        // kernels table (dbMutex is held) that needs no allocation record, so on a long run it
-        // reads on a thread of its own while the replay below runs.
-        auto kernelPass = [&] {
-            std::vector<int64_t> starts;
-            for (size_t fi : timed)
-                starts.push_back(frames[fi].start);
-            std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
-            int64_t last = frames[timed.front()].end;
-            for (size_t fi : timed)
-                last = std::max(last, frames[fi].end);
-            // The same pass gives the kernels index (buildKernelIndex) for free. Its answers
-            // concern kernels inside frames, so starts from the first frame's start to the last
-            // frame's end say all it needs: a name that first runs later is in no frame.
-            kernelFirstStart.clear();
-            std::set<int64_t> devices;
-            int64_t lastDevice = -1;
-            store::KernelRows::startingIn(
-                db, frames[timed.front()].start, last, [&](const store::KernelRow& kernel) {
-                    const int64_t t = kernel.startNs;
-                    if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
-                    auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
-                    if (!added && t < first->second) first->second = t;
-                    auto it = std::upper_bound(starts.begin(), starts.end(), t);
-                    if (it == starts.begin()) return true;
-                    const auto k = static_cast<size_t>(it - starts.begin() - 1);
-                    if (t < frames[timed[k]].end) ++names[k][kernel.name];
-                    return true;
-                });
-            std::unordered_set<int64_t> seen;
-            for (size_t k = 0; k < timed.size(); ++k) {
-                FrameInfo& f = frames[timed[k]];
-                f.distinctKernels = static_cast<int64_t>(names[k].size());
-                for (const auto& [name, n] : names[k]) {
-                    f.kernels += n;
-                    if (k > 0 && !seen.count(name)) ++f.newKernelVariants;
-                }
-                for (const auto& [name, n] : names[k])
-                    seen.insert(name);
-            }
-            kernelDevices.assign(devices.begin(), devices.end());
-            kernelIndexReady = true;
-            if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);
-        };
-        size_t records = 0;
+        // Which tracks' summaries split by pool (read now: the kernel pass may then have the
+        // connection to itself).
         for (const TrackData& td : tracks)
-            records += td.allocs.size();
-        // Which tracks' summaries split by pool (read before the kernel pass, which then has
-        // the connection to itself).
-        std::vector<char> byPool;
-        for (const TrackData& td : tracks)
-            byPool.push_back(summarySplitsByPool(td, regionPools(db, td.device, td.level)));
-        std::exception_ptr kernelError;
-        std::jthread kernelThread;
-        if (!timed.empty() && parallelChunks(records, o.parallelFrom) > 1)
-            kernelThread = std::jthread([&] {
-                try {
-                    kernelPass();
-                } catch (...) {
-                    kernelError = std::current_exception();
-                }
-            });
-        // Allocator figures per frame and track: one forward replay per track; the hook keeps the
-        // extremes inside each frame. The track's summary is taken on the way (it is a replay
-        // of every event, seconds on a long run, that `report` and the GUI ask for) when the
-        // frames go strictly forward and the track is one pool.
-        std::vector<std::pair<const TrackData*, SummaryPass>> passes;
-        for (const TrackData& td : tracks) {
-            if (o.cancel && o.cancel->load()) throw Cancelled();
-            Replayer r(td);
-            std::optional<SummaryPass> pass;
-            if (!byPool[static_cast<size_t>(&td - tracks.data())]) pass.emplace(timeEnd);
-            auto summarise = [&](ReplayEvent, uint32_t, int64_t t) { pass->after(r, t); };
-            int64_t reached = std::numeric_limits<int64_t>::min();
-            for (size_t fi : timed) {
-                FrameInfo& f = frames[fi];
-                // A frame's events are those in (start, end]: adjacent frames (start = previous
-                // end) then replay strictly forward, never rebuilding from a checkpoint.
-                if (f.start < reached)
-                    pass.reset(); // frames overlap: the summary is replayed apart
-                if (pass)
-                    r.advanceTo(f.start, summarise);
-                else
-                    r.seek(f.start);
-                reached = std::max(reached, f.end);
-                FrameAllocator fa;
-                fa.device = td.device;
-                fa.level = td.level;
-                const FragState& s = r.state();
-                fa.minLargestFragment = fa.maxLargestFragment = s.largest();
-                fa.minRatio = fa.maxRatio = s.ratio();
-                fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
-                r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
-                    if (kind == ReplayEvent::Alloc) {
-                        ++fa.allocs;
-                        fa.allocBytes += td.allocs[i].size;
-                    } else if (kind == ReplayEvent::Free) {
-                        ++fa.frees;
-                    }
-                    const uint64_t l = s.largest();
-                    const double ratio = s.ratio();
-                    fa.minLargestFragment = std::min(fa.minLargestFragment, l);
-                    fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
-                    fa.minRatio = std::min(fa.minRatio, ratio);
-                    fa.maxRatio = std::max(fa.maxRatio, ratio);
-                    fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
-                    fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
-                    if (pass) pass->after(r, t);
-                });
-                fa.atEnd = s.snapshot(f.end, false);
-                f.allocator.push_back(std::move(fa));
-            }
-            if (pass) {
-                r.advanceTo(std::numeric_limits<int64_t>::max(), summarise);
-                passes.emplace_back(&td, std::move(*pass));
-            }
+            w.byPool.push_back(summarySplitsByPool(td, regionPools(db, td.device, td.level)));
+    }
+    return true;
+}
+
+void Engine::Impl::startFrameKernels(FrameWork& w, const LoadOptions& o, std::function<void()> pass)
+{
+    size_t records = 0;
+    for (const TrackData& td : tracks)
+        records += td.allocs.size();
+    if (parallelChunks(records, o.parallelFrom) < 2) return; // short: counted after the replay
+    w.kernels = std::jthread([&w, pass = std::move(pass)] {
+        try {
+            pass();
+        } catch (...) {
+            w.kernelError = std::current_exception();
         }
+    });
+}
 
-        if (kernelThread.joinable())
-            kernelThread.join();
-        else if (!timed.empty())
-            kernelPass();
-        if (kernelError) std::rethrow_exception(kernelError);
+void Engine::Impl::countFrameKernels(const Session& db, const LoadOptions& o)
+{
+    const std::vector<size_t>& timed = framesInTime;
+    std::vector<int64_t> starts;
+    for (size_t fi : timed)
+        starts.push_back(frames[fi].start);
+    std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
+    int64_t last = frames[timed.front()].end;
+    for (size_t fi : timed)
+        last = std::max(last, frames[fi].end);
+    // The same pass gives the kernels index (buildKernelIndex) for free. Its answers concern
+    // kernels inside frames, so starts from the first frame's start to the last frame's end say
+    // all it needs: a name that first runs later is in no frame.
+    kernelFirstStart.clear();
+    std::set<int64_t> devices;
+    int64_t lastDevice = -1;
+    uint32_t sinceCheck = 0;
+    bool cancelled = false;
+    store::KernelRows::startingIn(
+        db, frames[timed.front()].start, last, [&](const store::KernelRow& kernel) {
+            if (++sinceCheck == 1u << 16) {
+                sinceCheck = 0;
+                if (o.cancel && o.cancel->load()) return !(cancelled = true);
+            }
+            const int64_t t = kernel.startNs;
+            if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
+            auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
+            if (!added && t < first->second) first->second = t;
+            auto it = std::upper_bound(starts.begin(), starts.end(), t);
+            if (it == starts.begin()) return true;
+            const auto k = static_cast<size_t>(it - starts.begin() - 1);
+            if (t < frames[timed[k]].end) ++names[k][kernel.name];
+            return true;
+        });
+    if (cancelled) throw Cancelled();
+    std::unordered_set<int64_t> seen;
+    for (size_t k = 0; k < timed.size(); ++k) {
+        FrameInfo& f = frames[timed[k]];
+        f.distinctKernels = static_cast<int64_t>(names[k].size());
+        for (const auto& [name, n] : names[k]) {
+            f.kernels += n;
+            if (k > 0 && !seen.count(name)) ++f.newKernelVariants;
+        }
+        for (const auto& [name, n] : names[k])
+            seen.insert(name);
+    }
+    kernelDevices.assign(devices.begin(), devices.end());
+    kernelIndexReady = true;
+    if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);
+}
 
-        if (o.useCache) writeFrameCache(timed);
-        for (const auto& [td, pass] : passes) {
+namespace {
+
+// One stretch of a track's replay over the frames: frames [k0, k1) of `timed` on a replayer that
+// starts after every event <= from (kNoTime: from the track's start) and ends after every event
+// <= to. The pass, when kept, sees every event in (from, to]; it is dropped when frames overlap.
+void replayStretch(const TrackData& td, std::vector<FrameInfo>& frames,
+                   const std::vector<size_t>& timed, size_t k0, size_t k1, int64_t from, int64_t to,
+                   std::optional<SummaryPass>& pass)
+{
+    Replayer r(td);
+    if (from != kNoTime) r.seek(from);
+    auto summarise = [&](ReplayEvent, uint32_t, int64_t t) { pass->after(r, t); };
+    int64_t reached = std::numeric_limits<int64_t>::min();
+    for (size_t k = k0; k < k1; ++k) {
+        FrameInfo& f = frames[timed[k]];
+        // A frame's events are those in (start, end]: adjacent frames (start = previous end)
+        // then replay strictly forward, never rebuilding from a checkpoint.
+        if (f.start < reached) pass.reset(); // frames overlap: the summary is replayed apart
+        if (pass)
+            r.advanceTo(f.start, summarise);
+        else
+            r.seek(f.start);
+        reached = std::max(reached, f.end);
+        FrameAllocator fa;
+        fa.device = td.device;
+        fa.level = td.level;
+        const FragState& s = r.state();
+        fa.minLargestFragment = fa.maxLargestFragment = s.largest();
+        fa.minRatio = fa.maxRatio = s.ratio();
+        fa.minFragmentCount = fa.maxFragmentCount = s.fragCount;
+        r.advanceTo(f.end, [&](ReplayEvent kind, uint32_t i, int64_t t) {
+            if (kind == ReplayEvent::Alloc) {
+                ++fa.allocs;
+                fa.allocBytes += td.allocs[i].size;
+            } else if (kind == ReplayEvent::Free) {
+                ++fa.frees;
+            }
+            const uint64_t l = s.largest();
+            const double ratio = s.ratio();
+            fa.minLargestFragment = std::min(fa.minLargestFragment, l);
+            fa.maxLargestFragment = std::max(fa.maxLargestFragment, l);
+            fa.minRatio = std::min(fa.minRatio, ratio);
+            fa.maxRatio = std::max(fa.maxRatio, ratio);
+            fa.minFragmentCount = std::min(fa.minFragmentCount, s.fragCount);
+            fa.maxFragmentCount = std::max(fa.maxFragmentCount, s.fragCount);
+            if (pass) pass->after(r, t);
+        });
+        fa.atEnd = s.snapshot(f.end, false);
+        f.allocator.push_back(std::move(fa));
+    }
+    if (pass) r.advanceTo(to, summarise);
+}
+
+} // namespace
+
+void Engine::Impl::replayFrames(const LoadOptions& o, FrameWork& w, unsigned busy)
+{
+    // Allocator figures per frame and track: a forward replay per track; the hook keeps the
+    // extremes inside each frame. The track's summary is taken on the way (it is a replay of
+    // every event, seconds on a long run, that `report` and the GUI ask for) when the frames go
+    // strictly forward and the track is one pool. A long track's replay is split at frame starts
+    // into stretches of about equal numbers of blocks, each on a core of its own (those the
+    // `busy` threads beside leave) from the checkpoint before it; the stretches' passes join
+    // into one (SummaryPass::append: the same figures).
+    const std::vector<size_t>& timed = framesInTime;
+    bool forward = true;
+    for (size_t k = 1; k < timed.size(); ++k)
+        forward = forward && frames[timed[k]].start >= frames[timed[k - 1]].end;
+    for (const TrackData& td : tracks) {
+        if (o.cancel && o.cancel->load()) throw Cancelled();
+        const bool summarise = !w.byPool[static_cast<size_t>(&td - tracks.data())];
+        // Stretch boundaries: indices into timed, each stretch from its first frame's start.
+        std::vector<size_t> bounds = {0};
+        const unsigned cores = std::thread::hardware_concurrency();
+        const size_t chunks =
+            forward && cores > busy + 1
+                ? std::min<size_t>(parallelChunks(td.allocs.size(), o.parallelFrom), cores - busy)
+                : 1;
+        for (size_t c = 1; c < chunks; ++c) {
+            const int64_t at = td.allocs[td.allocs.size() * c / chunks].allocNs;
+            const size_t k = static_cast<size_t>(
+                std::lower_bound(timed.begin(), timed.end(), at,
+                                 [&](size_t fi, int64_t v) { return frames[fi].start < v; }) -
+                timed.begin());
+            if (k > bounds.back() && k < timed.size()) bounds.push_back(k);
+        }
+        bounds.push_back(timed.size());
+        const size_t n = bounds.size() - 1;
+        std::vector<std::optional<SummaryPass>> passes(n);
+        forEachChunk(n, n, [&](size_t, size_t c0, size_t c1) {
+            for (size_t c = c0; c < c1; ++c) {
+                if (summarise) passes[c].emplace(timeEnd);
+                const int64_t from = c == 0 ? kNoTime : frames[timed[bounds[c]]].start;
+                const int64_t to = c + 1 < n ? frames[timed[bounds[c + 1]]].start
+                                             : std::numeric_limits<int64_t>::max();
+                replayStretch(td, frames, timed, bounds[c], bounds[c + 1], from, to, passes[c]);
+            }
+        });
+        if (!passes[0]) continue;
+        for (size_t c = 1; c < n; ++c)
+            passes[0]->append(std::move(*passes[c]));
+        w.passes.emplace_back(&td, std::move(*passes[0]));
+    }
+}
+
+void Engine::Impl::finishFrames(const LoadOptions& o, FrameWork& w)
+{
+    if (w.compute) {
+        if (o.useCache) writeFrameCache(framesInTime);
+        for (const auto& [td, pass] : w.passes) {
             TrackSummary ts;
             ts.track.device = td->device;
             ts.track.level = td->level;
@@ -206,7 +282,6 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
             writeSummaryCacheLocked(td->device, td->level, ts);
         }
     }
-
     collapses = computeCollapses(o.rules);
     for (size_t c = 0; c < collapses.size(); ++c)
         for (FrameInfo& f : frames)

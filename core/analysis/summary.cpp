@@ -141,6 +141,7 @@ struct SummaryPass::Sums
     // event of a later instant comes (so no look ahead at the next event per event).
     bool any = false;
     int64_t at = 0;
+    int64_t first = 0; // the first instant (with any)
     Point last;
 };
 
@@ -154,9 +155,22 @@ void SummaryPass::after(const Replayer& r, int64_t t)
     // summariseRange's step: the state once the instant's last event is in, until the next.
     Sums& s = *s_;
     if (s.any && t != s.at) s.acc.add(s.at, t, s.last);
+    if (!s.any) s.first = t;
     s.any = true;
     s.at = t;
     s.last = pointOf(r.state());
+}
+
+void SummaryPass::append(SummaryPass&& later)
+{
+    Sums& s = *s_;
+    const Sums& l = *later.s_;
+    if (!l.any) return;
+    if (s.any) s.acc.add(s.at, l.first, s.last); // as after() would at the later's first instant
+    s.acc.append(l.acc);
+    s.any = true;
+    s.at = l.at;
+    s.last = l.last;
 }
 
 SummaryFigures SummaryPass::figures() const

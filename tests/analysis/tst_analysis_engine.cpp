@@ -548,8 +548,9 @@ private slots:
     void parallelOpenEqualsSerial()
     {
         // LoadOptions::parallelFrom = 1 splits every step that can be split over threads (the
-        // allocation rows in two id ranges on two connections, the free-time sort, the frames'
-        // kernel pass, the timeline's replay); SIZE_MAX splits none. A
+        // allocation rows in two id ranges on two connections, the frames' kernel pass beside
+        // the sort, the frames' replay in stretches, the timeline's replay); SIZE_MAX splits
+        // none. A
         // simulated run (regions, frames, kernels) plus device 1's blocks outside any region
         // (a track only the rows create) must give the same figures either way. Device 1's
         // blocks come both after the run and ahead of it: the first id range then holds fewer
@@ -631,6 +632,10 @@ private slots:
                 QVERIFY2(sameState(b.allocator[k].atEnd, a.allocator[k].atEnd, why),
                          qPrintable(why));
                 QCOMPARE(b.allocator[k].allocs, a.allocator[k].allocs);
+                QCOMPARE(b.allocator[k].frees, a.allocator[k].frees);
+                QCOMPARE(b.allocator[k].minLargestFragment, a.allocator[k].minLargestFragment);
+                QCOMPARE(b.allocator[k].maxRatio, a.allocator[k].maxRatio);
+                QCOMPARE(b.allocator[k].maxFragmentCount, a.allocator[k].maxFragmentCount);
             }
         }
         QVERIFY(serial->frames().front().kernels > 0); // the kernel pass counted something

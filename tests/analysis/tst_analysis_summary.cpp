@@ -8,10 +8,12 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 using namespace fs;
 using namespace fs::analysis;
@@ -363,6 +365,55 @@ private slots:
                      .scalar("SELECT count(*) FROM analysis_cache WHERE key LIKE 'summary:%'"),
                  int64_t{0});
         QCOMPARE(p->trackSummary(0, Level::Framework).pools.size(), size_t{2});
+    }
+
+    void takenWithTheFramesInStretches()
+    {
+        // LoadOptions::parallelFrom = 1 splits the frames' replay at frame starts into
+        // stretches, each replayed from the checkpoint before it on a thread of its own, and
+        // joins their summary passes (SummaryPass::append: the instant before a seam is weighed
+        // until the first instant after it). The stored summary must equal an unsplit open's
+        // to the bit, and the per-frame figures field by field. Events before the first frame
+        // and after the last, as above.
+        if (std::thread::hardware_concurrency() < 2) QSKIP("one core: the replay is not split");
+        const auto f = path("stretches.fragscope");
+        randomSession(f, 11, false, 4000, 100);
+        auto open = [&](size_t parallelFrom, const char* copy) {
+            const std::string g = path(copy); // each open computes and stores in its own file
+            std::filesystem::copy_file(f, g, std::filesystem::copy_options::overwrite_existing);
+            LoadOptions o;
+            o.parallelFrom = parallelFrom;
+            o.storeIndexAtOpen = false; // else the index is stored beside, on the second core
+            return Engine::open(g, o);
+        };
+        const auto serial = open(std::numeric_limits<size_t>::max(), "stretches-serial.fragscope");
+        const auto split = open(1, "stretches-split.fragscope");
+        const SummaryFigures a = serial->trackSummary(0, Level::Framework).figures;
+        const SummaryFigures b = split->trackSummary(0, Level::Framework).figures;
+        QVERIFY(a.instants > 1000);
+        QVERIFY(identical(a, b));
+        QCOMPARE(split->frames().size(), serial->frames().size());
+        QVERIFY(serial->frames().size() > 20);
+        for (size_t i = 0; i < serial->frames().size(); ++i) {
+            const auto& x = serial->frames()[i].allocator;
+            const auto& y = split->frames()[i].allocator;
+            QCOMPARE(y.size(), x.size());
+            for (size_t k = 0; k < x.size(); ++k) {
+                QCOMPARE(y[k].allocs, x[k].allocs);
+                QCOMPARE(y[k].frees, x[k].frees);
+                QCOMPARE(y[k].allocBytes, x[k].allocBytes);
+                QCOMPARE(y[k].minLargestFragment, x[k].minLargestFragment);
+                QCOMPARE(y[k].maxLargestFragment, x[k].maxLargestFragment);
+                QCOMPARE(y[k].minRatio, x[k].minRatio);
+                QCOMPARE(y[k].maxRatio, x[k].maxRatio);
+                QCOMPARE(y[k].minFragmentCount, x[k].minFragmentCount);
+                QCOMPARE(y[k].maxFragmentCount, x[k].maxFragmentCount);
+                QCOMPARE(y[k].atEnd.largestFreeFragmentBytes, x[k].atEnd.largestFreeFragmentBytes);
+                QCOMPARE(y[k].atEnd.fragmentCount, x[k].atEnd.fragmentCount);
+                QCOMPARE(y[k].atEnd.fragmentEntropyBits, x[k].atEnd.fragmentEntropyBits);
+                QCOMPARE(y[k].atEnd.allocatedBytes, x[k].atEnd.allocatedBytes);
+            }
+        }
     }
 
     void delta()
