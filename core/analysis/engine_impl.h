@@ -482,6 +482,8 @@ struct Engine::Impl
     // Kernels per frame, new variants and the kernel index: one pass over db's kernels table.
     // Stops with Cancelled when o.cancel is set.
     void countFrameKernels(const Session& db, const LoadOptions& o);
+    // Runs pass (a countFrameKernels) on w.kernels when the records are many enough to be
+    // worth a thread (LoadOptions::parallelFrom); else the caller counts them later.
     void startFrameKernels(FrameWork& w, const LoadOptions& o, std::function<void()> pass);
     // Allocator figures per frame and track: a forward replay per track, split over the cores
     // that `busy` threads beside leave.
