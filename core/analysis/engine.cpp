@@ -319,7 +319,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     if (snapshot) session->commitRead();
     stage(loadInfo.frameCacheUsed ? "frames (from cache)"
-          : writeBeside           ? "frames (computed), index stored beside"
+          : writeBeside           ? "frames (computed) beside the index"
                                   : "frames (computed)");
 }
 
