@@ -234,11 +234,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     bool framesThere = true;
     if (framesBeside) {
         framesThere = readFrames(s, o, frameWork);
-        if (framesThere && frameWork.compute && !framesInTime.empty())
-            startFrameKernels(frameWork, o, [this, &o] {
-                const Session k = Session::openUnchecked(path);
-                countFrameKernels(k, o);
-            });
+        if (framesThere) startFrameKernels(frameWork, o, nullptr); // a connection of its own
     }
     bool allCached = !cacheStamp.empty();
     int64_t done = 0;
@@ -269,14 +265,11 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
-    if (frameWork.kernels.joinable()) {
-        frameWork.kernels.join();
+    if (framesBeside && framesThere) { // before the index's commit, which a read would hold up
+        std::lock_guard lock(dbMutex);
+        endFrameKernels(frameWork, o, *session);
         stage("kernels per frame (rest)");
-    } else if (framesThere && frameWork.compute && !framesInTime.empty()) {
-        std::lock_guard lock(dbMutex); // a short run: counted here
-        countFrameKernels(*session, o);
     }
-    if (frameWork.kernelError) std::rethrow_exception(frameWork.kernelError);
     indexPending = gridsPending = false;
     // Storing the index writes on a connection of its own: beside the frames' replay when the
     // kernel pass is done (it no longer holds a read lock that the index's commit waits for).

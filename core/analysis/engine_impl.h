@@ -482,9 +482,12 @@ struct Engine::Impl
     // Kernels per frame, new variants and the kernel index: one pass over db's kernels table.
     // Stops with Cancelled when o.cancel is set.
     void countFrameKernels(const Session& db, const LoadOptions& o);
-    // Runs pass (a countFrameKernels) on w.kernels when the records are many enough to be
-    // worth a thread (LoadOptions::parallelFrom); else the caller counts them later.
-    void startFrameKernels(FrameWork& w, const LoadOptions& o, std::function<void()> pass);
+    // When the figures are computed and the records are many enough to be worth a thread
+    // (LoadOptions::parallelFrom): countFrameKernels on w.kernels, on `shared` (its lock held
+    // by the caller throughout) or, when null, on a read-only connection of its own.
+    void startFrameKernels(FrameWork& w, const LoadOptions& o, const Session* shared);
+    // Joins that thread, or counts on db when none was started; rethrows what the pass threw.
+    void endFrameKernels(FrameWork& w, const LoadOptions& o, const Session& db);
     // Allocator figures per frame and track: a forward replay per track, split over the cores
     // that `busy` threads beside leave.
     void replayFrames(const LoadOptions& o, FrameWork& w, unsigned busy);

@@ -31,18 +31,11 @@ void Engine::Impl::loadFrames(const LoadOptions& o)
     const Session& db = *session;
     FrameWork w;
     if (!readFrames(db, o, w)) return;
-    if (w.compute) {
-        // The kernel pass needs no allocation record, so on a long run it reads on a thread of
-        // its own (dbMutex is held for it) while the replay runs.
-        if (!framesInTime.empty())
-            startFrameKernels(w, o, [this, &db, &o] { countFrameKernels(db, o); });
-        replayFrames(o, w, w.kernels.joinable() ? 1 : 0);
-        if (w.kernels.joinable())
-            w.kernels.join();
-        else if (!framesInTime.empty())
-            countFrameKernels(db, o);
-        if (w.kernelError) std::rethrow_exception(w.kernelError);
-    }
+    // The kernel pass needs no allocation record, so on a long run it reads on a thread of its
+    // own (dbMutex is held for it) while the replay runs.
+    startFrameKernels(w, o, &db);
+    if (w.compute) replayFrames(o, w, w.kernels.joinable() ? 1 : 0);
+    endFrameKernels(w, o, db);
     finishFrames(o, w);
 }
 
@@ -99,19 +92,34 @@ bool Engine::Impl::readFrames(const Session& db, const LoadOptions& o, FrameWork
     return true;
 }
 
-void Engine::Impl::startFrameKernels(FrameWork& w, const LoadOptions& o, std::function<void()> pass)
+void Engine::Impl::startFrameKernels(FrameWork& w, const LoadOptions& o, const Session* shared)
 {
+    if (!w.compute || framesInTime.empty()) return;
     size_t records = 0;
     for (const TrackData& td : tracks)
         records += td.allocs.size();
-    if (parallelChunks(records, o.parallelFrom) < 2) return; // short: counted after the replay
-    w.kernels = std::jthread([&w, pass = std::move(pass)] {
+    if (parallelChunks(records, o.parallelFrom) < 2) return; // short: endFrameKernels counts
+    w.kernels = std::jthread([this, &w, &o, shared] {
         try {
-            pass();
+            if (shared) {
+                countFrameKernels(*shared, o);
+            } else {
+                const Session own = Session::openUnchecked(path);
+                countFrameKernels(own, o);
+            }
         } catch (...) {
             w.kernelError = std::current_exception();
         }
     });
+}
+
+void Engine::Impl::endFrameKernels(FrameWork& w, const LoadOptions& o, const Session& db)
+{
+    if (w.kernels.joinable())
+        w.kernels.join();
+    else if (w.compute && !framesInTime.empty())
+        countFrameKernels(db, o);
+    if (w.kernelError) std::rethrow_exception(w.kernelError);
 }
 
 void Engine::Impl::countFrameKernels(const Session& db, const LoadOptions& o)
