@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -160,6 +162,53 @@ bool parsePytorchOptions(bool noPytorch, const std::string* stacks, PytorchOptio
     return true;
 }
 
+namespace {
+// Runs `gdb --batch --nx -p PID` with the given -ex commands; returns its exit status and
+// everything it printed.
+int runGdb(pid_t pid, const std::string& commands, std::string& out)
+{
+    const std::string log = "/tmp/fragscope-gdb-" + std::to_string(::getpid()) + ".log";
+    const std::string cmd = "gdb --batch --nx -p " + std::to_string(pid) +
+                            " -ex 'set confirm off'" + commands + " > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream f(log);
+    out.assign(std::istreambuf_iterator<char>(f), {});
+    ::unlink(log.c_str());
+    return rc;
+}
+
+// Whether gdb can call a function in a process on this machine, tried on a child of ours first:
+// a gdb that cannot write the CPU's extended register state (gdb 13 on a CPU with AMX: "Couldn't
+// write extended state status: Bad address") leaves the process it called into broken (a
+// `sleep` returns from its interrupted system call with error 516 and exits). Empty when calls
+// work or the probe cannot tell (the real attach then says why it fails); otherwise gdb's words.
+std::string gdbCallFailure()
+{
+    const pid_t child = ::fork();
+    if (child < 0) return {};
+    if (child == 0) {
+        ::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); // kernel.yama.ptrace_scope 1
+        for (;;)
+            ::pause();
+    }
+    std::string out;
+    runGdb(child, " -ex 'call (int)getpid()' -ex detach", out);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    if (out.find("= " + std::to_string(child)) != std::string::npos) return {};
+    // Not allowed to attach, or no gdb: the same happens with the target, and is told there.
+    if (out.find("Operation not permitted") != std::string::npos ||
+        out.find("Could not attach") != std::string::npos ||
+        out.find("not found") != std::string::npos)
+        return {};
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.find("Couldn't") != std::string::npos || line.find("Cannot") != std::string::npos)
+            return line;
+    return "its call returned nothing";
+}
+} // namespace
+
 bool injectAgent(pid_t pid, std::string& err, const PytorchOptions& pytorch)
 {
     const std::string agent = findAgent();
@@ -183,26 +232,26 @@ bool injectAgent(pid_t pid, std::string& err, const PytorchOptions& pytorch)
             "instead.";
         return false;
     }
-    const std::string log = "/tmp/fragscope-gdb-" + std::to_string(::getpid()) + ".log";
+    if (const std::string why = gdbCallFailure(); !why.empty()) {
+        err = "gdb cannot call a function in a process on this machine (tried on a process of "
+              "fragscope's own; gdb said: " +
+              why + "), so pid " + std::to_string(pid) +
+              " was left alone. gdb 13 fails so on CPUs with AMX registers; use a newer gdb, or "
+              "start the target with `fragscope launch`.";
+        return false;
+    }
     // dlopen(path, RTLD_NOW) then InitializeInjection(): the agent starts as if the CUDA driver
     // had loaded it. Allocations made before this point appear as pre-existing.
     // The bridge reads its options from the environment when the agent starts: set them first.
-    std::string pytorchEnv;
-    if (!pytorch.enabled) pytorchEnv += " -ex 'call (int)setenv(\"FRAGSCOPE_PYTORCH\", \"0\", 1)'";
+    std::string commands;
+    if (!pytorch.enabled) commands += " -ex 'call (int)setenv(\"FRAGSCOPE_PYTORCH\", \"0\", 1)'";
     if (pytorch.stacks != "none")
-        pytorchEnv +=
+        commands +=
             " -ex 'call (int)setenv(\"FRAGSCOPE_PYTORCH_STACKS\", \"" + pytorch.stacks + "\", 1)'";
-    const std::string cmd = "gdb --batch --nx -p " + std::to_string(pid) +
-                            " -ex 'set confirm off'" + pytorchEnv + " -ex 'call (void*)dlopen(\"" +
-                            agent + "\", 2)'" +
-                            " -ex 'call (int)InitializeInjection()' -ex detach > " + log + " 2>&1";
-    const int rc = std::system(cmd.c_str());
+    commands += " -ex 'call (void*)dlopen(\"" + agent +
+                "\", 2)' -ex 'call (int)InitializeInjection()' -ex detach";
     std::string out;
-    {
-        std::ifstream f(log);
-        out.assign(std::istreambuf_iterator<char>(f), {});
-    }
-    ::unlink(log.c_str());
+    const int rc = runGdb(pid, commands, out);
     if (rc != 0 && out.find("not found") != std::string::npos &&
         out.find("gdb") != std::string::npos) {
         err = "gdb is not installed: install it, or start the target with `fragscope launch`";

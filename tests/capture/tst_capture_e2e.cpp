@@ -318,8 +318,11 @@ private slots:
         const auto r = run(sockDir(), {"attach", QString::number(target.processId()), "-o",
                                        file("inj.fragscope")});
         QCOMPARE(r.exitCode, 1);
+        // Or gdb cannot make calls on this machine (gdb 13 on a CPU with AMX), found on a
+        // process of fragscope's own before the target is touched.
         QVERIFY2(r.err.contains("disabled itself") || r.err.contains("refused to let gdb attach") ||
-                     r.err.contains("gdb is not installed"),
+                     r.err.contains("gdb is not installed") ||
+                     r.err.contains("gdb cannot call a function"),
                  r.err);
         QCOMPARE(target.state(), QProcess::Running); // unharmed
         QVERIFY(!QFile::exists(file("inj.fragscope")));

@@ -338,6 +338,14 @@ private slots:
         const auto r = fstest::runCli({"attach", QString::number(target.processId()), "-o", out});
         if (r.err.contains("refused to let gdb attach"))
             QSKIP("ptrace is not allowed here (kernel.yama.ptrace_scope)");
+        if (r.err.contains("gdb cannot call a function")) {
+            // The target was left alone: it still waits for a recording, unharmed.
+            QCOMPARE(target.state(), QProcess::Running);
+            target.kill();
+            target.waitForFinished();
+            QSKIP("this gdb cannot call functions in a process on this CPU (gdb 13 and AMX "
+                  "registers); the refusal and the untouched target are checked instead");
+        }
         QVERIFY(target.waitForFinished(30000));
         QVERIFY2(r.exitCode == 0, (r.err + r.out).constData());
         QCOMPARE(target.exitCode(), 0);
