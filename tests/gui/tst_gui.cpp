@@ -677,7 +677,11 @@ private slots:
         h.setScene(scene, scene->defaultTrack());
         QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
         auto shot = [&] { return h.grab().toImage(); };
+        // The picture around a new raster is painted by the raster's worker, not on the GUI
+        // thread. A selection is painted there (no worker runs for it), and clearing it again
+        // gives, painted there, the worker's picture to the pixel.
         const QImage first = shot();
+        QVERIFY(h.baseFromWorker());
         const analysis::FrameInfo& f = scene->frames.at(scene->frames.size() / 2);
         views::Selection sel;
         sel.frame = f.index;
@@ -685,6 +689,7 @@ private slots:
         sel.to = f.end;
         h.setSelection(sel);
         QVERIFY(shot() != first);
+        QVERIFY(!h.baseFromWorker());
         h.setSelection({});
         QCOMPARE(shot(), first);
         h.setDark(true);

@@ -20,6 +20,14 @@ namespace fs::views {
 namespace {
 // What a raster request shows before its full-resolution image (HeatmapWidget::requestRaster).
 enum class Pass { Preview, Coarse, None };
+
+// The x of time t in a plot showing vp.
+double xOf(const QRectF& plot, const render::Viewport& vp, int64_t t)
+{
+    return plot.left() + static_cast<double>(t - vp.t0) /
+                             static_cast<double>(std::max<int64_t>(1, vp.t1 - vp.t0)) *
+                             plot.width();
+}
 } // namespace
 
 HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
@@ -187,10 +195,16 @@ void HeatmapWidget::requestRaster()
     const render::Viewport vp = vp_;
     const int track = track_;
     using Legend = std::shared_ptr<const analysis::StyledRaster>;
-    // Posts from the worker; run on the GUI thread while the widget (its tracker) lives.
-    auto post = [this, vp, path = scene_->path](const Job& job, QImage img, bool fine,
-                                                Legend legend = nullptr) {
-        job.post([this, img = std::move(img), vp, fine, path, legend] {
+    // Posts from the worker, with the base image around the raster painted there too (the
+    // GUI thread then only copies it, unless the view changed meanwhile); run on the GUI thread
+    // while the widget (its tracker) lives.
+    auto post = [this, vp, path = scene_->path, scene, in = baseInputs()](
+                    const Job& job, QImage img, bool fine, Legend legend = nullptr) {
+        BaseInputs b = in;
+        b.key.options.occupancyLegend = !legend || legend->legend.empty(); // as options() will
+        QImage base = img.isNull() || job.cancelled() ? QImage() : paintBase(*scene, b, img);
+        job.post([this, img = std::move(img), vp, fine, path, legend, base = std::move(base),
+                  key = b.key]() mutable {
             // An image of another session is never shown, one of an older refresh of the
             // same recording is (stretched onto the current viewport, until the next).
             if (img.isNull() || !scene_ || scene_->path != path) return;
@@ -199,6 +213,13 @@ void HeatmapWidget::requestRaster()
             raster_ = img;
             rasterVp_ = vp;
             refined_ = fine && !rasterJobs_->superseded() && vp == vp_;
+            key.rasterVp = vp;
+            key.raster = raster_.cacheKey();
+            if (!base.isNull() && key == baseKey()) {
+                base_ = std::move(base);
+                baseKey_ = key;
+                baseFromWorker_ = true;
+            }
             update();
             emit rasterShown();
             if (refined_) emit refinedChanged();
@@ -303,27 +324,13 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
                           : tr("Open a session (File › Open, or drop a .fragscope file here)"));
         return;
     }
-    const BaseKey key = baseKey();
-    if (base_.isNull() || !(key == baseKey_)) {
-        const QSize px = size() * key.dpr;
-        if (base_.size() != px) base_ = QImage(px, QImage::Format_ARGB32_Premultiplied);
-        base_.setDevicePixelRatio(key.dpr);
-        base_.fill(Qt::transparent);
-        QPainter bp(&base_);
-        bp.setRenderHints(p.renderHints());
-        if (rasterVp_ == vp_ && !raster_.isNull()) {
-            render::paint(bp, rect(), *scene_, render::View::Heatmap, key.options, &raster_);
-        } else {
-            const QImage ph = placeholder();
-            render::paint(bp, rect(), *scene_, render::View::Heatmap, key.options, &ph);
-        }
-        paintPoolOutline(bp, plotArea(), vp_, scene_->tracks[static_cast<size_t>(track_)],
-                         scene_->timeEnd(), outline_);
-        std::vector<double> xs;
-        for (int64_t t : ooms_)
-            if (t >= vp_.t0 && t <= vp_.t1) xs.push_back(timeToX(t));
-        render::paintOomMarks(bp, plotArea(), xs);
-        baseKey_ = key;
+    if (base_.isNull() || !(baseKey() == baseKey_)) {
+        // Painted here when no worker painted it (an overlay change, a resize, a new outline).
+        const BaseInputs in = baseInputs();
+        base_ =
+            paintBase(*scene_, in, rasterVp_ == vp_ && !raster_.isNull() ? raster_ : placeholder());
+        baseKey_ = in.key;
+        baseFromWorker_ = false;
     }
     p.drawImage(QPointF(0, 0), base_);
     paintOverlay(p);
@@ -342,6 +349,29 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
 HeatmapWidget::BaseKey HeatmapWidget::baseKey() const
 {
     return {options(), rasterVp_, raster_.cacheKey(), size(), devicePixelRatioF(), baseGeneration_};
+}
+
+HeatmapWidget::BaseInputs HeatmapWidget::baseInputs() const
+{
+    return {baseKey(), rect(), plotArea(), vp_, outline_, ooms_};
+}
+
+QImage HeatmapWidget::paintBase(const render::Scene& scene, const BaseInputs& in,
+                                const QImage& picture)
+{
+    const BaseKey& key = in.key;
+    QImage base(in.rect.size() * key.dpr, QImage::Format_ARGB32_Premultiplied);
+    base.setDevicePixelRatio(key.dpr);
+    base.fill(Qt::transparent);
+    QPainter bp(&base);
+    render::paint(bp, in.rect, scene, render::View::Heatmap, key.options, &picture);
+    paintPoolOutline(bp, in.plot, in.vp, scene.tracks[static_cast<size_t>(key.options.track)],
+                     scene.timeEnd(), in.outline);
+    std::vector<double> xs;
+    for (int64_t t : in.ooms)
+        if (t >= in.vp.t0 && t <= in.vp.t1) xs.push_back(xOf(in.plot, in.vp, t));
+    render::paintOomMarks(bp, in.plot, xs);
+    return base;
 }
 
 void HeatmapWidget::setPoolOutline(const PoolOutline& o)
@@ -562,10 +592,7 @@ void HeatmapWidget::setNote(const QString& note)
 
 double HeatmapWidget::timeToX(int64_t t) const
 {
-    const QRectF plot = plotArea();
-    return plot.left() + static_cast<double>(t - vp_.t0) /
-                             static_cast<double>(std::max<int64_t>(1, vp_.t1 - vp_.t0)) *
-                             plot.width();
+    return xOf(plotArea(), vp_, t);
 }
 
 void HeatmapWidget::showSpan(int64_t t0, int64_t t1, uint64_t address, uint64_t size)

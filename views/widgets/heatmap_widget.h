@@ -42,6 +42,9 @@ public:
     const Selection& selection() const { return sel_; }
     QRectF plotArea() const;
     bool isRefined() const { return refined_; }
+    // Whether the picture under the overlay on screen was painted by a raster's worker (false:
+    // by paintEvent, as after a change no worker ran for); a test's window on where it is done.
+    bool baseFromWorker() const { return baseFromWorker_; }
     void setDark(bool dark);
     // A view linked to another (the compare window): it shows exactly the time range it is
     // given, past the session's ends too (no data is drawn there), and reads time in the unit
@@ -138,8 +141,26 @@ private:
         bool operator==(const BaseKey&) const = default;
     };
     BaseKey baseKey() const;
+    // What the base image is painted from, copied so that the raster's worker can paint it
+    // beside the raster (a new raster would otherwise cost a base paint on the GUI thread:
+    // 20-50 ms at full screen on a long run).
+    struct BaseInputs
+    {
+        BaseKey key; // key.raster is filled in when the image is shown
+        QRect rect;
+        QRectF plot;
+        render::Viewport vp;
+        PoolOutline outline;
+        std::vector<int64_t> ooms;
+    };
+    BaseInputs baseInputs() const;
+    // Paints the base image of `in` with `picture` in the plot (a raster of in.vp, or the
+    // placeholder); safe on a worker thread.
+    static QImage paintBase(const render::Scene& scene, const BaseInputs& in,
+                            const QImage& picture);
     QImage base_;
     BaseKey baseKey_;
+    bool baseFromWorker_ = false;
     uint64_t baseGeneration_ = 0; // the pool outline or the OOMs changed
 };
 
