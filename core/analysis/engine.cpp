@@ -7,6 +7,7 @@
 #include "core/pages.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -540,11 +541,7 @@ namespace {
 
 void sortByFree(TrackData& t)
 {
-    // The freed blocks by free time, ties in allocation order. Sorted as (time, index) pairs,
-    // not as indices compared through the records (a cache miss per comparison: 0.8 s for 10 M
-    // blocks), in place on one thread: the kernel pass runs beside (load()), and a merge of two
-    // halves needs a buffer of fresh pages. Fresh pages are mapped ahead (core/pages.h): for
-    // 10 M blocks, faulting in the pairs cost more than sorting them.
+    // The freed blocks by free time, ties in allocation order.
     struct Key
     {
         int64_t freeNs;
@@ -553,18 +550,34 @@ void sortByFree(TrackData& t)
         {
             return freeNs != o.freeNs ? freeNs < o.freeNs : i < o.i;
         }
+        bool operator>(const Key& o) const { return o < *this; }
     };
-    std::vector<Key> keys;
-    keys.reserve(t.allocs.size());
-    mapPages(keys.data(), keys.capacity() * sizeof(Key));
-    for (uint32_t i = 0; i < t.allocs.size(); ++i)
-        if (t.allocs[i].freeNs != kAlive) keys.push_back({t.allocs[i].freeNs, i});
-    std::sort(keys.begin(), keys.end());
+    const auto& A = t.allocs;
     t.byFree.clear();
-    t.byFree.reserve(keys.size());
-    mapPages(t.byFree.data(), keys.size() * sizeof(uint32_t));
-    for (const Key& k : keys)
-        t.byFree.push_back(k.i);
+    t.byFree.reserve(A.size());
+    mapPages(t.byFree.data(), A.size() * sizeof(uint32_t)); // fresh pages, mapped ahead
+    // The blocks are in allocation order and none is freed before it was allocated (TrackData),
+    // so once the allocations reach a time, every free up to it is known: no later block is
+    // freed earlier (a later block freed at the same time comes after it in the ties too). A
+    // heap holds the frees still to come, about the blocks alive at the time (thousands: in
+    // cache), instead of a sort of all of them (2.6 s for 33 M blocks on one core, a pass over
+    // memory per level, and 0.5 GB of fresh pages for the pairs).
+    std::vector<Key> pending; // min-heap
+    auto emitUpTo = [&](int64_t time) {
+        while (!pending.empty() && pending.front().freeNs <= time) {
+            t.byFree.push_back(pending.front().i);
+            std::pop_heap(pending.begin(), pending.end(), std::greater<>());
+            pending.pop_back();
+        }
+    };
+    for (uint32_t i = 0; i < A.size(); ++i) {
+        emitUpTo(A[i].allocNs);
+        if (A[i].freeNs == kAlive) continue;
+        assert(A[i].freeNs >= A[i].allocNs);
+        pending.push_back({A[i].freeNs, i});
+        std::push_heap(pending.begin(), pending.end(), std::greater<>());
+    }
+    emitUpTo(kAlive);
 }
 
 } // namespace

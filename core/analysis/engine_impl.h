@@ -133,7 +133,9 @@ struct TrackData
 {
     uint32_t device = 0;
     Level level = Level::Framework;
-    AllocRecords allocs;                 // sorted by (allocNs, id)
+    // Sorted by (allocNs, id); every freeNs >= its allocNs (readAllocRow clamps it,
+    // readStoredRows checks it: sortByFree relies on it).
+    AllocRecords allocs;
     std::vector<uint32_t> byFree;        // indices of freed allocs, sorted by (freeNs, index)
     std::vector<RegionRec> regions;      // sorted by (createNs, id)
     std::vector<uint32_t> regionsByEnd;  // indices of released regions by destroyNs
