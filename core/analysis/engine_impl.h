@@ -194,7 +194,7 @@ public:
     int regionCount = 0;
     int64_t fragCount = 0;
     uint64_t freeBytes = 0;
-    uint64_t largest() const { return sizes_.empty() ? 0 : sizes_.rbegin()->first; }
+    uint64_t largest() const { return sizes_.largest(); }
     double ratio() const
     {
         return freeBytes == 0
@@ -233,7 +233,7 @@ private:
     std::unordered_map<int64_t, std::map<uint64_t, uint32_t>> alivePieces_;
     void indexPiece(uint32_t r, bool alive);
     std::vector<RegionLive> regions_;
-    std::map<uint64_t, int64_t> sizes_; // fragment size -> count
+    FragmentSizes sizes_;
     SizeClassCounts classes_;
     std::array<int64_t, 64> binCount_{};
     std::array<uint64_t, 64> binBytes_{};

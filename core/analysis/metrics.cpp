@@ -17,6 +17,52 @@ int sizeClass(uint64_t bytes)
     return std::clamp(n, 2, 12) - 2;
 }
 
+void FragmentSizes::add(uint64_t size)
+{
+    if (tree_) {
+        ++map_[size];
+        return;
+    }
+    const auto it = std::lower_bound(flat_.begin(), flat_.end(), size,
+                                     [](const auto& e, uint64_t v) { return e.first < v; });
+    if (it != flat_.end() && it->first == size) {
+        ++it->second;
+        return;
+    }
+    flat_.insert(it, {size, 1});
+    if (flat_.size() > kFlatMax) {
+        map_.insert(flat_.begin(), flat_.end());
+        flat_.clear();
+        flat_.shrink_to_fit();
+        tree_ = true;
+    }
+}
+
+void FragmentSizes::remove(uint64_t size)
+{
+    if (tree_) {
+        const auto it = map_.find(size);
+        if (it == map_.end() || --it->second > 0) return;
+        map_.erase(it);
+        if (map_.size() < kFlatMax / 4) {
+            flat_.assign(map_.begin(), map_.end());
+            map_.clear();
+            tree_ = false;
+        }
+        return;
+    }
+    const auto it = std::lower_bound(flat_.begin(), flat_.end(), size,
+                                     [](const auto& e, uint64_t v) { return e.first < v; });
+    if (it == flat_.end() || it->first != size || --it->second > 0) return;
+    flat_.erase(it);
+}
+
+uint64_t FragmentSizes::largest() const
+{
+    if (tree_) return map_.empty() ? 0 : map_.rbegin()->first;
+    return flat_.empty() ? 0 : flat_.back().first;
+}
+
 double entropyBits(std::span<const int64_t> counts)
 {
     int64_t total = 0;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,29 @@ struct SizeClassCounts
     void add(uint64_t bytes) { ++counts[static_cast<size_t>(sizeClass(bytes))]; }
     void remove(uint64_t bytes) { --counts[static_cast<size_t>(sizeClass(bytes))]; }
     double bits() const { return entropyBits(counts); }
+};
+
+// Free fragments counted by size, with the largest at hand (the replay's F and largest free
+// block after every event). A sorted array of (size, count) while at most kFlatMax sizes are
+// distinct, the usual case (tens to hundreds of fragments): a binary search in one small array,
+// where an ordered map's nodes lie all over memory (its walk was most of the replay's fragment
+// bookkeeping). Past kFlatMax an ordered map, whose insertions do not move the rest; back to
+// the array below a quarter of it.
+class FragmentSizes
+{
+public:
+    static constexpr size_t kFlatMax = 1024;
+    void add(uint64_t size);
+    // A size not counted is left alone.
+    void remove(uint64_t size);
+    uint64_t largest() const; // 0 when empty
+    size_t distinct() const { return tree_ ? map_.size() : flat_.size(); }
+    bool usesMap() const { return tree_; }
+
+private:
+    std::vector<std::pair<uint64_t, int64_t>> flat_; // ascending sizes
+    std::map<uint64_t, int64_t> map_;
+    bool tree_ = false;
 };
 
 // log2 bin index of a size: floor(log2(bytes)), 0 for 0 and 1.

@@ -18,7 +18,7 @@ void FragState::addFragment(uint64_t size)
     if (size == 0) return;
     ++fragCount;
     freeBytes += size;
-    ++sizes_[size];
+    sizes_.add(size);
     classes_.add(size);
     const auto k = static_cast<size_t>(log2Bin(size));
     ++binCount_[k];
@@ -35,8 +35,7 @@ void FragState::removeFragment(uint64_t size)
     if (size == 0) return;
     --fragCount;
     freeBytes -= size;
-    auto it = sizes_.find(size);
-    if (it != sizes_.end() && --it->second == 0) sizes_.erase(it);
+    sizes_.remove(size);
     classes_.remove(size);
     const auto k = static_cast<size_t>(log2Bin(size));
     --binCount_[k];

@@ -4,9 +4,11 @@
 #include "core/analysis/raster_grid.h"
 
 #include <QTest>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
+#include <set>
 #include <vector>
 
 using namespace fs::analysis;
@@ -101,6 +103,62 @@ private slots:
         std::array<int64_t, kSizeClasses> even{};
         even.fill(5);
         QVERIFY(std::abs(entropyBits(even) - maxSizeClassEntropyBits()) < 1e-12);
+    }
+
+    void fragmentSizesKeepTheLargest()
+    {
+        // Known answers: sizes 5, 9, 9, 3 -> largest 9; one 9 removed -> still 9 (two were
+        // counted); the other 9 removed -> 5; a size never added (7) removed -> no change;
+        // 5 and 3 removed -> empty, largest 0.
+        FragmentSizes f;
+        QCOMPARE(f.largest(), uint64_t{0});
+        for (uint64_t v : {5, 9, 9, 3})
+            f.add(v);
+        QCOMPARE(f.largest(), uint64_t{9});
+        QCOMPARE(f.distinct(), size_t{3});
+        f.remove(9);
+        QCOMPARE(f.largest(), uint64_t{9});
+        f.remove(9);
+        QCOMPARE(f.largest(), uint64_t{5});
+        f.remove(7);
+        QCOMPARE(f.largest(), uint64_t{5});
+        f.remove(5);
+        f.remove(3);
+        QCOMPARE(f.largest(), uint64_t{0});
+        QCOMPARE(f.distinct(), size_t{0});
+
+        // Past kFlatMax distinct sizes it switches to its map and back below a quarter: the
+        // largest after every step equals a reference multiset's, in both forms and across
+        // both switches. Sizes 1..3000 added in a shuffled order (largest then 3000), then
+        // removed in another (largest: the greatest not yet removed).
+        std::mt19937_64 rng(7);
+        std::vector<uint64_t> sizes(3000);
+        for (size_t i = 0; i < sizes.size(); ++i)
+            sizes[i] = i + 1;
+        std::shuffle(sizes.begin(), sizes.end(), rng);
+        std::multiset<uint64_t> ref;
+        bool sawMap = false;
+        for (uint64_t v : sizes) {
+            f.add(v);
+            f.add(v); // counted twice: one remove keeps it
+            ref.insert(v);
+            QCOMPARE(f.largest(), *ref.rbegin());
+            sawMap = sawMap || f.usesMap();
+        }
+        QVERIFY(sawMap);
+        QCOMPARE(f.largest(), uint64_t{3000});
+        std::shuffle(sizes.begin(), sizes.end(), rng);
+        bool backToArray = false;
+        for (uint64_t v : sizes) {
+            f.remove(v);
+            QCOMPARE(f.largest(), *ref.rbegin()); // one of two copies left: unchanged
+            f.remove(v);
+            ref.erase(v);
+            QCOMPARE(f.largest(), ref.empty() ? uint64_t{0} : *ref.rbegin());
+            QCOMPARE(f.distinct(), ref.size());
+            backToArray = backToArray || (sawMap && !f.usesMap());
+        }
+        QVERIFY(backToArray);
     }
 
     void burstsSplitAtTheGap()
