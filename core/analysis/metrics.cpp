@@ -17,14 +17,19 @@ int sizeClass(uint64_t bytes)
     return std::clamp(n, 2, 12) - 2;
 }
 
+std::vector<std::pair<uint64_t, int64_t>>::iterator FragmentSizes::flatAt(uint64_t size)
+{
+    return std::lower_bound(flat_.begin(), flat_.end(), size,
+                            [](const auto& e, uint64_t v) { return e.first < v; });
+}
+
 void FragmentSizes::add(uint64_t size)
 {
     if (tree_) {
         ++map_[size];
         return;
     }
-    const auto it = std::lower_bound(flat_.begin(), flat_.end(), size,
-                                     [](const auto& e, uint64_t v) { return e.first < v; });
+    const auto it = flatAt(size);
     if (it != flat_.end() && it->first == size) {
         ++it->second;
         return;
@@ -51,8 +56,7 @@ void FragmentSizes::remove(uint64_t size)
         }
         return;
     }
-    const auto it = std::lower_bound(flat_.begin(), flat_.end(), size,
-                                     [](const auto& e, uint64_t v) { return e.first < v; });
+    const auto it = flatAt(size);
     if (it == flat_.end() || it->first != size || --it->second > 0) return;
     flat_.erase(it);
 }

@@ -67,7 +67,8 @@ public:
     bool usesMap() const { return tree_; }
 
 private:
-    std::vector<std::pair<uint64_t, int64_t>> flat_; // ascending sizes
+    std::vector<std::pair<uint64_t, int64_t>> flat_;                           // ascending sizes
+    std::vector<std::pair<uint64_t, int64_t>>::iterator flatAt(uint64_t size); // lower bound
     std::map<uint64_t, int64_t> map_;
     bool tree_ = false;
 };
