@@ -122,20 +122,66 @@ void Engine::Impl::endFrameKernels(FrameWork& w, const LoadOptions& o, const Ses
     if (w.kernelError) std::rethrow_exception(w.kernelError);
 }
 
+namespace {
+
+// Kernel names (strings ids) as dense indices 0, 1, ...: a table for the small ids every writer
+// gives, a map for any other.
+class DenseNames
+{
+public:
+    static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+    uint32_t of(int64_t name)
+    {
+        if (name >= 0 && name < kTableMax) {
+            const auto i = static_cast<size_t>(name);
+            if (i >= table_.size()) table_.resize(std::max(i + 1, 2 * table_.size()), kNone);
+            uint32_t& d = table_[i];
+            if (d == kNone) d = add(name);
+            return d;
+        }
+        const auto it = other_.find(name);
+        return it != other_.end() ? it->second : other_[name] = add(name);
+    }
+    const std::vector<int64_t>& names() const { return names_; }
+
+private:
+    static constexpr int64_t kTableMax = int64_t{1} << 22;
+    uint32_t add(int64_t name)
+    {
+        names_.push_back(name);
+        return static_cast<uint32_t>(names_.size() - 1);
+    }
+    std::vector<uint32_t> table_;
+    std::unordered_map<int64_t, uint32_t> other_;
+    std::vector<int64_t> names_;
+};
+
+} // namespace
+
 void Engine::Impl::countFrameKernels(const Session& db, const LoadOptions& o)
 {
+    // One pass over the kernels of the frames' span (33 M rows on the 100 M-event simulation):
+    // per row a frame found from the last one's (rows come about in time order; any order is
+    // counted right), a name's dense index from a table, and a (frame, name) pair counted only
+    // when the name last ran in another frame, so a hash lookup per pair, not per row.
     const std::vector<size_t>& timed = framesInTime;
     std::vector<int64_t> starts;
     for (size_t fi : timed)
         starts.push_back(frames[fi].start);
-    std::vector<std::unordered_map<int64_t, int64_t>> names(timed.size());
     int64_t last = frames[timed.front()].end;
     for (size_t fi : timed)
         last = std::max(last, frames[fi].end);
+    constexpr size_t kNoFrame = std::numeric_limits<size_t>::max();
+    std::vector<int64_t> calls(timed.size(), 0), distinct(timed.size(), 0);
+    DenseNames dense;
+    std::vector<int64_t> firstStart;    // by dense name: its earliest start in the span
+    std::vector<size_t> lastFrame;      // by dense name: the frame it last ran in
+    std::vector<size_t> firstFrame;     // by dense name: the first frame it ran in
+    std::unordered_set<uint64_t> pairs; // (frame, dense name) counted
+    size_t k = 0;                       // the frame of the last row: starts[k] <= t < starts[k + 1]
     // The same pass gives the kernels index (buildKernelIndex) for free. Its answers concern
     // kernels inside frames, so starts from the first frame's start to the last frame's end say
     // all it needs: a name that first runs later is in no frame.
-    kernelFirstStart.clear();
     std::set<int64_t> devices;
     int64_t lastDevice = -1;
     uint32_t sinceCheck = 0;
@@ -148,26 +194,43 @@ void Engine::Impl::countFrameKernels(const Session& db, const LoadOptions& o)
             }
             const int64_t t = kernel.startNs;
             if (kernel.device != lastDevice) devices.insert(lastDevice = kernel.device);
-            auto [first, added] = kernelFirstStart.try_emplace(kernel.name, t);
-            if (!added && t < first->second) first->second = t;
-            auto it = std::upper_bound(starts.begin(), starts.end(), t);
-            if (it == starts.begin()) return true;
-            const auto k = static_cast<size_t>(it - starts.begin() - 1);
-            if (t < frames[timed[k]].end) ++names[k][kernel.name];
+            const uint32_t d = dense.of(kernel.name);
+            if (d == firstStart.size()) {
+                firstStart.push_back(t);
+                lastFrame.push_back(kNoFrame);
+                firstFrame.push_back(kNoFrame);
+            } else if (t < firstStart[d]) {
+                firstStart[d] = t;
+            }
+            if (t < starts[k] || (k + 1 < starts.size() && t >= starts[k + 1])) {
+                auto it = std::upper_bound(starts.begin(), starts.end(), t);
+                if (it == starts.begin()) return true; // before the first frame (none here)
+                k = static_cast<size_t>(it - starts.begin() - 1);
+            }
+            if (t >= frames[timed[k]].end) return true; // between frames
+            ++calls[k];
+            if (lastFrame[d] != k) {
+                lastFrame[d] = k;
+                if (pairs.insert((uint64_t{k} << 32) | d).second) {
+                    ++distinct[k];
+                    firstFrame[d] = std::min(firstFrame[d], k);
+                }
+            }
             return true;
         });
     if (cancelled) throw Cancelled();
-    std::unordered_set<int64_t> seen;
-    for (size_t k = 0; k < timed.size(); ++k) {
-        FrameInfo& f = frames[timed[k]];
-        f.distinctKernels = static_cast<int64_t>(names[k].size());
-        for (const auto& [name, n] : names[k]) {
-            f.kernels += n;
-            if (k > 0 && !seen.count(name)) ++f.newKernelVariants;
-        }
-        for (const auto& [name, n] : names[k])
-            seen.insert(name);
+    for (size_t i = 0; i < timed.size(); ++i) {
+        FrameInfo& f = frames[timed[i]];
+        f.kernels = calls[i];
+        f.distinctKernels = distinct[i];
+        f.newKernelVariants = 0;
     }
+    // A name is new in the first frame it runs in, after the first frame.
+    for (size_t first : firstFrame)
+        if (first != kNoFrame && first > 0) ++frames[timed[first]].newKernelVariants;
+    kernelFirstStart.clear();
+    for (size_t d = 0; d < firstStart.size(); ++d)
+        kernelFirstStart.emplace(dense.names()[d], firstStart[d]);
     kernelDevices.assign(devices.begin(), devices.end());
     kernelIndexReady = true;
     if (o.useCache) writeKernelIndexCache(frames[timed.front()].start);

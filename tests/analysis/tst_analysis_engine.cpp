@@ -422,6 +422,42 @@ private slots:
         QVERIFY(std::abs(cp.line.intercept - 2.335) < 1e-9);
     }
 
+    void frameKernelCountsInAnyRowOrder()
+    {
+        // Frames 0, 1, 2 from 1000, 2000 and 3000 (each to the next one's start, the last to the
+        // session's end); kernel rows written out of time order (as streams finish out of order):
+        //   frame 0: a@1100, b@1200, a@1300 -> 3 calls, 2 names, none new (the first frame)
+        //   frame 1: a@2100, c@2500        -> 2 calls, 2 names, 1 new (c)
+        //   frame 2: b@3100, b@3200        -> 2 calls, 1 name, none new (b ran in frame 0)
+        // d@900 is before every frame: counted nowhere.
+        const auto f = path("kernel-order.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            mark(in, 1000, "frame 0");
+            mark(in, 2000, "frame 1");
+            mark(in, 3000, "frame 2");
+            kernel(in, 3100, 3110, "b");
+            kernel(in, 1100, 1110, "a");
+            kernel(in, 2100, 2110, "a");
+            kernel(in, 900, 910, "d");
+            kernel(in, 1200, 1210, "b");
+            kernel(in, 3200, 3210, "b");
+            kernel(in, 1300, 1310, "a");
+            kernel(in, 2500, 2510, "c");
+            in.end();
+        }
+        const auto e = Engine::open(f);
+        QCOMPARE(e->frames().size(), size_t{3});
+        const int64_t calls[] = {3, 2, 2}, names[] = {2, 2, 1}, fresh[] = {0, 1, 0};
+        for (size_t i = 0; i < 3; ++i) {
+            QCOMPARE(e->frames()[i].kernels, calls[i]);
+            QCOMPARE(e->frames()[i].distinctKernels, names[i]);
+            QCOMPARE(e->frames()[i].newKernelVariants, fresh[i]);
+        }
+    }
+
     void indexEqualsFullReplayOnLongRandomRun()
     {
         // 3 regions of 8 MiB, 90 000 first-fit operations with many equal timestamps: enough
