@@ -16,7 +16,7 @@ namespace fs::analysis {
 
 // Bumped whenever a result's definition or computation changes: cached results carry it and are
 // rebuilt when it differs.
-constexpr int kEngineVersion = 3;
+constexpr int kEngineVersion = 4;
 
 constexpr int64_t kAlive = std::numeric_limits<int64_t>::max(); // free time of a never-freed block
 
