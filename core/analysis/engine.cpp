@@ -304,6 +304,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     } else if (framesThere) {
         if (frameWork.compute) replayFrames(o, frameWork, writer.joinable() ? 1 : 0);
         if (writer.joinable()) {
+            stage("frames replayed (then the index's storing joined)");
             writer.join();
             if (writeError) std::rethrow_exception(writeError);
             loadInfo.indexCacheWritten = written;
@@ -313,7 +314,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     }
     if (snapshot) session->commitRead();
     stage(loadInfo.frameCacheUsed ? "frames (from cache)"
-          : writeBeside           ? "frames (computed) beside the index"
+          : writeBeside           ? "index stored beside the frames"
                                   : "frames (computed)");
 }
 

@@ -17,28 +17,19 @@ int sizeClass(uint64_t bytes)
     return std::clamp(n, 2, 12) - 2;
 }
 
-std::vector<std::pair<uint64_t, int64_t>>::iterator FragmentSizes::flatAt(uint64_t size)
-{
-    return std::lower_bound(flat_.begin(), flat_.end(), size,
-                            [](const auto& e, uint64_t v) { return e.first < v; });
-}
-
 void FragmentSizes::add(uint64_t size)
 {
+    ++count_;
     if (tree_) {
         ++map_[size];
         return;
     }
-    const auto it = flatAt(size);
-    if (it != flat_.end() && it->first == size) {
-        ++it->second;
-        return;
-    }
-    flat_.insert(it, {size, 1});
+    flat_.push_back(size);
+    largest_ = std::max(largest_, size);
     if (flat_.size() > kFlatMax) {
-        map_.insert(flat_.begin(), flat_.end());
+        for (uint64_t s : flat_)
+            ++map_[s];
         flat_.clear();
-        flat_.shrink_to_fit();
         tree_ = true;
     }
 }
@@ -47,24 +38,25 @@ void FragmentSizes::remove(uint64_t size)
 {
     if (tree_) {
         const auto it = map_.find(size);
-        if (it == map_.end() || --it->second > 0) return;
-        map_.erase(it);
-        if (map_.size() < kFlatMax / 4) {
-            flat_.assign(map_.begin(), map_.end());
+        if (it == map_.end()) return;
+        --count_;
+        if (--it->second == 0) map_.erase(it);
+        if (count_ < kFlatMax / 4) {
+            for (const auto& [s, n] : map_)
+                flat_.insert(flat_.end(), static_cast<size_t>(n), s);
+            largest_ = map_.empty() ? 0 : map_.rbegin()->first;
             map_.clear();
             tree_ = false;
         }
         return;
     }
-    const auto it = flatAt(size);
-    if (it == flat_.end() || it->first != size || --it->second > 0) return;
-    flat_.erase(it);
-}
-
-uint64_t FragmentSizes::largest() const
-{
-    if (tree_) return map_.empty() ? 0 : map_.rbegin()->first;
-    return flat_.empty() ? 0 : flat_.back().first;
+    const auto it = std::find(flat_.begin(), flat_.end(), size);
+    if (it == flat_.end()) return;
+    --count_;
+    *it = flat_.back();
+    flat_.pop_back();
+    if (size == largest_)
+        largest_ = flat_.empty() ? 0 : *std::max_element(flat_.begin(), flat_.end());
 }
 
 double entropyBits(std::span<const int64_t> counts)

@@ -50,26 +50,33 @@ struct SizeClassCounts
 };
 
 // Free fragments counted by size, with the largest at hand (the replay's F and largest free
-// block after every event). A sorted array of (size, count) while at most kFlatMax sizes are
-// distinct, the usual case (tens to hundreds of fragments): a binary search in one small array,
-// where an ordered map's nodes lie all over memory (its walk was most of the replay's fragment
-// bookkeeping). Past kFlatMax an ordered map, whose insertions do not move the rest; back to
-// the array below a quarter of it.
+// block after every event). Most sizes are unique (94 % of additions and removals on the
+// simulated runs add or drop a size of their own) and a track has tens of fragments, so while
+// there are at most kFlatMax fragments they sit in an unordered array, one entry each: an
+// addition appends, a removal finds its entry by a scan (predictable branches, a few cache
+// lines) and moves the last one in, and the largest is kept at hand, looked for again only when
+// its entry goes. A sorted array's binary search mispredicted at most of its steps, and every
+// new size moved half the array (a fifth of a first open's frame replay). Past kFlatMax an
+// ordered map of counts; back to the array below a quarter of it.
 class FragmentSizes
 {
 public:
-    static constexpr size_t kFlatMax = 1024;
+    static constexpr size_t kFlatMax = 256;
     void add(uint64_t size);
     // A size not counted is left alone.
     void remove(uint64_t size);
-    uint64_t largest() const; // 0 when empty
-    size_t distinct() const { return tree_ ? map_.size() : flat_.size(); }
+    uint64_t largest() const
+    {
+        return tree_ ? (map_.empty() ? 0 : map_.rbegin()->first) : largest_;
+    }
+    size_t count() const { return count_; } // fragments counted (repeats included)
     bool usesMap() const { return tree_; }
 
 private:
-    std::vector<std::pair<uint64_t, int64_t>> flat_;                           // ascending sizes
-    std::vector<std::pair<uint64_t, int64_t>>::iterator flatAt(uint64_t size); // lower bound
-    std::map<uint64_t, int64_t> map_;
+    std::vector<uint64_t> flat_; // one entry per fragment, in no order
+    uint64_t largest_ = 0;       // of flat_
+    size_t count_ = 0;
+    std::map<uint64_t, int64_t> map_; // size -> fragments
     bool tree_ = false;
 };
 
