@@ -266,29 +266,35 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         std::lock_guard lock(dbMutex);
         session.emplace(std::move(s));
     }
-    if (framesBeside && framesThere) { // before the index's commit, which a read would hold up
+    indexPending = gridsPending = false;
+    const bool storeIndex = !cacheStamp.empty() && !loadInfo.indexCacheUsed;
+    // Storing the index writes on a connection of its own, beside the frames' replay. A kernel
+    // pass still running on its thread (it holds a read lock that the index's commit would wait
+    // for) is then joined by the writer, before it writes: the replay starts at once instead of
+    // leaving a core idle for the rest of the pass.
+    const bool writeBeside =
+        storeIndex && o.storeIndexAtOpen && framesBeside && framesThere && frameWork.compute;
+    const bool kernelsBeside = writeBeside && frameWork.kernels.joinable();
+    if (framesBeside && framesThere && !kernelsBeside) {
         std::lock_guard lock(dbMutex);
         endFrameKernels(frameWork, o, *session);
         stage("kernels per frame (rest)");
     }
-    indexPending = gridsPending = false;
-    // Storing the index writes on a connection of its own: beside the frames' replay when the
-    // kernel pass is done (it no longer holds a read lock that the index's commit waits for).
-    bool written = false, writeBeside = false;
+    bool written = false;
     std::exception_ptr writeError;
     std::jthread writer; // after what it writes: joined first when an exception unwinds
-    if (!cacheStamp.empty() && !loadInfo.indexCacheUsed) {
+    if (writeBeside) {
+        writer = std::jthread([&] {
+            try {
+                if (kernelsBeside) frameWork.kernels.join();
+                if (!frameWork.kernelError) written = writeIndex(); // not after a failed pass
+            } catch (...) {
+                writeError = std::current_exception();
+            }
+        });
+    } else if (storeIndex) {
         if (!o.storeIndexAtOpen) {
             indexPending = true;
-        } else if (framesBeside && frameWork.compute) {
-            writeBeside = true;
-            writer = std::jthread([&] {
-                try {
-                    written = writeIndex();
-                } catch (...) {
-                    writeError = std::current_exception();
-                }
-            });
         } else {
             loadInfo.indexCacheWritten = writeIndex();
             stage("index stored");
@@ -304,8 +310,14 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
     } else if (framesThere) {
         if (frameWork.compute) replayFrames(o, frameWork, writer.joinable() ? 1 : 0);
         if (writer.joinable()) {
-            stage("frames replayed (then the index's storing joined)");
+            stage(kernelsBeside ? "frames replayed (beside the kernels' pass, then the index's "
+                                  "storing)"
+                                : "frames replayed (beside the index's storing)");
             writer.join();
+            if (kernelsBeside) {
+                std::lock_guard lock(dbMutex);
+                endFrameKernels(frameWork, o, *session); // rethrows the pass's error
+            }
             if (writeError) std::rethrow_exception(writeError);
             loadInfo.indexCacheWritten = written;
         }

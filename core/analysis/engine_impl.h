@@ -476,7 +476,8 @@ struct Engine::Impl
         std::vector<char> byPool; // per track: its summary splits by pool (no SummaryPass)
         std::vector<std::pair<const TrackData*, SummaryPass>> passes;
         std::exception_ptr kernelError;
-        std::jthread kernels; // last: joined before the members it writes go
+        bool kernelsStarted = false; // on the thread below (joined by whoever waits for it)
+        std::jthread kernels;        // last: joined before the members it writes go
     };
     // Reads the frames and their metrics (db: the engine's connection, its lock held, or load()'s
     // own); false when there are none.
@@ -488,7 +489,8 @@ struct Engine::Impl
     // (LoadOptions::parallelFrom): countFrameKernels on w.kernels, on `shared` (its lock held
     // by the caller throughout) or, when null, on a read-only connection of its own.
     void startFrameKernels(FrameWork& w, const LoadOptions& o, const Session* shared);
-    // Joins that thread, or counts on db when none was started; rethrows what the pass threw.
+    // Joins that thread (unless joined already), or counts on db when none was started;
+    // rethrows what the pass threw.
     void endFrameKernels(FrameWork& w, const LoadOptions& o, const Session& db);
     // Allocator figures per frame and track: a forward replay per track, split over the cores
     // that `busy` threads beside leave.

@@ -99,6 +99,7 @@ void Engine::Impl::startFrameKernels(FrameWork& w, const LoadOptions& o, const S
     for (const TrackData& td : tracks)
         records += td.allocs.size();
     if (parallelChunks(records, o.parallelFrom) < 2) return; // short: endFrameKernels counts
+    w.kernelsStarted = true;
     w.kernels = std::jthread([this, &w, &o, shared] {
         try {
             if (shared) {
@@ -117,7 +118,7 @@ void Engine::Impl::endFrameKernels(FrameWork& w, const LoadOptions& o, const Ses
 {
     if (w.kernels.joinable())
         w.kernels.join();
-    else if (w.compute && !framesInTime.empty())
+    else if (!w.kernelsStarted && w.compute && !framesInTime.empty())
         countFrameKernels(db, o);
     if (w.kernelError) std::rethrow_exception(w.kernelError);
 }
