@@ -586,7 +586,7 @@ void sortByFree(TrackData& t, bool checkpoints)
     // are the live set. CheckpointBuilder (which a LiveEngine keeps to carry on later) walked the
     // four streams again, reading each freed block's record out of order and keeping a position
     // per block (0.8 s and 132 MB of fresh memory for 33 M blocks); the checkpoints are the same
-    // (tst_analysis_live compares a live engine's queries with an open's).
+    // (docs/analysis.md "Free order without a sort").
     std::vector<Key> pending;      // min-heap
     std::vector<uint32_t> forever; // blocks that hold memory and are never freed, so far
     size_t live = 0;               // blocks that hold memory now
