@@ -9,6 +9,7 @@
 
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cstring>
 #include <filesystem>
 
 #include <sys/stat.h>
@@ -736,13 +737,50 @@ private slots:
                              "substr(value, 9) WHERE key LIKE 'index:%'")
                      ->loadInfo()
                      .indexCacheUsed);
-        // The freed blocks by free time (u64 blocks, u64 regions, u64 count, then u32 each) with
-        // the first listed twice and the second left out: every entry in range and freed, but
-        // not each freed block once.
-        QVERIFY(!reopenAfter("UPDATE analysis_cache SET value = substr(value, 1, 28) || "
-                             "substr(value, 25, 4) || substr(value, 33) WHERE key LIKE 'index:%'")
-                     ->loadInfo()
-                     .indexCacheUsed);
+        // The freed blocks by free time (after u64 blocks and u64 regions: a u64 count, then
+        // each index as a zigzag LEB128 delta from the one before) with the first listed twice
+        // and the second left out: every entry in range and freed, but not each freed block once.
+        {
+            Db db(path, SQLITE_OPEN_READWRITE);
+            Stmt st = db.prepare("SELECT key, value FROM analysis_cache WHERE key LIKE 'index:%'");
+            QVERIFY(st.step());
+            const std::string key = st.text(0);
+            const std::vector<uint8_t> v = st.blob(1);
+            QVERIFY(v.size() > 24);
+            uint64_t n = 0;
+            std::memcpy(&n, v.data() + 16, 8);
+            QVERIFY(n >= 2);
+            size_t at = 24;
+            auto next = [&] {
+                uint64_t x = 0;
+                for (int shift = 0; at < v.size(); shift += 7) {
+                    const uint8_t c = v[at++];
+                    x |= uint64_t{c & 0x7fu} << shift;
+                    if (!(c & 0x80)) break;
+                }
+                return static_cast<int64_t>(x >> 1) ^ -static_cast<int64_t>(x & 1);
+            };
+            std::vector<int64_t> byFree;
+            for (int64_t prev = 0; byFree.size() < n;)
+                byFree.push_back(prev += next());
+            byFree[1] = byFree[0];
+            std::vector<uint8_t> out(v.begin(), v.begin() + 24);
+            for (int64_t prev = 0; int64_t x : byFree) {
+                const int64_t d = x - prev;
+                uint64_t z = (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
+                for (; z >= 0x80; z >>= 7)
+                    out.push_back(static_cast<uint8_t>(z | 0x80));
+                out.push_back(static_cast<uint8_t>(z));
+                prev = x;
+            }
+            out.insert(out.end(), v.begin() + static_cast<std::ptrdiff_t>(at), v.end());
+            Stmt up = db.prepare("UPDATE analysis_cache SET value = ?1 WHERE key = ?2");
+            up.bindBlob(1, out.data(), out.size()).bind(2, std::string_view(key));
+            up.run();
+        }
+        const auto twice = Engine::open(path);
+        exact(*twice);
+        QVERIFY(!twice->loadInfo().indexCacheUsed);
     }
 
     void noCacheWhenAsked()
