@@ -149,7 +149,7 @@ std::string rowsKey(const TrackData& t, size_t chunk)
 //   lifetime + 1 (0: never freed); tag.
 // A grain is the largest power of two that divides every value of the chunk (allocators place
 // and size blocks in multiples of 512 bytes or more), its exponent in the chunk's first two
-// bytes. 16.8 bytes a record on the 100M-event simulation, against 21.9 as plain deltas and 48
+// bytes. 16.5 bytes a record on the 100M-event simulation, against 21.9 as plain deltas and 48
 // in memory: fewer bytes to write and read (docs/analysis.md "Caching").
 char* putVarint(char* p, uint64_t v) // at most 10 bytes; returns the end
 {
