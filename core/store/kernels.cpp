@@ -56,10 +56,22 @@ int64_t KernelRows::names(const Session& s, const KernelVisitor& visit)
 int64_t KernelRows::startingIn(const Session& s, int64_t from, int64_t to,
                                const KernelVisitor& visit)
 {
-    Stmt st = SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels"
-                                           " WHERE start_ns >= ?2 AND start_ns < ?3");
-    st.bind(2, from).bind(3, to);
-    return visitStarts(st, visit);
+    // Every row, the range compared here: no index leads with start_ns, so SQLite scans the
+    // table either way, and its own comparison cost a fifth more than the scan (33 M kernels:
+    // 2.28 -> 2.79 s in the sqlite3 shell).
+    Stmt st =
+        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
+    KernelRow r;
+    int64_t inRange = 0;
+    st.visitRows(1, [&](const RowValues& v) {
+        r.startNs = v.i64(2);
+        if (r.startNs < from || r.startNs >= to) return true;
+        ++inRange;
+        r.device = v.i64(0);
+        r.name = v.i64(1);
+        return visit(r);
+    });
+    return inRange;
 }
 
 std::vector<LaunchRow> launchesIn(const Session& s, int64_t device, int64_t from, int64_t to)
