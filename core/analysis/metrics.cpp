@@ -50,10 +50,11 @@ void FragmentSizes::remove(uint64_t size)
         }
         return;
     }
-    const auto it = std::find(flat_.begin(), flat_.end(), size);
-    if (it == flat_.end()) return;
+    // From the newest entry back: a fragment an event leaves is often the next event's.
+    const auto rit = std::find(flat_.rbegin(), flat_.rend(), size);
+    if (rit == flat_.rend()) return;
     --count_;
-    *it = flat_.back();
+    *rit = flat_.back();
     flat_.pop_back();
     if (size == largest_)
         largest_ = flat_.empty() ? 0 : *std::max_element(flat_.begin(), flat_.end());
