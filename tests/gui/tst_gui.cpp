@@ -20,8 +20,10 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QProcess>
 #include <QScopeGuard>
+#include <QScrollArea>
 #include <QSet>
 #include <QSettings>
 #include <QSignalSpy>
@@ -129,6 +131,19 @@ private slots:
                          .toStdString(),
                      expected[size_t(i)].description);
         QVERIFY(w.inspector()->headline().contains("17"));
+        // The top precursor's fields under the list, in a scroll area: the splitter leaves them
+        // a few lines at 1080p, and a plain label there hid every line below its first.
+        const QString detail =
+            pm->data(pm->index(0, 0), views::PrecursorModel::DetailRole).toString();
+        QVERIFY(!detail.isEmpty());
+        QLabel* detailLabel = nullptr;
+        for (QLabel* l : w.inspector()->findChildren<QLabel*>())
+            if (l->text() == detail) detailLabel = l;
+        QVERIFY(detailLabel);
+        auto* detailScroll = qobject_cast<QScrollArea*>(
+            detailLabel->parentWidget() ? detailLabel->parentWidget()->parentWidget() : nullptr);
+        QVERIFY(detailScroll); // label -> viewport -> scroll area
+        QCOMPARE(detailScroll->widget(), detailLabel);
         // The verdict comes first, the engine's own sentence. The fixture's frame 17 runs a
         // fallback kernel, but no request before it failed or shrank (its allocations are the
         // same as in every frame), so the fallback is not linked to the allocator: "no allocator

@@ -11,6 +11,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
 #include <QTableView>
@@ -61,12 +62,18 @@ CollapseInspector::CollapseInspector(QWidget* parent) : QWidget(parent)
     table_->horizontalHeader()->setSectionResizeMode(PrecursorModel::What, QHeaderView::Stretch);
     table_->verticalHeader()->hide();
     table_->verticalHeader()->setDefaultSectionSize(row); // as the diff: more of the answer shows
-    // The current precursor's fields, below the list; the splitter decides its height.
-    detail_ = new QLabel(split);
+    // The current precursor's fields, below the list; the splitter decides its height and the
+    // rest scrolls (a clipped label hid the lines below the first at 1080p).
+    auto* detailScroll = new QScrollArea(split);
+    detailScroll->setWidgetResizable(true);
+    detailScroll->setFrameShape(QFrame::NoFrame);
+    detailScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);        // the text wraps
+    detailScroll->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored); // room: the list's
+    detail_ = new QLabel;
     detail_->setWordWrap(true);
     detail_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    detail_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
+    detailScroll->setWidget(detail_);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
     split->setStretchFactor(2, 1);
