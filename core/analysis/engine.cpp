@@ -603,8 +603,7 @@ void sortByFree(TrackData& t, bool checkpoints)
         pending.pop_back();
     };
     auto instantEnds = [&](int64_t at, size_t allocPos) { // every event at `at` is done
-        if (!checkpoints || sinceLast < std::max<int64_t>(1 << 16, 4 * static_cast<int64_t>(live)))
-            return;
+        if (!checkpoints || !checkpointDue(sinceLast, live)) return;
         Checkpoint c{at, allocPos, t.byFree.size(), 0, 0, forever};
         c.regionPos = static_cast<size_t>(
             std::upper_bound(t.regions.begin(), t.regions.end(), at,

@@ -12,6 +12,7 @@
 #include "core/store/regions.h"
 #include "core/store/session.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <deque>
@@ -113,6 +114,16 @@ struct HeatmapPreview::Grid
     double ySize = 1;
     std::vector<double> occ, reg; // summed-area tables, (nt + 1) x (ny + 1)
 };
+
+// Whether a checkpoint goes after the instant just walked: at least 2^16 allocations and frees
+// since the last one, and four times the blocks then alive (a checkpoint's live set is copied
+// and sorted, so its cost stays a fraction of the events between). The one rule of both walks
+// that place checkpoints (CheckpointBuilder::run and the free-order pass at open), which must
+// agree.
+inline bool checkpointDue(int64_t sinceLast, size_t live)
+{
+    return sinceLast >= std::max<int64_t>(1 << 16, 4 * static_cast<int64_t>(live));
+}
 
 // Builds a track's checkpoints walking its streams forward; it can stop at the end of the data
 // and go on when more comes (LiveEngine), or restart from an earlier checkpoint when new events

@@ -424,7 +424,7 @@ void CheckpointBuilder::run(TrackData& t)
         while (rei < t.regionsByEnd.size() && t.regions[t.regionsByEnd[rei]].destroyNs == now)
             ++rei;
         lastInstant = now;
-        if (sinceLast >= std::max<int64_t>(1 << 16, 4 * static_cast<int64_t>(live.size()))) {
+        if (checkpointDue(sinceLast, live.size())) {
             Checkpoint c{now, ai, fi, ri, rei, live};
             std::sort(c.live.begin(), c.live.end());
             t.checkpoints.push_back(std::move(c));

@@ -30,11 +30,10 @@ int64_t KernelRows::all(const Session& s, const KernelVisitor& visit)
     });
 }
 
-namespace {
-
-// device, name and start_ns of st's rows (st: "SELECT fs_rows(?1, device, name, start_ns) ...").
-int64_t visitStarts(Stmt& st, const KernelVisitor& visit)
+int64_t KernelRows::names(const Session& s, const KernelVisitor& visit)
 {
+    Stmt st =
+        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
     KernelRow r;
     return st.visitRows(1, [&](const RowValues& v) {
         r.device = v.i64(0);
@@ -44,31 +43,16 @@ int64_t visitStarts(Stmt& st, const KernelVisitor& visit)
     });
 }
 
-} // namespace
-
-int64_t KernelRows::names(const Session& s, const KernelVisitor& visit)
-{
-    Stmt st =
-        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
-    return visitStarts(st, visit);
-}
-
 int64_t KernelRows::startingIn(const Session& s, int64_t from, int64_t to,
                                const KernelVisitor& visit)
 {
-    // Every row, the range compared here: no index leads with start_ns, so SQLite scans the
-    // table either way, and its own comparison cost a fifth more than the scan (33 M kernels:
-    // 2.28 -> 2.79 s in the sqlite3 shell).
-    Stmt st =
-        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
-    KernelRow r;
+    // Every row (names), the range compared here: no index leads with start_ns, so SQLite scans
+    // the table either way, and its own comparison cost a fifth more than the scan (33 M
+    // kernels: 2.28 -> 2.79 s in the sqlite3 shell).
     int64_t inRange = 0;
-    st.visitRows(1, [&](const RowValues& v) {
-        r.startNs = v.i64(2);
+    names(s, [&](const KernelRow& r) {
         if (r.startNs < from || r.startNs >= to) return true;
         ++inRange;
-        r.device = v.i64(0);
-        r.name = v.i64(1);
         return visit(r);
     });
     return inRange;
