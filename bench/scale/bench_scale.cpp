@@ -9,7 +9,8 @@
 // `state --at end`, `export heatmap`, and `fragscope-gui --measure-open` twice (its JSON line).
 // Baseline in the same run: a plain SQLite scan of the allocations table (every column the
 // engine reads, no work per row), the least any open of the file can cost, read the engine's
-// way (Stmt::visitRows) and the way every reader did before (a step per row).
+// way (the table's pages decoded: store::visitTableRows), SQLite's (Stmt::visitRows, as before)
+// and the way every reader did before that (a step per row).
 #include "core/store/allocations.h"
 #include "core/store/analysis_cache.h"
 #include "core/store/frames.h"
@@ -130,8 +131,10 @@ int main(int argc, char** argv)
         using Read =
             int64_t (*)(const fs::Session&, int64_t, int64_t, const fs::store::AllocationVisitor&);
         for (const auto& [what, read] :
-             {std::pair<const char*, Read>{"SQLite scan of allocations, visited",
+             {std::pair<const char*, Read>{"allocations' pages read (the engine)",
                                            &fs::store::AllocationRecords::idRange},
+              std::pair<const char*, Read>{"SQLite scan, visited (before)",
+                                           &fs::store::AllocationRecords::idRangeBySqlite},
               std::pair<const char*, Read>{"SQLite scan, a step per row (before)",
                                            &fs::store::AllocationRecords::idRangeStepped}}) {
             int64_t sum = 0;

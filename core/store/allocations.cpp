@@ -2,6 +2,7 @@
 
 #include "catalog.h"
 #include "session_access.h"
+#include "table_scan.h"
 
 #include <fmt/format.h>
 
@@ -34,20 +35,32 @@ template <class Row> void readRecord(const Row& v, AllocationRecord& r)
     r.tag = optI64(v, 8);
 }
 
+int64_t readIdRange(const Session& s, int64_t lo, int64_t hi, const AllocationVisitor& visit,
+                    RowReading how)
+{
+    // A rowid range, in id order (id is the rowid).
+    AllocationRecord r;
+    return visitTableRows(
+        SessionAccess::db(s), "allocations", kRecordColumns, lo, hi,
+        [&](const RowValues& v) {
+            readRecord(v, r);
+            return visit(r);
+        },
+        how);
+}
+
 } // namespace
 
 int64_t AllocationRecords::idRange(const Session& s, int64_t lo, int64_t hi,
                                    const AllocationVisitor& visit)
 {
-    // A rowid range: SQLite visits it in id order.
-    Stmt st = SessionAccess::db(s).prepare(fmt::format(
-        "SELECT fs_rows(?3, {}) FROM allocations WHERE id >= ?1 AND id <= ?2", kRecordColumns));
-    st.bind(1, lo).bind(2, hi);
-    AllocationRecord r;
-    return st.visitRows(3, [&](const RowValues& v) {
-        readRecord(v, r);
-        return visit(r);
-    });
+    return readIdRange(s, lo, hi, visit, RowReading::Pages);
+}
+
+int64_t AllocationRecords::idRangeBySqlite(const Session& s, int64_t lo, int64_t hi,
+                                           const AllocationVisitor& visit)
+{
+    return readIdRange(s, lo, hi, visit, RowReading::Sqlite);
 }
 
 int64_t AllocationRecords::after(const Session& s, int64_t lastId, const AllocationVisitor& visit)

@@ -26,9 +26,10 @@ struct AllocationRecord
     std::optional<int64_t> tag;    // strings.id of the tag; none: untagged
 };
 
-// AllocationRecords handed to a visitor, inside one SQLite step per read (Stmt::visitRows: the
-// engine's open decodes every row). The visitor returns false to stop; each read returns the
-// rows visited.
+// AllocationRecords handed to a visitor (the engine's open decodes every row), decoded from the
+// table's pages where they tell the whole truth, else inside one SQLite step per read
+// (docs/store.md "Long reads"). The visitor returns false to stop; each read returns the rows
+// visited.
 using AllocationVisitor = std::function<bool(const AllocationRecord&)>;
 struct AllocationRecords
 {
@@ -38,6 +39,10 @@ struct AllocationRecords
                            const AllocationVisitor& visit);
     // Rows with id > lastId, in id order (a live refresh: ids grow with time).
     static int64_t after(const Session& s, int64_t lastId, const AllocationVisitor& visit);
+    // idRange's rows read by SQLite alone (Stmt::visitRows), as idRange did before it read pages
+    // itself: bench_scale's baseline.
+    static int64_t idRangeBySqlite(const Session& s, int64_t lo, int64_t hi,
+                                   const AllocationVisitor& visit);
     // idRange's rows read as every reader did before visitRows, one sqlite3_step and nine column
     // calls per row: bench_scale's baseline and the tests' cross-check.
     static int64_t idRangeStepped(const Session& s, int64_t lo, int64_t hi,

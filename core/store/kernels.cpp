@@ -1,46 +1,54 @@
 #include "kernels.h"
 
 #include "session_access.h"
+#include "table_scan.h"
+
+#include <limits>
 
 namespace fs::store {
 
-// A table scan, so in id order: none of these queries is covered by an index.
+namespace {
+// Every row: the whole rowid range.
+constexpr int64_t kFirstId = std::numeric_limits<int64_t>::min();
+constexpr int64_t kLastId = std::numeric_limits<int64_t>::max();
+} // namespace
+
+// Every row in id order (the rowid), read from the table's pages (visitTableRows).
 int64_t KernelRows::all(const Session& s, const KernelVisitor& visit)
 {
-    Stmt st = SessionAccess::db(s).prepare(
-        "SELECT fs_rows(?1, id, device, stream, start_ns, end_ns, name, correlation_id,"
-        " grid_x, grid_y, grid_z, block_x, block_y, block_z, graph_id, graph_node_id)"
-        " FROM kernels");
     KernelRow r;
-    return st.visitRows(1, [&](const RowValues& v) {
-        r.id = v.i64(0);
-        r.device = v.i64(1);
-        r.stream = optI64(v, 2);
-        r.startNs = v.i64(3);
-        r.endNs = v.i64(4);
-        r.name = v.i64(5);
-        r.correlationId = optU64(v, 6);
-        for (int k = 0; k < 3; ++k) {
-            r.grid[k] = v.i64(7 + k);
-            r.block[k] = v.i64(10 + k);
-        }
-        r.graphId = optU64(v, 13);
-        r.graphNodeId = optU64(v, 14);
-        return visit(r);
-    });
+    return visitTableRows(
+        SessionAccess::db(s), "kernels",
+        "id, device, stream, start_ns, end_ns, name, correlation_id, grid_x, grid_y, grid_z,"
+        " block_x, block_y, block_z, graph_id, graph_node_id",
+        kFirstId, kLastId, [&](const RowValues& v) {
+            r.id = v.i64(0);
+            r.device = v.i64(1);
+            r.stream = optI64(v, 2);
+            r.startNs = v.i64(3);
+            r.endNs = v.i64(4);
+            r.name = v.i64(5);
+            r.correlationId = optU64(v, 6);
+            for (int k = 0; k < 3; ++k) {
+                r.grid[k] = v.i64(7 + k);
+                r.block[k] = v.i64(10 + k);
+            }
+            r.graphId = optU64(v, 13);
+            r.graphNodeId = optU64(v, 14);
+            return visit(r);
+        });
 }
 
 int64_t KernelRows::names(const Session& s, const KernelVisitor& visit)
 {
-    Stmt st =
-        SessionAccess::db(s).prepare("SELECT fs_rows(?1, device, name, start_ns) FROM kernels");
     KernelRow r;
-    return st.visitRows(1, [&](const RowValues& v) {
-        r.device = v.i64(0);
-        r.name = v.i64(1);
-        r.startNs = v.i64(2);
-        return visit(r);
-    });
+    return visitTableRows(SessionAccess::db(s), "kernels", "device, name, start_ns", kFirstId,
+                          kLastId, [&](const RowValues& v) {
+                              r.device = v.i64(0);
+                              r.name = v.i64(1);
+                              r.startNs = v.i64(2);
+                              return visit(r);
+                          });
 }
 
 int64_t KernelRows::startingIn(const Session& s, int64_t from, int64_t to,

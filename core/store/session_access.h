@@ -16,12 +16,16 @@ struct SessionAccess
 
 namespace store {
 
-// A nullable column (Row: a Stmt on its row, or a visited row's RowValues).
-template <class Row> std::optional<int64_t> optI64(const Row& st, int col)
+// A nullable column (Row: a Stmt on its row, or a visited row's RowValues). Always inlined: a
+// call returns the optional through memory, and reading it back as it is still being written
+// stalled the long reads (a sixth of an allocation scan's time).
+template <class Row>
+[[gnu::always_inline]] inline std::optional<int64_t> optI64(const Row& st, int col)
 {
     return st.isNull(col) ? std::nullopt : std::optional<int64_t>(st.i64(col));
 }
-template <class Row> std::optional<uint64_t> optU64(const Row& st, int col)
+template <class Row>
+[[gnu::always_inline]] inline std::optional<uint64_t> optU64(const Row& st, int col)
 {
     return st.isNull(col) ? std::nullopt : std::optional<uint64_t>(st.u64(col));
 }

@@ -37,17 +37,24 @@ private:
 };
 
 // One row's values as Stmt::visitRows hands them over (column 0 is the first value after the
-// visit parameter).
+// visit parameter), or as store::visitTableRows decoded them from the file's pages: integers,
+// a NULL as a bit of nulls.
 class RowValues
 {
 public:
     explicit RowValues(sqlite3_value** v) : v_(v) {}
-    int64_t i64(int col) const { return sqlite3_value_int64(v_[col]); }
-    uint64_t u64(int col) const { return static_cast<uint64_t>(sqlite3_value_int64(v_[col])); }
-    bool isNull(int col) const { return sqlite3_value_type(v_[col]) == SQLITE_NULL; }
+    RowValues(const int64_t* ints, uint64_t nulls) : ints_(ints), nulls_(nulls) {}
+    int64_t i64(int col) const { return ints_ ? ints_[col] : sqlite3_value_int64(v_[col]); }
+    uint64_t u64(int col) const { return static_cast<uint64_t>(i64(col)); }
+    bool isNull(int col) const
+    {
+        return ints_ ? (nulls_ >> col & 1) != 0 : sqlite3_value_type(v_[col]) == SQLITE_NULL;
+    }
 
 private:
-    sqlite3_value** v_;
+    sqlite3_value** v_ = nullptr;
+    const int64_t* ints_ = nullptr;
+    uint64_t nulls_ = 0;
 };
 
 class Stmt
