@@ -162,27 +162,33 @@ std::optional<int64_t> AllocationFrees::freeNs(int64_t id)
 int64_t AllocationRows::ofLevel(const Session& s, int level,
                                 const std::function<bool(const AllocationRow&)>& visit)
 {
-    // A table scan (no index leads with level), so in id order.
-    Stmt st = SessionAccess::db(s).prepare(
-        "SELECT fs_rows(?2, device, address, size, requested_size, stream, alloc_ns, free_ns, tag,"
-        " region_id, stack, user_metadata, compile_context) FROM allocations WHERE level = ?1");
-    st.bind(1, level);
+    // Every row in id order (no index leads with level), the level compared here.
     AllocationRow r;
-    return st.visitRows(2, [&](const RowValues& v) {
-        r.device = v.i64(0);
-        r.address = v.u64(1);
-        r.size = v.u64(2);
-        r.requestedSize = optU64(v, 3);
-        r.stream = optI64(v, 4);
-        r.allocNs = v.i64(5);
-        r.freeNs = optI64(v, 6);
-        r.tag = optI64(v, 7);
-        r.regionId = optI64(v, 8);
-        r.stack = optI64(v, 9);
-        r.userMetadata = optI64(v, 10);
-        r.compileContext = optI64(v, 11);
-        return visit(r);
-    });
+    int64_t ofLevel = 0;
+    visitTableRows(
+        SessionAccess::db(s), "allocations",
+        "level, device, address, size, requested_size, stream, alloc_ns, free_ns, tag, region_id,"
+        " stack, user_metadata, compile_context",
+        std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+        [&](const RowValues& all) {
+            if (all.i64(0) != level) return true;
+            ++ofLevel;
+            const RowValues v = all.from(1);
+            r.device = v.i64(0);
+            r.address = v.u64(1);
+            r.size = v.u64(2);
+            r.requestedSize = optU64(v, 3);
+            r.stream = optI64(v, 4);
+            r.allocNs = v.i64(5);
+            r.freeNs = optI64(v, 6);
+            r.tag = optI64(v, 7);
+            r.regionId = optI64(v, 8);
+            r.stack = optI64(v, 9);
+            r.userMetadata = optI64(v, 10);
+            r.compileContext = optI64(v, 11);
+            return visit(r);
+        });
+    return ofLevel;
 }
 
 std::string allocationTag(const Session& s, int64_t id)

@@ -50,6 +50,11 @@ public:
     {
         return ints_ ? (nulls_ >> col & 1) != 0 : sqlite3_value_type(v_[col]) == SQLITE_NULL;
     }
+    // The values from column first on, numbered from 0.
+    RowValues from(int first) const
+    {
+        return ints_ ? RowValues(ints_ + first, nulls_ >> first) : RowValues(v_ + first);
+    }
 
 private:
     sqlite3_value** v_ = nullptr;
