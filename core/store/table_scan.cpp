@@ -186,14 +186,17 @@ Layout layoutOf(const Db& db, std::string_view table, std::string_view columns, 
         std::string name, type;
         bool hasDefault;
         int pk;
+        bool hidden; // a generated or virtual table's hidden column: records differ
     };
     std::vector<Column> schema;
-    Stmt info = db.prepare(fmt::format("SELECT name, type, dflt_value IS NOT NULL, pk"
-                                       " FROM pragma_table_info('{}')",
+    Stmt info = db.prepare(fmt::format("SELECT name, type, dflt_value IS NOT NULL, pk, hidden"
+                                       " FROM pragma_table_xinfo('{}')",
                                        table));
     while (info.step())
-        schema.push_back(
-            {info.text(0), info.text(1), info.i64(2) != 0, static_cast<int>(info.i64(3))});
+        schema.push_back({info.text(0), info.text(1), info.i64(2) != 0,
+                          static_cast<int>(info.i64(3)), info.i64(4) != 0});
+    if (std::any_of(schema.begin(), schema.end(), [](const Column& c) { return c.hidden; }))
+        return l; // where each value sits in a record is SQLite's to say
     // The rowid's alias: the only primary key column, declared INTEGER.
     int aliasCol = -1;
     if (std::count_if(schema.begin(), schema.end(), [](const Column& c) { return c.pk > 0; }) == 1)
@@ -256,7 +259,7 @@ public:
                 const ScanEnd e =
                     leaf(buf_.data() + k * f_.pageSize(), leaves_[i + k], hi, visit, rows, next);
                 if (e.why != End::Done) return e;
-                if (next > hi) return {End::Done, next}; // hi is int64 max at most: not here then
+                if (next > hi) return {End::Done, next}; // a row past the range was met
             }
             i += n;
         }

@@ -27,7 +27,8 @@ enum class RowReading {
 // SQLite; so is everything after a page that does not parse (SQLite then reports what is
 // wrong with the file), and the whole range where the pages are not the whole truth: a
 // write-ahead log with frames, a transaction writing on this connection, a column with a
-// default value (rows older than the column omit it), a table without rowid.
+// default value (rows older than the column omit it), a table without rowid or with generated
+// columns.
 //
 // counts, when given, receives how many rows each way read (the tests check the pages are read).
 struct RowReadCounts

@@ -248,6 +248,20 @@ private slots:
         const auto rows = readAll(db, 0, 20, RowReading::Pages, &c, "id, e");
         QCOMPARE(rows[3].v[1], int64_t{9}); // the default, in no record
         QCOMPARE(c.fromPages, int64_t{0});
+        // A generated column: where the record keeps each value is SQLite's to say.
+        const std::string g = path("generated.db");
+        {
+            Db gw(g, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+            gw.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, x INTEGER GENERATED ALWAYS AS"
+                    " (a * 2) STORED, a INTEGER, b INTEGER, c INTEGER, d INTEGER)");
+            gw.exec("INSERT INTO t(id, a, b, c, d) VALUES(1, 10, 20, 30, 40), (2, 11, 21, 31, 41)");
+        }
+        Db gr(g, SQLITE_OPEN_READONLY);
+        RowReadCounts gc;
+        const auto generated = readAll(gr, kMin, kMax, RowReading::Pages, &gc, "id, x, a, d");
+        QCOMPARE(generated.size(), size_t{2});
+        QCOMPARE(generated[1].v, (std::vector<int64_t>{2, 22, 11, 41}));
+        QCOMPARE(gc.fromPages, int64_t{0});
     }
 
     // Damage anywhere in the table's pages never crashes or hangs the read, which then ends in
