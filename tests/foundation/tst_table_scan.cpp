@@ -59,7 +59,7 @@ int64_t valueFor(int64_t i, int col)
 {
     static const int64_t widths[] = {
         0, 1, -1, 127, -128, 300, -70000, 8388607, -2147483648, 140737488355327, kMin, kMax};
-    return widths[(i * 7 + col * 3) % 12] ^ (i * (col + 1));
+    return widths[((i * 7 + col * 3) % 12 + 12) % 12] ^ (i * (col + 1)); // i may be < 0
 }
 
 void fill(Db& db, int64_t first, int64_t count)
