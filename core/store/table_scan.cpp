@@ -242,6 +242,7 @@ public:
     ScanEnd run(uint32_t root, int64_t lo, int64_t hi,
                 const std::function<bool(const RowValues&)>& visit, int64_t& rows)
     {
+        lo_ = lo;
         leaves_.clear();
         uint64_t budget = f_.pages();
         page_.resize(f_.pageSize());
@@ -385,15 +386,12 @@ private:
         return {End::Done, next};
     }
 
-public:
-    int64_t lo_ = kMin; // the range's first rowid (leaf: rows below it are skipped)
-
-private:
     const PageFile& f_;
     const Layout& l_;
     std::vector<uint32_t> leaves_;
     std::vector<uint8_t> page_, buf_;
     std::array<int64_t, kMaxColumns> ints_{};
+    int64_t lo_ = kMin; // run's first rowid (leaf: rows below it are skipped)
 };
 
 } // namespace
@@ -453,7 +451,6 @@ int64_t visitTableRows(const Db& db, std::string_view table, std::string_view co
     int oddRows = 0; // after many, SQLite reads the rest in one go
     int64_t from = lo;
     while (pagesTell && oddRows < 64) {
-        scan.lo_ = from;
         const int64_t before = rows;
         const ScanEnd e = scan.run(root, from, hi, visit, rows);
         n.fromPages += rows - before;
