@@ -156,6 +156,33 @@ private slots:
         QVERIFY(text.out.contains("allocations   10"));
     }
 
+    // The engine's whole open over rows read from the tables' pages (store::visitTableRows) and
+    // over rows read by SQLite alone (FRAGSCOPE_SQLITE_ROWS=1): the same state and collapse, on
+    // two copies of an un-indexed simulated session (each open stores its own index).
+    void pageReaderAndSqliteAgreeEndToEnd()
+    {
+        QVERIFY(dir_.isValid());
+        const QString f = dir_.path() + "/rows.fragscope";
+        QCOMPARE(runCli({"simulate", "--events", "60000", "--seed", "4", "--no-index", "-o", f})
+                     .exitCode,
+                 0);
+        const QString a = dir_.path() + "/rows-a.fragscope", b = dir_.path() + "/rows-b.fragscope";
+        QVERIFY(QFile::copy(f, a) && QFile::copy(f, b));
+        QProcessEnvironment sqlite;
+        sqlite.insert("FRAGSCOPE_SQLITE_ROWS", "1");
+        for (const QStringList& args : {QStringList{"state", "--at", "end", "--json"},
+                                        QStringList{"collapse", "--frame", "20", "--any"}}) {
+            const auto pages = runCli(QStringList{args[0], a} + args.mid(1));
+            const auto bySqlite =
+                fstest::runCliIn({}, QStringList{args[0], b} + args.mid(1), sqlite);
+            QCOMPARE(pages.exitCode, 0);
+            QCOMPARE(bySqlite.exitCode, 0);
+            QVERIFY(pages.out.size() > 100);
+            QCOMPARE(QByteArray(pages.out).replace(a.toUtf8(), "S"),
+                     QByteArray(bySqlite.out).replace(b.toUtf8(), "S"));
+        }
+    }
+
     void smallThingsANewUserTripsOn()
     {
         QVERIFY(dir_.isValid());
