@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "sqlite_format.h"
+
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -173,26 +175,17 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
 
     // Check the header ourselves first: SQLite opens any file lazily and would report a
     // non-database only at the first query.
-    struct Header
-    {
-        uint32_t pageSize = 0, pages = 0, changeCounter = 0, validFor = 0;
-        bool sizeValid() const { return pages != 0 && changeCounter == validFor; }
-    };
-    auto readHeader = [&path](Header& h) {
+    auto readHeader = [&path]() {
         std::ifstream in(path, std::ios::binary);
-        std::array<unsigned char, 100> hdr{};
+        std::array<unsigned char, store::format::kHeaderBytes> hdr{};
         in.read(reinterpret_cast<char*>(hdr.data()), hdr.size());
         if (in.gcount() == 0) throw SessionError(path, "empty file, not a fragscope session");
-        if (in.gcount() < 100 || std::memcmp(hdr.data(), "SQLite format 3", 16) != 0)
-            throw SessionError(path, "not a fragscope session (not an SQLite database)");
-        auto be32 = [&hdr](int at) {
-            return static_cast<uint32_t>(hdr[at] << 24 | hdr[at + 1] << 16 | hdr[at + 2] << 8 |
-                                         hdr[at + 3]);
-        };
-        h.pageSize = (hdr[16] << 8 | hdr[17]) == 1 ? 65536u : (hdr[16] << 8 | hdr[17]);
-        h.pages = be32(28);
-        h.changeCounter = be32(24);
-        h.validFor = be32(92);
+        const std::optional<store::format::Header> parsed =
+            in.gcount() < static_cast<std::streamsize>(hdr.size())
+                ? std::nullopt
+                : store::format::parseHeader(hdr.data());
+        if (!parsed) throw SessionError(path, "not a fragscope session (not an SQLite database)");
+        return *parsed;
     };
     // A writer elsewhere (the GUI storing its analysis index, a checkpoint) writes page 1 with
     // the new page count before it extends the file, so a file being written can look truncated
@@ -200,13 +193,13 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
     // says one may be active) is reported.
     const bool writerMayBeActive = ::access((path + "-journal").c_str(), F_OK) == 0 ||
                                    ::access((path + "-wal").c_str(), F_OK) == 0;
-    Header h;
     for (int attempt = 0;; ++attempt) {
-        readHeader(h);
+        const store::format::Header h = readHeader();
         if (::stat(path.c_str(), &st) != 0)
             throw SessionError(path, std::string("cannot open: ") + std::strerror(errno));
         const uint64_t expected = static_cast<uint64_t>(h.pages) * h.pageSize;
-        if (!h.sizeValid() || expected <= static_cast<uint64_t>(st.st_size)) break;
+        const bool sizeValid = h.pages != 0 && h.changeCounter == h.validFor;
+        if (!sizeValid || expected <= static_cast<uint64_t>(st.st_size)) break;
         if (!writerMayBeActive || attempt >= 40)
             throw SessionError(path, "truncated: header says " + std::to_string(expected) +
                                          " bytes, file has " + std::to_string(st.st_size));

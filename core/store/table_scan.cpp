@@ -1,12 +1,13 @@
 #include "table_scan.h"
 
+#include "sqlite_format.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -26,15 +27,8 @@ constexpr uint8_t kInteriorTable = 5, kLeafTable = 13;
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-uint32_t be16(const uint8_t* p)
-{
-    return static_cast<uint32_t>(p[0]) << 8 | p[1];
-}
-uint32_t be32(const uint8_t* p)
-{
-    return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-           static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
+using format::be16;
+using format::be32;
 
 // A SQLite varint at p, ending before end: its value, p moved past it; false when it runs past
 // end.
@@ -109,17 +103,17 @@ public:
         if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &file_) != SQLITE_OK ||
             !file_ || !file_->pMethods)
             return;
-        uint8_t h[100];
+        uint8_t h[format::kHeaderBytes];
         sqlite3_int64 size = 0;
         if (file_->pMethods->xRead(file_, h, sizeof h, 0) != SQLITE_OK ||
             file_->pMethods->xFileSize(file_, &size) != SQLITE_OK)
             return;
-        if (std::memcmp(h, "SQLite format 3", 16) != 0) return;
-        const uint32_t ps = be16(h + 16);
-        pageSize_ = ps == 1 ? 65536 : ps;
+        const std::optional<format::Header> header = format::parseHeader(h);
+        if (!header) return;
+        pageSize_ = header->pageSize;
         if (pageSize_ < 512 || (pageSize_ & (pageSize_ - 1)) != 0) return;
-        usable_ = pageSize_ - h[20];
-        wal_ = h[18] == 2 || h[19] == 2;
+        usable_ = pageSize_ - header->reservedBytes;
+        wal_ = header->wal;
         pages_ = static_cast<uint64_t>(size) / pageSize_;
         ok_ = usable_ >= 480;
     }
