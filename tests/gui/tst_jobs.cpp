@@ -2,12 +2,19 @@
 // mode, and that cancellation and failures arrive as documented.
 #include "widgets/jobs.h"
 
+#include <QApplication>
+#include <QProcess>
 #include <QSemaphore>
 #include <QSignalSpy>
 #include <QtTest>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 
 using namespace fs::views;
 
@@ -40,6 +47,44 @@ auto gated(Gate& g, int value)
     };
 }
 
+// The child of quitWaitsForEveryJob: an application that goes away while a job runs on each
+// pool, their trackers never destroyed (a window closed but not deleted when the event loop
+// ended). Each job waits for its flag (20 s at most), then works on for 200 ms. Prints, per
+// job, whether it saw its flag, ended, and found the application still there when it ended.
+int quitWithJobsRunning(int argc, char** argv)
+{
+    struct Seen
+    {
+        std::atomic<bool> cancelled{false}, ended{false}, appThere{false};
+    } seen[2];
+    std::unique_ptr<JobTracker> trackers[2]; // outlive the application, as a leaked window's
+    {
+        QApplication app(argc, argv);
+        QSemaphore started;
+        QThreadPool* pools[2] = {&workerPool(), &longJobPool()};
+        for (int i = 0; i < 2; ++i) {
+            trackers[i] = std::make_unique<JobTracker>(nullptr, JobTracker::Mode::Serial, pools[i]);
+            Seen& s = seen[i];
+            trackers[i]->start([&s, &started](const Job& job) {
+                started.release();
+                const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                while (!job.cancelled() && std::chrono::steady_clock::now() < give_up)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                s.cancelled = job.cancelled();
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                s.appThere = QCoreApplication::instance() != nullptr;
+                s.ended = true;
+            });
+        }
+        started.acquire(2);
+    }
+    for (const Seen& s : seen)
+        std::printf("cancelled=%d ended=%d app=%d\n", int(s.cancelled.load()), int(s.ended.load()),
+                    int(s.appThere.load()));
+    std::fflush(stdout);
+    return 0;
+}
+
 } // namespace
 
 class TstJobs : public QObject
@@ -47,6 +92,21 @@ class TstJobs : public QObject
     Q_OBJECT
 
 private slots:
+    // A job still running when the application object goes away is cancelled and waited for
+    // while the application is still there: left running, it drew text or freed a scene while
+    // Qt tore its globals down (a crash at exit, then a hang in ASan's handler, in CI).
+    void quitWaitsForEveryJob()
+    {
+        QProcess child;
+        child.start(QCoreApplication::applicationFilePath(), {"--quit-with-jobs-running"});
+        QVERIFY(child.waitForFinished(60000));
+        QCOMPARE(child.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(child.exitCode(), 0);
+        // Both jobs (workerPool, longJobPool): flag raised, ended, the application still there.
+        const QByteArray want = "cancelled=1 ended=1 app=1\n";
+        QCOMPARE(child.readAllStandardOutput(), want + want);
+    }
+
     void replaceDeliversOnlyTheNewest()
     {
         // A runs; B starts at once and raises A's flag. Both run, only B (2) is delivered.
@@ -215,5 +275,12 @@ private slots:
     }
 };
 
-QTEST_MAIN(TstJobs)
+int main(int argc, char** argv)
+{
+    if (argc > 1 && std::strcmp(argv[1], "--quit-with-jobs-running") == 0)
+        return quitWithJobsRunning(1, argv);
+    QApplication app(argc, argv);
+    TstJobs tc;
+    return QTest::qExec(&tc, argc, argv);
+}
 #include "tst_jobs.moc"

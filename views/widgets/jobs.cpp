@@ -4,12 +4,25 @@
 
 #include <QCoreApplication>
 
+#include <unordered_set>
+
 namespace fs::views {
+
+namespace {
+// Every tracker alive, for cancelAll(); created and destroyed on the GUI thread only.
+std::unordered_set<JobTracker*>& liveTrackers()
+{
+    static std::unordered_set<JobTracker*> all;
+    return all;
+}
+} // namespace
 
 void Job::post(std::function<void()> fn) const
 {
+    QCoreApplication* app = QCoreApplication::instance();
+    if (!app) return; // no GUI thread left to deliver to
     QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
+        app,
         [t = tracker_, id = id_, fn = std::move(fn)] {
             if (t) t->deliver(id, fn);
         },
@@ -18,8 +31,10 @@ void Job::post(std::function<void()> fn) const
 
 void Job::progress(int percent, const QString& stage) const
 {
+    QCoreApplication* app = QCoreApplication::instance();
+    if (!app) return;
     QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
+        app,
         [t = tracker_, id = id_, percent, stage] {
             if (t) t->deliver(id, [t, percent, stage] { emit t->progress(percent, stage); });
         },
@@ -29,11 +44,19 @@ void Job::progress(int percent, const QString& stage) const
 JobTracker::JobTracker(QObject* parent, Mode mode, QThreadPool* pool)
     : QObject(parent), mode_(mode), pool_(pool)
 {
+    liveTrackers().insert(this);
 }
 
 JobTracker::~JobTracker()
 {
+    liveTrackers().erase(this);
     if (cancel_) cancel_->store(true);
+}
+
+void JobTracker::cancelAll()
+{
+    for (JobTracker* t : liveTrackers())
+        t->cancel();
 }
 
 uint64_t JobTracker::launch(Erased work)
@@ -59,8 +82,10 @@ void JobTracker::run(uint64_t id, Erased work)
     pool_->start([job, work = std::move(work)] {
         lowerWorkerPriority();
         std::function<void()> deliver = work(job);
+        QCoreApplication* app = QCoreApplication::instance();
+        if (!app) return;
         QMetaObject::invokeMethod(
-            QCoreApplication::instance(),
+            app,
             [t = job.tracker_, id = job.id_, cancel = job.cancel_,
              deliver = std::move(deliver)]() mutable {
                 if (t) t->finished(id, cancel, std::move(deliver));

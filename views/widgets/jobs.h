@@ -81,6 +81,8 @@ public:
     }
     // Drops the running and the waiting job's results and raises the running job's flag.
     void cancel();
+    // cancel() on every tracker alive (GUI thread): the application is going away.
+    static void cancelAll();
     // Raises the running job's flag, as a newer job would, and drops nothing: for a job that
     // reports its own end when stopped (a replay the user cancels says so when it has stopped).
     void interrupt();

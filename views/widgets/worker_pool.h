@@ -33,32 +33,16 @@ inline void keepThreads(QThreadPool& pool)
 // Not QThreadPool::globalInstance(): Qt 6.4's raster engine splits a large fill or line draw
 // over the global pool and waits for it on the GUI thread, so a job of seconds there froze a
 // paint for as long (5.8 s in the heatmap's paint while a 10 M-allocation session loaded its
-// rows). Created once, never destroyed: a job still running at exit is not waited for, as
-// before.
-inline QThreadPool& workerPool()
-{
-    static QThreadPool* const pool = [] {
-        auto* p = new QThreadPool;
-        p->setObjectName(QStringLiteral("fragscope workers"));
-        p->setMaxThreadCount(std::max(2, QThread::idealThreadCount()));
-        keepThreads(*p);
-        return p;
-    }();
-    return *pool;
-}
+// rows). Created on first use and never destroyed. When the application object goes away (a
+// post routine of its destructor, while QCoreApplication::instance() still answers) every
+// JobTracker still alive is cancelled and both pools are waited for: a job left running
+// there drew text or freed a scene while Qt's fonts and globals were torn down under it (a
+// crash at exit, then a hang in the crash handler, under ASan).
+QThreadPool& workerPool();
 
 // Long single jobs of their own windows (a report, a what-if replay, a comparison, ranks, video
 // scoring): apart from workerPool(), so that a replay of minutes leaves the views' two workers
-// free.
-inline QThreadPool& longJobPool()
-{
-    static QThreadPool* const pool = [] {
-        auto* p = new QThreadPool;
-        p->setObjectName(QStringLiteral("fragscope long jobs"));
-        p->setMaxThreadCount(8);
-        return p;
-    }();
-    return *pool;
-}
+// free. Waited for at exit as workerPool() is.
+QThreadPool& longJobPool();
 
 } // namespace fs::views
