@@ -205,14 +205,18 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     // The engine's work runs off the GUI thread; the result arrives as one immutable value.
     const std::string pa = a.toStdString(), pb = b.toStdString(), pr = reference.toStdString();
     jobs_->start(
-        [pa, pb, pr](const views::Job&) {
+        [pa, pb, pr](const views::Job& job) {
+            // Stops between its steps once cancelled (a cancelled job delivers nothing), so that
+            // quitting during a long load waits for one step at most.
             auto r = std::make_shared<Loaded>();
             r->session[0] = sessionOf(pa);
             r->session[1] = sessionOf(pb);
             const std::string& sa = r->session[0];
             const std::string& sb = r->session[1];
             r->scene[0] = withoutBorrowedCollapses(render::loadScene(sa));
+            if (job.cancelled()) return std::shared_ptr<const Loaded>();
             r->scene[1] = withoutBorrowedCollapses(render::loadScene(sb));
+            if (job.cancelled()) return std::shared_ptr<const Loaded>();
             r->c = analysis::compareSessions(sa, sb, 100, r->scene[0]->engine, r->scene[1]->engine);
             if (!pr.empty())
                 r->ref = std::make_shared<const analysis::Comparison>(

@@ -174,6 +174,7 @@ void RanksWindow::start(analysis::RankAlignMode mode)
             auto l = std::make_shared<Loaded>();
             l->scenes = scenes;
             for (size_t i = l->scenes.size(); i < inputs.size(); ++i) {
+                if (job.cancelled()) return std::shared_ptr<const Loaded>(); // delivers nothing
                 job.post([this, i, n = inputs.size()] {
                     status_->setText(tr("Loading rank file %1 of %2…").arg(i + 1).arg(n));
                 });
