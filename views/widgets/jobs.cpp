@@ -5,6 +5,7 @@
 #include <QCoreApplication>
 
 #include <unordered_set>
+#include <utility>
 
 namespace fs::views {
 
@@ -15,30 +16,26 @@ std::unordered_set<JobTracker*>& liveTrackers()
     static std::unordered_set<JobTracker*> all;
     return all;
 }
+// Runs fn on the GUI thread (the application's event loop), unless the application is gone.
+template <typename F> void toGuiThread(F&& fn)
+{
+    if (QCoreApplication* app = QCoreApplication::instance())
+        QMetaObject::invokeMethod(app, std::forward<F>(fn), Qt::QueuedConnection);
+}
 } // namespace
 
 void Job::post(std::function<void()> fn) const
 {
-    QCoreApplication* app = QCoreApplication::instance();
-    if (!app) return; // no GUI thread left to deliver to
-    QMetaObject::invokeMethod(
-        app,
-        [t = tracker_, id = id_, fn = std::move(fn)] {
-            if (t) t->deliver(id, fn);
-        },
-        Qt::QueuedConnection);
+    toGuiThread([t = tracker_, id = id_, fn = std::move(fn)] {
+        if (t) t->deliver(id, fn);
+    });
 }
 
 void Job::progress(int percent, const QString& stage) const
 {
-    QCoreApplication* app = QCoreApplication::instance();
-    if (!app) return;
-    QMetaObject::invokeMethod(
-        app,
-        [t = tracker_, id = id_, percent, stage] {
-            if (t) t->deliver(id, [t, percent, stage] { emit t->progress(percent, stage); });
-        },
-        Qt::QueuedConnection);
+    toGuiThread([t = tracker_, id = id_, percent, stage] {
+        if (t) t->deliver(id, [t, percent, stage] { emit t->progress(percent, stage); });
+    });
 }
 
 JobTracker::JobTracker(QObject* parent, Mode mode, QThreadPool* pool)
@@ -82,15 +79,10 @@ void JobTracker::run(uint64_t id, Erased work)
     pool_->start([job, work = std::move(work)] {
         lowerWorkerPriority();
         std::function<void()> deliver = work(job);
-        QCoreApplication* app = QCoreApplication::instance();
-        if (!app) return;
-        QMetaObject::invokeMethod(
-            app,
-            [t = job.tracker_, id = job.id_, cancel = job.cancel_,
-             deliver = std::move(deliver)]() mutable {
-                if (t) t->finished(id, cancel, std::move(deliver));
-            },
-            Qt::QueuedConnection);
+        toGuiThread([t = job.tracker_, id = job.id_, cancel = job.cancel_,
+                     deliver = std::move(deliver)]() mutable {
+            if (t) t->finished(id, cancel, std::move(deliver));
+        });
     });
 }
 
