@@ -690,21 +690,32 @@ private slots:
         h.show();
         QVERIFY(QTest::qWaitForWindowExposed(&h));
         h.setScene(scene, scene->defaultTrack());
-        QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
         auto shot = [&] { return h.grab().toImage(); };
+        // A new scene's first picture is painted on a worker. Until it comes, paintEvent shows
+        // the background (or the preview picture the scene replaces) and paints none itself
+        // (no event has been processed since setScene: the worker's cannot have come).
+        QVERIFY(h.pictureAwaited());
+        const QPoint centre = h.plotArea().center().toPoint();
+        const QRgb background = h.palette().window().color().rgb();
+        QCOMPARE(shot().pixel(centre), background);
+        QCOMPARE(h.basesPaintedHere(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(h.isRefined(), 30000);
         // The picture around a new raster is painted by the raster's worker, not on the GUI
         // thread. A selection is painted there (no worker runs for it), and clearing it again
         // gives, painted there, the worker's picture to the pixel.
         const QImage first = shot();
         QVERIFY(h.baseFromWorker());
+        QVERIFY(first.pixel(centre) != background); // the heatmap is there
         const analysis::FrameInfo& f = scene->frames.at(scene->frames.size() / 2);
         views::Selection sel;
         sel.frame = f.index;
         sel.from = f.start;
         sel.to = f.end;
+        const int paintedHere = h.basesPaintedHere();
         h.setSelection(sel);
         QVERIFY(shot() != first);
         QVERIFY(!h.baseFromWorker());
+        QCOMPARE(h.basesPaintedHere(), paintedHere + 1);
         h.setSelection({});
         QCOMPARE(shot(), first);
         h.setDark(true);
@@ -720,13 +731,20 @@ private slots:
         // OOM marks are part of the picture, one per pixel column: a second OOM in the same
         // column draws nothing more (its half-transparent line would darken the first's), and
         // removing them gives the first picture back.
+        // The marks come with a picture painted on a worker; the one before stays meanwhile.
         const int64_t mid = (scene->timeBegin() + scene->timeEnd()) / 2;
         h.setOoms({mid});
+        QVERIFY(h.pictureAwaited());
+        QCOMPARE(shot(), first);
+        QTRY_VERIFY_WITH_TIMEOUT(!h.pictureAwaited(), 30000);
+        QVERIFY(h.baseFromWorker());
         const QImage marked = shot();
         QVERIFY(marked != first);
         h.setOoms({mid, mid + 1});
+        QTRY_VERIFY_WITH_TIMEOUT(!h.pictureAwaited(), 30000);
         QCOMPARE(shot(), marked);
         h.setOoms({});
+        QTRY_VERIFY_WITH_TIMEOUT(!h.pictureAwaited(), 30000);
         QCOMPARE(shot(), first);
     }
 

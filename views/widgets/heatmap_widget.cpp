@@ -9,6 +9,7 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QTimer>
 #include <QToolTip>
 #include <QWheelEvent>
 
@@ -54,12 +55,81 @@ void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int tra
     scene_ = std::move(scene);
     track_ = track;
     sel_ = {};
+    const QImage replaced = fromPreview ? base_ : QImage();
     base_ = {}; // the key does not name the scene
     fit();
     if (!kept.isNull()) {
         raster_ = kept;
         rasterVp_ = keptVp;
     }
+    // The new scene's first picture (the kept preview, or the placeholder, under the new
+    // axes) is painted on a worker; the picture it replaces stays until it comes.
+    standIn_ = replaced;
+    paintBaseBeside();
+}
+
+void HeatmapWidget::awaitPicture(QImage standIn)
+{
+    awaiting_ = true;
+    standIn_ = std::move(standIn);
+    awaitClock_.start();
+    QTimer::singleShot(kAwaitMs + 1, this, [this] {
+        if (awaiting_) update(); // none came in time: paintEvent paints one
+    });
+    update();
+}
+
+void HeatmapWidget::paintBaseBeside()
+{
+    if (!scene_ || track_ < 0) {
+        awaiting_ = false;
+        update();
+        return;
+    }
+    const BaseInputs in = baseInputs();
+    QImage picture = rasterVp_ == vp_ && !raster_.isNull() ? raster_ : placeholder();
+    baseJobs_->start([this, scene = scene_, in, picture = std::move(picture)](const Job& job) {
+        QImage base = paintBase(*scene, in, picture);
+        job.post([this, base = std::move(base), key = in.key]() mutable {
+            if (!takeBase(std::move(base), key)) { // stale already: paintEvent paints it
+                awaiting_ = false;
+                standIn_ = {};
+            }
+            update();
+        });
+    });
+    awaitPicture(base_.isNull() ? standIn_ : base_);
+}
+
+bool HeatmapWidget::takeBase(QImage base, const BaseKey& key)
+{
+    if (base.isNull() || !(key == baseKey())) return false;
+    base_ = std::move(base);
+    baseKey_ = key;
+    baseFromWorker_ = true;
+    awaiting_ = false;
+    standIn_ = {};
+    return true;
+}
+
+bool HeatmapWidget::pictureAwaited() const
+{
+    return awaiting_ && (rasterJobs_->busy() || baseJobs_->busy()) &&
+           awaitClock_.elapsed() < kAwaitMs;
+}
+
+bool HeatmapWidget::paintStandIn(QPainter& p)
+{
+    if (!pictureAwaited()) {
+        awaiting_ = false;
+        standIn_ = {};
+        return false;
+    }
+    if (!standIn_.isNull())
+        p.drawImage(QRectF(rect()), standIn_); // scaled when the widget was resized since
+    else
+        p.fillRect(rect(), palette().window());
+    return true;
 }
 
 void HeatmapWidget::setTrack(int track)
@@ -215,12 +285,13 @@ void HeatmapWidget::requestRaster()
             refined_ = fine && !rasterJobs_->superseded() && vp == vp_;
             key.rasterVp = vp;
             key.raster = raster_.cacheKey();
-            if (!base.isNull() && key == baseKey()) {
-                base_ = std::move(base);
-                baseKey_ = key;
-                baseFromWorker_ = true;
+            if (takeBase(std::move(base), key)) {
+                update();
+            } else if (vp == vp_) {
+                paintBaseBeside(); // the inputs changed while it ran (a resize, the OOMs)
+            } else {               // an earlier viewport's, stretched onto this one by paintEvent
+                update();
             }
-            update();
             emit rasterShown();
             if (refined_) emit refinedChanged();
         });
@@ -325,7 +396,10 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         return;
     }
     if (base_.isNull() || !(baseKey() == baseKey_)) {
-        // Painted here when no worker painted it (an overlay change, a resize, a new outline).
+        if (paintStandIn(p)) return; // a worker paints it (paintBaseBeside)
+        // Painted here after a change no worker runs for (a selection, the theme, a zoom or
+        // pan: at once), or when the worker's did not come in time.
+        ++basesPaintedHere_;
         const BaseInputs in = baseInputs();
         base_ =
             paintBase(*scene_, in, rasterVp_ == vp_ && !raster_.isNull() ? raster_ : placeholder());
@@ -379,7 +453,7 @@ void HeatmapWidget::setPoolOutline(const PoolOutline& o)
     if (o.empty() && outline_.empty()) return; // a new graphs report says "none" again
     outline_ = o;
     ++baseGeneration_;
-    update();
+    paintBaseBeside();
 }
 
 bool HeatmapWidget::toData(const QPointF& pt, int64_t& t, double& y) const
@@ -553,7 +627,9 @@ void HeatmapWidget::keyPressEvent(QKeyEvent* e)
 
 void HeatmapWidget::resizeEvent(QResizeEvent*)
 {
-    if (scene_) requestRaster();
+    if (!scene_) return;
+    requestRaster();
+    paintBaseBeside(); // the last raster stretched, at the new size, until the new one comes
 }
 
 void HeatmapWidget::setTimeCursor(int64_t t)
@@ -574,7 +650,7 @@ void HeatmapWidget::setOoms(std::vector<int64_t> times)
     if (times == ooms_) return;
     ooms_ = std::move(times);
     ++baseGeneration_; // the marks are in the base image
-    update();
+    paintBaseBeside();
 }
 
 void HeatmapWidget::setFragmentHighlight(uint64_t address, uint64_t size)

@@ -13,6 +13,7 @@
 #include "render/render.h"
 #include "selection.h"
 
+#include <QElapsedTimer>
 #include <QImage>
 #include <QWidget>
 
@@ -41,10 +42,16 @@ public:
     void setSelection(const Selection& s);
     const Selection& selection() const { return sel_; }
     QRectF plotArea() const;
-    bool isRefined() const { return refined_; }
+    // Whether the full-resolution picture is on screen (not a stand-in: pictureAwaited).
+    bool isRefined() const { return refined_ && !pictureAwaited(); }
     // Whether the picture under the overlay on screen was painted by a raster's worker (false:
     // by paintEvent, as after a change no worker ran for); a test's window on where it is done.
     bool baseFromWorker() const { return baseFromWorker_; }
+    // How many times paintEvent painted that picture itself (the GUI thread's share); a test's
+    // window on the same.
+    int basesPaintedHere() const { return basesPaintedHere_; }
+    // Whether a picture painted on a worker is awaited (the one before stays on screen).
+    bool pictureAwaited() const;
     void setDark(bool dark);
     // A view linked to another (the compare window): it shows exactly the time range it is
     // given, past the session's ends too (no data is drawn there), and reads time in the unit
@@ -161,6 +168,24 @@ private:
     QImage base_;
     BaseKey baseKey_;
     bool baseFromWorker_ = false;
+    int basesPaintedHere_ = 0;
+    // Pictures that change without the user's hand on the view (a new scene, its OOM marks, a
+    // pool outline, a raster whose worker painted around it with inputs changed since) are
+    // painted on a worker too: until one comes (kAwaitMs at most), paintEvent shows `standIn_`
+    // (the picture it replaces, or the background) instead of painting one on the GUI thread
+    // (13-40 ms there at open, while the loader's workers take both cores of a small machine).
+    static constexpr int kAwaitMs = 1000;
+    JobTracker* baseJobs_ = new JobTracker(this, JobTracker::Mode::Replace, &picturePool());
+    bool awaiting_ = false;
+    QElapsedTimer awaitClock_;
+    QImage standIn_;
+    void awaitPicture(QImage standIn);
+    // Paints the base of the current inputs on a worker (around the raster of the current
+    // viewport, or the last one stretched onto it), the picture on screen kept meanwhile.
+    void paintBaseBeside();
+    bool paintStandIn(QPainter& p);
+    // Takes a picture a worker painted for `key` when it is still the one for the screen.
+    bool takeBase(QImage base, const BaseKey& key);
     uint64_t baseGeneration_ = 0; // the pool outline or the OOMs changed
 };
 

@@ -8,7 +8,8 @@ namespace fs::views {
 
 namespace {
 
-QThreadPool* g_pools[2] = {nullptr, nullptr}; // workerPool(), longJobPool(): once created
+// workerPool(), longJobPool(), picturePool(): once created
+QThreadPool* g_pools[3] = {nullptr, nullptr, nullptr};
 
 // Runs in QApplication's destructor, on the GUI thread, before QCoreApplication::instance()
 // becomes null and before Qt's fonts, styles and other globals go: no job may outlive it.
@@ -48,6 +49,16 @@ QThreadPool& workerPool()
 QThreadPool& longJobPool()
 {
     static QThreadPool* const pool = makePool(1, "fragscope long jobs", 8);
+    return *pool;
+}
+
+QThreadPool& picturePool()
+{
+    static QThreadPool* const pool = [] {
+        QThreadPool* p = makePool(2, "fragscope pictures", 1);
+        keepThreads(*p);
+        return p;
+    }();
     return *pool;
 }
 

@@ -45,4 +45,9 @@ QThreadPool& workerPool();
 // free. Waited for at exit as workerPool() is.
 QThreadPool& longJobPool();
 
+// Short picture jobs (the heatmap's picture around a raster it already has: 10-40 ms): one
+// thread of their own, so that they never wait behind a raster or a replay of seconds on
+// workerPool(). Waited for at exit as workerPool() is.
+QThreadPool& picturePool();
+
 } // namespace fs::views
