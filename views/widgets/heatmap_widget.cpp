@@ -9,7 +9,6 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QTimer>
 #include <QToolTip>
 #include <QWheelEvent>
 
@@ -37,6 +36,12 @@ HeatmapWidget::HeatmapWidget(QWidget* parent) : QWidget(parent)
     setMouseTracking(true);
     setMinimumSize(320, 240);
     setAccessibleName(QStringLiteral("VA heatmap"));
+    awaitTimer_->setSingleShot(true);
+    awaitTimer_->setInterval(kAwaitMs);
+    connect(awaitTimer_, &QTimer::timeout, this, [this] {
+        standIn_ = {};
+        update(); // no picture came from the worker in time: paintEvent paints one
+    });
 }
 
 HeatmapWidget::~HeatmapWidget() = default; // the tracker stops a raster still running
@@ -70,31 +75,29 @@ void HeatmapWidget::setScene(std::shared_ptr<const render::Scene> scene, int tra
 
 void HeatmapWidget::awaitPicture(QImage standIn)
 {
-    awaiting_ = true;
     standIn_ = std::move(standIn);
-    awaitClock_.start();
-    QTimer::singleShot(kAwaitMs + 1, this, [this] {
-        if (awaiting_) update(); // none came in time: paintEvent paints one
-    });
+    awaitTimer_->start(); // on its timeout paintEvent paints one, unless the worker's came
     update();
+}
+
+void HeatmapWidget::endAwait()
+{
+    awaitTimer_->stop();
+    standIn_ = {};
 }
 
 void HeatmapWidget::paintBaseBeside()
 {
     if (!scene_ || track_ < 0) {
-        awaiting_ = false;
+        endAwait();
         update();
         return;
     }
     const BaseInputs in = baseInputs();
-    QImage picture = rasterVp_ == vp_ && !raster_.isNull() ? raster_ : placeholder();
-    baseJobs_->start([this, scene = scene_, in, picture = std::move(picture)](const Job& job) {
+    baseJobs_->start([this, scene = scene_, in, picture = pictureForView()](const Job& job) {
         QImage base = paintBase(*scene, in, picture);
         job.post([this, base = std::move(base), key = in.key]() mutable {
-            if (!takeBase(std::move(base), key)) { // stale already: paintEvent paints it
-                awaiting_ = false;
-                standIn_ = {};
-            }
+            if (!takeBase(std::move(base), key)) endAwait(); // stale already: paintEvent paints it
             update();
         });
     });
@@ -107,22 +110,19 @@ bool HeatmapWidget::takeBase(QImage base, const BaseKey& key)
     base_ = std::move(base);
     baseKey_ = key;
     baseFromWorker_ = true;
-    awaiting_ = false;
-    standIn_ = {};
+    endAwait();
     return true;
 }
 
 bool HeatmapWidget::pictureAwaited() const
 {
-    return awaiting_ && (rasterJobs_->busy() || baseJobs_->busy()) &&
-           awaitClock_.elapsed() < kAwaitMs;
+    return awaitTimer_->isActive() && (rasterJobs_->busy() || baseJobs_->busy());
 }
 
 bool HeatmapWidget::paintStandIn(QPainter& p)
 {
     if (!pictureAwaited()) {
-        awaiting_ = false;
-        standIn_ = {};
+        endAwait();
         return false;
     }
     if (!standIn_.isNull())
@@ -366,8 +366,9 @@ void HeatmapWidget::requestRaster()
     });
 }
 
-QImage HeatmapWidget::placeholder() const
+QImage HeatmapWidget::pictureForView() const
 {
+    if (rasterVp_ == vp_ && !raster_.isNull()) return raster_;
     // The last raster, moved and scaled to where its viewport lies in the current one.
     const QRectF plot = plotArea();
     QImage img(std::max(1, static_cast<int>(plot.width())),
@@ -401,8 +402,7 @@ void HeatmapWidget::paintEvent(QPaintEvent*)
         // pan: at once), or when the worker's did not come in time.
         ++basesPaintedHere_;
         const BaseInputs in = baseInputs();
-        base_ =
-            paintBase(*scene_, in, rasterVp_ == vp_ && !raster_.isNull() ? raster_ : placeholder());
+        base_ = paintBase(*scene_, in, pictureForView());
         baseKey_ = in.key;
         baseFromWorker_ = false;
     }

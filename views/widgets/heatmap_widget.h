@@ -13,8 +13,8 @@
 #include "render/render.h"
 #include "selection.h"
 
-#include <QElapsedTimer>
 #include <QImage>
+#include <QTimer>
 #include <QWidget>
 
 #include <atomic>
@@ -102,7 +102,9 @@ private:
     render::Viewport clamp(render::Viewport vp) const;
     void requestRaster();
     void zoomAround(double fx, double fy, double factorT, double factorY);
-    QImage placeholder() const;
+    // The picture for the plot now: the raster when it is of the current viewport, else the
+    // last one moved and scaled to where its viewport lies in the current one.
+    QImage pictureForView() const;
 
     std::shared_ptr<const render::Scene> scene_;
     int track_ = -1;
@@ -176,10 +178,10 @@ private:
     // (13-40 ms there at open, while the loader's workers take both cores of a small machine).
     static constexpr int kAwaitMs = 1000;
     JobTracker* baseJobs_ = new JobTracker(this, JobTracker::Mode::Replace, &picturePool());
-    bool awaiting_ = false;
-    QElapsedTimer awaitClock_;
+    QTimer* awaitTimer_ = new QTimer(this); // running while a picture is awaited
     QImage standIn_;
     void awaitPicture(QImage standIn);
+    void endAwait();
     // Paints the base of the current inputs on a worker (around the raster of the current
     // viewport, or the last one stretched onto it), the picture on screen kept meanwhile.
     void paintBaseBeside();
