@@ -8,7 +8,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
+#include <functional>
+#include <thread>
 #include <vector>
 
 namespace fs {
@@ -45,6 +49,62 @@ template <typename T> void mapSpareAhead(std::vector<T>& v, size_t newSize)
 {
     mapAhead(v.data(), v.size(), newSize, v.capacity());
 }
+
+// Touches the pages of arrays on a thread of its own, ahead of the thread that fills them. On the
+// development VM the host backs a page at the guest's first access to it, ~5 us per 4 KiB page
+// even after MADV_POPULATE_WRITE (docs/importers.md "Pages touched beside the parse"): a
+// snapshot's parse spent a third of its time there while the second core had nothing to do.
+// Each array is a lane, reserved ahead (capacity) and filled front to back: its filler calls
+// reach(lane, end) before it writes below byte `end`, and writes only below what this thread has
+// touched; this thread touches only above that, up to `lead` bytes beyond the filler's last
+// request, so no byte is written by one thread while the other reads it. With nothing to touch
+// it runs the idle task, if any (e.g. preparing the filler's next block), until that says it has
+// nothing left to do; kick() wakes it for that. Lanes are added before start().
+class PagesAhead
+{
+public:
+    explicit PagesAhead(size_t leadBytes = size_t{8} << 20) : lead_(leadBytes) {}
+    ~PagesAhead();
+    PagesAhead(const PagesAhead&) = delete;
+    PagesAhead& operator=(const PagesAhead&) = delete;
+
+    // An array [base, base + capacityBytes); returns its lane. At most 4.
+    int addLane(const void* base, size_t capacityBytes);
+    // Runs `task` on the thread when no lane needs touching; it returns false when idle.
+    void setIdleTask(std::function<bool()> task) { idle_ = std::move(task); }
+    void start();
+    // Ends the thread (a lane's array is about to move): no lane is touched after it returns.
+    void stop();
+    bool running() const { return thread_.joinable(); }
+    // The filler is about to write below byte `end` of the lane's array (only while running()).
+    void reach(int lane, size_t end)
+    {
+        Lane& l = lanes_[static_cast<size_t>(lane)];
+        if (end + lead_ / 2 <= l.ready.load(std::memory_order_acquire)) return;
+        slowReach(l, end);
+    }
+    void kick();
+
+private:
+    struct alignas(64) Lane
+    {
+        const char* base = nullptr;
+        size_t capacity = 0;
+        std::atomic<size_t> ready{0};  // touched below this (this thread's, then the filler's)
+        std::atomic<size_t> wanted{0}; // the filler's last request
+    };
+    void slowReach(Lane& l, size_t end);
+    bool touchSome(); // one step in the lane that needs it most; false when none does
+    void run();
+
+    size_t lead_;
+    std::array<Lane, 4> lanes_;
+    size_t laneCount_ = 0;
+    std::function<bool()> idle_;
+    alignas(64) std::atomic<uint32_t> kicks_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
 
 // Makes malloc serve large blocks from its heap and keep freed memory for reuse (no mmap and
 // munmap per large array, no trimming): an analysis allocates and frees arrays of hundreds of

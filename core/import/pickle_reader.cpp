@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -305,9 +306,70 @@ size_t PickleDoc::memoryBytes() const
            strs_.capacity() * sizeof(std::string_view) + floats_.capacity() * sizeof(double);
 }
 
+struct PickleDoc::ParseAhead
+{
+    enum Lane { Containers, Chunks, Memo };
+    static constexpr size_t kSpareBlocks = 8; // 4 MiB of arena ready
+
+    ParseAhead(PickleDoc& d, const std::vector<PValue>& memo) : doc(d)
+    {
+        auto add = [&](const auto& v) {
+            return pages.addLane(v.data(), v.capacity() * sizeof(v[0]));
+        };
+        lanes = {add(d.containers_), add(d.chunks_), add(memo)};
+        pages.setIdleTask([this] {
+            {
+                const std::lock_guard lock(m);
+                if (spares.size() >= kSpareBlocks) return false;
+            }
+            auto block = mappedZeros<PValue>(kBlock); // touched here, not by the parse
+            const std::lock_guard lock(m);
+            spares.push_back(std::move(block));
+            return true;
+        });
+        d.ahead_ = this;
+        pages.start();
+    }
+    ~ParseAhead()
+    {
+        pages.stop(); // before the blocks and the lock go
+        doc.ahead_ = nullptr;
+    }
+    std::vector<PValue> takeBlock()
+    {
+        std::vector<PValue> b;
+        {
+            const std::lock_guard lock(m);
+            if (spares.empty()) return b;
+            b = std::move(spares.back());
+            spares.pop_back();
+        }
+        pages.kick();
+        return b;
+    }
+
+    PickleDoc& doc;
+    PagesAhead pages;
+    std::array<int, 3> lanes{};
+    std::mutex m;
+    std::vector<std::vector<PValue>> spares;
+};
+
+template <typename T> void PickleDoc::grow(std::vector<T>& v, int lane, size_t newSize)
+{
+    if (ahead_ && ahead_->pages.running()) {
+        if (newSize <= v.capacity()) {
+            ahead_->pages.reach(ahead_->lanes[static_cast<size_t>(lane)], newSize * sizeof(T));
+            return;
+        }
+        ahead_->pages.stop(); // v is about to move: nothing may touch its old place
+    }
+    mapSpareAhead(v, newSize);
+}
+
 PValue PickleDoc::newContainer(PType t)
 {
-    mapSpareAhead(containers_, containers_.size() + 1);
+    grow(containers_, ParseAhead::Containers, containers_.size() + 1);
     containers_.push_back({kNone, kNone, 0, t, 0});
     return PValue::make(t, containers_.size() - 1);
 }
@@ -316,7 +378,8 @@ void PickleDoc::newBlock()
 {
     // Mapped before it is zeroed (core/pages.h): 512 KiB a block, a few hundred blocks for a
     // large snapshot, whose page faults were a sixth of an import.
-    arena_.push_back(mappedZeros<PValue>(kBlock));
+    arena_.push_back(ahead_ ? ahead_->takeBlock() : std::vector<PValue>{});
+    if (arena_.back().empty()) arena_.back() = mappedZeros<PValue>(kBlock);
     arenaUsed_ = 0;
 }
 
@@ -410,7 +473,7 @@ void PickleDoc::append(PValue c, const PValue* items, size_t n)
             chunks_[k.last].start + chunks_[k.last].count == arenaUsed_) {
             chunks_[k.last].count += static_cast<uint32_t>(take);
         } else {
-            mapSpareAhead(chunks_, chunks_.size() + 1);
+            grow(chunks_, ParseAhead::Chunks, chunks_.size() + 1);
             chunks_.push_back({block, arenaUsed_, static_cast<uint32_t>(take), kNone});
             const auto id = static_cast<uint32_t>(chunks_.size() - 1);
             if (k.last == kNone)
@@ -484,6 +547,8 @@ public:
         // Most objects in a snapshot are memoized; reserve (virtually) so the memo never copies.
         memo_.reserve(
             static_cast<size_t>(std::min<uint64_t>(r.fileSize() / 6 + 1024, uint64_t{1} << 30)));
+        if (r.fileSize() >= o.touchAheadFrom)
+            ahead_ = std::make_unique<PickleDoc::ParseAhead>(d, memo_);
     }
 
     void run();
@@ -567,7 +632,7 @@ private:
         if (!memoHas(idx)) ++memoCount_;
         if (idx < memo_.size() || idx < memo_.size() + (1u << 20)) {
             if (idx >= memo_.size()) {
-                mapSpareAhead(memo_, idx + 1);
+                d_.grow(memo_, PickleDoc::ParseAhead::Memo, idx + 1);
                 memo_.resize(idx + 1);
             }
             memo_[idx] = v;
@@ -605,6 +670,7 @@ private:
     std::string tmp_;
     uint64_t opOff_ = 0;
     uint8_t op_ = 0;
+    std::unique_ptr<PickleDoc::ParseAhead> ahead_; // last: stopped before memo_ goes
 };
 
 void PickleVm::run()

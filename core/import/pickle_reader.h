@@ -167,6 +167,10 @@ private:
         uint64_t offset;
         uint64_t length;
     };
+    // While a large input is parsed: the thread that touches the arrays' pages ahead of the
+    // parse, and the arena blocks it prepared (pickle_reader.cpp).
+    struct ParseAhead;
+    template <typename T> void grow(std::vector<T>& v, int lane, size_t newSize);
     PValue newContainer(PType t);
     void newBlock();
     void append(PValue c, const PValue* items, size_t n);
@@ -192,6 +196,7 @@ private:
     std::vector<std::string> compactKeys_;
     std::vector<PValue> compactKeyValues_;
     mutable std::vector<int8_t> keyIndex_; // per string id: -2 unknown, -1 none, else index
+    ParseAhead* ahead_ = nullptr;
 };
 
 struct PickleOptions
@@ -201,6 +206,9 @@ struct PickleOptions
     std::vector<std::string> compactKeys;
     // Called every ~1 MiB of input with the offset reached (progress).
     std::function<void(uint64_t)> progress;
+    // From this input size on, a second thread touches the document's fresh pages ahead of the
+    // parse (fs::PagesAhead) and prepares its next arena blocks.
+    uint64_t touchAheadFrom = uint64_t{16} << 20;
 };
 
 class PickleReader

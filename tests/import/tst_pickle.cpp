@@ -275,6 +275,68 @@ private slots:
         QVERIFY(ordered);
         QCOMPARE(sum, int64_t{19999900000});
     }
+
+    void pagesTouchedAheadChangeNothing()
+    {
+        // The thread that touches the document's pages ahead of the parse (PickleOptions::
+        // touchAheadFrom; off below 16 MiB, so forced here) must leave the document as the parse
+        // alone makes it. 150 000 memoized dicts {'a': i, 'b': [i, 'x']} with compact keys grow
+        // the container, chunk and memo arrays through many of its steps and take arena blocks
+        // it prepared; a BINGET at the end reads one back. Sum of the 'a's:
+        // 149999 * 150000 / 2 = 11249925000.
+        QByteArray p = bytes(
+            {0x80, 4, 0x8c, 1, 'a', 0x94, 0x8c, 1, 'b', 0x94, 0x8c, 1, 'x', 0x94, ']', 0x94, '('});
+        for (int i = 0; i < 150000; ++i) {
+            p.append(bytes({'}', 0x94, '(', 'h', 0, 'J'}));
+            for (int k = 0; k < 4; ++k)
+                p.append(static_cast<char>((i >> (8 * k)) & 0xff));
+            p.append(bytes({'h', 1, ']', 0x94, '(', 'J'}));
+            for (int k = 0; k < 4; ++k)
+                p.append(static_cast<char>((i >> (8 * k)) & 0xff));
+            p.append(bytes({'h', 2, 'e', 'u'}));
+        }
+        p.append(bytes({'e', 'h', 4, 'a', '.'})); // memo 4: the first dict, appended again
+        const std::string path = write(p).toStdString();
+        PickleOptions plain;
+        plain.compactKeys = {"a", "b"};
+        plain.touchAheadFrom = uint64_t{1} << 62;
+        PickleOptions ahead = plain;
+        ahead.touchAheadFrom = 0;
+        ByteReader r1(path), r2(path);
+        auto d1 = PickleReader::read(r1, plain);
+        auto d2 = PickleReader::read(r2, ahead);
+        QCOMPARE(d2->size(d2->root()), size_t{150001});
+        QCOMPARE(repr(*d2, d2->root()), repr(*d1, d1->root()));
+        int64_t sum = 0;
+        d2->forEach(d2->root(), [&](PValue v) {
+            int64_t x = 0;
+            d2->toI64(d2->get(v, "a"), x);
+            sum += x;
+        });
+        QCOMPARE(sum, int64_t{11249925000}); // the last item repeats the first, whose 'a' is 0
+        QCOMPARE(QString::fromStdString(repr(*d2, d2->at(d2->root(), 150000))),
+                 QString("{'a': 0, 'b': [0, 'x']}"));
+    }
+
+    void pagesTouchedAheadStopWhenAnArrayMoves()
+    {
+        // 600 000 memoized Nones ('N', MEMOIZE: 2 bytes each) need more memo entries than the
+        // reader reserves from the file's size (a sixth of its bytes): the memo array moves, so
+        // the touching thread is stopped first and the parse maps its pages itself from there
+        // on. No hang, and all 600 000 come back.
+        QByteArray p = bytes({0x80, 4, ']', '('});
+        for (int i = 0; i < 600000; ++i)
+            p.append(bytes({'N', 0x94}));
+        p.append(bytes({'e', '.'}));
+        PickleOptions ahead;
+        ahead.touchAheadFrom = 0;
+        ByteReader r(write(p).toStdString());
+        auto doc = PickleReader::read(r, ahead);
+        QCOMPARE(doc->size(doc->root()), size_t{600000});
+        bool allNone = true;
+        doc->forEach(doc->root(), [&](PValue v) { allNone = allNone && v.type() == PType::None; });
+        QVERIFY(allNone);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestPickle)
