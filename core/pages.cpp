@@ -1,6 +1,7 @@
 #include "pages.h"
 
 #include <cstdint>
+#include <system_error>
 
 #include <malloc.h>
 
@@ -46,7 +47,11 @@ int PagesAhead::addLane(const void* base, size_t capacityBytes)
 
 void PagesAhead::start()
 {
-    thread_ = std::thread([this] { run(); });
+    try {
+        thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+        // The filler maps its pages itself, as before.
+    }
 }
 
 void PagesAhead::kick()

@@ -72,6 +72,7 @@ public:
     int addLane(const void* base, size_t capacityBytes);
     // Runs `task` on the thread when no lane needs touching; it returns false when idle.
     void setIdleTask(std::function<bool()> task) { idle_ = std::move(task); }
+    // Starts the thread; without one (none to be had) running() stays false.
     void start();
     // Ends the thread (a lane's array is about to move): no lane is touched after it returns.
     void stop();
@@ -80,7 +81,8 @@ public:
     void reach(int lane, size_t end)
     {
         Lane& l = lanes_[static_cast<size_t>(lane)];
-        if (end + lead_ / 2 <= l.ready.load(std::memory_order_acquire)) return;
+        const size_t r = l.ready.load(std::memory_order_acquire);
+        if (end <= r && (end + lead_ / 2 <= r || r == l.capacity)) return;
         slowReach(l, end);
     }
     void kick();
