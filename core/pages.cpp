@@ -16,7 +16,7 @@ void mapPages(void* p, size_t bytes)
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
-    const uintptr_t step = std::max<uintptr_t>(page, (uintptr_t{512} << 10) / page * page);
+    const uintptr_t step = std::max<uintptr_t>(page, kMapStepBytes / page * page);
     for (uintptr_t q = begin; q < end; q += step)
         madvise(reinterpret_cast<void*>(q), std::min(step, end - q), MADV_POPULATE_WRITE);
 #else
@@ -63,9 +63,8 @@ void PagesAhead::kick()
 void PagesAhead::slowReach(Lane& l, size_t end)
 {
     end = std::min(end, l.capacity);
-    size_t w = l.wanted.load(std::memory_order_relaxed);
-    while (w < end && !l.wanted.compare_exchange_weak(w, end, std::memory_order_relaxed)) {
-    }
+    if (end > l.wanted.load(std::memory_order_relaxed)) // the filler is its only writer
+        l.wanted.store(end, std::memory_order_relaxed);
     kick();
     for (size_t r = l.ready.load(std::memory_order_acquire); r < end;
          r = l.ready.load(std::memory_order_acquire))
@@ -74,7 +73,6 @@ void PagesAhead::slowReach(Lane& l, size_t end)
 
 bool PagesAhead::touchSome()
 {
-    constexpr size_t step = size_t{512} << 10;
     const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     // The lane whose touched part is nearest its filler's request.
     Lane* best = nullptr;
@@ -89,7 +87,7 @@ bool PagesAhead::touchSome()
     }
     if (!best) return false;
     const size_t r = best->ready.load(std::memory_order_relaxed);
-    const size_t n = std::min(step, best->capacity - r);
+    const size_t n = std::min(kMapStepBytes, best->capacity - r);
     char* at = const_cast<char*>(best->base) + r;
     mapPages(at, n);
     // Mapped pages still cost the host's backing at their first access: read one byte of each

@@ -17,6 +17,9 @@
 
 namespace fs {
 
+// The most mapPages maps in one call, and the step in which the helpers below map and touch.
+constexpr size_t kMapStepBytes = size_t{512} << 10;
+
 // Maps the whole pages of [p, p + bytes) on the calling thread, at most 512 KiB per call: the
 // kernel holds the process's memory-map lock for reading through a call, and every other
 // thread's mmap or munmap (a thread's stack, a large malloc or free, e.g. the GUI's) waits for
@@ -39,7 +42,7 @@ template <typename T> std::vector<T> mappedZeros(size_t n)
 // (mapSpareAhead).
 template <typename T> void mapAhead(T* at, size_t written, size_t upTo, size_t capacity)
 {
-    constexpr size_t step = std::max<size_t>(1, (size_t{512} << 10) / sizeof(T));
+    constexpr size_t step = std::max<size_t>(1, kMapStepBytes / sizeof(T));
     for (size_t i = (written + step - 1) / step * step; i < upTo && i < capacity; i += step)
         mapPages(at + i, std::min(step, capacity - i) * sizeof(T));
 }

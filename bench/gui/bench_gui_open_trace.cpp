@@ -136,7 +136,8 @@ int main(int argc, char** argv)
                     steps.value("write_html_s").toDouble(), halfSeconds,
                     cold.firstPicture / halfSeconds);
     } else {
-        std::printf("  baseline unavailable (memory_viz_steps.py: exit %d, %s)\n", py.exitCode(),
+        std::printf("  baseline unavailable (memory_viz_steps.py: %s, exit %d: %s)\n",
+                    qPrintable(py.errorString()), py.exitCode(),
                     py.readAllStandardError().trimmed().constData());
     }
     return warm.reused ? 0 : 1;

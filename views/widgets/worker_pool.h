@@ -35,7 +35,7 @@ inline void keepThreads(QThreadPool& pool)
 // paint for as long (5.8 s in the heatmap's paint while a 10 M-allocation session loaded its
 // rows). Created on first use and never destroyed. When the application object goes away (a
 // post routine of its destructor, while QCoreApplication::instance() still answers) every
-// JobTracker still alive is cancelled and both pools are waited for: a job left running
+// JobTracker still alive is cancelled and every pool is waited for: a job left running
 // there drew text or freed a scene while Qt's fonts and globals were torn down under it (a
 // crash at exit, then a hang in the crash handler, under ASan).
 QThreadPool& workerPool();
