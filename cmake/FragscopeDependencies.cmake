@@ -20,6 +20,10 @@ endfunction()
 fragscope_require(SQLite3 libsqlite3-dev)
 fragscope_require(fmt libfmt-dev)
 fragscope_require(ZLIB zlib1g-dev)
+# OpenSSL's libcrypto: SHA-256 content hashes.
+fragscope_require(OpenSSL libssl-dev)
+# Boost.Math (header-only): the distributions behind the p-values.
+fragscope_require(Boost libboost-math-dev 1.74 CONFIG)
 find_package(Threads REQUIRED)
 
 find_package(Qt6 QUIET COMPONENTS Core Gui Widgets Test Svg PrintSupport)

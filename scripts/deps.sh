@@ -4,7 +4,7 @@
 set -euo pipefail
 
 FRAGSCOPE_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
-  qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev libfmt-dev zlib1g-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libsqlite3-dev libfmt-dev zlib1g-dev libboost-math-dev libssl-dev
   libopencv-dev ffmpeg python3-distributed
   sqlite3 xvfb xauth imagemagick clang clang-format gdb dpkg-dev file appstream desktop-file-utils)
 

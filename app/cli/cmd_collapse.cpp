@@ -41,6 +41,9 @@ int runCollapse(Args& a)
                    "{}: frame {} is not part of a collapse (rules: {}); --any reports its "
                    "precursors anyway\n",
                    a.positional()[0], frame, rules);
+        for (const CommonRule& c : engine->commonRules())
+            fmt::print(stderr, "{}: rule {} (it describes the run, so it makes no collapse)\n",
+                       a.positional()[0], c.describe());
         return Failure;
     }
     if (!rep) rep = engine->frameReport(frame);
@@ -88,9 +91,11 @@ FRAGSCOPE_COMMAND({
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
         "Collapse rules: the settings file's (docs/settings.md), else the defaults\n"
-        "coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,\n"
-        "clip_entropy_bits > 2.95, warp_error_z > 6. The precursor window runs from the start of "
-        "the frame\n"
+        "coherence_score < 0.05, id_match_rate < 0.65, clip_entropy_bits > 2.95,\n"
+        "warp_error_z > 6 (video breaks relative to the run: no fixed-pixel rule by default).\n"
+        "A rule on a video metric that fires on more than half of the frames carrying it\n"
+        "(10 or more) describes the video, not a break in it: it makes no collapse and is\n"
+        "reported as \"not a break\". The precursor window runs from the start of the frame\n"
         "--lookback frames (2) before the collapse to the end of its first frame.\n"
         "Precursors (allocator events, OOMs, kernel-variant shifts) are ranked by evidence:\n"
         "closeness to the onset x novelty against the healthy frames before the window x\n"

@@ -16,11 +16,6 @@ using namespace fs::analysis;
 
 namespace {
 
-std::string signedBytes(int64_t d)
-{
-    return (d < 0 ? "-" : "+") + humanBytes(static_cast<uint64_t>(d < 0 ? -d : d));
-}
-
 void side(JsonWriter& j, const char* key, const SideSummary& s)
 {
     j.key(key).beginObject();
@@ -91,7 +86,7 @@ int runCompare(Args& a)
     const SummaryDelta& d = c.difference.figures;
     auto bytesRow = [](const char* name, uint64_t x, uint64_t y, int64_t diff) {
         fmt::print("{:<26} {:>14} {:>14} {:>14}\n", name, humanBytes(x), humanBytes(y),
-                   signedBytes(diff));
+                   signedHumanBytes(diff));
     };
     auto ratioRow = [](const char* name, double x, double y, double diff) {
         fmt::print("{:<26} {:>14.4f} {:>14.4f} {:>+14.4f}\n", name, x, y, diff);

@@ -123,11 +123,13 @@ int runState(Args& a)
             for (const PoolState& p : poolStates)
                 if (p.state.device == s.device && p.state.level == s.level)
                     fmt::print("    {:<10} regions {:>5}  reserved {:>10}  allocated {:>10}  free "
-                               "{:>10}  fragments {:>5}  largest {:>10}  F {:.6f}\n",
+                               "{:>10}  pending {:>10}  fragments {:>5}  largest {:>10}  F "
+                               "{:.6f}\n",
                                poolLabel(p.pool, p.state.level), p.state.regionCount,
                                humanBytes(p.state.reservedBytes),
                                humanBytes(p.state.allocatedBytes), humanBytes(p.state.freeBytes),
-                               p.state.fragmentCount, humanBytes(p.state.largestFreeFragmentBytes),
+                               humanBytes(p.state.pendingFreeBytes), p.state.fragmentCount,
+                               humanBytes(p.state.largestFreeFragmentBytes),
                                p.state.fragmentationRatio);
         }
     }
@@ -161,11 +163,18 @@ FRAGSCOPE_COMMAND({
         "The state at TIME includes every event at or before TIME. A free fragment is a maximal\n"
         "range inside one region not covered by a live allocation of the level the region\n"
         "hosts; F = 1 - largest/free; entropy over size classes 2^n KiB, n = 2..12.\n"
+        "Pending frees (freed by the program, still used by another stream; PyTorch's\n"
+        "active_pending_free) are neither allocated nor free: in no fragment, nor in free,\n"
+        "the largest fragment or F; their bytes are shown beside them, with the figures\n"
+        "once they complete (PyTorch memory_viz's free and F, which count them as free).\n"
         "verdict: fragmented only when F > fragmented_min_ratio (0.35) and free is at\n"
         "least fragmented_min_free_share (5 %) of reserved (settings file).\n"
         "JSON (fields: docs/json.md): {schema_version, file, time_ns, states: [{device,\n"
         "level, reserved_bytes, allocated_bytes, free_bytes, fragment_count,\n"
         "largest_free_bytes, fragmentation_ratio, fragment_entropy_bits,\n"
+        "pending_free_blocks, pending_free_bytes, free_including_pending_bytes,\n"
+        "largest_free_once_pending_complete_bytes,\n"
+        "fragmentation_ratio_once_pending_complete,\n"
         "event_size_entropy_bits, entropy_window_ns, histogram: [{lo_bytes, hi_bytes, count,\n"
         "bytes}], clusters: [...], fragmented, free_share_ratio, verdict}], caveats}.\n"
         "event_size_entropy_bits: the same size classes over the alloc and free events in\n"

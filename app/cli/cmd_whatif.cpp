@@ -4,6 +4,7 @@
 // analysis engine; this file only prints.
 #include "command.h"
 #include "core/alloc/whatif.h"
+#include "core/alloc/whatif_rank.h"
 #include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
@@ -35,6 +36,42 @@ template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T 
 
 void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay);
 
+// "recommendation", "ranking" (best first) and "alternatives_skipped".
+void writeRanking(JsonWriter& j, const WhatIfResult& r)
+{
+    j.key("recommendation").beginObject();
+    j.field("text", r.recommendation);
+    j.key("alloc_conf");
+    r.recommended < 0 ? j.null() : j.value(r.ranking[static_cast<size_t>(r.recommended)].allocConf);
+    j.key("rank");
+    r.recommended < 0 ? j.null() : j.value(int64_t{r.recommended} + 1);
+    j.endObject();
+    j.key("ranking").beginArray();
+    for (const RankedRun& row : r.ranking) {
+        j.beginObject();
+        j.field("label", row.label).field("alloc_conf", row.allocConf);
+        j.field("recorded_settings", row.recorded);
+        j.field("policy", policyName(row.policy));
+        j.key("run");
+        row.run < 0 ? j.null() : j.value(int64_t{row.run});
+        j.field("why", row.why);
+        j.field("peak_reserved_bytes", row.peakReserved);
+        j.field("final_reserved_bytes", row.finalReserved);
+        j.field("segments", row.segments).field("cuda_malloc_calls", row.cudaMallocs);
+        j.field("ooms", row.ooms);
+        j.field("vs_recorded_peak_reserved_bytes", row.vsRecordedPeak);
+        j.endObject();
+    }
+    j.endArray();
+    j.key("alternatives_skipped").beginArray();
+    for (const SkippedAlternative& s : r.skipped) {
+        j.beginObject();
+        j.field("label", s.label).field("reason", s.reason);
+        j.endObject();
+    }
+    j.endArray();
+}
+
 void writeJson(const WhatIfResult& r)
 {
     JsonWriter j;
@@ -46,7 +83,7 @@ void writeJson(const WhatIfResult& r)
     j.field("settings_known", f.settingsKnown).field("settings_note", f.settingsNote);
     j.field("recorded_alloc_conf", f.recordedConf);
     j.field("time_resolution_ns", f.resolutionNs);
-    j.field("reproduced", f.reproduced).field("verdict", f.verdict);
+    j.field("reproduced", f.reproduced).field("summary", f.summary).field("verdict", f.verdict);
     j.field("banner", f.banner);
     j.key("pending_frees").beginObject();
     j.field("replayed", f.pendingFrees).field("before_trace", f.pendingFreesBeforeTrace);
@@ -115,6 +152,7 @@ void writeJson(const WhatIfResult& r)
         j.endObject();
     }
     j.endArray();
+    writeRanking(j, r);
     j.endObject();
     fmt::print("{}\n", j.str());
 }
@@ -155,6 +193,9 @@ void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool
 void writeText(const WhatIfResult& r)
 {
     const Fidelity& f = r.fidelity;
+    // The answer first, then the one thing to know about fidelity; the details below.
+    fmt::print("{}\n", r.recommendation);
+    fmt::print("fidelity: {}\n\n", f.summary);
     fmt::print("{}\n", r.session);
     fmt::print("recorded settings: {} ({})\n", f.recordedConf, f.settingsNote);
     fmt::print("trace: {} ({})\n", f.complete ? "complete" : "incomplete", f.completeNote);
@@ -180,58 +221,62 @@ void writeText(const WhatIfResult& r)
     fmt::print("verdict: {}\n", f.verdict);
     fmt::print("note: {}\n\n", f.banner);
 
-    struct Row
-    {
-        const RunResult* run;
-        const DeviceFigures* dev;
-    };
-    std::vector<Row> rows;
-    for (const RunResult& run : r.runs)
-        for (const DeviceFigures& d : run.devices)
-            rows.push_back({&run, &d});
-    // Ranked: runs with OOMs first (most first), then by peak reserved, lowest first.
-    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-        if ((a.dev->ooms > 0) != (b.dev->ooms > 0)) return a.dev->ooms > 0;
-        if (a.dev->ooms != b.dev->ooms) return a.dev->ooms > b.dev->ooms;
-        return a.dev->summary.peakReservedBytes < b.dev->summary.peakReservedBytes;
-    });
     const bool multi = !r.runs.empty() && r.runs.front().devices.size() > 1;
-    auto nameOf = [](const RunResult& run) {
-        std::string name = run.spec.recorded ? "recorded: " + run.allocConf : run.allocConf;
-        if (run.spec.policy != Policy::PyTorch)
-            name += fmt::format(" [{}, experimental]", policyName(run.spec.policy));
-        return name;
-    };
     size_t width = 19; // "real run (measured)"
-    for (const RunResult& run : r.runs)
-        width = std::max(width, nameOf(run).size());
+    for (const RankedRun& row : r.ranking)
+        width = std::max(width, rankedName(row).size());
     fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12} {:>12} {:>9}\n",
                "#", "settings", width, multi ? "dev " : "", "peak resv", "final resv", "segs",
                "cudaMal", "OOMs", "mean F", "max F", "min largest", "d peak", "d mean F");
-    auto line = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
-                    bool delta) {
+    auto line = [&](const std::string& rank, const std::string& name, const std::string& dev,
+                    uint64_t peak, uint64_t final, int64_t segs, int64_t mallocs, int64_t ooms,
+                    const analysis::SummaryFigures* fig, const std::string& dPeak,
+                    const std::string& dMeanF) {
+        fmt::print("{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8} {:>8} {:>12} {:>12} "
+                   "{:>9}\n",
+                   rank, name, width, multi ? fmt::format("{:<4}", dev) : "", humanBytes(peak),
+                   humanBytes(final), segs, mallocs, ooms,
+                   fig ? fmt::format("{:.4f}", fig->meanFragmentationRatio) : "-",
+                   fig ? fmt::format("{:.4f}", fig->maxFragmentationRatio) : "-",
+                   fig ? humanBytes(fig->minLargestFreeBytes) : "-", dPeak, dMeanF);
+    };
+    // A run replayed in full: the engine's figures of each device, as `report` gives a session.
+    auto deviceLine = [&](const std::string& rank, const std::string& name, const DeviceFigures& d,
+                          bool delta) {
         const analysis::SummaryFigures& fig = d.summary;
         const analysis::SummaryDelta& x = d.vsRecorded.figures;
-        fmt::print(
-            "{:>3}  {:<{}} {}{:>12} {:>12} {:>6} {:>8} {:>5} {:>8.4f} {:>8.4f} {:>12} {:>12} "
-            "{:>9}\n",
-            rank, name, width, multi ? fmt::format("{:<4}", d.device) : "",
-            humanBytes(fig.peakReservedBytes), humanBytes(fig.finalReservedBytes), d.segments,
-            d.cudaMallocs, d.ooms, fig.meanFragmentationRatio, fig.maxFragmentationRatio,
-            humanBytes(fig.minLargestFreeBytes),
-            delta ? (x.peakReservedBytes < 0 ? "-" : "+") +
-                        humanBytes(static_cast<uint64_t>(std::abs(x.peakReservedBytes)))
-                  : std::string("-"),
-            delta ? fmt::format("{:+.4f}", x.meanFragmentationRatio) : std::string("-"));
+        line(rank, name, std::to_string(d.device), fig.peakReservedBytes, fig.finalReservedBytes,
+             d.segments, d.cudaMallocs, d.ooms, &fig,
+             delta ? signedHumanBytes(x.peakReservedBytes) : "-",
+             delta ? fmt::format("{:+.4f}", x.meanFragmentationRatio) : "-");
     };
     // The real run first, unranked: the figures `report` gives the session, and its segments,
     // cudaMallocs and OOMs as recorded.
     for (const DeviceFigures& d : r.real)
-        line("-", "real run (measured)", d, false);
+        deviceLine("-", "real run (measured)", d, false);
     int rank = 0;
-    for (const Row& row : rows)
-        line(std::to_string(++rank), nameOf(*row.run), *row.dev, !row.run->spec.recorded);
-    fmt::print("(d peak, d mean F: the run minus the replay under the recorded settings)\n");
+    bool modelOnly = false;
+    for (const RankedRun& row : r.ranking) {
+        const std::string n = std::to_string(++rank);
+        const std::string name = rankedName(row);
+        if (row.run >= 0) {
+            for (const DeviceFigures& d : r.runs[static_cast<size_t>(row.run)].devices)
+                deviceLine(n, name, d, !row.recorded);
+            continue;
+        }
+        modelOnly = true;
+        line(n, name, "all", row.peakReserved, row.finalReserved, row.segments, row.cudaMallocs,
+             row.ooms, nullptr, signedHumanBytes(row.vsRecordedPeak), "-");
+    }
+    fmt::print("(ranked: fewest OOMs, then lowest peak reserved; d peak, d mean F: the run minus "
+               "the replay under the recorded settings)\n");
+    if (modelOnly)
+        fmt::print(
+            "('-' under F: replayed through the allocator model only, no session written)\n");
+    for (const RankedRun& row : r.ranking)
+        if (!row.why.empty()) fmt::print("tried {}: {}\n", row.label, row.why);
+    for (const SkippedAlternative& s : r.skipped)
+        fmt::print("skipped {}: {}\n", s.label, s.reason);
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
@@ -269,6 +314,8 @@ int runWhatIf(Args& a)
     }
     if (auto c = a.get("capacity"))
         o.capacity = static_cast<uint64_t>(parseCount(*c, "--capacity"));
+    // No settings given: answer "which setting would have helped" with the default alternatives.
+    o.rankAlternatives = o.runs.empty();
     o.output = a.get("output", "");
     if (!std::getenv("FRAGSCOPE_NO_PROGRESS") && !a.flag("json"))
         o.progress = [](const std::string& s) { fmt::print(stderr, "{}\n", s); };
@@ -290,7 +337,8 @@ FRAGSCOPE_COMMAND({
                "rank them",
     .options = {{"alloc-conf", "CONF",
                  "PYTORCH_CUDA_ALLOC_CONF settings to replay under (repeatable), e.g.\n"
-                 "expandable_segments:True,max_split_size_mb:128"},
+                 "expandable_segments:True,max_split_size_mb:128; without it (and --policy),\n"
+                 "the default alternatives (below) are tried and ranked"},
                 {"policy", "NAME",
                  "pytorch (default) or tiered: lifetime-tiered pools of 4/64/512 MiB\n"
                  "granularity, experimental; added as one more run (on the last CONF, else\n"
@@ -298,12 +346,27 @@ FRAGSCOPE_COMMAND({
                 {"capacity", "BYTES",
                  "device memory the what-if runs may use (k, M, G suffixes); default: what\n"
                  "the session's OOMs tell, else the device's size, else no limit"},
-                {"json", "", "print {\"fidelity\": {...}, \"runs\": [...]} instead of a table"},
+                {"json", "",
+                 "print {\"fidelity\": {...}, \"runs\": [...], \"recommendation\": {...},\n"
+                 "\"ranking\": [...]} instead of text"},
                 {"output", "OUT.fragscope",
-                 "write the last run's replay as a session, labelled \"what-if: ... replay of\n"
-                 "FILE\" and marked synthetic, with the source's kernels, stacks, frames,\n"
-                 "annotations and (the recorded run's) metrics (-o)"}},
+                 "write the replay of the last run asked for (--alloc-conf, --policy), else\n"
+                 "the recorded settings', as a session labelled \"what-if: ... replay of FILE\"\n"
+                 "and marked synthetic, with the source's kernels, stacks, frames, annotations\n"
+                 "and (the recorded run's) metrics (-o)"}},
     .details =
+        "The first line is the answer in one sentence: the setting that would have given the\n"
+        "lowest peak reserved bytes (fewer OOMs first) and by how much, or that none of\n"
+        "those tried does better than the recorded settings; the second says in one line\n"
+        "how far the model can be trusted (exact, not exact and by how much, or a partial\n"
+        "trace). Without --alloc-conf or --policy the default alternatives are tried, each\n"
+        "the recorded settings with one setting changed: expandable_segments:True,\n"
+        "roundup_power2_divisions:4, max_split_size_mb at the median and the 90th\n"
+        "percentile of the requests over 1 MiB (rounded up to a power of two MiB, at least\n"
+        "32), and garbage_collection_threshold:0.6 when a capacity is known. They are\n"
+        "replayed through the allocator model alone (no session written, on all cores); the\n"
+        "best one, when it beats the recorded settings, is then replayed in full. Skipped\n"
+        "alternatives are listed with the reason.\n"
         "runs[0] replays the session under its recorded settings (the snapshot's\n"
         "allocator_settings, else PyTorch defaults, said so) and is compared with the real\n"
         "run: segment sizes in order, final and peak reserved bytes, live segments, every\n"
@@ -313,11 +376,13 @@ FRAGSCOPE_COMMAND({
         "(when each release of a burst happened, empty_cache() calls, free-and-retries).\n"
         "A free that waited on stream events (pending_frees) returns its block when the\n"
         "wait completed.\n"
-        "The table is ranked with OOMs first, then by peak reserved bytes, below the real run's\n"
-        "own figures; 'd peak' and 'd mean F' are each run minus the replay under the recorded\n"
-        "settings (model against model). Peaks, F and the smallest largest free block are the\n"
-        "analysis engine's summary of each session (exact over every instant, mean F weighted\n"
-        "by time; the figures `report` and `compare` print; docs/analysis.md \"Summary\").\n"
+        "The table ranks the runs best first: fewest OOMs, then lowest peak reserved bytes\n"
+        "(summed over devices), below the real run's own figures; 'd peak' and 'd mean F'\n"
+        "are each run minus the replay under the recorded settings (model against model).\n"
+        "Peaks, F and the smallest largest free block of runs replayed in full are the\n"
+        "analysis engine's summary of each session (exact over every instant, mean F\n"
+        "weighted by time; the figures `report` and `compare` print; docs/analysis.md\n"
+        "\"Summary\"); rows replayed through the model only show its counters and '-' for F.\n"
         "JSON fields: docs/json.md. See docs/whatif.md.",
     .run = runWhatIf,
     .order = 75,

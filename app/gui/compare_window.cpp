@@ -26,8 +26,7 @@ QString bytes(uint64_t b)
 
 QString signedBytes(int64_t d)
 {
-    return (d < 0 ? QStringLiteral("-") : QStringLiteral("+")) +
-           bytes(static_cast<uint64_t>(d < 0 ? -d : d));
+    return QString::fromStdString(signedHumanBytes(d));
 }
 
 QString sideTitle(const analysis::SideSummary& s)
@@ -243,9 +242,10 @@ QString CompareWindow::fidelityText(const alloc::Fidelity& f)
     out << tr("Trace: %1 — %2.")
                .arg(f.complete ? tr("complete") : tr("<b>incomplete</b>"),
                     QString::fromStdString(f.completeNote).toHtmlEscaped());
-    out << tr("Replay under the recorded settings (%1): %2.")
+    // One statement about fidelity, computed in core (a partial trace is never "reproduced").
+    out << tr("Fidelity of the replay under the recorded settings (%1): <b>%2</b>.")
                .arg(QString::fromStdString(f.recordedConf).toHtmlEscaped(),
-                    f.reproduced ? tr("reproduces the real run") : tr("<b>not reproduced</b>"));
+                    QString::fromStdString(f.summary).toHtmlEscaped());
     for (const alloc::DeviceFidelity& d : f.devices)
         out << tr("Device %1, replay vs real run: segments %2 vs %3 (%4), addresses matched %5 of "
                   "%6, final reserved %7 vs %8, peak %9 vs %10, final layout %11.")

@@ -263,17 +263,18 @@ void MainWindow::onSnapshot(std::shared_ptr<const views::CursorSnapshot> s)
     } else {
         const auto& ld = scene_->tracks[static_cast<size_t>(track_)];
         const auto& b = *s->blocks;
-        int64_t blocks = 0, fragments = 0;
-        for (const auto& r : b.rows)
-            ++(r.free ? fragments : blocks);
+        const analysis::BlockCounts n = analysis::countRows(b.rows);
+        const QString pending = n.pending > 0 ? tr(", %1 pending frees").arg(n.pending) : QString();
         QString head = stateOnly_
                            ? tr("End state (the only instant this snapshot records): "
-                                "%1 blocks and %2 free fragments")
-                                 .arg(blocks)
-                                 .arg(fragments)
-                           : tr("%1 blocks and %2 free fragments at %3%4")
-                                 .arg(blocks)
-                                 .arg(fragments)
+                                "%1 blocks and %2 free fragments%3")
+                                 .arg(n.blocks)
+                                 .arg(n.fragments)
+                                 .arg(pending)
+                           : tr("%1 blocks and %2 free fragments%3 at %4%5")
+                                 .arg(n.blocks)
+                                 .arg(n.fragments)
+                                 .arg(pending)
                                  .arg(when(*scene_, s->time))
                                  .arg(s->frame >= 0 ? tr(" (frame %1)").arg(s->frame) : QString());
         if (ld.pool)

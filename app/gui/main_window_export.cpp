@@ -5,6 +5,7 @@
 #include "compare_window.h"
 #include "report_window.h"
 #include "whatif_controller.h"
+#include "whatif_dialog.h"
 
 #include "core/analysis/report_format.h"
 #include "core/settings/settings.h"
@@ -305,6 +306,19 @@ QStringList MainWindow::writeScreenshots(const QString& dir)
             shot(QStringLiteral("gui-correlations.png"));
     }
     exploreScreenshots(shot);
+    // File > What-if replay...: the ranking of the recorded settings and the default
+    // alternatives, as the dialog shows it once computed.
+    if (whatIf_ && whatIf_->action()->isEnabled()) {
+        whatIf_->showDialog();
+        if (QPointer<WhatIfDialog> d = whatIf_->dialog()) {
+            settle([d] { return !d || d->rankingDone(); }, 120000);
+            if (d) {
+                const QString p = dir + QStringLiteral("/gui-whatif-ranking.png");
+                if (d->grab().save(p)) written << p;
+                d->reject();
+            }
+        }
+    }
     // A what-if replay under expandable segments, opened beside the real run as a user would
     // from File > What-if replay... (the dialog's first preset).
     if (whatIf_ && whatIf_->action()->isEnabled()) {

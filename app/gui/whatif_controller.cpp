@@ -5,6 +5,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QDateTime>
 #include <QFileInfo>
 #include <QProgressDialog>
 #include <QWidget>
@@ -28,6 +29,9 @@ WhatIfController::WhatIfController(QWidget* window, ErrorReporter errors)
         }
         emit progress(pct, stage);
     });
+    connect(rankJobs_, &views::JobTracker::progress, this, [this](int pct, const QString& stage) {
+        if (dialog_) dialog_->setRankingProgress(pct, stage);
+    });
     update();
 }
 
@@ -45,9 +49,51 @@ QProgressDialog* WhatIfController::progressDialog() const
 
 void WhatIfController::setSession(const QString& path, std::shared_ptr<const render::Scene> scene)
 {
+    if (path != path_) {
+        rankJobs_->cancel();
+        ranked_.reset();
+    }
     path_ = path;
     scene_ = std::move(scene);
     update();
+}
+
+QString WhatIfController::rankKey() const
+{
+    return path_ + QLatin1Char('@') +
+           QString::number(QFileInfo(path_).lastModified().toMSecsSinceEpoch());
+}
+
+void WhatIfController::rank()
+{
+    const std::string session = path_.toStdString();
+    const QString key = rankKey();
+    rankJobs_->start(
+        [session](const views::Job& job) -> std::shared_ptr<const alloc::WhatIfResult> {
+            alloc::WhatIfOptions o;
+            o.session = session;
+            o.rankAlternatives = true; // no runs of its own: `fragscope whatif SESSION`
+            o.cancel = job.cancelFlag();
+            o.percent = [&job](int pct, const std::string& stage) {
+                job.progress(pct, QString::fromStdString(stage));
+            };
+            try {
+                return std::make_shared<const alloc::WhatIfResult>(alloc::whatIf(o));
+            } catch (const alloc::Cancelled&) {
+                return nullptr; // a cancelled job delivers nothing
+            }
+        },
+        [this, key](std::shared_ptr<const alloc::WhatIfResult> r) {
+            if (!r) return;
+            ranked_ = std::move(r);
+            rankedKey_ = key;
+            if (dialog_) dialog_->setRanking(ranked_);
+            emit rankingReady();
+        },
+        [this](const QString& error) {
+            if (dialog_) dialog_->setRankingFailed(error);
+            emit rankingFailed(error);
+        });
 }
 
 void WhatIfController::update()
@@ -90,8 +136,14 @@ void WhatIfController::showDialog()
     dialog_->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog_, &QDialog::accepted, this, [this] {
         alloc::RunSpec spec;
-        if (dialog_ && dialog_->runSpec(spec, nullptr)) start(spec);
+        if (dialog_ && dialog_->chosenSpec(spec)) start(spec);
     });
+    // A ranking still running when the dialog closes is not needed any more.
+    connect(dialog_, &QDialog::finished, rankJobs_, &views::JobTracker::cancel);
+    if (ranked_ && rankedKey_ == rankKey())
+        dialog_->setRanking(ranked_);
+    else
+        rank();
     dialog_->open();
 }
 

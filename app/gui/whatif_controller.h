@@ -1,10 +1,13 @@
-// File › What-if replay… (Ctrl+Shift+W): asks for allocator settings (WhatIfDialog), replays the
-// open session under them on a worker thread with fs::alloc::whatIf (the same code as `fragscope
-// whatif`), with progress and cancel, and opens the result as B in a CompareWindow: against the
-// replay under the recorded settings (A, model against model) with the real run as a third thin
-// curve, or, for the recorded settings alone, against the real run (A). The action is disabled,
-// with the reason as its tooltip, when the open session has no framework-level requests to
-// replay, while a recording is live, or while a replay runs.
+// File › What-if replay… (Ctrl+Shift+W): opens WhatIfDialog and ranks, on a worker, the recorded
+// settings and the default alternatives (fs::alloc::whatIf with rankAlternatives: what `fragscope
+// whatif SESSION` prints), handed to the dialog as one immutable result, with progress; the
+// ranking is kept while the session is unchanged. The ranked row or the settings the user then
+// chooses are replayed in full on a worker thread with fs::alloc::whatIf (the same code as
+// `fragscope whatif`), with progress and cancel, and the result opens as B in a CompareWindow:
+// against the replay under the recorded settings (A, model against model) with the real run as a
+// third thin curve, or, for the recorded settings alone, against the real run (A). The action is
+// disabled, with the reason as its tooltip, when the open session has no framework-level requests
+// to replay, while a recording is live, or while a replay runs.
 #pragma once
 
 #include "core/alloc/whatif.h"
@@ -48,6 +51,9 @@ public:
     void cancel();
     bool running() const { return jobs_->busy(); }
     QProgressDialog* progressDialog() const;
+    // The open session's ranking (null until computed).
+    std::shared_ptr<const alloc::WhatIfResult> ranking() const { return ranked_; }
+    bool rankingRunning() const { return rankJobs_->busy(); }
 
 signals:
     void progress(int percent, const QString& stage);
@@ -55,9 +61,15 @@ signals:
     void compareOpened(fs::gui::CompareWindow* w);
     void failed(const QString& message);
     void cancelled();
+    // The ranking reached the dialog (or could not be computed: rankingFailed).
+    void rankingReady();
+    void rankingFailed(const QString& message);
 
 private:
     void update();
+    void rank();
+    // The session as the ranking is of it: its path and modification time.
+    QString rankKey() const;
     void finish(std::shared_ptr<const alloc::WhatIfResult> r, const QString& error,
                 bool wasCancelled);
 
@@ -72,6 +84,11 @@ private:
     // The replay, on the long-job pool; closing the window drops its result.
     views::JobTracker* jobs_ =
         new views::JobTracker(this, views::JobTracker::Mode::Serial, &views::longJobPool());
+    // The ranking, on the long-job pool too; a newer one (or closing the dialog) cancels it.
+    views::JobTracker* rankJobs_ =
+        new views::JobTracker(this, views::JobTracker::Mode::Replace, &views::longJobPool());
+    std::shared_ptr<const alloc::WhatIfResult> ranked_;
+    QString rankedKey_;
     QTemporaryDir out_; // the replays' sessions, kept while the window lives
     int runs_ = 0;
 };

@@ -1,14 +1,24 @@
 #include "whatif_dialog.h"
 
+#include "core/alloc/whatif_rank.h"
+#include "core/format.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
+#include <QTableWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace fs::gui {
 
@@ -31,6 +41,40 @@ constexpr Preset kPresets[] = {
     {"Lifetime-tiered pools (experimental)", "", true},
 };
 
+QString bytes(uint64_t b)
+{
+    return QString::fromStdString(humanBytes(b));
+}
+
+// The ranking's columns.
+enum Column { Rank, Settings, Peak, Final, Segments, Mallocs, Ooms, MeanF, MaxF, DeltaPeak, Count };
+
+// Mean or max F of a run replayed in full, per device (the engine's summary of its session); "–"
+// for a run replayed through the model only.
+QString fragmentation(const alloc::WhatIfResult& r, const alloc::RankedRun& row, bool mean)
+{
+    if (row.run < 0 || static_cast<size_t>(row.run) >= r.runs.size()) return QStringLiteral("–");
+    const std::vector<alloc::DeviceFigures>& devices = r.runs[static_cast<size_t>(row.run)].devices;
+    QStringList parts;
+    for (const alloc::DeviceFigures& d : devices) {
+        const double f = mean ? d.summary.meanFragmentationRatio : d.summary.maxFragmentationRatio;
+        const QString v = QString::number(f, 'f', 4);
+        parts << (devices.size() > 1 ? QStringLiteral("%1: %2").arg(d.device).arg(v) : v);
+    }
+    return parts.join(QStringLiteral(", "));
+}
+
+// A word-wrapped label whose text can be selected, hidden until it has something to say.
+QLabel* textLabel(QVBoxLayout* into)
+{
+    auto* l = new QLabel;
+    l->setWordWrap(true);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    l->setVisible(false);
+    into->addWidget(l);
+    return l;
+}
+
 } // namespace
 
 WhatIfDialog::WhatIfDialog(const QString& session, const alloc::RecordedSettings& recorded,
@@ -43,11 +87,59 @@ WhatIfDialog::WhatIfDialog(const QString& session, const alloc::RecordedSettings
     auto* lay = new QVBoxLayout(this);
     auto* intro = new QLabel(
         tr("Replays this session's allocator requests through fragscope's model of PyTorch's "
-           "caching allocator under other settings, and opens the result beside the real run. "
-           "The replay is computed, not measured: first the recorded settings are replayed to "
-           "check that the model reproduces the real run, and the window says whether it did."));
+           "caching allocator under other settings. The figures are computed, not measured: "
+           "the recorded settings are replayed first to check that the model reproduces the "
+           "real run."));
     intro->setWordWrap(true);
     lay->addWidget(intro);
+
+    // The ranking: the recorded settings and the default alternatives (docs/whatif.md).
+    auto* ranked = new QGroupBox(tr("Which setting would have helped?"));
+    auto* rl = new QVBoxLayout(ranked);
+    recommendation_ = textLabel(rl);
+    recommendation_->setTextFormat(Qt::PlainText);
+    QFont big = recommendation_->font();
+    big.setBold(true);
+    big.setPointSizeF(big.pointSizeF() * 1.1);
+    recommendation_->setFont(big);
+    fidelity_ = textLabel(rl);
+    auto* prog = new QHBoxLayout;
+    stage_ = new QLabel(tr("Ranking the recorded settings and the default alternatives…"));
+    stage_->setWordWrap(true);
+    prog->addWidget(stage_, 1);
+    progress_ = new QProgressBar;
+    progress_->setRange(0, 100);
+    progress_->setValue(0);
+    prog->addWidget(progress_);
+    rl->addLayout(prog);
+    table_ = new QTableWidget(0, Count);
+    table_->setHorizontalHeaderLabels({tr("#"), tr("settings"), tr("peak reserved"),
+                                       tr("final reserved"), tr("segments"), tr("cudaMalloc calls"),
+                                       tr("OOMs"), tr("mean F"), tr("max F"), tr("Δ peak")});
+    table_->horizontalHeaderItem(DeltaPeak)->setToolTip(
+        tr("This run's peak reserved minus the recorded settings' (model against model)"));
+    table_->verticalHeader()->setVisible(false);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setVisible(false);
+    rl->addWidget(table_);
+    notes_ = textLabel(rl);
+    compare_ = new QPushButton(tr("&Compare the selected setting…"));
+    compare_->setToolTip(tr("Replay the session under the selected row's settings in full and "
+                            "open it beside the replay under the recorded settings"));
+    compare_->setEnabled(false);
+    compare_->setAutoDefault(false);
+    rl->addWidget(compare_, 0, Qt::AlignRight);
+    lay->addWidget(ranked, 1);
+    connect(compare_, &QPushButton::clicked, this, &WhatIfDialog::compareSelected);
+    connect(table_, &QTableWidget::itemSelectionChanged, this,
+            [this] { compare_->setEnabled(!table_->selectedItems().isEmpty()); });
+    connect(table_, &QTableWidget::cellDoubleClicked, this, &WhatIfDialog::compareSelected);
+
+    auto* own = new QGroupBox(tr("Or replay settings of your own"));
+    auto* ol = new QVBoxLayout(own);
     auto* form = new QFormLayout;
     auto* recLabel =
         new QLabel(QStringLiteral("<b>%1</b><br><small>%2</small>")
@@ -69,16 +161,18 @@ WhatIfDialog::WhatIfDialog(const QString& session, const alloc::RecordedSettings
     form->addRow(tr("PYTORCH_CUDA_ALLOC_CONF:"), conf_);
     tiered_ = new QCheckBox(tr("Lifetime-tiered pools (experimental policy, not PyTorch's)"));
     form->addRow(QString(), tiered_);
-    lay->addLayout(form);
+    ol->addLayout(form);
     error_ = new QLabel;
     error_->setWordWrap(true);
     error_->setStyleSheet(QStringLiteral("color: #b00020;"));
-    lay->addWidget(error_);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Cancel);
-    run_ = buttons->addButton(tr("&Replay"), QDialogButtonBox::AcceptRole);
+    ol->addWidget(error_);
+    run_ = new QPushButton(tr("&Replay"));
     run_->setDefault(true);
+    ol->addWidget(run_, 0, Qt::AlignRight);
+    lay->addWidget(own);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
     lay->addWidget(buttons);
-    connect(buttons, &QDialogButtonBox::accepted, this, &WhatIfDialog::accept);
+    connect(run_, &QPushButton::clicked, this, &WhatIfDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(presets_, &QComboBox::activated, this, &WhatIfDialog::applyPreset);
     connect(conf_, &QLineEdit::textChanged, this, &WhatIfDialog::validate);
@@ -125,7 +219,139 @@ void WhatIfDialog::validate()
 void WhatIfDialog::accept()
 {
     validate();
-    if (run_->isEnabled()) QDialog::accept();
+    if (!run_->isEnabled()) return;
+    chosenRow_ = -1;
+    QDialog::accept();
+}
+
+bool WhatIfDialog::chosenSpec(alloc::RunSpec& out) const
+{
+    return chosenRow_ >= 0 ? rankedSpec(chosenRow_, out) : runSpec(out, nullptr);
+}
+
+bool WhatIfDialog::rankedSpec(int row, alloc::RunSpec& out) const
+{
+    out = {};
+    if (!ranking_ || row < 0 || static_cast<size_t>(row) >= ranking_->ranking.size()) return false;
+    const alloc::RankedRun& r = ranking_->ranking[static_cast<size_t>(row)];
+    out.policy = r.policy;
+    if (r.recorded) {
+        out.recordedConfig = true;
+        return true;
+    }
+    try {
+        out.config = alloc::Config::parse(r.allocConf);
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    out.label = r.label;
+    return true;
+}
+
+void WhatIfDialog::compareSelected()
+{
+    const QList<QTableWidgetItem*> sel = table_->selectedItems();
+    alloc::RunSpec spec;
+    if (sel.isEmpty() || !rankedSpec(sel.front()->row(), spec)) return;
+    chosenRow_ = sel.front()->row();
+    QDialog::accept();
+}
+
+void WhatIfDialog::setRankingProgress(int percent, const QString& stage)
+{
+    progress_->setValue(percent);
+    stage_->setText(stage);
+}
+
+void WhatIfDialog::setRankingFailed(const QString& error)
+{
+    rankingDone_ = true;
+    progress_->setVisible(false);
+    stage_->setText(tr("Cannot rank the alternatives: %1").arg(error));
+}
+
+void WhatIfDialog::setRanking(std::shared_ptr<const alloc::WhatIfResult> r)
+{
+    ranking_ = std::move(r);
+    rankingDone_ = true;
+    if (!ranking_) return;
+    const alloc::WhatIfResult& w = *ranking_;
+    progress_->setVisible(false);
+    stage_->setVisible(false);
+    // The answer and the one statement about fidelity, both as core words them.
+    recommendation_->setText(QString::fromStdString(w.recommendation));
+    recommendation_->setVisible(true);
+    fidelity_->setText(
+        tr("<b>Fidelity:</b> %1").arg(QString::fromStdString(w.fidelity.summary).toHtmlEscaped()));
+    fidelity_->setVisible(true);
+
+    table_->setRowCount(static_cast<int>(w.ranking.size()));
+    QFont bold = table_->font();
+    bold.setBold(true);
+    for (size_t i = 0; i < w.ranking.size(); ++i) {
+        const alloc::RankedRun& row = w.ranking[i];
+        const bool best = static_cast<int>(i) == w.recommended;
+        QString name = QString::fromStdString(alloc::rankedName(row));
+        if (best) name += tr("  (recommended)");
+        const QStringList cells = {
+            QString::number(i + 1),
+            name,
+            bytes(row.peakReserved),
+            bytes(row.finalReserved),
+            QString::number(row.segments),
+            QString::number(row.cudaMallocs),
+            QString::number(row.ooms),
+            fragmentation(w, row, true),
+            fragmentation(w, row, false),
+            row.recorded ? QStringLiteral("–")
+                         : QString::fromStdString(signedHumanBytes(row.vsRecordedPeak))};
+        QString tip = QString::fromStdString(row.why);
+        if (row.run < 0)
+            tip += (tip.isEmpty() ? QString() : QStringLiteral("; ")) +
+                   tr("replayed through the allocator model only (no session written)");
+        for (int k = 0; k < Count; ++k) {
+            auto* item = new QTableWidgetItem(cells[k]);
+            if (k != Settings) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (best) {
+                item->setBackground(QColor(0xd8, 0xee, 0xd0));
+                item->setForeground(QColor(0x1e, 0x1e, 0x1e));
+                item->setFont(bold);
+            }
+            if (!tip.isEmpty()) item->setToolTip(tip);
+            table_->setItem(static_cast<int>(i), k, item);
+        }
+    }
+    table_->resizeColumnsToContents();
+    table_->setVisible(true);
+    if (w.recommended >= 0) table_->selectRow(w.recommended);
+
+    QStringList notes;
+    notes << tr("Ranked best first: fewest OOMs, then lowest peak reserved (summed over devices); "
+                "model figures. Δ peak: the run minus the replay under the recorded settings. "
+                "“–” under F: replayed through the allocator model only; F is computed for the "
+                "runs replayed in full.");
+    for (const alloc::SkippedAlternative& s : w.skipped)
+        notes << tr("Not tried: %1 — %2.")
+                     .arg(QString::fromStdString(s.label), QString::fromStdString(s.reason));
+    for (QString& n : notes)
+        n = n.toHtmlEscaped();
+    notes_->setText(QStringLiteral("<small>%1</small>").arg(notes.join(QStringLiteral("<br>"))));
+    notes_->setVisible(true);
+
+    // Room for every row and column, and for the wrapped lines of the labels: the dialog grows.
+    const int tableWidth = 2 * table_->frameWidth() + table_->horizontalHeader()->length();
+    int tableHeight = 2 * table_->frameWidth();
+    tableHeight += table_->horizontalHeader()->sizeHint().height();
+    for (int i = 0; i < table_->rowCount(); ++i)
+        tableHeight += table_->rowHeight(i);
+    table_->setMinimumSize(std::min(tableWidth, 1600), std::min(tableHeight, 480));
+    // The whole dialog at the width it needs, as tall as its wrapped labels are at that width.
+    QLayout* l = layout();
+    l->activate();
+    const int fitW = std::max({width(), l->totalSizeHint().width(), l->totalMinimumSize().width()});
+    const int fitH =
+        l->hasHeightForWidth() ? l->totalHeightForWidth(fitW) : l->totalSizeHint().height();
+    resize(fitW, std::max(height(), fitH));
 }
 
 } // namespace fs::gui

@@ -1,4 +1,5 @@
 #include "whatif.h"
+#include "whatif_rank.h"
 
 #include "core/analysis/engine.h"
 #include "core/event_sink.h"
@@ -10,6 +11,7 @@
 #include "core/store/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -189,10 +191,12 @@ void carrySource(const std::string& path, const Trace& trace, EventSink& sink)
         sink.addFrameMetric(m.frame, m.name, m.value, fmt::format("{} ({})", from, m.source));
 }
 
+// Unique within the process too: the GUI may run two what-ifs at once (the ranking and a replay).
 std::string tempPath(int n)
 {
+    static std::atomic<uint64_t> calls{0};
     return (std::filesystem::temp_directory_path() /
-            fmt::format("fragscope-whatif-{}-{}.fragscope", ::getpid(), n))
+            fmt::format("fragscope-whatif-{}-{}-{}.fragscope", ::getpid(), calls++, n))
         .string();
 }
 
@@ -308,6 +312,36 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     // What the replay under the recorded settings found, for the other runs.
     std::map<uint32_t, std::vector<uint32_t>> emptyCacheFirst;
     std::map<uint32_t, uint64_t> usableMark;
+    // A run's replay options: the same for a full run and a model-only one (the ranking's).
+    auto optionsFor = [&](const RunSpec& spec) {
+        ReplayOptions ro;
+        ro.cancel = opts.cancel;
+        ro.config = spec.config;
+        ro.policy = spec.policy;
+        if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
+        for (const DeviceTrace& d : trace.devices) {
+            // The memory the recording had: OOM entries tell it, else the device's size; for
+            // what-if runs also a free-and-retry the recorded replay reproduced (but never less
+            // than the recorded run held: usable memory may have varied); --capacity instead
+            // when given (the recorded run only when nothing else tells), else no limit.
+            uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
+            const auto mark = usableMark.find(d.device);
+            if (!spec.recorded && mark != usableMark.end()) {
+                const uint64_t m = std::max(mark->second, d.recordedPeakReserved);
+                cap = cap ? std::min(cap, m) : m;
+            }
+            if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
+            ro.deviceCapacity[d.device] = cap;
+        }
+        return ro;
+    };
+    // -o keeps the last run asked for, else the recorded one (never a ranked alternative's).
+    const size_t outputRun = opts.runs.size();
+    // The ranking's rows of the default alternatives (model only), and which of them, if any, is
+    // replayed in full after the others (specs[alternativeRun]).
+    std::vector<RankedRun> screened;
+    int screenedBest = -1;
+    size_t alternativeRun = SIZE_MAX;
     std::vector<std::string> kept;
     try {
         for (size_t i = 0; i < specs.size(); ++i) {
@@ -316,7 +350,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             run.spec = spec;
             run.allocConf = confText(spec.config);
             std::string keepAt;
-            if (i + 1 == specs.size() && !opts.output.empty())
+            if (i == outputRun && !opts.output.empty())
                 keepAt = opts.output;
             else if (i == 0 && !opts.outputRecorded.empty())
                 keepAt = opts.outputRecorded;
@@ -325,24 +359,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             done = 5 + static_cast<int>(90 * i / specs.size());
             say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
-            ReplayOptions ro;
-            ro.cancel = opts.cancel;
-            ro.config = spec.config;
-            ro.policy = spec.policy;
-            if (!spec.recorded) ro.emptyCacheFirst = &emptyCacheFirst;
-            for (const DeviceTrace& d : trace.devices) {
-                // The memory the recording had: OOM entries tell it, else the device's size; for
-                // what-if runs also a free-and-retry the recorded replay reproduced (but never less
-                // than the recorded run held: usable memory may have varied); --capacity instead
-                // when given (the recorded run only when nothing else tells), else no limit.
-                uint64_t cap = d.usableBytes ? d.usableBytes : d.capacityBytes;
-                if (!spec.recorded && usableMark.count(d.device)) {
-                    const uint64_t mark = std::max(usableMark[d.device], d.recordedPeakReserved);
-                    cap = cap ? std::min(cap, mark) : mark;
-                }
-                if (opts.capacity && (!spec.recorded || cap == 0)) cap = opts.capacity;
-                ro.deviceCapacity[d.device] = cap;
-            }
+            ReplayOptions ro = optionsFor(spec);
             IngestOptions io;
             io.path = path;
             io.sourceKind = "whatif";
@@ -388,6 +405,12 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                     if (r.usableMark) usableMark[r.device] = r.usableMark;
                 }
             }
+            if (i == alternativeRun) {
+                screened[static_cast<size_t>(screenedBest)].run = static_cast<int>(i);
+            } else {
+                res.ranking.push_back(rankedRun(spec, run.allocConf, replays));
+                res.ranking.back().run = static_cast<int>(i);
+            }
             run.devices = figuresOf(path, replays);
             if (!res.runs.empty()) // against the replay under the recorded settings
                 for (size_t k = 0; k < run.devices.size(); ++k)
@@ -410,6 +433,31 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
                 std::filesystem::remove(path);
             }
             res.runs.push_back(std::move(run));
+            if (i == 0 && opts.rankAlternatives) {
+                // The default alternatives through the model alone; the best, when it beats the
+                // recorded settings, is replayed in full as the last run.
+                bool capacityKnown = false;
+                for (const auto& [device, cap] : optionsFor(RunSpec{}).deviceCapacity)
+                    capacityKnown |= cap > 0;
+                AlternativeSet alt = defaultAlternatives(trace, capacityKnown);
+                res.skipped = std::move(alt.skipped);
+                done = 5 + static_cast<int>(90 / specs.size());
+                say(fmt::format("ranking {} alternatives (model only)", alt.tried.size()));
+                screened = screenAlternatives(trace, alt.tried, optionsFor);
+                WhatIfResult pick;
+                pick.runs.push_back(res.runs.front());
+                pick.ranking = res.ranking;
+                pick.ranking.insert(pick.ranking.end(), screened.begin(), screened.end());
+                rankRuns(pick.ranking);
+                recommend(pick);
+                if (pick.recommended >= 0) {
+                    const RankedRun& best = pick.ranking[static_cast<size_t>(pick.recommended)];
+                    for (size_t k = 0; k < screened.size() && screenedBest < 0; ++k)
+                        if (screened[k].label == best.label) screenedBest = static_cast<int>(k);
+                    alternativeRun = specs.size();
+                    specs.push_back(alt.tried[static_cast<size_t>(screenedBest)].spec);
+                }
+            }
         }
     } catch (const Cancelled&) {
         for (const std::string& k : kept) // a cancelled what-if leaves nothing behind
@@ -419,6 +467,10 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
     for (const DeviceTrace& d : trace.devices)
         res.real.push_back(realFigures(d, *real));
     fid.banner = bannerText(fid, res);
+    fid.summary = fidelitySummary(fid);
+    res.ranking.insert(res.ranking.end(), screened.begin(), screened.end());
+    rankRuns(res.ranking);
+    recommend(res);
 
     if (!fid.complete)
         fid.verdict = "not a replay of the whole run: " + fid.completeNote +

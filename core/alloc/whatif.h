@@ -100,18 +100,52 @@ struct Fidelity
     int64_t pendingFrees = 0;
     int64_t pendingFreesBeforeTrace = 0;
     bool reproduced = false;
-    std::string verdict; // one sentence: reproduced, or why not
+    // One short line, the one statement about fidelity a reader sees first (the CLI's second
+    // line, the GUI's what-if frame): exact, not exact (by how much), or a partial trace. It
+    // never says "reproduced" of an incomplete trace. fidelitySummary() (whatif_rank.h).
+    std::string summary;
+    std::string verdict; // the details: reproduced or why not, what was taken from the trace
     // What the what-if runs' differences are against (the recorded replay) and, where that
     // replay is not exact, by how much it misses the real run.
     std::string banner;
+};
+
+// One row of the ranking (docs/whatif.md "Ranking and the default alternatives"): a run's
+// allocator-model figures, summed over devices (each device is its own allocator).
+struct RankedRun
+{
+    std::string label;     // the settings as the user or the default set names them
+    std::string allocConf; // canonical text of the settings replayed
+    std::string why;       // how a default alternative was chosen ("" otherwise)
+    bool recorded = false; // the replay under the recorded settings
+    Policy policy = Policy::PyTorch;
+    int run = -1; // index into WhatIfResult::runs when replayed in full, else -1 (model only)
+    uint64_t peakReserved = 0;  // sum of the devices' peaks
+    uint64_t finalReserved = 0; // at the end
+    int64_t segments = 0;       // live at the end
+    int64_t cudaMallocs = 0;
+    int64_t ooms = 0;
+    int64_t vsRecordedPeak = 0; // peakReserved minus the recorded run's
+};
+
+// A default alternative left out, and why (e.g. garbage_collection_threshold without a known
+// capacity changes nothing).
+struct SkippedAlternative
+{
+    std::string label;
+    std::string reason;
 };
 
 struct WhatIfOptions
 {
     std::string session;
     std::vector<RunSpec> runs; // after the recorded run
-    uint64_t capacity = 0;     // what-if runs' device capacity; 0: what the session tells
-    std::string output;        // -o: the last run's replay session
+    // Also replay the default alternatives (defaultAlternatives(), whatif_rank.h) through the
+    // model alone, rank them with the runs, and replay the best one in full after the others
+    // (`fragscope whatif` without --alloc-conf). -o keeps the last of `runs`, else runs[0].
+    bool rankAlternatives = false;
+    uint64_t capacity = 0; // what-if runs' device capacity; 0: what the session tells
+    std::string output;    // -o: the last run's replay session
     // Where to keep runs[0], the replay under the recorded settings, when other runs follow (the
     // GUI draws them against it); "" to drop it.
     std::string outputRecorded;
@@ -132,6 +166,12 @@ struct WhatIfResult
     // same figures `report` and `compare` print for it) and its segments, cudaMallocs and OOMs
     // as recorded: the third curve beside the two replays.
     std::vector<DeviceFigures> real;
+    // Every run, best first (fewest OOMs, then lowest peak reserved; ties keep the recorded
+    // settings first), with the default alternatives when ranked (model figures).
+    std::vector<RankedRun> ranking;
+    std::vector<SkippedAlternative> skipped;
+    int recommended = -1;       // index into ranking: better than the recorded settings; -1 none
+    std::string recommendation; // one sentence: what would have helped, or that nothing tried did
 };
 
 // Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.

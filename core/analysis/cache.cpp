@@ -101,6 +101,10 @@ void putState(Writer& w, const State& s)
     w.put(s.largestFreeFragmentBytes);
     w.put(s.fragmentationRatio);
     w.put(s.fragmentEntropyBits);
+    w.put(s.pendingFreeBlocks);
+    w.put(s.pendingFreeBytes);
+    w.put(s.largestFreeOncePendingCompleteBytes);
+    w.put(s.fragmentationRatioOncePendingComplete);
 }
 
 void getState(Reader& r, State& s)
@@ -115,6 +119,10 @@ void getState(Reader& r, State& s)
     s.largestFreeFragmentBytes = r.get<uint64_t>();
     s.fragmentationRatio = r.get<double>();
     s.fragmentEntropyBits = r.get<double>();
+    s.pendingFreeBlocks = r.get<int64_t>();
+    s.pendingFreeBytes = r.get<uint64_t>();
+    s.largestFreeOncePendingCompleteBytes = r.get<uint64_t>();
+    s.fragmentationRatioOncePendingComplete = r.get<double>();
 }
 
 } // namespace
@@ -654,6 +662,11 @@ void Engine::Impl::forgetDerived() const
         std::lock_guard lock(replayersMutex);
         idleReplayers.clear();
     }
+    {
+        std::lock_guard lock(runFiguresMutex);
+        runFiguresKey.clear();
+        runFigures.reset();
+    }
     std::lock_guard lock(summariesMutex);
     summaries.clear();
 }
@@ -743,7 +756,7 @@ bool Engine::Impl::readRasterCache(HeatmapRaster& h, uint32_t device, Level leve
     if (!r.array(occ, n) || !r.array(reg, n) || !r.array(st, n) || r.p != r.end) return false;
     h.state.resize(st.size());
     for (size_t k = 0; k < st.size(); ++k) {
-        if (st[k] > static_cast<uint8_t>(CellState::Separator)) return false;
+        if (st[k] > static_cast<uint8_t>(CellState::Pending)) return false;
         h.state[k] = static_cast<CellState>(st[k]);
     }
     h.occupancy = std::move(occ);

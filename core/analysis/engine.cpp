@@ -217,6 +217,7 @@ void Engine::Impl::load(const LoadOptions& o, bool snapshot)
         if (where.size() > 1)
             for (const auto& [ti, i] : where)
                 tracks[ti].pieces[id].push_back(i);
+    readPendingFrees(s);
     if (keepBuilders) builders.assign(tracks.size(), {});
     {
         std::lock_guard lock(lodMutex);
@@ -540,6 +541,74 @@ uint32_t Engine::Impl::regionAmong(const std::vector<std::pair<size_t, uint32_t>
         best = i;
     }
     return best;
+}
+
+void Engine::Impl::readPendingFrees(const Session& s)
+{
+    for (TrackData& t : tracks) {
+        t.pending.clear();
+        t.pendingByEnd.clear();
+        t.pendingStream.clear();
+    }
+    std::vector<std::vector<std::pair<Alloc, uint32_t>>> rows(tracks.size()); // (wait, stream)
+    std::vector<std::vector<uint32_t>> byAddress(tracks.size()); // region indices by address
+    std::vector<uint64_t> widest(tracks.size(), 0);
+    int64_t id = 0; // the row's place in the table (pending_frees.id order)
+    for (const store::PendingFreeRow& p : store::pendingFrees(s)) {
+        ++id;
+        const auto level = static_cast<int>(p.level.value_or(static_cast<int>(Level::Framework)));
+        size_t ti = 0;
+        while (ti < tracks.size() && (static_cast<int64_t>(tracks[ti].device) != p.device ||
+                                      static_cast<int>(tracks[ti].level) != level))
+            ++ti;
+        if (ti == tracks.size()) continue; // a device and level with no region or block
+        const TrackData& t = tracks[ti];
+        auto& order = byAddress[ti];
+        if (order.empty() && !t.regions.empty()) {
+            order.resize(t.regions.size());
+            for (uint32_t r = 0; r < order.size(); ++r) {
+                order[r] = r;
+                widest[ti] = std::max(widest[ti], t.regions[r].size);
+            }
+            std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+                return t.regions[a].address < t.regions[b].address;
+            });
+        }
+        Alloc a{
+            p.address, p.size,    p.requestNs, std::max(p.completeNs.value_or(kAlive), p.requestNs),
+            id,        kNoRegion, kNoTag};
+        // The region (mapped piece) that held the range when the wait began.
+        auto it =
+            std::upper_bound(order.begin(), order.end(), p.address,
+                             [&](uint64_t v, uint32_t r) { return v < t.regions[r].address; });
+        while (it != order.begin()) {
+            const RegionRec& r = t.regions[*--it];
+            if (r.address + widest[ti] <= p.address) break;
+            if (p.address < r.address + r.size && r.createNs <= a.allocNs &&
+                r.destroyNs > a.allocNs) {
+                a.region = *it;
+                break;
+            }
+        }
+        rows[ti].emplace_back(a, static_cast<uint32_t>(p.stream.value_or(0)));
+    }
+    for (size_t ti = 0; ti < tracks.size(); ++ti) {
+        TrackData& t = tracks[ti];
+        auto& v = rows[ti];
+        std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) {
+            return x.first.allocNs != y.first.allocNs ? x.first.allocNs < y.first.allocNs
+                                                      : x.first.id < y.first.id;
+        });
+        for (const auto& [a, stream] : v) {
+            if (a.freeNs != kAlive)
+                t.pendingByEnd.push_back(static_cast<uint32_t>(t.pending.size()));
+            t.pending.push_back(a);
+            t.pendingStream.push_back(stream);
+        }
+        std::stable_sort(t.pendingByEnd.begin(), t.pendingByEnd.end(), [&](uint32_t x, uint32_t y) {
+            return t.pending[x].freeNs < t.pending[y].freeNs;
+        });
+    }
 }
 
 void sortAllocs(TrackData& t)
@@ -872,20 +941,39 @@ State Engine::stateAtFullReplay(uint32_t device, Level level, int64_t t) const
             s.allocatedOutsideBytes += end - a.address;
         inRegion[r].emplace_back(a.address, end);
     }
-    std::vector<uint64_t> frags;
-    for (size_t r = 0; r < td.regions.size(); ++r) {
-        if (!alive[r]) continue;
-        auto& v = inRegion[r];
-        std::sort(v.begin(), v.end());
+    // Pending frees cover their range as blocks do; once they complete, only the blocks do.
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> blocksOnly = inRegion;
+    for (const Alloc& a : td.pending) {
+        if (!a.occupies() || a.allocNs > t || a.freeNs <= t) continue;
+        ++s.pendingFreeBlocks;
+        if (a.region == kNoRegion) continue;
+        const uint32_t r = td.placeAt(a, t);
         const RegionRec& rr = td.regions[r];
-        uint64_t pos = rr.address;
-        for (const auto& [a, e] : v) {
-            if (a > pos) frags.push_back(a - pos);
-            pos = std::max(pos, e);
-        }
-        if (rr.address + rr.size > pos) frags.push_back(rr.address + rr.size - pos);
+        const uint64_t end = std::min(a.end(), rr.address + rr.size);
+        if (alive[r]) s.pendingFreeBytes += end - a.address;
+        inRegion[r].emplace_back(a.address, end);
     }
-    setFragmentFigures(s, frags);
+    // The gaps between the ranges of each live region.
+    auto gaps = [&](std::vector<std::vector<std::pair<uint64_t, uint64_t>>>& ranges) {
+        std::vector<uint64_t> frags;
+        for (size_t r = 0; r < td.regions.size(); ++r) {
+            if (!alive[r]) continue;
+            auto& v = ranges[r];
+            std::sort(v.begin(), v.end());
+            const RegionRec& rr = td.regions[r];
+            uint64_t pos = rr.address;
+            for (const auto& [a, e] : v) {
+                if (a > pos) frags.push_back(a - pos);
+                pos = std::max(pos, e);
+            }
+            if (rr.address + rr.size > pos) frags.push_back(rr.address + rr.size - pos);
+        }
+        return frags;
+    };
+    setFragmentFigures(s, gaps(inRegion));
+    State once;
+    setFragmentFigures(once, gaps(blocksOnly));
+    setOncePendingComplete(s, once.largestFreeFragmentBytes);
     return s;
 }
 
@@ -894,6 +982,13 @@ std::vector<Fragment> Engine::fragmentsAt(uint32_t device, Level level, int64_t 
     Replayer r(d_->trackOrThrow(device, level));
     r.seek(t);
     return r.state().fragments();
+}
+
+std::vector<Fragment> Engine::pendingFreesAt(uint32_t device, Level level, int64_t t) const
+{
+    Replayer r(d_->trackOrThrow(device, level));
+    r.seek(t);
+    return r.state().pendingBlocks();
 }
 
 std::vector<AllocationInfo> Engine::liveAllocationsAt(uint32_t device, Level level, int64_t t) const

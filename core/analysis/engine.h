@@ -167,6 +167,9 @@ public:
     // Same figures by replaying every event from the start (slow; tests compare the two).
     State stateAtFullReplay(uint32_t device, Level level, int64_t t) const;
     std::vector<Fragment> fragmentsAt(uint32_t device, Level level, int64_t t) const;
+    // The pending frees waiting at t inside live regions (docs/analysis.md "Pending frees"):
+    // in no fragment above; region by region in address order.
+    std::vector<Fragment> pendingFreesAt(uint32_t device, Level level, int64_t t) const;
     // The state at t of each memory pool of the track (core/analysis/pools.cpp): one entry per
     // pool that has a region on the track, by pool id (the default pool 0 first). Summed over the
     // pools, reserved, allocated, free and the fragment count equal stateAt's.
@@ -217,6 +220,10 @@ public:
     // Recomputes collapse runs with other rules (the GUI's rule editor); frames() keeps the
     // open() rules.
     std::vector<Collapse> collapsesWith(const std::vector<CollapseRule>& rules) const;
+    // The open() rules that fire on most frames of the run: no collapse comes of them
+    // (CommonRule); and the same split of other rules.
+    const std::vector<CommonRule>& commonRules() const;
+    RuleSplit splitRules(const std::vector<CollapseRule>& rules) const;
     // Report for the collapse containing frame f (nullopt when f is in none).
     std::optional<CollapseReport> collapseReport(int64_t frame) const;
     // Report for frame f as if it collapsed (precursors and diff of any frame).

@@ -104,6 +104,7 @@ struct Checkpoint
 };
 
 struct TrackData;
+struct RunFigures; // precursors.h
 
 // A track's level-of-detail heatmap: the whole span x the whole compacted address space at
 // nt x ny cells, each the average occupancy (and reserved share) over its cell.
@@ -167,6 +168,14 @@ struct TrackData
         }
         return layout.toCompact(a.address, out);
     }
+    // Pending frees of the track (docs/analysis.md "Pending frees"), read from pending_frees
+    // at open (readPendingFrees): allocNs = the request, freeNs = the completion (kAlive: still
+    // pending at the end), id = pending_frees.id, region as an allocation's, tag unused; sorted
+    // by (allocNs, id). pendingByEnd: indices of the completed ones by (freeNs, index);
+    // pendingStream: each one's stream.
+    AllocRecords pending;
+    std::vector<uint32_t> pendingByEnd;
+    std::vector<uint32_t> pendingStream;
     // Allocations of the track as the stored index lists them, while a deferred load has not
     // read them yet (Engine::Impl::ensureRows).
     size_t storedAllocs = 0;
@@ -193,8 +202,10 @@ public:
     explicit FragState(const TrackData& t);
     void regionCreate(uint32_t r);
     void regionDestroy(uint32_t r);
-    void alloc(const Alloc& a);
-    void free(const Alloc& a);
+    // pending: a pending free's wait (TrackData::pending) begins or ends: its range is in no
+    // fragment meanwhile, and counts in pendingIn instead of allocatedIn.
+    void alloc(const Alloc& a, bool pending = false);
+    void free(const Alloc& a, bool pending = false);
     // Rebuilds from a checkpoint's live set (regions alive at time).
     void rebuild(const Checkpoint& c);
 
@@ -205,7 +216,15 @@ public:
     int regionCount = 0;
     int64_t fragCount = 0;
     uint64_t freeBytes = 0;
+    int64_t pendingLive = 0; // pending frees waiting now (inside regions or not)
+    uint64_t pendingIn = 0;  // their bytes inside live regions
+    uint64_t pendingOut = 0; // ... outside
     uint64_t largest() const { return sizes_.largest(); }
+    // The largest free block once every pending free completes: runs of adjacent fragments and
+    // pending blocks (largest() when nothing is pending).
+    uint64_t largestOncePendingComplete() const;
+    // The pending blocks inside live regions, region by region in address order.
+    std::vector<Fragment> pendingBlocks() const;
     double ratio() const
     {
         return freeBytes == 0
@@ -229,14 +248,23 @@ private:
     struct RegionLive
     {
         bool alive = false;
-        std::map<uint64_t, uint64_t> allocs; // address -> end
+        std::map<uint64_t, uint64_t> allocs; // address -> end (live blocks and pending frees)
+        std::set<uint64_t> pending;          // the entries of allocs that are pending frees
     };
     FragState(const TrackData& t, std::vector<RegionLive>&& empty); // reuses the storage
     void addFragment(uint64_t size);
     void removeFragment(uint64_t size);
     void gapsOf(uint32_t r, bool add);
     // Inserts a live block into region r (alive) and updates the fragments around it.
-    void insertInto(uint32_t r, uint64_t address, uint64_t end);
+    void insertInto(uint32_t r, uint64_t address, uint64_t end, bool pending);
+    // Region r's free fragments and pending blocks (either may be null), in address order.
+    void rangesOf(uint32_t r, std::vector<Fragment>* free, std::vector<Fragment>* pending) const;
+    // A block's bytes inside (outside) live regions: pendingIn or allocatedIn (Out).
+    uint64_t& inside(bool pending) { return pending ? pendingIn : allocatedIn; }
+    uint64_t& outside(bool pending) { return pending ? pendingOut : allocatedOut; }
+    // Regions holding pending frees (region index -> how many).
+    std::map<uint32_t, int64_t> pendingRegions_;
+    void notePending(uint32_t r, int64_t delta);
 
     const TrackData* td_;
     std::unordered_map<uint64_t, uint32_t> movedTo_; // block address -> piece it moved to
@@ -252,11 +280,20 @@ private:
     std::array<uint64_t, 3> clusterBytes_{};
 };
 
-enum class ReplayEvent : uint8_t { RegionCreate, Free, Alloc, RegionDestroy };
+// PendingStart / PendingEnd: a pending free's wait begins / ends (index into TrackData::pending).
+enum class ReplayEvent : uint8_t {
+    RegionCreate,
+    Free,
+    Alloc,
+    RegionDestroy,
+    PendingStart,
+    PendingEnd
+};
 
-// Walks a track's four sorted streams forward in time, in the order region creations, frees,
-// allocations, region releases at equal times (ingest ends an overlapped block when the new one
-// arrives, and a block cannot be freed before it exists).
+// Walks a track's six sorted streams forward in time, in the order region creations, frees,
+// pending frees' ends, their starts, allocations, region releases at equal times (ingest ends an
+// overlapped block when the new one arrives, a block cannot be freed before it exists, its wait
+// begins when it is freed, and a wait's end gives its range back before a new block takes it).
 class Replayer
 {
 public:
@@ -281,6 +318,7 @@ private:
     const TrackData& t_;
     FragState state_;
     size_t allocPos_ = 0, freePos_ = 0, regionPos_ = 0, regionEndPos_ = 0;
+    size_t pendingPos_ = 0, pendingEndPos_ = 0;
     int64_t time_ = std::numeric_limits<int64_t>::min();
     int64_t processed_ = 0;
     int64_t lastEventTime() const; // of the events processed so far (min when none)
@@ -320,7 +358,12 @@ inline int64_t Replayer::nextTime() const
     const int64_t te = regionEndPos_ < t_.regionsByEnd.size()
                            ? R[t_.regionsByEnd[regionEndPos_]].destroyNs
                            : kNoEvent;
-    return std::min(std::min(tr, tf), std::min(ta, te));
+    const auto& P = t_.pending;
+    const int64_t tps = pendingPos_ < P.size() ? P[pendingPos_].allocNs : kNoEvent;
+    const int64_t tpe = pendingEndPos_ < t_.pendingByEnd.size()
+                            ? P[t_.pendingByEnd[pendingEndPos_]].freeNs
+                            : kNoEvent;
+    return std::min({tr, tf, ta, te, tps, tpe});
 }
 
 template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
@@ -330,12 +373,16 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
     const auto& F = t_.byFree;
     const auto& R = t_.regions;
     const auto& RE = t_.regionsByEnd;
+    const auto& P = t_.pending;
+    const auto& PE = t_.pendingByEnd;
     while (true) {
         const int64_t tr = regionPos_ < R.size() ? R[regionPos_].createNs : kNone;
         const int64_t tf = freePos_ < F.size() ? A[F[freePos_]].freeNs : kNone;
         const int64_t ta = allocPos_ < A.size() ? A[allocPos_].allocNs : kNone;
         const int64_t te = regionEndPos_ < RE.size() ? R[RE[regionEndPos_]].destroyNs : kNone;
-        const int64_t t = std::min(std::min(tr, tf), std::min(ta, te));
+        const int64_t tps = pendingPos_ < P.size() ? P[pendingPos_].allocNs : kNone;
+        const int64_t tpe = pendingEndPos_ < PE.size() ? P[PE[pendingEndPos_]].freeNs : kNone;
+        const int64_t t = std::min({tr, tf, ta, te, tps, tpe});
         if (t == kNone || t > limit) break;
         ++processed_;
         if (tr == t) {
@@ -346,6 +393,14 @@ template <typename Hook> void Replayer::advanceTo(int64_t limit, Hook&& hook)
             const uint32_t i = F[freePos_++];
             if (A[i].occupies()) state_.free(A[i]);
             hook(ReplayEvent::Free, i, t);
+        } else if (tpe == t) {
+            const uint32_t i = PE[pendingEndPos_++];
+            if (P[i].occupies()) state_.free(P[i], true);
+            hook(ReplayEvent::PendingEnd, i, t);
+        } else if (tps == t) {
+            const auto i = static_cast<uint32_t>(pendingPos_++);
+            if (P[i].occupies()) state_.alloc(P[i], true);
+            hook(ReplayEvent::PendingStart, i, t);
         } else if (ta == t) {
             const auto i = static_cast<uint32_t>(allocPos_++);
             if (A[i].occupies()) state_.alloc(A[i]);
@@ -367,6 +422,14 @@ std::unordered_map<int64_t, uint64_t> regionPools(const Session& s, uint32_t dev
 
 // Sorts a track's allocations by (allocNs, id) when the rows did not come in that order.
 void sortAllocs(TrackData& t);
+
+// The largest free block once every pending free completes: the largest run of contiguous
+// ranges of one region among the free fragments and the pending blocks.
+uint64_t largestOncePendingComplete(const std::vector<Fragment>& free,
+                                    const std::vector<Fragment>& pending);
+// Sets s's figures once pending frees complete from that largest block and s's free and
+// pending bytes.
+void setOncePendingComplete(State& s, uint64_t largest);
 
 // The row conversions load() and LiveEngine::refresh share (they clamp hostile rows the same
 // way, so a refreshed engine equals a freshly opened one).
@@ -458,6 +521,7 @@ struct Engine::Impl
     std::vector<FrameInfo> frames;    // by index
     std::vector<size_t> framesInTime; // indices into frames of the timed ones, by (start, index)
     std::vector<Collapse> collapses;
+    RuleSplit ruleSplit; // the open() rules that can make collapses, and those that fire on most
     int64_t timeBegin = 0;
     int64_t timeEnd = 0;
 
@@ -477,6 +541,9 @@ struct Engine::Impl
     uint32_t regionAmong(const std::vector<std::pair<size_t, uint32_t>>& where, size_t ti,
                          const Alloc& a) const;
     void buildLayout(TrackData& t);
+    // Every track's pending frees from s's pending_frees table (TrackData::pending), each in the
+    // region that held its range when its wait began (tracks and their regions read first).
+    void readPendingFrees(const Session& s);
     // Frames, their metrics, per-frame figures and collapses (frames.cpp), all at once. load()
     // takes the steps apart on a long un-indexed open: the kernel pass reads on a connection of
     // its own while the tracks are sorted, and the replay runs while the index is stored.
@@ -622,6 +689,12 @@ struct Engine::Impl
     void returnReplayers(Replayers r) const;
     mutable std::mutex replayersMutex;
     mutable std::vector<Replayers> idleReplayers;
+    // The verdict's base rates (verdict.cpp): the figures and kernel calls of the run's healthy
+    // frames, for the last set of frames asked (indices and ranges; every collapse of one rule
+    // set shares it). Emptied by forgetDerived().
+    mutable std::mutex runFiguresMutex;
+    mutable std::vector<std::tuple<int64_t, int64_t, int64_t>> runFiguresKey; // under it
+    mutable std::shared_ptr<const RunFigures> runFigures;                     // under it
     mutable std::mutex rolesMutex;
     mutable std::map<std::tuple<uint32_t, int, int64_t>, std::shared_ptr<const FrameRoles>> roles;
     std::shared_ptr<const FrameRoles> frameRoles(const TrackData& td, const FrameInfo& f) const;

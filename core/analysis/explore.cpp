@@ -62,6 +62,22 @@ std::string percent(double share)
     const double p = share * 100;
     return p < 1 && p > 0 ? fmt::format("{:.2f} %", p) : fmt::format("{:.0f} %", p);
 }
+
+// A share printed beside the bound it is compared with: with as many decimals (up to 4) as it
+// takes not to print the bound itself unless it equals it, so 4.88 % under a 5 % bound reads
+// "4.9 %", never "5 % (under 5 %)".
+std::string percentBeside(double share, double bound)
+{
+    const double p = share * 100, b = bound * 100;
+    if (p == b || percent(share) != percent(bound)) return percent(share);
+    double scale = 1;
+    int decimals = 1;
+    for (; decimals < 4; ++decimals) {
+        scale *= 10;
+        if (std::round(p * scale) != std::round(b * scale)) break;
+    }
+    return fmt::format("{:.{}f} %", p, decimals);
+}
 } // namespace
 
 Headline headline(const State& s, const FragmentedRule& rule)
@@ -77,14 +93,14 @@ Headline headline(const State& s, const FragmentedRule& rule)
     if (s.reservedBytes == 0) {
         h.text = "not fragmented: nothing is reserved";
     } else if (h.fragmented) {
-        h.text =
-            fmt::format("fragmented: F {:.2f} > {:.2f} with {} of reserved free (>= {})", h.ratio,
-                        rule.minRatio, percent(h.freeShare), percent(rule.minFreeShare));
+        h.text = fmt::format("fragmented: F {:.2f} > {:.2f} with {} of reserved free (at least {})",
+                             h.ratio, rule.minRatio, percentBeside(h.freeShare, rule.minFreeShare),
+                             percent(rule.minFreeShare));
     } else if (highF) {
-        h.text =
-            fmt::format("not fragmented: F {:.2f} > {:.2f}, but only {} of reserved is free "
-                        "(< {}): the allocator is full, not fragmented",
-                        h.ratio, rule.minRatio, percent(h.freeShare), percent(rule.minFreeShare));
+        h.text = fmt::format("not fragmented: F {:.2f} > {:.2f}, but only {} of reserved is free "
+                             "(under {}): the allocator is full, not fragmented",
+                             h.ratio, rule.minRatio, percentBeside(h.freeShare, rule.minFreeShare),
+                             percent(rule.minFreeShare));
     } else {
         h.text = fmt::format("not fragmented: F {:.2f} <= {:.2f} ({} of reserved free)", h.ratio,
                              rule.minRatio, percent(h.freeShare));
@@ -386,55 +402,51 @@ bool Explorer::stateOnly() const
             any = true;
             only = only && a.allocNs <= t0 && a.freeNs == kAlive;
         }
+        for (const Alloc& a : t.pending) // waits, as blocks
+            only = only && a.allocNs <= t0 && a.freeNs == kAlive;
     }
     std::lock_guard lock(D->mu);
     D->stateOnly = any && only ? 1 : 0;
     return D->stateOnly == 1;
 }
 
+namespace {
+// f(range, time of an entry) for each of the track's six sorted event streams, as the Replayer
+// walks them: allocations, frees, region creations and releases, pending frees' waits beginning
+// and ending.
+template <typename F> void forEachStream(const TrackData& td, F&& f)
+{
+    const auto& A = td.allocs;
+    const auto& P = td.pending;
+    f(A, [](const Alloc& x) { return x.allocNs; });
+    f(td.byFree, [&](uint32_t i) { return A[i].freeNs; });
+    f(td.regions, [](const RegionRec& x) { return x.createNs; });
+    f(td.regionsByEnd, [&](uint32_t i) { return td.regions[i].destroyNs; });
+    f(P, [](const Alloc& x) { return x.allocNs; });
+    f(td.pendingByEnd, [&](uint32_t i) { return P[i].freeNs; });
+}
+} // namespace
+
 int64_t Explorer::nextEvent(uint32_t device, Level level, int64_t t) const
 {
-    const TrackData& td = exploreTrack(*engine_, device, level);
     int64_t best = kNoTime;
-    auto take = [&](int64_t v) {
-        if (v > t && (best == kNoTime || v < best)) best = v;
-    };
-    const auto& A = td.allocs;
-    auto a = std::upper_bound(A.begin(), A.end(), t,
-                              [](int64_t v, const Alloc& x) { return v < x.allocNs; });
-    if (a != A.end()) take(a->allocNs);
-    auto f = std::upper_bound(td.byFree.begin(), td.byFree.end(), t,
-                              [&](int64_t v, uint32_t i) { return v < A[i].freeNs; });
-    if (f != td.byFree.end()) take(A[*f].freeNs);
-    auto r = std::upper_bound(td.regions.begin(), td.regions.end(), t,
-                              [](int64_t v, const RegionRec& x) { return v < x.createNs; });
-    if (r != td.regions.end()) take(r->createNs);
-    auto re = std::upper_bound(td.regionsByEnd.begin(), td.regionsByEnd.end(), t,
-                               [&](int64_t v, uint32_t i) { return v < td.regions[i].destroyNs; });
-    if (re != td.regionsByEnd.end()) take(td.regions[*re].destroyNs);
+    forEachStream(exploreTrack(*engine_, device, level), [&](const auto& v, auto time) {
+        const auto it = std::upper_bound(v.begin(), v.end(), t,
+                                         [&](int64_t x, const auto& e) { return x < time(e); });
+        if (it != v.end() && (best == kNoTime || time(*it) < best)) best = time(*it);
+    });
     return best;
 }
 
 int64_t Explorer::previousEvent(uint32_t device, Level level, int64_t t) const
 {
-    const TrackData& td = exploreTrack(*engine_, device, level);
     int64_t best = kNoTime;
-    auto take = [&](int64_t v) {
-        if (v < t && (best == kNoTime || v > best)) best = v;
-    };
-    const auto& A = td.allocs;
-    auto a = std::lower_bound(A.begin(), A.end(), t,
-                              [](const Alloc& x, int64_t v) { return x.allocNs < v; });
-    if (a != A.begin()) take(std::prev(a)->allocNs);
-    auto f = std::lower_bound(td.byFree.begin(), td.byFree.end(), t,
-                              [&](uint32_t i, int64_t v) { return A[i].freeNs < v; });
-    if (f != td.byFree.begin()) take(A[*std::prev(f)].freeNs);
-    auto r = std::lower_bound(td.regions.begin(), td.regions.end(), t,
-                              [](const RegionRec& x, int64_t v) { return x.createNs < v; });
-    if (r != td.regions.begin()) take(std::prev(r)->createNs);
-    auto re = std::lower_bound(td.regionsByEnd.begin(), td.regionsByEnd.end(), t,
-                               [&](uint32_t i, int64_t v) { return td.regions[i].destroyNs < v; });
-    if (re != td.regionsByEnd.begin()) take(td.regions[*std::prev(re)].destroyNs);
+    forEachStream(exploreTrack(*engine_, device, level), [&](const auto& v, auto time) {
+        const auto it = std::lower_bound(v.begin(), v.end(), t,
+                                         [&](const auto& e, int64_t x) { return time(e) < x; });
+        if (it != v.begin() && (best == kNoTime || time(*std::prev(it)) > best))
+            best = time(*std::prev(it));
+    });
     return best;
 }
 
@@ -509,10 +521,36 @@ BlocksAt Explorer::blocksAt(uint32_t device, Level level, int64_t t, std::option
         b.pool = p;
         out.rows.push_back(std::move(b));
     }
+    // Pending frees waiting at t (those the replay placed in a region).
+    for (size_t i = 0; i < td.pending.size() && td.pending[i].allocNs <= t; ++i) {
+        const Alloc& a = td.pending[i];
+        if (!a.occupies() || a.freeNs <= t || a.region == kNoRegion) continue;
+        const uint32_t rr = td.placeAt(a, t);
+        const uint64_t p = pools->byIndex[rr];
+        if (pool && p != *pool) continue;
+        BlockRow b;
+        b.pending = true;
+        b.address = a.address;
+        b.size = a.size;
+        b.regionId = td.regions[rr].id;
+        b.pool = p;
+        b.since = a.allocNs;
+        b.until = a.freeNs;
+        b.stream = td.pendingStream[i];
+        out.rows.push_back(std::move(b));
+    }
     std::sort(out.rows.begin(), out.rows.end(), [](const BlockRow& a, const BlockRow& b) {
         return a.address != b.address ? a.address < b.address : a.free < b.free;
     });
     return out;
+}
+
+BlockCounts countRows(const std::vector<BlockRow>& rows)
+{
+    BlockCounts c;
+    for (const BlockRow& r : rows)
+        ++(r.free ? c.fragments : r.pending ? c.pending : c.blocks);
+    return c;
 }
 
 JumpTargets Explorer::jumpTargets(uint32_t device, Level level, std::optional<uint64_t> pool) const

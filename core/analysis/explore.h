@@ -47,11 +47,14 @@ Headline headline(const State& s, const FragmentedRule& rule = {});
 
 // ---- blocks at an instant --------------------------------------------------------------------
 
-// A live block or a free fragment at an instant (the block list).
+// A live block, a free fragment or a pending free at an instant (the block list).
 struct BlockRow
 {
-    bool free = false; // a free fragment (id -1)
-    int64_t id = -1;   // allocations.id
+    bool free = false;    // a free fragment (id -1)
+    bool pending = false; // a pending free (docs/analysis.md "Pending frees"): freed by the
+                          // program, still used by another stream; id -1, since: when the free
+                          // was requested, until: when it completes (kAlive: still pending)
+    int64_t id = -1;      // allocations.id
     uint64_t address = 0;
     uint64_t size = 0;
     int64_t regionId = -1;   // -1: outside any region
@@ -60,13 +63,22 @@ struct BlockRow
     int64_t until = kAlive;  // a block's free time (kAlive: never freed)
     // Filled when the attributes are read (BlocksAt::attributes); zero or empty otherwise.
     uint64_t requested = 0; // 0: unknown
-    uint32_t stream = 0;
+    uint32_t stream = 0;    // a pending free's is known without the attributes
     std::string tag;
     std::string site; // the call site's label (stacks.h), empty without a stack
 };
 
-// The state at an instant with every live block and free fragment (one replay): what the
-// histogram, memory map, state readout and block list show at the time cursor.
+// How many rows of each kind a block list holds.
+struct BlockCounts
+{
+    int64_t blocks = 0;
+    int64_t fragments = 0;
+    int64_t pending = 0;
+};
+BlockCounts countRows(const std::vector<BlockRow>& rows);
+
+// The state at an instant with every live block, free fragment and pending free (one replay):
+// what the histogram, memory map, state readout and block list show at the time cursor.
 struct BlocksAt
 {
     uint32_t device = 0;
@@ -74,7 +86,7 @@ struct BlocksAt
     std::optional<uint64_t> pool; // set: that pool's regions, blocks and figures only
     int64_t time = 0;
     State state;                // equals Engine::stateAt (poolStatesAt's for a pool)
-    std::vector<BlockRow> rows; // by address; blocks and fragments interleaved
+    std::vector<BlockRow> rows; // by address; blocks, fragments and pending frees interleaved
     bool attributes = false;    // requested, stream, tag and site filled
     Caveats caveats;
 };

@@ -354,17 +354,20 @@ void Engine::Impl::finishFrames(const LoadOptions& o, FrameWork& w)
             writeSummaryCacheLocked(td->device, td->level, ts);
         }
     }
+    ruleSplit = splitCommonRules(o.rules, frames);
     collapses = computeCollapses(o.rules);
     for (size_t c = 0; c < collapses.size(); ++c)
         for (FrameInfo& f : frames)
             if (f.index >= collapses[c].firstFrame && f.index <= collapses[c].lastFrame)
                 f.collapse = static_cast<int>(c);
     for (FrameInfo& f : frames)
-        f.breaksRule = breaksAnyRule(f.metrics, o.rules);
+        f.breaksRule = breaksAnyRule(f.metrics, ruleSplit.active);
 }
 
-std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseRule>& rules) const
+std::vector<Collapse> Engine::Impl::computeCollapses(const std::vector<CollapseRule>& all) const
 {
+    // A rule that fires on most frames makes no collapse (CommonRule).
+    const std::vector<CollapseRule> rules = splitCommonRules(all, frames).active;
     std::vector<Collapse> out;
     int64_t prev = std::numeric_limits<int64_t>::min();
     bool inRun = false;
@@ -408,6 +411,16 @@ const std::vector<Collapse>& Engine::collapses() const
 std::vector<Collapse> Engine::collapsesWith(const std::vector<CollapseRule>& rules) const
 {
     return d_->computeCollapses(rules);
+}
+
+const std::vector<CommonRule>& Engine::commonRules() const
+{
+    return d_->ruleSplit.common;
+}
+
+RuleSplit Engine::splitRules(const std::vector<CollapseRule>& rules) const
+{
+    return rules == d_->options.rules ? d_->ruleSplit : splitCommonRules(rules, d_->frames);
 }
 
 std::optional<CollapseReport> Engine::collapseReport(int64_t frame) const

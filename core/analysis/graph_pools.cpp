@@ -86,12 +86,14 @@ void GraphPools::trackPools(uint32_t device, Level level)
             pool = poolOfRegion(i);
             dr = static_cast<int64_t>(td->regions[i].size);
             if (kind == ReplayEvent::RegionDestroy) dr = -dr;
-        } else {
+        } else if (kind == ReplayEvent::Alloc || kind == ReplayEvent::Free) {
             const Alloc& a = td->allocs[i];
             if (!a.occupies() || a.region == kNoRegion) return; // outside any pool's region
             pool = poolOfRegion(a.region);
             da = static_cast<int64_t>(a.size);
             if (kind == ReplayEvent::Free) da = -da;
+        } else {
+            return; // a pending free's wait: neither reserved nor allocated bytes
         }
         PoolInfo& p = entry(pool);
         p.reservedBytes = static_cast<uint64_t>(static_cast<int64_t>(p.reservedBytes) + dr);

@@ -2,6 +2,8 @@
 // launches; replays with their durations and the allocator state at their start; the health
 // counts. Pools, re-captures and the sharing candidates are in graph_pools.cpp.
 #include "graph_pools.h"
+#include "parallel.h"
+#include "stage_timer.h"
 
 #include "core/store/graphs.h"
 
@@ -297,6 +299,7 @@ GraphsReport Engine::graphs(bool replayDetail) const
     std::vector<std::vector<size_t>> ofGraph(r.graphs.size());
     for (size_t i = 0; i < r.replays.size(); ++i)
         ofGraph[r.replays[i].graph].push_back(i);
+    StageTimer stage{"graphs"};
     for (size_t g = 0; g < r.graphs.size(); ++g) {
         std::vector<int64_t> dur;
         std::vector<double> d, f, largest;
@@ -310,15 +313,20 @@ GraphsReport Engine::graphs(bool replayDetail) const
         }
         GraphInfo& gi = r.graphs[g];
         gi.replay = durationStats(dur);
-        gi.vsFragmentation = correlate(d, f);
+        // Each correlation tests the changes of up to a million replays: the two on two cores.
+        forEachChunk(2, parallelChunks(d.size(), 10'000), [&](size_t, size_t begin, size_t end) {
+            for (size_t which = begin; which < end; ++which)
+                (which == 0 ? gi.vsFragmentation : gi.vsLargestFree) =
+                    correlate(d, which == 0 ? f : largest);
+        });
         gi.vsFragmentation.allocatorMetric = "fragmentation_ratio";
         gi.vsFragmentation.frameMetric = "replay_ns";
-        gi.vsLargestFree = correlate(d, largest);
         gi.vsLargestFree.allocatorMetric = "largest_free_bytes";
         gi.vsLargestFree.frameMetric = "replay_ns";
     }
-
+    stage("replay figures and correlations");
     GraphPools(*this, *d_, r).run();
+    stage("pools");
     for (const GraphInfo& g : r.graphs)
         r.health.graphsWithUnknownPool += g.poolKnown() ? 0 : 1;
     if (r.health.launchesWithoutInstantiation > 0 && !r.health.instantiationsRecorded)

@@ -24,13 +24,9 @@ void writeTime(JsonWriter& j, std::string_view key, int64_t t)
 
 void writeGraphCorrelation(JsonWriter& j, const Correlation& c)
 {
-    j.beginObject()
-        .field("n", c.n)
-        .field("spearman", c.spearman)
-        .field("spearman_p", c.spearmanP)
-        .field("pearson", c.pearson)
-        .field("pearson_p", c.pearsonP)
-        .endObject();
+    j.beginObject();
+    writeCorrelationFields(j, c);
+    j.endObject();
 }
 
 std::string graphNames(const GraphsReport& r, const std::vector<uint32_t>& graphs)

@@ -222,6 +222,7 @@ bool LiveEngine::Impl::increment(Engine::Impl& e)
         e.builders[ti].run(t);
         if (regionsChanged[ti]) e.buildLayout(t);
     }
+    e.readPendingFrees(db); // few rows: read again whole
     e.applySummary(std::move(sum));
     {
         std::lock_guard lock(e.dbMutex);

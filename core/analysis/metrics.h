@@ -102,11 +102,26 @@ int clusterOf(uint64_t bytes);
 // Least-squares fit with R^2.
 Trend fitTrend(std::span<const double> x, std::span<const double> y);
 
-// Pearson and Spearman (average ranks for ties) with two-sided p-values (t-test, n - 2 df).
-// Pairs where either value is NaN are skipped. n < 3 gives coefficients 0 and p = 1.
+// The correlation of two series of one step each (frames, replays): Pearson and Spearman
+// (average ranks for ties) of the values, and the test behind its p-value, which keeps its
+// nominal false-alarm rate on independent autocorrelated or drifting series (docs/analysis.md
+// "Correlations", calibrated by tst_analysis_correlation): Pearson and Spearman of the
+// step-to-step changes, x leading y by 0 to kCorrelationMaxLag steps, Student's t with
+// Bartlett's effective sample size, Bonferroni over the four tests. Pairs where either value is
+// NaN are skipped for the coefficients; n < 3 gives coefficients 0, and fewer than
+// kCorrelationMinChanges changes at every lag leave p NaN (not tested).
+constexpr int kCorrelationMaxLag = 1;
+// Fewer changes than this and the autocorrelation behind n_eff cannot be estimated (at ten,
+// one lag), nor Spearman's p taken from Student's t: not tested.
+constexpr int64_t kCorrelationMinChanges = 10;
+constexpr const char* kCorrelationTest =
+    "changes, Bartlett n_eff, Pearson+Spearman, lag 0-1"; // its name in report, JSON and GUI
 Correlation correlate(std::span<const double> x, std::span<const double> y);
-// Two-sided p-value of a correlation coefficient r over n pairs.
-double correlationPValue(double r, int64_t n);
+// Two-sided p-value of a correlation coefficient r over n independent pairs (n may be an
+// effective, fractional size): Student's t with n - 2 degrees of freedom; 1 when n < 3.
+double correlationPValue(double r, double n);
+// Bartlett's effective number of independent pairs behind the correlation of a and b.
+double effectiveSampleSize(std::span<const double> a, std::span<const double> b);
 
 // Splits allocation times (ascending) into bursts: a new burst starts when the gap to the
 // previous allocation is >= gapNs. sizes[i] is the size of the allocation at times[i].
@@ -134,5 +149,8 @@ private:
 
 // Ranks with ties averaged (1-based), as Spearman uses them.
 std::vector<double> averageRanks(std::span<const double> v);
+// averageRanks of v without its element k, from ranks = averageRanks(v), in one pass.
+std::vector<double> ranksWithout(std::span<const double> ranks, std::span<const double> v,
+                                 size_t k);
 
 } // namespace fs::analysis

@@ -107,11 +107,26 @@ std::vector<PoolState> poolStates(const Engine& e, const Engine::Impl& d, const 
         ++s.liveAllocations;
         (inside(regionId, a.address) ? s.allocatedBytes : s.allocatedOutsideBytes) += a.size;
     }
-    std::map<uint64_t, std::vector<uint64_t>> frags;
-    for (const Fragment& f : e.fragmentsAt(device, level, t))
-        frags[poolOfRegion(f.regionId)].push_back(f.size);
-    for (auto& [pool, s] : pools)
-        setFragmentFigures(s, frags[pool]);
+    // Free fragments and pending frees (docs/analysis.md "Pending frees") from one replay.
+    Replayer r(td);
+    r.seek(t);
+    std::map<uint64_t, std::vector<Fragment>> free, pending;
+    for (const Fragment& f : r.state().fragments())
+        free[poolOfRegion(f.regionId)].push_back(f);
+    for (const Fragment& p : r.state().pendingBlocks()) {
+        State& s = at(poolOfRegion(p.regionId));
+        ++s.pendingFreeBlocks;
+        s.pendingFreeBytes += p.size;
+        pending[poolOfRegion(p.regionId)].push_back(p);
+    }
+    for (auto& [pool, s] : pools) {
+        std::vector<uint64_t> sizes;
+        for (const Fragment& f : free[pool])
+            sizes.push_back(f.size);
+        setFragmentFigures(s, sizes);
+        setOncePendingComplete(s, std::max(s.largestFreeFragmentBytes,
+                                           largestOncePendingComplete(free[pool], pending[pool])));
+    }
     std::vector<PoolState> out;
     for (auto& [pool, s] : pools)
         out.push_back({pool, std::move(s)});

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace fs::analysis {
 
@@ -117,7 +118,21 @@ HeatmapRaster Engine::heatmap(const HeatmapRequest& rq) const
         occ.addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
                     py(static_cast<double>(c)), py(static_cast<double>(c + a.size)));
     }
-    finishHeatmap(h, occ.resolve(), reg.resolve(), separatorMask(td.layout, ty0, dy, h.height));
+    // Pending frees (few): a grid of their own only when one is in view.
+    std::optional<DiffGrid> pend;
+    for (const Alloc& a : td.pending) {
+        if (a.allocNs >= h.t1) break;
+        uint64_t c = 0;
+        if (!a.occupies() || a.freeNs <= h.t0 || a.region == kNoRegion || !td.compactOf(a, c) ||
+            c + a.size <= h.y0 || c >= h.y1)
+            continue;
+        if (!pend) pend.emplace(h.width, h.height);
+        pend->addRect(px(std::max(a.allocNs, h.t0)), px(std::min(a.freeNs, far)),
+                      py(static_cast<double>(c)), py(static_cast<double>(c + a.size)));
+    }
+    const std::vector<double> pendCells = pend ? pend->resolve() : std::vector<double>{};
+    finishHeatmap(h, occ.resolve(), reg.resolve(), separatorMask(td.layout, ty0, dy, h.height),
+                  pend ? &pendCells : nullptr);
     return h;
 }
 
@@ -385,7 +400,14 @@ MemmapRaster Engine::memmap(const MemmapRequest& rq) const
         if (a.region != kNoRegion && td.compactOf(a, c))
             occ.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + a.size) / bpc, 0, 1);
     }
-    const std::vector<double> o = occ.resolve(), g = reg.resolve();
+    DiffGrid pend(n, 1);
+    for (const Alloc& a : td.pending) {
+        if (a.allocNs > m.time) break;
+        uint64_t c = 0;
+        if (a.occupies() && a.freeNs > m.time && a.region != kNoRegion && td.compactOf(a, c))
+            pend.addRect(static_cast<double>(c) / bpc, static_cast<double>(c + a.size) / bpc, 0, 1);
+    }
+    const std::vector<double> o = occ.resolve(), g = reg.resolve(), pv = pend.resolve();
     const std::vector<bool> sep = separatorMask(td.layout, 0, bpc, n);
     m.occupancy.assign(cells, 0.0f);
     m.state.assign(cells, CellState::Outside);
@@ -397,12 +419,9 @@ MemmapRaster Engine::memmap(const MemmapRequest& rq) const
         const double ov = o[d] < kEps ? 0.0 : std::min(o[d], 1.0);
         const double gv = g[d] < kEps ? 0.0 : std::min(g[d], 1.0);
         m.occupancy[k] = static_cast<float>(ov);
-        m.state[k] =
-            sep[d] && static_cast<double>(d) * bpc < static_cast<double>(td.layout.compactSize)
-                ? CellState::Separator
-            : ov > 0 ? CellState::Allocated
-            : gv > 0 ? CellState::Free
-                     : CellState::Outside;
+        m.state[k] = cellState(sep[d] && static_cast<double>(d) * bpc <
+                                             static_cast<double>(td.layout.compactSize),
+                               ov, pv[d] < kEps ? 0.0 : pv[d], gv);
     }
     return m;
 }

@@ -154,9 +154,22 @@ inline std::vector<bool> separatorMask(const AddressLayout& L, double y0, double
 
 inline constexpr double kEps = 1e-9;
 
-// Fills a heatmap's cells from the resolved occupancy and region grids and the separator rows.
+// A cell's state from its allocated, pending-free and region shares (each clamped, 0 below
+// kEps) and whether it lies in a separator (CellState).
+inline CellState cellState(bool separator, double allocated, double pending, double reserved)
+{
+    return separator             ? CellState::Separator
+           : pending > allocated ? CellState::Pending
+           : allocated > 0       ? CellState::Allocated
+           : reserved > 0        ? CellState::Free
+                                 : CellState::Outside;
+}
+
+// Fills a heatmap's cells from the resolved occupancy and region grids, the separator rows and
+// the pending frees' grid (null: none in view).
 inline void finishHeatmap(HeatmapRaster& h, const std::vector<double>& o,
-                          const std::vector<double>& g, const std::vector<bool>& sep)
+                          const std::vector<double>& g, const std::vector<bool>& sep,
+                          const std::vector<double>* pending = nullptr)
 {
     const size_t n = o.size();
     h.occupancy.resize(n);
@@ -168,12 +181,10 @@ inline void finishHeatmap(HeatmapRaster& h, const std::vector<double>& o,
                 static_cast<size_t>(y) * static_cast<size_t>(h.width) + static_cast<size_t>(x);
             const double ov = o[k] < kEps ? 0.0 : std::min(o[k], 1.0);
             const double gv = g[k] < kEps ? 0.0 : std::min(g[k], 1.0);
+            const double pv = !pending || (*pending)[k] < kEps ? 0.0 : (*pending)[k];
             h.occupancy[k] = static_cast<float>(ov);
             h.reservedFraction[k] = static_cast<float>(gv);
-            h.state[k] = sep[static_cast<size_t>(y)] ? CellState::Separator
-                         : ov > 0                    ? CellState::Allocated
-                         : gv > 0                    ? CellState::Free
-                                                     : CellState::Outside;
+            h.state[k] = cellState(sep[static_cast<size_t>(y)], ov, pv, gv);
         }
 }
 

@@ -71,8 +71,9 @@ void FragState::regionCreate(uint32_t r)
     indexPiece(r, true);
     // Blocks already recorded in it (none in a consistent session) move inside.
     for (const auto& [a, e] : R.allocs) {
-        allocatedOut -= e - a;
-        allocatedIn += e - a;
+        const bool p = R.pending.count(a) > 0;
+        outside(p) -= e - a;
+        inside(p) += e - a;
     }
     gapsOf(r, true);
 }
@@ -92,7 +93,8 @@ void FragState::regionDestroy(uint32_t r)
     const auto pit = alivePieces_.find(rr.id);
     for (auto it = R.allocs.begin(); it != R.allocs.end();) {
         const auto [a, e] = *it;
-        allocatedIn -= e - a;
+        const bool p = R.pending.count(a) > 0;
+        inside(p) -= e - a;
         uint32_t to = kNoRegion;
         if (pit != alivePieces_.end()) {
             auto q = pit->second.upper_bound(a);
@@ -103,13 +105,17 @@ void FragState::regionDestroy(uint32_t r)
             }
         }
         if (to == kNoRegion) {
-            allocatedOut += e - a;
+            outside(p) += e - a;
             ++it;
             continue;
         }
         const RegionRec& qr = td_->regions[to];
-        insertInto(to, a, std::min(e, qr.address + qr.size));
+        insertInto(to, a, std::min(e, qr.address + qr.size), p);
         movedTo_[a] = to;
+        if (p) {
+            R.pending.erase(a);
+            notePending(r, -1);
+        }
         it = R.allocs.erase(it);
     }
 }
@@ -125,17 +131,28 @@ void FragState::indexPiece(uint32_t r, bool alive)
         m.erase(it);
 }
 
-void FragState::insertInto(uint32_t r, uint64_t address, uint64_t end)
+void FragState::notePending(uint32_t r, int64_t delta)
+{
+    auto [it, inserted] = pendingRegions_.try_emplace(r, 0);
+    it->second += delta;
+    if (it->second <= 0) pendingRegions_.erase(it);
+}
+
+void FragState::insertInto(uint32_t r, uint64_t address, uint64_t end, bool pending)
 {
     RegionLive& R = regions_[r];
     const RegionRec& rr = td_->regions[r];
     const uint64_t rEnd = rr.address + rr.size;
     auto [it, inserted] = R.allocs.emplace(address, end);
     if (!inserted) { // two live blocks at one address: inconsistent input, count it outside
-        allocatedOut += end - address;
+        outside(pending) += end - address;
         return;
     }
-    allocatedIn += end - address;
+    if (pending) {
+        R.pending.insert(address);
+        notePending(r, 1);
+    }
+    inside(pending) += end - address;
     const uint64_t prevEnd =
         it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
     const auto next = std::next(it);
@@ -161,11 +178,11 @@ uint32_t TrackData::placeAt(const Alloc& a, int64_t t) const
     return a.region;
 }
 
-void FragState::alloc(const Alloc& a)
+void FragState::alloc(const Alloc& a, bool pending)
 {
-    ++live;
+    ++(pending ? pendingLive : live);
     if (a.region == kNoRegion) {
-        allocatedOut += a.size;
+        outside(pending) += a.size;
         return;
     }
     RegionLive& R = regions_[a.region];
@@ -174,14 +191,18 @@ void FragState::alloc(const Alloc& a)
     const uint64_t end = std::min(a.end(), rEnd);
     auto [it, inserted] = R.allocs.emplace(a.address, end);
     if (!inserted) { // two live blocks at one address: inconsistent input, count it outside
-        allocatedOut += a.size;
+        outside(pending) += a.size;
         return;
+    }
+    if (pending) {
+        R.pending.insert(a.address);
+        notePending(a.region, 1);
     }
     if (!R.alive) {
-        allocatedOut += end - a.address;
+        outside(pending) += end - a.address;
         return;
     }
-    allocatedIn += end - a.address;
+    inside(pending) += end - a.address;
     const uint64_t prevEnd =
         it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
     const auto next = std::next(it);
@@ -191,12 +212,12 @@ void FragState::alloc(const Alloc& a)
     if (nextStart > end) addFragment(nextStart - end);
 }
 
-void FragState::free(const Alloc& a)
+void FragState::free(const Alloc& a, bool pending)
 {
     lastFreed = {};
     if (a.region == kNoRegion) {
-        --live;
-        allocatedOut -= a.size;
+        --(pending ? pendingLive : live);
+        outside(pending) -= a.size;
         return;
     }
     uint32_t r = a.region;
@@ -210,16 +231,26 @@ void FragState::free(const Alloc& a)
         if (it == regions_[r].allocs.end()) return;
     }
     RegionLive& R = regions_[r];
-    --live;
+    --(pending ? pendingLive : live);
+    if ((R.pending.count(a.address) > 0) != pending) {
+        // The entry is the other kind's (a wait and a block at one address: inconsistent
+        // input); alloc() counted this one outside.
+        outside(pending) -= a.size;
+        return;
+    }
+    if (pending) {
+        R.pending.erase(a.address);
+        notePending(r, -1);
+    }
     const uint64_t end = it->second;
     if (!R.alive) {
-        allocatedOut -= end - a.address;
+        outside(pending) -= end - a.address;
         R.allocs.erase(it);
         return;
     }
     const RegionRec& rr = td_->regions[r];
     const uint64_t rEnd = rr.address + rr.size;
-    allocatedIn -= end - a.address;
+    inside(pending) -= end - a.address;
     const uint64_t prevEnd =
         it == R.allocs.begin() ? rr.address : std::max(rr.address, std::prev(it)->second);
     const auto next = std::next(it);
@@ -239,6 +270,7 @@ void FragState::rebuild(const Checkpoint& c)
     for (RegionLive& r : keep) {
         r.alive = false;
         r.allocs.clear();
+        r.pending.clear();
     }
     *this = FragState(*td_, std::move(keep));
     for (size_t r = 0; r < c.regionPos; ++r) {
@@ -250,12 +282,11 @@ void FragState::rebuild(const Checkpoint& c)
             indexPiece(static_cast<uint32_t>(r), true);
         }
     }
-    for (uint32_t i : c.live) {
-        const Alloc& a = td_->allocs[i];
-        ++live;
+    auto place = [&](const Alloc& a, bool pending) {
+        ++(pending ? pendingLive : live);
         if (a.region == kNoRegion) {
-            allocatedOut += a.size;
-            continue;
+            outside(pending) += a.size;
+            return;
         }
         const uint32_t r = td_->placeAt(a, c.time);
         if (r != a.region) movedTo_[a.address] = r;
@@ -263,10 +294,21 @@ void FragState::rebuild(const Checkpoint& c)
         const RegionRec& rr = td_->regions[r];
         const uint64_t end = std::min(a.end(), rr.address + rr.size);
         if (!R.allocs.emplace(a.address, end).second) {
-            allocatedOut += a.size; // mirrors alloc() for two live blocks at one address
-            continue;
+            outside(pending) += a.size; // mirrors alloc() for two live blocks at one address
+            return;
         }
-        (R.alive ? allocatedIn : allocatedOut) += end - a.address;
+        if (pending) {
+            R.pending.insert(a.address);
+            notePending(r, 1);
+        }
+        (R.alive ? inside(pending) : outside(pending)) += end - a.address;
+    };
+    for (uint32_t i : c.live)
+        place(td_->allocs[i], false);
+    // Pending frees waiting at the checkpoint's time (the checkpoints keep allocations only).
+    for (const Alloc& a : td_->pending) {
+        if (a.allocNs > c.time) break;
+        if (a.occupies() && a.freeNs > c.time) place(a, true);
     }
     for (uint32_t r = 0; r < regions_.size(); ++r)
         if (regions_[r].alive) gapsOf(r, true);
@@ -290,23 +332,81 @@ State FragState::snapshot(int64_t t, bool withHistogram) const
     s.fragmentEntropyBits = entropy();
     if (withHistogram)
         s.histogram = makeHistogram(binCount_, binBytes_, clusterCount_, clusterBytes_);
+    s.pendingFreeBlocks = pendingLive;
+    s.pendingFreeBytes = pendingIn;
+    setOncePendingComplete(s, largestOncePendingComplete());
     return s;
+}
+
+void setOncePendingComplete(State& s, uint64_t largest)
+{
+    s.largestFreeOncePendingCompleteBytes = largest;
+    const uint64_t all = s.freeIncludingPendingBytes();
+    s.fragmentationRatioOncePendingComplete =
+        all == 0 ? 0.0 : 1.0 - static_cast<double>(largest) / static_cast<double>(all);
+}
+
+void FragState::rangesOf(uint32_t r, std::vector<Fragment>* free,
+                         std::vector<Fragment>* pending) const
+{
+    const RegionLive& R = regions_[r];
+    const RegionRec& rr = td_->regions[r];
+    uint64_t pos = rr.address;
+    const uint64_t end = rr.address + rr.size;
+    for (const auto& [a, e] : R.allocs) {
+        if (free && a > pos) free->push_back({rr.id, pos, std::min(a, end) - pos});
+        if (pending && R.pending.count(a)) {
+            const uint64_t lo = std::max(a, pos), hi = std::min(e, end);
+            if (hi > lo) pending->push_back({rr.id, lo, hi - lo});
+        }
+        pos = std::max(pos, e);
+    }
+    if (free && end > pos) free->push_back({rr.id, pos, end - pos});
+}
+
+uint64_t FragState::largestOncePendingComplete() const
+{
+    uint64_t best = largest();
+    for (const auto& [r, n] : pendingRegions_) {
+        if (!regions_[r].alive) continue;
+        std::vector<Fragment> free, pending;
+        rangesOf(r, &free, &pending);
+        best = std::max(best, analysis::largestOncePendingComplete(free, pending));
+    }
+    return best;
+}
+
+std::vector<Fragment> FragState::pendingBlocks() const
+{
+    std::vector<Fragment> out;
+    for (const auto& [r, n] : pendingRegions_)
+        if (regions_[r].alive) rangesOf(r, nullptr, &out);
+    return out;
+}
+
+uint64_t largestOncePendingComplete(const std::vector<Fragment>& free,
+                                    const std::vector<Fragment>& pending)
+{
+    std::vector<Fragment> all = free;
+    all.insert(all.end(), pending.begin(), pending.end());
+    std::sort(all.begin(), all.end(), [](const Fragment& a, const Fragment& b) {
+        return a.regionId != b.regionId ? a.regionId < b.regionId : a.address < b.address;
+    });
+    uint64_t best = 0, run = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+        const bool joins = i > 0 && all[i].regionId == all[i - 1].regionId &&
+                           all[i - 1].address + all[i - 1].size == all[i].address;
+        run = joins ? run + all[i].size : all[i].size;
+        best = std::max(best, run);
+    }
+    return best;
 }
 
 std::vector<Fragment> FragState::fragments() const
 {
     std::vector<Fragment> out;
-    for (uint32_t r = 0; r < regions_.size(); ++r) {
-        if (!regions_[r].alive) continue;
-        const RegionRec& rr = td_->regions[r];
-        uint64_t pos = rr.address;
-        const uint64_t end = rr.address + rr.size;
-        for (const auto& [a, e] : regions_[r].allocs) {
-            if (a > pos) out.push_back({rr.id, pos, std::min(a, end) - pos});
-            pos = std::max(pos, e);
-        }
-        if (end > pos) out.push_back({rr.id, pos, end - pos});
-    }
+    for (uint32_t r = 0; r < regions_.size(); ++r)
+        if (regions_[r].alive) rangesOf(r, &out, nullptr);
     return out;
 }
 
@@ -318,6 +418,8 @@ int64_t Replayer::lastEventTime() const
     if (freePos_) t = std::max(t, t_.allocs[t_.byFree[freePos_ - 1]].freeNs);
     if (regionPos_) t = std::max(t, t_.regions[regionPos_ - 1].createNs);
     if (regionEndPos_) t = std::max(t, t_.regions[t_.regionsByEnd[regionEndPos_ - 1]].destroyNs);
+    if (pendingPos_) t = std::max(t, t_.pending[pendingPos_ - 1].allocNs);
+    if (pendingEndPos_) t = std::max(t, t_.pending[t_.pendingByEnd[pendingEndPos_ - 1]].freeNs);
     return t;
 }
 
@@ -344,9 +446,21 @@ void Replayer::seek(int64_t time, bool useCheckpoints)
             regionPos_ = best->regionPos;
             regionEndPos_ = best->regionEndPos;
             time_ = best->time;
+            // The pending streams' positions (checkpoints do not keep them; rebuild placed the
+            // waits alive then).
+            const auto& P = t_.pending;
+            pendingPos_ = static_cast<size_t>(
+                std::upper_bound(P.begin(), P.end(), time_,
+                                 [](int64_t v, const Alloc& a) { return v < a.allocNs; }) -
+                P.begin());
+            pendingEndPos_ = static_cast<size_t>(
+                std::upper_bound(t_.pendingByEnd.begin(), t_.pendingByEnd.end(), time_,
+                                 [&](int64_t v, uint32_t i) { return v < P[i].freeNs; }) -
+                t_.pendingByEnd.begin());
         } else {
             state_ = FragState(t_);
             allocPos_ = freePos_ = regionPos_ = regionEndPos_ = 0;
+            pendingPos_ = pendingEndPos_ = 0;
             time_ = std::numeric_limits<int64_t>::min();
         }
     }

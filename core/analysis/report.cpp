@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace fs::analysis {
 
 namespace {
@@ -56,6 +58,19 @@ TrackReport trackReport(const Engine& e, const Track& t, const ReportOptions& o)
     r.bursts = e.burstSummary(t.device, t.level, o.burstGapNs);
     r.burstGapNs = o.burstGapNs;
     stage("bursts");
+    const bool ordinal = e.summary().timeAxis == TimeAxis::Ordinal;
+    const int64_t span = e.timeEnd() - e.timeBegin();
+    if (ordinal)
+        r.trendNotGiven = "no timestamps (a trend per hour needs a clock)";
+    else if (span < kMinTrendSpanNs)
+        r.trendNotGiven =
+            fmt::format("the run spans {:.3g} s; a trend per hour needs at least {} min",
+                        static_cast<double>(span) / 1e9, kMinTrendSpanNs / 60'000'000'000);
+    else if (r.trendSamples < 3)
+        r.trendNotGiven =
+            fmt::format("{} timeline samples; a trend needs at least 3", r.trendSamples);
+    if (ordinal)
+        r.burstsNotGiven = "no timestamps (a burst is allocations less than a gap apart in time)";
     return r;
 }
 
@@ -86,12 +101,14 @@ Report buildReport(const Engine& e, const std::string& file, const ReportOptions
     const bool otherRules = o.rules && *o.rules != e.rules();
     const std::vector<Collapse> collapses = otherRules ? e.collapsesWith(r.rules) : e.collapses();
     r.frames = e.frames();
+    const RuleSplit split = e.splitRules(r.rules);
+    r.commonRules = split.common;
     std::set<std::string> names;
     for (FrameInfo& f : r.frames) {
         for (const auto& [k, v] : f.metrics)
             names.insert(k);
         if (!otherRules) continue;
-        f.breaksRule = breaksAnyRule(f.metrics, r.rules);
+        f.breaksRule = breaksAnyRule(f.metrics, split.active);
         f.collapse = -1;
         for (size_t c = 0; c < collapses.size(); ++c)
             if (f.index >= collapses[c].firstFrame && f.index <= collapses[c].lastFrame)

@@ -47,7 +47,16 @@ struct TrackReport
     int64_t trendSamples = 0;
     BurstSummary bursts;
     int64_t burstGapNs = 0;
+    // Why a figure is not given, empty when it is (docs/analysis.md "Statistics only where they
+    // mean something"): a trend per hour needs a clock and kMinTrendSpanNs of run, bursts need
+    // timestamps.
+    std::string trendNotGiven;
+    std::string burstsNotGiven;
 };
+
+// The shortest run over which a trend per hour is fitted: over less, the slope extrapolates
+// seconds to an hour.
+constexpr int64_t kMinTrendSpanNs = 600'000'000'000; // 10 min
 
 struct Report
 {
@@ -64,6 +73,7 @@ struct Report
     std::vector<FrameInfo> frames;     // collapse and breaksRule under `rules`
     std::vector<std::string> frameMetricNames;
     std::vector<CollapseRule> rules;
+    std::vector<CommonRule> commonRules;   // rules that fire on most frames: no collapse
     std::vector<CollapseReport> collapses; // top precursors only
     std::vector<Correlation> correlations; // n >= 3
     std::vector<OomDiagnosis> ooms;

@@ -80,12 +80,26 @@ void tracksJson(JsonWriter& j, const Report& r)
         j.field("allocations", t.track.allocations);
         j.field("regions", t.track.regions);
         writeSummaryFields(j, t.figures);
-        writeTrend(j, "fragmentation_ratio_trend", t.ratioTrend);
-        writeTrend(j, "event_size_entropy_trend", t.entropyTrend);
+        if (t.trendNotGiven.empty()) {
+            writeTrend(j, "fragmentation_ratio_trend", t.ratioTrend);
+            writeTrend(j, "event_size_entropy_trend", t.entropyTrend);
+            j.key("trend_not_given").null();
+        } else {
+            j.key("fragmentation_ratio_trend").null();
+            j.key("event_size_entropy_trend").null();
+            j.field("trend_not_given", t.trendNotGiven);
+        }
         j.field("trend_samples", t.trendSamples);
         j.field("burst_gap_ns", t.burstGapNs);
-        j.field("bursts", t.bursts.bursts);
-        j.field("largest_burst_allocations", t.bursts.largestAllocations);
+        if (t.burstsNotGiven.empty()) {
+            j.field("bursts", t.bursts.bursts);
+            j.field("largest_burst_allocations", t.bursts.largestAllocations);
+            j.key("bursts_not_given").null();
+        } else {
+            j.key("bursts").null();
+            j.key("largest_burst_allocations").null();
+            j.field("bursts_not_given", t.burstsNotGiven);
+        }
         j.key("end_state");
         writeState(j, t.end);
         if (!t.pools.empty()) { // private pools apart (docs/analysis.md, "Pools")
@@ -113,13 +127,19 @@ void tracksText(std::string& out, const Report& r)
         out += fmt::format("  device {} level {}: {} allocations, {} regions\n", t.track.device,
                            levelName(t.track.level), t.track.allocations, t.track.regions);
         out += summaryText(t.figures, r.timeBegin, r.ordinal(), "    ");
-        out += fmt::format("    trend of F: {:+.6f}/h (R² {:.3f}, n {}); event-size entropy: "
-                           "{:+.6f} bits/h (R² {:.3f})\n",
-                           t.ratioTrend.slope, t.ratioTrend.r2, t.ratioTrend.n,
-                           t.entropyTrend.slope, t.entropyTrend.r2);
-        out += fmt::format("    bursts (gap < {:g} ms): {}, largest {} allocations\n",
-                           static_cast<double>(t.burstGapNs) / 1e6, t.bursts.bursts,
-                           t.bursts.largestAllocations);
+        if (t.trendNotGiven.empty())
+            out += fmt::format("    trend of F: {:+.6f}/h (R² {:.3f}, n {} samples); event-size "
+                               "entropy: {:+.6f} bits/h (R² {:.3f})\n",
+                               t.ratioTrend.slope, t.ratioTrend.r2, t.ratioTrend.n,
+                               t.entropyTrend.slope, t.entropyTrend.r2);
+        else
+            out += fmt::format("    trends: not given: {}\n", t.trendNotGiven);
+        if (t.burstsNotGiven.empty())
+            out += fmt::format("    bursts (gap < {:g} ms): {}, largest {} allocations\n",
+                               static_cast<double>(t.burstGapNs) / 1e6, t.bursts.bursts,
+                               t.bursts.largestAllocations);
+        else
+            out += fmt::format("    bursts: not given: {}\n", t.burstsNotGiven);
         out += fmt::format("    at end: F {:.4f}, {} fragments, largest {}, entropy {:.4f} bits\n",
                            t.end.fragmentationRatio, t.end.fragmentCount,
                            humanBytes(t.end.largestFreeFragmentBytes), t.end.fragmentEntropyBits);
@@ -185,6 +205,15 @@ void framesJson(JsonWriter& j, const Report& r)
     j.key("rules").beginArray();
     for (const CollapseRule& rule : r.rules)
         j.value(rule.describe());
+    j.endArray();
+    j.key("rules_not_breaks").beginArray();
+    for (const CommonRule& c : r.commonRules)
+        j.beginObject()
+            .field("rule", c.rule.describe())
+            .field("fires", c.fires)
+            .field("frames", c.frames)
+            .field("text", c.describe())
+            .endObject();
     j.endArray();
 }
 
@@ -256,6 +285,11 @@ void collapsesJson(JsonWriter& j, const Report& r)
 void collapsesText(std::string& out, const Report& r)
 {
     out += fmt::format("\nCollapses ({})\n", r.collapses.size());
+    for (const CommonRule& c : r.commonRules)
+        out += fmt::format(
+            "  rule {} (a video rule that fires on most frames describes the video, not a "
+            "break in it: it makes no collapse)\n",
+            c.describe());
     for (const CollapseReport& c : r.collapses)
         out += collapseReportText(c, r.timeBegin, r.ordinal(), c.precursors.size());
 }
@@ -271,9 +305,13 @@ void correlationsJson(JsonWriter& j, const Report& r)
 void correlationsText(std::string& out, const Report& r)
 {
     if (r.correlations.empty()) return;
-    out += fmt::format("\nCorrelations (per frame, default track; q: Benjamini-Hochberg over these "
-                       "{} pairs; significant only when q < {:g})\n",
-                       r.correlations.size(), kSignificanceLevel);
+    out +=
+        fmt::format("\nCorrelations (per frame, default track; test: Pearson and Spearman of the "
+                    "frame-to-frame changes, allocator leading by 0 or 1 frame, Bartlett's "
+                    "effective sample size n_eff, Bonferroni over the four; q: Benjamini-Hochberg "
+                    "over these {} pairs; significant only "
+                    "when q < {:g})\n",
+                    r.correlations.size(), kSignificanceLevel);
     for (const Correlation& c : r.correlations)
         out += "  " + correlationText(c) + "\n";
 }

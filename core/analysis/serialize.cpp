@@ -2,6 +2,7 @@
 
 #include "graphs_text.h"
 #include "metrics.h"
+#include "stats.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -73,6 +74,13 @@ void writeStateFields(JsonWriter& j, const State& s)
     j.field("largest_free_bytes", s.largestFreeFragmentBytes);
     j.field("fragmentation_ratio", s.fragmentationRatio);
     j.field("fragment_entropy_bits", s.fragmentEntropyBits);
+    // Pending frees apart (docs/analysis.md "Pending frees"), and the figures once they complete
+    // (PyTorch memory_viz's free and F, which count them as free).
+    j.field("pending_free_blocks", s.pendingFreeBlocks);
+    j.field("pending_free_bytes", s.pendingFreeBytes);
+    j.field("free_including_pending_bytes", s.freeIncludingPendingBytes());
+    j.field("largest_free_once_pending_complete_bytes", s.largestFreeOncePendingCompleteBytes);
+    j.field("fragmentation_ratio_once_pending_complete", s.fragmentationRatioOncePendingComplete);
     j.field("event_size_entropy_bits", s.eventSizeEntropyBits);
     j.field("entropy_window_ns", s.entropyWindowNs);
     j.key("histogram");
@@ -138,6 +146,10 @@ void writePrecursor(JsonWriter& j, const Precursor& p)
     j.field("kernel_effect", e.kernelEffect);
     j.field("seen_in_healthy", e.seenInHealthy);
     j.field("healthy_frames", e.healthyFrames);
+    j.field("run_healthy_frames", e.runHealthyFrames);
+    j.field("run_departed", e.runDeparted);
+    j.field("base_rate", e.baseRate);
+    j.field("common", e.common);
     j.endObject();
     if (p.shift) {
         const KernelShift& s = *p.shift;
@@ -178,28 +190,40 @@ void writeCorrelation(JsonWriter& j, const Correlation& c)
     j.beginObject();
     j.field("allocator_metric", c.allocatorMetric);
     j.field("frame_metric", c.frameMetric);
-    j.field("n", c.n);
-    j.field("pearson", c.pearson);
-    j.field("pearson_p", c.pearsonP);
-    j.field("spearman", c.spearman);
-    j.field("spearman_p", c.spearmanP);
-    j.field("pearson_q", c.pearsonQ);
-    j.field("spearman_q", c.spearmanQ);
+    writeCorrelationFields(j, c);
+    j.field("q", c.q);
     j.field("significant", significant(c));
     j.endObject();
 }
 
+void writeCorrelationFields(JsonWriter& j, const Correlation& c)
+{
+    j.field("n", c.n);
+    j.field("pearson", c.pearson);
+    j.field("spearman", c.spearman);
+    j.field("test", kCorrelationTest);
+    j.field("lag", c.lag);
+    j.field("r_changes_kind", c.changeSpearman ? "spearman" : "pearson");
+    j.field("r_changes", c.changeR);
+    j.field("n_eff", c.nEff);
+    j.field("p", c.p);
+}
+
 bool significant(const Correlation& c)
 {
-    return c.pearsonQ < kSignificanceLevel || c.spearmanQ < kSignificanceLevel;
+    return c.q < kSignificanceLevel; // false for NaN: not tested
 }
 
 std::string correlationText(const Correlation& c)
 {
-    return fmt::format("{:<26} vs {:<20} n {:>4}  Pearson {:+.3f} (p {:.3g}, q {:.3g})  Spearman "
-                       "{:+.3f} (p {:.3g}, q {:.3g}){}",
-                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.pearsonP, c.pearsonQ,
-                       c.spearman, c.spearmanP, c.spearmanQ, significant(c) ? "  significant" : "");
+    const std::string test =
+        std::isnan(c.p)
+            ? std::string("too few changes to test")
+            : fmt::format("changes {} {:+.3f} lag {} n_eff {:.1f} p {:.3g} q {:.3g}",
+                          c.changeSpearman ? "rho" : "r", c.changeR, c.lag, c.nEff, c.p, c.q);
+    return fmt::format("{:<26} vs {:<20} n {:>4}  Pearson {:+.3f}  Spearman {:+.3f}  {}{}",
+                       c.allocatorMetric, c.frameMetric, c.n, c.pearson, c.spearman, test,
+                       significant(c) ? "  significant" : "");
 }
 
 void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>& rows)
@@ -279,10 +303,17 @@ std::string summaryText(const SummaryFigures& f, int64_t begin, bool ordinal,
     if (f.peakAllocatedOutsideBytes > 0)
         out += fmt::format("{}peak allocated outside any region {} at {}\n", indent,
                            humanBytes(f.peakAllocatedOutsideBytes), at(f.peakAllocatedOutsideAtNs));
-    out += fmt::format("{}mean F {:.4f} (time-weighted over {} with memory reserved), max F {:.4f} "
-                       "at {}\n",
-                       indent, f.meanFragmentationRatio, span(f.reservedNs),
-                       f.maxFragmentationRatio, at(f.maxFragmentationRatioAtNs));
+    if (f.reservedNs > 0)
+        out += fmt::format("{}mean F {:.4f} ({}-weighted over {} with memory reserved), max F "
+                           "{:.4f} at {}\n",
+                           indent, f.meanFragmentationRatio, ordinal ? "entry" : "time",
+                           span(f.reservedNs), f.maxFragmentationRatio,
+                           at(f.maxFragmentationRatioAtNs));
+    else
+        out += fmt::format("{}mean F - (no {} with memory reserved to weigh it over), max F {:.4f} "
+                           "at {}\n",
+                           indent, ordinal ? "entries" : "time", f.maxFragmentationRatio,
+                           at(f.maxFragmentationRatioAtNs));
     out += fmt::format("{}min largest free {} at {}, max fragments {} at {}\n", indent,
                        humanBytes(f.minLargestFreeBytes), at(f.minLargestFreeAtNs),
                        f.maxFragmentCount, at(f.maxFragmentCountAtNs));
@@ -353,6 +384,16 @@ void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r)
     writeCaveats(j, r.caveats);
 }
 
+std::string entropyWindowText(int64_t windowNs, int64_t elapsedNs, bool ordinal)
+{
+    // Without timestamps a window in seconds means nothing: the events so far are all counted.
+    const std::string window = fmt::format("{:g} s", static_cast<double>(windowNs) / 1e9);
+    if (ordinal) return "every event so far: no timestamps for a " + window + " window";
+    if (elapsedNs < windowNs)
+        return "every event so far: the " + window + " window is longer than the run";
+    return window + " window";
+}
+
 std::string stateText(const State& s, int64_t begin, bool ordinal)
 {
     std::string out = fmt::format("device {} level {} at {}\n", s.device, levelName(s.level),
@@ -367,6 +408,11 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
         out += fmt::format("  outside regions    {} ({} B)\n", humanBytes(s.allocatedOutsideBytes),
                            s.allocatedOutsideBytes);
     out += fmt::format("  free in regions    {} ({} B)\n", humanBytes(s.freeBytes), s.freeBytes);
+    if (s.pendingFreeBlocks > 0)
+        out += fmt::format("  pending free       {} ({} B) in {} block{}: freed, still used by "
+                           "another stream (neither allocated nor free)\n",
+                           humanBytes(s.pendingFreeBytes), s.pendingFreeBytes, s.pendingFreeBlocks,
+                           s.pendingFreeBlocks == 1 ? "" : "s");
     out += fmt::format("  fragments          {}\n", s.fragmentCount);
     out += fmt::format("  largest fragment   {} ({} B)\n", humanBytes(s.largestFreeFragmentBytes),
                        s.largestFreeFragmentBytes);
@@ -377,12 +423,19 @@ std::string stateText(const State& s, int64_t begin, bool ordinal)
                                          kReferenceFragmentationRatio,
                                          std::lround(100 * (1 - kReferenceFragmentationRatio)))
                            : std::string());
+    if (s.pendingFreeBlocks > 0 &&
+        (s.fragmentationRatioOncePendingComplete != s.fragmentationRatio ||
+         s.largestFreeOncePendingCompleteBytes != s.largestFreeFragmentBytes))
+        out += fmt::format("  once pending frees complete: free {} ({} B), largest {} ({} B), "
+                           "F {:.6f} (PyTorch memory_viz's figures)\n",
+                           humanBytes(s.freeIncludingPendingBytes()), s.freeIncludingPendingBytes(),
+                           humanBytes(s.largestFreeOncePendingCompleteBytes),
+                           s.largestFreeOncePendingCompleteBytes,
+                           s.fragmentationRatioOncePendingComplete);
     out += fmt::format("  fragment entropy   {:.6f} bits\n", s.fragmentEntropyBits);
     if (s.entropyWindowNs > 0)
-        out += fmt::format(
-            "  event-size entropy {:.6f} bits (window {})\n", s.eventSizeEntropyBits,
-            ordinal ? fmt::format("{} events", s.entropyWindowNs)
-                    : fmt::format("{:g} s", static_cast<double>(s.entropyWindowNs) / 1e9));
+        out += fmt::format("  event-size entropy {:.6f} bits ({})\n", s.eventSizeEntropyBits,
+                           entropyWindowText(s.entropyWindowNs, s.time - begin, ordinal));
     if (!s.histogram.log2.empty()) {
         out += "  histogram (free fragments)\n";
         for (const HistogramBin& b : s.histogram.log2)
@@ -435,6 +488,10 @@ std::string evidenceText(const Precursor& p)
         e.healthyMedian, e.healthyScale, e.healthyFrames, zText(e.z), zText(e.threshold), p.score,
         e.closeness);
     if (!e.allocatorLinked) out += "; no allocator event before it (not allocator evidence)";
+    if (e.common)
+        out += fmt::format("; common: {} of the run's {} healthy frames departed as far (base rate "
+                           "{:.1f} % > {:.0f} %), not enough alone",
+                           e.runDeparted, e.runHealthyFrames, 100 * e.baseRate, 100 * kMaxBaseRate);
     return out;
 }
 

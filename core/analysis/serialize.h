@@ -30,10 +30,13 @@ void writeVerdict(JsonWriter& j, const Verdict& v, const std::vector<Precursor>&
 void writeCollapseReport(JsonWriter& j, const CollapseReport& r);
 void writeCollapseReportFields(JsonWriter& j, const CollapseReport& r); // without {}
 void writeCorrelation(JsonWriter& j, const Correlation& c);
-// One line: "largest_fragment_end vs coherence_score  n 24  Pearson +0.512 (p 0.0105, q 0.042)
-// Spearman ... [significant]"; significant only when a q is under kSignificanceLevel.
+// The fields of one correlation without its names and q: n, pearson, spearman, test, lag,
+// r_changes, n_eff, p (null: not tested).
+void writeCorrelationFields(JsonWriter& j, const Correlation& c);
+// One line: "largest_fragment_end vs coherence_score  n 24  Pearson +0.512  Spearman +0.498
+// changes r +0.61 lag 0 n_eff 21.3 p 0.0021 q 0.042 [significant]".
 std::string correlationText(const Correlation& c);
-// Whether a correlation is called significant: q < kSignificanceLevel for Pearson or Spearman.
+// Whether a correlation is called significant: its q under kSignificanceLevel.
 bool significant(const Correlation& c);
 // A time field: the value, or null for kNoTime.
 void writeTimeField(JsonWriter& j, const char* key, int64_t t);
@@ -47,6 +50,9 @@ std::string summaryText(const SummaryFigures& f, int64_t begin, bool ordinal,
                         const std::string& indent);
 
 std::string stateText(const State& s, int64_t begin, bool ordinal);
+// What an event-size entropy was taken over, elapsedNs into the run: "300 s window", or every
+// event so far when the run has no timestamps or is shorter than the window.
+std::string entropyWindowText(int64_t windowNs, int64_t elapsedNs, bool ordinal);
 // The fields of a kernel-variant shift, one per line ("family: ...", "variant: ...", "share:
 // ...", "first ran in frame N", "preceded by: ..."), for the CLI and the GUI's inspector.
 std::string kernelShiftText(const KernelShift& s);

@@ -90,17 +90,23 @@ std::vector<double> benjaminiHochberg(std::span<const double> p)
 
 void adjustForMultipleTests(std::vector<Correlation>& pairs)
 {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    std::vector<double> pp, sp;
-    for (const Correlation& c : pairs) {
-        pp.push_back(c.n >= 3 ? c.pearsonP : nan);
-        sp.push_back(c.n >= 3 ? c.spearmanP : nan);
-    }
-    const std::vector<double> pq = benjaminiHochberg(pp), sq = benjaminiHochberg(sp);
-    for (size_t i = 0; i < pairs.size(); ++i) {
-        pairs[i].pearsonQ = std::isnan(pq[i]) ? 1.0 : pq[i];
-        pairs[i].spearmanQ = std::isnan(sq[i]) ? 1.0 : sq[i];
-    }
+    std::vector<double> p;
+    for (const Correlation& c : pairs)
+        p.push_back(c.p);
+    const std::vector<double> q = benjaminiHochberg(p);
+    for (size_t i = 0; i < pairs.size(); ++i)
+        pairs[i].q = q[i];
+}
+
+BaseRate baseRate(double x, std::span<const double> healthy)
+{
+    BaseRate b;
+    b.frames = static_cast<int64_t>(healthy.size());
+    for (double h : healthy)
+        b.departed += h >= x ? 1 : 0;
+    b.rate = b.frames ? static_cast<double>(b.departed) / static_cast<double>(b.frames) : 0.0;
+    b.common = b.frames >= kMinHealthyFrames && b.rate > kMaxBaseRate;
+    return b;
 }
 
 } // namespace fs::analysis

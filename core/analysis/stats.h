@@ -49,8 +49,26 @@ Departure departure(double x, std::span<const double> healthy);
 // Benjamini-Hochberg: q_(i) = min over j >= i of m p_(j) / j, capped at 1, for the m p-values in
 // ascending order; NaN p-values are not tests (their q is NaN, and they do not count in m).
 std::vector<double> benjaminiHochberg(std::span<const double> p);
-// Sets pearsonQ and spearmanQ of every correlation: BH over the Pearson p-values of the pairs
-// that were tested (n >= 3), and the same over the Spearman p-values.
+// Sets q of every correlation: BH over the p-values of the pairs that were tested (p not NaN;
+// the others keep q NaN).
 void adjustForMultipleTests(std::vector<Correlation>& pairs);
+
+// Base rates (docs/analysis.md "Verdict"): evidence that also occurs in the run's healthy frames
+// is weighed by how often it does there. A departure that at least one healthy frame in 20
+// reaches as well (a rate above 5 %, the conventional false-alarm level) is common: on a
+// collapse the content caused, such a figure turns up by coincidence that often, so it cannot
+// decide a verdict alone.
+constexpr double kMaxBaseRate = 0.05;
+struct BaseRate
+{
+    int64_t frames = 0;   // healthy frames of the run measured
+    int64_t departed = 0; // ... whose figure reached x or beyond (>= x)
+    double rate = 0;      // departed / frames (0 when no frame)
+    // rate > kMaxBaseRate, measured on at least kMinHealthyFrames frames.
+    bool common = false;
+};
+// x: the figure in the collapse's window (larger is further from normal); healthy: the same
+// figure in each healthy frame of the run.
+BaseRate baseRate(double x, std::span<const double> healthy);
 
 } // namespace fs::analysis

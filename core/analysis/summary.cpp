@@ -190,8 +190,9 @@ std::map<uint64_t, size_t> poolIndexOf(const TrackData& td,
     std::map<uint64_t, size_t> poolIndex;
     for (const auto& [id, pool] : poolOf)
         poolIndex.emplace(pool, 0);
-    if (std::any_of(td.allocs.begin(), td.allocs.end(),
-                    [](const Alloc& a) { return a.region == kNoRegion; }))
+    const auto outside = [](const Alloc& a) { return a.region == kNoRegion; };
+    if (std::any_of(td.allocs.begin(), td.allocs.end(), outside) ||
+        std::any_of(td.pending.begin(), td.pending.end(), outside))
         poolIndex.emplace(0, 0);
     size_t k = 0;
     for (auto& [pool, index] : poolIndex)
@@ -250,6 +251,17 @@ SummaryFigures summariseWithPools(const TrackData& td, const std::map<uint64_t, 
                 states[A[i].region == kNoRegion ? poolIndex.at(0) : regionPool[A[i].region]].free(
                     A[i]);
             break;
+        case ReplayEvent::PendingStart:
+        case ReplayEvent::PendingEnd: {
+            const Alloc& p = td.pending[i];
+            if (!p.occupies()) break;
+            FragState& st = states[p.region == kNoRegion ? poolIndex.at(0) : regionPool[p.region]];
+            if (kind == ReplayEvent::PendingStart)
+                st.alloc(p, true);
+            else
+                st.free(p, true);
+            break;
+        }
         }
     };
     Replayer r(td);

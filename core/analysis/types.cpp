@@ -1,5 +1,7 @@
 #include "types.h"
 
+#include "video_frames.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -17,12 +19,42 @@ std::vector<CollapseRule> defaultCollapseRules()
     return {
         {"coherence_score", Compare::Less, 0.05},
         {"id_match_rate", Compare::Less, 0.65},
-        {"flow_l2_px", Compare::Greater, 8.7},
         {"clip_entropy_bits", Compare::Greater, 2.95},
         // A break in the generated video itself (`metrics compute`): six robust standard
         // deviations above the run's usual warp error. No other source writes this metric.
         {"warp_error_z", Compare::Greater, 6.0},
     };
+}
+
+std::string CommonRule::describe() const
+{
+    return fmt::format("{}: not a break: fires on {} of {} frames", rule.describe(), fires, frames);
+}
+
+bool isVideoMetric(const std::string& metric)
+{
+    const std::vector<std::string> names = videoMetricNames();
+    return std::find(names.begin(), names.end(), metric) != names.end();
+}
+
+RuleSplit splitCommonRules(const std::vector<CollapseRule>& rules,
+                           const std::vector<FrameInfo>& frames)
+{
+    RuleSplit out;
+    for (const CollapseRule& rule : rules) {
+        int64_t carry = 0, fires = 0;
+        for (const FrameInfo& f : frames) {
+            auto it = f.metrics.find(rule.metric);
+            if (it == f.metrics.end()) continue;
+            ++carry;
+            fires += rule.broken(it->second);
+        }
+        if (isVideoMetric(rule.metric) && carry >= kCommonRuleMinFrames && 2 * fires > carry)
+            out.common.push_back({rule, fires, carry});
+        else
+            out.active.push_back(rule);
+    }
+    return out;
 }
 
 bool breaksAnyRule(const std::map<std::string, double>& metrics,

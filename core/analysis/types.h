@@ -16,7 +16,7 @@ namespace fs::analysis {
 
 // Bumped whenever a result's definition or computation changes: cached results carry it and are
 // rebuilt when it differs.
-constexpr int kEngineVersion = 4;
+constexpr int kEngineVersion = 5;
 
 constexpr int64_t kAlive = std::numeric_limits<int64_t>::max(); // free time of a never-freed block
 
@@ -63,7 +63,8 @@ struct State
     uint64_t reservedBytes = 0;         // sum of the sizes of the live regions
     uint64_t allocatedBytes = 0;        // live allocations of this level inside those regions
     uint64_t allocatedOutsideBytes = 0; // live allocations of this level outside any region
-    uint64_t freeBytes = 0;             // reserved - allocated (inside regions)
+    // reserved - allocated - pendingFreeBytes (inside regions): what the allocator can hand out
+    uint64_t freeBytes = 0;
     int64_t fragmentCount = 0;
     uint64_t largestFreeFragmentBytes = 0;
     double fragmentationRatio = 0;  // 1 - largest / free, 0 when nothing is free
@@ -73,6 +74,17 @@ struct State
     double eventSizeEntropyBits = 0;
     int64_t entropyWindowNs = 0;
     Histogram histogram;
+    // Pending frees (docs/analysis.md "Pending frees"): blocks the program freed that another
+    // stream still uses (PyTorch's active_pending_free), inside regions. Neither allocated nor
+    // free: in no fragment, nor in freeBytes, the largest fragment or F.
+    int64_t pendingFreeBlocks = 0;
+    uint64_t pendingFreeBytes = 0;
+    // The same figures once every pending free completes (pending counted as free: PyTorch
+    // memory_viz's free and F); equal to freeBytes, largestFreeFragmentBytes and
+    // fragmentationRatio when nothing is pending.
+    uint64_t largestFreeOncePendingCompleteBytes = 0;
+    double fragmentationRatioOncePendingComplete = 0;
+    uint64_t freeIncludingPendingBytes() const { return freeBytes + pendingFreeBytes; }
 };
 
 // One free fragment (for the memory map, tooltips and tests).
@@ -200,15 +212,19 @@ struct Correlation
 {
     std::string allocatorMetric;
     std::string frameMetric;
-    int64_t n = 0; // frames with both values; never show a coefficient without it
-    double pearson = 0;
-    double pearsonP = 1; // two-sided, Student t with n - 2 degrees of freedom
-    double spearman = 0;
-    double spearmanP = 1;
-    // Benjamini-Hochberg q-values over every pair tested in the same report (see
-    // adjustForMultipleTests); 1 until adjusted. Only q < kSignificanceLevel is significant.
-    double pearsonQ = 1;
-    double spearmanQ = 1;
+    int64_t n = 0;       // steps with both values; never show a coefficient without it
+    double pearson = 0;  // of the values themselves, lag 0: what the scatter plot draws
+    double spearman = 0; // ... of their ranks
+    // The test (correlate(), docs/analysis.md "Correlations"; its name is kCorrelationTest):
+    // the changes from step to step, at the lag and by the coefficient with the smallest p.
+    int lag = 0;                 // steps by which the first series leads the second
+    bool changeSpearman = false; // the coefficient of the changes: Spearman, else Pearson
+    double changeR = 0;          // ... its value at that lag
+    double nEff = 0;             // Bartlett's effective number of independent changes there
+    double p = 1; // two-sided, Bonferroni over lags and coefficients; NaN: too few changes
+    // Benjamini-Hochberg q over every pair tested in the same report (adjustForMultipleTests);
+    // p until adjusted. Only q < kSignificanceLevel is significant.
+    double q = 1;
 };
 
 // The frames behind one correlation (Engine::correlationPoints): what its scatter plot draws.
@@ -275,9 +291,36 @@ struct CollapseRule
 bool breaksAnyRule(const std::map<std::string, double>& metrics,
                    const std::vector<CollapseRule>& rules);
 
-// Defaults: coherence_score < 0.05, id_match_rate < 0.65, flow_l2_px > 8.7,
-// clip_entropy_bits > 2.95, warp_error_z > 6 (the video metrics' break, kVideoBreakZ).
+// Defaults: coherence_score < 0.05, id_match_rate < 0.65, clip_entropy_bits > 2.95 (scores
+// and bits, the same at every resolution), warp_error_z > 6 (the video metrics' break, relative
+// to the run). No fixed-pixel video rule: `flow_l2_px > 8.7` means something else at every
+// resolution and camera motion (a user may still set it).
 std::vector<CollapseRule> defaultCollapseRules();
+
+// A rule on a video metric (`metrics compute`: flow, warp error, flicker, SSIM and their z)
+// that fires on most of the frames that carry its metric describes the video, not a break in
+// it (a moving camera's flow): it makes no collapse and does not make frames unhealthy
+// (docs/analysis.md "a rule that fires on most frames is not a break"). Only runs of
+// kCommonRuleMinFrames or more frames with the metric are judged so. Scores the generating
+// script or the simulator reports (coherence_score, ...) keep their rules: a model's score
+// under its threshold from frame 17 on is the long collapse the user looks for.
+constexpr int64_t kCommonRuleMinFrames = 10;
+struct CommonRule
+{
+    CollapseRule rule;
+    int64_t fires = 0;            // frames that break it
+    int64_t frames = 0;           // frames that carry its metric
+    std::string describe() const; // "flow_l2_px > 8.7: not a break: fires on 39 of 48 frames"
+    bool operator==(const CommonRule&) const = default;
+};
+struct RuleSplit
+{
+    std::vector<CollapseRule> active; // the rules that can make collapses, in their order
+    std::vector<CommonRule> common;   // those that fire on more than half the frames
+};
+RuleSplit splitCommonRules(const std::vector<CollapseRule>& rules,
+                           const std::vector<FrameInfo>& frames);
+bool isVideoMetric(const std::string& metric); // one of videoMetricNames()
 
 // A run of consecutive rule-breaking frames (the first starts the collapse).
 struct Collapse
@@ -390,6 +433,14 @@ struct Evidence
     // Kernel and graph changes: an allocator event preceded it (a failed or much smaller request,
     // a moved input); without one the change is not evidence for an allocator cause.
     bool allocatorLinked = true;
+    // Base rate (docs/analysis.md "Verdict"): of the run's healthy frames (runHealthyFrames),
+    // how many had the same figure at least as far from normal as this row (runDeparted), and
+    // their share. A row that stands out but whose base rate is above kMaxBaseRate (stats.h) is
+    // common: shown as such, never enough by itself for an allocator-related verdict.
+    int64_t runHealthyFrames = 0;
+    int64_t runDeparted = 0;
+    double baseRate = 0;
+    bool common = false;
 };
 
 // Score from closeness, z and threshold (docs/analysis.md "Ranking").
@@ -500,8 +551,9 @@ struct AddressLayout
 enum class CellState : uint8_t {
     Outside = 0,   // no region at this time and address
     Free = 1,      // inside a region, no live allocation
-    Allocated = 2, // at least part covered by a live allocation
+    Allocated = 2, // at least part covered by a live allocation (and no more by pending frees)
     Separator = 3, // the gap drawn between two non-contiguous regions
+    Pending = 4,   // inside a region, more of it waits on pending frees than is allocated
 };
 
 struct HeatmapRequest
@@ -587,7 +639,7 @@ struct OomDiagnosis
     // free block there.
     uint64_t poolStreamFreeBytes = 0;
     uint64_t poolStreamLargestFreeBytes = 0;
-    uint64_t cachedFreeBytes = 0;     // reserved - allocated, every pool and stream
+    uint64_t cachedFreeBytes = 0;     // reserved - allocated - pending, every pool and stream
     int64_t pendingFreeFits = 0;      // pending-free blocks of the pool and stream >= the request
     uint64_t pendingFreeFitBytes = 0; // ... their bytes
     uint64_t capacityBytes = 0;       // device memory, 0 when unknown

@@ -1,5 +1,7 @@
 #include "byte_reader.h"
 
+#include "core/store/foreign_input.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -104,14 +106,7 @@ void ByteReader::failAt(uint64_t off, const std::string& problem) const
 
 std::string sniff(const std::string& path, size_t n)
 {
-    std::string out;
-    gzFile g = gzopen(path.c_str(), "rb");
-    if (!g) return out;
-    out.resize(n);
-    const int got = gzread(g, out.data(), static_cast<unsigned>(n));
-    gzclose(g);
-    out.resize(got > 0 ? static_cast<size_t>(got) : 0);
-    return out;
+    return store::fileHead(path, n);
 }
 
 } // namespace fs::import

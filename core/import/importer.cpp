@@ -1,5 +1,7 @@
 #include "importer.h"
 
+#include "core/store/foreign_input.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -38,16 +40,18 @@ Format detectFormat(const std::string& path)
     if (head.empty())
         throw ImportError(path, "offset 0: empty file: expected a PyTorch snapshot, a Kineto trace "
                                 "or an nsys SQLite export");
-    if (head.rfind("SQLite format 3", 0) == 0 && !probe.compressed()) return Format::NsysSqlite;
-    const auto b0 = static_cast<unsigned char>(head[0]);
-    // Pickles start with PROTO (0x80) from protocol 2 on; protocol 0/1 dicts start with '(' or '}'.
-    if (b0 == 0x80 || ((b0 == '}' || b0 == ']') && head.size() > 1 &&
-                       static_cast<unsigned char>(head[1]) >= 0x80))
+    // The one classification Session::open also goes by (core/store/foreign_input.h).
+    switch (store::inputKindOfHead(head)) {
+    case store::InputKind::Sqlite:
+        if (!probe.compressed()) return Format::NsysSqlite;
+        break;
+    case store::InputKind::Pickle:
         return Format::PytorchSnapshot;
-    size_t i = 0;
-    while (i < head.size() && std::isspace(static_cast<unsigned char>(head[i])))
-        ++i;
-    if (i < head.size() && (head[i] == '{' || head[i] == '[')) return Format::Kineto;
+    case store::InputKind::Json:
+        return Format::Kineto;
+    case store::InputKind::Unknown:
+        break;
+    }
     throw ImportError(
         path,
         "offset 0: unrecognised content: expected a PyTorch snapshot pickle (starts with 0x80), "

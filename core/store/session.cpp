@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include "foreign_input.h"
 #include "sqlite_format.h"
 
 #include <array>
@@ -184,7 +185,13 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
             in.gcount() < static_cast<std::streamsize>(hdr.size())
                 ? std::nullopt
                 : store::format::parseHeader(hdr.data());
-        if (!parsed) throw SessionError(path, "not a fragscope session (not an SQLite database)");
+        if (!parsed) {
+            // Another tool's trace given where a session is expected: say how to import it.
+            const std::string foreign = store::foreignInputProblem(path);
+            throw SessionError(path, foreign.empty()
+                                         ? "not a fragscope session (not an SQLite database)"
+                                         : foreign);
+        }
         return *parsed;
     };
     // A writer elsewhere (the GUI storing its analysis index, a checkpoint) writes page 1 with
@@ -208,9 +215,16 @@ Session Session::open(const std::string& path, bool integrityCheck, int openFlag
 
     Db db(path, SQLITE_OPEN_READONLY | openFlags);
     const int64_t appId = db.scalar("PRAGMA application_id");
-    if (appId != kApplicationId)
-        throw SessionError(path, "not a fragscope session (SQLite database without the fragscope "
-                                 "application id)");
+    if (appId != kApplicationId) {
+        const std::string foreign =
+            store::foreignInputProblem(path, true,
+                                       db.hasTable("StringIds") || db.hasTable("TARGET_INFO_GPU") ||
+                                           db.hasTable("CUPTI_ACTIVITY_KIND_KERNEL") ||
+                                           db.hasTable("CUPTI_ACTIVITY_KIND_RUNTIME"));
+        throw SessionError(path, foreign.empty() ? "not a fragscope session (SQLite database "
+                                                   "without the fragscope application id)"
+                                                 : foreign);
+    }
     const int64_t version = db.scalar("PRAGMA user_version");
     if (version > kFormatVersion)
         throw SessionError(path, "session format version " + std::to_string(version) +

@@ -16,6 +16,7 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 
 #undef emit // Qt's keyword macro; Importer::emit is a plain member
 
@@ -110,6 +111,78 @@ private slots:
         QCOMPARE(eng->frames().size(), size_t(6));
         QCOMPARE(eng->stateAt(0, Level::Framework, eng->timeEnd()).reservedBytes,
                  r.runs[2].devices[0].summary.finalReservedBytes);
+    }
+
+    // Without settings asked for (`fragscope whatif SESSION`): the default alternatives are
+    // replayed through the model alone and ranked; their figures are those of full replays (the
+    // same options, the same model), the best is replayed in full, and -o keeps the recorded
+    // settings' replay, never an alternative's.
+    void defaultAlternativesRanked()
+    {
+        QTemporaryDir dir;
+        // A 30 GiB device: capacity known (the GC threshold is tried), and OOMs to rank.
+        const std::string s = simulate(dir, "sim.fragscope", 9, 4, 30ull << 30);
+        WhatIfOptions o;
+        o.session = s;
+        o.rankAlternatives = true;
+        o.output = dir.filePath("rec.fragscope").toStdString();
+        const WhatIfResult r = whatIf(o);
+        QVERIFY2(r.fidelity.reproduced, r.fidelity.verdict.c_str());
+        QVERIFY(r.fidelity.summary.starts_with("exact: "));
+        // The recorded settings and expandable, roundup, at least one max_split, the GC threshold.
+        QVERIFY(r.ranking.size() >= 5);
+        for (size_t k = 1; k < r.ranking.size(); ++k) {
+            const RankedRun &a = r.ranking[k - 1], &b = r.ranking[k];
+            QVERIFY(a.ooms < b.ooms || (a.ooms == b.ooms && a.peakReserved <= b.peakReserved));
+        }
+        const auto rec = std::find_if(r.ranking.begin(), r.ranking.end(),
+                                      [](const RankedRun& x) { return x.recorded; });
+        QVERIFY(rec != r.ranking.end());
+        QCOMPARE(rec->run, 0);
+        // The model's peak of the recorded run is the engine's figure of its session.
+        QCOMPARE(rec->peakReserved, r.runs[0].devices[0].summary.peakReservedBytes);
+        QCOMPARE(rec->ooms, r.runs[0].devices[0].ooms);
+        QCOMPARE(r.runs[0].sessionPath, o.output);
+        if (r.recommended >= 0) {
+            const RankedRun& best = r.ranking[static_cast<size_t>(r.recommended)];
+            QVERIFY(r.recommended < rec - r.ranking.begin());
+            QCOMPARE(best.run, 1);
+            QCOMPARE(r.runs.size(), size_t(2));
+            QVERIFY(r.runs[1].sessionPath.empty());
+            QCOMPARE(best.peakReserved, r.runs[1].devices[0].summary.peakReservedBytes);
+            QVERIFY(r.recommendation.starts_with("With " + best.label + " "));
+        } else {
+            QCOMPARE(r.runs.size(), size_t(1));
+            QVERIFY(r.recommendation.starts_with("None of the "));
+        }
+        // Every alternative replayed in full (as --alloc-conf would): the same figures as its
+        // model-only row.
+        WhatIfOptions full;
+        full.session = s;
+        for (const RankedRun& row : r.ranking)
+            if (!row.recorded) {
+                RunSpec spec;
+                spec.label = row.label;
+                spec.config = Config::parse(row.allocConf);
+                full.runs.push_back(spec);
+            }
+        const WhatIfResult f = whatIf(full);
+        QCOMPARE(f.ranking.size(), r.ranking.size());
+        for (const RankedRun& row : r.ranking) {
+            const auto same =
+                std::find_if(f.ranking.begin(), f.ranking.end(),
+                             [&](const RankedRun& x) { return x.label == row.label; });
+            QVERIFY2(same != f.ranking.end(), row.label.c_str());
+            QCOMPARE(same->peakReserved, row.peakReserved);
+            QCOMPARE(same->finalReserved, row.finalReserved);
+            QCOMPARE(same->ooms, row.ooms);
+            QCOMPARE(same->cudaMallocs, row.cudaMallocs);
+            QCOMPARE(same->segments, row.segments);
+            // And the engine reads the same peak from that run's session.
+            QCOMPARE(same->peakReserved,
+                     f.runs[static_cast<size_t>(same->run)].devices[0].summary.peakReservedBytes);
+        }
+        QCOMPARE(f.recommendation, r.recommendation);
     }
 
     // Expandable segments grow page run by page run and give pages back several runs at once;

@@ -49,6 +49,8 @@ private slots:
                  d0["final_reserved_bytes"].toObject()["replay"].toDouble());
         const QJsonArray runs = o["runs"].toArray();
         QCOMPARE(runs.size(), 3);
+        // Settings asked for: only those are replayed (no default alternatives), all ranked.
+        QCOMPARE(o["ranking"].toArray().size(), 3);
         QVERIFY(runs[0].toObject()["recorded_settings"].toBool());
         QCOMPARE(runs[1].toObject()["alloc_conf"].toString(), QString("max_split_size_mb:64"));
         QCOMPARE(runs[2].toObject()["alloc_conf"].toString(), QString("expandable_segments:True"));
@@ -117,7 +119,7 @@ private slots:
         QVERIFY(text.out.contains(QString::number(realF, 'f', 4).toUtf8()));
     }
 
-    void whatifTextRanksOomsFirst()
+    void whatifTextRanksFewestOomsFirst()
     {
         const auto r = fstest::runCli({"whatif", sim_, "--alloc-conf", "expandable_segments:True"});
         QCOMPARE(r.exitCode, 0);
@@ -133,10 +135,70 @@ private slots:
         const double oomsExp =
             runs[1].toObject()["devices"].toObject()["0"].toObject()["ooms"].toDouble();
         // On this 30 GB device the default settings OOM far more often than expandable segments
-        // (hundreds against a few tens): the run with more OOMs is ranked first.
+        // (hundreds against a few tens): the run with fewer OOMs is ranked first, and is the
+        // recommendation of the first line.
         QVERIFY(oomsRec > 0);
         QVERIFY(oomsRec != oomsExp);
-        QCOMPARE(rows[0].contains("recorded:"), oomsRec > oomsExp);
+        QCOMPARE(rows[0].contains("recorded:"), oomsRec < oomsExp);
+        const QJsonArray ranking = o["ranking"].toArray();
+        QCOMPARE(ranking.size(), 2);
+        QCOMPARE(ranking[0].toObject()["recorded_settings"].toBool(), oomsRec < oomsExp);
+        QCOMPARE(ranking[0].toObject()["ooms"].toDouble(), std::min(oomsRec, oomsExp));
+        // Both runs were replayed in full: the rows point at them.
+        for (const auto& row : ranking)
+            QVERIFY(!row.toObject()["run"].isNull());
+        if (oomsExp < oomsRec) {
+            QCOMPARE(o["recommendation"].toObject()["alloc_conf"].toString(),
+                     QString("expandable_segments:True"));
+            QVERIFY(r.out.startsWith("With expandable_segments:True there would have been "));
+        }
+    }
+
+    // `fragscope whatif SESSION` answers "which setting would have helped": the first line is
+    // one sentence, the second one line of fidelity; the ranking holds the recorded settings
+    // and the default alternatives, best first; JSON has the same ranking and sentence.
+    void defaultAnswersTheQuestion()
+    {
+        const auto r = fstest::runCli({"whatif", sim_});
+        QCOMPARE(r.exitCode, 0);
+        const QList<QByteArray> lines = r.out.split('\n');
+        QVERIFY2(lines.size() > 3, r.out.constData());
+        QVERIFY2(lines[0].startsWith("With ") || lines[0].startsWith("None of the "),
+                 lines[0].constData());
+        QVERIFY(lines[0].endsWith("(model figures)."));
+        QVERIFY2(lines[1].startsWith("fidelity: exact: "), lines[1].constData());
+        QVERIFY(lines[1].size() < 200); // one line, not the old 90-word sentence
+        QVERIFY(lines[2].isEmpty());
+        QVERIFY(r.out.contains("tried expandable_segments:True"));
+        QVERIFY(r.out.contains("tried max_split_size_mb:"));
+        QVERIFY(r.out.contains("tried garbage_collection_threshold:0.6")); // capacity known
+        const QJsonObject o = json({"whatif", sim_, "--json"});
+        QCOMPARE(o["recommendation"].toObject()["text"].toString().toUtf8(), lines[0]);
+        QVERIFY(o["fidelity"].toObject()["summary"].toString().startsWith("exact: "));
+        const QJsonArray ranking = o["ranking"].toArray();
+        QVERIFY(ranking.size() >= 5);
+        int recorded = -1;
+        for (int k = 0; k < ranking.size(); ++k) {
+            const QJsonObject row = ranking[k].toObject();
+            if (row["recorded_settings"].toBool()) recorded = k;
+            if (k == 0) continue;
+            const QJsonObject prev = ranking[k - 1].toObject();
+            QVERIFY(
+                prev["ooms"].toDouble() < row["ooms"].toDouble() ||
+                (prev["ooms"].toDouble() == row["ooms"].toDouble() &&
+                 prev["peak_reserved_bytes"].toDouble() <= row["peak_reserved_bytes"].toDouble()));
+        }
+        QVERIFY(recorded >= 0);
+        const QJsonValue rank = o["recommendation"].toObject()["rank"];
+        // A recommendation ranks above the recorded settings and was replayed in full (runs[1]).
+        if (!rank.isNull()) {
+            QVERIFY(rank.toInt() - 1 < recorded);
+            QCOMPARE(ranking[rank.toInt() - 1].toObject()["run"].toInt(), 1);
+            QCOMPARE(o["runs"].toArray().size(), 2);
+        } else {
+            QCOMPARE(o["runs"].toArray().size(), 1);
+        }
+        QVERIFY(o.contains("alternatives_skipped"));
     }
 
     void compareJson()

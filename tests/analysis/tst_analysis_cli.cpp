@@ -245,11 +245,20 @@ private slots:
         QVERIFY(!corr.isEmpty());
         for (const auto& v : corr) {
             QVERIFY(v.toObject()["n"].toInt() >= 3);
-            // Benjamini-Hochberg never lowers a p-value; significance follows q only.
-            QVERIFY(v.toObject()["pearson_q"].toDouble() >= v.toObject()["pearson_p"].toDouble());
-            QCOMPARE(v.toObject()["significant"].toBool(),
-                     v.toObject()["pearson_q"].toDouble() < 0.05 ||
-                         v.toObject()["spearman_q"].toDouble() < 0.05);
+            // Benjamini-Hochberg never lowers a p-value; significance follows q only; the test
+            // is named and its effective sample size never exceeds the changes it had.
+            const QJsonObject o = v.toObject();
+            QCOMPARE(o["test"].toString(),
+                     QStringLiteral("changes, Bartlett n_eff, Pearson+Spearman, lag 0-1"));
+            if (o["p"].isNull()) {
+                QVERIFY(o["q"].isNull());
+                QVERIFY(!o["significant"].toBool());
+                continue;
+            }
+            QVERIFY(o["q"].toDouble() >= o["p"].toDouble());
+            QVERIFY(o["n_eff"].toDouble() <= o["n"].toDouble());
+            QVERIFY(o["lag"].toInt() == 0 || o["lag"].toInt() == 1);
+            QCOMPARE(o["significant"].toBool(), o["q"].toDouble() < 0.05);
         }
         QVERIFY(rep.contains("health"));
         const auto text = runCli({"report", s});

@@ -14,6 +14,8 @@
 #include <map>
 #include <random>
 
+#include <fmt/format.h>
+
 using namespace fs;
 using namespace fs::analysis;
 using namespace antest;
@@ -420,6 +422,60 @@ private slots:
         QCOMPARE(cp.stats.n, int64_t{4});
         QVERIFY(std::abs(cp.line.slope + 0.99 / (512.0 * KiB)) < 1e-12);
         QVERIFY(std::abs(cp.line.intercept - 2.335) < 1e-9);
+    }
+
+    void commonRuleIsNotABreak()
+    {
+        // 12 frames of 1000 ns. flow_l2_px (a moving camera): 9.5 on frames 0-8 and 11, 3.0 on
+        // 9 and 10, so `flow_l2_px > 8.7` fires on 10 of 12 frames: more than half, in a run of
+        // at least kCommonRuleMinFrames frames with the metric, so it describes the run and
+        // makes no collapse. coherence_score 0.9 everywhere but 0.01 on frame 6: frame 6 is the
+        // one collapse, and its healthy baseline keeps the frames the flow rule breaks.
+        const auto f = path("common-rule.fragscope");
+        {
+            Ingest in(options(f));
+            in.begin();
+            in.add(ev(EventType::RegionCreate, 0, kBase, MiB));
+            for (int i = 0; i < 12; ++i) {
+                mark(in, 1000 * (i + 1), "frame " + std::to_string(i));
+                mark(in, 1000 * (i + 1) + 1,
+                     fmt::format("metric flow_l2_px={} coherence_score={}",
+                                 i == 9 || i == 10 ? 3.0 : 9.5, i == 6 ? 0.01 : 0.9));
+            }
+            mark(in, 13500, "end");
+            in.end();
+        }
+        LoadOptions o;
+        o.rules = {{"flow_l2_px", Compare::Greater, 8.7}, {"coherence_score", Compare::Less, 0.05}};
+        const auto e = Engine::open(f, o);
+        QCOMPARE(e->commonRules().size(), size_t{1});
+        const CommonRule& c = e->commonRules()[0];
+        QCOMPARE(c.fires, int64_t{10});
+        QCOMPARE(c.frames, int64_t{12});
+        QCOMPARE(c.describe(),
+                 std::string("flow_l2_px > 8.7: not a break: fires on 10 of 12 frames"));
+        QCOMPARE(e->collapses().size(), size_t{1});
+        QCOMPARE(e->collapses()[0].firstFrame, int64_t{6});
+        QCOMPARE(e->collapses()[0].lastFrame, int64_t{6});
+        for (const FrameInfo& fr : e->frames())
+            QCOMPARE(fr.breaksRule, fr.index == 6);
+        const auto rep = e->collapseReport(6);
+        QVERIFY(rep.has_value());
+        // Lookback 2: window from frame 4; the baseline is frames 0-3, all breaking the flow rule.
+        QCOMPARE(rep->baselineFrames, (std::vector<int64_t>{0, 1, 2, 3}));
+        // A rule that fires on 2 of 12 frames (flow_l2_px < 5: frames 9 and 10) stays active.
+        const RuleSplit rare = splitCommonRules({{"flow_l2_px", Compare::Less, 5}}, e->frames());
+        QCOMPARE(rare.active.size(), size_t{1});
+        QVERIFY(rare.common.empty());
+        // A model's score keeps its rule however often it fires (coherence_score < 0.95 on all
+        // 12 frames: every frame breaks it, one collapse 0..11).
+        const RuleSplit score =
+            splitCommonRules({{"coherence_score", Compare::Less, 0.95}}, e->frames());
+        QCOMPARE(score.active.size(), size_t{1});
+        QVERIFY(score.common.empty());
+        // Fewer than kCommonRuleMinFrames frames with the metric: judged as usual.
+        std::vector<FrameInfo> few(e->frames().begin(), e->frames().begin() + 9);
+        QVERIFY(splitCommonRules(o.rules, few).common.empty());
     }
 
     void frameKernelCountsInAnyRowOrder()

@@ -230,6 +230,33 @@ private slots:
         QVERIFY(!headline(State{}).fragmented);
     }
 
+    // A share and the bound it is compared with never print alike (issue 50: "only 5 % (< 5 %)"
+    // for 4.88 %): one more decimal until they differ.
+    void headlineShareNeverLooksLikeItsBound()
+    {
+        State s;
+        s.reservedBytes = 10000;
+        s.fragmentationRatio = 0.5;
+        // 488 of 10000 free: 4.88 %, rounds to "5 %" like the 5 % bound; one decimal: 4.9 %.
+        s.freeBytes = 488;
+        QCOMPARE(headline(s).text,
+                 std::string("not fragmented: F 0.50 > 0.35, but only 4.9 % of reserved is free "
+                             "(under 5 %): the allocator is full, not fragmented"));
+        // 4.96 %: one decimal still reads 5.0; two: 4.96 %.
+        s.freeBytes = 496;
+        QVERIFY2(headline(s).text.find("only 4.96 % of reserved is free (under 5 %)") !=
+                     std::string::npos,
+                 headline(s).text.c_str());
+        // Away from the bound the usual whole percent: 30 % (>= 5 %), and the bound itself.
+        s.freeBytes = 3000;
+        QCOMPARE(
+            headline(s).text,
+            std::string("fragmented: F 0.50 > 0.35 with 30 % of reserved free (at least 5 %)"));
+        s.freeBytes = 500;
+        QVERIFY(headline(s).text.find("with 5 % of reserved free (at least 5 %)") !=
+                std::string::npos);
+    }
+
     void blocksAtAnInstant()
     {
         const auto e = Engine::open(path_);

@@ -211,9 +211,14 @@ private slots:
         QCOMPARE(c.n, int64_t{5});
         QVERIFY(std::fabs(c.pearson - 0.9) < 1e-12);
         QVERIFY(std::fabs(c.spearman - 0.9) < 1e-12);
-        QVERIFY(std::fabs(c.pearsonP - 0.03738607346849865) < 1e-9);
+        QVERIFY(std::fabs(correlationPValue(0.9, 5) - 0.03738607346849865) < 1e-9);
         // r = 0.5 over n = 3 (1 df): p = 1 - 2/pi atan(1/sqrt 3) = 2/3 exactly.
         QVERIFY(std::fabs(correlationPValue(0.5, 3) - 2.0 / 3.0) < 1e-9);
+        // Fewer than 3 (effective) pairs: nothing to test.
+        QCOMPARE(correlationPValue(0.99, 2.5), 1.0);
+        // Four changes are too few to test (kCorrelationMinChanges): p NaN, q NaN.
+        QVERIFY(std::isnan(c.p));
+        QVERIFY(std::isnan(c.q));
         // Spearman sees a monotone but non-linear relation as perfect: y = x^3.
         const std::vector<double> y3{1, 8, 27, 64, 125};
         const Correlation m = correlate(x, y3);
@@ -227,6 +232,94 @@ private slots:
         const auto r = averageRanks(tie);
         QCOMPARE(r[1], 2.5);
         QCOMPARE(r[3], 4.0);
+        // v = (3, 1, 2, 2, 5) ranks (4, 1, 2.5, 2.5, 5); without v[2] the rest (3, 1, 2, 5)
+        // ranks (3, 1, 2, 4): 3 and 5 move down one, the other 2 leaves its tie (-0.5).
+        const std::vector<double> v{3, 1, 2, 2, 5};
+        QCOMPARE(fs::analysis::ranksWithout(averageRanks(v), v, 2),
+                 (std::vector<double>{3, 1, 2, 4}));
+    }
+
+    void effectiveSampleSize_data()
+    {
+        QTest::addColumn<std::vector<double>>("a");
+        QTest::addColumn<std::vector<double>>("b");
+        QTest::addColumn<double>("expected");
+        // m = 5, one lag (m / 5). a = b = (1, -1, 1, -1, 1): mean 0.2, deviations 0.8, -1.2,
+        // 0.8, -1.2, 0.8; c0 = 3 * 0.64 + 2 * 1.44 = 4.8; lag-1 sum 4 * (0.8 * -1.2) = -3.84,
+        // rho(1) = -0.8 for both. 1/n_eff = 1/5 + 2/5 * (4/5) * 0.64 = 0.4048 -> 2.47036.
+        QTest::newRow("alike") << std::vector<double>{1, -1, 1, -1, 1}
+                               << std::vector<double>{1, -1, 1, -1, 1} << 1 / 0.4048;
+        // b = (1, 1, -1, -1, 1): mean 0.2, deviations 0.8, 0.8, -1.2, -1.2, 0.8; c0 4.8; lag-1
+        // sum 0.64 - 0.96 + 1.44 - 0.96 = 0.16 -> rho 1/30. The product with a's -0.8 is
+        // negative: no fewer than m independent pairs, so n_eff = m = 5.
+        QTest::newRow("opposite") << std::vector<double>{1, -1, 1, -1, 1}
+                                  << std::vector<double>{1, 1, -1, -1, 1} << 5.0;
+        // m = 10, two lags. Both (1, 2, 1, 2, ...): mean 1.5, deviations +-0.5, c0 = 2.5; lag 1:
+        // 9 * -0.25 = -2.25 -> rho -0.9; lag 2: 8 * 0.25 = 2 -> rho 0.8; weights 9/10 and 8/10:
+        // 1/n_eff = 1/10 + 2/10 (0.9 * 0.81 + 0.8 * 0.64) = 0.3482 -> 2.87191.
+        QTest::newRow("two lags") << std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2}
+                                  << std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2}
+                                  << 1 / (0.1 + 0.2 * (0.9 * 0.81 + 0.8 * 0.64));
+    }
+
+    void effectiveSampleSize()
+    {
+        QFETCH(std::vector<double>, a);
+        QFETCH(std::vector<double>, b);
+        QFETCH(double, expected);
+        QVERIFY2(std::fabs(fs::analysis::effectiveSampleSize(a, b) - expected) < 1e-9,
+                 qPrintable(QString::number(fs::analysis::effectiveSampleSize(a, b), 'g', 10)));
+    }
+
+    void correlationTestOnChanges()
+    {
+        // x = (1,2,3,5,4,6,8,7,9,12,10,11,13), y = (2,1,4,3,6,5,8,9,7,10,12,11,14): 12
+        // changes dx = (1,1,2,-1,2,2,-1,2,3,-2,1,2), dy = (-1,3,-1,3,-1,3,1,-2,3,2,-1,3). Lag 0
+        // pairs dx[i] with dy[i]; lag 1 (x leading) dx[0..10] with dy[1..11]. Four tests:
+        // Pearson and Spearman (Pearson of the ranks) at each lag, each p from Student's t
+        // with its n_eff - 2 degrees of freedom; the pair's p is the smallest times 4
+        // (Bonferroni), and its lag and coefficient are that test's.
+        const std::vector<double> x{1, 2, 3, 5, 4, 6, 8, 7, 9, 12, 10, 11, 13},
+            y{2, 1, 4, 3, 6, 5, 8, 9, 7, 10, 12, 11, 14};
+        const std::vector<double> dx0{1, 1, 2, -1, 2, 2, -1, 2, 3, -2, 1, 2},
+            dy0{-1, 3, -1, 3, -1, 3, 1, -2, 3, 2, -1, 3};
+        const std::vector<double> dx1(dx0.begin(), dx0.end() - 1), dy1(dy0.begin() + 1, dy0.end());
+        struct One
+        {
+            int lag;
+            bool spearman;
+            double r, p;
+        };
+        std::vector<One> tests;
+        for (int lag : {0, 1})
+            for (bool spearman : {false, true}) {
+                const std::vector<double>& a0 = lag ? dx1 : dx0;
+                const std::vector<double>& b0 = lag ? dy1 : dy0;
+                const std::vector<double> a = spearman ? averageRanks(a0) : a0;
+                const std::vector<double> b = spearman ? averageRanks(b0) : b0;
+                const double r = correlate(a, b).pearson;
+                tests.push_back({lag, spearman, r,
+                                 correlationPValue(r, fs::analysis::effectiveSampleSize(a, b))});
+            }
+        const One best = *std::min_element(tests.begin(), tests.end(),
+                                           [](const One& u, const One& v) { return u.p < v.p; });
+        const Correlation c = correlate(x, y);
+        QCOMPARE(c.lag, best.lag);
+        QCOMPARE(c.changeSpearman, best.spearman);
+        QVERIFY(std::fabs(c.changeR - best.r) < 1e-12);
+        QVERIFY(std::fabs(c.p - std::min(1.0, 4 * best.p)) < 1e-12);
+        QCOMPARE(c.q, c.p);
+        // 11 frames make 10 changes at lag 0 (tested) and 9 at lag 1 (not): Bonferroni over the
+        // two lag-0 tests only.
+        const std::vector<double> x11(x.begin(), x.begin() + 11), y11(y.begin(), y.begin() + 11);
+        const Correlation c11 = correlate(x11, y11);
+        QCOMPARE(c11.lag, 0);
+        QVERIFY(!std::isnan(c11.p));
+        // Too few frames to form kCorrelationMinChanges changes: coefficients but no test.
+        const Correlation few = correlate(std::vector<double>(x.begin(), x.begin() + 10),
+                                          std::vector<double>(y.begin(), y.begin() + 10));
+        QCOMPARE(few.n, int64_t{10});
+        QVERIFY(std::isnan(few.p));
     }
 
     void diffGridResolvesInPlace()

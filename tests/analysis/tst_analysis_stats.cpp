@@ -110,6 +110,43 @@ private slots:
         QCOMPARE(d.value, x);
     }
 
+    void baseRate_data()
+    {
+        QTest::addColumn<std::vector<double>>("healthy");
+        QTest::addColumn<double>("x");
+        QTest::addColumn<int64_t>("departed");
+        QTest::addColumn<double>("rate");
+        QTest::addColumn<bool>("common");
+        // 0, 0, 5, 6, 1 against x = 5: 5 and 6 reach it (>= x), 2 of 5 = 40 % > 5 %: common.
+        QTest::newRow("common") << std::vector<double>{0, 0, 5, 6, 1} << 5.0 << int64_t{2} << 0.4
+                                << true;
+        // x = 7: no healthy frame reaches it: 0 %, rare.
+        QTest::newRow("never") << std::vector<double>{0, 0, 5, 6, 1} << 7.0 << int64_t{0} << 0.0
+                               << false;
+        // 1 of 20 = 5 %: not above the 5 % limit, so still rare; 2 of 20 = 10 % is common.
+        std::vector<double> twenty(20, 0.0);
+        twenty[3] = 9;
+        QTest::newRow("one in twenty") << twenty << 9.0 << int64_t{1} << 0.05 << false;
+        twenty[11] = 12;
+        QTest::newRow("two in twenty") << twenty << 9.0 << int64_t{2} << 0.1 << true;
+        // 1 of 2 frames (50 %) is too few frames to call anything common (kMinHealthyFrames 3).
+        QTest::newRow("too few") << std::vector<double>{0, 4} << 4.0 << int64_t{1} << 0.5 << false;
+        QTest::newRow("none") << std::vector<double>{} << 1.0 << int64_t{0} << 0.0 << false;
+    }
+    void baseRate()
+    {
+        QFETCH(std::vector<double>, healthy);
+        QFETCH(double, x);
+        QFETCH(int64_t, departed);
+        QFETCH(double, rate);
+        QFETCH(bool, common);
+        const BaseRate b = fs::analysis::baseRate(x, healthy);
+        QCOMPARE(b.frames, static_cast<int64_t>(healthy.size()));
+        QCOMPARE(b.departed, departed);
+        QVERIFY2(std::fabs(b.rate - rate) < 1e-12, QByteArray::number(b.rate));
+        QCOMPARE(b.common, common);
+    }
+
     void benjaminiHochberg()
     {
         // m = 5 p-values 0.01, 0.04, 0.03, 0.20, 0.005. Sorted: 0.005 (rank 1), 0.01 (2),
@@ -138,26 +175,17 @@ private slots:
 
     void adjustCorrelations()
     {
-        // Three pairs, one not tested (n < 3): BH over the two tested ones. Pearson p 0.01 and
-        // 0.04 -> q 0.02 and 0.04; Spearman p 0.03 and 0.5 -> q 0.06 and 0.5. The untested pair
-        // keeps q 1.
+        // Three pairs, one not tested (p NaN: too few changes): BH over the two tested ones, p
+        // 0.01 and 0.04 -> m p / rank = 0.02 and 0.04. The untested pair keeps q NaN and is
+        // never significant.
         std::vector<Correlation> c(3);
-        c[0].n = 10;
-        c[0].pearsonP = 0.01;
-        c[0].spearmanP = 0.03;
-        c[1].n = 10;
-        c[1].pearsonP = 0.04;
-        c[1].spearmanP = 0.5;
-        c[2].n = 2;
-        c[2].pearsonP = 0.001;
-        c[2].spearmanP = 0.001;
+        c[0].p = 0.01;
+        c[1].p = 0.04;
+        c[2].p = std::numeric_limits<double>::quiet_NaN();
         adjustForMultipleTests(c);
-        QVERIFY(std::fabs(c[0].pearsonQ - 0.02) < 1e-12);
-        QVERIFY(std::fabs(c[1].pearsonQ - 0.04) < 1e-12);
-        QVERIFY(std::fabs(c[0].spearmanQ - 0.06) < 1e-12);
-        QVERIFY(std::fabs(c[1].spearmanQ - 0.5) < 1e-12);
-        QCOMPARE(c[2].pearsonQ, 1.0);
-        QCOMPARE(c[2].spearmanQ, 1.0);
+        QVERIFY(std::fabs(c[0].q - 0.02) < 1e-12);
+        QVERIFY(std::fabs(c[1].q - 0.04) < 1e-12);
+        QVERIFY(std::isnan(c[2].q));
     }
 };
 

@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sqlite3.h>
+
 using fstest::runCli;
 
 class TstCli : public QObject
@@ -210,6 +212,84 @@ private slots:
         const QByteArray err = p.readAllStandardError();
         QVERIFY2(!err.contains("XDG_RUNTIME_DIR"), err.constData());
         QVERIFY(QFileInfo(dir_.path() + "/x.png").size() > 0);
+    }
+
+    // Another tool's trace where a session is expected (issue 50 item 6): every command that
+    // opens a session (Session::open, the one place) names what the file is and the import
+    // command, with the output name made from the input's, instead of "not an SQLite database".
+    void otherToolsTracesSayHowToImport_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("output");
+        // A pickle starts with PROTO (0x80) and its protocol: this is `pickle.dumps({}, 4)`.
+        QTest::newRow("pickle") << "run.pickle" << QByteArray("\x80\x04}\x94.", 5)
+                                << "a PyTorch allocator snapshot (pickle), not a fragscope session"
+                                << "run.fragscope";
+        QTest::newRow("kineto") << "trace.json"
+                                << QByteArray("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1}]}")
+                                << "a Kineto / Chrome trace (JSON), not a fragscope session"
+                                << "trace.fragscope";
+        QTest::newRow("nsys") << "profile.sqlite" << QByteArray()
+                              << "an Nsight Systems SQLite export, not a fragscope session"
+                              << "profile.fragscope";
+    }
+    void otherToolsTracesSayHowToImport()
+    {
+        QFETCH(QString, name);
+        QFETCH(QByteArray, content);
+        QFETCH(QString, kind);
+        QFETCH(QString, output);
+        const QString f = dir_.path() + "/" + name;
+        QFile::remove(f);
+        if (content.isEmpty()) { // an nsys export: SQLite with nsys's tables, no application id
+            sqlite3* db = nullptr;
+            QCOMPARE(sqlite3_open(f.toUtf8().constData(), &db), SQLITE_OK);
+            QCOMPARE(sqlite3_exec(db, "CREATE TABLE StringIds (id INTEGER, value TEXT)", nullptr,
+                                  nullptr, nullptr),
+                     SQLITE_OK);
+            sqlite3_close(db);
+        } else {
+            QFile q(f);
+            QVERIFY(q.open(QIODevice::WriteOnly));
+            q.write(content);
+        }
+        const QByteArray import = ("run `fragscope import " + f + " -o " + output + "`")
+                                      .toUtf8(); // in the current folder
+        for (const QStringList& args :
+             {QStringList{"info", f}, QStringList{"report", f},
+              QStringList{"state", f, "--at", "end"}, QStringList{"whatif", f},
+              QStringList{"collapse", f, "--frame", "0"}, QStringList{"compare", f, f}}) {
+            const auto r = runCli(args);
+            const QByteArray what = args.join(' ').toUtf8() + ": " + r.err;
+            QCOMPARE(r.exitCode, 2);
+            QVERIFY2(r.err.contains(kind.toUtf8()), what.constData());
+            QVERIFY2(r.err.contains(import), what.constData());
+            QVERIFY2(r.err.contains("(or open it directly with fragscope-gui)"), what.constData());
+            QVERIFY2(!r.err.contains("not an SQLite database"), what.constData());
+            QCOMPARE(r.err.count('\n'), 1);
+        }
+    }
+
+    // A JSON file that is no trace (per-frame metrics, say): both ways in are named.
+    void jsonThatIsNoTraceNamesBothImports()
+    {
+        const QString f = dir_.path() + "/metrics.json";
+        QFile q(f);
+        QVERIFY(q.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        q.write("{\"frames\": [{\"coherence_score\": 0.124}]}");
+        q.close();
+        const auto r = runCli({"report", f});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("a JSON file, not a fragscope session"), r.err.constData());
+        QVERIFY2(r.err.contains("fragscope metrics import SESSION " + f.toUtf8()),
+                 r.err.constData());
+        // A file of none of these kinds still says what it is not.
+        QVERIFY(q.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        q.write("hello\n");
+        q.close();
+        QVERIFY(runCli({"report", f}).err.contains("not a fragscope session (not an SQLite"));
     }
 
     void badFilesExitTwo_data()

@@ -165,20 +165,20 @@ private slots:
         QVERIFY(!pairs.empty());
         QTreeWidget* ct = w.correlationTable()->tree();
         QTRY_COMPARE(ct->topLevelItemCount(), int(pairs.size()));
-        QCOMPARE(ct->headerItem()->text(views::CorrelationTable::PearsonQ), QStringLiteral("q"));
+        QCOMPARE(ct->headerItem()->text(views::CorrelationTable::Q), QStringLiteral("q"));
+        QCOMPARE(ct->headerItem()->text(views::CorrelationTable::NEff), QStringLiteral("n_eff"));
         for (int i = 0; i < ct->topLevelItemCount(); ++i) {
             const QTreeWidgetItem* it = ct->topLevelItem(i);
             const analysis::Correlation& c = pairs[size_t(i)];
             QCOMPARE(it->text(views::CorrelationTable::FrameMetric).toStdString(), c.frameMetric);
             QCOMPARE(it->text(views::CorrelationTable::N).toLongLong(), c.n);
-            QCOMPARE(it->text(views::CorrelationTable::PearsonQ),
-                     QString::number(c.pearsonQ, 'g', 3));
-            QCOMPARE(it->text(views::CorrelationTable::Significant).isEmpty(),
-                     !(c.pearsonQ < 0.05 || c.spearmanQ < 0.05));
+            if (!std::isnan(c.q))
+                QCOMPARE(it->text(views::CorrelationTable::Q), QString::number(c.q, 'g', 3));
+            QCOMPARE(it->text(views::CorrelationTable::Significant).isEmpty(), !(c.q < 0.05));
         }
-        // Below the table, the scatter of the strongest pair (smallest Pearson q, the first of
-        // equals): one point per frame with both values, as the engine gives them, and the
-        // least-squares line; another row redraws it with that pair.
+        // Below the table, the scatter of the strongest pair (smallest q, the first of equals): one
+        // point per frame with both values, as the engine gives them, and the least-squares line;
+        // another row redraws it with that pair.
         auto scatterShows = [&](size_t pair) {
             const analysis::Correlation& c = pairs[pair];
             const auto def = s.engine->defaultTrack(0);
@@ -212,8 +212,8 @@ private slots:
         };
         size_t best = pairs.size();
         for (size_t i = 0; i < pairs.size(); ++i)
-            if (pairs[i].n >= 3 &&
-                (best == pairs.size() || pairs[i].pearsonQ < pairs[best].pearsonQ))
+            if (pairs[i].n >= 3 && (best == pairs.size() || pairs[i].q < pairs[best].q ||
+                                    (std::isnan(pairs[best].q) && !std::isnan(pairs[i].q))))
                 best = i;
         QVERIFY(best < pairs.size());
         QCOMPARE(ct->currentItem(), ct->topLevelItem(int(best)));

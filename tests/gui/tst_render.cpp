@@ -223,6 +223,41 @@ private slots:
         QVERIFY(distinctColours(QImage(png)) >= 8);
     }
 
+    void pendingFreesDrawnApart()
+    {
+        // verl's pools snapshot (CATALOGUE.md): 9 active_pending_free blocks, 569.7 MiB, the two
+        // largest 260 and 130 MiB. The heatmap and the memory map draw them in the pending
+        // colour, which no other state uses, and say so in their legends; the memory map's
+        // figures are the engine's, pending apart.
+        FSTEST_REQUIRE_DATA("pytorch-snapshots-features/verl-pools-pending-free.pickle");
+        const QString out = dir_.filePath("verl-pending.fragscope");
+        const auto r = fstest::runCli(
+            {"import",
+             fstest::dataDir() + "/pytorch-snapshots-features/verl-pools-pending-free.pickle", "-o",
+             out});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const auto scene = loadScene(out.toStdString());
+        const int ti = scene->defaultTrack();
+        QVERIFY(ti >= 0);
+        const analysis::State st = scene->stateAt(ti, scene->timeEnd());
+        QCOMPARE(st.pendingFreeBytes, uint64_t{597377024});
+        QCOMPARE(st.freeBytes, uint64_t{675822592});
+        auto pendingPixels = [](const QImage& img) {
+            int n = 0;
+            for (int y = 0; y < img.height(); ++y)
+                for (int x = 0; x < img.width(); ++x)
+                    n += img.pixel(x, y) == pendingColor().rgb();
+            return n;
+        };
+        for (View v : {View::Heatmap, View::MemMap}) {
+            const QString png = dir_.filePath(QString("verl-pending-%1.png").arg(int(v)));
+            QString err;
+            QVERIFY2(exportView(png, QSize(1200, 700), *scene, v, {}, &err), qPrintable(err));
+            // The cells (and the legend's swatch): 2.3 % of the reserved bytes are pending.
+            QVERIFY2(pendingPixels(QImage(png)) > 200, qPrintable(png));
+        }
+    }
+
     void expandableSegmentDrawnAsMapped()
     {
         // An expandable segment reserves 1 GiB of address space but maps only 64 MiB at
@@ -448,6 +483,22 @@ private slots:
         }
         QVERIFY(sawKernel);
         QVERIFY(sawRegion);
+    }
+
+    void videoRuleOnMostFramesMakesNoCollapse()
+    {
+        // "flow_l2_px > 2.05" fires on every fixture frame but 0 (flow 2.0 + 0.1 f, 11.5 at 17):
+        // a video rule on most frames describes the video, so the scene keeps only the
+        // coherence collapse 17-18 and names the rule as no break, with its counts.
+        const auto copy = scene_->withRules({{"coherence_score", analysis::Compare::Less, 0.05},
+                                             {"flow_l2_px", analysis::Compare::Greater, 2.05}});
+        QCOMPARE(copy->collapses.size(), size_t(1));
+        QCOMPARE(copy->collapses[0].firstFrame, int64_t(17));
+        QCOMPARE(copy->commonRules.size(), size_t(1));
+        const int64_t frames = static_cast<int64_t>(scene_->frames.size());
+        QCOMPARE(copy->commonRules[0].frames, frames);
+        QCOMPARE(copy->commonRules[0].fires, frames - 1);
+        QVERIFY(scene_->commonRules.empty()); // the default rules: none
     }
 
     void rankingFollowsRuleChange()

@@ -24,7 +24,7 @@ namespace clips = fstest::clips;
 
 namespace {
 
-// Frames the default collapse rules flag (flow_l2_px > 8.7, warp_error_z > 6, …).
+// Frames the default collapse rules flag (warp_error_z > 6, …).
 std::set<int64_t> flagged(const video::VideoAnalysis& a)
 {
     std::set<int64_t> out;

@@ -3,6 +3,7 @@
 #include "scene_explore.h"
 
 #include "core/analysis/metrics.h"
+#include "core/analysis/serialize.h"
 
 #include <QGuiApplication>
 #include <qcustomplot.h>
@@ -388,8 +389,9 @@ TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChar
     const auto& P = out.panels;
     addGraph(P[0], QStringLiteral("reserved"), QColor(90, 90, 90), false)->setData(x, res, true);
     addGraph(P[0], QStringLiteral("allocated"), QColor(31, 119, 180), false)->setData(x, alc, true);
-    addGraph(P[0], QStringLiteral("cached, unused (reserved − allocated)"), QColor(44, 160, 44),
-             true)
+    // Pending frees are neither (docs/analysis.md "Pending frees").
+    addGraph(P[0], QStringLiteral("cached, unused (reserved − allocated − pending frees)"),
+             QColor(44, 160, 44), true)
         ->setData(x, fre, true);
     addGraph(P[0], QStringLiteral("largest free block"), QColor(230, 120, 20), true)
         ->setData(x, big, true);
@@ -405,8 +407,10 @@ TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChar
     addGraph(P[2], QStringLiteral("fragment entropy (bits)"), QColor(148, 103, 189), false)
         ->setData(x, fe, true);
     addGraph(P[2],
-             QStringLiteral("event-size entropy (%1 s)")
-                 .arg(static_cast<double>(tl.entropyWindowNs) / 1e9),
+             QStringLiteral("event-size entropy (%1)")
+                 .arg(QString::fromStdString(
+                     analysis::entropyWindowText(tl.entropyWindowNs, s.timeEnd() - s.timeBegin(),
+                                                 s.summary.timeAxis == TimeAxis::Ordinal))),
              QColor(255, 127, 14), true)
         ->setData(x, ee, true);
     P[2]->axis(QCPAxis::atLeft)->setLabel(QStringLiteral("bits"));

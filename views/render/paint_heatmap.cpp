@@ -160,13 +160,15 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
                    title);
         p.restore();
     }
-    std::vector<LegendItem> items = {{occupancyColor(0.15), QStringLiteral("low occupancy")},
-                                     {occupancyColor(0.6), QStringLiteral("partly allocated")},
-                                     {occupancyColor(1.0), QStringLiteral("fully allocated")},
-                                     {freeColor(), QStringLiteral("free inside a region")},
-                                     {outsideColor(), QStringLiteral("outside any region")},
-                                     {collapseColor(), QStringLiteral("collapsed frames"), 0},
-                                     {th.muted, QStringLiteral("frame boundary (numbered)"), 2}};
+    std::vector<LegendItem> items = {
+        {occupancyColor(0.15), QStringLiteral("low occupancy")},
+        {occupancyColor(0.6), QStringLiteral("partly allocated")},
+        {occupancyColor(1.0), QStringLiteral("fully allocated")},
+        {freeColor(), QStringLiteral("free inside a region")},
+        {pendingColor(), QStringLiteral("pending free (other stream)")},
+        {outsideColor(), QStringLiteral("outside any region")},
+        {collapseColor(), QStringLiteral("collapsed frames"), 0},
+        {th.muted, QStringLiteral("frame boundary (numbered)"), 2}};
     if (!o.occupancyLegend) // the blocks' colours are a grouping's (the widget draws its legend)
         items.erase(items.begin(), items.begin() + 3);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);
@@ -210,6 +212,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
             const auto st = mm.state[k];
             const QColor c = st == analysis::CellState::Allocated ? occupancyColor(mm.occupancy[k])
                              : st == analysis::CellState::Free    ? freeColor()
+                             : st == analysis::CellState::Pending ? pendingColor()
                              : st == analysis::CellState::Separator ? QColor(235, 235, 235)
                                                                     : outsideColor();
             img.setPixel(x, y, c.rgb());
@@ -226,7 +229,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
     const double x = sq.right() + 16 * kk;
     p.setFont(font(12 * kk));
     p.setPen(th.foreground);
-    const QStringList lines = {
+    QStringList lines = {
         QStringLiteral("one cell = %1")
             .arg(QString::fromStdString(formatBytes(static_cast<double>(mm.bytesPerCell)))),
         QStringLiteral("reserved %1")
@@ -242,6 +245,15 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
         QStringLiteral("F = %1").arg(st.fragmentationRatio, 0, 'f', 3),
         QStringLiteral("fragment entropy %1 bits").arg(st.fragmentEntropyBits, 0, 'f', 3),
         QStringLiteral("%1 live allocations").arg(st.liveAllocations)};
+    if (st.pendingFreeBlocks > 0) { // neither allocated nor free (docs/analysis.md)
+        lines.insert(4, QStringLiteral("pending free %1 in %2 blocks")
+                            .arg(QString::fromStdString(
+                                formatBytes(static_cast<double>(st.pendingFreeBytes))))
+                            .arg(st.pendingFreeBlocks));
+        if (st.fragmentationRatioOncePendingComplete != st.fragmentationRatio)
+            lines.insert(7, QStringLiteral("F once pending complete = %1")
+                                .arg(st.fragmentationRatioOncePendingComplete, 0, 'f', 3));
+    }
     const double lh = QFontMetricsF(p.font()).height() + 4;
     for (const QString& l : lines) {
         p.drawText(QPointF(x, y + lh), l);
@@ -252,6 +264,7 @@ void paintMemMap(QPainter& p, const QRectF& rect, const Scene& s, const RenderOp
                {{occupancyColor(1.0), QStringLiteral("allocated")},
                 {occupancyColor(0.3), QStringLiteral("partly allocated")},
                 {freeColor(), QStringLiteral("free in region")},
+                {pendingColor(), QStringLiteral("pending free")},
                 {outsideColor(), QStringLiteral("no region")}},
                th);
 }

@@ -68,6 +68,10 @@ QColor outsideColor()
 {
     return QColor(200, 200, 200);
 }
+QColor pendingColor()
+{
+    return QColor(245, 130, 30); // orange: outside the occupancy ramp and apart from free
+}
 QColor collapseColor()
 {
     return QColor(220, 40, 40);
@@ -168,7 +172,7 @@ QImage heatmapImage(const analysis::HeatmapRaster& r)
 {
     if (r.width <= 0 || r.height <= 0) return {};
     QImage img(r.width, r.height, QImage::Format_RGB32);
-    const QRgb outside = outsideColor().rgb(), fr = freeColor().rgb();
+    const QRgb outside = outsideColor().rgb(), fr = freeColor().rgb(), pend = pendingColor().rgb();
     const QRgb sep = QColor(235, 235, 235).rgb();
     QRgb lut[257];
     for (int i = 0; i <= 256; ++i)
@@ -185,6 +189,9 @@ QImage heatmapImage(const analysis::HeatmapRaster& r)
                 break;
             case analysis::CellState::Free:
                 line[x] = fr;
+                break;
+            case analysis::CellState::Pending:
+                line[x] = pend;
                 break;
             case analysis::CellState::Separator:
                 line[x] = sep;

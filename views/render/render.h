@@ -85,6 +85,8 @@ QImage heatmapImage(const analysis::HeatmapRaster& r);
 QColor occupancyColor(double occ);
 QColor freeColor();
 QColor outsideColor();
+// Pending frees (docs/analysis.md "Pending frees"): freed, still used by another stream.
+QColor pendingColor();
 QColor collapseColor();
 // The shade of analysis::kClusterRanges[i] behind a fragment histogram's bars.
 QColor clusterColor(size_t i);

@@ -102,6 +102,7 @@ std::shared_ptr<const Scene> Scene::withRules(std::vector<analysis::CollapseRule
     if (engine) {
         const auto lock = engine->readLock();
         s->collapses = engine->collapsesWith(s->rules);
+        s->commonRules = engine->splitRules(s->rules).common;
     }
     return s;
 }
@@ -143,6 +144,15 @@ std::vector<analysis::Fragment> Scene::fragmentsAt(int ti, int64_t t) const
         return ld.pool ? e.poolFragmentsAt(ld.device, ld.level, t, *ld.pool)
                        : e.fragmentsAt(ld.device, ld.level, t);
     });
+}
+
+std::vector<analysis::Fragment> Scene::pendingFreesAt(int ti, int64_t t) const
+{
+    if (firstLook && !recordsReady()) return {};
+    if (!engine || ti < 0 || ti >= static_cast<int>(tracks.size())) return {};
+    const TrackEntry& ld = tracks[static_cast<size_t>(ti)];
+    return locked(
+        *this, [&](const analysis::Engine& e) { return e.pendingFreesAt(ld.device, ld.level, t); });
 }
 
 std::vector<analysis::RegionInfo> Scene::regions(int ti) const
@@ -301,6 +311,7 @@ std::shared_ptr<Scene> sceneFromEngine(std::shared_ptr<const analysis::Engine> e
         s->frames = e.frames();
         s->rules = e.rules();
         s->collapses = e.collapses();
+        s->commonRules = e.commonRules();
         std::set<std::string> names;
         for (const auto& f : s->frames)
             for (const auto& [k, v] : f.metrics)

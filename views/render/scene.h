@@ -62,6 +62,7 @@ struct Scene
     std::vector<std::string> metricNames;
     std::vector<analysis::CollapseRule> rules; // the rules the collapses were computed with
     std::vector<analysis::Collapse> collapses;
+    std::vector<analysis::CommonRule> commonRules; // rules that fire on most frames: no collapse
     std::shared_ptr<const analysis::Engine> engine;
     // The engine's explorer (time cursor, block list, call sites, search: scene_explore.h),
     // shared by the scenes withRules() makes; it reads nothing until asked.
@@ -124,6 +125,7 @@ struct Scene
     // ---- engine queries (under the engine's read lock); ti: an index into tracks ----
     analysis::State stateAt(int ti, int64_t t) const;
     std::vector<analysis::Fragment> fragmentsAt(int ti, int64_t t) const;
+    std::vector<analysis::Fragment> pendingFreesAt(int ti, int64_t t) const; // the whole track's
     std::vector<analysis::RegionInfo> regions(int ti) const;
     analysis::HeatmapRaster heatmap(int ti, int64_t t0, int64_t t1, double y0, double y1, int w,
                                     int h) const;

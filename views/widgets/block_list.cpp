@@ -1,5 +1,6 @@
 #include "block_list.h"
 
+#include "render/render.h"
 #include "render/scene.h"
 
 #include <QCheckBox>
@@ -32,9 +33,10 @@ void BlockListModel::resetData(std::vector<analysis::BlockRow> rows, int64_t at,
     axis_ = axis;
     level_ = level;
     showFree_ = withFree;
-    blocks_ = fragments_ = 0;
-    for (const auto& r : rows_)
-        ++(r.free ? fragments_ : blocks_);
+    const analysis::BlockCounts c = analysis::countRows(rows_);
+    blocks_ = c.blocks;
+    fragments_ = c.fragments;
+    pending_ = c.pending;
     applyOrder();
     endResetModel();
 }
@@ -110,9 +112,14 @@ QVariant BlockListModel::data(const QModelIndex& index, int role) const
                    ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
                    : QVariant();
     case Qt::ForegroundRole:
-        return b.free ? QVariant(QColor(40, 150, 60)) : QVariant();
+        return b.free      ? QVariant(QColor(40, 150, 60))
+               : b.pending ? QVariant(render::pendingColor().darker(130))
+                           : QVariant();
     case Qt::ToolTipRole:
         if (index.column() == Site) return QString::fromStdString(b.site);
+        if (b.pending)
+            return tr("Freed by the program, still used by another stream: neither allocated "
+                      "nor free (in no free fragment until the wait ends)");
         return {};
     case Qt::DisplayRole:
         break;
@@ -125,11 +132,13 @@ QVariant BlockListModel::data(const QModelIndex& index, int role) const
     case Size:
         return QString::fromStdString(render::formatBytes(static_cast<double>(b.size)));
     case Requested:
-        return b.free || b.requested == 0
+        return b.free || b.pending || b.requested == 0
                    ? QString()
                    : QString::fromStdString(render::formatBytes(static_cast<double>(b.requested)));
     case Kind:
-        return b.free ? tr("free fragment") : tr("block #%1").arg(b.id);
+        return b.free      ? tr("free fragment")
+               : b.pending ? tr("pending free")
+                           : tr("block #%1").arg(b.id);
     case Stream:
         return b.free ? QString() : QString::number(b.stream);
     case Pool:
@@ -238,7 +247,7 @@ BlockList::BlockList(QWidget* parent) : QWidget(parent)
             [this](const QModelIndex& cur) {
                 if (syncing_ || !cur.isValid()) return;
                 const analysis::BlockRow& b = model_->row(cur.row());
-                if (b.free)
+                if (b.free || b.pending) // a range, not an allocation
                     emit fragmentSelected(b.address, b.size);
                 else
                     emit blockSelected(b.id);

@@ -38,6 +38,7 @@ public:
     int rowOfAllocation(int64_t id) const; // -1 when not listed
     int64_t blocks() const { return blocks_; }
     int64_t fragments() const { return fragments_; }
+    int64_t pending() const { return pending_; }
 
 private:
     void applyOrder();
@@ -49,7 +50,7 @@ private:
     int64_t at_ = 0, begin_ = 0;
     TimeAxis axis_ = TimeAxis::Nanoseconds;
     Level level_ = Level::Framework;
-    int64_t blocks_ = 0, fragments_ = 0;
+    int64_t blocks_ = 0, fragments_ = 0, pending_ = 0;
 };
 
 // A sortable table of a BlockListModel as the block list and the search show it: whole rows,

@@ -6,6 +6,7 @@
 #include "views/render/render.h"
 #include "views/render/scene.h"
 
+#include "core/analysis/metrics.h"
 #include "core/analysis/serialize.h"
 
 #include <QHeaderView>
@@ -35,9 +36,22 @@ CorrelationTable::CorrelationTable(QWidget* parent) : QWidget(parent)
     lay->addWidget(note_);
     tree_ = new QTreeWidget(this);
     tree_->setColumnCount(ColumnCount);
-    tree_->setHeaderLabels({tr("allocator figure"), tr("frame metric"), tr("n"), tr("Pearson r"),
-                            tr("p"), tr("q"), tr("Spearman ρ"), tr("p"), tr("q"),
-                            tr("significant")});
+    tree_->setHeaderLabels({tr("allocator figure"), tr("frame metric"), tr("n"), tr("q"), tr("p"),
+                            tr("n_eff"), tr("changes r"), tr("lag"), tr("Pearson r"),
+                            tr("Spearman ρ"), tr("significant")});
+    tree_->headerItem()->setToolTip(
+        Q, tr("Benjamini–Hochberg q over the pairs shown; significant when under 0.05"));
+    tree_->headerItem()->setToolTip(
+        P, tr("the test's p: frame-to-frame changes, effective sample size, Bonferroni over "
+              "two lags and two coefficients (docs/analysis.md \"Correlations\")"));
+    tree_->headerItem()->setToolTip(Pearson,
+                                    tr("of the values themselves: what the scatter draws"));
+    tree_->headerItem()->setToolTip(
+        ChangeR, tr("the test's coefficient of the frame-to-frame changes at its lag: Pearson r, "
+                    "or Spearman ρ where marked ρ"));
+    tree_->headerItem()->setToolTip(Lag, tr("frames by which the allocator figure leads"));
+    tree_->headerItem()->setToolTip(
+        NEff, tr("Bartlett's effective number of independent changes (autocorrelation)"));
     tree_->setRootIsDecorated(false);
     tree_->setSortingEnabled(false);
     tree_->header()->setStretchLastSection(true);
@@ -104,9 +118,12 @@ void CorrelationTable::showPairs(const std::vector<analysis::Correlation>& pairs
         auto* it = new QTreeWidgetItem(
             tree_,
             {QString::fromStdString(c.allocatorMetric), QString::fromStdString(c.frameMetric),
-             QString::number(c.n), num(c.pearson, 'f', 3), num(c.pearsonP, 'g', 3),
-             num(c.pearsonQ, 'g', 3), num(c.spearman, 'f', 3), num(c.spearmanP, 'g', 3),
-             num(c.spearmanQ, 'g', 3), sig ? tr("yes") : QString()});
+             QString::number(c.n), num(c.q, 'g', 3), num(c.p, 'g', 3), num(c.nEff, 'f', 1),
+             std::isnan(c.p)
+                 ? QString()
+                 : (c.changeSpearman ? QStringLiteral("ρ ") : QString()) + num(c.changeR, 'f', 3),
+             std::isnan(c.p) ? QString() : QString::number(c.lag), num(c.pearson, 'f', 3),
+             num(c.spearman, 'f', 3), sig ? tr("yes") : QString()});
         for (int col = N; col < ColumnCount; ++col)
             it->setTextAlignment(col, Qt::AlignRight | Qt::AlignVCenter);
         if (sig)
@@ -118,20 +135,23 @@ void CorrelationTable::showPairs(const std::vector<analysis::Correlation>& pairs
     }
     for (int col = 0; col < Significant; ++col)
         tree_->resizeColumnToContents(col);
-    // The strongest pair first in the scatter: the smallest Pearson q (ties: the first row).
+    // The strongest pair first in the scatter: the smallest q (ties: the first row; untested
+    // pairs only when nothing was tested).
     int best = -1;
     for (size_t i = 0; i < pairs.size(); ++i)
-        if (pairs[i].n >= 3 && (best < 0 || pairs[i].pearsonQ < pairs[size_t(best)].pearsonQ))
+        if (pairs[i].n >= 3 && (best < 0 || pairs[i].q < pairs[size_t(best)].q ||
+                                (std::isnan(pairs[size_t(best)].q) && !std::isnan(pairs[i].q))))
             best = static_cast<int>(i);
     if (best >= 0) tree_->setCurrentItem(tree_->topLevelItem(best));
     note_->setText(
         pairs.empty()
             ? tr("No correlations: the session has no per-frame metrics, or fewer than 3 frames.")
-            : tr("%1 pairs tested (n ≥ 3). q: Benjamini–Hochberg over these %1 pairs; only q < "
-                 "%2 is significant (bold). A small p alone is not: with this many pairs some "
-                 "are small by chance.")
+            : tr("%1 pairs. Test: %3 (per-frame series drift, so the frame-to-frame changes "
+                 "are tested, with the effective sample size n_eff). Only q < %2 is significant "
+                 "(bold).")
                   .arg(pairs.size())
-                  .arg(analysis::kSignificanceLevel));
+                  .arg(analysis::kSignificanceLevel)
+                  .arg(QString::fromLatin1(analysis::kCorrelationTest)));
 }
 
 void CorrelationTable::requestScatter()
@@ -195,11 +215,12 @@ void CorrelationTable::drawScatter()
                                                             QLatin1String(unit.name))
                             : it->text(AllocatorMetric);
         yLabel = it->text(FrameMetric);
-        title = tr("%1 frames — Pearson r %2 (p %3), Spearman ρ %4")
+        title = tr("%1 frames — Pearson r %2, Spearman ρ %3; test p %4 (n_eff %5)")
                     .arg(p.stats.n)
                     .arg(num(p.stats.pearson, 'f', 3))
-                    .arg(num(p.stats.pearsonP, 'g', 3))
-                    .arg(num(p.stats.spearman, 'f', 3));
+                    .arg(num(p.stats.spearman, 'f', 3))
+                    .arg(num(p.stats.p, 'g', 3))
+                    .arg(num(p.stats.nEff, 'f', 1));
     }
     scatter_->xAxis->setLabel(xLabel);
     scatter_->yAxis->setLabel(yLabel);

@@ -1,10 +1,11 @@
-// The report's correlations (docs/analysis.md "Many comparisons"): one row per allocator figure
-// and frame metric pair with n, Pearson r, p and q, Spearman rho, p and q; only q < 0.05 is
-// marked significant. Below, the chosen pair's scatter: one point per frame and the
-// least-squares line (Engine::correlationPoints). The engine computes every number; the widget
-// only draws them, and asks for them when it is first shown (a long run's pairs cost a pass over
-// its frames, which a user who never opens the tab should not wait for), on a worker: the pass
-// and the engine's lock stay off the GUI thread.
+// The report's correlations (docs/analysis.md "Correlations", "Many comparisons"): one row per
+// allocator figure and frame metric pair with n, Pearson r and Spearman rho of the values, and
+// the test's figures (the changes' r, lag, n_eff, p, q); only q < 0.05 is marked significant.
+// Below, the chosen pair's scatter: one point per frame and the least-squares line
+// (Engine::correlationPoints). The engine computes every number; the widget only draws them, and
+// asks for them when it is first shown (a long run's pairs cost a pass over its frames, which a
+// user who never opens the tab should not wait for), on a worker: the pass and the engine's lock
+// stay off the GUI thread.
 #pragma once
 
 #include "core/analysis/types.h"
@@ -34,12 +35,13 @@ public:
         AllocatorMetric,
         FrameMetric,
         N,
+        Q, // the test's figures first: a narrow dock shows what decides
+        P,
+        NEff,
+        ChangeR,
+        Lag,
         Pearson,
-        PearsonP,
-        PearsonQ,
         Spearman,
-        SpearmanP,
-        SpearmanQ,
         Significant,
         ColumnCount
     };

@@ -88,19 +88,29 @@ void CursorBar::setSnapshot(const CursorSnapshot& s, const analysis::FragmentedR
         when = tr("end state (the only instant this snapshot records)");
     else if (s.frame >= 0)
         when += tr(" · frame %1").arg(s.frame);
-    int64_t blocks = 0, fragments = 0;
-    for (const auto& r : s.blocks->rows)
-        ++(r.free ? fragments : blocks);
+    const analysis::BlockCounts n = analysis::countRows(s.blocks->rows);
+    // Pending frees are neither allocated nor free (docs/analysis.md "Pending frees"): their
+    // bytes beside the free ones, and F once they complete where it differs.
+    QString pending;
+    if (st.pendingFreeBlocks > 0) {
+        pending = tr(" · pending free %1 (%2 blocks, waiting on other streams)")
+                      .arg(bytes(st.pendingFreeBytes))
+                      .arg(st.pendingFreeBlocks);
+        if (st.fragmentationRatioOncePendingComplete != st.fragmentationRatio)
+            pending += tr(" · F once they complete %1")
+                           .arg(st.fragmentationRatioOncePendingComplete, 0, 'f', 2);
+    }
     readout_->setText(
         tr("<b>%1</b> · reserved %2 · allocated %3 · cached, unused %4 (%5 % of reserved) · "
-           "largest free %6 · <b>F %7</b> · %8 blocks, %9 free fragments")
+           "largest free %6 · <b>F %7</b>%8 · %9 blocks, %10 free fragments")
             .arg(when.toHtmlEscaped(), bytes(st.reservedBytes), bytes(st.allocatedBytes),
                  bytes(st.freeBytes))
             .arg(h.freeShare * 100, 0, 'f', h.freeShare < 0.01 && h.freeShare > 0 ? 2 : 0)
             .arg(bytes(st.largestFreeFragmentBytes))
             .arg(st.fragmentationRatio, 0, 'f', 2)
-            .arg(blocks)
-            .arg(fragments));
+            .arg(pending)
+            .arg(n.blocks)
+            .arg(n.fragments));
     verdict_->setText(
         QStringLiteral("<span style='color:%1'>%2</span>")
             .arg(h.fragmented ? QStringLiteral("#d02020") : palette().text().color().name(),

@@ -801,6 +801,13 @@ QString HeatmapWidget::describeAt(const QPointF& pt) const
                 .arg(QString::fromStdString(render::formatAddress(fr.address)),
                      QString::fromStdString(render::formatBytes(static_cast<double>(fr.size))),
                      when);
+    for (const auto& p : scene_->pendingFreesAt(track_, t))
+        if (addr >= p.address && addr < p.address + p.size)
+            return tr("pending free at %1, %2\nat %3\nfreed by the program, still used by another "
+                      "stream: neither allocated nor free")
+                .arg(QString::fromStdString(render::formatAddress(p.address)),
+                     QString::fromStdString(render::formatBytes(static_cast<double>(p.size))),
+                     when);
     return tr("%1 at %2\n(outside any live region)")
         .arg(QString::fromStdString(render::formatAddress(addr)), when);
 }

@@ -148,20 +148,26 @@ void CollapseInspector::setSelection(const Selection& s)
     shownFrame_ = s.frame;
     diff_->setRowCount(0);
     if (!scene_ || track_ < 0 || !scene_->frame(s.frame)) {
+        QString common; // video rules that fire on most frames: said, never silently dropped
+        if (scene_)
+            for (const analysis::CommonRule& c : scene_->commonRules)
+                common += tr("<br>Rule %1 (it describes the video, so it makes no collapse).")
+                              .arg(QString::fromStdString(c.describe()).toHtmlEscaped());
         head_->setText(
-            (scene_ && !scene_->collapses.empty())
-                ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames "
-                     "table.")
-                      .arg(scene_->collapses.size())
-                      .arg(scene_->collapses.front().firstFrame)
-                      .arg(scene_->collapses.front().lastFrame)
-                      .arg(QString::fromStdString(render::Scene::reason(scene_->collapses.front()))
-                               .toHtmlEscaped())
-            : scene_ && scene_->frames.empty()
-                ? tr("This session has no frames ('frame N' markers), so no collapses: use the "
-                     "heatmap, "
-                     "timelines and histogram.")
-                : tr("Select a frame (collapsed frames are red in the frames table)."));
+            ((scene_ && !scene_->collapses.empty())
+                 ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames "
+                      "table.")
+                       .arg(scene_->collapses.size())
+                       .arg(scene_->collapses.front().firstFrame)
+                       .arg(scene_->collapses.front().lastFrame)
+                       .arg(QString::fromStdString(render::Scene::reason(scene_->collapses.front()))
+                                .toHtmlEscaped())
+             : scene_ && scene_->frames.empty()
+                 ? tr("This session has no frames ('frame N' markers), so no collapses: use the "
+                      "heatmap, "
+                      "timelines and histogram.")
+                 : tr("Select a frame (collapsed frames are red in the frames table).")) +
+            common);
         model_->resetData({}, 0, TimeAxis::Nanoseconds);
         detail_->clear();
         verdict_->clear();
@@ -196,10 +202,11 @@ void CollapseInspector::setSelection(const Selection& s)
         bool bytes;
     };
     auto D = [](uint64_t v) { return static_cast<double>(v); };
-    const Row rows[] = {
+    std::vector<Row> rows = {
         {tr("reserved"), D(d.before.reservedBytes), D(d.after.reservedBytes), true},
         {tr("allocated"), D(d.before.allocatedBytes), D(d.after.allocatedBytes), true},
         {tr("free in regions"), D(d.before.freeBytes), D(d.after.freeBytes), true},
+        {tr("pending free"), D(d.before.pendingFreeBytes), D(d.after.pendingFreeBytes), true},
         {tr("fragments"), static_cast<double>(d.before.fragmentCount),
          static_cast<double>(d.after.fragmentCount), false},
         {tr("largest fragment"), D(d.before.largestFreeFragmentBytes),
@@ -207,7 +214,10 @@ void CollapseInspector::setSelection(const Selection& s)
         {tr("F"), d.before.fragmentationRatio, d.after.fragmentationRatio, false},
         {tr("fragment entropy (bits)"), d.before.fragmentEntropyBits, d.after.fragmentEntropyBits,
          false}};
-    diff_->setRowCount(static_cast<int>(std::size(rows)));
+    // Pending frees (neither allocated nor free) only where there are some.
+    if (d.before.pendingFreeBlocks == 0 && d.after.pendingFreeBlocks == 0)
+        rows.erase(rows.begin() + 3);
+    diff_->setRowCount(static_cast<int>(rows.size()));
     int r = 0;
     for (const auto& row : rows) {
         auto fmt = [&](double v) {

@@ -109,6 +109,8 @@ void TimelineWidget::setCursorValues(const CursorSnapshot& s)
     v << tr("reserved %1 · allocated %2 · cached, unused %3 · largest free %4")
              .arg(bytes(st.reservedBytes), bytes(st.allocatedBytes), bytes(st.freeBytes),
                   bytes(st.largestFreeFragmentBytes));
+    if (st.pendingFreeBlocks > 0) // neither allocated nor free (docs/analysis.md)
+        v.back() += tr(" · pending free %1").arg(bytes(st.pendingFreeBytes));
     v << tr("F %1").arg(st.fragmentationRatio, 0, 'f', 3);
     v << tr("fragment entropy %1 bits · event-size %2 bits")
              .arg(st.fragmentEntropyBits, 0, 'f', 2)
