@@ -37,7 +37,8 @@ sim::Config fs::cli::simulateConfig(const Args& a)
     if (cfg.capacityBytes < (64ull << 20))
         throw UsageError("--capacity must be at least 64M bytes");
     if (const auto m = a.get("mechanisms"); m && !sim::parseMechanismSet(*m, cfg.mechanisms))
-        throw UsageError("--mechanisms must be 'workspace' or 'mixed', not '" + *m + "'");
+        throw UsageError("--mechanisms must be 'workspace', 'mixed' or 'realistic', not '" + *m +
+                         "'");
     if (cfg.mechanisms != sim::MechanismSet::Workspace &&
         cfg.workload != sim::WorkloadKind::VideoDiffusion)
         throw UsageError("--mechanisms applies to the video-diffusion workload only");
@@ -146,9 +147,10 @@ int runSimulate(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "simulate",
-    .synopsis = "-o FILE [--workload W] [--frames N] [--steps S] [--seed S] [--events N] "
-                "[--replays N] [--capacity BYTES] [--mechanisms workspace|mixed] [--ranks N "
-                "[--tight-rank R] [--rank-deficit BYTES]] [--index|--no-index]",
+    .synopsis =
+        "-o FILE [--workload W] [--frames N] [--steps S] [--seed S] [--events N] "
+        "[--replays N] [--capacity BYTES] [--mechanisms workspace|mixed|realistic] [--ranks N "
+        "[--tight-rank R] [--rank-deficit BYTES]] [--index|--no-index]",
     .summary = "Write a synthetic session: a video-diffusion run on a simulated GPU allocator",
     .options = withIndexOptions(
         {{"output", "FILE", "session file to write (replaced if it exists)"},
@@ -158,8 +160,9 @@ FRAGSCOPE_COMMAND({
          {"events", "N", "generate further videos until at least N events (k, M, G suffixes)"},
          {"capacity", "BYTES", "simulated device memory (default 80G binary: 85899345920)"},
          {"mechanisms", "SET",
-          "workspace (default: the one emergent mechanism) or mixed (several collapse "
-          "mechanisms, content-caused collapses and distractors, docs/simulator.md)"},
+          "workspace (default: the one emergent mechanism), mixed (several collapse "
+          "mechanisms, content-caused collapses and distractors) or realistic (the same, each "
+          "mechanism also harmless in healthy frames at a per-seed base rate; docs/simulator.md)"},
          {"workload", "W",
           "video-diffusion (default), or a CUDA-graph workload: decode-graphs (one graph per "
           "batch size, each in its own pool) or video-graphs (a denoising graph re-captured per "
@@ -182,7 +185,11 @@ FRAGSCOPE_COMMAND({
         "provide falls back to another kernel, and the frame's coherence drops.\n"
         "--mechanisms mixed adds further labelled synthetic mechanisms (OOM and retry, a\n"
         "captured graph whose input moved, pending frees, memory outside the allocator) and\n"
-        "collapses the content caused, each recorded in the sim_truth_causes table.",
+        "collapses the content caused, each recorded in the sim_truth_causes table.\n"
+        "--mechanisms realistic runs the same mechanisms, each also in healthy frames at a\n"
+        "per-seed base rate (0-40 % of frames) without lowering the score; a triggered one\n"
+        "collapses its frame with a per-seed chance (30-100 %), two may act in one frame, and\n"
+        "the score has per-seed noise (parameters in the session's sim.realistic.* meta keys).",
     .run = runSimulate,
     .order = 10,
 });

@@ -1,5 +1,6 @@
 """bench_fleet: `fragscope fleet` throughput, sessions per minute, with 1 and then 2 local Dask
-workers on the same simulated sessions (goal: 2 workers >= 1.7x one). Prints both figures,
+workers on the same simulated sessions (goal: 2 workers >= 1.7x one; exit status 1 when
+missed). Prints both figures,
 their ratio, the serial CLI run over the same files as a baseline measured in the same run, and
 the load average (the machine may be shared: a busy machine lowers the scaling). The machine's own
 ceiling is measured in the same run too: the same CLI calls two at a time without Dask (what two
@@ -124,6 +125,9 @@ def main():
               "machine scales {:.2f}x from one CPU to two".format(m2 / par, spin))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if m2 / m1 < 1.7:
+        raise SystemExit("bench_fleet: goal missed: 2 workers {:.2f}x one (goal >= 1.7x)".format(
+            m2 / m1))
 
 
 if __name__ == "__main__":

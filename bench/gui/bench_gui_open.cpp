@@ -4,7 +4,8 @@
 // figure is EVENTS=30M, about 10 M allocations), then runs `fragscope-gui --measure-open` on it
 // twice (first open, reopen) and `fragscope export heatmap` twice, and prints each JSON line and
 // wall time. Baselines in the same run: the first open against the reopen, the first export
-// against the second (what keeping the engine's index is for).
+// against the second (what keeping the engine's index is for). Targets: first open to first
+// heatmap <= 2 s, reopen <= 1 s, second export <= 500 ms; exit status 1 when one is missed.
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QFile>
@@ -85,5 +86,15 @@ int main(int argc, char** argv)
     std::printf("fragscope export heatmap: first %.0f ms, second %.0f ms (ratio %.2f; target "
                 "second <= 500 ms)\n",
                 ex[0], ex[1], ex[0] > 0 ? ex[1] / ex[0] : 0.0);
-    return 0;
+    bool missed = false;
+    auto goal = [&](bool met, const char* what, double ms, double target) {
+        if (met) return;
+        std::fprintf(stderr, "bench_gui_open: goal missed: %s %.0f ms (target <= %.0f ms)\n", what,
+                     ms, target);
+        missed = true;
+    };
+    goal(first <= 2000, "first open to first heatmap", first, 2000);
+    goal(again <= 1000, "reopen to first heatmap", again, 1000);
+    goal(ex[1] <= 500, "second export heatmap", ex[1], 500);
+    return missed ? 1 : 0;
 }

@@ -2,7 +2,8 @@
 // session written) in requests per second, per configuration. Without an argument it generates a
 // PyTorch-format snapshot of about 1 M allocations (bench/import/gen_snapshot.py, 150 MB) and
 // imports it. Baseline, same run: the same requests walked through a plain std::map of live
-// addresses (what any replay must at least do). Goal: >= 5 M requests/s per configuration.
+// addresses (what any replay must at least do). Goal: >= 5 M requests/s per configuration (exit
+// status 1 when a configuration misses it).
 #include "core/alloc/replay.h"
 #include "core/alloc/trace.h"
 #include "core/import/importer.h"
@@ -123,6 +124,11 @@ int main(int argc, char** argv)
         fmt::print("  {:<34} {:8.2f} M requests/s ({:.3f} s, best of 3){}{}\n", c.name, rate, best,
                    ooms ? fmt::format(", {} OOMs", ooms) : "",
                    rate < 5.0 ? "  BELOW the 5 M/s goal" : "");
+        if (rate < 5.0) {
+            fmt::print(stderr, "bench_whatif: goal missed: {} at {:.2f} M requests/s (goal >= 5)\n",
+                       c.name, rate);
+            rc = 1;
+        }
     }
     std::error_code ec;
     stdfs::remove_all(tmp, ec);

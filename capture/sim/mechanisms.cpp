@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace fs::sim {
 
@@ -47,8 +48,25 @@ const char* Mechanisms::name(Kind k)
     return "unknown";
 }
 
-Mechanisms::Mechanisms(Workload& w, uint64_t seed) : w_(w), rng_(seed)
+Mechanisms::Realistic Mechanisms::realisticParams(uint64_t seed)
 {
+    uint64_t x = seed ^ 0x7265616c6973ull;
+    Rng r(Rng::splitmix(x));
+    Realistic p;
+    for (int k = 0; k < kAllocatorKinds; ++k) {
+        p.baseRate[static_cast<size_t>(k)] = r.uniform(0.0, 0.4);
+        p.collapseChance[static_cast<size_t>(k)] = r.uniform(0.3, 1.0);
+    }
+    p.pairChance = r.uniform(0.0, 0.3);
+    p.noiseSigma = r.uniform(0.02, 0.15);
+    return p;
+}
+
+Mechanisms::Mechanisms(Workload& w, uint64_t seed, const Realistic* realistic)
+    : w_(w), rng_(seed), realistic_(realistic != nullptr), real_(seed ^ 0x7265616c)
+{
+    if (realistic) params_ = *realistic;
+    stepOf_.fill(-1);
     churnChance_ = rng_.uniform(0.1, 0.5);
     variantChance_ = rng_.uniform(0.05, 0.3);
     auto n = [&](std::string_view s) { return w_.out_.intern(s); };
@@ -94,6 +112,12 @@ void Mechanisms::clipStart(int64_t first, int64_t frames)
         p.causeFrame = first + f;
         if (p.kind == Kind::ExternalGrowth) // the growth may start up to two frames earlier
             p.causeFrame -= static_cast<int64_t>(rng_.below(3));
+        if (realistic_ && real_.chance(params_.pairChance)) {
+            // A second mechanism acts in the same frame: any allocator kind but the first.
+            do
+                p.second = static_cast<Kind>(real_.below(kAllocatorKinds));
+            while (p.second == p.kind);
+        }
         planned_[first + f] = p;
     }
 }
@@ -104,14 +128,18 @@ void Mechanisms::clipEnd()
 }
 
 void Mechanisms::frameStart(int64_t f, int64_t /*inClip*/, uint64_t workspace, int64_t stepBudgetNs,
-                            int64_t stepsEndNs)
+                            int64_t stepsEndNs, int64_t frameEndNs)
 {
     frame_ = f;
     steps_ = w_.cfg_.steps;
     stepBudgetNs_ = stepBudgetNs;
     stepsEndNs_ = stepsEndNs;
+    frameEndNs_ = frameEndNs;
     active_ = false;
-    triggerStep_ = -1;
+    occ_.fill(Occurrence::None);
+    collapses_.fill(false);
+    acted_.fill(false);
+    stepOf_.fill(-1);
     holdSteps_ = 0;
     graphLostSteps_ = 0;
     contentFactor_ = 1;
@@ -128,31 +156,66 @@ void Mechanisms::frameStart(int64_t f, int64_t /*inClip*/, uint64_t workspace, i
 
     // External growth that starts before the failing frame: increments that still leave the
     // workspace room.
+    bool growing = false;
     for (const auto& [at, p] : planned_)
-        if (p.kind == Kind::ExternalGrowth && f >= p.causeFrame && f < at)
-            growExternal(f, false, workspace);
+        if (p.kind == Kind::ExternalGrowth && f >= p.causeFrame && f <= at) {
+            growing = true;
+            if (f < at) growExternal(f, false, workspace);
+        }
 
     const auto it = planned_.find(f);
-    if (it == planned_.end()) return;
-    active_ = true;
-    event_ = it->second;
+    if (it != planned_.end()) {
+        active_ = true;
+        event_ = it->second;
+        occ_[static_cast<size_t>(event_.kind)] = Occurrence::Triggered;
+        start(event_.kind, workspace);
+        if (realistic_ && event_.second != Kind::Content) {
+            occ_[static_cast<size_t>(event_.second)] = Occurrence::Triggered;
+            start(event_.second, workspace);
+        }
+    }
+    if (!realistic_) return;
+    // Realistic mode: every mechanism also happens in any frame at its base rate, with the same
+    // footprint and magnitudes, without lowering the score; a triggered one collapses the frame
+    // only with its per-seed chance.
+    for (int k = 0; k < kAllocatorKinds; ++k) {
+        const auto kind = static_cast<Kind>(k);
+        const bool occurs = real_.chance(params_.baseRate[static_cast<size_t>(k)]);
+        if (!occurs || on(kind) || (kind == Kind::ExternalGrowth && growing)) continue;
+        occ_[static_cast<size_t>(k)] = Occurrence::Benign;
+        start(kind, workspace);
+    }
+    for (int k = 0; k < kAllocatorKinds; ++k)
+        collapses_[static_cast<size_t>(k)] =
+            real_.chance(params_.collapseChance[static_cast<size_t>(k)]) &&
+            occ_[static_cast<size_t>(k)] == Occurrence::Triggered;
+}
+
+void Mechanisms::start(Kind k, uint64_t workspace)
+{
     const int64_t steps = std::max<int64_t>(steps_, 1);
-    switch (event_.kind) {
+    int64_t& step = stepOf_[static_cast<size_t>(k)];
+    switch (k) {
     case Kind::WorkspaceFallback:
         // An offloaded module is prefetched into the cache for most of the frame's steps.
         holdSteps_ =
             std::max<int64_t>(1, static_cast<int64_t>(std::ceil(rng_.uniform(0.75, 1.0) * steps)));
-        pinWorkspace(workspace);
+        {
+            const size_t pinned = pins_.size();
+            pinWorkspace(workspace);
+            acted_[static_cast<size_t>(k)] = pins_.size() > pinned;
+        }
         break;
     case Kind::ExternalGrowth:
-        growExternal(f, true, workspace);
+        growExternal(frame_, true, workspace);
+        acted_[static_cast<size_t>(k)] = !external_.empty(); // this growth or the one before
         break;
     case Kind::OomRetry:
-        triggerStep_ = static_cast<int64_t>(
+        step = static_cast<int64_t>(
             rng_.below(static_cast<uint64_t>(std::max<int64_t>(1, steps * 45 / 100))));
         break;
     case Kind::PendingFree:
-        triggerStep_ = static_cast<int64_t>(
+        step = static_cast<int64_t>(
             rng_.below(static_cast<uint64_t>(std::max<int64_t>(1, steps / 5))));
         break;
     case Kind::GraphInputsMoved: {
@@ -166,10 +229,10 @@ void Mechanisms::frameStart(int64_t f, int64_t /*inClip*/, uint64_t workspace, i
         staticInput_ = moved;
         eagerMode_ = rng_.chance(0.5);
         if (eagerMode_) // the library notices and launches the rest of the frame eagerly
-            triggerStep_ = static_cast<int64_t>(
+            step = static_cast<int64_t>(
                 rng_.below(static_cast<uint64_t>(std::max<int64_t>(1, steps * 4 / 10 + 1))));
         else // it replays the stale graph until a shape check re-captures it
-            triggerStep_ = std::min<int64_t>(
+            step = std::min<int64_t>(
                 steps - 1, static_cast<int64_t>(std::ceil(rng_.uniform(0.6, 0.95) * steps)));
         break;
     }
@@ -269,9 +332,17 @@ bool Mechanisms::beforeStep(int64_t i)
                 allocate(roundUp(static_cast<uint64_t>(std::exp2(exp2)), 512), tagScratch_));
         }
     }
-    if (!active_ || i != triggerStep_) return true;
+    bool runs = true;
+    for (int k = 0; k < kAllocatorKinds; ++k)
+        if (stepOf_[static_cast<size_t>(k)] == i && !act(static_cast<Kind>(k), i)) runs = false;
+    return runs;
+}
+
+bool Mechanisms::act(Kind k, int64_t i)
+{
     const int64_t steps = std::max<int64_t>(steps_, 1);
-    switch (event_.kind) {
+    acted_[static_cast<size_t>(k)] = true;
+    switch (k) {
     case Kind::OomRetry: {
         // A refinement pass asks for more than the device has: the allocator frees its cache
         // and retries, the request still fails (an OOM), the program calls empty_cache() and
@@ -324,7 +395,7 @@ void Mechanisms::afterStep(int64_t i)
             w_.release(b);
         churn_.clear();
     }
-    if (active_ && event_.kind == Kind::WorkspaceFallback && i + 1 == holdSteps_) unpin();
+    if (on(Kind::WorkspaceFallback) && i + 1 == holdSteps_) unpin();
     if (pendingUntil_ > 0 && w_.now_ >= pendingUntil_) pendingUntil_ = 0;
 }
 
@@ -336,7 +407,7 @@ void Mechanisms::stepsDone()
     churn_.clear();
     pendingUntil_ = 0;
     // The collective is over: communication buffers go back with the frame's last step.
-    if (!external_.empty() && active_ && event_.kind == Kind::ExternalGrowth) {
+    if (!external_.empty() && on(Kind::ExternalGrowth)) {
         for (uint64_t addr : external_) {
             w_.hostOp();
             w_.alloc_.externalFree(addr, w_.now_);
@@ -370,7 +441,10 @@ void Mechanisms::releaseFrameOutput(Block*& b)
 {
     if (!b) return;
     // The frame is downloaded on the copy stream: a routine pending free of a few milliseconds.
-    const int64_t until = w_.now_ + static_cast<int64_t>(rng_.uniform(1e6, 6e6));
+    int64_t until = w_.now_ + static_cast<int64_t>(rng_.uniform(1e6, 6e6));
+    // Realistic mode: stalls of harmless mechanisms can leave the end work late; the download
+    // still ends inside the frame's budget (a millisecond before its end).
+    if (realistic_) until = std::max(w_.now_ + 1, std::min(until, frameEndNs_ - 1'000'000));
     w_.asyncKernel(kCopy_, until, kCopyStream);
     w_.hostOp();
     w_.alloc_.freePending(b, w_.now_, until);
@@ -384,8 +458,9 @@ const Name& Mechanisms::fc1Kernel() const
 }
 
 double Mechanisms::qualityFactor(const FrameStats& fs, double fallbackFraction,
-                                 std::vector<SimTruthFrame::Cause>& causes) const
+                                 std::vector<SimTruthFrame::Cause>& causes)
 {
+    if (realistic_) return realisticQuality(fs, fallbackFraction, causes);
     const double steps = static_cast<double>(std::max<int64_t>(steps_, 1));
     const bool triggered = active_;
     auto causeOf = [&](Kind k) {
@@ -421,6 +496,79 @@ double Mechanisms::qualityFactor(const FrameStats& fs, double fallbackFraction,
         factor *= contentFactor_;
     }
     return factor;
+}
+
+double Mechanisms::realisticFactor(Kind k, double natural) const
+{
+    switch (occ_[static_cast<size_t>(k)]) {
+    case Occurrence::Benign:
+        return 1;
+    case Occurrence::Triggered:
+        // The effect grows with the occurrence's size either way; only a collapsing one takes
+        // the whole natural drop (a frame at natural^0.2 >= exp(-1.4) keeps its score above the
+        // collapse rule).
+        return collapses_[static_cast<size_t>(k)] ? natural : std::pow(natural, 0.2);
+    case Occurrence::None:
+        break;
+    }
+    return natural; // the allocator's own state, no trigger (the default run's mechanism)
+}
+
+double Mechanisms::realisticQuality(const FrameStats& fs, double fallbackFraction,
+                                    std::vector<SimTruthFrame::Cause>& causes)
+{
+    const double steps = static_cast<double>(std::max<int64_t>(steps_, 1));
+    std::array<bool, kKinds> recorded{};
+    double factor = 1;
+    auto record = [&](Kind k, double natural) {
+        const bool primary = active_ && event_.kind == k;
+        const double f = realisticFactor(k, natural);
+        causes.push_back({name(k), primary ? event_.causeFrame : frame_, f});
+        recorded[static_cast<size_t>(k)] = true;
+        factor *= f;
+    };
+    // The kind behind an effect two mechanisms can have: a triggered one that acted first, then
+    // a benign one; Content when neither acted (a step skipped because the frame ran late never
+    // ran its trigger).
+    auto whichOf = [&](Kind a, Kind b) {
+        for (Occurrence want : {Occurrence::Triggered, Occurrence::Benign})
+            for (Kind k : {a, b})
+                if (occ_[static_cast<size_t>(k)] == want && acted_[static_cast<size_t>(k)])
+                    return k;
+        return Kind::Content;
+    };
+    if (fallbackFraction > 0) {
+        const Kind k = whichOf(Kind::WorkspaceFallback, Kind::ExternalGrowth);
+        record(k == Kind::Content ? Kind::WorkspaceFallback : k, std::exp(-5.0 * fallbackFraction));
+    }
+    if (fs.skippedSteps > 0) {
+        const double f = std::exp(-kLostStepDrop * fs.skippedSteps / steps);
+        const Kind k = whichOf(Kind::OomRetry, Kind::PendingFree);
+        if (k == Kind::Content) {
+            causes.push_back({"late_frame", frame_, f});
+            factor *= f;
+        } else {
+            record(k, f);
+        }
+    }
+    if (graphLostSteps_ > 0)
+        record(Kind::GraphInputsMoved,
+               std::exp(-kLostStepDrop * static_cast<double>(graphLostSteps_) / steps));
+    if (contentFactor_ < 1) {
+        causes.push_back({name(Kind::Content), frame_, contentFactor_});
+        factor *= contentFactor_;
+    }
+    // Occurrences that acted without lowering the score are recorded too (factor 1): the truth
+    // of which allocator events a frame had.
+    for (int k = 0; k < kAllocatorKinds; ++k)
+        if (on(static_cast<Kind>(k)) && acted_[static_cast<size_t>(k)] &&
+            !recorded[static_cast<size_t>(k)])
+            causes.push_back({name(static_cast<Kind>(k)), frame_, 1.0});
+    // Per-seed noise: exp(sigma N(0,1)), N clipped to +-3 (Box-Muller).
+    const double u1 = 1.0 - real_.uniform(), u2 = real_.uniform();
+    const double n =
+        std::clamp(std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2), -3.0, 3.0);
+    return factor * std::exp(params_.noiseSigma * n);
 }
 
 } // namespace fs::sim

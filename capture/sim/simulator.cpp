@@ -2,6 +2,7 @@
 
 #include "event_writer.h"
 #include "graph_workload.h"
+#include "mechanisms.h"
 #include "workload.h"
 
 #include <fmt/format.h>
@@ -10,7 +11,15 @@ namespace fs::sim {
 
 const char* mechanismSetName(MechanismSet m)
 {
-    return m == MechanismSet::Mixed ? "mixed" : "workspace";
+    switch (m) {
+    case MechanismSet::Mixed:
+        return "mixed";
+    case MechanismSet::Realistic:
+        return "realistic";
+    case MechanismSet::Workspace:
+        break;
+    }
+    return "workspace";
 }
 
 bool parseMechanismSet(std::string_view text, MechanismSet& out)
@@ -21,6 +30,10 @@ bool parseMechanismSet(std::string_view text, MechanismSet& out)
     }
     if (text == "mixed") {
         out = MechanismSet::Mixed;
+        return true;
+    }
+    if (text == "realistic") {
+        out = MechanismSet::Realistic;
         return true;
     }
     return false;
@@ -120,6 +133,23 @@ std::vector<std::pair<std::string, std::string>> Simulator::meta() const
         m.back().second += ": workspace fallback, OOM and retry, graph inputs moved, pending "
                            "frees, external memory, content-caused collapses, distractors "
                            "(synthetic)";
+    }
+    if (cfg_.mechanisms == MechanismSet::Realistic) {
+        // The per-seed parameters, recorded with the ground truth (docs/simulator.md).
+        m.emplace_back("sim.mechanisms",
+                       "realistic: the mixed mechanisms, each also in healthy frames at a "
+                       "per-seed base rate without lowering the score; a triggered one collapses "
+                       "its frame with a per-seed chance; pairs; score noise (synthetic)");
+        const Mechanisms::Realistic p = Mechanisms::realisticParams(cfg_.seed);
+        for (int k = 0; k < Mechanisms::kAllocatorKinds; ++k) {
+            const std::string kind = Mechanisms::name(static_cast<Mechanisms::Kind>(k));
+            m.emplace_back("sim.realistic.base_rate." + kind,
+                           fmt::format("{:.4f}", p.baseRate[static_cast<size_t>(k)]));
+            m.emplace_back("sim.realistic.collapse_chance." + kind,
+                           fmt::format("{:.4f}", p.collapseChance[static_cast<size_t>(k)]));
+        }
+        m.emplace_back("sim.realistic.pair_chance", fmt::format("{:.4f}", p.pairChance));
+        m.emplace_back("sim.realistic.noise_sigma", fmt::format("{:.4f}", p.noiseSigma));
     }
     return m;
 }

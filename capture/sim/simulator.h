@@ -25,6 +25,10 @@ enum class MechanismSet : uint8_t {
     // Several mechanisms per video, triggered at random frames with random parameters, plus
     // content-caused collapses and quiet distractors; the cause of every collapse is recorded.
     Mixed,
+    // The mixed mechanisms, each also in healthy frames at a per-seed base rate without lowering
+    // the score; a triggered one collapses its frame only with a per-seed chance, two may act in
+    // one frame, the score has per-seed noise (docs/simulator.md "Realistic mechanisms").
+    Realistic,
 };
 const char* mechanismSetName(MechanismSet m);
 bool parseMechanismSet(std::string_view text, MechanismSet& out);

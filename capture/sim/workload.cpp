@@ -105,11 +105,14 @@ Workload::Workload(const Config& cfg, EventWriter& out)
     kAttn_ = n("flash_attn_fwd_kernel");
     kAttnFallback_ = n(kAttnFallbackName);
     kAttnMath_ = n(kAttnMathName);
-    if (cfg_.mechanisms == MechanismSet::Mixed) {
+    if (cfg_.mechanisms != MechanismSet::Workspace) {
         // A shorter temporal window leaves the device headroom, so that only the triggered
         // mechanisms take the workspace away (docs/simulator.md "Mechanisms").
         cfg_.contextFrames = std::min(cfg_.contextFrames, 6);
-        mech_ = std::make_unique<Mechanisms>(*this, Rng::splitmix(cfg_.seed) ^ 0x6d6978);
+        const Mechanisms::Realistic params = Mechanisms::realisticParams(cfg.seed);
+        mech_ = std::make_unique<Mechanisms>(*this, Rng::splitmix(cfg_.seed) ^ 0x6d6978,
+                                             cfg_.mechanisms == MechanismSet::Realistic ? &params
+                                                                                        : nullptr);
     }
 }
 
@@ -354,7 +357,8 @@ void Workload::frame(int64_t f, int64_t inClip)
     fs.ooms = static_cast<int>(alloc_.counters().ooms - oomsAtFrameStart_);
     const double frac =
         fs.attentionCalls ? static_cast<double>(fs.fallbacks) / fs.attentionCalls : 0.0;
-    double score = rng_.uniform(0.93, 0.98) * std::exp(-kCoherenceDrop * frac);
+    double score = rng_.uniform(0.93, 0.98);
+    if (!mech_ || !mech_->appliesFallback()) score *= std::exp(-kCoherenceDrop * frac);
     std::vector<SimTruthFrame::Cause> causes;
     if (mech_)
         score *= mech_->qualityFactor(fs, frac, causes);
@@ -408,7 +412,10 @@ void Workload::frame(int64_t f, int64_t inClip)
 
 void Workload::mixedSteps(const Shape& s, int64_t f, int64_t inClip, FrameStats& fs)
 {
-    mech_->frameStart(f, inClip, s.workspace, s.stepBudgetNs, now_ + cfg_.steps * s.stepBudgetNs);
+    const int64_t stepsEnd = now_ + cfg_.steps * s.stepBudgetNs;
+    // The frame's end (Workload::frame): its start was two allocator calls before now.
+    mech_->frameStart(f, inClip, s.workspace, s.stepBudgetNs, stepsEnd,
+                      stepsEnd + s.endBudgetNs - 2 * kHostOpMaxNs);
     const int64_t first = now_;
     for (int64_t i = 0; i < cfg_.steps; ++i) {
         const int64_t planned = first + i * s.stepBudgetNs;

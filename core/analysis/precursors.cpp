@@ -23,6 +23,10 @@ namespace {
 // Healthy frames the novelty is measured against: the newest ones before the window. Enough to
 // tell "every frame" from "this frame" while keeping a collapse query cheap on long runs.
 constexpr size_t kBaselineFrames = 16;
+// Healthy frames the base rates are measured on: the whole run's, evenly spaced when there are
+// more (a rate of 5 % is measured to about 1 % on 512 frames; `report` on a long run asks for
+// every collapse).
+constexpr size_t kRunFrames = 512;
 
 struct Raw
 {
@@ -368,10 +372,12 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
     // The healthy baseline: frames before the window that break none of the given rules (a
     // frame breaks a rule exactly when it belongs to one of their collapses). Not the open()
     // rules' FrameInfo::breaksRule: the ranking must follow a rule change.
+    // A rule that fires on most frames makes no frame unhealthy (CommonRule).
+    const std::vector<CollapseRule> active = splitRules(rules).active;
     std::vector<const FrameInfo*> baseline;
     for (int64_t q = pos - 1; q >= 0 && baseline.size() < kBaselineFrames; --q) {
         const FrameInfo* f = timed[static_cast<size_t>(q)];
-        if (f->start < rep.windowBegin && !breaksAnyRule(f->metrics, rules)) baseline.push_back(f);
+        if (f->start < rep.windowBegin && !breaksAnyRule(f->metrics, active)) baseline.push_back(f);
     }
     std::reverse(baseline.begin(), baseline.end());
     for (const FrameInfo* f : baseline)
@@ -459,8 +465,18 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         s.background = healthy > 0 && s.evidence.seenInHealthy == healthy;
         p.push_back(std::move(s));
     }
-    // Every row measured against the healthy frames (verdict.cpp).
-    measureRows(*this, *d_, p, baseline, window, closeness);
+    // Every row measured against the healthy frames (verdict.cpp), and its base rate against
+    // the healthy frames of the whole run (at most kRunFrames, evenly spaced over it).
+    std::vector<const FrameInfo*> runHealthy;
+    for (const FrameInfo* f : timed)
+        if (!breaksAnyRule(f->metrics, rules)) runHealthy.push_back(f);
+    if (runHealthy.size() > kRunFrames) {
+        std::vector<const FrameInfo*> spaced;
+        for (size_t i = 0; i < kRunFrames; ++i)
+            spaced.push_back(runHealthy[i * runHealthy.size() / kRunFrames]);
+        runHealthy = std::move(spaced);
+    }
+    measureRows(*this, *d_, p, baseline, window, runHealthy, closeness);
 
     // Graph launches that overlapped the allocator events above, one row per graph: half the
     // score of the best event they carried, so they rank just below it. Context only: they
@@ -508,7 +524,11 @@ CollapseReport Engine::frameReport(int64_t frame, const std::vector<CollapseRule
         }
     }
 
-    rankAndJudge(p, rep, healthy);
+    std::vector<int64_t> healthyWindow;
+    for (const FrameInfo* w : window)
+        if (w->index != frame && !breaksAnyRule(w->metrics, rules))
+            healthyWindow.push_back(w->index);
+    rankAndJudge(p, rep, healthy, healthyWindow);
     constexpr size_t kMaxPrecursors = 200;
     if (p.size() > kMaxPrecursors) p.resize(kMaxPrecursors);
     rep.precursors = std::move(p);

@@ -60,6 +60,14 @@ struct FrameFigures
     std::vector<int64_t> jumps;     // per track: blocks that moved at least their size from f-1
 };
 
+// The run's healthy frames the base rates are measured on (verdict.cpp): their figures and, per
+// frame, the calls of each kernel name, keyed by (device, name id).
+struct RunFigures
+{
+    std::vector<FrameFigures> frames;
+    std::vector<std::map<std::pair<uint32_t, int64_t>, int64_t>> kernelCalls;
+};
+
 // Figures of every frame given; the first `healthy` of them are the healthy baseline (the graph
 // figure counts only kernels those frames ran inside graphs).
 std::vector<FrameFigures> frameFigures(const Engine::Impl& d,
@@ -71,13 +79,17 @@ void setDeparture(Evidence& ev, const std::string& feature, const Departure& dep
 
 // The verdict's part of a collapse report: adds the pending-free, external-memory and graph rows
 // of the window frames, measures every row's departure from the healthy frames (unless it has its
-// own, as kernel shifts do), sets closeness, score, role and mechanism. `closeness` maps a time to
-// the row's closeness.
+// own, as kernel shifts do), sets closeness, score, role and mechanism, and the base rate of
+// every row that stands out over runHealthy, the run's healthy frames. `closeness` maps a time
+// to the row's closeness.
 void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>& rows,
                  const std::vector<const FrameInfo*>& healthy,
                  const std::vector<const FrameInfo*>& window,
+                 const std::vector<const FrameInfo*>& runHealthy,
                  const std::function<double(int64_t)>& closeness);
-// Ranks the rows (docs/analysis.md "Ranking") and fills rep.verdict from them.
-void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t healthyFrames);
+// Ranks the rows (docs/analysis.md "Ranking") and fills rep.verdict from them. healthyWindow:
+// the window frames before rep.frame that break no rule (a change there left its frame healthy).
+void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t healthyFrames,
+                  const std::vector<int64_t>& healthyWindow);
 
 } // namespace fs::analysis

@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/format.h"
+#include "core/store/kernels.h"
 
 namespace fs::analysis {
 
@@ -108,6 +111,119 @@ bool outsideMemoryExplains(const Engine& e, const Engine::Impl& d, uint32_t devi
     return request > free && request <= free + outside;
 }
 
+// The per-frame figure a row is measured by (larger is further from normal; the smallest
+// largest free block is negated), and its name; empty for rows without one (kernel shifts carry
+// their own, context has none). track: the row's index into d.tracks (-1: none).
+std::pair<std::string, std::function<double(const FrameFigures&)>> rowFigure(const Precursor& p,
+                                                                             int track)
+{
+    const uint32_t device = p.device;
+    const auto ti = static_cast<size_t>(std::max(track, 0));
+    auto perDevice = [device](auto member, auto value) {
+        return [device, member, value](const FrameFigures& g) {
+            const auto& m = g.*member;
+            auto it = m.find(device);
+            return it == m.end() ? 0.0 : value(it->second);
+        };
+    };
+    switch (p.kind) {
+    case PrecursorKind::Oom:
+        return {"failed_request_bytes",
+                perDevice(&FrameFigures::ooms, [](uint64_t v) { return static_cast<double>(v); })};
+    case PrecursorKind::PendingFree:
+        return {"pending_free_peak_bytes",
+                perDevice(&FrameFigures::pending, [](const FrameFigures::Pending& v) {
+                    return static_cast<double>(v.peak);
+                })};
+    case PrecursorKind::ExternalMemory:
+        return {"external_peak_bytes",
+                perDevice(&FrameFigures::external, [](const FrameFigures::External& v) {
+                    return static_cast<double>(v.peak);
+                })};
+    case PrecursorKind::GraphChange:
+        return {"graph_outside_share",
+                perDevice(&FrameFigures::graph, [](const FrameFigures::Graph& v) {
+                    return v.launches == 0
+                               ? 0.0
+                               : static_cast<double>(v.outside) / static_cast<double>(v.launches);
+                })};
+    default:
+        break;
+    }
+    if (track < 0) return {};
+    switch (p.kind) {
+    case PrecursorKind::RegionReleased:
+        return {"released_bytes",
+                [ti](const FrameFigures& g) { return static_cast<double>(g.released[ti]); }};
+    case PrecursorKind::RegionCreated:
+        return {"created_bytes",
+                [ti](const FrameFigures& g) { return static_cast<double>(g.created[ti]); }};
+    case PrecursorKind::SplitLargest:
+        // Lower is worse: measured on the negated figure, shown as it is.
+        return {"largest_free_min_bytes",
+                [ti](const FrameFigures& g) { return -g.minLargest[ti]; }};
+    case PrecursorKind::AddressJump:
+        return {"address_jumps",
+                [ti](const FrameFigures& g) { return static_cast<double>(g.jumps[ti]); }};
+    default:
+        return {};
+    }
+}
+
+// The figures and kernel calls of the run's healthy frames, kept for every collapse that asks
+// for the same set.
+std::shared_ptr<const RunFigures> runFigures(const Engine::Impl& d,
+                                             const std::vector<const FrameInfo*>& frames)
+{
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> key;
+    for (const FrameInfo* f : frames)
+        key.emplace_back(f->index, f->start, f->end);
+    std::lock_guard lock(d.runFiguresMutex);
+    if (!d.runFigures || d.runFiguresKey != key) {
+        auto run = std::make_shared<RunFigures>();
+        run->frames = frameFigures(d, frames, frames.size());
+        const std::vector<int64_t> devices = d.kernelDeviceIds();
+        for (const FrameInfo* f : frames) {
+            auto& calls = run->kernelCalls.emplace_back();
+            for (int64_t dev : devices)
+                for (const store::LaunchRow& l : *d.launchesIn(dev, f->start, f->end))
+                    ++calls[{static_cast<uint32_t>(dev), l.name}];
+        }
+        d.runFigures = std::move(run);
+        d.runFiguresKey = std::move(key);
+    }
+    return d.runFigures;
+}
+
+// A kernel shift's figure in each of the run's frames: the share of the variant's calls among
+// the calls of the variant and the usual one on the row's device (by name; the row's own share is
+// over the families that shifted, which the variant and the usual one fill).
+std::vector<double> variantShares(const Engine::Impl& d, const Precursor& p, const RunFigures& run)
+{
+    std::vector<double> out;
+    if (!p.shift) return out;
+    std::unordered_map<int64_t, int> which; // name id -> 1 variant, 2 usual, 0 other
+    for (const auto& calls : run.kernelCalls) {
+        int64_t variant = 0, usual = 0;
+        for (auto it = calls.lower_bound({p.device, std::numeric_limits<int64_t>::min()});
+             it != calls.end() && it->first.first == p.device; ++it) {
+            auto [w, added] = which.try_emplace(it->first.second, 0);
+            if (added) {
+                const std::string t = d.text(it->first.second);
+                w->second = t == p.shift->variant                            ? 1
+                            : !p.shift->usual.empty() && t == p.shift->usual ? 2
+                                                                             : 0;
+            }
+            variant += w->second == 1 ? it->second : 0;
+            usual += w->second == 2 ? it->second : 0;
+        }
+        out.push_back(variant + usual
+                          ? static_cast<double>(variant) / static_cast<double>(variant + usual)
+                          : 0.0);
+    }
+    return out;
+}
+
 } // namespace
 
 void setDeparture(Evidence& ev, const std::string& feature, const Departure& dep)
@@ -125,6 +241,7 @@ void setDeparture(Evidence& ev, const std::string& feature, const Departure& dep
 void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>& rows,
                  const std::vector<const FrameInfo*>& healthy,
                  const std::vector<const FrameInfo*>& window,
+                 const std::vector<const FrameInfo*>& runHealthy,
                  const std::function<double(int64_t)>& closeness)
 {
     std::vector<const FrameInfo*> frames = healthy;
@@ -156,17 +273,19 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
         p.score = evidenceScore(p.evidence);
     };
 
+    auto deviceFigure = [](PrecursorKind kind, uint32_t device) {
+        Precursor q;
+        q.kind = kind;
+        q.device = device;
+        return rowFigure(q, -1).second;
+    };
     // Rows of the conditions no event row carries: pending frees, memory outside the allocator,
     // kernels that left their graph. One per device and window frame whose figure is above the
     // healthy median.
     for (size_t k = 0; k < window.size(); ++k) {
         const FrameFigures& w = figs[H + k];
         for (const auto& [dev, pf] : w.pending) {
-            const uint32_t device = dev;
-            const Departure dep = depart(k, [&](const FrameFigures& g) {
-                auto it = g.pending.find(device);
-                return it == g.pending.end() ? 0.0 : static_cast<double>(it->second.peak);
-            });
+            const Departure dep = depart(k, deviceFigure(PrecursorKind::PendingFree, dev));
             if (!(dep.value > dep.median)) continue;
             Precursor p;
             p.kind = PrecursorKind::PendingFree;
@@ -186,11 +305,7 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
             rows.push_back(std::move(p));
         }
         for (const auto& [dev, ex] : w.external) {
-            const uint32_t device = dev;
-            const Departure dep = depart(k, [&](const FrameFigures& g) {
-                auto it = g.external.find(device);
-                return it == g.external.end() ? 0.0 : static_cast<double>(it->second.peak);
-            });
+            const Departure dep = depart(k, deviceFigure(PrecursorKind::ExternalMemory, dev));
             if (!(dep.value > dep.median)) continue;
             Precursor p;
             p.kind = PrecursorKind::ExternalMemory;
@@ -211,14 +326,7 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
             rows.push_back(std::move(p));
         }
         for (const auto& [dev, gr] : w.graph) {
-            const uint32_t device = dev;
-            const Departure dep = depart(k, [&](const FrameFigures& g) {
-                auto it = g.graph.find(device);
-                return it == g.graph.end() || it->second.launches == 0
-                           ? 0.0
-                           : static_cast<double>(it->second.outside) /
-                                 static_cast<double>(it->second.launches);
-            });
+            const Departure dep = depart(k, deviceFigure(PrecursorKind::GraphChange, dev));
             if (!(dep.value > dep.median) || gr.firstOutside == kNoTime) continue;
             Precursor p;
             p.kind = PrecursorKind::GraphChange;
@@ -258,41 +366,8 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
             const int k = p.kind == PrecursorKind::AddressJump ? static_cast<int>(window.size()) - 1
                                                                : windowIndexOf(p.time);
             const int t = trackOf(p.device, p.level);
-            const uint32_t device = p.device;
-            auto ti = static_cast<size_t>(std::max(t, 0));
-            std::string feature;
-            std::function<double(const FrameFigures&)> figure;
-            switch (p.kind) {
-            case PrecursorKind::Oom:
-                feature = "failed_request_bytes";
-                figure = [device](const FrameFigures& g) {
-                    auto it = g.ooms.find(device);
-                    return it == g.ooms.end() ? 0.0 : static_cast<double>(it->second);
-                };
-                break;
-            case PrecursorKind::RegionReleased:
-                feature = "released_bytes";
-                figure = [ti](const FrameFigures& g) {
-                    return static_cast<double>(g.released[ti]);
-                };
-                break;
-            case PrecursorKind::RegionCreated:
-                feature = "created_bytes";
-                figure = [ti](const FrameFigures& g) { return static_cast<double>(g.created[ti]); };
-                break;
-            case PrecursorKind::SplitLargest:
-                // Lower is worse: measured on the negated figure, shown as it is.
-                feature = "largest_free_min_bytes";
-                figure = [ti](const FrameFigures& g) { return -g.minLargest[ti]; };
-                break;
-            case PrecursorKind::AddressJump:
-                feature = "address_jumps";
-                figure = [ti](const FrameFigures& g) { return static_cast<double>(g.jumps[ti]); };
-                break;
-            default:
-                break;
-            }
-            if (figure && k >= 0 && (t >= 0 || p.kind == PrecursorKind::Oom)) {
+            const auto [feature, figure] = rowFigure(p, t);
+            if (figure && k >= 0) {
                 Departure dep = depart(static_cast<size_t>(k), figure);
                 if (p.kind == PrecursorKind::SplitLargest) {
                     dep.value = -dep.value;
@@ -361,12 +436,43 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
         }
     }
 
+    // Base rates: each measured row against the same figure in every healthy frame of the run
+    // (docs/analysis.md "Base rates"). Common ones that stand out say so and decide nothing
+    // alone.
+    std::shared_ptr<const RunFigures> run;
+    for (Precursor& p : rows) {
+        if (p.evidence.feature.empty()) continue;
+        std::vector<double> values;
+        double x = p.evidence.value;
+        if (p.kind == PrecursorKind::KernelVariantShift) {
+            if (!run) run = runFigures(d, runHealthy);
+            values = variantShares(d, p, *run);
+        } else {
+            const auto figure = rowFigure(p, trackOf(p.device, p.level)).second;
+            if (!figure) continue;
+            if (!run) run = runFigures(d, runHealthy);
+            for (const FrameFigures& g : run->frames)
+                values.push_back(figure(g));
+            if (p.kind == PrecursorKind::SplitLargest) x = -x; // the figure is negated
+        }
+        const BaseRate b = baseRate(x, values);
+        Evidence& ev = p.evidence;
+        ev.runHealthyFrames = b.frames;
+        ev.runDeparted = b.departed;
+        ev.baseRate = b.rate;
+        ev.common = b.common && ev.standsOut;
+        if (ev.standsOut && b.departed > 0)
+            p.description +=
+                fmt::format("; also in {:.0f} % of the run's healthy frames ({} of {})",
+                            100 * b.rate, b.departed, b.frames);
+    }
+
     // Memory outside the allocator that explains a failed request, whatever the healthy frames
     // held: the request of an OOM, or the usual request of a kernel that fell back.
     for (Precursor& x : rows) {
         if (x.kind != PrecursorKind::ExternalMemory || x.evidence.standsOut) continue;
         for (const Precursor& eff : rows) {
-            if (!eff.evidence.standsOut || eff.device != x.device ||
+            if (!eff.evidence.standsOut || eff.evidence.common || eff.device != x.device ||
                 eff.evidence.frame < x.evidence.frame)
                 continue;
             uint64_t request = 0;
@@ -389,19 +495,31 @@ void measureRows(const Engine& e, const Engine::Impl& d, std::vector<Precursor>&
     }
 }
 
-void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t healthyFrames)
+void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t healthyFrames,
+                  const std::vector<int64_t>& healthyWindow)
 {
+    // A change or memory condition in an earlier window frame that broke no rule left that
+    // frame healthy: it changed that frame's work or held its requests, not this one's (memory
+    // outside the allocator still taken in the collapsed frame has that frame's own row).
+    auto inHealthyFrame = [&](const Precursor& p) {
+        return std::find(healthyWindow.begin(), healthyWindow.end(), p.evidence.frame) !=
+               healthyWindow.end();
+    };
+    // Rows that stand out, rare in the run's healthy frames and not in a healthy frame, decide;
+    // the others support.
+    auto supportOnly = [&](const Precursor& p) { return p.evidence.common || inHealthyFrame(p); };
     // The change to explain: the strongest effect that stands out.
+    auto decisive = [&](const Precursor& p) { return p.evidence.standsOut && !supportOnly(p); };
     const Precursor* effect = nullptr;
     for (const Precursor& p : rows) {
-        if (!p.evidence.standsOut || p.role != PrecursorRole::Effect) continue;
+        if (!decisive(p) || p.role != PrecursorRole::Effect) continue;
         if (!effect || std::make_tuple(-p.score, severity(p.kind), p.time) <
                            std::make_tuple(-effect->score, severity(effect->kind), effect->time))
             effect = &p;
     }
     const Precursor chosen = effect ? *effect : Precursor{};
     auto explains = [&](const Precursor& p) {
-        if (!effect || !(p.evidence.standsOut || p.evidence.explainsFailure) ||
+        if (!effect || !(decisive(p) || p.evidence.explainsFailure) ||
             p.role != PrecursorRole::Explanation || p.device != chosen.device)
             return false;
         // Pending frees explain a change in the frame where they were held; memory outside the
@@ -409,11 +527,20 @@ void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t hea
         return p.kind == PrecursorKind::PendingFree ? p.evidence.frame == chosen.evidence.frame
                                                     : p.evidence.frame <= chosen.evidence.frame;
     };
+    // Memory outside the allocator that explains no change: it takes headroom, but no request
+    // failed or changed for want of it (pending frees alone still count: the stall they cause,
+    // the host waiting for the other stream, leaves no row of its own).
+    auto outsideAlone = [&](const Precursor& p) {
+        return p.kind == PrecursorKind::ExternalMemory && decisive(p) && !explains(p);
+    };
     // 0: explains the chosen change; 1: a change; 2: a memory condition explaining none; 3: an
-    // allocator condition (new segments, splits, moves, releases); 4: does not stand out.
+    // allocator condition (new segments, splits, moves, releases), memory outside the allocator
+    // that explains no change, or a change or memory condition common in the run's healthy
+    // frames or in an earlier healthy frame; 4: does not stand out.
     auto group = [&](const Precursor& p) {
         if (explains(p)) return 0;
         if (!p.evidence.standsOut) return 4;
+        if (supportOnly(p) || outsideAlone(p)) return 3;
         switch (p.role) {
         case PrecursorRole::Effect:
             return 1;
@@ -446,9 +573,17 @@ void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t hea
     v.healthyFrames = healthyFrames;
     v.allocatorRelated = !order.empty() && order[0].first <= 2;
     int64_t conditions = 0;
+    // The strongest change or memory condition that stood out but decides nothing: common in the
+    // run's healthy frames, or in an earlier frame that stayed healthy.
+    const Precursor* common = nullptr;
     for (size_t i = 0; i < order.size() && order[i].first <= 3; ++i) {
         conditions += order[i].first == 3;
-        if (v.allocatorRelated && v.evidence.size() < 5) v.evidence.push_back(i);
+        const bool isCommon =
+            (supportOnly(rows[i]) || outsideAlone(rows[i])) &&
+            (rows[i].role == PrecursorRole::Effect || rows[i].role == PrecursorRole::Explanation);
+        if (isCommon && !common) common = &rows[i];
+        // Not allocator-related: the common rows are still shown under the verdict, as such.
+        if ((v.allocatorRelated || isCommon) && v.evidence.size() < 5) v.evidence.push_back(i);
     }
     if (v.allocatorRelated) {
         v.mechanism = rows[0].mechanism;
@@ -460,6 +595,26 @@ void rankAndJudge(std::vector<Precursor>& rows, CollapseReport& rep, int64_t hea
         v.headline = fmt::format("no allocator precursor stands out: {} healthy frame{} before "
                                  "the window, too few to tell the usual spread",
                                  healthyFrames, healthyFrames == 1 ? "" : "s");
+    } else if (common) {
+        const Evidence& c = common->evidence;
+        const std::string what = common->mechanism.empty()
+                                     ? std::string(precursorKindName(common->kind))
+                                     : mechanismText(common->mechanism);
+        v.headline =
+            !supportOnly(*common)
+                ? fmt::format("no allocator precursor stands out by itself: {} ({}), but no "
+                              "request failed or changed for want of it",
+                              what, c.feature)
+            : c.common
+                ? fmt::format("no allocator precursor stands out by itself: {} ({}) departed "
+                              "as far in {:.0f} % of the run's healthy frames ({} of {}), "
+                              "where nothing collapsed: too common to explain the collapse "
+                              "alone",
+                              what, c.feature, 100 * c.baseRate, c.runDeparted, c.runHealthyFrames)
+                : fmt::format("no allocator precursor stands out by itself: {} ({}) happened "
+                              "in frame {}, which broke no rule: it did not change the "
+                              "collapsed frame's work",
+                              what, c.feature, c.frame);
     } else if (conditions > 0) {
         v.headline = fmt::format(
             "no allocator precursor stands out: the allocator's state departed from the {} "

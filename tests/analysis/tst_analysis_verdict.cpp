@@ -8,6 +8,8 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 using namespace fs;
@@ -18,13 +20,19 @@ namespace {
 
 struct Scenario
 {
-    bool pendingBig = false;      // frame 7: a 3 MiB free pending from S+200 to S+900
-    bool oom = false;             // frame 7: an OOM of 8 MiB at S+480
+    bool pendingBig = false; // frame 7: a 3 MiB free pending from S+200 to S+900
+    bool oom = false;        // frame oomFrame (7): an OOM of 8 MiB at S+480
+    int oomFrame = 7;
     uint64_t outside7 = 0;        // frame 7: a driver-level region created at S+100
     uint64_t outside2 = 0;        // frame 2: the same, released at S+900
     bool eager = false;           // frame 7: the graph's kernels launched outside it
     bool inputMoves = false;      // frame 7: the graph's input freed at S+50, re-made at S+60
     uint64_t capacity = 64 * MiB; // device 0
+    int frames = 8;               // frames 0..frames-1; those after 7 are healthy
+    // Healthy frames after the collapse with a pending free of pendingElsewhereBytes from S+200
+    // to S+900 (the run's healthy frames, outside the 16 before the window).
+    std::vector<int> pendingElsewhere;
+    uint64_t pendingElsewhereBytes = 3 * MiB;
 };
 
 // Frames 0..7 of 1000 ns from t = 1000 (S = 1000 (i + 1)); frame 7 collapses (coherence 0.01):
@@ -45,7 +53,7 @@ void build(const std::string& path, const Scenario& c)
     Event input = ev(EventType::Alloc, 500, kBase + 2 * MiB, MiB);
     input.name = in.intern("graph.input");
     in.add(input);
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < c.frames; ++i) {
         const int64_t s = 1000 * (i + 1);
         mark(in, s, "frame " + std::to_string(i));
         mark(in, s + 1, i == 7 ? "metric coherence_score=0.01" : "metric coherence_score=0.9");
@@ -62,8 +70,11 @@ void build(const std::string& path, const Scenario& c)
             r.regionKind = RegionKind::Driver;
             in.add(r);
         }
-        if (i == 7 && c.pendingBig) {
-            Event p = ev(EventType::PendingFree, s + 200, kBase + 8 * MiB, 3 * MiB);
+        const bool elsewhere = std::find(c.pendingElsewhere.begin(), c.pendingElsewhere.end(), i) !=
+                               c.pendingElsewhere.end();
+        if ((i == 7 && c.pendingBig) || elsewhere) {
+            Event p = ev(EventType::PendingFree, s + 200, kBase + 8 * MiB,
+                         elsewhere ? c.pendingElsewhereBytes : 3 * MiB);
             p.endTime = s + 900;
             in.add(p);
         }
@@ -75,7 +86,7 @@ void build(const std::string& path, const Scenario& c)
             graphKernel(in, s + 400, s + 440, "step_a", 1, 1);
         }
         in.add(ev(EventType::Free, s + 450, kBase));
-        if (i == 7 && c.oom) in.add(ev(EventType::Oom, s + 480, 0, 8 * MiB));
+        if (i == c.oomFrame && c.oom) in.add(ev(EventType::Oom, s + 480, 0, 8 * MiB));
         if (eager)
             kernel(in, s + 500, s + 540, "step_b");
         else
@@ -86,7 +97,7 @@ void build(const std::string& path, const Scenario& c)
         routine.endTime = s + 990;
         in.add(routine);
     }
-    mark(in, 9000, "end");
+    mark(in, 1000 * (c.frames + 1), "end");
     in.end();
 }
 
@@ -180,6 +191,27 @@ private slots:
                              "allocator freed its cache"));
     }
 
+    // The same 56 MiB outside the allocator with no OOM: it stands out and no healthy frame of
+    // the run had any (rare), but no request failed or changed for want of it: shown, not
+    // allocator-related.
+    void outsideMemoryAlone()
+    {
+        Scenario c;
+        c.outside7 = 56 * MiB;
+        const CollapseReport r = report("outside_alone.fragscope", c);
+        const Precursor* x = find(r.precursors, PrecursorKind::ExternalMemory);
+        QVERIFY(x);
+        QVERIFY(x->evidence.standsOut);
+        QVERIFY(!x->evidence.common);
+        const auto at = static_cast<size_t>(x - r.precursors.data());
+        QVERIFY(!r.verdict.allocatorRelated);
+        QCOMPARE(r.verdict.headline,
+                 std::string("no allocator precursor stands out by itself: memory outside the "
+                             "allocator grew and left too little headroom (external_peak_bytes), "
+                             "but no request failed or changed for want of it"));
+        QCOMPARE(r.verdict.evidence, (std::vector<size_t>{at}));
+    }
+
     // The healthy frame 2 also had 56 MiB outside the allocator, so frame 7's 56 MiB does not
     // depart (it does not exceed that floor). But the counterfactual holds: capacity 64 MiB,
     // reserved 4 MiB, outside 56 MiB leave 4 MiB free, short of the 8 MiB request, which would
@@ -235,6 +267,109 @@ private slots:
         QCOMPARE(r.verdict.mechanism, std::string("graph_replay"));
         // No kernel-variant shift: the same kernels ran, only outside the graph.
         QVERIFY(!find(p, PrecursorKind::KernelVariantShift));
+    }
+
+    // Base rates: 28 frames, frame 7 collapses, so the run has 27 healthy frames; its 16-frame
+    // baseline (0-4) holds 64 KiB of pending frees at most, so frame 7's 3 MiB stands out (z =
+    // inf) whatever the frames after the collapse hold.
+    //  - 3 MiB also pending in frame 20: 1 of 27 healthy frames (3.7 %) reached it, within the
+    //    5 % limit: rare, allocator-related, and the row says so ("also in 4 %").
+    //  - also in frames 20 and 24: 2 of 27 (7.4 % > 5 %): common; not enough alone.
+    //  - 2 MiB in frames 20 and 24: they do not reach 3 MiB: 0 of 27, allocator-related.
+    void pendingFreesRareInTheRun()
+    {
+        Scenario c;
+        c.frames = 28;
+        c.pendingBig = true;
+        c.pendingElsewhere = {20};
+        const CollapseReport r = report("rare.fragscope", c);
+        const Precursor& p = r.precursors[0];
+        QCOMPARE(p.kind, PrecursorKind::PendingFree);
+        QVERIFY(p.evidence.standsOut);
+        QCOMPARE(p.evidence.runHealthyFrames, int64_t{27});
+        QCOMPARE(p.evidence.runDeparted, int64_t{1});
+        QVERIFY(std::fabs(p.evidence.baseRate - 1.0 / 27) < 1e-12);
+        QVERIFY(!p.evidence.common);
+        QVERIFY2(p.description.find("; also in 4 % of the run's healthy frames (1 of 27)") !=
+                     std::string::npos,
+                 p.description.c_str());
+        QVERIFY(r.verdict.allocatorRelated);
+        QCOMPARE(r.verdict.mechanism, std::string("pending_free"));
+    }
+
+    void pendingFreesCommonInTheRun()
+    {
+        Scenario c;
+        c.frames = 28;
+        c.pendingBig = true;
+        c.pendingElsewhere = {20, 24};
+        const CollapseReport r = report("common.fragscope", c);
+        const Precursor& p = r.precursors[0];
+        QCOMPARE(p.kind, PrecursorKind::PendingFree);
+        QVERIFY(p.evidence.standsOut);
+        QCOMPARE(p.evidence.runDeparted, int64_t{2});
+        QVERIFY(p.evidence.common);
+        QVERIFY(!r.verdict.allocatorRelated);
+        QVERIFY(r.verdict.mechanism.empty());
+        QCOMPARE(r.verdict.headline,
+                 std::string("no allocator precursor stands out by itself: pending frees "
+                             "(record_stream) held memory until another stream caught up "
+                             "(pending_free_peak_bytes) departed as far in 7 % of the run's "
+                             "healthy frames (2 of 27), where nothing collapsed: too common to "
+                             "explain the collapse alone"));
+        // Shown under the verdict, as common.
+        QCOMPARE(r.verdict.evidence, (std::vector<size_t>{0}));
+
+        // Smaller pending frees elsewhere do not reach frame 7's: rare again.
+        c.pendingElsewhereBytes = 2 * MiB;
+        const CollapseReport smaller = report("smaller.fragscope", c);
+        QCOMPARE(smaller.precursors[0].evidence.runDeparted, int64_t{0});
+        QVERIFY(smaller.verdict.allocatorRelated);
+    }
+
+    // The same common pending frees beside an OOM that no healthy frame of the run had: the OOM
+    // decides (out of memory); the pending frees, common, no longer explain it and rank after.
+    void commonConditionBesideARareChange()
+    {
+        Scenario c;
+        c.frames = 28;
+        c.pendingBig = true;
+        c.oom = true;
+        c.pendingElsewhere = {20, 24};
+        const CollapseReport r = report("common_oom.fragscope", c);
+        QCOMPARE(r.precursors[0].kind, PrecursorKind::Oom);
+        QCOMPARE(r.precursors[0].evidence.runDeparted, int64_t{0});
+        QVERIFY(r.verdict.allocatorRelated);
+        QCOMPARE(r.verdict.mechanism, std::string("out_of_memory"));
+        const Precursor* p = find(r.precursors, PrecursorKind::PendingFree);
+        QVERIFY(p && p->evidence.common);
+        QCOMPARE(r.precursors[1].kind, PrecursorKind::PendingFree);
+    }
+
+    // An OOM in frame 6, a window frame that broke no rule, and nothing in frame 7 (28 frames):
+    // it stands out (no baseline frame failed a request) and is rare in the run (only frame 6
+    // itself, 1 of 27), but it changed frame 6's work, which stayed healthy, not frame 7's:
+    // shown, never decisive.
+    void changeInAHealthyWindowFrame()
+    {
+        Scenario c;
+        c.frames = 28;
+        c.oom = true;
+        c.oomFrame = 6;
+        const CollapseReport r = report("oom_before.fragscope", c);
+        const Precursor& p = r.precursors[0];
+        QCOMPARE(p.kind, PrecursorKind::Oom);
+        QVERIFY(p.evidence.standsOut);
+        QVERIFY(!p.evidence.common);
+        QCOMPARE(p.evidence.frame, int64_t{6});
+        QCOMPARE(p.evidence.runDeparted, int64_t{1});
+        QVERIFY(!r.verdict.allocatorRelated);
+        QCOMPARE(r.verdict.headline,
+                 std::string("no allocator precursor stands out by itself: out of memory: a "
+                             "request failed after the allocator freed its cache "
+                             "(failed_request_bytes) happened in frame 6, which broke no rule: it "
+                             "did not change the collapsed frame's work"));
+        QCOMPARE(r.verdict.evidence, (std::vector<size_t>{0}));
     }
 
     // The same kernels outside the graph with no input moved: not allocator evidence, and

@@ -52,6 +52,7 @@ public:
         ++directMetrics;
     }
     void warn(const std::string& m) override { fail("warning: " + m); }
+    void addSimTruth(const fs::SimTruthFrame& t) override { truths.push_back(t); }
 
     void add(const fs::Event& e) override
     {
@@ -61,9 +62,16 @@ public:
         lastTime_ = e.time;
         switch (e.type) {
         case fs::EventType::RegionCreate:
+            // Memory outside the allocator (the mixed mechanisms' external growth): driver-level
+            // regions, not segments; the allocator's invariants do not apply to them.
+            if (e.level == fs::Level::Driver) {
+                ++driverRegions;
+                break;
+            }
             onCreate(e);
             break;
         case fs::EventType::RegionDestroy:
+            if (e.level == fs::Level::Driver) break;
             onDestroy(e);
             break;
         case fs::EventType::Alloc:
@@ -102,6 +110,8 @@ public:
     std::map<fs::EventType, int64_t> byType;
     std::map<int64_t, FrameView> frames;
     std::map<std::string, std::string> meta;
+    int64_t driverRegions = 0;             // regions outside the allocator created
+    std::vector<fs::SimTruthFrame> truths; // the simulator's ground truth, per frame
     std::vector<fs::DeviceInfo> devices;
 
 private:

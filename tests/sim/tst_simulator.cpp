@@ -6,6 +6,7 @@
 #include <QTest>
 #include <memory>
 #include <numeric>
+#include <string>
 
 using namespace fs::sim;
 
@@ -188,6 +189,99 @@ private slots:
         other.seed = 1235;
         const Checked d = runChecked(other);
         QVERIFY(d.stats.eventHash != a.stats.eventHash);
+    }
+
+    // The existing modes keep their event streams when a new one is added: the hashes below
+    // were taken from the simulator before `--mechanisms realistic` existed (the same seeds and
+    // shapes as the golden files and bench_diagnosis's documented runs).
+    void existingModesUnchanged_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<int>("frames");
+        QTest::addColumn<int>("steps");
+        QTest::addColumn<quint64>("seed");
+        QTest::addColumn<quint64>("hash");
+        QTest::addColumn<qint64>("events");
+        QTest::newRow("workspace 17") << "workspace" << 24 << 20 << quint64{17}
+                                      << quint64{5294540254340339171ull} << qint64{85760};
+        QTest::newRow("mixed 1") << "mixed" << 48 << 20 << quint64{1}
+                                 << quint64{8935485892728047430ull} << qint64{164923};
+        QTest::newRow("mixed 500") << "mixed" << 32 << 12 << quint64{500}
+                                   << quint64{1456273875714786486ull} << qint64{68507};
+    }
+    void existingModesUnchanged()
+    {
+        QFETCH(QString, mode);
+        QFETCH(int, frames);
+        QFETCH(int, steps);
+        QFETCH(quint64, seed);
+        QFETCH(quint64, hash);
+        QFETCH(qint64, events);
+        Config cfg = small(frames, steps, seed);
+        QVERIFY(parseMechanismSet(mode.toStdString(), cfg.mechanisms));
+        const Checked c = runChecked(cfg);
+        QVERIFY2(c.sink->violations.isEmpty(), qPrintable(c.sink->violations.join("; ")));
+        QCOMPARE(c.stats.events, events);
+        QCOMPARE(quint64{c.stats.eventHash}, hash);
+    }
+
+    // --mechanisms realistic (docs/simulator.md "Realistic mechanisms"): the per-seed
+    // parameters are recorded in their ranges; mechanisms occur in frames that do not collapse
+    // (factor-1 truth rows), some triggered ones lower a frame without collapsing it, every
+    // collapse has a recorded cause, and the run is deterministic.
+    void realisticMechanisms()
+    {
+        int64_t benignInHealthy = 0, loweredNotCollapsed = 0, collapses = 0;
+        for (uint64_t seed : {1, 2, 3, 4}) {
+            Config cfg = small(48, 8, seed);
+            cfg.mechanisms = MechanismSet::Realistic;
+            const Checked c = runChecked(cfg);
+            QVERIFY2(c.sink->violations.isEmpty(), qPrintable(c.sink->violations.join("; ")));
+            const auto& meta = c.sink->meta;
+            auto num = [&](const std::string& k) {
+                auto it = meta.find(k);
+                if (it == meta.end()) qFatal("no meta key %s", k.c_str());
+                return std::stod(it->second);
+            };
+            for (const char* m : {"workspace_fallback", "oom_retry", "graph_inputs_moved",
+                                  "pending_free", "external_growth"}) {
+                const double rate = num(std::string("sim.realistic.base_rate.") + m);
+                const double chance = num(std::string("sim.realistic.collapse_chance.") + m);
+                QVERIFY(rate >= 0 && rate <= 0.4);
+                QVERIFY(chance >= 0.3 && chance <= 1.0);
+            }
+            QVERIFY(num("sim.realistic.pair_chance") <= 0.3);
+            const double sigma = num("sim.realistic.noise_sigma");
+            QVERIFY(sigma >= 0.02 && sigma <= 0.15);
+            QCOMPARE(c.sink->truths.size(), c.stats.perFrame.size());
+            for (size_t i = 0; i < c.sink->truths.size(); ++i) {
+                const double score = c.stats.perFrame[i].coherence;
+                bool lowered = false, benign = false;
+                for (const auto& cause : c.sink->truths[i].causes) {
+                    benign = benign || (cause.qualityFactor == 1 && cause.mechanism != "content");
+                    lowered = lowered || cause.qualityFactor < 1;
+                    if (cause.mechanism != "content" && cause.qualityFactor < 1 &&
+                        cause.qualityFactor > 0.2 && score >= kCollapseThreshold)
+                        ++loweredNotCollapsed;
+                }
+                if (score < kCollapseThreshold) {
+                    ++collapses;
+                    QVERIFY2(lowered, qPrintable(QString("frame %1 of seed %2 collapsed without "
+                                                         "a recorded cause")
+                                                     .arg(i)
+                                                     .arg(seed)));
+                }
+                benignInHealthy += benign && score >= kCollapseThreshold;
+            }
+            const Checked again = runChecked(cfg);
+            QCOMPARE(again.stats.eventHash, c.stats.eventHash);
+            Config mixed = cfg;
+            mixed.mechanisms = MechanismSet::Mixed;
+            QVERIFY(runChecked(mixed).stats.eventHash != c.stats.eventHash);
+        }
+        QVERIFY(collapses > 0);
+        QVERIFY2(benignInHealthy >= 20, qPrintable(QString::number(benignInHealthy)));
+        QVERIFY(loweredNotCollapsed > 0);
     }
 
     void tinyCapacityRecordsOoms()
