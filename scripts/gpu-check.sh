@@ -7,7 +7,8 @@
 #                                    the GPU machine
 #   scripts/gpu-check.sh             (on the GPU machine) builds the agent and the workload,
 #                                    records the workload and compares the session with the
-#                                    workload's own counts; prints the agent's overhead
+#                                    workload's own counts; prints the agent's overhead; runs
+#                                    `fragscope ab` on a tiny PyTorch generation (docs/ab.md)
 #
 # The GPU machine has CUDA, CMake and Python but no Qt, fmt or SQLite: the agent needs only CUPTI
 # and is compiled directly; the recorder comes from build/gpu-carry (or a CMake build there
@@ -37,6 +38,13 @@ if [[ ${1:-} == --prepare ]]; then
     cp "$B/app/fragscope" "$CARRY/bin/"
     strip "$CARRY/bin/fragscope"
     cp "$B/capture/agent/libfragscope-inject.so" "$CARRY/lib/"
+    # The video module for the ab step (without OpenCV's ≈ 240 libraries, 70 MB packed: it loads
+    # where the machine has OpenCV 4.6's own, and the step is skipped elsewhere).
+    if cmake --build "$B" -j2 --target fragscope-video 2>/dev/null; then
+        mkdir -p "$CARRY/lib/fragscope"
+        cp "$B/core/video/libfragscope-video.so" "$CARRY/lib/fragscope/"
+        strip "$CARRY/lib/fragscope/libfragscope-video.so"
+    fi
     # Every runtime library but glibc's own (the CLI links Qt through the recorder and the
     # exports; the GPU machine has neither Qt nor SQLite nor fmt), packed with xz to fit what
     # travels (≈ 77 MB of libraries, ≈ 20 MB packed).
@@ -318,6 +326,54 @@ for spec in sys.argv[4:]:
 sys.exit(1 if bad else 0)
 PY
 [[ ${PIPESTATUS[0]} -eq 0 ]] || mismatch "the PyTorch session's final state differs from torch's own snapshot (see summary.txt)"
+
+step ab
+# The causal check (docs/ab.md) on a tiny real PyTorch generation: tests/ab/torch_generation.py,
+# a small conv decoder with cudnn.benchmark on, writing PNG frames; baseline, repeat, no-caching
+# and expandable, every run recorded (--record). It needs torch with CUDA (checked again here) and
+# fragscope's video module (libfragscope-video.so and OpenCV's libraries, which do not travel in
+# build/gpu-carry: too large); without either the step says why and is skipped, not failed.
+AB_DIR=$D/ab-study
+if ! python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >>"$LOG" 2>&1; then
+    say "ab: skipped: python3 cannot import a CUDA-enabled torch" | tee -a "$OUT/summary.txt"
+else
+    rm -rf "$AB_DIR"
+    FRAGSCOPE_NO_PROGRESS=1 timeout 240 "$FRAGSCOPE" ab -o "$AB_DIR" --record -- python3 \
+        "$ROOT/tests/ab/torch_generation.py" --out '{run}' --frames 20 \
+        >"$D/ab.stdout" 2>"$D/ab.stderr"
+    rc=$?
+    cat "$D/ab.stdout" "$D/ab.stderr" >>"$LOG"
+    if [[ ! -e $AB_DIR/study.json ]] && grep -q "video module" "$D/ab.stderr"; then
+        say "ab: skipped: this fragscope cannot load its video module here ($(grep -m1 'video module' "$D/ab.stderr"))" |
+            tee -a "$OUT/summary.txt"
+    elif [[ ! -e $AB_DIR/study.json ]]; then
+        mismatch "fragscope ab wrote no study (exit $rc; see ab.stderr in details.tar.gz)"
+    else
+        # The verdicts and the figures behind them, and the time fragscope adds per run.
+        python3 - "$AB_DIR/study.json" <<'PY' | tee -a "$LOG" "$OUT/summary.txt"
+import json, sys
+s = json.load(open(sys.argv[1]))
+runs = [r for a in s["arms"] for r in a["runs"]]
+print(f"ab: {len(runs)} runs, " + ", ".join(
+    f"{r['folder']} exit {r['exit_status']} {r['frames']} frames {r['seconds']:.1f} s"
+    for r in runs))
+if s.get("problem"):
+    print(f"ab: no verdict: {s['problem']}")
+nf = s["noise_floor"]
+print(f"ab: noise floor over {nf['samples']} frames: identical={nf['identical']} "
+      f"psnr_min_db={nf['psnr_min_db']} ssim_min={nf['ssim_min']}")
+for c in s["collapses"]:
+    arms = ", ".join(f"{k}: bad={v['bad']} psnr={v['psnr_db']} ssim={v['ssim']}"
+                     for k, v in c["arms"].items())
+    print(f"ab: frame {c['frame']}: {c['verdict']} ({arms}); session: {c['session_verdict']}")
+if not s["collapses"]:
+    print("ab: the baseline has no collapse (nothing to judge; the study ran end to end)")
+sys.exit(1 if s.get("problem") else 0)
+PY
+        [[ ${PIPESTATUS[0]} -eq 0 ]] || mismatch "the study's baseline cannot be compared (see summary.txt)"
+    fi
+fi
+
 if ((${#MISMATCHES[@]})); then
     printf 'MISMATCH %s\n' "${MISMATCHES[@]}" >"$OUT/result.txt"
     say "gpu-check: FAILED, ${#MISMATCHES[@]} mismatch(es) (outputs in $OUT)"

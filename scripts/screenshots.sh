@@ -43,5 +43,16 @@ if [[ -f "$snap" ]] && "$bin/fragscope" --help | grep -q '^  import '; then
 else
   echo "== no real snapshot at $snap (or no import command): skipped ==" >&2
 fi
+if "$bin/fragscope" --version | grep -q '^video metrics built'; then
+  echo "== fragscope ab study of tests/ab/gen_frames.py (synthetic frames) =="
+  rm -rf "$out/ab-study"
+  FRAGSCOPE_NO_PROGRESS=1 "$bin/fragscope" ab -o "$out/ab-study" -- python3 \
+    "$root/tests/ab/gen_frames.py" --out '{run}' --alloc-break 7 --content-break 12
+  gui --screenshots "$out/ab" "$out/ab-study"
+  mv "$out/ab/study-1.png" "$out/ab/study.png"
+  "$bin/fragscope" export frames "$out/ab-study" --frame 7 -o "$out/ab/frame7.png"
+else
+  echo "== no video metrics in this build: the ab study skipped ==" >&2
+fi
 echo "== screenshots in $out =="
 find "$out" -name '*.png' | sort

@@ -244,7 +244,9 @@ FRAGSCOPE_COMMAND({
                "--step, the last one at --to (default: the session end). Each row equals\n"
                "`fragscope state --at TIME_NS` for its track.\n"
                "Frames: the thumbnails `metrics compute` kept of frames N-K to N+K, each with its\n"
-               "video metrics (red where a collapse rule breaks) and a red frame when collapsed.",
+               "video metrics (red where a collapse rule breaks) and a red frame when collapsed.\n"
+               "FILE may be a `fragscope ab` study folder: frame N (default: the first collapse)\n"
+               "in every run side by side, with the verdict (docs/ab.md).",
     .run = runExport,
     .order = 60,
 });

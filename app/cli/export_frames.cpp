@@ -5,12 +5,46 @@
 #include "core/store/sqlite.h"
 #include "export_timeline_data.h"
 #include "render/frame_strip.h"
+#include "render/study_strip.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 
 namespace fs::cli {
+
+namespace {
+
+// A `fragscope ab` study folder: frame N in every run (render/study_strip.h).
+int exportStudyFrames(Args& a, const std::string& folder, const std::string& out)
+{
+    const study::Study s = study::readStudy(folder);
+    render::StudyStripOptions o;
+    if (a.get("around") || a.flag("flow"))
+        throw UsageError("--around and --flow do not apply to a study's frames");
+    if (a.flag("dark")) o.theme = render::Theme::darkTheme();
+    if (auto f = a.get("frame"))
+        o.frame = parseCount(*f, "--frame");
+    else if (!s.collapses.empty())
+        o.frame = s.collapses.front().firstFrame;
+    else
+        throw UsageError("--frame N is required (the study has no collapse to default to)");
+    const study::Run* base = s.baseline();
+    if (!base || o.frame < 0 || o.frame >= base->frames)
+        throw UsageError(fmt::format("--frame {}: no such frame in the study's baseline", o.frame));
+    const QString dir = QString::fromStdString(folder);
+    const QSize size = render::studyStripSize(s, dir, o);
+    QString err;
+    if (!render::exportStudyStrip(QString::fromStdString(out), size, s, dir, o, &err)) {
+        fmt::print(stderr, "fragscope export: {}\n", err.toStdString());
+        return Failure;
+    }
+    fmt::print("wrote {} ({}x{}, frame {} of the study's runs)\n", out, size.width(), size.height(),
+               o.frame);
+    return Ok;
+}
+
+} // namespace
 
 int exportFrames(Args& a)
 {
@@ -22,6 +56,9 @@ int exportFrames(Args& a)
             fmt::format("-o {}: unknown image format '{}' (use .png, .svg or .pdf)", *out, ext));
     for (const char* opt : {"from", "to", "frames", "at", "step", "pool", "device", "level"})
         if (a.get(opt)) throw UsageError(fmt::format("--{} does not apply to export frames", opt));
+    if (std::filesystem::is_directory(session) &&
+        std::filesystem::exists(std::filesystem::path(session) / study::kStudyFile))
+        return exportStudyFrames(a, session, *out);
     render::FrameStripOptions o;
     o.around = static_cast<int>(a.getInt("around", 2));
     if (o.around < 0 || o.around > 12) throw UsageError("--around must be between 0 and 12");

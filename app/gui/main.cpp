@@ -6,6 +6,7 @@
 #include "main_window.h"
 #include "measure_open.h"
 #include "ranks_window.h"
+#include "study_window.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -110,7 +111,8 @@ int main(int argc, char** argv)
                                              "imported first (beside it, else in the cache "
                                              "directory) and reused while unchanged. Several "
                                              "files: the ranks of one job, as one view "
-                                             "(docs/ranks.md)."),
+                                             "(docs/ranks.md). A `fragscope ab` study folder "
+                                             "(or its study.json): the study view (docs/ab.md)."),
                               QStringLiteral("FILE…"));
     cli.process(app); // --help and bad options exit here
     const QStringList files = cli.positionalArguments();
@@ -120,6 +122,22 @@ int main(int argc, char** argv)
         !cli.isSet(QStringLiteral("measure-open")) && !cli.isSet(QStringLiteral("attach"))) {
         fs::gui::RanksWindow ranks(files); // several files: one job's ranks (ranks_window.h)
         ranks.show();
+        return app.exec();
+    }
+    // A `fragscope ab` study folder (or its study.json): the study view (study_window.h).
+    if (files.size() == 1 && !fs::gui::StudyWindow::studyFolder(files.front()).isEmpty() &&
+        !cli.isSet(QStringLiteral("measure-open")) && !cli.isSet(QStringLiteral("attach"))) {
+        fs::gui::StudyWindow study(fs::gui::StudyWindow::studyFolder(files.front()));
+        study.resize(1200, 820);
+        if (cli.isSet(QStringLiteral("screenshots"))) {
+            const QStringList shots =
+                study.writeScreenshots(cli.value(QStringLiteral("screenshots")));
+            for (const QString& s : shots)
+                std::printf("wrote %s\n", qPrintable(s));
+            if (!study.ok()) std::fprintf(stderr, "fragscope-gui: %s\n", qPrintable(study.error()));
+            return !study.ok() ? 2 : shots.isEmpty() ? 1 : 0;
+        }
+        study.show();
         return app.exec();
     }
     if (files.size() >= 2 && cli.isSet(QStringLiteral("screenshots"))) {

@@ -2,6 +2,7 @@
 
 #include "compare_window.h"
 #include "ranks_window.h"
+#include "study_window.h"
 #include "whatif_controller.h"
 
 #include "core/versions.h"
@@ -450,6 +451,7 @@ CompareWindow* MainWindow::compareWith(const QString& a, const QString& b)
 
 void MainWindow::openFile(const QString& path)
 {
+    if (StudyWindow::openIfStudy(path)) return; // a `fragscope ab` study: its own window
     // Rules the user saved apply to every session; the worker evaluates them.
     loader_->setRules(views::RulesEditor::enabled(views::RulesEditor::load()));
     loader_->load(path);

@@ -1,11 +1,10 @@
 #include "add_video.h"
 
+#include "core/format.h"
 #include "core/store/sqlite.h"
 #include "core/store/videos.h"
 #include "core/versions.h"
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -13,16 +12,6 @@
 namespace fs::video {
 
 namespace {
-
-std::string utcNow()
-{
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
 
 [[noreturn]] void refuseMap(const AddVideoOptions& o, const analysis::MapFit& fit)
 {
@@ -102,7 +91,7 @@ AddVideoResult addVideo(const AddVideoOptions& o)
     v.ssimHeight = a.ssimHeight;
     v.thumbWidth = a.thumbWidth;
     v.thumbHeight = a.thumbHeight;
-    v.computedAt = utcNow();
+    v.computedAt = utcNowIso();
     v.computedBy = fmt::format("fragscope {} (OpenCV {})", fragscopeVersion(), opencvVersion());
     std::map<int64_t, const analysis::VideoFrameScore*> scoreOf;
     for (const auto& s : a.scores)

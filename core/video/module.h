@@ -4,6 +4,7 @@
 // (add_video.h); tests and benchmarks link it directly (fragscope_video).
 #pragma once
 
+#include "ab_measure.h"
 #include "add_video.h"
 
 #include <string>
@@ -16,8 +17,13 @@ struct ModuleApi
     int version;
     AddVideoResult (*addVideo)(const AddVideoOptions&);
     std::string (*opencvVersion)();
+    // `fragscope ab` (ab_measure.h): a run's video scored as `metrics compute` scores it, and
+    // compared frame by frame with the baseline's.
+    VideoAnalysis (*analyzeVideo)(const std::string&, const AnalyzeOptions&);
+    std::vector<study::FrameDistance> (*compareVideos)(const std::string&, const std::string&,
+                                                       const std::atomic<bool>*);
 };
-constexpr int kModuleVersion = 1;
+constexpr int kModuleVersion = 2;
 
 // The module, loaded once. Throws std::runtime_error naming the paths tried and the loader's
 // message when it is missing or unusable.
