@@ -1,12 +1,13 @@
 // SHA-256 (FIPS 180-4), for content hashes users can check with `sha256sum` (the video a
-// session's frame metrics were computed from).
+// session's frame metrics were computed from). OpenSSL's libcrypto computes it.
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st; // OpenSSL's EVP_MD_CTX, kept out of the header
 
 namespace fs {
 
@@ -20,11 +21,11 @@ public:
     std::string hex();
 
 private:
-    void block(const uint8_t* p);
-    std::array<uint32_t, 8> h_;
-    std::array<uint8_t, 64> buf_{};
-    size_t used_ = 0;
-    uint64_t total_ = 0;
+    struct Free
+    {
+        void operator()(evp_md_ctx_st* c) const;
+    };
+    std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
 // SHA-256 of a file's bytes (throws SessionError naming the file when it cannot be read).
