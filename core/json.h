@@ -10,7 +10,7 @@ namespace fs {
 
 // Version of the JSON every command prints (docs/json.md): bumped when a field is renamed or
 // removed or changes meaning; a new field does not bump it.
-constexpr int kJsonSchemaVersion = 1;
+constexpr int kJsonSchemaVersion = 2;
 
 class JsonWriter
 {

@@ -1,6 +1,7 @@
 // The state, report, collapse and metrics import commands, run as a user runs them; their JSON
 // is parsed and checked against the known answers of a hand-built session.
 #include "builder.h"
+#include "core/json.h"
 #include "core/store/debug_query.h"
 #include "core/store/session.h"
 #include "testutil.h"
@@ -170,7 +171,7 @@ private slots:
         QCOMPARE(r.exitCode, 0);
         const QJsonObject c = json(r);
         QCOMPARE(c["collapse"].toObject()["first_frame"].toInt(), 2);
-        QCOMPARE(c["schema_version"].toInt(), 1);
+        QCOMPARE(c["schema_version"].toInt(), fs::kJsonSchemaVersion);
         QCOMPARE(c["window_begin_ns"].toInteger(), qint64(1000));
         QCOMPARE(c["window_end_ns"].toInteger(), qint64(4000));
         const QJsonArray p = c["precursors"].toArray();
@@ -214,7 +215,7 @@ private slots:
         QCOMPARE(rep["tracks"].toArray().size(), 1);
         QCOMPARE(rep["frames"].toArray().size(), 3);
         QCOMPARE(rep["collapses"].toArray().size(), 1);
-        QCOMPARE(rep["schema_version"].toInt(), 1);
+        QCOMPARE(rep["schema_version"].toInt(), fs::kJsonSchemaVersion);
         QCOMPARE(rep["time_begin_ns"].toInteger(), qint64(0));
         QCOMPARE(rep["time_end_ns"].toInteger(), qint64(4000));
         const QJsonObject track = rep["tracks"].toArray()[0].toObject();

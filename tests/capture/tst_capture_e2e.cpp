@@ -3,6 +3,7 @@
 // private socket directory (FRAGSCOPE_SOCKET_DIR).
 #include "capture/recorder/recorder.h"
 #include "core/analysis/engine.h"
+#include "core/json.h"
 #include "testutil.h"
 
 #include <algorithm>
@@ -370,7 +371,7 @@ private slots:
         const auto r = run(empty.path() + "/s", {"ps", "--json"});
         QCOMPARE(r.exitCode, 0);
         const QJsonObject o = QJsonDocument::fromJson(r.out).object();
-        QCOMPARE(o["schema_version"].toInt(), 1);
+        QCOMPARE(o["schema_version"].toInt(), fs::kJsonSchemaVersion);
         QVERIFY(o["processes"].isArray());
         QCOMPARE(o["processes"].toArray().size(), 0);
     }
