@@ -316,8 +316,9 @@ GraphsReport Engine::graphs(bool replayDetail) const
         // Each correlation tests the changes of up to a million replays: the two on two cores.
         forEachChunk(2, parallelChunks(d.size(), 10'000), [&](size_t, size_t begin, size_t end) {
             for (size_t which = begin; which < end; ++which)
+                // Lag 0 only: a replay's duration against the state at its own start.
                 (which == 0 ? gi.vsFragmentation : gi.vsLargestFree) =
-                    correlate(d, which == 0 ? f : largest);
+                    correlate(d, which == 0 ? f : largest, 0);
         });
         gi.vsFragmentation.allocatorMetric = "fragmentation_ratio";
         gi.vsFragmentation.frameMetric = "replay_ns";

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include <boost/math/distributions/students_t.hpp>
+#include <fmt/format.h>
 
 namespace fs::analysis {
 
@@ -301,9 +302,17 @@ std::vector<double> ranksWithout(std::span<const double> ranks, std::span<const 
     return out;
 }
 
-Correlation correlate(std::span<const double> x, std::span<const double> y)
+std::string correlationTestName(const Correlation& c)
+{
+    return c.maxLag > 0
+               ? fmt::format("changes, Bartlett n_eff, Pearson+Spearman, lag 0-{}", c.maxLag)
+               : std::string("changes, Bartlett n_eff, Pearson+Spearman, lag 0");
+}
+
+Correlation correlate(std::span<const double> x, std::span<const double> y, int maxLag)
 {
     Correlation c;
+    c.maxLag = std::max(0, maxLag);
     std::vector<double> a, b;
     const size_t n = std::min(x.size(), y.size());
     for (size_t i = 0; i < n; ++i) {
@@ -337,7 +346,7 @@ Correlation correlate(std::span<const double> x, std::span<const double> y)
         }
     };
     std::vector<double> dx0, dy0, rx0, ry0;
-    for (int lag = 0; lag <= kCorrelationMaxLag; ++lag) {
+    for (int lag = 0; lag <= c.maxLag; ++lag) {
         std::vector<double> dx, dy;
         for (size_t i = static_cast<size_t>(lag) + 1; i < n; ++i) {
             const double x1 = x[i - lag], x0 = x[i - lag - 1], y1 = y[i], y0 = y[i - 1];

@@ -114,9 +114,13 @@ constexpr int kCorrelationMaxLag = 1;
 // Fewer changes than this and the autocorrelation behind n_eff cannot be estimated (at ten,
 // one lag), nor Spearman's p taken from Student's t: not tested.
 constexpr int64_t kCorrelationMinChanges = 10;
-constexpr const char* kCorrelationTest =
-    "changes, Bartlett n_eff, Pearson+Spearman, lag 0-1"; // its name in report, JSON and GUI
-Correlation correlate(std::span<const double> x, std::span<const double> y);
+// The test's name in the report, the JSON and the GUI: "changes, Bartlett n_eff,
+// Pearson+Spearman, lag 0-1" (or "lag 0" when only lag 0 was asked for).
+std::string correlationTestName(const Correlation& c);
+// maxLag: the largest lag tested (0 where no leading relation is asked about: a graph
+// replay's duration against the allocator state at its own start).
+Correlation correlate(std::span<const double> x, std::span<const double> y,
+                      int maxLag = kCorrelationMaxLag);
 // Two-sided p-value of a correlation coefficient r over n independent pairs (n may be an
 // effective, fractional size): Student's t with n - 2 degrees of freedom; 1 when n < 3.
 double correlationPValue(double r, double n);

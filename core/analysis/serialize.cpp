@@ -201,7 +201,7 @@ void writeCorrelationFields(JsonWriter& j, const Correlation& c)
     j.field("n", c.n);
     j.field("pearson", c.pearson);
     j.field("spearman", c.spearman);
-    j.field("test", kCorrelationTest);
+    j.field("test", correlationTestName(c));
     j.field("lag", c.lag);
     j.field("r_changes_kind", c.changeSpearman ? "spearman" : "pearson");
     j.field("r_changes", c.changeR);

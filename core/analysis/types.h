@@ -215,8 +215,9 @@ struct Correlation
     int64_t n = 0;       // steps with both values; never show a coefficient without it
     double pearson = 0;  // of the values themselves, lag 0: what the scatter plot draws
     double spearman = 0; // ... of their ranks
-    // The test (correlate(), docs/analysis.md "Correlations"; its name is kCorrelationTest):
+    // The test (correlate(), docs/analysis.md "Correlations"; correlationTestName names it):
     // the changes from step to step, at the lag and by the coefficient with the smallest p.
+    int maxLag = 1;              // the largest lag tested
     int lag = 0;                 // steps by which the first series leads the second
     bool changeSpearman = false; // the coefficient of the changes: Spearman, else Pearson
     double changeR = 0;          // ... its value at that lag

@@ -309,6 +309,15 @@ private slots:
         QVERIFY(std::fabs(c.changeR - best.r) < 1e-12);
         QVERIFY(std::fabs(c.p - std::min(1.0, 4 * best.p)) < 1e-12);
         QCOMPARE(c.q, c.p);
+        // Lag 0 only (a graph replay against the state at its own start): the smaller of the
+        // two lag-0 p-values times 2.
+        const Correlation c0 = correlate(x, y, 0);
+        QCOMPARE(c0.lag, 0);
+        QVERIFY(std::fabs(c0.p - std::min(1.0, 2 * std::min(tests[0].p, tests[1].p))) < 1e-12);
+        QCOMPARE(fs::analysis::correlationTestName(c0),
+                 std::string("changes, Bartlett n_eff, Pearson+Spearman, lag 0"));
+        QCOMPARE(fs::analysis::correlationTestName(c),
+                 std::string("changes, Bartlett n_eff, Pearson+Spearman, lag 0-1"));
         // 11 frames make 10 changes at lag 0 (tested) and 9 at lag 1 (not): Bonferroni over the
         // two lag-0 tests only.
         const std::vector<double> x11(x.begin(), x.begin() + 11), y11(y.begin(), y.begin() + 11);

@@ -151,7 +151,9 @@ void CorrelationTable::showPairs(const std::vector<analysis::Correlation>& pairs
                  "(bold).")
                   .arg(pairs.size())
                   .arg(analysis::kSignificanceLevel)
-                  .arg(QString::fromLatin1(analysis::kCorrelationTest)));
+                  .arg(QString::fromStdString(pairs.empty()
+                                                  ? std::string()
+                                                  : analysis::correlationTestName(pairs.front()))));
 }
 
 void CorrelationTable::requestScatter()
