@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <string_view>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -21,8 +22,27 @@ int shellStatus(int status)
     return 1;
 }
 
+// The environment the command runs with: ours with o.env set on top, built before the fork (the
+// child may call only async-signal-safe functions, and setenv allocates).
+std::vector<std::string> childEnvironment(const ChildOptions& o)
+{
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string_view kv(*e);
+        const std::string_view key = kv.substr(0, kv.find('='));
+        bool replaced = false;
+        for (const auto& [k, v] : o.env)
+            replaced = replaced || key == k;
+        if (!replaced) env.emplace_back(kv);
+    }
+    for (const auto& [k, v] : o.env)
+        env.push_back(k + "=" + v);
+    return env;
+}
+
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void execChild(const ChildOptions& o, const std::vector<char*>& argv, int out, int err)
+[[noreturn]] void execChild(const std::vector<char*>& argv, const std::vector<char*>& envp, int out,
+                            int err)
 {
     ::setpgid(0, 0);
     struct sigaction dfl
@@ -35,9 +55,7 @@ int shellStatus(int status)
     if (in >= 0) ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    for (const auto& [k, v] : o.env)
-        ::setenv(k.c_str(), v.c_str(), 1);
-    ::execvp(argv[0], argv.data());
+    ::execvpe(argv[0], argv.data(), envp.data());
     const int e = errno;
     const char* what = e == ENOENT ? ": command not found\n" : ": cannot execute: ";
     (void)!::write(2, argv[0], std::strlen(argv[0]));
@@ -83,6 +101,11 @@ ChildRun runChild(const ChildOptions& o, const std::atomic<bool>& stop)
     for (const auto& a : o.argv)
         argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    std::vector<std::string> env = childEnvironment(o);
+    std::vector<char*> envp;
+    for (std::string& e : env)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
     const int out = ::open(o.stdoutLog.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     const int err = ::open(o.stderrLog.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     const auto t0 = std::chrono::steady_clock::now();
@@ -90,7 +113,7 @@ ChildRun runChild(const ChildOptions& o, const std::atomic<bool>& stop)
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     const pid_t pid = (out >= 0 && err >= 0) ? ::fork() : -1;
-    if (pid == 0) execChild(o, argv, out, err);
+    if (pid == 0) execChild(argv, envp, out, err);
     if (out >= 0) ::close(out);
     if (err >= 0) ::close(err);
     if (pid < 0) {

@@ -42,8 +42,7 @@ int runCollapse(Args& a)
                    "precursors anyway\n",
                    a.positional()[0], frame, rules);
         for (const CommonRule& c : engine->commonRules())
-            fmt::print(stderr, "{}: rule {} (it describes the run, so it makes no collapse)\n",
-                       a.positional()[0], c.describe());
+            fmt::print(stderr, "{}: {}\n", a.positional()[0], c.explain());
         return Failure;
     }
     if (!rep) rep = engine->frameReport(frame);

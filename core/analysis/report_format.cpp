@@ -286,10 +286,7 @@ void collapsesText(std::string& out, const Report& r)
 {
     out += fmt::format("\nCollapses ({})\n", r.collapses.size());
     for (const CommonRule& c : r.commonRules)
-        out += fmt::format(
-            "  rule {} (a video rule that fires on most frames describes the video, not a "
-            "break in it: it makes no collapse)\n",
-            c.describe());
+        out += "  " + c.explain() + "\n";
     for (const CollapseReport& c : r.collapses)
         out += collapseReportText(c, r.timeBegin, r.ordinal(), c.precursors.size());
 }

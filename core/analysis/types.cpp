@@ -37,6 +37,13 @@ bool isVideoMetric(const std::string& metric)
     return std::find(names.begin(), names.end(), metric) != names.end();
 }
 
+std::string CommonRule::explain() const
+{
+    return "rule " + describe() +
+           " (a video rule that fires on most frames describes the video, not a break in it: it "
+           "makes no collapse)";
+}
+
 RuleSplit splitCommonRules(const std::vector<CollapseRule>& rules,
                            const std::vector<FrameInfo>& frames)
 {

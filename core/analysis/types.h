@@ -312,6 +312,8 @@ struct CommonRule
     int64_t fires = 0;            // frames that break it
     int64_t frames = 0;           // frames that carry its metric
     std::string describe() const; // "flow_l2_px > 8.7: not a break: fires on 39 of 48 frames"
+    // describe() and why: the one sentence report, collapse and the GUI print.
+    std::string explain() const;
     bool operator==(const CommonRule&) const = default;
 };
 struct RuleSplit

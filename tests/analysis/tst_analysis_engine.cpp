@@ -5,6 +5,8 @@
 #include "capture/sim/simulator.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/metrics.h"
+#include "core/analysis/report.h"
+#include "core/analysis/report_format.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -454,6 +456,9 @@ private slots:
         QCOMPARE(c.frames, int64_t{12});
         QCOMPARE(c.describe(),
                  std::string("flow_l2_px > 8.7: not a break: fires on 10 of 12 frames"));
+        QVERIFY(c.explain().starts_with("rule flow_l2_px > 8.7: not a break: fires on 10 of 12"));
+        // The report prints the same sentence under its collapses.
+        QVERIFY(reportText(buildReport(*e, f)).find(c.explain()) != std::string::npos);
         QCOMPARE(e->collapses().size(), size_t{1});
         QCOMPARE(e->collapses()[0].firstFrame, int64_t{6});
         QCOMPARE(e->collapses()[0].lastFrame, int64_t{6});

@@ -151,8 +151,8 @@ void CollapseInspector::setSelection(const Selection& s)
         QString common; // video rules that fire on most frames: said, never silently dropped
         if (scene_)
             for (const analysis::CommonRule& c : scene_->commonRules)
-                common += tr("<br>Rule %1 (it describes the video, so it makes no collapse).")
-                              .arg(QString::fromStdString(c.describe()).toHtmlEscaped());
+                common +=
+                    QStringLiteral("<br>") + QString::fromStdString(c.explain()).toHtmlEscaped();
         head_->setText(
             ((scene_ && !scene_->collapses.empty())
                  ? tr("%1 collapse(s). First: frames %2–%3 (%4). Click a red frame in the frames "
