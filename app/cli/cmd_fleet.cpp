@@ -1,5 +1,5 @@
 // fragscope fleet PATH… -o OUT: many sessions analysed on a Dask cluster. The work is Python's
-// (packaging/python/fragscope_fleet.py, built on Dask distributed): this command finds that
+// (app/python/fragscope_fleet.py, built on Dask distributed): this command finds that
 // script and Debian's interpreter and hands over to them, so that `fragscope fleet` is one
 // command with the others (and its --help is theirs). docs/fleet.md.
 #include "command.h"
@@ -111,7 +111,7 @@ FRAGSCOPE_COMMAND({
         "and OOMs; a file that fails is a row with its error, and a task rescheduled after its\n"
         "worker died says so. The fleet report: runs by outcome, the most common precursor\n"
         "kinds among collapsed runs, the setting that helps the most runs.\n"
-        "Runs packaging/python/fragscope_fleet.py with /usr/bin/python3 (Debian's\n"
+        "Runs app/python/fragscope_fleet.py with /usr/bin/python3 (Debian's\n"
         "python3-distributed); FRAGSCOPE_PYTHON and FRAGSCOPE_FLEET_SCRIPT override them.\n"
         "Exit status: 0 every file analysed, 2 some failed (rows with errors), 1 the cluster\n"
         "failed, 64 usage error. Cluster set-up: docs/fleet.md.",

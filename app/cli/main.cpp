@@ -1,6 +1,5 @@
 // `fragscope`: the command-line front end. Commands register themselves (command.h).
 #include "command.h"
-#include "core/huge_pages.h"
 #include "core/pages.h"
 #include "core/progress.h"
 #include "core/store/session.h"
@@ -39,18 +38,16 @@ void printUsage()
 void printVersion()
 {
     fmt::print("fragscope {}\nsession format {}\nQt {}\nSQLite {}\nfmt {}\nCUPTI {}\ncapture {}\n"
-               "video metrics {}\nmalloc huge pages {}\n",
+               "video metrics {}\n",
                fragscopeVersion(), kFormatVersion, qVersion(), sqliteVersion(), fmtVersion(),
                cuptiVersion(), captureBuilt() ? "built" : "not built (FRAGSCOPE_CAPTURE=OFF)",
-               videoBuilt() ? "built (OpenCV)" : "not built (FRAGSCOPE_VIDEO=OFF)",
-               hugePagesStatus());
+               videoBuilt() ? "built (OpenCV)" : "not built (FRAGSCOPE_VIDEO=OFF)");
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    preferHugePages(argv, true);
     keepFreedMemory();
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

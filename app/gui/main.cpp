@@ -1,6 +1,5 @@
 // fragscope-gui [FILE…] | --attach PID [-o OUT] | --screenshots DIR FILE… | --measure-open FILE |
 // --version
-#include "core/huge_pages.h"
 #include "core/store/session.h"
 #include "core/versions.h"
 #include "main_window.h"
@@ -53,7 +52,6 @@ void keepGuiHeapWarm()
 
 int main(int argc, char** argv)
 {
-    fs::preferHugePages(argv);
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--version") == 0) {
             std::printf("fragscope-gui %s\nsession format %d\nQt %s\nSQLite %s\nfmt %s\nCUPTI %s\n",

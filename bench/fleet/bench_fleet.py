@@ -22,7 +22,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "packaging", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "app", "python"))
 
 import fragscope_fleet  # noqa: E402
 

@@ -8,7 +8,6 @@
 #include "capture/sim/simulator.h"
 #include "core/alloc/graph_sharing.h"
 #include "core/analysis/engine.h"
-#include "core/huge_pages.h"
 #include "core/store/graphs.h"
 #include "core/store/ingest.h"
 #include "core/store/session.h"
@@ -86,7 +85,6 @@ double median(std::vector<double> v)
 
 int main(int argc, char** argv)
 {
-    preferHugePages(argv); // as the fragscope CLI and GUI do
     const int64_t replays = argc > 1 ? std::atoll(argv[1]) : 1'000'000;
     std::string session = argc > 2 ? argv[2] : "";
     const stdfs::path tmp =
@@ -112,7 +110,6 @@ int main(int argc, char** argv)
                    "({:.1f} s, not timed below)\n",
                    st.events, st.graphLaunches, st.kernels, session, seconds(t0));
     }
-    fmt::print("malloc huge pages: {}\n", hugePagesStatus());
     std::fflush(stdout);
 
     std::vector<double> base, full, report, baseCpu, fullCpu;

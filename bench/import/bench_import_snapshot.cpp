@@ -8,7 +8,6 @@
 //   --no-index before any of these: skip storing the analysis index (`fragscope import
 //              --no-index`); by default the import ends as `fragscope import` does, with
 //              analysis::storeViewingIndex, and its time is counted
-#include "core/huge_pages.h"
 #include "core/import/importer.h"
 
 #include "core/analysis/viewing_index.h"
@@ -168,10 +167,7 @@ int bench(const std::string& file, const stdfs::path& tmp, int runs)
 
 int main(int argc, char** argv)
 {
-    // As `fragscope import` does for a snapshot of 64 MiB or more (README, "Huge pages"); the
-    // python baseline runs with the environment the bench was given.
-    fs::preferHugePages(argv);
-    fmt::print("malloc huge pages: {}\n", fs::hugePagesStatus());
+    // The python baseline runs with the environment the bench was given.
     // --runs N first (default 1): N alternating runs of each side, medians compared.
     int runs = 1;
     for (bool more = true; more;) {

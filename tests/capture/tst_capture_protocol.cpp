@@ -362,7 +362,7 @@ private slots:
 
     void pythonHelperSpeaksIngestsMetricSyntax()
     {
-        // packaging/python/fragscope_nvtx.py builds the messages; ingest must parse them back.
+        // app/python/fragscope_nvtx.py builds the messages; ingest must parse them back.
         QProcess p;
         p.start("python3",
                 {"-c",
@@ -370,7 +370,7 @@ private slots:
                  "print(f.metric('coherence_score', 0.124, frame=16))\n"
                  "print(f.metric('flow_l2_px', 8.75, id_match_rate=0.5))\n"
                  "try:\n  f.metric('frame', 1)\nexcept ValueError: print('refused')\n",
-                 QStringLiteral(FRAGSCOPE_SOURCE_DIR "/packaging/python")});
+                 QStringLiteral(FRAGSCOPE_SOURCE_DIR "/app/python")});
         QVERIFY(p.waitForFinished(30000));
         const QList<QByteArray> lines = p.readAllStandardOutput().trimmed().split('\n');
         QCOMPARE(lines.size(), 3);

@@ -1,4 +1,4 @@
-"""tst_fleet: `fragscope fleet` (packaging/python/fragscope_fleet.py) on a local Dask cluster.
+"""tst_fleet: `fragscope fleet` (app/python/fragscope_fleet.py) on a local Dask cluster.
 
 Forty small simulated sessions: two local workers give exactly the figures of running the CLI on
 each file in turn; a corrupt file is a row with its error while the other 39 complete; a worker
@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "packaging", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "app", "python"))
 
 import fragscope_fleet  # noqa: E402
 
