@@ -65,3 +65,15 @@ fragscope_optional(FRAGSCOPE_VIDEO "Build video metrics (metrics compute, File �
   ${fragscope_have_opencv}
   "OpenCV was not found. Install it with:\n  apt-get install libopencv-dev\n(or configure with -DFRAGSCOPE_VIDEO=OFF)"
   "video metrics are not built (no OpenCV, or FRAGSCOPE_VIDEO=OFF): `metrics compute` and File › Add video… are unavailable. For them: apt-get install libopencv-dev")
+
+# simdjson (Debian libsimdjson-dev), optional: only bench_kineto_json uses it, to compare the
+# Kineto importer's streaming JsonReader with simdjson ondemand (docs/importers.md, Benchmarks).
+find_package(simdjson CONFIG QUIET)
+set(fragscope_have_simdjson OFF)
+if(simdjson_FOUND)
+  set(fragscope_have_simdjson ON)
+endif()
+fragscope_optional(FRAGSCOPE_BENCH_SIMDJSON "Build bench_kineto_json (JsonReader against simdjson)"
+  ${fragscope_have_simdjson}
+  "simdjson was not found. Install it with:\n  apt-get install libsimdjson-dev\n(or configure with -DFRAGSCOPE_BENCH_SIMDJSON=OFF)"
+  "bench_kineto_json is not built (no simdjson, or FRAGSCOPE_BENCH_SIMDJSON=OFF). For it: apt-get install libsimdjson-dev")

@@ -11,59 +11,30 @@ namespace fs::analysis {
 
 namespace {
 
-double metricOf(const VideoPair& p, size_t m)
+double metricOf(const VideoPair& p, const VideoMetric& m)
 {
     // Displacement and flicker grow with the frames between the two compared: per frame.
     const double gap = static_cast<double>(std::max<int64_t>(1, p.frame - p.reference));
-    switch (m) {
-    case 0:
-        return p.flowL2Px / gap;
-    case 1:
-        return p.warpError;
-    case 2:
-        return p.flicker / gap;
-    default:
-        return p.ssim;
-    }
+    const auto it = p.values.find(m.name);
+    const double v = it == p.values.end() ? 0.0 : it->second;
+    return m.perFrame ? v / gap : v;
+}
+
+double warpError(const VideoPair& p)
+{
+    const auto it = p.values.find("warp_error");
+    return it == p.values.end() ? 0.0 : it->second;
 }
 
 RobustScale warpScale(std::span<const VideoPair> pairs)
 {
     std::vector<double> w;
     for (const VideoPair& p : pairs)
-        w.push_back(p.warpError);
-    return videoScale(w, videoMetricSpecs()[1].scaleFloor);
+        w.push_back(warpError(p));
+    return videoScale(w, findVideoMetric("warp_error")->scaleFloor);
 }
 
 } // namespace
-
-const std::array<VideoMetricSpec, 4>& videoMetricSpecs()
-{
-    // Floors: a tenth of a pixel of displacement, half a grey level of error or flicker, and
-    // 0.005 of SSIM are below what a viewer or the codec's own noise distinguishes.
-    static const std::array<VideoMetricSpec, 4> specs = {{
-        {"flow_l2_px", 0.1, true},
-        {"warp_error", 0.5, true},
-        {"flicker", 0.5, true},
-        {"ssim_prev", 0.005, false},
-    }};
-    return specs;
-}
-
-std::vector<std::string> videoMetricNames()
-{
-    std::vector<std::string> out;
-    for (const auto& s : videoMetricSpecs())
-        out.emplace_back(s.name);
-    for (const auto& s : videoMetricSpecs())
-        out.push_back(std::string(s.name) + "_z");
-    return out;
-}
-
-bool videoMetricHigherIsWorse(std::string_view name)
-{
-    return !name.starts_with("ssim_prev");
-}
 
 RobustScale videoScale(std::span<const double> values, double floor)
 {
@@ -81,7 +52,7 @@ std::vector<int64_t> isolatedBreakCandidates(std::span<const VideoPair> pairs)
     const RobustScale s = warpScale(pairs);
     std::map<int64_t, bool> breaks;
     for (const VideoPair& p : pairs)
-        breaks[p.frame] = s.z(p.warpError) > kVideoBreakZ;
+        breaks[p.frame] = s.z(warpError(p)) > kVideoBreakZ;
     for (const auto& [frame, broken] : breaks) {
         if (!broken || frame < 1) continue; // frame i - 1 must exist
         auto next = breaks.find(frame + 1);
@@ -101,7 +72,7 @@ std::vector<VideoFrameScore> scoreVideo(std::span<const VideoPair> pairs,
         // i + 1's own comparison (two broken frames in a row are two broken frames).
         const RobustScale s = warpScale(pairs);
         for (const VideoPair& skip : skips) {
-            if (s.z(skip.warpError) > kVideoBreakZ) continue;
+            if (s.z(warpError(skip)) > kVideoBreakZ) continue;
             for (VideoPair& p : final)
                 if (p.frame == skip.frame) p = skip;
         }
@@ -111,15 +82,14 @@ std::vector<VideoFrameScore> scoreVideo(std::span<const VideoPair> pairs,
         out[i].frame = final[i].frame;
         out[i].reference = final[i].reference;
     }
-    const auto& specs = videoMetricSpecs();
-    for (size_t m = 0; m < specs.size(); ++m) {
+    for (const VideoMetric& m : videoMetrics()) {
         std::vector<double> v;
         for (const VideoPair& p : final)
             v.push_back(metricOf(p, m));
-        const RobustScale s = videoScale(v, specs[m].scaleFloor);
+        const RobustScale s = videoScale(v, m.scaleFloor);
         for (size_t i = 0; i < final.size(); ++i) {
-            out[i].values[specs[m].name] = v[i];
-            out[i].values[std::string(specs[m].name) + "_z"] = s.z(v[i]);
+            out[i].values[m.name] = v[i];
+            out[i].values[std::string(m.name) + "_z"] = s.z(v[i]);
         }
     }
     return out;

@@ -4,7 +4,8 @@
 // z-scores and the video-to-session frame mapping are decided here, once, for the CLI and the GUI.
 #pragma once
 
-#include <array>
+#include "video_metric_registry.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -21,27 +22,14 @@ struct VideoPair
 {
     int64_t frame = 0;
     int64_t reference = 0;
-    double flowL2Px = 0;        // mean |forward flow| over all pixels, in the video's own pixels
-    double warpError = 0;       // mean |frame - warped reference| over consistent pixels, 0..255
-    double flicker = 0;         // mean |luma difference|, 0..255
-    double ssim = 1;            // SSIM of the lumas
+    // Each video metric's raw value by its name (video_metric_registry.h): flow_l2_px (mean
+    // |forward flow| over all pixels, in the video's own pixels), warp_error (mean |frame - warped
+    // reference| over consistent pixels, 0..255), flicker (mean |luma difference|, 0..255),
+    // ssim_prev (SSIM of the lumas). By name, so that a new metric changes no layout across the
+    // video module's boundary.
+    std::map<std::string, double> values;
     double consistentShare = 0; // share of pixels that passed the forward-backward check
 };
-
-// One of the four video metrics: its name, the smallest spread its z-score divides by (a run
-// whose values hardly vary would otherwise turn codec noise into huge z-scores) and which
-// direction is bad.
-struct VideoMetricSpec
-{
-    const char* name;
-    double scaleFloor;
-    bool higherIsWorse;
-};
-const std::array<VideoMetricSpec, 4>& videoMetricSpecs();
-// Every frame metric `metrics compute` writes: the four metrics, then their "_z" scores.
-std::vector<std::string> videoMetricNames();
-// Whether a larger value of a video metric (or its z-score) is worse; false for ssim_prev.
-bool videoMetricHigherIsWorse(std::string_view name);
 
 // The z-score beyond which a frame breaks: the default rule `warp_error_z > 6`, and the
 // isolated-frame test.

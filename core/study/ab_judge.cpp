@@ -120,7 +120,7 @@ RunAtCollapse atCollapse(const Run& r, int64_t first, int64_t last,
             out.brokenRules = it->second;
         }
     out.inSpread = true;
-    for (const auto& spec : analysis::videoMetricSpecs()) {
+    for (const auto& spec : analysis::videoMetrics()) {
         // Oriented so that larger is worse (departure() is one-sided).
         const double sign = spec.higherIsWorse ? 1.0 : -1.0;
         std::vector<double> healthy;

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace fs::video {
 
@@ -130,6 +133,73 @@ double ssim(const cv::Mat& a, const cv::Mat& b)
     return sum / (static_cast<double>(a.rows) * a.cols);
 }
 
+namespace {
+
+// What every measurement of one pair reads: the two frames, both flows, the reference warped onto
+// the current frame and the forward-backward consistency pass over them (computed once).
+struct PairContext
+{
+    const Prepared& ref;
+    const Prepared& cur;
+    const cv::Mat& forward;
+    const cv::Mat& backward;
+    const Geometry& g;
+    cv::Mat warped;
+    double flowSum = 0;     // sum of |forward flow| over all work pixels
+    double errSum = 0;      // sum of the mean |cur - warped| over the consistent pixels
+    int64_t consistent = 0; // pixels that passed the forward-backward check
+    double pixels() const { return static_cast<double>(g.work.width) * g.work.height; }
+};
+
+// How each video metric is measured, by its name in analysis::videoMetrics() (a new metric: a
+// function here and its entry in core/analysis/video_metric_registry.cpp; docs/architecture.md).
+// `stage` is where its time is counted (stage_clock.h).
+struct Measure
+{
+    const char* name;
+    Stage stage;
+    double (*measure)(const PairContext&);
+};
+
+const Measure kMeasures[] = {
+    {"flow_l2_px", Stage::Warp,
+     [](const PairContext& c) { return c.flowSum / c.pixels() * c.g.toVideoPixels; }},
+    {"warp_error", Stage::Warp,
+     [](const PairContext& c) {
+         if (c.consistent > 0) return c.errSum / static_cast<double>(c.consistent);
+         // Nothing consistent (another scene entirely): the whole frame's error says so.
+         cv::Mat all;
+         cv::absdiff(c.cur.work, c.warped, all);
+         const cv::Scalar mean = cv::mean(all);
+         return (mean[0] + mean[1] + mean[2]) / 3;
+     }},
+    {"flicker", Stage::Warp,
+     [](const PairContext& c) {
+         cv::Mat diff;
+         cv::absdiff(c.ref.gray, c.cur.gray, diff);
+         return cv::mean(diff)[0];
+     }},
+    {"ssim_prev", Stage::Ssim,
+     [](const PairContext& c) { return ssim(c.ref.ssimGray, c.cur.ssimGray); }},
+};
+
+const Measure* findMeasure(std::string_view name)
+{
+    for (const Measure& m : kMeasures)
+        if (name == m.name) return &m;
+    return nullptr;
+}
+
+} // namespace
+
+std::vector<std::string> measuredMetricNames()
+{
+    std::vector<std::string> out;
+    for (const Measure& m : kMeasures)
+        out.emplace_back(m.name);
+    return out;
+}
+
 analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const cv::Mat& forward,
                                 const cv::Mat& backward, const Geometry& g,
                                 std::vector<uint8_t>* flowPng)
@@ -139,12 +209,13 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
     r.reference = ref.index;
     const int w = g.work.width, h = g.work.height;
     std::optional<StageTimer> timer(std::in_place, Stage::Warp);
+    PairContext ctx{ref, cur, forward, backward, g, {}};
 
     // The reference warped onto the current frame: pixel x of cur comes from x + backward(x).
     cv::Mat map;
     cv::add(backward, pixelGrid(g.work), map);
-    cv::Mat warped, forwardThere;
-    cv::remap(ref.work, warped, map, cv::noArray(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
+    cv::Mat forwardThere;
+    cv::remap(ref.work, ctx.warped, map, cv::noArray(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
     cv::remap(forward, forwardThere, map, cv::noArray(), cv::INTER_LINEAR, cv::BORDER_CONSTANT);
 
     // Forward-backward consistency (Sundaram, Brox and Keutzer 2010, as Ruder et al. 2016 use it
@@ -152,15 +223,13 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
     // it started, |b + f(x + b)|^2 <= 0.01 (|b|^2 + |f(x + b)|^2) + 0.5, inside the reference.
     // Single precision per pixel, summed per row in double.
     const float maxX = static_cast<float>(w - 1), maxY = static_cast<float>(h - 1);
-    double errSum = 0, flowSum = 0;
-    int64_t consistent = 0;
     for (int y = 0; y < h; ++y) {
         const auto* b = backward.ptr<cv::Vec2f>(y);
         const auto* f = forwardThere.ptr<cv::Vec2f>(y);
         const auto* fw = forward.ptr<cv::Vec2f>(y);
         const auto* m = map.ptr<cv::Vec2f>(y);
         const auto* c = cur.work.ptr<cv::Vec3b>(y);
-        const auto* wp = warped.ptr<cv::Vec3b>(y);
+        const auto* wp = ctx.warped.ptr<cv::Vec3b>(y);
         float rowFlow = 0;
         int rowErr = 0, rowCount = 0;
         for (int x = 0; x < w; ++x) {
@@ -174,27 +243,23 @@ analysis::VideoPair measurePair(const Prepared& ref, const Prepared& cur, const 
                       std::abs(c[x][2] - wp[x][2]);
             ++rowCount;
         }
-        flowSum += rowFlow;
-        errSum += rowErr / 3.0;
-        consistent += rowCount;
+        ctx.flowSum += rowFlow;
+        ctx.errSum += rowErr / 3.0;
+        ctx.consistent += rowCount;
     }
-    const double pixels = static_cast<double>(w) * h;
-    r.flowL2Px = flowSum / pixels * g.toVideoPixels;
-    r.consistentShare = static_cast<double>(consistent) / pixels;
-    if (consistent > 0) {
-        r.warpError = errSum / static_cast<double>(consistent);
-    } else { // nothing consistent (another scene entirely): the whole frame's error says so
-        cv::Mat all;
-        cv::absdiff(cur.work, warped, all);
-        const cv::Scalar mean = cv::mean(all);
-        r.warpError = (mean[0] + mean[1] + mean[2]) / 3;
-    }
+    r.consistentShare = static_cast<double>(ctx.consistent) / ctx.pixels();
 
-    cv::Mat diff;
-    cv::absdiff(ref.gray, cur.gray, diff);
-    r.flicker = cv::mean(diff)[0];
-    timer.emplace(Stage::Ssim);
-    r.ssim = ssim(ref.ssimGray, cur.ssimGray);
+    // Every registered metric, by name; a registered metric without a measurement here is the
+    // video module's error (tst_video_metrics checks both lists agree).
+    Stage stage = Stage::Warp;
+    for (const analysis::VideoMetric& metric : analysis::videoMetrics()) {
+        const Measure* m = findMeasure(metric.name);
+        if (!m)
+            throw std::logic_error(std::string("the video module has no measurement for ") +
+                                   metric.name);
+        if (m->stage != stage) timer.emplace(stage = m->stage);
+        r.values[metric.name] = m->measure(ctx);
+    }
 
     if (flowPng) {
         timer.emplace(Stage::FlowImage);

@@ -11,7 +11,10 @@
 
 namespace fs::video {
 
-// What the module exports (fragscope_video_module()); kModuleVersion changes with its layout.
+// What the module exports (fragscope_video_module()); kModuleVersion changes with this table's
+// layout only. The metrics cross by name (analysis::VideoPair::values): the loader checks that
+// the module measures exactly the metrics of this build's registry (video_metric_registry.h),
+// so a new metric needs no version change.
 struct ModuleApi
 {
     int version;
@@ -22,8 +25,9 @@ struct ModuleApi
     VideoAnalysis (*analyzeVideo)(const std::string&, const AnalyzeOptions&);
     std::vector<study::FrameDistance> (*compareVideos)(const std::string&, const std::string&,
                                                        const std::atomic<bool>*);
+    std::vector<std::string> (*metricNames)(); // measuredMetricNames()
 };
-constexpr int kModuleVersion = 2;
+constexpr int kModuleVersion = 3;
 
 // The module, loaded once. Throws std::runtime_error naming the paths tried and the loader's
 // message when it is missing or unusable.

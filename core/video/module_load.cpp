@@ -2,6 +2,9 @@
 
 #include "core/locate.h"
 
+#include "core/analysis/video_metric_registry.h"
+
+#include <algorithm>
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,6 +40,19 @@ const ModuleApi* load(std::string& error)
     if (!api || api->version != kModuleVersion) {
         error = fmt::format("{}: not this fragscope's video module (version {}, expected {})", path,
                             api ? api->version : 0, kModuleVersion);
+        return nullptr;
+    }
+    // The metrics by name: a module built with another list of metrics than this build's
+    // registry (a stale build) would leave some unmeasured or write some nobody knows.
+    std::vector<std::string> theirs = api->metricNames();
+    std::vector<std::string> ours;
+    for (const analysis::VideoMetric& m : analysis::videoMetrics())
+        ours.emplace_back(m.name);
+    std::sort(theirs.begin(), theirs.end());
+    std::sort(ours.begin(), ours.end());
+    if (theirs != ours) {
+        error = fmt::format("{}: not this fragscope's video module (it measures {}, expected {})",
+                            path, fmt::join(theirs, ", "), fmt::join(ours, ", "));
         return nullptr;
     }
     return api; // never unloaded: its code may run until exit

@@ -63,6 +63,10 @@ VideoAnalysis analyzeVideo(const std::string& path, const AnalyzeOptions& o = {}
 // analyzeVideo.
 int64_t declaredFrames(const std::string& path);
 
+// The video metrics this code measures, by name (frame_measure.cpp): the module exports them and
+// the apps check them against analysis::videoMetrics() when they load it (module.h).
+std::vector<std::string> measuredMetricNames();
+
 // OpenCV's version ("4.6.0"), for --version.
 std::string opencvVersion();
 

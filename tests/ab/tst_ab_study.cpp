@@ -36,10 +36,10 @@ Run makeRun(const std::string& folder, std::vector<int64_t> brokenFrames, double
         const bool bad =
             std::find(brokenFrames.begin(), brokenFrames.end(), f) != brokenFrames.end();
         const double wobble = 0.02 * static_cast<double>(f % 3);
-        p.flowL2Px = 1 + wobble;
-        p.warpError = bad ? 80 : 1 + wobble;
-        p.flicker = bad ? 60 : 3 + wobble;
-        p.ssim = bad ? 0.1 : 0.95 - wobble;
+        p.values = {{"flow_l2_px", 1 + wobble},
+                    {"warp_error", bad ? 80 : 1 + wobble},
+                    {"flicker", bad ? 60 : 3 + wobble},
+                    {"ssim_prev", bad ? 0.1 : 0.95 - wobble}};
         pairs.push_back(p);
     }
     r.scores = analysis::scoreVideo(pairs);

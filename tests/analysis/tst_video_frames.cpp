@@ -5,6 +5,8 @@
 #include <QTest>
 
 #include <cmath>
+#include <set>
+#include <string>
 
 using namespace fs::analysis;
 
@@ -15,10 +17,7 @@ VideoPair pair(int64_t frame, double warp, double flow = 2.0, int64_t ref = -1)
     VideoPair p;
     p.frame = frame;
     p.reference = ref < 0 ? frame - 1 : ref;
-    p.warpError = warp;
-    p.flowL2Px = flow;
-    p.flicker = 10;
-    p.ssim = 0.9;
+    p.values = {{"warp_error", warp}, {"flow_l2_px", flow}, {"flicker", 10}, {"ssim_prev", 0.9}};
     return p;
 }
 
@@ -76,6 +75,36 @@ private slots:
         QCOMPARE(s[0].values.size(), size_t{8}); // 4 metrics + 4 z-scores
         QCOMPARE(videoMetricNames().size(), size_t{8});
         QCOMPARE(videoMetricNames()[5], std::string("warp_error_z"));
+    }
+
+    // The registry (video_metric_registry.h, docs/architecture.md): every metric found by its
+    // name and by its z-score's name, names unique, directions and per-frame scaling as listed.
+    void registryByName()
+    {
+        std::set<std::string> names;
+        for (const VideoMetric& m : videoMetrics()) {
+            QVERIFY2(names.insert(m.name).second, m.name);
+            QCOMPARE(findVideoMetric(m.name), &m);
+            QCOMPARE(findVideoMetric(std::string(m.name) + "_z"), &m);
+            QVERIFY(m.scaleFloor > 0);
+            QVERIFY(std::string(m.unit).size() > 0 && std::string(m.description).size() > 0);
+        }
+        QCOMPARE(names.size(), size_t{4});
+        QCOMPARE(findVideoMetric("nope"), nullptr);
+        QCOMPARE(findVideoMetric("_z"), nullptr);
+        // ssim_prev is the one where smaller is worse; flow and flicker are per frame.
+        QVERIFY(!videoMetricHigherIsWorse("ssim_prev") && !videoMetricHigherIsWorse("ssim_prev_z"));
+        QVERIFY(videoMetricHigherIsWorse("warp_error_z"));
+        QVERIFY(findVideoMetric("flow_l2_px")->perFrame && findVideoMetric("flicker")->perFrame);
+        QVERIFY(!findVideoMetric("warp_error")->perFrame);
+        // A pair 4 -> 6 with flicker 8 (two frames apart): 8 / 2 = 4 per frame; SSIM 0.7 as is.
+        VideoPair p = pair(6, 1.0, 4.0, 4);
+        p.values["flicker"] = 8;
+        p.values["ssim_prev"] = 0.7;
+        const auto s = scoreVideo(std::vector<VideoPair>{p});
+        QCOMPARE(s[0].values.at("flicker"), 4.0);
+        QCOMPARE(s[0].values.at("flow_l2_px"), 2.0);
+        QCOMPARE(s[0].values.at("ssim_prev"), 0.7);
     }
 
     // Frame 5 replaced: pairs 5 (4->5) and 6 (5->6) both break, so 5 is a candidate; the skip

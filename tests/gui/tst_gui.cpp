@@ -8,7 +8,10 @@
 #include "testutil.h"
 #include "widgets/correlation_table.h"
 #include "widgets/frames_model.h"
+#include "widgets/graphs_panel.h"
 #include "widgets/heatmap_widget.h"
+#include "widgets/oom_list.h"
+#include "widgets/panel.h"
 #include "widgets/panels.h"
 #include "widgets/plot_widgets.h"
 #include "widgets/precursor_model.h"
@@ -34,6 +37,8 @@
 #include <QXmlStreamReader>
 #include <QtTest>
 #include <qcustomplot.h>
+
+#include <algorithm>
 
 using namespace fs;
 
@@ -99,6 +104,41 @@ private slots:
         QVERIFY(pre.rowCount() > 0);
         pre.resetData({}, 0, TimeAxis::Nanoseconds);
         QCOMPARE(pre.rowCount(), 0);
+    }
+
+    // docs/architecture.md "Add a GUI panel": every Panel the main window builds is in the list
+    // it hands scenes to (once), and the list holds the nine panels in the order they took their
+    // scenes by name before: the heatmap first, then the per-track views, then the per-session
+    // ones; five follow the track and six take the complete scene.
+    void everyPanelIsListed()
+    {
+        gui::MainWindow w;
+        const std::vector<views::Panel*>& panels = w.panels();
+        int built = 0;
+        for (QWidget* child : w.findChildren<QWidget*>())
+            if (auto* panel = dynamic_cast<views::Panel*>(child)) {
+                ++built;
+                QVERIFY2(std::count(panels.begin(), panels.end(), panel) == 1,
+                         child->metaObject()->className());
+            }
+        QCOMPARE(built, static_cast<int>(panels.size()));
+        const std::vector<views::Panel*> expected = {w.heatmap(),
+                                                     w.histogram(),
+                                                     w.memmap(),
+                                                     w.inspector(),
+                                                     w.details(),
+                                                     w.kernels(),
+                                                     w.findChild<views::OomList*>(),
+                                                     w.correlationTable(),
+                                                     w.graphsPanel()};
+        QVERIFY(panels == expected);
+        int track = 0, complete = 0;
+        for (views::Panel* panel : panels) {
+            track += panel->follows() == views::Panel::Follows::Track;
+            complete += panel->needsCompleteScene();
+        }
+        QCOMPARE(track, 5);
+        QCOMPARE(complete, 6);
     }
 
     void selectCollapsedFrameDrivesEveryView()

@@ -207,6 +207,23 @@ private slots:
         QVERIFY(!images->flow(1).empty());
     }
 
+    // A module whose metrics are not this build's registry's (one renamed: ssim_prev -> ssim) is
+    // refused by name, naming both lists, before any work (docs/architecture.md): no version
+    // number had to change for the loader to tell.
+    void staleModuleIsRefusedByName()
+    {
+        const QString s = freshSession("stale.fragscope");
+        QProcessEnvironment env;
+        env.insert("FRAGSCOPE_VIDEO_MODULE", FRAGSCOPE_STALE_VIDEO_MODULE);
+        const auto r = fstest::runCliIn({}, {"metrics", "compute", s, path("broken17.mp4")}, env);
+        QVERIFY2(r.exitCode != 0, r.err.constData());
+        QVERIFY2(r.err.contains("not this fragscope's video module (it measures flicker, "
+                                "flow_l2_px, ssim, warp_error, expected flicker, flow_l2_px, "
+                                "ssim_prev, warp_error)"),
+                 r.err.constData());
+        QCOMPARE(count(s, "SELECT COUNT(*) FROM frame_metrics WHERE name = 'ssim_prev'"), 0);
+    }
+
     void badInput_data()
     {
         QTest::addColumn<QString>("what");

@@ -16,6 +16,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
 #include <set>
 #include <unistd.h>
 
@@ -214,6 +215,20 @@ private slots:
         const auto a = video::analyzeVideo(path("mandelbrot.mkv").toStdString());
         QCOMPARE(a.frames, int64_t{32});
         QVERIFY2(flagged(a).empty(), qPrintable(describe(a)));
+    }
+
+    // The module's measurements and the registry (docs/architecture.md): exactly one
+    // measurement per registered metric, by name (the loader refuses a module where they differ).
+    void everyRegisteredMetricIsMeasured()
+    {
+        std::vector<std::string> measured = fs::video::measuredMetricNames();
+        std::vector<std::string> registered;
+        for (const auto& m : fs::analysis::videoMetrics())
+            registered.emplace_back(m.name);
+        std::sort(measured.begin(), measured.end());
+        std::sort(registered.begin(), registered.end());
+        QCOMPARE(measured, registered);
+        QCOMPARE(std::set<std::string>(measured.begin(), measured.end()).size(), measured.size());
     }
 
     void declaredFrames()

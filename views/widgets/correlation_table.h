@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/analysis/types.h"
+#include "panel.h"
 
 #include <QWidget>
 #include <memory>
@@ -27,7 +28,7 @@ namespace fs::views {
 
 class JobTracker;
 
-class CorrelationTable : public QWidget
+class CorrelationTable : public QWidget, public Panel
 {
     Q_OBJECT
 public:
@@ -47,6 +48,12 @@ public:
     };
     explicit CorrelationTable(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene);
+    void showScene(std::shared_ptr<const render::Scene> scene, int) override
+    {
+        setScene(std::move(scene));
+    }
+    Follows follows() const override { return Follows::Session; }
+    bool needsCompleteScene() const override { return true; }
     QTreeWidget* tree() const { return tree_; }
     QCustomPlot* scatter() const { return scatter_; }
     void setDark(bool dark);

@@ -6,6 +6,7 @@
 
 #include "graphs_overlay.h"
 #include "jobs.h"
+#include "panel.h"
 #include "render/render.h"
 
 #include <QAbstractTableModel>
@@ -54,7 +55,7 @@ private:
     std::shared_ptr<const analysis::GraphsReport> r_;
 };
 
-class GraphsPanel : public QWidget
+class GraphsPanel : public QWidget, public Panel
 {
     Q_OBJECT
 public:
@@ -62,6 +63,11 @@ public:
     ~GraphsPanel() override;
     // Computes the report for a new engine (a scene with the same engine keeps the last one).
     void setScene(std::shared_ptr<const render::Scene> scene);
+    void showScene(std::shared_ptr<const render::Scene> scene, int) override
+    {
+        setScene(std::move(scene));
+    }
+    Follows follows() const override { return Follows::Session; }
     std::shared_ptr<const analysis::GraphsReport> report() const { return report_; }
     bool busy() const { return jobs_->busy(); }
     GraphsModel* model() const { return model_; }

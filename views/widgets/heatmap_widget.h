@@ -10,6 +10,7 @@
 #include "core/analysis/explore.h"
 #include "graphs_overlay.h"
 #include "jobs.h"
+#include "panel.h"
 #include "render/render.h"
 #include "selection.h"
 
@@ -22,7 +23,7 @@
 
 namespace fs::views {
 
-class HeatmapWidget : public QWidget
+class HeatmapWidget : public QWidget, public Panel
 {
     Q_OBJECT
 public:
@@ -30,6 +31,11 @@ public:
     ~HeatmapWidget() override;
     static constexpr double kLegendWidth = 250; // the colouring legend's column (pixels)
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void showScene(std::shared_ptr<const render::Scene> scene, int track) override
+    {
+        setScene(std::move(scene), track);
+    }
+    Follows follows() const override { return Follows::Track; }
     void setTrack(int track);
     int track() const { return track_; }
     const std::shared_ptr<const render::Scene>& scene() const { return scene_; }

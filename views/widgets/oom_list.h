@@ -3,6 +3,8 @@
 // Activating a row drives every view like a collapse: its frame, its instant marked.
 #pragma once
 
+#include "panel.h"
+
 #include <QWidget>
 #include <cstdint>
 #include <memory>
@@ -16,12 +18,18 @@ struct Scene;
 
 namespace fs::views {
 
-class OomList : public QWidget
+class OomList : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit OomList(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene);
+    void showScene(std::shared_ptr<const render::Scene> scene, int) override
+    {
+        setScene(std::move(scene));
+    }
+    Follows follows() const override { return Follows::Session; }
+    bool needsCompleteScene() const override { return true; }
     QTreeWidget* tree() const { return tree_; }
     int count() const;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/settings/settings.h"
+#include "panel.h"
 #include "precursor_model.h"
 #include "selection.h"
 
@@ -18,12 +19,18 @@ class QTreeWidget;
 
 namespace fs::views {
 
-class CollapseInspector : public QWidget
+class CollapseInspector : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit CollapseInspector(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void showScene(std::shared_ptr<const render::Scene> scene, int track) override
+    {
+        setScene(std::move(scene), track);
+    }
+    Follows follows() const override { return Follows::Track; }
+    bool needsCompleteScene() const override { return true; }
     void setSelection(const Selection& s);
     PrecursorModel* model() const { return model_; }
     QTableView* table() const { return table_; }
@@ -52,12 +59,18 @@ private:
     PrecursorModel* model_ = nullptr;
 };
 
-class AllocationDetails : public QWidget
+class AllocationDetails : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit AllocationDetails(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void showScene(std::shared_ptr<const render::Scene> scene, int track) override
+    {
+        setScene(std::move(scene), track);
+    }
+    Follows follows() const override { return Follows::Track; }
+    bool needsCompleteScene() const override { return true; }
     void setSelection(const Selection& s);
     QTreeWidget* tree() const { return tree_; }
     // The stack filter (analysis::viewStack): off shows every frame as recorded.

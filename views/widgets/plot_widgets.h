@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/analysis/graphs.h"
+#include "panel.h"
 #include "render/charts.h"
 #include "selection.h"
 
@@ -77,12 +78,18 @@ private:
     std::string metric_; // the ruled frame metric's panel (render::TimelinePlot::metric)
 };
 
-class HistogramWidget : public QWidget
+class HistogramWidget : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit HistogramWidget(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void showScene(std::shared_ptr<const render::Scene> scene, int track) override
+    {
+        setScene(std::move(scene), track);
+    }
+    Follows follows() const override { return Follows::Track; }
+    bool needsCompleteScene() const override { return true; }
     void setSelection(const Selection& s);
     // Fragments shown now (frame end or instant) and the comparison frame's.
     // The engine's log2 bins drawn (State::histogram.log2 at the instant, and at frame f-1).
@@ -107,12 +114,18 @@ private:
 };
 
 // Memory map at the selected frame's end (or the session end), painted by fragscope_render.
-class MemMapWidget : public QWidget
+class MemMapWidget : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit MemMapWidget(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene, int track);
+    void showScene(std::shared_ptr<const render::Scene> scene, int track) override
+    {
+        setScene(std::move(scene), track);
+    }
+    Follows follows() const override { return Follows::Track; }
+    bool needsCompleteScene() const override { return true; }
     void setSelection(const Selection& s);
     void setDark(bool dark);
     void setSnapshot(std::shared_ptr<const CursorSnapshot> s); // the map at the time cursor
@@ -133,12 +146,17 @@ private:
 };
 
 // Kernels and graph launches of the selected frame as a lane, with new kernel variants marked.
-class KernelLaneWidget : public QWidget
+class KernelLaneWidget : public QWidget, public Panel
 {
     Q_OBJECT
 public:
     explicit KernelLaneWidget(QWidget* parent = nullptr);
     void setScene(std::shared_ptr<const render::Scene> scene);
+    void showScene(std::shared_ptr<const render::Scene> scene, int) override
+    {
+        setScene(std::move(scene));
+    }
+    Follows follows() const override { return Follows::Session; }
     void setSelection(const Selection& s);
     QStringList newVariants() const;
     // Kernels the engine reports as a kernel-variant shift in the selected frame.
