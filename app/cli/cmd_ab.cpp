@@ -10,6 +10,7 @@
 #include "ab_runner.h"
 #include "capture/recorder/launcher.h"
 #include "cli_settings.h"
+#include "core/alloc/config.h"
 #include "core/analysis/engine.h"
 #include "core/format.h"
 #include "core/progress.h"
@@ -78,17 +79,16 @@ ArmSpec parseArm(const std::string& text)
     return a;
 }
 
-// expandable_segments:True added to whatever allocator settings the environment has, under
-// both names PyTorch reads (PYTORCH_ALLOC_CONF since 2.6, PYTORCH_CUDA_ALLOC_CONF before).
+// expandable_segments:True added to the allocator settings PyTorch would read from the
+// environment (fs::alloc::effectiveEnvConf: PYTORCH_CUDA_ALLOC_CONF when set, else
+// PYTORCH_ALLOC_CONF), under both names.
 Env expandableEnv()
 {
     Env env;
+    const alloc::EnvConf effective =
+        alloc::effectiveEnvConf([](const char* n) -> const char* { return ::getenv(n); });
     for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"}) {
-        const char* own = ::getenv(name);
-        const char* other =
-            ::getenv(std::string(name) == "PYTORCH_ALLOC_CONF" ? "PYTORCH_CUDA_ALLOC_CONF"
-                                                               : "PYTORCH_ALLOC_CONF");
-        std::string v = own && *own ? own : other ? other : "";
+        std::string v = effective.text;
         static const std::regex old("(^|,)\\s*expandable_segments\\s*:[^,]*");
         v = std::regex_replace(v, old, "");
         if (!v.empty() && v.front() == ',') v.erase(0, 1);

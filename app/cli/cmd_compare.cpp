@@ -1,8 +1,9 @@
-// fragscope compare A B [--json]: two sessions side by side (actual vs what-if, or two
-// recordings). Figures come from fs::analysis::compareSessions (the analysis engine); this file
-// only prints.
+// fragscope compare A B [--json] [--by callsite [--at peak|end]]: two sessions side by side
+// (actual vs what-if, or two recordings), or their bytes by call site. Figures come from
+// fs::analysis::compareSessions (the analysis engine); this file only prints.
 #include "command.h"
 #include "core/analysis/compare.h"
+#include "core/analysis/engine.h"
 #include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
@@ -41,9 +42,67 @@ void point(JsonWriter& j, const char* key, const PointFigures& p, bool frames)
     j.endObject();
 }
 
+// --by callsite: the bytes each call site holds at each run's peak (or end), B - A.
+int runByCallSite(Args& a)
+{
+    const std::string at = a.get("at").value_or("peak");
+    if (at != "peak" && at != "end") throw UsageError("--at '" + at + "': expected peak or end");
+    const int64_t top = a.getInt("top", 20);
+    if (top < 1) throw UsageError("--top must be at least 1");
+    const std::string& pa = a.positional()[0];
+    const std::string& pb = a.positional()[1];
+    const CallSiteComparison c = compareCallSites(Engine::open(pa), Engine::open(pb), at == "end");
+    if (a.flag("json")) {
+        JsonWriter j;
+        j.beginDocument();
+        j.field("at", at);
+        auto sideJson = [&](const char* key, const std::string& path, int64_t t, uint64_t held) {
+            j.key(key).beginObject();
+            j.field("file", path).field("time_ns", t).field("held_bytes", held);
+            j.endObject();
+        };
+        sideJson("a", pa, c.aTime, c.aBytes);
+        sideJson("b", pb, c.bTime, c.bBytes);
+        j.field("stacks_recorded", c.stacksRecorded);
+        j.key("callsites").beginArray();
+        for (const CallSiteDelta& r : c.rows)
+            j.beginObject()
+                .field("site", r.site)
+                .field("a_bytes", r.aBytes)
+                .field("b_bytes", r.bBytes)
+                .field("delta_bytes", r.deltaBytes)
+                .endObject();
+        j.endArray();
+        j.endObject();
+        fmt::print("{}\n", j.str());
+        return Ok;
+    }
+    fmt::print("A: {}\nB: {}\nbytes held by call site at each run's {}{}\n\n", pa, pb,
+               at == "end" ? "end" : "allocated peak",
+               c.stacksRecorded ? "" : " (no stacks recorded: one row)");
+    fmt::print("{:>12} {:>12} {:>12}  {}\n", "A", "B", "B - A", "call site");
+    fmt::print("{:>12} {:>12} {:>12}  {}\n", humanBytes(c.aBytes), humanBytes(c.bBytes),
+               signedHumanBytes(static_cast<int64_t>(c.bBytes) - static_cast<int64_t>(c.aBytes)),
+               "(all)");
+    for (size_t i = 0; i < c.rows.size() && i < static_cast<size_t>(top); ++i) {
+        const CallSiteDelta& r = c.rows[i];
+        fmt::print("{:>12} {:>12} {:>12}  {}\n", humanBytes(r.aBytes), humanBytes(r.bBytes),
+                   signedHumanBytes(r.deltaBytes), r.site);
+    }
+    if (c.rows.size() > static_cast<size_t>(top))
+        fmt::print("... {} more call sites (--top N, or --json for all)\n",
+                   c.rows.size() - static_cast<size_t>(top));
+    return Ok;
+}
+
 int runCompare(Args& a)
 {
     a.expectPositional(2, "A B");
+    if (auto by = a.get("by")) {
+        if (*by != "callsite") throw UsageError("--by '" + *by + "': expected callsite");
+        return runByCallSite(a);
+    }
+    if (a.get("at")) throw UsageError("--at needs --by callsite");
     const int samples = static_cast<int>(a.getInt("samples", 100));
     if (samples < 1 || samples > 100000) throw UsageError("--samples must be 1..100000");
     const Comparison c = compareSessions(a.positional()[0], a.positional()[1], samples);
@@ -140,9 +199,15 @@ int runCompare(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "compare",
-    .synopsis = "A B [--samples N] [--json]",
+    .synopsis = "A B [--samples N] [--json] | A B --by callsite [--at peak|end] [--top N] [--json]",
     .summary = "Two sessions side by side: reserved, F, largest free block, collapses, OOMs",
     .options = {{"samples", "N", "rows when the sessions are aligned by time (default 100)"},
+                {"by", "callsite",
+                 "instead: the bytes each call site holds in A and in B, largest growth\n"
+                 "first"},
+                {"at", "peak|end",
+                 "with --by callsite: at each run's allocated-bytes peak (default) or end"},
+                {"top", "N", "with --by callsite: text rows (default 20)"},
                 {"json", "", "print one JSON object instead of text"}},
     .details =
         "Use it for an actual run against its what-if replay (fragscope whatif -o) or for two\n"
@@ -152,7 +217,12 @@ FRAGSCOPE_COMMAND({
         "every instant; docs/analysis.md \"Summary\"); a session with no data at a row (past\n"
         "its end, a frame it lacks) shows none there. JSON: {schema_version, a, b, difference,\n"
         "aligned_by, rows: [{frame|offset_ns, a: {...}|null, b: {...}|null}], notes}\n"
-        "(fields: docs/json.md). See docs/whatif.md.",
+        "(fields: docs/json.md). See docs/whatif.md.\n"
+        "--by callsite: each session's default track, live blocks grouped by call site (the\n"
+        "innermost user frame, as the call-site table shows) at each run's allocated-bytes\n"
+        "peak, or end with --at end. JSON: {schema_version, at, a: {file, time_ns,\n"
+        "held_bytes}, b: {...}, stacks_recorded, callsites: [{site, a_bytes, b_bytes,\n"
+        "delta_bytes}]}, by delta_bytes descending.",
     .run = runCompare,
     .order = 76,
 });

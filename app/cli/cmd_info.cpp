@@ -1,6 +1,7 @@
 // fragscope info FILE [--json]: what a session holds and how healthy its capture was.
 #include "command.h"
 #include "core/analysis/graphs_text.h"
+#include "core/analysis/history.h"
 #include "core/analysis/serialize.h"
 #include "core/format.h"
 #include "core/json.h"
@@ -54,6 +55,8 @@ std::string toJson(const std::string& path, const SessionSummary& s,
         j.null();
     else
         j.value(allocatorSettings);
+    // The allocator history of a PyTorch snapshot, per device ([] for other sources).
+    analysis::writeHistory(j, analysis::traceHistory(s.meta));
     j.key("health");
     analysis::writeHealth(j, s.health, &graphs);
     j.endObject();
@@ -87,6 +90,13 @@ std::string toText(const std::string& path, const SessionSummary& s,
     if (!s.addressViewAvailable)
         out += "  address view  unavailable (the source has no addresses)\n";
     if (!allocatorSettings.empty()) out += fmt::format("  allocator     {}\n", allocatorSettings);
+    for (const analysis::TraceHistory& h : analysis::traceHistory(s.meta))
+        out += fmt::format(
+            "  history       device {}: {}{}, {} ghost blocks (allocated before the trace)\n",
+            h.device, h.truncated ? "TRUNCATED (the ring buffer overflowed)" : "complete",
+            h.maxEntries > 0 ? fmt::format(", {} of max {} entries", h.entries, h.maxEntries)
+                             : fmt::format(", {} entries", h.entries),
+            h.ghostBlocks);
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);
     out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly

@@ -1,9 +1,11 @@
-// fragscope state FILE --at TIME|end [--device D] [--level L] [--pools | --pool P] [--json]: the
-// allocator state of each device and level at one instant, and of each memory pool on request
-// (definitions: docs/analysis.md).
+// fragscope state FILE --at TIME|end|peak [--device D] [--level L] [--pools | --pool P]
+// [--by category] [--json]: the allocator state of each device and level at one instant, of each
+// memory pool and the live blocks by memory category on request (definitions:
+// docs/analysis.md).
 #include "cli_engine.h"
 #include "cli_settings.h"
 #include "command.h"
+#include "core/analysis/categories.h"
 #include "core/analysis/engine.h"
 #include "core/analysis/explore.h"
 #include "core/analysis/serialize.h"
@@ -41,6 +43,11 @@ int runState(Args& a)
         onlyPool = id;
     }
     const bool pools = a.flag("pools") || onlyPool.has_value();
+    bool byCategory = false;
+    if (auto b = a.get("by")) {
+        if (*b != "category") throw UsageError("--by '" + *b + "': expected category");
+        byCategory = true;
+    }
     const settings::Settings st = commandSettings(a);
     const auto engine = openEngine(a.positional()[0], st.loadOptions());
     int64_t t = 0;
@@ -72,6 +79,11 @@ int runState(Args& a)
         for (const State& s : states)
             for (PoolState& p : engine->poolStatesAt(s.device, s.level, t))
                 if (!onlyPool || p.pool == *onlyPool) poolStates.push_back(std::move(p));
+    // Memory by category (core/analysis/categories.h), one breakdown per state.
+    std::vector<CategoryBreakdown> cats;
+    if (byCategory)
+        for (const State& s : states)
+            cats.push_back(categoriesAt(*engine, s.device, s.level, t, st.categoryRules));
     const auto& sum = engine->summary();
     const bool ordinal = sum.timeAxis == TimeAxis::Ordinal;
     if (a.flag("json")) {
@@ -90,6 +102,11 @@ int runState(Args& a)
             j.field("fragmented", h.fragmented);
             j.field("free_share_ratio", h.freeShare);
             j.field("verdict", h.text);
+            if (byCategory) {
+                const CategoryBreakdown& b = cats[static_cast<size_t>(&s - states.data())];
+                j.field("category_total_bytes", b.totalBytes);
+                writeCategoryRows(j, b);
+            }
             j.endObject();
         }
         j.endArray();
@@ -118,6 +135,19 @@ int runState(Args& a)
             fmt::print("{}", stateText(s, engine->timeBegin(), ordinal));
             // F beside the free share (docs/settings.md, fragmented_min_*).
             fmt::print("  verdict            {}\n", headline(s, st.fragmented).text);
+            if (byCategory) {
+                const CategoryBreakdown& b = cats[static_cast<size_t>(&s - states.data())];
+                fmt::print("  by category        {} in {} blocks{}\n", humanBytes(b.totalBytes),
+                           b.blocks,
+                           b.stacksRecorded ? "" : " (no stack, tag or note recorded: all other)");
+                for (const CategoryRow& r : b.rows)
+                    fmt::print("    {:<16} {:>12}  {:>6.2f}%  {:>8} blocks\n",
+                               memoryCategoryName(r.category), humanBytes(r.bytes),
+                               b.totalBytes ? 100.0 * static_cast<double>(r.bytes) /
+                                                  static_cast<double>(b.totalBytes)
+                                            : 0.0,
+                               r.blocks);
+            }
             if (!pools) continue;
             fmt::print("  pools (a private pool's figures apart from the default pool's)\n");
             for (const PoolState& p : poolStates)
@@ -143,20 +173,26 @@ int runState(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "state",
     .synopsis =
-        "FILE --at TIME|end [--device D] [--level L] [--pools | --pool P] [--json] [--quiet]",
+        "FILE --at TIME|end|peak [--device D] [--level L] [--pools | --pool P] [--by category] "
+        "[--json] [--quiet]",
     .summary = "Allocator state at one instant: reserved, allocated, free fragments, F, entropy, "
                "histogram",
     .options = withSettingsOptions(
         {{"at", "TIME",
           "instant: ns (absolute session time, or the ordinal on ordinal sessions),\n"
-          "a duration from the session start (12.5s, 300ms, 2h), 'end', or\n"
-          "frame:N (the end of frame N)"},
+          "a duration from the session start (12.5s, 300ms, 2h), 'end',\n"
+          "'peak' (the default track's allocated-bytes peak), or frame:N (the end\n"
+          "of frame N)"},
          {"device", "D", "only this device (default: every device)"},
          {"level", "L", "only this level: driver, pool or framework (default: every level)"},
          {"pools", "", "also each memory pool's figures (PyTorch private pools apart)"},
          {"pool", "P",
           "only pool P: default, a PyTorch segment_pool_id 'a,b', or a pool-level\n"
           "id (0x...)"},
+         {"by", "category",
+          "also the live blocks by memory category (parameters, gradients,\n"
+          "optimizer_state, activations, kv_cache, workspace, other; rules:\n"
+          "docs/analysis.md \"Memory by category\", settings \"categories\")"},
          {"json", "", "print one JSON object instead of text"},
          {"quiet", "", "no progress line on stderr (shown only when stderr is a terminal)"}}),
     .details =
@@ -182,7 +218,10 @@ FRAGSCOPE_COMMAND({
         "--pools / --pool: the same figures per memory pool (regions.pool_id: PyTorch's\n"
         "segment_pool_id, e.g. CUDA-graph pools; the pool of a CUDA mempool); the pools of a\n"
         "track add up to its state. JSON: pools: [{pool, pool_label, device, level, ...}]\n"
-        "(no event-size entropy: that is a figure of the whole track).",
+        "(no event-size entropy: that is a figure of the whole track).\n"
+        "--by category: each state also gets category_total_bytes (= allocated_bytes +\n"
+        "allocated_outside_regions_bytes), stacks_recorded and categories: [{category,\n"
+        "bytes, blocks}], largest first, every category once.",
     .run = runState,
     .order = 40,
 });

@@ -36,6 +36,18 @@ template <typename T> void realReplay(JsonWriter& j, const char* key, T real, T 
 
 void writeDevices(JsonWriter& j, const std::vector<DeviceFigures>& devices, bool replay);
 
+// "unmodelled_settings": [{"setting": ..., "reason": ...}] (docs/json.md).
+void writeUnmodelled(JsonWriter& j, const std::vector<UnmodelledSetting>& v)
+{
+    j.key("unmodelled_settings").beginArray();
+    for (const UnmodelledSetting& u : v) {
+        j.beginObject();
+        j.field("setting", u.setting).field("reason", u.reason);
+        j.endObject();
+    }
+    j.endArray();
+}
+
 // "recommendation", "ranking" (best first) and "alternatives_skipped".
 void writeRanking(JsonWriter& j, const WhatIfResult& r)
 {
@@ -60,6 +72,7 @@ void writeRanking(JsonWriter& j, const WhatIfResult& r)
         j.field("segments", row.segments).field("cuda_malloc_calls", row.cudaMallocs);
         j.field("ooms", row.ooms);
         j.field("vs_recorded_peak_reserved_bytes", row.vsRecordedPeak);
+        writeUnmodelled(j, row.unmodelled);
         j.endObject();
     }
     j.endArray();
@@ -146,6 +159,7 @@ void writeJson(const WhatIfResult& r)
         j.field("policy", policyName(run.spec.policy));
         j.field("experimental", run.spec.policy != Policy::PyTorch);
         j.field("requests", run.requests);
+        writeUnmodelled(j, run.unmodelled);
         j.key("output_file");
         run.sessionPath.empty() ? j.null() : j.value(run.sessionPath);
         writeDevices(j, run.devices, true);
@@ -277,6 +291,10 @@ void writeText(const WhatIfResult& r)
         if (!row.why.empty()) fmt::print("tried {}: {}\n", row.label, row.why);
     for (const SkippedAlternative& s : r.skipped)
         fmt::print("skipped {}: {}\n", s.label, s.reason);
+    // Settings the model parsed but did not replay: named, never silently dropped.
+    for (const RankedRun& row : r.ranking)
+        for (const UnmodelledSetting& u : row.unmodelled)
+            fmt::print("not modelled under {}: {}: {}\n", rankedName(row), u.setting, u.reason);
     for (const RunResult& run : r.runs)
         if (!run.sessionPath.empty())
             fmt::print("\nwrote {} (a model's replay, labelled as such; not a measurement)\n",
@@ -336,9 +354,11 @@ FRAGSCOPE_COMMAND({
     .summary = "Replay a session's allocator requests under its recorded settings and others; "
                "rank them",
     .options = {{"alloc-conf", "CONF",
-                 "PYTORCH_CUDA_ALLOC_CONF settings to replay under (repeatable), e.g.\n"
-                 "expandable_segments:True,max_split_size_mb:128; without it (and --policy),\n"
-                 "the default alternatives (below) are tried and ranked"},
+                 "allocator settings (PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF text) to\n"
+                 "replay under (repeatable), e.g. expandable_segments:True,max_split_size_mb:128;\n"
+                 "every key of today's PyTorch is accepted, and those the model cannot replay\n"
+                 "(backend:cudaMallocAsync, pinned_*, ...) are named in the output; without it\n"
+                 "(and --policy), the default alternatives (below) are tried and ranked"},
                 {"policy", "NAME",
                  "pytorch (default) or tiered: lifetime-tiered pools of 4/64/512 MiB\n"
                  "granularity, experimental; added as one more run (on the last CONF, else\n"

@@ -125,6 +125,7 @@ struct CompareWindow::Loaded
     std::shared_ptr<const analysis::Comparison> ref; // A against the reference
     std::shared_ptr<const render::Scene> scene[2];
     std::string session[2]; // A's and B's sessions (an input imported for viewing: its session)
+    analysis::CallSiteComparison sites; // bytes by call site at each run's allocated peak
 };
 
 CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent,
@@ -182,7 +183,14 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
     rows_->verticalHeader()->setVisible(false);
     rows_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     split->addWidget(rows_);
-    split->setSizes({440, 140, 140, 130, 150});
+    // Bytes by call site at each run's allocated peak (compareCallSites), largest growth first.
+    callSites_ = new QTableWidget(0, 4);
+    callSites_->setHorizontalHeaderLabels(
+        {tr("call site (at each peak)"), tr("A"), tr("B"), tr("B − A")});
+    callSites_->verticalHeader()->setVisible(false);
+    callSites_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    split->addWidget(callSites_);
+    split->setSizes({440, 140, 140, 130, 150, 120});
     lay->addWidget(split, 1);
     // Linked zoom: the two plots always show the same x range, and the heatmaps follow it.
     connect(reserved_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), frag_,
@@ -217,6 +225,8 @@ CompareWindow::CompareWindow(const QString& a, const QString& b, QWidget* parent
             r->scene[1] = withoutBorrowedCollapses(render::loadScene(sb));
             if (job.cancelled()) return std::shared_ptr<const Loaded>();
             r->c = analysis::compareSessions(sa, sb, 100, r->scene[0]->engine, r->scene[1]->engine);
+            if (job.cancelled()) return std::shared_ptr<const Loaded>();
+            r->sites = analysis::compareCallSites(r->scene[0]->engine, r->scene[1]->engine);
             if (!pr.empty())
                 r->ref = std::make_shared<const analysis::Comparison>(
                     analysis::compareSessions(sa, sessionOf(pr), 100, r->scene[0]->engine));
@@ -447,6 +457,16 @@ void CompareWindow::showComparison(std::shared_ptr<const Loaded> l)
             rows_->setItem(static_cast<int>(i), k, new QTableWidgetItem(cells[k]));
     }
     rows_->resizeColumnsToContents();
+    const analysis::CallSiteComparison& sites = l->sites;
+    callSites_->setRowCount(static_cast<int>(sites.rows.size()));
+    for (size_t i = 0; i < sites.rows.size(); ++i) {
+        const analysis::CallSiteDelta& r = sites.rows[i];
+        const QStringList cells = {QString::fromStdString(r.site), bytes(r.aBytes), bytes(r.bBytes),
+                                   signedBytes(r.deltaBytes)};
+        for (int k = 0; k < cells.size(); ++k)
+            callSites_->setItem(static_cast<int>(i), k, new QTableWidgetItem(cells[k]));
+    }
+    callSites_->resizeColumnsToContents();
     QVector<double> xr, rr, fr; // the reference's own rows
     if (ref)
         for (const analysis::CompareRow& r : ref->rows) {

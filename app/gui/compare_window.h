@@ -54,6 +54,8 @@ public:
     QCustomPlot* reservedPlot() const { return reserved_; }
     QCustomPlot* fragmentationPlot() const { return frag_; }
     QTableWidget* rowsTable() const { return rows_; }
+    // Bytes by call site at each run's allocated peak, B − A, largest growth first.
+    QTableWidget* callSitesTable() const { return callSites_; }
     views::HeatmapWidget* heatmapA() const { return heat_[0]; }
     views::HeatmapWidget* heatmapB() const { return heat_[1]; }
     QLabel* titleA() const { return title_[0]; }
@@ -95,6 +97,7 @@ private:
     QPushButton* save_ = nullptr;
     QTableWidget* summary_ = nullptr;
     QTableWidget* rows_ = nullptr;
+    QTableWidget* callSites_ = nullptr;
     QCustomPlot* reserved_ = nullptr;
     QCustomPlot* frag_ = nullptr;
 };

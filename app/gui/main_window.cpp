@@ -5,6 +5,7 @@
 #include "study_window.h"
 #include "whatif_controller.h"
 
+#include "core/analysis/history.h"
 #include "core/versions.h"
 #include "widgets/correlation_table.h"
 #include "widgets/cursor_bar.h"
@@ -161,12 +162,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent)
                 scene_ = std::move(s);
                 fillTrackBox(); // the pools' entries come with the records
                 syncing_ = true;
-                histogram_->setScene(scene_, track_);
-                memmap_->setScene(scene_, track_);
-                inspector_->setScene(scene_, track_);
-                details_->setScene(scene_, track_);
-                oomList_->setScene(scene_);
-                correlations_->setScene(scene_);
+                for (views::Panel* panel : panels_)
+                    if (panel->needsCompleteScene()) panel->showScene(scene_, track_);
                 syncing_ = false;
                 onSelection(selection_->current());
                 exploreCompleted();
@@ -325,6 +322,8 @@ void MainWindow::buildDocks()
     resizeDocks({tlDock}, {380}, Qt::Vertical);
     resizeDocks({inspDock, histDock}, {440, 300}, Qt::Vertical);
     resizeDocks({framesDock, kDock}, {520, 110}, Qt::Vertical);
+    panels_ = {heatmap_, histogram_, memmap_,       inspector_, details_,
+               kernels_, oomList_,   correlations_, graphs_};
 }
 
 void MainWindow::buildMenus()
@@ -492,10 +491,8 @@ void MainWindow::replaceScene(std::shared_ptr<const render::Scene> scene, bool k
     int idx = keepView ? trackBox_->findText(track) : -1;
     if (idx < 0) idx = trackBox_->findData(scene_->defaultTrack());
     trackBox_->setCurrentIndex(std::max(0, idx));
-    kernels_->setScene(scene_);
-    oomList_->setScene(scene_);
-    correlations_->setScene(scene_);
-    graphs_->setScene(scene_);
+    for (views::Panel* panel : panels_)
+        if (panel->follows() == views::Panel::Follows::Session) panel->showScene(scene_, track_);
     setTrack(idx >= 0 ? trackBox_->itemData(idx).toInt() : scene_->defaultTrack(), true);
     if (!keepView)
         selection_->clear();
@@ -545,11 +542,8 @@ void MainWindow::setTrack(int track, bool staged)
                                            scene_->tracks[static_cast<size_t>(track)].label()))
                                  : tr("Timelines"));
     syncing_ = true;
-    heatmap_->setScene(scene_, track);
-    histogram_->setScene(scene_, track);
-    memmap_->setScene(scene_, track);
-    inspector_->setScene(scene_, track);
-    details_->setScene(scene_, track);
+    for (views::Panel* panel : panels_)
+        if (panel->follows() == views::Panel::Follows::Track) panel->showScene(scene_, track);
     syncing_ = false;
     exploreLevel();
     const uint64_t gen = ++levelGeneration_;
@@ -666,9 +660,20 @@ void MainWindow::updateStatus()
                  .arg(h.endedAbruptly ? tr(", ENDED ABRUPTLY")
                       : h.recording   ? tr(", still recording")
                                       : QString());
+    // A PyTorch snapshot whose trace ring buffer overflowed: said here, as info and report say it.
+    QStringList notes;
+    bool truncated = false;
+    for (const analysis::TraceHistory& th : analysis::traceHistory(scene_->summary.meta))
+        if (const std::string b = analysis::historyBadge(th); !b.empty()) {
+            parts << QString::fromStdString(b);
+            notes << QString::fromStdString(analysis::historyNote(th));
+            truncated = true;
+        }
     healthLabel_->setText(parts.join(QStringLiteral("  ·  ")));
-    healthLabel_->setStyleSheet(
-        h.endedAbruptly || h.droppedRecords > 0 ? QStringLiteral("color: #d02020;") : QString());
+    healthLabel_->setToolTip(notes.join(QLatin1Char('\n')));
+    healthLabel_->setStyleSheet(h.endedAbruptly || h.droppedRecords > 0 || truncated
+                                    ? QStringLiteral("color: #d02020;")
+                                    : QString());
     syntheticLabel_->setText(tr("SYNTHETIC DATA"));
     syntheticLabel_->setToolTip(tr("Simulated session: a model, not a measurement"));
     syntheticLabel_->setVisible(scene_->summary.synthetic);

@@ -7,6 +7,7 @@
 #include "render/render.h"
 #include "session_loader.h"
 #include "widgets/jobs.h"
+#include "widgets/panel.h"
 #include "widgets/selection.h"
 
 #include <QMainWindow>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -91,6 +93,8 @@ public:
     views::AllocationDetails* details() const { return details_; }
     views::KernelLaneWidget* kernels() const { return kernels_; }
     views::GraphsPanel* graphsPanel() const { return graphs_; }
+    // Every panel (widgets/panel.h) that takes the open scene, in the order they take it.
+    const std::vector<views::Panel*>& panels() const { return panels_; }
     QTableView* framesView() const { return framesView_; }
     views::FramesModel* framesModel() const { return framesModel_; }
     int track() const { return track_; }
@@ -223,6 +227,9 @@ private:
     views::OomList* oomList_ = nullptr;
     views::CorrelationTable* correlations_ = nullptr;
     views::GraphsPanel* graphs_ = nullptr; // CUDA graphs and pools (graphs_panel.h)
+    // The panels above that take every scene (widgets/panel.h), in the order they take it: the
+    // heatmap first (it sets the viewport the others follow).
+    std::vector<views::Panel*> panels_;
     views::FramesModel* framesModel_ = nullptr;
     QSortFilterProxyModel* framesProxy_ = nullptr;
     QTableView* framesView_ = nullptr;
@@ -267,6 +274,7 @@ private:
     int64_t shownFrame_ = -1;       // the selection's frame the cursor last followed
     int64_t shownMarker_ = kNoTime; // ... and its marked instant
     analysis::Colouring colourBy_ = analysis::Colouring::Occupancy;
+    std::vector<analysis::CategoryRule> categoryRules_; // the settings file's (heatmap colouring)
     QString highlight_; // the search whose matches the heatmap highlights
     analysis::FragmentedRule fragmentedRule_;
     QMenu* jumpMenu_ = nullptr;

@@ -58,7 +58,9 @@ void MainWindow::buildExploreDocks()
     cursorWorker_ = new views::CursorWorker(this);
     originalPalette_ = QApplication::palette();
     try {
-        fragmentedRule_ = settings::loadUser().fragmented;
+        const settings::Settings st = settings::loadUser();
+        fragmentedRule_ = st.fragmented;
+        categoryRules_ = st.categoryRules;
     } catch (const std::exception&) {
         // A settings file that does not parse: the defaults (the rules editor says why).
     }
@@ -388,6 +390,7 @@ void MainWindow::updateHeatmapStyle()
     analysis::HeatmapStyle style;
     style.colouring = highlight_.isEmpty() ? colourBy_ : analysis::Colouring::Search;
     style.query = highlight_.toStdString();
+    style.categoryRules = categoryRules_;
     const analysis::HeatmapStyle& now = heatmap_->style();
     if (now.colouring != style.colouring || now.query != style.query) heatmap_->setStyle(style);
 }

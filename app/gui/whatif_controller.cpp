@@ -20,7 +20,7 @@ WhatIfController::WhatIfController(QWidget* window, ErrorReporter errors)
     action_ = new QAction(tr("&What-if replay…"), this);
     action_->setShortcut(QKeySequence(tr("Ctrl+Shift+W")));
     action_->setStatusTip(tr("Replay the session's allocator requests under other "
-                             "PYTORCH_CUDA_ALLOC_CONF settings and compare"));
+                             "allocator settings (PYTORCH_ALLOC_CONF) and compare"));
     connect(action_, &QAction::triggered, this, &WhatIfController::showDialog);
     connect(jobs_, &views::JobTracker::progress, this, [this](int pct, const QString& stage) {
         if (progress_) {

@@ -158,7 +158,9 @@ WhatIfDialog::WhatIfDialog(const QString& session, const alloc::RecordedSettings
                                  "max_split_size_mb:128"));
     conf_->setClearButtonEnabled(true);
     conf_->setMinimumWidth(420);
-    form->addRow(tr("PYTORCH_CUDA_ALLOC_CONF:"), conf_);
+    conf_->setToolTip(tr("The allocator settings to replay, as PYTORCH_ALLOC_CONF (PyTorch 2.6 "
+                         "and later) or PYTORCH_CUDA_ALLOC_CONF take them"));
+    form->addRow(tr("Allocator settings:"), conf_);
     tiered_ = new QCheckBox(tr("Lifetime-tiered pools (experimental policy, not PyTorch's)"));
     form->addRow(QString(), tiered_);
     ol->addLayout(form);
@@ -293,6 +295,8 @@ void WhatIfDialog::setRanking(std::shared_ptr<const alloc::WhatIfResult> r)
         const bool best = static_cast<int>(i) == w.recommended;
         QString name = QString::fromStdString(alloc::rankedName(row));
         if (best) name += tr("  (recommended)");
+        // A setting the model cannot replay is named, never silently ignored.
+        if (!row.unmodelled.empty()) name += tr("  (not all replayed)");
         const QStringList cells = {
             QString::number(i + 1),
             name,
@@ -333,6 +337,11 @@ void WhatIfDialog::setRanking(std::shared_ptr<const alloc::WhatIfResult> r)
     for (const alloc::SkippedAlternative& s : w.skipped)
         notes << tr("Not tried: %1 — %2.")
                      .arg(QString::fromStdString(s.label), QString::fromStdString(s.reason));
+    for (const alloc::RankedRun& row : w.ranking)
+        for (const alloc::UnmodelledSetting& u : row.unmodelled)
+            notes << tr("Not replayed under %1: %2 — %3.")
+                         .arg(QString::fromStdString(alloc::rankedName(row)),
+                              QString::fromStdString(u.setting), QString::fromStdString(u.reason));
     for (QString& n : notes)
         n = n.toHtmlEscaped();
     notes_->setText(QStringLiteral("<small>%1</small>").arg(notes.join(QStringLiteral("<br>"))));

@@ -43,6 +43,7 @@ struct BlockPool
     std::set<Block*, BySize> blocks;
     std::set<Block*, ByAddr> unmapped;
     bool small = false;
+    bool noSplit = false; // MemPool(no_split=True): blocks are never split
     int poolId = 0;
     int64_t freeBlockCalls = 0; // get_free_blocks_call_count (garbage collection ages)
 };
@@ -52,6 +53,7 @@ struct CachingAllocator::PoolPair
     BlockPool large;
     BlockPool small;
     bool freeable = false; // releasePool(): its graphs are gone
+    bool useOnOom = false; // MemPool(use_on_oom=True): the default pool's last resort
     PoolPair(int id)
     {
         large.poolId = small.poolId = id;
@@ -125,6 +127,20 @@ CachingAllocator::CachingAllocator(Config cfg, DeviceMemory& device, Listener* l
     : cfg_(cfg), device_(device), listener_(listener), gcLimit_(gcLimit),
       default_(std::make_unique<PoolPair>(0))
 {
+    // per_process_memory_fraction: setMemoryFraction at DeviceCachingAllocator's construction,
+    // allowed_memory_maximum = fraction x the device's memory (when the device's size is known).
+    const uint64_t total = device.totalMemory();
+    if (const uint64_t limit = total == kNoLimit ? 0 : cfg.processLimit(total); limit > 0)
+        gcLimit_ = gcLimit_ > 0 ? std::min(gcLimit_, limit) : limit;
+}
+
+// MemPool(use_on_oom, no_split) (torch/cuda/memory.py; setUseOnOOM, setNoSplit).
+void CachingAllocator::setPoolOptions(int poolId, bool noSplit, bool useOnOom)
+{
+    if (poolId == 0) return;
+    PoolPair& p = pools(poolId);
+    p.large.noSplit = p.small.noSplit = noSplit;
+    p.useOnOom = useOnOom;
 }
 
 CachingAllocator::~CachingAllocator() = default;
@@ -277,7 +293,8 @@ template <typename Set> auto bestFit(const Config& cfg, Set& blocks, uint64_t si
         }
     }
     if (size < cfg.maxSplitSize && (*it)->size >= cfg.maxSplitSize) return blocks.end();
-    if (size >= cfg.maxSplitSize && (*it)->size >= size + CachingAllocator::kLargeBuffer)
+    // max_non_split_rounding_mb (20 MiB unless set): how much larger such a block may be.
+    if (size >= cfg.maxSplitSize && (*it)->size >= size + cfg.maxNonSplitRounding)
         return blocks.end();
     return it;
 }
@@ -312,6 +329,8 @@ bool CachingAllocator::canReuse(uint64_t origSize, uint32_t stream, int poolId) 
 // and the request is below max_split_size.
 bool CachingAllocator::shouldSplit(const Block* b, uint64_t size) const
 {
+    // A MemPool(no_split=True) never splits its blocks (no_split_pools).
+    if (b->pool->noSplit) return false;
     return splits(b->size, size, b->pool->small, cfg_);
 }
 
@@ -371,7 +390,13 @@ Block* CachingAllocator::findExpandableBlock(BlockPool& pool, uint64_t size, uin
     const uint64_t page = pool.small ? kSmallBuffer : kLargeBuffer;
     // An unlimited device (no capacity known) reserves as for a 1 TiB one.
     const uint64_t total = std::min<uint64_t>(device_.totalMemory(), 1ull << 40);
-    const uint64_t space = roundUp(total + total / 8, page);
+    uint64_t space = roundUp(total + total / 8, page);
+    // expandable_segments_reserve (clamp_reserve_bytes): a smaller reservation, capped at the
+    // historical 9/8. A request larger than one segment cannot be served: one allocation never
+    // spans two expandable segments.
+    if (cfg_.reserveSet)
+        space = std::min(space, roundUp(std::max<uint64_t>(cfg_.reserve.bytes(total), 1), page));
+    if (space < size) return nullptr;
     const uint64_t addr = device_.reserveAddressSpace(space);
     if (addr == 0) return nullptr;
     Block* b = addSegment(pool, addr, space, stream, true);
@@ -427,7 +452,7 @@ Block* CachingAllocator::tryAllocateExpandable(BlockPool& pool, uint64_t size, u
     if (!c->mapped && !mapBlock(c, std::min(c->size, size))) return nullptr;
     while (c->size < size) {
         Block* n = c->next;
-        if (!mapBlock(n, std::min(size - c->size, n->size))) return nullptr;
+        if (!n || !mapBlock(n, std::min(size - c->size, n->size))) return nullptr;
         c = n;
     }
     pool.blocks.erase(c);
@@ -624,9 +649,10 @@ void CachingAllocator::garbageCollect()
 Block* CachingAllocator::malloc(uint64_t origSize, uint32_t stream, int poolId)
 {
     const uint64_t size = roundSize(origSize);
-    BlockPool& pool = poolFor(size, poolId);
+    BlockPool* poolp = &poolFor(size, poolId);
     const uint64_t allocSize = allocationSize(size);
     Block* b = nullptr;
+    BlockPool& pool = *poolp;
     bool found = getFreeBlock(pool, size, stream, b);
     if (!found) {
         if (gcLimit_ > 0 && cfg_.gcThreshold > 0) garbageCollect();
@@ -637,6 +663,18 @@ Block* CachingAllocator::malloc(uint64_t origSize, uint32_t stream, int poolId)
                  allocBlock(pool, size, allocSize, stream, false, b)) ||
                 (releaseCachedBlocks() && allocBlock(pool, size, allocSize, stream, true, b));
     }
+    // About to OOM: a default-pool request may take a cached block of a MemPool made with
+    // use_on_oom=True (malloc: use_on_oom_pools), best fit in that pool and the same stream.
+    if (!found && poolId == 0)
+        for (auto& [id, p] : private_) {
+            if (!p->useOnOom) continue;
+            BlockPool& other = smallPool(size) ? p->small : p->large;
+            if (getFreeBlock(other, size, stream, b)) {
+                poolp = &other;
+                found = true;
+                break;
+            }
+        }
     if (!found) {
         ++c_.ooms;
         const uint64_t total = device_.totalMemory();
@@ -649,14 +687,14 @@ Block* CachingAllocator::malloc(uint64_t origSize, uint32_t stream, int poolId)
         r->addr = b->addr + size;
         r->size = b->size - size;
         r->segment = b->segment;
-        r->pool = &pool;
+        r->pool = poolp;
         r->stream = stream;
         r->prev = b;
         r->next = b->next;
         if (b->next) b->next->prev = r;
         b->next = r;
         b->size = size;
-        insertFree(pool, r);
+        insertFree(*poolp, r);
     }
     b->allocated = true;
     b->requested = origSize;

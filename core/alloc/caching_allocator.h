@@ -6,7 +6,9 @@
 // What it leaves out, because a recorded request stream cannot exercise it: which streams use a
 // block (record_stream: the caller says, through freeRequested/completeFree, when a block's
 // events complete), free-memory callbacks, IPC, CUDA-graph capture's own rules beyond private
-// pools, per-process memory fraction other than through the capacity.
+// pools. Newer PyTorch's settings (max_non_split_rounding_mb, per_process_memory_fraction,
+// expandable_segments_reserve, MemPool's use_on_oom and no_split) follow today's
+// CUDACachingAllocator.cpp; the settings it does not replay are named by Config::unmodelled().
 #pragma once
 
 #include "config.h"
@@ -183,6 +185,12 @@ public:
     void emptyCache();
     // Releases a private pool's cached segments (its graphs are gone: use_count 0).
     void releasePool(int poolId);
+    // torch.cuda.MemPool(use_on_oom=, no_split=) for private pool `poolId` (not 0): no_split:
+    // its blocks are never split (a request takes a whole cached block); use_on_oom: a request
+    // of the default pool that would OOM takes a fitting cached block of this pool first.
+    void setPoolOptions(int poolId, bool noSplit, bool useOnOom);
+    // The per-process limit on reserved bytes (allowed_memory_maximum), 0 when none.
+    uint64_t processLimit() const { return gcLimit_; }
 
     const Config& config() const { return cfg_; }
     const Counters& counters() const { return c_; }

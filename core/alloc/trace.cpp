@@ -1,5 +1,6 @@
 #include "trace.h"
 
+#include "core/analysis/history.h"
 #include "core/store/allocations.h"
 #include "core/store/catalog.h"
 #include "core/store/frames.h"
@@ -448,9 +449,12 @@ Trace readTrace(const std::string& path)
         }
     }
 
-    // Devices the session lists but that hold no framework data (a snapshot's empty traces).
+    // Devices the session lists but that hold no framework data (a snapshot's empty traces),
+    // and a snapshot's pinned host memory (host_segments/host_traces, docs/importers.md): PyTorch's
+    // host allocator is not the CUDA caching allocator this model follows.
     std::erase_if(t.devices, [](const DeviceTrace& d) {
-        return d.allocs.empty() && d.segments.empty() && d.requests.empty();
+        return (d.allocs.empty() && d.segments.empty() && d.requests.empty()) ||
+               d.name == "host (pinned)";
     });
     // Does the trace start with the run?
     const std::string preexisting = s.meta("pytorch.preexisting_allocations");
@@ -466,7 +470,16 @@ Trace readTrace(const std::string& path)
         for (const DeviceTrace& d : t.devices)
             for (const RecordedSegment& r : d.segments)
                 regions += r.expandable ? 0 : 1;
-        if (preexisting != "0")
+        bool truncated = false;
+        for (const analysis::TraceHistory& h :
+             analysis::traceHistory({{"pytorch.history", s.meta("pytorch.history")}}))
+            truncated |= h.truncated;
+        if (truncated)
+            t.completeNote = fmt::format(
+                "the allocator history is truncated (the trace's ring buffer overflowed: older "
+                "entries were overwritten); {} blocks were allocated before its first entry",
+                preexisting.empty() ? "some" : preexisting);
+        else if (preexisting != "0")
             t.completeNote = fmt::format("{} blocks were allocated before the trace's first entry "
                                          "(the ring buffer wrapped or recording started late)",
                                          preexisting.empty() ? "some" : preexisting);

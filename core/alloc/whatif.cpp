@@ -202,6 +202,19 @@ std::string tempPath(int n)
 
 } // namespace
 
+std::vector<UnmodelledSetting> unmodelledSettings(const Config& c, const ReplayOptions& ro)
+{
+    std::vector<UnmodelledSetting> out = c.unmodelled();
+    bool sized = ro.capacity > 0;
+    for (const auto& [device, cap] : ro.deviceCapacity)
+        sized |= cap > 0;
+    if (c.memoryFraction < 1.0 && !sized)
+        out.push_back({fmt::format("per_process_memory_fraction:{}", c.memoryFraction),
+                       "no device size known (no OOM entry, no device size, no --capacity): "
+                       "there is nothing to take the fraction of, so no limit is applied"});
+    return out;
+}
+
 std::string bannerText(const Fidelity& f, const WhatIfResult& r)
 {
     std::string s = "differences are against the replay under the recorded settings (model "
@@ -360,6 +373,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             say(fmt::format("replaying under {} ({})", run.allocConf, policyName(spec.policy)));
 
             ReplayOptions ro = optionsFor(spec);
+            run.unmodelled = unmodelledSettings(spec.config, ro);
             IngestOptions io;
             io.path = path;
             io.sourceKind = "whatif";
@@ -410,6 +424,7 @@ WhatIfResult whatIf(const WhatIfOptions& opts)
             } else {
                 res.ranking.push_back(rankedRun(spec, run.allocConf, replays));
                 res.ranking.back().run = static_cast<int>(i);
+                res.ranking.back().unmodelled = run.unmodelled;
             }
             run.devices = figuresOf(path, replays);
             if (!res.runs.empty()) // against the replay under the recorded settings

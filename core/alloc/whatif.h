@@ -54,6 +54,9 @@ struct RunResult
 {
     RunSpec spec;
     std::string allocConf; // canonical text of the settings used
+    // Settings the model did not replay (Config::unmodelled(), and a per_process_memory_fraction
+    // without a known device size): the run's figures are the model's without them.
+    std::vector<UnmodelledSetting> unmodelled;
     std::vector<DeviceFigures> devices;
     int64_t requests = 0;
     double replaySeconds = 0;
@@ -125,7 +128,8 @@ struct RankedRun
     int64_t segments = 0;       // live at the end
     int64_t cudaMallocs = 0;
     int64_t ooms = 0;
-    int64_t vsRecordedPeak = 0; // peakReserved minus the recorded run's
+    int64_t vsRecordedPeak = 0;                // peakReserved minus the recorded run's
+    std::vector<UnmodelledSetting> unmodelled; // as RunResult::unmodelled
 };
 
 // A default alternative left out, and why (e.g. garbage_collection_threshold without a known
@@ -176,6 +180,10 @@ struct WhatIfResult
 
 // Throws fs::SessionError on a bad session, std::invalid_argument on bad options, Cancelled.
 WhatIfResult whatIf(const WhatIfOptions& opts);
+
+// Config::unmodelled() of a run's settings, and per_process_memory_fraction when no device size
+// is known to take the fraction of (ReplayOptions::deviceCapacity all 0).
+std::vector<UnmodelledSetting> unmodelledSettings(const Config& c, const ReplayOptions& ro);
 
 // Fidelity::banner.
 std::string bannerText(const Fidelity& f, const WhatIfResult& r);

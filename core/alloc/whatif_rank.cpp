@@ -123,6 +123,7 @@ RankedRun rankedRun(const RunSpec& spec, const std::string& allocConf,
     row.allocConf = allocConf;
     row.recorded = spec.recorded;
     row.policy = spec.policy;
+    row.unmodelled = spec.config.unmodelled();
     for (const DeviceReplay& r : replays) {
         row.peakReserved += r.peakReserved;
         row.finalReserved += r.counters.reserved;
@@ -199,6 +200,15 @@ void recommend(WhatIfResult& r)
                               "figures).",
                               it->label, oomsText(it->ooms), rec->ooms, was)
                 : fmt::format("With {} {} (model figures).", it->label, was);
+        // Never a silent claim about a setting the model did not replay.
+        if (!it->unmodelled.empty()) {
+            std::string names;
+            for (const UnmodelledSetting& u : it->unmodelled)
+                names += (names.empty() ? "" : ", ") + u.setting;
+            r.recommendation += fmt::format(" The model did not replay {} (the figures are "
+                                            "without {}).",
+                                            names, it->unmodelled.size() == 1 ? "it" : "them");
+        }
         return;
     }
     const size_t tried = rows.size() - 1;

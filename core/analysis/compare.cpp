@@ -1,11 +1,14 @@
 #include "compare.h"
 
+#include "categories.h"
 #include "core/store/ooms.h"
 #include "core/store/session.h"
 #include "engine.h"
+#include "explore.h"
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace fs::analysis {
 
@@ -147,6 +150,45 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
         }
     }
     return c;
+}
+
+CallSiteComparison compareCallSites(std::shared_ptr<const Engine> a,
+                                    std::shared_ptr<const Engine> b, bool atEnd)
+{
+    CallSiteComparison out;
+    out.atEnd = atEnd;
+    std::map<std::string, CallSiteDelta> bySite;
+    // One side: its default track's call sites at its peak (or end), through the explorer's
+    // grouping (callsites.cpp), sites of one label merged.
+    auto side = [&](std::shared_ptr<const Engine> e, int64_t& time, uint64_t& held, bool isA) {
+        const std::optional<Track> tr = e->defaultTrack(0);
+        time = e->timeEnd();
+        if (!tr) return;
+        if (!atEnd)
+            if (const int64_t p = allocatedPeakTime(*e, tr->device, tr->level); p != kNoTime)
+                time = p;
+        const Explorer x(std::move(e));
+        const CallSiteTable t =
+            x.callSites(tr->device, tr->level, time, time, GroupBy::CallSite, std::nullopt);
+        out.stacksRecorded = out.stacksRecorded || t.stacksRecorded;
+        held = t.heldBytes;
+        for (const CallSiteRow& r : t.rows) {
+            if (r.heldBytes == 0) continue;
+            CallSiteDelta& d = bySite[r.label];
+            d.site = r.label;
+            (isA ? d.aBytes : d.bBytes) += r.heldBytes;
+        }
+    };
+    side(std::move(a), out.aTime, out.aBytes, true);
+    side(std::move(b), out.bTime, out.bBytes, false);
+    for (auto& [site, d] : bySite) {
+        d.deltaBytes = static_cast<int64_t>(d.bBytes) - static_cast<int64_t>(d.aBytes);
+        out.rows.push_back(std::move(d));
+    }
+    std::sort(out.rows.begin(), out.rows.end(), [](const CallSiteDelta& x, const CallSiteDelta& y) {
+        return std::tie(y.deltaBytes, x.site) < std::tie(x.deltaBytes, y.site);
+    });
+    return out;
 }
 
 } // namespace fs::analysis

@@ -76,4 +76,31 @@ Comparison compareSessions(const std::string& a, const std::string& b, int sampl
                            std::shared_ptr<const Engine> engineA = nullptr,
                            std::shared_ptr<const Engine> engineB = nullptr);
 
+// ---- by call site ----
+
+// Bytes one call site (Explorer::callSites, GroupBy::CallSite: the label of its innermost user
+// frame) holds in each run at the compared instant.
+struct CallSiteDelta
+{
+    std::string site;
+    uint64_t aBytes = 0;
+    uint64_t bBytes = 0;
+    int64_t deltaBytes = 0; // b - a
+};
+
+// The live bytes of each session's default track grouped by call site, at each run's
+// allocated-bytes peak (allocatedPeakTime; atEnd: at its end; a run that never allocates: its
+// end). Rows: every site live in either, by deltaBytes descending (largest growth first), then
+// by site; the rows of a side sum to its held bytes.
+struct CallSiteComparison
+{
+    bool atEnd = false;
+    int64_t aTime = kNoTime, bTime = kNoTime; // the instants compared
+    uint64_t aBytes = 0, bBytes = 0;          // held at them
+    bool stacksRecorded = false;              // either session has a stack
+    std::vector<CallSiteDelta> rows;
+};
+CallSiteComparison compareCallSites(std::shared_ptr<const Engine> a,
+                                    std::shared_ptr<const Engine> b, bool atEnd = false);
+
 } // namespace fs::analysis

@@ -1,5 +1,7 @@
 // Engine: loading the session into the replay index, state queries and allocation lookups.
+#include "categories.h"
 #include "engine_impl.h"
+#include "history.h"
 #include "parallel.h"
 #include "stage_timer.h"
 
@@ -520,6 +522,8 @@ void Engine::Impl::applySummary(SessionSummary sum)
         caveats.notes.push_back("ordinal time axis: times are event ordinals, not nanoseconds");
     if (caveats.noAddresses)
         caveats.notes.push_back("the source has no addresses: no address-space figures");
+    for (const TraceHistory& h : traceHistory(summary.meta))
+        if (const std::string n = historyNote(h); !n.empty()) caveats.notes.push_back(n);
 }
 
 uint32_t Engine::Impl::regionOf(int64_t regionId, size_t ti, const Alloc& a) const
@@ -1081,6 +1085,12 @@ int64_t parseTime(const Engine& e, const std::string& text)
         s.pop_back();
     if (s == "end") return e.timeEnd();
     if (s == "begin" || s == "start") return e.timeBegin();
+    if (s == "peak") { // the default track's allocated-bytes peak (categories.h)
+        const std::optional<Track> t = e.defaultTrack(0);
+        const int64_t peak = t ? allocatedPeakTime(e, t->device, t->level) : kNoTime;
+        if (peak == kNoTime) throw std::invalid_argument("'peak': nothing is ever allocated");
+        return peak;
+    }
     if (s.starts_with("frame:")) {
         int64_t n = 0;
         const std::string num = s.substr(6);

@@ -1,6 +1,7 @@
 // Explorer: the blocks at an instant, event stepping, jump targets, the headline, and the
 // per-track data the other explore files share (explore.h, explore_impl.h).
 #include "explore_impl.h"
+#include "history.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,8 @@ const char* groupByName(GroupBy g)
         return "stream";
     case GroupBy::Pool:
         return "pool";
+    case GroupBy::Category:
+        return "memory category";
     }
     return "call site";
 }
@@ -50,6 +53,8 @@ const char* colouringName(Colouring c)
         return "pool";
     case Colouring::Search:
         return "search matches";
+    case Colouring::Category:
+        return "memory category";
     }
     return "occupancy";
 }
@@ -187,6 +192,7 @@ std::shared_ptr<const TrackAttrs> attributesOf(const Engine& e, Explorer::Data& 
     a->tag.assign(n, 0);
     a->stream.assign(n, 0);
     a->slack.assign(n, TrackAttrs::kUnknown);
+    a->meta.assign(n, 0);
     // Rows come by id; the records are by (time, id): an id -> index table, dense when the ids
     // are (they follow allocation order), else sorted pairs.
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
@@ -216,8 +222,13 @@ std::shared_ptr<const TrackAttrs> attributesOf(const Engine& e, Explorer::Data& 
         return it != sparse.end() && it->first == id ? it->second : -1;
     };
     std::unordered_map<uint32_t, uint16_t> streamIndex;
-    std::unordered_set<uint32_t> tags;
+    std::unordered_set<uint32_t> tags, metas;
     const Engine::Impl& impl = engineImpl(e);
+    // Ghost blocks: allocated before a snapshot's trace began (history.h).
+    if (const auto hist = traceHistory(impl.summary.meta); !hist.empty())
+        for (size_t i = 0; i < n; ++i)
+            if (isGhostBlock(hist, td.device, td.allocs[i].address, td.allocs[i].allocNs))
+                a->ghost.insert(static_cast<uint32_t>(i));
     int64_t after = std::numeric_limits<int64_t>::min();
     // In chunks: the engine's connection is shared with lookups the GUI thread makes (hover,
     // details); a chunk holds it a few tens of ms at most.
@@ -235,6 +246,8 @@ std::shared_ptr<const TrackAttrs> attributesOf(const Engine& e, Explorer::Data& 
                 a->stack[k] = r.stack;
                 a->tag[k] = r.tag;
                 if (r.tag) tags.insert(r.tag);
+                a->meta[k] = r.meta;
+                if (r.meta) metas.insert(r.meta);
                 auto [it, inserted] =
                     streamIndex.try_emplace(r.stream, static_cast<uint16_t>(a->streams.size()));
                 if (inserted) {
@@ -260,9 +273,12 @@ std::shared_ptr<const TrackAttrs> attributesOf(const Engine& e, Explorer::Data& 
     if (a->streams.empty()) a->streams.push_back(0);
     {
         std::lock_guard db(impl.dbMutex);
-        if (impl.session)
+        if (impl.session) {
             for (uint32_t t : tags)
                 a->tagText[t] = impl.session->string(StringId{t});
+            for (uint32_t t : metas)
+                a->metaText[t] = impl.session->string(StringId{t});
+        }
     }
     std::lock_guard lock(d.mu);
     d.attrs[ti] = std::move(a);
@@ -336,6 +352,8 @@ uint64_t groupKey(GroupBy by, const TrackData& td, size_t i, const TrackAttrs& a
         return a.stream[i];
     case GroupBy::Pool:
         return pools.ofAlloc(td.allocs[i]);
+    case GroupBy::Category: // callers look it up (categoriesOf): it needs the rules
+        return 0;
     }
     return 0;
 }
@@ -355,6 +373,8 @@ std::string groupLabel(GroupBy by, uint64_t key, const TrackData& td, const Trac
         return fmt::format("stream {}", key < a.streams.size() ? a.streams[key] : 0);
     case GroupBy::Pool:
         return "pool " + poolLabel(key, td.level);
+    case GroupBy::Category:
+        return memoryCategoryName(static_cast<MemoryCategory>(key));
     }
     return {};
 }
@@ -377,6 +397,10 @@ BlockRow blockRow(const TrackData& td, size_t i, const PoolMap& pools, const Tra
         b.tag = groupLabel(GroupBy::Tag, a->tag[i], td, *a, *st);
         if (a->tag[i] == 0) b.tag.clear();
         if (a->stack[i]) b.site = st->sites[st->site(a->stack[i])].label;
+        if (i < a->meta.size() && a->meta[i])
+            if (auto m = a->metaText.find(a->meta[i]); m != a->metaText.end())
+                b.userMetadata = m->second;
+        b.ghost = a->ghost.count(static_cast<uint32_t>(i)) > 0;
     }
     return b;
 }

@@ -2,8 +2,8 @@
 // (docs/analysis.md "Exploring an instant"): the blocks and free fragments at a time cursor,
 // stepping from allocator event to allocator event, the moments worth jumping to, call sites
 // (the stack filter of stacks.h aggregated: bytes held, allocations, holes left behind), search,
-// the heatmap coloured by call site, tag, stream or pool (or filtered to one pool), and the
-// "fragmented" verdict. Views only draw what these return.
+// the heatmap coloured by call site, tag, stream, pool or memory category (or filtered to one
+// pool), and the "fragmented" verdict. Views only draw what these return.
 //
 // An Explorer wraps one engine. Per-allocation attributes (requested size, stream, tag, stack)
 // are read from the session once, on the first call that needs them (attributesReady() says
@@ -12,6 +12,7 @@
 // makes the explorer read its attributes again.
 #pragma once
 
+#include "categories.h"
 #include "engine.h"
 #include "metrics.h"
 #include "stacks.h"
@@ -65,7 +66,9 @@ struct BlockRow
     uint64_t requested = 0; // 0: unknown
     uint32_t stream = 0;    // a pending free's is known without the attributes
     std::string tag;
-    std::string site; // the call site's label (stacks.h), empty without a stack
+    std::string site;         // the call site's label (stacks.h), empty without a stack
+    std::string userMetadata; // PyTorch snapshots: the allocation's user_metadata
+    bool ghost = false;       // allocated before a snapshot's trace began (history.h): no stack
 };
 
 // How many rows of each kind a block list holds.
@@ -109,7 +112,8 @@ struct JumpTargets
 
 // ---- call sites ------------------------------------------------------------------------------
 
-enum class GroupBy : uint8_t { CallSite, Tag, Stream, Pool };
+// Category: memory category (categories.h), under the rules a call passes.
+enum class GroupBy : uint8_t { CallSite, Tag, Stream, Pool, Category };
 const char* groupByName(GroupBy g);
 
 struct CallSiteRow
@@ -144,11 +148,11 @@ struct CallSiteTable
 
 // ---- search ----------------------------------------------------------------------------------
 
-enum class SearchKind : uint8_t { Address, Size, Text, Tag };
+enum class SearchKind : uint8_t { Address, Size, Text, Tag, Meta };
 
 // "0x7f00001000" (address), "1MiB-4MiB", ">=2MiB", "<4KiB", "512B" (size, a range or exact),
-// "tag:NAME" (tag contains NAME), anything else: text in the stack (a function, file or
-// "file.py:line"). Case-insensitive for text and tags.
+// "tag:NAME" (tag contains NAME), "meta:TEXT" (user_metadata contains TEXT), anything else: text in
+// the stack (a function, file or "file.py:line"). Case-insensitive for text and tags.
 struct SearchQuery
 {
     SearchKind kind = SearchKind::Text;
@@ -176,7 +180,7 @@ struct SearchResult
 
 // ---- heatmap colouring -----------------------------------------------------------------------
 
-enum class Colouring : uint8_t { Occupancy, CallSite, Tag, Stream, Pool, Search };
+enum class Colouring : uint8_t { Occupancy, CallSite, Tag, Stream, Pool, Search, Category };
 const char* colouringName(Colouring c);
 
 struct HeatmapStyle
@@ -185,6 +189,7 @@ struct HeatmapStyle
     std::optional<uint64_t> pool; // only this pool's regions and blocks
     std::string query;            // Colouring::Search: the search whose matches are highlighted
     int top = 8;                  // legend entries before "other"
+    std::vector<CategoryRule> categoryRules; // Colouring::Category: the user's rules
 };
 
 struct LegendEntry
@@ -234,9 +239,14 @@ public:
 
     JumpTargets jumpTargets(uint32_t device, Level level, std::optional<uint64_t> pool = {}) const;
 
+    // GroupBy::Category: categoryRules are the user's, tried before the defaults.
     CallSiteTable callSites(uint32_t device, Level level, int64_t from, int64_t to,
-                            GroupBy by = GroupBy::CallSite,
-                            std::optional<uint64_t> pool = {}) const;
+                            GroupBy by = GroupBy::CallSite, std::optional<uint64_t> pool = {},
+                            const std::vector<CategoryRule>& categoryRules = {}) const;
+
+    // The live blocks at t by memory category (categories.h; computed in categories.cpp).
+    CategoryBreakdown categories(uint32_t device, Level level, int64_t t,
+                                 const std::vector<CategoryRule>& userRules = {}) const;
 
     // Throws std::invalid_argument for a query parseSearch refuses.
     SearchResult search(uint32_t device, Level level, const std::string& query, int64_t t,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace fs::analysis {
 
@@ -20,6 +21,9 @@ struct TrackAttrs
     std::unordered_map<uint32_t, uint64_t> bigSlack; // slack that does not fit 32 bits
     std::vector<uint32_t> streams;
     std::unordered_map<uint32_t, std::string> tagText;
+    std::vector<uint32_t> meta; // user_metadata string id, 0: none (PyTorch snapshots)
+    std::unordered_map<uint32_t, std::string> metaText;
+    std::unordered_set<uint32_t> ghost; // indices of ghost blocks (history.h)
     static constexpr uint32_t kUnknown = 0xffffffffu;
     static constexpr uint32_t kBig = 0xfffffffeu;
     uint64_t requested(size_t i, uint64_t size) const;
@@ -87,6 +91,7 @@ struct AttributeRow
     uint32_t stream = 0;
     uint32_t tag = 0;
     uint32_t stack = 0;
+    uint32_t meta = 0; // user_metadata string id
 };
 // At most `limit` rows with id > afterId, by id; returns how many were read.
 int64_t readAttributeRows(Session& s, uint32_t device, Level level, int64_t afterId, int64_t limit,
@@ -138,6 +143,14 @@ struct ExploreContext
 };
 ExploreContext exploreContext(const Engine& e, std::shared_ptr<Explorer::Data> data,
                               uint32_t device, Level level, bool attributes);
+
+// The memory category (categories.h) of each allocation of `indices` (TrackData::allocs
+// indices), under userRules then the defaults (categories.cpp). recorded: set when some of them
+// has a stack, tag, note or enclosing range to go by.
+std::vector<MemoryCategory> categoriesOf(const ExploreContext& c,
+                                         const std::vector<uint32_t>& indices,
+                                         const std::vector<CategoryRule>& userRules,
+                                         bool* recorded = nullptr);
 
 // A live block's row (attributes when a and st are given).
 BlockRow blockRow(const TrackData& td, size_t i, const PoolMap& pools, const TrackAttrs* a,

@@ -1,7 +1,7 @@
-// The heatmap coloured by call site, tag, stream, pool or search matches, or filtered to one
-// pool (explore.h). The same difference-array rasters as Engine::heatmap (raster.cpp): one grid
-// for every block in view, then one per legend entry, and each allocated cell takes the entry
-// whose blocks cover most of its byte-time.
+// The heatmap coloured by call site, tag, stream, pool, memory category or search matches, or
+// filtered to one pool (explore.h). The same difference-array rasters as Engine::heatmap
+// (raster.cpp): one grid for every block in view, then one per legend entry, and each allocated
+// cell takes the entry whose blocks cover most of its byte-time.
 #include "explore_impl.h"
 #include "raster_grid.h"
 
@@ -76,14 +76,24 @@ StyledRaster Explorer::heatmap(const HeatmapRequest& rq, const HeatmapStyle& sty
         query = parseSearch(style.query);
         matcher.emplace(*query, td, *attrs, *stacks);
     }
-    const GroupBy by = style.colouring == Colouring::Tag      ? GroupBy::Tag
-                       : style.colouring == Colouring::Stream ? GroupBy::Stream
-                       : style.colouring == Colouring::Pool   ? GroupBy::Pool
-                                                              : GroupBy::CallSite;
+    const GroupBy by = style.colouring == Colouring::Tag        ? GroupBy::Tag
+                       : style.colouring == Colouring::Stream   ? GroupBy::Stream
+                       : style.colouring == Colouring::Pool     ? GroupBy::Pool
+                       : style.colouring == Colouring::Category ? GroupBy::Category
+                                                                : GroupBy::CallSite;
+    // By memory category: the blocks in view categorised once (categories.cpp).
+    std::vector<MemoryCategory> categoryOf;
+    if (by == GroupBy::Category) {
+        std::vector<uint32_t> idx(blocks.size());
+        for (size_t b = 0; b < blocks.size(); ++b)
+            idx[b] = blocks[b].index;
+        categoryOf = categoriesOf(ctx, idx, style.categoryRules);
+    }
     for (size_t b = 0; b < blocks.size(); ++b) {
         const InView& v = blocks[b];
-        keyOf[b] = matcher ? ((*matcher)(v.index) ? 0 : 1)
-                           : groupKey(by, td, v.index, *attrs, *stacks, *pools);
+        keyOf[b] = matcher                   ? ((*matcher)(v.index) ? 0 : 1)
+                   : by == GroupBy::Category ? static_cast<uint64_t>(categoryOf[b])
+                                             : groupKey(by, td, v.index, *attrs, *stacks, *pools);
         const double w = std::max(0.0, std::min(v.x1, double(R.width)) - std::max(v.x0, 0.0)) *
                          std::max(0.0, std::min(v.y1, double(R.height)) - std::max(v.y0, 0.0));
         weight[keyOf[b]] += w * dt * dy;

@@ -20,6 +20,7 @@ int64_t readAttributeRows(Session& s, uint32_t device, Level level, int64_t afte
         r.stream = static_cast<uint32_t>(a.stream);
         r.tag = static_cast<uint32_t>(a.tag.value_or(0));
         r.stack = static_cast<uint32_t>(a.stack.value_or(0));
+        r.meta = static_cast<uint32_t>(a.userMetadata.value_or(0));
         row(r);
     }
     return static_cast<int64_t>(rows.size());

@@ -110,11 +110,24 @@ void diagnose(OomDiagnosis& o, const AllocatorSettings& set)
 {
     const uint64_t R = o.requestedBytes;
     const std::string req = humanBytes(R);
+    // Free memory is kept per (pool, stream): where a block that fits was, when it was not in
+    // the request's pool and stream (said with every cause it can go with).
+    std::string elsewhere;
+    if (o.elsewhereFitBytes > 0)
+        elsewhere = fmt::format(
+            "; a free block of {} at {:#x} {} would have fitted, but the allocator serves a "
+            "request only from its own pool and stream",
+            humanBytes(o.elsewhereFitBytes), o.elsewhereFitAddress,
+            o.elsewhereFitPool == 0
+                ? fmt::format("on stream {} (default pool)", o.elsewhereFitStream)
+                : fmt::format("in private pool {} (stream {})", o.elsewhereFitPool,
+                              o.elsewhereFitStream));
     if (o.pendingFreeFits > 0) {
         o.cause = "pending_free";
         o.reason = fmt::format("{} freed block(s) of at least {} in the request's pool and stream "
                                "were still waiting on other streams' work",
-                               o.pendingFreeFits, req);
+                               o.pendingFreeFits, req) +
+                   elsewhere;
         o.suggestion = "a block that fits was freed but is still in use by another stream "
                        "(tensor.record_stream or cross-stream use): synchronize that stream, or "
                        "free the tensor after its last use on the other stream, before this "
@@ -130,9 +143,24 @@ void diagnose(OomDiagnosis& o, const AllocatorSettings& set)
             humanBytes(o.cachedFreeBytes), humanBytes(o.poolStreamFreeBytes),
             humanBytes(o.poolStreamLargestFreeBytes), req);
         std::string advice;
-        if (!here)
+        if (!here || o.elsewhereFitBytes > 0)
             advice = "the free cached memory is held by other streams or private pools (CUDA "
-                     "graphs): allocate on one stream, or release pools you no longer replay; ";
+                     "graphs)";
+        if (o.elsewhereFitBytes > 0) {
+            o.reason += elsewhere;
+            advice += o.elsewhereFitPool == 0
+                          ? fmt::format(": the block that fits is cached for stream {}: allocate "
+                                        "on that stream, or free its tensors on the stream that "
+                                        "allocated them; ",
+                                        o.elsewhereFitStream)
+                          : fmt::format(": the block that fits belongs to private pool {}: "
+                                        "create that torch.cuda.MemPool with use_on_oom=True so "
+                                        "that a request about to OOM may take its free blocks, "
+                                        "or release the pool once it is no longer replayed; ",
+                                        o.elsewhereFitPool);
+        } else if (!here) {
+            advice += ": allocate on one stream, or release pools you no longer replay; ";
+        }
         if (set.expandableKnown && set.expandableSegments) {
             advice += "expandable segments are already on, yet the free memory is in pieces "
                       "smaller than the request: allocate long-lived large tensors first, or "
@@ -141,7 +169,8 @@ void diagnose(OomDiagnosis& o, const AllocatorSettings& set)
                 advice += ", or set max_split_size_mb below the request so that large cached "
                           "blocks are not split";
         } else {
-            advice += "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments "
+            advice += "set PYTORCH_ALLOC_CONF=expandable_segments:True (or in "
+                      "PYTORCH_CUDA_ALLOC_CONF, which wins when both are set) so that segments "
                       "grow in place instead of leaving free pieces smaller than the request";
             if (!set.expandableKnown) advice += " (the session does not record this setting)";
         }
@@ -257,8 +286,19 @@ std::vector<OomDiagnosis> Engine::ooms() const
         o.cachedFreeBytes = s.freeBytes;
         for (const Fragment& f : r->state().fragments()) {
             auto it = regionById.find(f.regionId);
-            if (it == regionById.end() || !liveAt(*it->second) || !inPoolStream(*it->second))
+            if (it == regionById.end() || !liveAt(*it->second)) continue;
+            if (!inPoolStream(*it->second)) {
+                // A block that fits, held by another stream or pool: best fit, lowest address.
+                if (f.size >= o.requestedBytes && o.requestedBytes > 0 &&
+                    (o.elsewhereFitBytes == 0 || f.size < o.elsewhereFitBytes ||
+                     (f.size == o.elsewhereFitBytes && f.address < o.elsewhereFitAddress))) {
+                    o.elsewhereFitBytes = f.size;
+                    o.elsewhereFitAddress = f.address;
+                    o.elsewhereFitStream = it->second->stream;
+                    o.elsewhereFitPool = it->second->pool;
+                }
                 continue;
+            }
             o.poolStreamFreeBytes += f.size;
             o.poolStreamLargestFreeBytes = std::max(o.poolStreamLargestFreeBytes, f.size);
         }
@@ -326,6 +366,15 @@ void writeOom(JsonWriter& j, const OomDiagnosis& o)
     else
         j.null();
     j.field("external_bytes", o.externalBytes);
+    j.key("elsewhere_fit");
+    if (o.elsewhereFitBytes > 0) {
+        j.beginObject();
+        j.field("size_bytes", o.elsewhereFitBytes).field("address", o.elsewhereFitAddress);
+        j.field("stream", o.elsewhereFitStream).field("pool", o.elsewhereFitPool);
+        j.endObject();
+    } else {
+        j.null();
+    }
     j.field("cause", o.cause);
     j.field("reason", o.reason);
     j.field("suggestion", o.suggestion);
@@ -346,6 +395,10 @@ std::string oomText(const OomDiagnosis& o, int64_t begin, bool ordinal)
     if (o.pendingFreeFits > 0)
         t += fmt::format("    pending frees that would have fitted: {} ({})\n", o.pendingFreeFits,
                          humanBytes(o.pendingFreeFitBytes));
+    if (o.elsewhereFitBytes > 0)
+        t += fmt::format("    a block that fits, elsewhere: {} at {:#x} on stream {}, pool {}\n",
+                         humanBytes(o.elsewhereFitBytes), o.elsewhereFitAddress,
+                         o.elsewhereFitStream, o.elsewhereFitPool);
     if (o.capacityBytes > 0)
         t += fmt::format("    device capacity {}, used outside this allocator {}\n",
                          humanBytes(o.capacityBytes), humanBytes(o.externalBytes));

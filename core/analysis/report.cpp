@@ -95,6 +95,13 @@ Report buildReport(const Engine& e, const std::string& file, const ReportOptions
     }
     stage("tracks");
     r.defaultTrack = e.defaultTrack(0);
+    if (r.defaultTrack) {
+        const int64_t peak = allocatedPeakTime(e, r.defaultTrack->device, r.defaultTrack->level);
+        if (peak != kNoTime)
+            r.peakCategories = categoriesAt(e, r.defaultTrack->device, r.defaultTrack->level, peak,
+                                            o.categoryRules);
+        stage("categories");
+    }
 
     // Frames and collapses, under other rules when given (the GUI's editor).
     r.rules = o.rules ? *o.rules : e.rules();

@@ -3,6 +3,7 @@
 // here, its computation in buildReport() and one writer per format in report_format.cpp.
 #pragma once
 
+#include "categories.h"
 #include "graphs.h"
 #include "summary.h"
 #include "types.h"
@@ -26,6 +27,7 @@ struct ReportOptions
     int64_t trendSamples = 2000;               // timeline samples the trends are fitted over
     // Collapse rules other than the engine's (the GUI's rules editor); empty: the engine's.
     std::optional<std::vector<CollapseRule>> rules;
+    std::vector<CategoryRule> categoryRules;   // the user's, before the defaults (categories.h)
     const std::atomic<bool>* cancel = nullptr; // raised -> buildReport throws Cancelled
 };
 
@@ -77,6 +79,10 @@ struct Report
     std::vector<CollapseReport> collapses; // top precursors only
     std::vector<Correlation> correlations; // n >= 3
     std::vector<OomDiagnosis> ooms;
+    // The default track's live blocks by memory category at its allocated-bytes peak (the
+    // first instant of SummaryFigures::peakAllocatedBytes, of the outside peak without
+    // regions); none without a default track or a peak.
+    std::optional<CategoryBreakdown> peakCategories;
     // `fragscope graphs` in short; its sharing what-if needs the allocator model, so
     // alloc::addGraphsSummary fills it (the CLI and the GUI both call it).
     std::optional<GraphsSummary> graphs;

@@ -155,6 +155,28 @@ void tracksText(std::string& out, const Report& r)
     }
 }
 
+// ---- memory by category at the peak ----
+
+void categoriesJson(JsonWriter& j, const Report& r)
+{
+    j.key("peak_categories");
+    if (!r.peakCategories) {
+        j.null();
+        return;
+    }
+    j.beginObject();
+    writeCategoryFields(j, *r.peakCategories);
+    j.endObject();
+}
+
+void categoriesText(std::string& out, const Report& r)
+{
+    if (!r.peakCategories) return;
+    const CategoryBreakdown& b = *r.peakCategories;
+    out += fmt::format("  by category at the allocated peak of device {} level {} ({}): {}\n",
+                       b.device, levelName(b.level), at(r, b.time), categoryLine(b));
+}
+
 // ---- frames ----
 
 void framesJson(JsonWriter& j, const Report& r)
@@ -323,6 +345,7 @@ struct Section
 constexpr Section kSections[] = {
     {headerJson, headerText},
     {tracksJson, tracksText},
+    {categoriesJson, categoriesText},
     {framesJson, framesText},
     {oomsJson, oomsText},
     {graphsJson, graphsText},

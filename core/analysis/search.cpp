@@ -80,6 +80,8 @@ std::string SearchQuery::describe() const
         return "size " + humanBytes(minSize) + " to " + humanBytes(maxSize);
     case SearchKind::Tag:
         return "tag containing '" + text + "'";
+    case SearchKind::Meta:
+        return "user metadata containing '" + text + "'";
     case SearchKind::Text:
         return "stack containing '" + text + "'";
     }
@@ -99,6 +101,12 @@ SearchQuery parseSearch(const std::string& input)
             throw std::invalid_argument("'" + s + "': not a hexadecimal address");
         q.kind = SearchKind::Address;
         q.address = a;
+        return q;
+    }
+    if (l.starts_with("meta:")) {
+        q.kind = SearchKind::Meta;
+        q.text = trim(s.substr(5));
+        if (q.text.empty()) throw std::invalid_argument("meta: needs a text");
         return q;
     }
     if (l.starts_with("tag:")) {
@@ -170,6 +178,17 @@ bool SearchMatcher::operator()(size_t i)
             const auto tt = a_.tagText.find(tag);
             it->second =
                 tt != a_.tagText.end() && lower(tt->second).find(needle_) != std::string::npos;
+        }
+        return it->second;
+    }
+    case SearchKind::Meta: {
+        const uint32_t m = i < a_.meta.size() ? a_.meta[i] : 0;
+        if (!m) return false;
+        auto [it, inserted] = memo_.try_emplace(m, false);
+        if (inserted) {
+            const auto tt = a_.metaText.find(m);
+            it->second =
+                tt != a_.metaText.end() && lower(tt->second).find(needle_) != std::string::npos;
         }
         return it->second;
     }

@@ -539,4 +539,24 @@ std::string collapseReportText(const CollapseReport& r, int64_t begin, bool ordi
     return out;
 }
 
+void writeCategoryFields(JsonWriter& j, const CategoryBreakdown& b)
+{
+    j.field("device", b.device).field("level", std::string(levelName(b.level)));
+    j.field("time_ns", b.time).field("total_bytes", b.totalBytes).field("blocks", b.blocks);
+    writeCategoryRows(j, b);
+}
+
+void writeCategoryRows(JsonWriter& j, const CategoryBreakdown& b)
+{
+    j.field("stacks_recorded", b.stacksRecorded);
+    j.key("categories").beginArray();
+    for (const CategoryRow& r : b.rows)
+        j.beginObject()
+            .field("category", memoryCategoryName(r.category))
+            .field("bytes", r.bytes)
+            .field("blocks", r.blocks)
+            .endObject();
+    j.endArray();
+}
+
 } // namespace fs::analysis

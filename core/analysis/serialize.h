@@ -2,6 +2,7 @@
 // so that the same figure is always spelt the same way.
 #pragma once
 
+#include "categories.h"
 #include "graphs.h"
 #include "summary.h"
 #include "types.h"
@@ -44,6 +45,11 @@ void writeTimeField(JsonWriter& j, const char* key, int64_t t);
 // of the object being written: peak_reserved_bytes, peak_reserved_at_ns, ...
 void writeSummaryFields(JsonWriter& j, const SummaryFigures& f);
 void writeSummaryDelta(JsonWriter& j, const SummaryDelta& d); // fields, B - A
+// Fields of a memory-by-category breakdown: device, level, time_ns, total_bytes, blocks,
+// stacks_recorded, categories: [{category, bytes, blocks}] (largest first).
+void writeCategoryFields(JsonWriter& j, const CategoryBreakdown& b);
+// Only "stacks_recorded" and "categories": [{category, bytes, blocks}] (state --by category).
+void writeCategoryRows(JsonWriter& j, const CategoryBreakdown& b);
 
 // The summary figures as text lines, each starting with indent.
 std::string summaryText(const SummaryFigures& f, int64_t begin, bool ordinal,

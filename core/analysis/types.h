@@ -647,9 +647,16 @@ struct OomDiagnosis
     uint64_t pendingFreeFitBytes = 0; // ... their bytes
     uint64_t capacityBytes = 0;       // device memory, 0 when unknown
     uint64_t externalBytes = 0;       // capacity - device free - reserved (0 when capacity unknown)
-    std::string cause;                // capacity | fragmentation | pending_free | external
-    std::string reason;               // the rule that decided, with the figures
-    std::string suggestion;           // what to change, given the recorded settings
+    // The smallest free block (ties: lowest address) of another stream or pool that would have
+    // fitted the request: PyTorch looks only in the request's pool and stream (get_free_block).
+    // elsewhereFitBytes 0: none.
+    uint64_t elsewhereFitBytes = 0;
+    uint64_t elsewhereFitAddress = 0;
+    uint32_t elsewhereFitStream = 0;
+    uint64_t elsewhereFitPool = 0; // 0: the default pool
+    std::string cause;             // capacity | fragmentation | pending_free | external
+    std::string reason;            // the rule that decided, with the figures
+    std::string suggestion;        // what to change, given the recorded settings
 };
 
 // Hilbert curve position d (0 <= d < side*side) -> cell (x, y) for a side that is a power of 2.

@@ -2,6 +2,7 @@
 
 #include "core/pages.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -252,6 +253,45 @@ bool PickleDoc::toU64(PValue v, uint64_t& out) const
     if (!toI64(v, s) || s < 0) return false;
     out = static_cast<uint64_t>(s);
     return true;
+}
+
+std::string PickleDoc::decimal(PValue v) const
+{
+    int64_t i = 0;
+    uint64_t u = 0;
+    if (toI64(v, i)) return std::to_string(i);
+    if (toU64(v, u)) return std::to_string(u);
+    if (v.type() != PType::BigInt) return {};
+    // Little-endian two's complement of any width: the magnitude as 32-bit limbs, divided by
+    // 10^9 repeatedly.
+    const std::string_view le = strs_[v.payload()];
+    const bool negative = !le.empty() && (static_cast<unsigned char>(le.back()) & 0x80);
+    std::vector<uint32_t> limbs((le.size() + 3) / 4, 0); // least significant first
+    for (size_t k = 0; k < le.size(); ++k) {
+        const auto b = static_cast<unsigned char>(le[k]);
+        limbs[k / 4] |= static_cast<uint32_t>(negative ? static_cast<unsigned char>(~b) : b)
+                        << (8 * (k % 4));
+    }
+    if (negative) { // -x = ~x + 1 over the bytes present
+        if (le.size() % 4) limbs.back() &= (uint32_t{1} << (8 * (le.size() % 4))) - 1;
+        for (uint32_t& l : limbs)
+            if (++l != 0) break;
+    }
+    std::string digits;
+    while (std::any_of(limbs.begin(), limbs.end(), [](uint32_t l) { return l != 0; })) {
+        uint64_t rem = 0;
+        for (size_t k = limbs.size(); k-- > 0;) {
+            const uint64_t cur = (rem << 32) | limbs[k];
+            limbs[k] = static_cast<uint32_t>(cur / 1000000000u);
+            rem = cur % 1000000000u;
+        }
+        const bool more = std::any_of(limbs.begin(), limbs.end(), [](uint32_t l) { return l; });
+        std::string chunk = std::to_string(rem);
+        if (more) chunk.insert(0, 9 - chunk.size(), '0');
+        digits.insert(0, chunk);
+    }
+    if (digits.empty()) digits = "0";
+    return negative ? "-" + digits : digits;
 }
 
 bool PickleDoc::toDouble(PValue v, double& out) const

@@ -78,6 +78,8 @@ public:
     // for toU64).
     bool toI64(PValue v, int64_t& out) const;
     bool toU64(PValue v, uint64_t& out) const;
+    // Decimal text of any integer (Int, BigInt of any width, Bool as 0/1); "" for others.
+    std::string decimal(PValue v) const;
     bool toDouble(PValue v, double& out) const;
     std::string_view str(PValue v) const; // Str and Bytes; empty otherwise
     size_t size(PValue container) const;

@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,12 +51,40 @@ void PytorchSnapshotImporter::prepare()
         if (settings.type() == PType::Dict) allocatorSettings_ = toJson(settings);
         const PValue ann = doc_->get(root, "external_annotations");
         if (ann.type() == PType::List) decodeAnnotations(ann);
+        // Pinned host memory (newer PyTorch): segments and trace of the host allocator, on a
+        // device of their own.
+        const PValue hostSegs = doc_->get(root, "host_segments");
+        if (hostSegs.type() == PType::List) decodeSegments(hostSegs, true);
     }
     if (traces.valid() && traces.type() != PType::None) {
         if (traces.type() != PType::List)
             bad("'device_traces' should be a list (one list per device)");
         uint32_t dev = 0;
         doc_->forEach(traces, [&](PValue t) { decodeTrace(dev++, t); });
+    }
+    if (root.type() == PType::Dict) {
+        const PValue hostTraces = doc_->get(root, "host_traces");
+        if (hostTraces.type() == PType::List) {
+            // One list of entries, or one list per host allocator: all on the host device.
+            const bool nested =
+                doc_->size(hostTraces) > 0 && doc_->at(hostTraces, 0).type() == PType::List;
+            if (nested)
+                doc_->forEach(hostTraces, [&](PValue t) { decodeTrace(kHostDevice, t); });
+            else
+                decodeTrace(kHostDevice, hostTraces);
+        }
+        decodeHistorySettings(root, doc_->get(root, "allocator_settings"));
+    }
+    // torch.profiler's ProfilerStep#N ranges are the steps when no range is a "frame N".
+    {
+        const std::regex framePat(IngestOptions{}.framePattern,
+                                  std::regex::ECMAScript | std::regex::icase);
+        bool frames = false, steps = false;
+        for (const Annotation& a : annotations_) {
+            frames |= std::regex_search(a.name, framePat);
+            steps |= a.name.starts_with("ProfilerStep#");
+        }
+        stepFrames_ = steps && !frames;
     }
     // time_us x 1000 when any entry has it, else the entry's ordinal.
     ordinal_ = !anyTime_;
@@ -67,7 +96,7 @@ void PytorchSnapshotImporter::prepare()
         if (actCounts_[i]) report_.counts["trace." + std::string(kActNames[i])] = actCounts_[i];
 }
 
-void PytorchSnapshotImporter::decodeSegments(PValue segs)
+void PytorchSnapshotImporter::decodeSegments(PValue segs, bool host)
 {
     doc_->forEach(segs, [&](PValue s) {
         if (s.type() != PType::Dict)
@@ -79,9 +108,9 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
         PValue blocks;
         doc_->forEachItem(s, [&](PValue k, PValue v) {
             const std::string_view key = doc_->str(k);
-            if (key == "device")
-                device = static_cast<uint32_t>(u64(v, "device"));
-            else if (key == "address")
+            if (key == "device") {
+                if (!host) device = static_cast<uint32_t>(u64(v, "device"));
+            } else if (key == "address")
                 addr = u64(v, "address"), haveAddr = true;
             else if (key == "total_size")
                 info.size = u64(v, "total_size"), haveSize = true;
@@ -100,6 +129,7 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
                 blocks = v;
         });
         if (!haveAddr || !haveSize) bad("a segment lacks 'address' or 'total_size'");
+        if (host) device = kHostDevice;
         DeviceState& d = devices_[device];
         if (info.expandable) {
             // One snapshot segment per contiguous mapped range of an expandable segment.
@@ -129,7 +159,8 @@ void PytorchSnapshotImporter::decodeSegments(PValue segs)
                     a.requested = u64(v, "requested_size");
                 else if (key == "state") {
                     // active_allocated is allocated; active_pending_free (freed, waiting on a
-                    // stream event) and inactive are free, as PyTorch's accounting counts them.
+                    // stream event; active_awaiting_free in PyTorch's documentation and newer
+                    // dumps) and inactive are free, as PyTorch's accounting counts them.
                     const std::string_view st = doc_->str(v);
                     active = st == "active_allocated";
                     pending = st.starts_with("active") && !active;
@@ -200,6 +231,21 @@ Entry PytorchSnapshotImporter::decode(PValue ev, uint32_t device)
         case kCompileContext:
             e.compileContext = v;
             break;
+        case kName:
+            e.name = v;
+            break;
+        case kStage:
+            e.stage = v;
+            break;
+        case kPoolId:
+            if (doc_->size(v) == 2) {
+                uint64_t a = 0, b = 0;
+                doc_->toU64(doc_->at(v, 0), a);
+                doc_->toU64(doc_->at(v, 1), b);
+                e.pool = (a << 32) | (b & 0xffffffffu);
+                e.hasPool = true;
+            }
+            break;
         default:
             break;
         }
@@ -234,6 +280,26 @@ void PytorchSnapshotImporter::decodeTrace(uint32_t device, PValue list)
             ++actCounts_[static_cast<size_t>(e.act)];
         }
         anyTime_ |= e.hasTime;
+        if (e.act == Act::Annotate) {
+            // An annotation recorded into the trace: its name (else its user_metadata text),
+            // stage START/END when given (a range), else a mark.
+            Annotation x;
+            x.device = device;
+            x.time = e.time * 1000;
+            const std::string_view stage =
+                e.stage.type() == PType::Str ? doc_->str(e.stage) : std::string_view{};
+            x.start = stage != "END";
+            if (e.name.type() == PType::Str)
+                x.name = std::string(doc_->str(e.name));
+            else if (e.userMetadata.type() == PType::Str)
+                x.name = std::string(doc_->str(e.userMetadata));
+            else if (e.userMetadata.valid() && e.userMetadata.type() != PType::None)
+                x.name = toJson(e.userMetadata);
+            if (e.hasTime && !x.name.empty())
+                annotations_.push_back(std::move(x));
+            else
+                ++badAnnotations_;
+        }
         d.hasCompleted |= e.act == Act::FreeCompleted;
         d.hasRequested |= e.act == Act::FreeRequested;
         if (e.act == Act::SegmentMap || e.act == Act::SegmentUnmap)
@@ -305,6 +371,7 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
             s.stream = e.stream;
             s.type =
                 e.size <= (2u << 20) ? "small" : "large"; // inferred: small-pool segments are 2 MiB
+            s.pool = e.pool; // pool_id of the entry (newer PyTorch), else the default pool
             segs[e.addr] = s;
         } else if (e.act == Act::SegmentMap) {
             removeRange(mapped, e.addr, e.size);
@@ -318,27 +385,43 @@ void PytorchSnapshotImporter::reconstruct(uint32_t, DeviceState& d)
     d.initPending = std::move(pending);
 }
 
-StringId PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
+std::pair<StringId, StringId> PytorchSnapshotImporter::frameString(PValue frame, Ingest& ing)
 {
     auto it = frameCache_.find(frame.payload());
     if (it != frameCache_.end()) return it->second;
-    std::string_view name, file;
+    std::string_view name, file, fxOp, fxName, fxTarget, fxTrace;
     int64_t line = 0;
     doc_->forEachItem(frame, [&](PValue k, PValue v) {
         const std::string_view key = doc_->str(k);
+        auto text = [&] { return v.type() == PType::Str ? doc_->str(v) : std::string_view{}; };
         if (key == "name")
             name = doc_->str(v);
         else if (key == "filename")
             file = doc_->str(v);
         else if (key == "line")
             doc_->toI64(v, line);
+        else if (key == "fx_node_op")
+            fxOp = text();
+        else if (key == "fx_node_name")
+            fxName = text();
+        else if (key == "fx_node_target")
+            fxTarget = text();
+        else if (key == "fx_original_trace")
+            fxTrace = text();
     });
     std::string text(name);
+    // A frame of FX-generated code (torch.compile): the graph node it runs, as memory_viz shows.
+    std::string fx;
+    for (auto [k, v] : {std::pair{"node", fxName}, {"op", fxOp}, {"target", fxTarget}})
+        if (!v.empty()) fx += fmt::format("{}{}={}", fx.empty() ? "" : ", ", k, v);
+    if (!fx.empty()) text += " [fx " + fx + "]";
     if (!file.empty() && file != "??")
         text += line > 0 ? fmt::format(" ({}:{})", file, line) : fmt::format(" ({})", file);
     const StringId id = ing.intern(text);
-    frameCache_.emplace(frame.payload(), id);
-    return id;
+    StringId model = kNoString;
+    if (!fxTrace.empty()) model = ing.intern(modelFrame(fxTrace));
+    frameCache_.emplace(frame.payload(), std::pair{id, model});
+    return {id, model};
 }
 
 StackId PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
@@ -356,7 +439,10 @@ StackId PytorchSnapshotImporter::stackOf(PValue frames, Ingest& ing)
     std::vector<StringId> ids;
     ids.reserve(doc_->size(frames));
     doc_->forEach(frames, [&](PValue f) {
-        if (f.type() == PType::Dict) ids.push_back(frameString(f, ing));
+        if (f.type() != PType::Dict) return;
+        const auto [id, model] = frameString(f, ing);
+        if (model != kNoString) ids.push_back(model); // the model's line before the FX code
+        ids.push_back(id);
     });
     const StackId id = ids.empty() ? kNoStack : ing.internStack(ids);
     stackCache_.emplace(stackKey_, id);
@@ -369,11 +455,14 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
     for (auto& [dev, d] : devices_) {
         DeviceInfo info;
         info.id = dev;
-        info.name = fmt::format("cuda:{}", dev);
+        info.name = dev == kHostDevice ? std::string("host (pinned)") : fmt::format("cuda:{}", dev);
         ing.addDevice(info);
     }
     int64_t inconsistent = 0, fixed = 0, preexisting = 0, pendingCount = 0;
     int64_t spanUs = -1;
+    // Blocks alive before each trace's first entry (memory_viz's "ghost blocks"): addresses.
+    std::map<uint32_t, std::vector<uint64_t>> ghosts;
+    std::map<uint32_t, int64_t> ghostAt;
     // Time of each trace's first entry; the reconstructed state is placed there (a device
     // without a timed trace: the earliest of the others, so that all share one clock).
     std::map<uint32_t, int64_t> firstTime;
@@ -543,8 +632,10 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
             mapPiece(a, s, t0);
         for (const auto& [a, al] : d.initAllocs) {
             alloc(a, al.size, al.requested, al.stream, al.frames, t0);
+            ghosts[dev].push_back(a);
             ++preexisting;
         }
+        ghostAt[dev] = t0;
 
         int64_t t = t0, firstUs = 0, lastUs = 0;
         bool haveUs = false;
@@ -606,6 +697,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                     s.size = e.size;
                     s.stream = e.stream;
                     s.type = e.size <= (2u << 20) ? "small" : "large";
+                    s.pool = e.pool; // the entry's pool_id (newer PyTorch), else the default
                 }
                 regionCreate(e.addr, s, t);
                 break;
@@ -725,6 +817,7 @@ void PytorchSnapshotImporter::emit(Ingest& ing)
                     ? "free_completed"
                     : "free_requested");
     ing.setMeta("pytorch.preexisting_allocations", std::to_string(preexisting));
+    ing.setMeta("pytorch.history", historyMeta(ghosts, ghostAt));
     if (spanUs >= 0) ing.setMeta("pytorch.trace_span_us", std::to_string(spanUs));
     if (derivedAddresses_)
         ing.setMeta("pytorch.block_addresses",

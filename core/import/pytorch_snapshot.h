@@ -31,13 +31,18 @@ enum class Act : uint8_t {
     SegmentUnmap,
     Oom,
     Snapshot,
+    Annotate,
     Unknown,
 };
-inline constexpr std::array<std::string_view, 9> kActNames = {
+inline constexpr std::array<std::string_view, 10> kActNames = {
     "alloc",        "free_requested", "free_completed", "segment_alloc",
     "segment_free", "segment_map",    "segment_unmap",  "oom",
-    "snapshot",
+    "snapshot",     "annotate",
 };
+
+// Device id of the pinned host memory (host_segments / host_traces): a device row of its own,
+// named "host (pinned)", far above any CUDA ordinal.
+inline constexpr uint32_t kHostDevice = 0xffff;
 
 inline Act actOf(std::string_view s)
 {
@@ -68,13 +73,37 @@ enum Key : int {
     kFilename,
     kLine,
     kRealSize,
+    kPoolId,
+    kStage,
+    kFxNodeOp,
+    kFxNodeName,
+    kFxNodeTarget,
+    kFxOriginalTrace,
 };
 inline const std::vector<std::string> kCompactKeys = {
-    "action",        "addr",    "size",           "stream",
-    "time_us",       "frames",  "device_free",    "compile_context",
-    "user_metadata", "address", "requested_size", "state",
-    "history",       "name",    "filename",       "line",
+    "action",
+    "addr",
+    "size",
+    "stream",
+    "time_us",
+    "frames",
+    "device_free",
+    "compile_context",
+    "user_metadata",
+    "address",
+    "requested_size",
+    "state",
+    "history",
+    "name",
+    "filename",
+    "line",
     "real_size",
+    "pool_id",
+    "stage",
+    "fx_node_op",
+    "fx_node_name",
+    "fx_node_target",
+    "fx_original_trace",
 };
 
 struct Entry
@@ -86,9 +115,12 @@ struct Entry
     uint64_t extra =
         0; // alloc: requested size (known only for blocks alive at the end); oom: device_free
     PValue frames;
+    PValue name, stage; // annotate entries
+    uint64_t pool = 0;  // pool_id (a, b) as a << 32 | b (newer PyTorch), when hasPool
     uint32_t stream = 0;
     Act act = Act::Unknown;
     bool hasTime = false;
+    bool hasPool = false;
 };
 
 struct SegInfo
@@ -185,9 +217,17 @@ struct DeviceState
     // end (the final block is authoritative), by entry index.
     std::unordered_map<size_t, AllocInfo> finalInstance;
     int64_t inconsistent = 0;
+    // The history's truncation (trace_alloc_overflowed / trace_alloc_max_entries): -1 unknown.
+    int overflowed = -1;
+    int64_t maxEntries = -1;
     Act freeAct = Act::FreeCompleted;
     bool hasCompleted = false, hasRequested = false;
 };
+
+// The model's source line of an FX frame's fx_original_trace (a Python traceback text whose last
+// 'File "F", line N, in NAME' is the model code the node came from), as "NAME (F:N)"; the
+// trace's last line when it has no such line.
+std::string modelFrame(std::string_view trace);
 
 class PytorchSnapshotImporter final : public Importer
 {
@@ -207,6 +247,9 @@ public:
         o.expectRegions = true;
         o.durable = false;     // a one-shot conversion: on failure the output is removed
         o.writerThread = true; // events are written while the next ones are decoded
+        // Without "frame N" annotations, torch.profiler's ProfilerStep#N ranges are the steps.
+        if (stepFrames_ && o.framePattern == IngestOptions{}.framePattern)
+            o.framePattern = R"(^\s*(?:frame\s*[ =:]\s*|ProfilerStep#)(\d+)\s*$)";
     }
     void emit(Ingest& ingest) override;
 
@@ -235,12 +278,17 @@ private:
         auto [it, inserted] = streams_.emplace(uraw, static_cast<uint32_t>(streams_.size() + 1));
         return it->second;
     }
-    void decodeSegments(PValue segs);
+    void decodeSegments(PValue segs, bool host = false);
+    void decodeHistorySettings(PValue root, PValue settings);
+    std::string historyMeta(const std::map<uint32_t, std::vector<uint64_t>>& ghosts,
+                            const std::map<uint32_t, int64_t>& ghostAt) const;
     void decodeTrace(uint32_t device, PValue list);
     Entry decode(PValue ev, uint32_t device);
     void reconstruct(uint32_t device, DeviceState& d);
     StackId stackOf(PValue frames, Ingest& ing);
-    StringId frameString(PValue frame, Ingest& ing);
+    // A frame's text, and for an FX frame (fx_original_trace) the model's source line that
+    // precedes it in the stack (kNoString when none).
+    std::pair<StringId, StringId> frameString(PValue frame, Ingest& ing);
 
     std::unique_ptr<PickleDoc> doc_;
     void findClusters(DeviceState& d, uint32_t device);
@@ -280,7 +328,8 @@ private:
         bool valid = false;
     };
     std::array<ActSlot, 16> actCache_{};
-    std::unordered_map<uint64_t, StringId> frameCache_;
+    std::unordered_map<uint64_t, std::pair<StringId, StringId>> frameCache_;
+    bool stepFrames_ = false; // ProfilerStep#N ranges are the frames (no "frame N" ranges)
     std::unordered_map<std::string, StackId> stackCache_;
     std::string stackKey_;
 };

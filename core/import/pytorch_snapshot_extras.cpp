@@ -6,6 +6,7 @@
 #include "core/json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace fs::import::snapshot {
@@ -13,6 +14,40 @@ namespace fs::import::snapshot {
 std::string jsonQuote(std::string_view s)
 {
     return '"' + JsonWriter::escape(s) + '"';
+}
+
+std::string modelFrame(std::string_view trace)
+{
+    const size_t at = trace.rfind("File \"");
+    if (at != std::string_view::npos) {
+        const std::string_view rest = trace.substr(at + 6);
+        const size_t q = rest.find("\", line ");
+        if (q != std::string_view::npos) {
+            const std::string_view file = rest.substr(0, q);
+            std::string_view tail = rest.substr(q + 8);
+            size_t n = 0;
+            while (n < tail.size() && tail[n] >= '0' && tail[n] <= '9')
+                ++n;
+            const std::string_view line = tail.substr(0, n);
+            tail = tail.substr(n);
+            std::string_view name;
+            if (tail.starts_with(", in ")) {
+                name = tail.substr(5);
+                name = name.substr(0, name.find_first_of("\r\n"));
+            }
+            if (!line.empty())
+                return fmt::format("{} ({}:{})", name.empty() ? "<model>" : name, file, line);
+        }
+    }
+    // No traceback line: its last non-empty line, trimmed.
+    std::string_view s = trace;
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+        s.remove_suffix(1);
+    const size_t nl = s.find_last_of('\n');
+    if (nl != std::string_view::npos) s = s.substr(nl + 1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+        s.remove_prefix(1);
+    return std::string(s);
 }
 
 void PytorchSnapshotImporter::findClusters(DeviceState& d, uint32_t device)
@@ -98,6 +133,67 @@ void PytorchSnapshotImporter::decodeAnnotations(PValue list)
     });
 }
 
+void PytorchSnapshotImporter::decodeHistorySettings(PValue root, PValue settings)
+{
+    // trace_alloc_overflowed (the ring buffer wrapped: older entries were overwritten) and
+    // trace_alloc_max_entries (its size), in allocator_settings or at the top level; one value
+    // for every device, or a list with one per device.
+    auto apply = [&](PValue dict) {
+        if (dict.type() != PType::Dict) return;
+        auto each = [&](std::string_view key, auto&& set) {
+            const PValue v = doc_->get(dict, key);
+            if (!v.valid() || v.type() == PType::None) return;
+            if (v.type() == PType::List || v.type() == PType::Tuple) {
+                uint32_t dev = 0;
+                doc_->forEach(v, [&](PValue x) {
+                    if (auto it = devices_.find(dev++); it != devices_.end()) set(it->second, x);
+                });
+            } else {
+                for (auto& [dev, d] : devices_)
+                    if (dev != kHostDevice) set(d, v);
+            }
+        };
+        each("trace_alloc_overflowed", [&](DeviceState& d, PValue x) {
+            int64_t b = 0;
+            if (x.type() == PType::Bool || doc_->toI64(x, b))
+                d.overflowed = (x.type() == PType::Bool ? x.payload() != 0 : b != 0) ? 1 : 0;
+        });
+        each("trace_alloc_max_entries", [&](DeviceState& d, PValue x) {
+            int64_t n = 0;
+            if (doc_->toI64(x, n) && n > 0) d.maxEntries = n;
+        });
+    };
+    apply(root);
+    apply(settings);
+}
+
+std::string
+PytorchSnapshotImporter::historyMeta(const std::map<uint32_t, std::vector<uint64_t>>& ghosts,
+                                     const std::map<uint32_t, int64_t>& ghostAt) const
+{
+    // One line per device (docs/importers.md "History"): read by core/analysis/history.h.
+    std::string out;
+    for (const auto& [dev, d] : devices_) {
+        const int64_t entries = static_cast<int64_t>(d.trace.size());
+        const bool truncated =
+            d.overflowed == 1 || (d.overflowed < 0 && d.maxEntries > 0 && entries >= d.maxEntries);
+        const auto g = ghosts.find(dev);
+        const auto t = ghostAt.find(dev);
+        out += fmt::format("device={} truncated={} max_entries={} entries={} ghost_blocks={} "
+                           "ghost_ns={}",
+                           dev, truncated ? 1 : 0, d.maxEntries, entries,
+                           g == ghosts.end() ? 0 : g->second.size(),
+                           t == ghostAt.end() ? 0 : t->second);
+        if (g != ghosts.end() && !g->second.empty()) {
+            out += " ghosts=";
+            for (size_t i = 0; i < g->second.size(); ++i)
+                out += fmt::format("{}{:x}", i ? "," : "", g->second[i]);
+        }
+        out += '\n';
+    }
+    return out;
+}
+
 std::string PytorchSnapshotImporter::toJson(PValue v) const
 {
     int64_t budget = 100000;
@@ -118,7 +214,7 @@ std::string PytorchSnapshotImporter::toJson(PValue v, int depth, int64_t& budget
         uint64_t u = 0;
         if (doc_->toI64(v, i)) return std::to_string(i);
         if (doc_->toU64(v, u)) return std::to_string(u);
-        return "null";
+        return doc_->decimal(v); // an integer wider than 64 bits (LONG1/LONG4), exactly
     }
     case PType::Float: {
         double x = 0;

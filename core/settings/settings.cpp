@@ -86,6 +86,29 @@ std::vector<Rule> readRules(const JsonDoc& d, uint32_t n, const std::string& pat
     return out;
 }
 
+// "categories": {"pattern": "category", ...}, in file order.
+std::vector<analysis::CategoryRule> readCategories(const JsonDoc& d, uint32_t n,
+                                                   const std::string& path)
+{
+    if (d.node(n).type != JType::Object)
+        bad(path, "categories", "expected an object of \"pattern\": \"category\"");
+    std::vector<analysis::CategoryRule> out;
+    for (uint32_t c = d.node(n).first; c != JsonDoc::kNone; c = d.node(c).next) {
+        const std::string& pattern = d.node(c).key;
+        const std::string where = "categories." + pattern;
+        if (pattern.find_first_not_of('*') == std::string::npos)
+            bad(path, where, "a pattern needs some text besides '*'");
+        analysis::CategoryRule r;
+        r.pattern = pattern;
+        if (d.node(c).type != JType::String || !analysis::parseMemoryCategory(d.str(c), r.category))
+            bad(path, where,
+                "expected one of parameters, gradients, optimizer_state, activations, kv_cache, "
+                "workspace, other");
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 } // namespace
 
 Settings::Settings() : framePattern(IngestOptions().framePattern)
@@ -116,6 +139,7 @@ analysis::ReportOptions Settings::reportOptions() const
     analysis::ReportOptions o;
     o.burstGapNs = burstGapNs;
     o.entropyWindowNs = entropyWindowNs;
+    o.categoryRules = categoryRules;
     return o;
 }
 
@@ -146,7 +170,8 @@ Settings read(const std::string& path, const Settings& base)
     static const char* known[] = {
         "version",           "collapse_rules",       "precursor_lookback_frames",
         "entropy_window_ns", "timeline_step_ns",     "burst_gap_ns",
-        "frame_pattern",     "fragmented_min_ratio", "fragmented_min_free_share"};
+        "frame_pattern",     "fragmented_min_ratio", "fragmented_min_free_share",
+        "categories"};
     for (uint32_t c = d.node(root).first; c != JsonDoc::kNone; c = d.node(c).next) {
         const std::string& k = d.node(c).key;
         if (std::find(std::begin(known), std::end(known), k) == std::end(known))
@@ -170,6 +195,8 @@ Settings read(const std::string& path, const Settings& base)
         s.fragmented.minRatio = fraction(d, n, path, "fragmented_min_ratio");
     if (uint32_t n = d.member(root, "fragmented_min_free_share"); n != JsonDoc::kNone)
         s.fragmented.minFreeShare = fraction(d, n, path, "fragmented_min_free_share");
+    if (uint32_t n = d.member(root, "categories"); n != JsonDoc::kNone)
+        s.categoryRules = readCategories(d, n, path);
     if (uint32_t n = d.member(root, "frame_pattern"); n != JsonDoc::kNone) {
         if (d.node(n).type != JType::String) bad(path, "frame_pattern", "expected a string");
         std::string p(d.str(n));
@@ -212,6 +239,10 @@ std::string toJson(const Settings& s)
     j.field("frame_pattern", s.framePattern);
     j.field("fragmented_min_ratio", s.fragmented.minRatio);
     j.field("fragmented_min_free_share", s.fragmented.minFreeShare);
+    j.key("categories").beginObject();
+    for (const analysis::CategoryRule& r : s.categoryRules)
+        j.field(r.pattern, analysis::memoryCategoryName(r.category));
+    j.endObject();
     j.endObject();
     return j.str() + "\n";
 }

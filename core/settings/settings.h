@@ -1,7 +1,7 @@
 // The user's analysis settings, one JSON file shared by the CLI and the GUI (docs/settings.md):
-// collapse rules, precursor lookback, event-size entropy window and timeline step, burst gap and
-// the frame pattern. The GUI's rules editor writes it; `report`, `collapse`, `state`, `export`
-// and `import` read it, so both always show the same collapses. Plain C++, no Qt.
+// collapse rules, precursor lookback, event-size entropy window and timeline step, burst gap, the
+// frame pattern and memory-category rules. The GUI's rules editor writes it; `report`, `collapse`,
+// `state`, `export` and `import` read it, so both always show the same collapses. Plain C++, no Qt.
 #pragma once
 
 #include "core/analysis/engine.h"
@@ -35,13 +35,16 @@ struct Settings
     int64_t burstGapNs = 5'000'000;            // a burst ends at a gap of 5 ms or more
     std::string framePattern;                  // ECMAScript regex, group 1 = frame number
     analysis::FragmentedRule fragmented;       // when an instant counts as fragmented
+    // Memory-category rules ("categories": {pattern: category}), tried in file order before
+    // the built-in ones (core/analysis/categories.h).
+    std::vector<analysis::CategoryRule> categoryRules;
 
     Settings();                                              // the defaults
     std::vector<analysis::CollapseRule> activeRules() const; // enabled rules only
     // Engine options these settings select (rules, lookback, entropy window).
     analysis::LoadOptions loadOptions() const;
-    // Report options these settings select (burst gap, entropy window): `report` and the GUI's
-    // report window use them.
+    // Report options these settings select (burst gap, entropy window, category rules): `report`
+    // and the GUI's report window use them.
     analysis::ReportOptions reportOptions() const;
     bool operator==(const Settings&) const = default;
 };

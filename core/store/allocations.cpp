@@ -90,7 +90,7 @@ std::vector<AllocationAttributes> allocationAttributes(const Session& s, int64_t
                                                        int64_t limit)
 {
     Stmt st = SessionAccess::db(s).prepare(
-        "SELECT id, requested_size, stream, tag, stack FROM allocations"
+        "SELECT id, requested_size, stream, tag, stack, user_metadata FROM allocations"
         // "+": a rowid range scan, never the time index and a sort
         " WHERE id > ?3 AND +device = ?1 AND +level = ?2 ORDER BY id LIMIT ?4");
     st.bind(1, device).bind(2, level).bind(3, afterId).bind(4, limit);
@@ -102,6 +102,7 @@ std::vector<AllocationAttributes> allocationAttributes(const Session& s, int64_t
         r.stream = st.i64(2);
         r.tag = optI64(st, 3);
         r.stack = optI64(st, 4);
+        r.userMetadata = optI64(st, 5);
     }
     return out;
 }
@@ -144,6 +145,24 @@ std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id)
         }
     }
     return d;
+}
+
+std::vector<AllocationNotes> allocationNotes(const Session& s, const std::vector<int64_t>& ids)
+{
+    std::vector<AllocationNotes> out(ids.size());
+    const Db& db = SessionAccess::db(s);
+    if (ids.empty() || db.scalar("SELECT count(*) FROM pragma_table_info('allocations')"
+                                 " WHERE name='user_metadata'") == 0)
+        return out;
+    Stmt st = db.prepare("SELECT user_metadata, compile_context FROM allocations WHERE id=?1");
+    for (size_t k = 0; k < ids.size(); ++k) {
+        st.reset();
+        st.bind(1, ids[k]);
+        if (!st.step()) continue;
+        out[k].userMetadata = textOf(s, st, 0).value_or(std::string());
+        out[k].compileContext = textOf(s, st, 1).value_or(std::string());
+    }
+    return out;
 }
 
 AllocationFrees::AllocationFrees(const Session& s)

@@ -73,6 +73,15 @@ struct AllocationDetails
     std::optional<std::string> compileContext;
 };
 std::optional<AllocationDetails> allocationDetails(const Session& s, int64_t id);
+// The user_metadata and compile_context texts of allocations by id, in the order asked ("" where
+// a row has none, names a string the file lacks, or the file predates the columns): one prepared
+// statement for all (memory by category reads those of the live blocks).
+struct AllocationNotes
+{
+    std::string userMetadata;
+    std::string compileContext;
+};
+std::vector<AllocationNotes> allocationNotes(const Session& s, const std::vector<int64_t>& ids);
 // The tag text of one allocation ("" when it has no row, no tag, or a tag the file lacks).
 std::string allocationTag(const Session& s, int64_t id);
 
@@ -98,8 +107,9 @@ struct AllocationAttributes
     int64_t id = 0;
     std::optional<uint64_t> requestedSize;
     int64_t stream = 0;
-    std::optional<int64_t> tag;   // strings.id
-    std::optional<int64_t> stack; // stacks.id
+    std::optional<int64_t> tag;          // strings.id
+    std::optional<int64_t> stack;        // stacks.id
+    std::optional<int64_t> userMetadata; // strings.id
 };
 std::vector<AllocationAttributes> allocationAttributes(const Session& s, int64_t device,
                                                        int64_t level, int64_t afterId,

@@ -157,6 +157,35 @@ private slots:
     // `fragscope whatif SESSION` answers "which setting would have helped": the first line is
     // one sentence, the second one line of fidelity; the ranking holds the recorded settings
     // and the default alternatives, best first; JSON has the same ranking and sentence.
+    // docs/whatif.md "Settings": a setting parsed but not replayed is named in the text and in
+    // --json, never silently dropped; a run without one has an empty list.
+    void unmodelledSettingsNamed()
+    {
+        const QJsonObject o = json({"whatif", sim_, "--alloc-conf",
+                                    "backend:cudaMallocAsync,expandable_segments:True",
+                                    "--alloc-conf", "pinned_num_register_threads:8", "--json"});
+        const QJsonArray runs = o["runs"].toArray();
+        QCOMPARE(runs.size(), 3);
+        QCOMPARE(runs[0].toObject()["unmodelled_settings"].toArray().size(), 0);
+        const QJsonArray async = runs[1].toObject()["unmodelled_settings"].toArray();
+        QCOMPARE(async.size(), 1);
+        QCOMPARE(async[0].toObject()["setting"].toString(), QString("backend:cudaMallocAsync"));
+        QVERIFY(async[0].toObject()["reason"].toString().contains("native allocator only"));
+        const QJsonArray pinned = runs[2].toObject()["unmodelled_settings"].toArray();
+        QCOMPARE(pinned.size(), 1);
+        QVERIFY(pinned[0].toObject()["reason"].toString().contains("host"));
+        // Every ranking row carries its list too: three rows, two with one entry each.
+        int named = 0;
+        for (const auto& row : o["ranking"].toArray())
+            named += static_cast<int>(row.toObject()["unmodelled_settings"].toArray().size());
+        QCOMPARE(named, 2);
+        const auto r = fstest::runCli(
+            {"whatif", sim_, "--alloc-conf", "backend:cudaMallocAsync,expandable_segments:True"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("not modelled under expandable_segments:True,"
+                               "backend:cudaMallocAsync: backend:cudaMallocAsync: "));
+    }
+
     void defaultAnswersTheQuestion()
     {
         const auto r = fstest::runCli({"whatif", sim_});

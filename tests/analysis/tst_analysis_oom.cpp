@@ -150,6 +150,31 @@ private slots:
         QCOMPARE(r[0].poolStreamFreeBytes, uint64_t{0});
         QCOMPARE(r[0].cachedFreeBytes, 3 * MiB);
         QVERIFY(r[0].suggestion.find("other streams or private pools") != std::string::npos);
+        // The 3 MiB piece (stream 1's segment at +16 MiB, after its 1 MiB block: +17 MiB) fits
+        // the 2 MiB request; PyTorch looks only in the request's stream (get_free_block), so
+        // the diagnosis names where it was.
+        QCOMPARE(r[0].elsewhereFitBytes, 3 * MiB);
+        QCOMPARE(r[0].elsewhereFitAddress, kBase + 17 * MiB);
+        QCOMPARE(r[0].elsewhereFitStream, 1u);
+        QCOMPARE(r[0].elsewhereFitPool, uint64_t{0});
+        QVERIFY(r[0].reason.find("on stream 1 (default pool) would have fitted") !=
+                std::string::npos);
+        QVERIFY(r[0].suggestion.find("cached for stream 1") != std::string::npos);
+    }
+
+    void noFitElsewhere()
+    {
+        // Stream 1 holds 3 MiB free but in two pieces (1 MiB and 2 MiB around a 1 MiB block);
+        // 3 MiB requested on stream 0: cached free 3 MiB >= 3 MiB (fragmentation) but no single
+        // block of another stream fits: nothing named.
+        Case c;
+        c.segments = {{kBase, 2 * MiB, 0, 0}, {kBase + 16 * MiB, 4 * MiB, 1, 0}};
+        c.blocks = {{kBase, 2 * MiB}, {kBase + 17 * MiB, 1 * MiB}};
+        c.oom = {0, 3 * MiB, 0};
+        const auto r = diagnose(next(), c);
+        QCOMPARE(r[0].cause, std::string("fragmentation"));
+        QCOMPARE(r[0].elsewhereFitBytes, uint64_t{0});
+        QVERIFY(r[0].reason.find("would have fitted") == std::string::npos);
     }
 
     void pendingFree()
@@ -170,6 +195,24 @@ private slots:
         QCOMPARE(r[0].allocatedBytes, 1 * MiB);
     }
 
+    void pendingFreeAndElsewhere()
+    {
+        // As pendingFree (stream 0: 1 MiB live, 3 MiB pending), plus stream 1's 4 MiB segment
+        // at +16 MiB with a 1 MiB block: its 3 MiB at +17 MiB would fit the 2 MiB request too.
+        // The first rule still decides (pending_free); the reason names the other block.
+        Case c;
+        c.segments = {{kBase, 4 * MiB, 0, 0}, {kBase + 16 * MiB, 4 * MiB, 1, 0}};
+        c.blocks = {{kBase, 1 * MiB}, {kBase + 16 * MiB, 1 * MiB}};
+        c.pending = {{kBase + 1 * MiB, 3 * MiB}};
+        c.oom = {0, 2 * MiB, 0};
+        const auto r = diagnose(next(), c);
+        QCOMPARE(r[0].cause, std::string("pending_free"));
+        QCOMPARE(r[0].elsewhereFitBytes, 3 * MiB);
+        QCOMPARE(r[0].elsewhereFitAddress, kBase + 17 * MiB);
+        QVERIFY(r[0].reason.find("on stream 1 (default pool) would have fitted") !=
+                std::string::npos);
+    }
+
     void privatePoolIsNotTheRequestsPool()
     {
         // The only free memory (3 MiB, one piece) is in a private pool's segment (pool 7); the
@@ -183,6 +226,13 @@ private slots:
         QCOMPARE(r[0].poolStreamFreeBytes, uint64_t{0});
         QCOMPARE(r[0].poolStreamLargestFreeBytes, uint64_t{0});
         QCOMPARE(r[0].cause, std::string("fragmentation"));
+        // The fitting block is pool 7's (at +17 MiB, stream 0): the advice is MemPool's
+        // use_on_oom (CUDACachingAllocator malloc: use_on_oom_pools).
+        QCOMPARE(r[0].elsewhereFitBytes, 3 * MiB);
+        QCOMPARE(r[0].elsewhereFitPool, uint64_t{7});
+        QCOMPARE(r[0].elsewhereFitStream, 0u);
+        QVERIFY(r[0].reason.find("in private pool 7 (stream 0)") != std::string::npos);
+        QVERIFY(r[0].suggestion.find("use_on_oom=True") != std::string::npos);
     }
 
     void external()

@@ -367,6 +367,26 @@ private slots:
         QVERIFY(w.heatmap()->legend().size() <= 9);
         w.callSites()->setColourHeatmap(false);
         QTRY_VERIFY_WITH_TIMEOUT(w.heatmap()->legend().empty() && w.heatmap()->isRefined(), 60000);
+        // Grouped by memory category (docs/analysis.md): the same bytes held, every row a
+        // category; the heatmap coloured by category has a legend of categories.
+        w.callSites()->setGroupBy(analysis::GroupBy::Category);
+        QTRY_VERIFY_WITH_TIMEOUT(!w.callSites()->busy() && w.callSites()->model()->table() &&
+                                     w.callSites()->model()->table()->by ==
+                                         analysis::GroupBy::Category,
+                                 60000);
+        const auto* byCategory = w.callSites()->model()->table();
+        QCOMPARE(byCategory->heldBytes, sum);
+        analysis::MemoryCategory c{};
+        for (const auto& r : byCategory->rows)
+            QVERIFY2(analysis::parseMemoryCategory(r.label, c), r.label.c_str());
+        w.callSites()->setColourHeatmap(true);
+        QTRY_VERIFY_WITH_TIMEOUT(int(w.heatmap()->style().colouring) ==
+                                         int(analysis::Colouring::Category) &&
+                                     !w.heatmap()->legend().empty() && w.heatmap()->isRefined(),
+                                 60000);
+        for (const auto& l : w.heatmap()->legend())
+            QVERIFY2(analysis::parseMemoryCategory(l.label, c), l.label.c_str());
+        w.callSites()->setColourHeatmap(false);
     }
 
     void searchFindsTheBlockThatHeldAnAddress()
@@ -532,6 +552,35 @@ private slots:
         QVERIFY(j["cursor_max_event_loop_gap_ms"].toInteger() >= 0);
         QVERIFY(j["cursor_max_event_loop_gap_ms"].toInteger() <=
                 j["max_event_loop_gap_ms"].toInteger());
+    }
+
+    // The GUI never restarts itself (README.md "Huge pages"): `ps -o comm=` shows fragscope-gui
+    // and its environment is the one it was started with.
+    void keepsItsNameAndEnvironment()
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        env.insert("GLIBC_TUNABLES", "glibc.malloc.check=0");
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(FRAGSCOPE_GUI), {fixture_});
+        QVERIFY(p.waitForStarted(30000));
+        // The window is up once the process has read its session; a restart would have replaced
+        // the image within its first milliseconds.
+        QTest::qWait(1500);
+        QCOMPARE(p.state(), QProcess::Running);
+        const QString proc = QString("/proc/%1/").arg(p.processId());
+        QFile comm(proc + "comm");
+        QVERIFY(comm.open(QIODevice::ReadOnly));
+        QCOMPARE(comm.readAll().trimmed(), QByteArray("fragscope-gui"));
+        QFile envFile(proc + "environ");
+        QVERIFY(envFile.open(QIODevice::ReadOnly));
+        const QList<QByteArray> vars = envFile.readAll().split('\0');
+        QVERIFY(vars.contains("GLIBC_TUNABLES=glibc.malloc.check=0"));
+        for (const QByteArray& v : vars)
+            QVERIFY2(!v.startsWith("FRAGSCOPE_SAVED_"), v.constData());
+        p.kill();
+        QVERIFY(p.waitForFinished(30000));
     }
 
     void helpNeedsNoDisplay()

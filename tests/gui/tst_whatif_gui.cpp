@@ -204,6 +204,10 @@ private slots:
         QCOMPARE(cw->comparison()->b.label,
                  "what-if: " + best.allocConf + " replay of sim.fragscope");
         QCOMPARE(cw->comparison()->b.figures.peakReservedBytes, best.peakReserved);
+        // Bytes by call site at each peak: both replays hold memory, so some site shows it.
+        QCOMPARE(cw->callSitesTable()->columnCount(), 4);
+        QVERIFY(cw->callSitesTable()->rowCount() >= 1);
+        QVERIFY(!cw->callSitesTable()->item(0, 0)->text().isEmpty());
         QCOMPARE(cw->comparison()->a.label,
                  std::string("what-if: recorded settings (PyTorch defaults) replay of "
                              "sim.fragscope"));

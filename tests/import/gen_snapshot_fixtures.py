@@ -17,6 +17,13 @@ exercise every snapshot feature fragscope reads, with the standard library only:
                        a cudaMalloc), device 1 a free-and-retry, device 2 garbage collection
                        (garbage_collection_threshold:0.5 of the 200 MiB an OOM entry tells) and
                        a failed request. Worked out in tests/alloc/tst_whatif_timing.cpp.
+  current.pickle       what PyTorch 2.11-2.13 adds, written with pickle protocol 5: a truncated
+                       history (allocator_settings trace_alloc_overflowed, trace_alloc_max_entries)
+                       with a ghost block, pool_id on trace entries, an active_awaiting_free block,
+                       annotate entries, user_metadata holding an integer of 2**70, an FX frame
+                       (fx_node_op, fx_node_name, fx_node_target, fx_original_trace),
+                       ProfilerStep#N external annotations, host_segments and host_traces.
+                       Worked out in tests/import/tst_import_snapshot_current.cpp.
 
 The expected figures are worked out by hand in tests/import/tst_import_fixtures.cpp; this
 script only writes what the comments there describe. Usage: gen_snapshot_fixtures.py OUTDIR
@@ -234,6 +241,64 @@ def bursts():
     return {"segments": segments, "device_traces": [d0, d1, d2], "allocator_settings": settings}
 
 
+FX_FRAMES = [{"name": "call", "filename": "/tmp/torchinductor/cxy.py", "line": 88,
+              "fx_node_op": "call_function", "fx_node_name": "addmm",
+              "fx_node_target": "aten.addmm.default",
+              "fx_original_trace": '  File "model.py", line 12, in forward\n'
+                                   '    x = self.linear(x)\n'},
+             {"name": "<module>", "filename": "train.py", "line": 7}]
+
+
+def current():
+    S0, S1, S2 = 0x10000000, 0x20000000, 0x30000000
+    H = 0x7F0000000000
+    segments = [
+        segment(0, S0, [block(S0, 1 * MiB, "active_allocated"),
+                        block(S0 + 1 * MiB, 1 * MiB, "active_awaiting_free", 1 * MiB),
+                        block(S0 + 2 * MiB, 1 * MiB, "inactive"),
+                        block(S0 + 3 * MiB, 1 * MiB, "active_allocated", frames=FX_FRAMES)]),
+        segment(0, S1, [block(S1, 512 * KiB, "active_allocated"),
+                        block(S1 + 512 * KiB, 1536 * KiB, "inactive")],
+                pool=(1, 7), kind="small"),
+    ]
+    dev0 = [
+        entry("segment_alloc", S1, 2 * MiB, 100, pool_id=(1, 7)),
+        entry("segment_alloc", S2, 2 * MiB, 102, pool_id=(2, 9)),
+        entry("segment_free", S2, 2 * MiB, 104, pool_id=(2, 9)),
+        entry("annotate", 0, 0, 105, name="step-begin"),
+        entry("alloc", S0 + 1 * MiB, 1 * MiB, 110, pool_id=(0, 0),
+              user_metadata={"big": 2 ** 70, "tag": "kv-cache"}),
+        entry("alloc", S1, 512 * KiB, 120, pool_id=(1, 7)),
+        entry("free_requested", S0 + 1 * MiB, 1 * MiB, 130, pool_id=(0, 0)),
+        entry("annotate", 0, 0, 140, name="optimizer", stage="START"),
+        entry("annotate", 0, 0, 145, name="optimizer", stage="END"),
+        entry("alloc", S0 + 3 * MiB, 1 * MiB, 150, frames=FX_FRAMES, pool_id=(0, 0)),
+    ]
+    host_segments = [
+        {"device": -1, "address": H, "total_size": 2 * MiB, "stream": 0,
+         "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False,
+         "frames": [], "blocks": [block(H, 1 * MiB, "active_allocated"),
+                                  block(H + 1 * MiB, 1 * MiB, "inactive")]}]
+    host_traces = [
+        entry("segment_alloc", H, 2 * MiB, 100),
+        entry("alloc", H, 1 * MiB, 115),
+        entry("alloc", H + 1 * MiB, 1 * MiB, 125),
+        entry("free_requested", H + 1 * MiB, 1 * MiB, 135),
+        entry("free_completed", H + 1 * MiB, 1 * MiB, 136),
+    ]
+    annotations = [annotation("START", "ProfilerStep#0", 100),
+                   annotation("END", "ProfilerStep#0", 125),
+                   annotation("START", "ProfilerStep#1", 125),
+                   annotation("END", "ProfilerStep#1", 155)]
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
+                "garbage_collection_threshold": 0.0, "expandable_segments": False,
+                "roundup_power2_divisions": {"1": 0},
+                "trace_alloc_overflowed": True, "trace_alloc_max_entries": 10}
+    return {"segments": segments, "device_traces": [dev0], "allocator_settings": settings,
+            "external_annotations": annotations, "host_segments": host_segments,
+            "host_traces": host_traces}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: gen_snapshot_fixtures.py OUTDIR")
@@ -241,9 +306,11 @@ def main():
     os.makedirs(out, exist_ok=True)
     for name, data in (("multi-device.pickle", multi_device()),
                        ("v2-history.pickle", v2_history()),
-                       ("bursts.pickle", bursts())):
+                       ("bursts.pickle", bursts()),
+                       ("current.pickle", current())):
         with open(os.path.join(out, name), "wb") as f:
-            pickle.dump(data, f, protocol=4)
+            # Python 3.14's default protocol, 5, for what current PyTorch writes
+            pickle.dump(data, f, protocol=5 if name == "current.pickle" else 4)
 
 
 if __name__ == "__main__":

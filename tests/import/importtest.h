@@ -10,6 +10,7 @@
 #include <QByteArray>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTest>
@@ -24,6 +25,17 @@ inline QJsonObject reference()
     QFile f(dataDir() + "/reference.json");
     if (!f.open(QIODevice::ReadOnly)) return {};
     return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+// `fragscope state FILE --at T --json`, the framework state of device d.
+inline QJsonObject stateAt(const QString& file, const QString& at, int device)
+{
+    const CliResult st = runCli({"state", file, "--at", at, "--json"});
+    for (const auto& x : QJsonDocument::fromJson(st.out).object()["states"].toArray())
+        if (x.toObject()["device"].toInt() == device &&
+            x.toObject()["level"].toString() == "framework")
+            return x.toObject();
+    return {};
 }
 
 inline bool writeFile(const QString& path, const QByteArray& data)

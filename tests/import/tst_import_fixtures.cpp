@@ -57,17 +57,6 @@ class TestImportFixtures : public QObject
         return r.exitCode == 0 ? o : QString();
     }
 
-    // `fragscope state FILE --at T --json`, the framework state of device d.
-    static QJsonObject stateAt(const QString& file, const QString& at, int device)
-    {
-        const CliResult st = runCli({"state", file, "--at", at, "--json"});
-        for (const auto& x : QJsonDocument::fromJson(st.out).object()["states"].toArray())
-            if (x.toObject()["device"].toInt() == device &&
-                x.toObject()["level"].toString() == "framework")
-                return x.toObject();
-        return {};
-    }
-
 private slots:
     void initTestCase()
     {

@@ -221,6 +221,46 @@ private slots:
         }
     }
 
+    void protocol5AndWideIntegers()
+    {
+        // Python 3.14's default, protocol 5: PROTO 5, FRAME (8-byte length), then
+        // {'big': 2**70, 'neg': -2**70, 'huge': 2**100 + 1} as pickle.dumps writes it:
+        //   2**70 = LONG1 of 9 bytes 00*8 40 (two's complement, little-endian);
+        //   -2**70 = LONG1 of 9 bytes 00*8 c0; 2**100 + 1 = LONG1 of 13 bytes 01 00*11 10 (the
+        //   bytes are exactly pickle.dumps(..., protocol=5)).
+        // Decimal values: 2**70 = 1180591620717411303424,
+        //   2**100 + 1 = 1267650600228229401496703205377.
+        const QByteArray p = bytes(
+            {0x80, 5,    0x95, 61, 0, 0, 0, 0, 0, 0, 0, 0x7d, 0x94, '(',  0x8c, 3,    'b', 'i',
+             'g',  0x94, 0x8a, 9,  0, 0, 0, 0, 0, 0, 0, 0,    0x40, 0x8c, 3,    'n',  'e', 'g',
+             0x94, 0x8a, 9,    0,  0, 0, 0, 0, 0, 0, 0, 0xc0, 0x8c, 4,    'h',  'u',  'g', 'e',
+             0x94, 0x8a, 13,   1,  0, 0, 0, 0, 0, 0, 0, 0,    0,    0,    0,    0x10, 'u', '.'});
+        ByteReader r(write(p).toStdString());
+        auto doc = PickleReader::read(r, {});
+        const PValue root = doc->root();
+        QCOMPARE(doc->size(root), size_t{3});
+        uint64_t u = 0;
+        QVERIFY(!doc->toU64(doc->get(root, "big"), u)); // wider than 64 bits
+        QCOMPARE(QString::fromStdString(doc->decimal(doc->get(root, "big"))),
+                 QString("1180591620717411303424"));
+        QCOMPARE(QString::fromStdString(doc->decimal(doc->get(root, "neg"))),
+                 QString("-1180591620717411303424"));
+        QCOMPARE(QString::fromStdString(doc->decimal(doc->get(root, "huge"))),
+                 QString("1267650600228229401496703205377"));
+        // LONG4 of the same 2**70 (4-byte length 9).
+        const QByteArray p4 = bytes({0x80, 5, 0x8b, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, '.'});
+        ByteReader r4(write(p4).toStdString());
+        auto d4 = PickleReader::read(r4, {});
+        QCOMPARE(QString::fromStdString(d4->decimal(d4->root())),
+                 QString("1180591620717411303424"));
+        // Small values through the same path: 255 (LONG1 ff 00) and -1 (LONG1 ff).
+        const QByteArray ps = bytes({0x80, 5, 0x8a, 2, 0xff, 0, 0x8a, 1, 0xff, 0x86, '.'});
+        ByteReader rs(write(ps).toStdString());
+        auto ds = PickleReader::read(rs, {});
+        QCOMPARE(QString::fromStdString(ds->decimal(ds->at(ds->root(), 0))), QString("255"));
+        QCOMPARE(QString::fromStdString(ds->decimal(ds->at(ds->root(), 1))), QString("-1"));
+    }
+
     void compactDicts()
     {
         // With compactKeys {a, b}: {'b': 2, 'a': 1} is stored without keys and reads back in

@@ -85,13 +85,16 @@ std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int ti)
     return explored(s, [&] { return s.explorer->jumpTargets(ld.device, ld.level, poolOf(s, ti)); });
 }
 
-std::optional<analysis::CallSiteTable> callSites(const Scene& s, int ti, int64_t from, int64_t to,
-                                                 analysis::GroupBy by)
+std::optional<analysis::CallSiteTable>
+callSites(const Scene& s, int ti, int64_t from, int64_t to, analysis::GroupBy by,
+          const std::vector<analysis::CategoryRule>& categoryRules)
 {
     if (!valid(s, ti)) return std::nullopt;
     const TrackEntry& ld = s.tracks[static_cast<size_t>(ti)];
-    return explored(
-        s, [&] { return s.explorer->callSites(ld.device, ld.level, from, to, by, poolOf(s, ti)); });
+    return explored(s, [&] {
+        return s.explorer->callSites(ld.device, ld.level, from, to, by, poolOf(s, ti),
+                                     categoryRules);
+    });
 }
 
 std::optional<analysis::SearchResult> search(const Scene& s, int ti, const std::string& query,

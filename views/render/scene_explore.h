@@ -25,8 +25,10 @@ void loadAttributes(const Scene& s, int ti);
 // The previous (dir < 0) or next (dir > 0) allocator event of the track; kNoTime when none.
 int64_t stepEvent(const Scene& s, int ti, int64_t t, int dir);
 std::optional<analysis::JumpTargets> jumpTargets(const Scene& s, int ti);
-std::optional<analysis::CallSiteTable> callSites(const Scene& s, int ti, int64_t from, int64_t to,
-                                                 analysis::GroupBy by);
+// GroupBy::Category: categoryRules are the user's (settings "categories").
+std::optional<analysis::CallSiteTable>
+callSites(const Scene& s, int ti, int64_t from, int64_t to, analysis::GroupBy by,
+          const std::vector<analysis::CategoryRule>& categoryRules = {});
 // Throws std::invalid_argument for a query the engine cannot parse.
 std::optional<analysis::SearchResult> search(const Scene& s, int ti, const std::string& query,
                                              int64_t t);

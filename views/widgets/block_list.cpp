@@ -116,7 +116,12 @@ QVariant BlockListModel::data(const QModelIndex& index, int role) const
                : b.pending ? QVariant(render::pendingColor().darker(130))
                            : QVariant();
     case Qt::ToolTipRole:
+        if (index.column() == Site && b.ghost && b.site.empty())
+            return tr("Allocated before the snapshot's trace began (a ghost block): its stack "
+                      "was not recorded");
         if (index.column() == Site) return QString::fromStdString(b.site);
+        if (index.column() == Tag && !b.userMetadata.empty())
+            return tr("user metadata: %1").arg(QString::fromStdString(b.userMetadata));
         if (b.pending)
             return tr("Freed by the program, still used by another stream: neither allocated "
                       "nor free (in no free fragment until the wait ends)");
@@ -145,10 +150,10 @@ QVariant BlockListModel::data(const QModelIndex& index, int role) const
         return QString::fromStdString(analysis::poolLabel(b.pool, level_));
     case Age:
         return b.free ? QString() : formatDuration(at_ - b.since, axis_);
-    case Tag:
-        return QString::fromStdString(b.tag);
+    case Tag: // the source's name, else the allocation's user_metadata (PyTorch snapshots)
+        return QString::fromStdString(b.tag.empty() ? b.userMetadata : b.tag);
     case Site:
-        return QString::fromStdString(b.site);
+        return b.ghost && b.site.empty() ? tr("(ghost block)") : QString::fromStdString(b.site);
     }
     return {};
 }

@@ -1,5 +1,6 @@
 #include "callsite_table.h"
 
+#include "core/settings/settings.h"
 #include "render/scene_explore.h"
 
 #include <QCheckBox>
@@ -146,6 +147,7 @@ CallSitesPanel::CallSitesPanel(QWidget* parent) : QWidget(parent)
     group_->addItem(tr("tag"), int(analysis::GroupBy::Tag));
     group_->addItem(tr("stream"), int(analysis::GroupBy::Stream));
     group_->addItem(tr("pool"), int(analysis::GroupBy::Pool));
+    group_->addItem(tr("memory category"), int(analysis::GroupBy::Category));
     range_ = new QComboBox(this);
     range_->addItem(tr("run up to the cursor"), int(Range::UpToCursor));
     range_->addItem(tr("selected range"), int(Range::Selection));
@@ -191,6 +193,8 @@ CallSitesPanel::CallSitesPanel(QWidget* parent) : QWidget(parent)
             return analysis::Colouring::Stream;
         case analysis::GroupBy::Pool:
             return analysis::Colouring::Pool;
+        case analysis::GroupBy::Category:
+            return analysis::Colouring::Category;
         default:
             return analysis::Colouring::CallSite;
         }
@@ -308,11 +312,18 @@ void CallSitesPanel::start()
         double ms = 0;
     };
     const auto scene = scene_;
+    // By memory category: the user's rules from the settings file (docs/settings.md), as the
+    // CLI's; a file that does not parse leaves the defaults (the rules editor says why).
+    std::vector<analysis::CategoryRule> rules;
+    try {
+        if (groupBy() == analysis::GroupBy::Category) rules = settings::loadUser().categoryRules;
+    } catch (const std::exception&) {
+    }
     jobs_->start(
-        [scene, track = track_, from, to, by = groupBy()](const Job&) {
+        [scene, track = track_, from, to, by = groupBy(), rules](const Job&) {
             QElapsedTimer clock;
             clock.start();
-            Result out{render::callSites(*scene, track, from, to, by), 0};
+            Result out{render::callSites(*scene, track, from, to, by, rules), 0};
             out.ms = static_cast<double>(clock.nsecsElapsed()) / 1e6;
             return out;
         },

@@ -30,6 +30,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent)
            "<b>0x…</b>: the block, free fragment or region that held the address at the cursor<br>"
            "<b>1MiB-4MiB</b>, <b>&gt;=2MiB</b>, <b>&lt;4KiB</b>, <b>512B</b>: sizes<br>"
            "<b>tag:NAME</b>: the tag contains NAME<br>"
+           "<b>meta:TEXT</b>: the allocation's user_metadata (PyTorch) contains TEXT<br>"
            "anything else: a frame of the call stack contains it (file.py:123, a function)"));
     auto* go = new QPushButton(tr("Search"), this);
     highlight_ = new QCheckBox(tr("highlight on heatmap"), this);
