@@ -24,8 +24,8 @@ if [[ -f $log ]] && grep -q -e '^SKIP   :' -e " \.\.\. skipped '" "$log"; then
   echo
   echo "Skipped tests ($preset):"
   {
-    grep '^SKIP   :' "$log" | sed 's/^SKIP   : /  /'
-    grep " \.\.\. skipped '" "$log" | sed 's/^/  /'
+    grep '^SKIP   :' "$log" | sed 's/^SKIP   : /  /' || true
+    grep " \.\.\. skipped '" "$log" | sed 's/^/  /' || true
   } | sort -u
 fi
 exit "$rc"
