@@ -66,6 +66,7 @@ void MainWindow::buildExploreDocks()
     }
     blockList_ = new views::BlockList(this);
     callSites_ = new views::CallSitesPanel(this);
+    callSites_->setCategoryRules(categoryRules_);
     search_ = new views::SearchPanel(this);
     auto add = [this](QWidget* w, const QString& title, const QString& name, const char* beside) {
         auto* d = new QDockWidget(title, this);

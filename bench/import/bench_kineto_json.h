@@ -2,10 +2,10 @@
 // rules (KinetoImporter::onEvent) that fold it into checksums the sides must agree on.
 #pragma once
 
-#include <charconv>
+#include "core/import/json_reader.h"
+
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 
 namespace kbench {
@@ -30,37 +30,14 @@ struct Result
     }
 };
 
-// JsonDoc::toNanosFromMicros on a number's text, for the simdjson side (the same rule).
+// The importer's rule (fs::import::nanosFromMicros) on a raw number token from simdjson, which
+// keeps the whitespace after the number.
 inline bool nanosFromMicros(std::string_view t, int64_t& out)
 {
     while (!t.empty() &&
            (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
         t.remove_suffix(1);
-    if (t.find_first_of("eE") != std::string_view::npos) {
-        double d = 0;
-        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
-        if (ec != std::errc() || p != t.data() + t.size() || !(std::abs(d) < 9.0e15)) return false;
-        out = static_cast<int64_t>(d * 1000.0 + (d >= 0 ? 0.5 : -0.5));
-        return true;
-    }
-    const size_t dot = t.find('.');
-    int64_t whole = 0;
-    const std::string_view w = t.substr(0, dot);
-    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), whole);
-    if (ec != std::errc() || p != w.data() + w.size()) return false;
-    if (whole > std::numeric_limits<int64_t>::max() / 1000 - 1 ||
-        whole < std::numeric_limits<int64_t>::min() / 1000 + 1)
-        return false;
-    int64_t frac = 0;
-    if (dot != std::string_view::npos) {
-        int digits = 0;
-        for (size_t i = dot + 1; i < t.size() && digits < 3; ++i, ++digits)
-            frac = frac * 10 + (t[i] - '0');
-        while (digits++ < 3)
-            frac *= 10;
-    }
-    out = whole * 1000 + (t.starts_with('-') ? -frac : frac);
-    return true;
+    return fs::import::nanosFromMicros(t, out);
 }
 
 // The fields one event contributes, whichever side read them.

@@ -57,21 +57,19 @@ bool JsonDoc::toDouble(uint32_t n, double& out) const
     return ec == std::errc() && p == t.data() + t.size();
 }
 
-bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
+bool nanosFromMicros(std::string_view t, int64_t& out)
 {
-    if (n == kNone || nodes_[n].type != JType::Number) return false;
-    const std::string& t = nodes_[n].text;
-    if (t.find_first_of("eE") != std::string::npos) {
+    if (t.find_first_of("eE") != std::string_view::npos) {
         double d = 0;
-        if (!toDouble(n, d)) return false;
-        if (!(std::abs(d) < 9.0e15)) return false;
+        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
+        if (ec != std::errc() || p != t.data() + t.size() || !(std::abs(d) < 9.0e15)) return false;
         out = static_cast<int64_t>(d * 1000.0 + (d >= 0 ? 0.5 : -0.5));
         return true;
     }
     // Integer part and up to three fraction digits, exactly (doubles lose ns at epoch scale).
     const size_t dot = t.find('.');
     int64_t whole = 0;
-    const std::string_view w(t.data(), dot == std::string::npos ? t.size() : dot);
+    const std::string_view w = t.substr(0, dot);
     auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), whole);
     if (ec != std::errc() || p != w.data() + w.size()) return false;
     // Beyond ~292 years in ns the value cannot be a timestamp (and would overflow).
@@ -79,7 +77,7 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
         whole < std::numeric_limits<int64_t>::min() / 1000 + 1)
         return false;
     int64_t frac = 0;
-    if (dot != std::string::npos) {
+    if (dot != std::string_view::npos) {
         int digits = 0;
         for (size_t i = dot + 1; i < t.size() && digits < 3; ++i, ++digits)
             frac = frac * 10 + (t[i] - '0');
@@ -88,6 +86,11 @@ bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
     }
     out = whole * 1000 + (t.starts_with('-') ? -frac : frac);
     return true;
+}
+
+bool JsonDoc::toNanosFromMicros(uint32_t n, int64_t& out) const
+{
+    return n != kNone && nodes_[n].type == JType::Number && nanosFromMicros(nodes_[n].text, out);
 }
 
 std::string_view JsonDoc::str(uint32_t n) const

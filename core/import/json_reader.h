@@ -36,7 +36,8 @@ public:
     // Numbers: false when absent or not a number (or not integral for toInt).
     bool toInt(uint32_t n, int64_t& out) const;
     bool toDouble(uint32_t n, double& out) const;
-    // A timestamp in microseconds (possibly fractional) as integer nanoseconds, exactly.
+    // A timestamp in microseconds (possibly fractional) as integer nanoseconds, exactly
+    // (nanosFromMicros below).
     bool toNanosFromMicros(uint32_t n, int64_t& out) const;
     std::string_view str(uint32_t n) const;
     void clear() { nodes_.clear(); }
@@ -74,5 +75,10 @@ private:
     int next();
     ByteReader& r_;
 };
+
+// A JSON number's text in microseconds (possibly fractional, possibly with an exponent) as integer
+// nanoseconds: the integer part and up to three fraction digits exactly (a double loses ns at
+// epoch scale); false when it is not a number or lies beyond ~292 years.
+bool nanosFromMicros(std::string_view text, int64_t& out);
 
 } // namespace fs::import

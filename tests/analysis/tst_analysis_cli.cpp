@@ -34,15 +34,6 @@ private:
         return p;
     }
 
-    static QJsonObject json(const fstest::CliResult& r)
-    {
-        QJsonParseError err{};
-        const auto doc = QJsonDocument::fromJson(r.out, &err);
-        if (err.error != QJsonParseError::NoError)
-            qWarning() << "bad JSON:" << err.errorString() << r.out.left(400) << r.err;
-        return doc.object();
-    }
-
 private slots:
     void initTestCase()
     {
@@ -68,7 +59,7 @@ private slots:
     {
         const auto r = runCli({"state", session_, "--at", "end", "--json"});
         QCOMPARE(r.exitCode, 0);
-        const QJsonObject o = json(r);
+        const QJsonObject o = fstest::cliJson(r);
         const QJsonArray states = o["states"].toArray();
         QCOMPARE(states.size(), 1);
         const QJsonObject s = states[0].toObject();
@@ -88,13 +79,13 @@ private slots:
         QCOMPARE(h[0].toObject()["bytes"].toDouble(), double(128 * KiB));
 
         // frame:0 is the end of frame 0 (t = 2000): only A is live -> one 768 KiB fragment.
-        const auto f0 = json(runCli({"state", session_, "--at", "frame:0", "--json"}));
+        const auto f0 = fstest::cliJson(runCli({"state", session_, "--at", "frame:0", "--json"}));
         QCOMPARE(f0["time_ns"].toInteger(), qint64(2000));
         QCOMPARE(f0["states"].toArray()[0].toObject()["largest_free_bytes"].toDouble(),
                  double(768 * KiB));
         // 1.5us from the beginning (t = 0) = 1500 ns: same state as frame 0's end.
-        const auto us =
-            json(runCli({"state", session_, "--at", "1.5us", "--json", "--level", "framework"}));
+        const auto us = fstest::cliJson(
+            runCli({"state", session_, "--at", "1.5us", "--json", "--level", "framework"}));
         QCOMPARE(us["time_ns"].toInteger(), qint64(1500));
 
         // Text output names the figures.
@@ -169,7 +160,7 @@ private slots:
         // cut the largest fragment, ranked by evidence.
         r = runCli({"collapse", s, "--frame", "2", "--json"});
         QCOMPARE(r.exitCode, 0);
-        const QJsonObject c = json(r);
+        const QJsonObject c = fstest::cliJson(r);
         QCOMPARE(c["collapse"].toObject()["first_frame"].toInt(), 2);
         QCOMPARE(c["schema_version"].toInt(), fs::kJsonSchemaVersion);
         QCOMPARE(c["window_begin_ns"].toInteger(), qint64(1000));
@@ -211,7 +202,7 @@ private slots:
         // report --json: health, tracks, frames with metrics, the collapse, correlations with n.
         r = runCli({"report", s, "--json"});
         QCOMPARE(r.exitCode, 0);
-        const QJsonObject rep = json(r);
+        const QJsonObject rep = fstest::cliJson(r);
         QCOMPARE(rep["tracks"].toArray().size(), 1);
         QCOMPARE(rep["frames"].toArray().size(), 3);
         QCOMPARE(rep["collapses"].toArray().size(), 1);

@@ -169,15 +169,6 @@ class TstCategories : public QObject
     QTemporaryDir dir_;
     std::string kinds_, bare_, a_, b_;
 
-    static QJsonObject json(const fstest::CliResult& r)
-    {
-        QJsonParseError err{};
-        const auto doc = QJsonDocument::fromJson(r.out, &err);
-        if (err.error != QJsonParseError::NoError)
-            qWarning() << "bad JSON:" << err.errorString() << r.out.left(400) << r.err;
-        return doc.object();
-    }
-
 private slots:
     void initTestCase()
     {
@@ -414,7 +405,7 @@ private slots:
         const auto r = fstest::runCli({"state", QString::fromStdString(kinds_), "--at", "peak",
                                        "--by", "category", "--json"});
         QCOMPARE(r.exitCode, 0);
-        const QJsonObject o = json(r);
+        const QJsonObject o = fstest::cliJson(r);
         QCOMPARE(o["time_ns"].toInteger(), qint64(75));
         const QJsonObject s = o["states"].toArray()[0].toObject();
         const QJsonArray cats = s["categories"].toArray();
@@ -438,7 +429,7 @@ private slots:
         const auto r = fstest::runCli({"compare", QString::fromStdString(a_),
                                        QString::fromStdString(b_), "--by", "callsite", "--json"});
         QCOMPARE(r.exitCode, 0);
-        const QJsonObject o = json(r);
+        const QJsonObject o = fstest::cliJson(r);
         QCOMPARE(o["at"].toString(), QString("peak"));
         QCOMPARE(o["a"].toObject()["held_bytes"].toDouble(), double(448 * KiB));
         const QJsonArray rows = o["callsites"].toArray();
@@ -452,8 +443,9 @@ private slots:
             fstest::runCli({"compare", QString::fromStdString(a_), QString::fromStdString(b_),
                             "--by", "callsite", "--at", "end", "--json"});
         QCOMPARE(end.exitCode, 0);
-        QCOMPARE(json(end)["callsites"].toArray()[2].toObject()["delta_bytes"].toDouble(),
-                 -double(128 * KiB));
+        QCOMPARE(
+            fstest::cliJson(end)["callsites"].toArray()[2].toObject()["delta_bytes"].toDouble(),
+            -double(128 * KiB));
     }
 };
 

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <QByteArray>
+#include <QDebug>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QString>
@@ -46,6 +49,17 @@ inline CliResult runCliIn(const QString& dir, const QStringList& args,
 inline CliResult runCli(const QStringList& args, int timeoutMs = 120000)
 {
     return runCliIn({}, args, {}, timeoutMs);
+}
+
+// The CLI's --json output as an object; an output that does not parse is reported (the test's
+// comparisons then fail on the empty object).
+inline QJsonObject cliJson(const CliResult& r)
+{
+    QJsonParseError err{};
+    const auto doc = QJsonDocument::fromJson(r.out, &err);
+    if (err.error != QJsonParseError::NoError)
+        qWarning() << "bad JSON:" << err.errorString() << r.out.left(400) << r.err;
+    return doc.object();
 }
 
 // Writes the generated PyTorch-format snapshots (tests/import/gen_snapshot_fixtures.py: standard

@@ -379,6 +379,26 @@ private slots:
         analysis::MemoryCategory c{};
         for (const auto& r : byCategory->rows)
             QVERIFY2(analysis::parseMemoryCategory(r.label, c), r.label.c_str());
+        // The window's rules (read once from the settings file) reach the table: a user rule
+        // ":" -> workspace matches every stack frame ("name (file:line)"), so every block with
+        // a stack goes there and the rest (decomfl has no tags or notes) to other; the bytes
+        // held do not change. (A pattern of only '*' names nothing: docs/analysis.md.)
+        w.callSites()->setCategoryRules({{":", analysis::MemoryCategory::Workspace}});
+        auto onlyUserRule = [&] {
+            const auto* tab = w.callSites()->model()->table();
+            if (w.callSites()->busy() || !tab || tab->by != analysis::GroupBy::Category)
+                return false;
+            bool workspace = false;
+            for (const auto& r : tab->rows) {
+                if (r.heldBytes > 0 && r.label != "workspace" && r.label != "other") return false;
+                workspace |= r.label == "workspace" && r.heldBytes > 0;
+            }
+            return workspace; // decomfl records stacks
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(onlyUserRule(), 60000);
+        QCOMPARE(w.callSites()->model()->table()->heldBytes, sum);
+        w.callSites()->setCategoryRules({});
+        QTRY_VERIFY_WITH_TIMEOUT(!w.callSites()->busy(), 60000);
         w.callSites()->setColourHeatmap(true);
         QTRY_VERIFY_WITH_TIMEOUT(int(w.heatmap()->style().colouring) ==
                                          int(analysis::Colouring::Category) &&

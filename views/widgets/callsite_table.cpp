@@ -1,6 +1,5 @@
 #include "callsite_table.h"
 
-#include "core/settings/settings.h"
 #include "render/scene_explore.h"
 
 #include <QCheckBox>
@@ -228,6 +227,12 @@ void CallSitesPanel::setGroupBy(analysis::GroupBy g)
     group_->setCurrentIndex(group_->findData(int(g)));
 }
 
+void CallSitesPanel::setCategoryRules(std::vector<analysis::CategoryRule> rules)
+{
+    categoryRules_ = std::move(rules);
+    if (groupBy() == analysis::GroupBy::Category) refresh();
+}
+
 void CallSitesPanel::setColourHeatmap(bool on)
 {
     colour_->setChecked(on);
@@ -312,15 +317,8 @@ void CallSitesPanel::start()
         double ms = 0;
     };
     const auto scene = scene_;
-    // By memory category: the user's rules from the settings file (docs/settings.md), as the
-    // CLI's; a file that does not parse leaves the defaults (the rules editor says why).
-    std::vector<analysis::CategoryRule> rules;
-    try {
-        if (groupBy() == analysis::GroupBy::Category) rules = settings::loadUser().categoryRules;
-    } catch (const std::exception&) {
-    }
     jobs_->start(
-        [scene, track = track_, from, to, by = groupBy(), rules](const Job&) {
+        [scene, track = track_, from, to, by = groupBy(), rules = categoryRules_](const Job&) {
             QElapsedTimer clock;
             clock.start();
             Result out{render::callSites(*scene, track, from, to, by, rules), 0};

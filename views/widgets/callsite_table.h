@@ -51,6 +51,9 @@ public:
     void setSelectionRange(int64_t from, int64_t to);
     void setRange(Range r);
     void setGroupBy(analysis::GroupBy g);
+    // The user's category rules (settings file, docs/settings.md), read once by the window, the
+    // same rules the heatmap's colouring by category uses.
+    void setCategoryRules(std::vector<analysis::CategoryRule> rules);
     void setColourHeatmap(bool on); // the heatmap coloured by the grouping (colouringChanged)
     analysis::GroupBy groupBy() const;
     CallSiteModel* model() const { return model_; }
@@ -74,6 +77,7 @@ private:
     void start();
     std::shared_ptr<const render::Scene> scene_;
     int track_ = -1;
+    std::vector<analysis::CategoryRule> categoryRules_;
     int64_t cursor_ = kNoTime, selFrom_ = kNoTime, selTo_ = kNoTime;
     QComboBox* group_ = nullptr;
     QComboBox* range_ = nullptr;
