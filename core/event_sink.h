@@ -51,6 +51,12 @@ public:
     virtual void warn(const std::string& message) = 0;
     // Synthetic sources only; sinks with nowhere to keep it ignore it.
     virtual void addSimTruth(const SimTruthFrame&) {}
+    // A flight recorder kept only [beginNs, endNs] of this stretch of the run
+    // (capture/recorder/flight_recorder.h); sinks with nowhere to keep it ignore it.
+    virtual void addWindow(int64_t /*beginNs*/, int64_t /*endNs*/, const std::string& /*trigger*/,
+                           int64_t /*events*/)
+    {
+    }
 };
 
 } // namespace fs

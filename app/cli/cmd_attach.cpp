@@ -5,6 +5,7 @@
 #include "cli_settings.h"
 #include "command.h"
 #include "core/progress.h"
+#include "flight_options.h"
 
 #include <charconv>
 #include <chrono>
@@ -35,6 +36,7 @@ int runAttach(Args& a)
             throw UsageError(
                 "--duration wants a positive time such as 30s, 500ms, 2m or 1h, not '" + *d + "'");
     }
+    const auto flight = flightOptions(a);
     if (!proto::processAlive(pid)) {
         fmt::print(stderr, "fragscope attach: no process with pid {}\n", pid);
         return Failure;
@@ -85,6 +87,7 @@ int runAttach(Args& a)
     }
     capture::RecordOptions ro;
     ro.output = *out;
+    ro.flight = flight;
     ro.durationMs = durationMs;
     Progress progress("recording", 0);
     ro.progress = [&](int64_t n) { progress.update(n); };
@@ -94,8 +97,12 @@ int runAttach(Args& a)
         fmt::print(stderr, "fragscope attach: {}\n", res.error);
         return Failure;
     }
-    fmt::print(stderr, "fragscope attach: {} events written to {}{}\n", res.events, *out,
-               res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    fmt::print(stderr, "fragscope attach: {} events {} {}{}\n", res.events,
+               flight ? fmt::format("seen, {} in {} window(s) written to", res.flight.eventsWritten,
+                                    res.windows.size())
+                      : std::string("written to"),
+               *out, res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    printWindows("attach", res);
     // As simulate and import do: the index stored now, so that the first open is a reopen.
     // Ctrl-C or SIGTERM meanwhile (the GUI's Stop after the target ended by itself) cancels
     // only the index: the session is already complete, and the exit status says so.
@@ -110,7 +117,7 @@ FRAGSCOPE_COMMAND({
     .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject] [--no-pytorch] [--stacks "
                 "python|all] [--index|--no-index]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
-    .options = withIndexOptions({
+    .options = withIndexOptions(withFlightOptions({
         {"output", "FILE", "session file to write (also -o)"},
         {"duration", "TIME",
          "stop after this long (30s, 500ms, 2m, 1h); default: until Ctrl-C or exit"},
@@ -118,7 +125,7 @@ FRAGSCOPE_COMMAND({
          "fail instead of loading the agent with gdb when PID has no control socket"},
         {"no-pytorch", "", "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
         {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
-    }),
+    })),
     .details =
         "A process started with `fragscope launch` (or `simulate --live`) has a control socket\n"
         "in $XDG_RUNTIME_DIR/fragscope (else /tmp/fragscope-UID); attach connects to it and\n"
@@ -132,7 +139,9 @@ FRAGSCOPE_COMMAND({
         "attach loads the agent (a launched process keeps its launch options).\n"
         "Only the owner of a process may attach to it. When the recording ends, the analysis\n"
         "index is stored in the file (--no-index skips it; docs/analysis.md \"Caching\").\n"
-        "See docs/capture.md.",
+        "--keep makes it a flight recorder for runs of hours: only the last TIME of events is\n"
+        "held, and a window around each trigger is written (docs/capture.md \"Flight\n"
+        "recording\"); `fragscope info --json` lists the windows. See docs/capture.md.",
     .run = runAttach,
     .order = 41,
     .needsCapture = true,

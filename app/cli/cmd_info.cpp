@@ -57,6 +57,16 @@ std::string toJson(const std::string& path, const SessionSummary& s,
         j.value(allocatorSettings);
     // The allocator history of a PyTorch snapshot, per device ([] for other sources).
     analysis::writeHistory(j, analysis::traceHistory(s.meta));
+    // A flight recording's windows ([]: the whole run was recorded).
+    j.key("windows").beginArray();
+    for (const auto& w : s.windows)
+        j.beginObject()
+            .field("begin_ns", w.beginNs)
+            .field("end_ns", w.endNs)
+            .field("trigger", w.trigger)
+            .field("events", w.events)
+            .endObject();
+    j.endArray();
     j.key("health");
     analysis::writeHealth(j, s.health, &graphs);
     j.endObject();
@@ -97,6 +107,14 @@ std::string toText(const std::string& path, const SessionSummary& s,
             h.maxEntries > 0 ? fmt::format(", {} of max {} entries", h.entries, h.maxEntries)
                              : fmt::format(", {} entries", h.entries),
             h.ghostBlocks);
+    if (!s.windows.empty()) {
+        out += fmt::format("  recorded      {} window(s) of a flight recording; nothing between "
+                           "them\n",
+                           s.windows.size());
+        for (const auto& w : s.windows)
+            out += fmt::format("    {:.3f}-{:.3f} s  {} events  {}\n", w.beginNs / 1e9,
+                               w.endNs / 1e9, w.events, w.trigger);
+    }
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);
     out += fmt::format("    ended abruptly   {}\n", s.health.endedAbruptly

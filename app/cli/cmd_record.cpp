@@ -7,6 +7,7 @@
 #include "command.h"
 #include "core/progress.h"
 #include "core/store/sqlite.h"
+#include "flight_options.h"
 
 #include <chrono>
 #include <csignal>
@@ -46,6 +47,7 @@ int runRecord(Args& a)
     if (!a.positional().empty())
         throw UsageError("unexpected argument '" + a.positional()[0] +
                          "' (put the command after --)");
+    const auto flight = flightOptions(a);
     const std::atomic<bool>& stop = capture::installStopSignals();
     capture::LaunchOptions lo;
     lo.argv = a.rest();
@@ -117,6 +119,7 @@ int runRecord(Args& a)
     }
     capture::RecordOptions ro;
     ro.output = *out;
+    ro.flight = flight;
     ro.sourcePath = joinArgs(a.rest());
     Progress progress("recording", 0);
     ro.progress = [&](int64_t n) { progress.update(n); };
@@ -134,8 +137,12 @@ int runRecord(Args& a)
     // The stream is over: the target exits on its own (or was stopped by Ctrl-C).
     for (int i = 0; i < 100 && childAlive(); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    fmt::print(stderr, "fragscope record: {} events written to {}{}\n", res.events, *out,
-               res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    fmt::print(stderr, "fragscope record: {} events {} {}{}\n", res.events,
+               flight ? fmt::format("seen, {} in {} window(s) written to", res.flight.eventsWritten,
+                                    res.windows.size())
+                      : std::string("written to"),
+               *out, res.endedAbruptly ? fmt::format(" (ended abruptly: {})", res.error) : "");
+    printWindows("record", res);
     // As simulate and import do: the index stored now, so that the first open is a reopen.
     // Ctrl-C or SIGTERM meanwhile (the GUI's Stop after the target ended by itself) cancels
     // only the index: the session is already complete, and the exit status says so.
@@ -152,16 +159,16 @@ int runRecord(Args& a)
 
 FRAGSCOPE_COMMAND({
     .name = "record",
-    .synopsis =
-        "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] [--index|--no-index] -- "
-        "CMD [ARGS…]",
+    .synopsis = "-o OUT.fragscope [--paused] [--no-pytorch] [--stacks python|all] [--keep TIME "
+                "[--before TIME] [--after TIME] [--max-size BYTES]] [--index|--no-index] -- "
+                "CMD [ARGS…]",
     .summary = "Run a command with the capture agent and record its GPU memory events",
-    .options = withIndexOptions({
+    .options = withIndexOptions(withFlightOptions({
         {"output", "FILE", "session file to write (also -o)"},
         {"paused", "", "load the agent idle; recording starts when the recorder gets SIGUSR1"},
         {"no-pytorch", "", "do not record PyTorch's caching-allocator blocks (docs/capture.md)"},
         {"stacks", "python|all", "record each PyTorch block's call stack (costs more)"},
-    }),
+    })),
     .details =
         "CMD runs with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH pointing at\n"
         "libfragscope-inject.so: the agent records CUDA allocations, pools, VMM, kernels,\n"
@@ -175,7 +182,11 @@ FRAGSCOPE_COMMAND({
         "first open reads no allocation row (docs/analysis.md \"Caching\").\n"
         "Exit status: CMD's own (128+N when killed by signal N); 1 when nothing was recorded;\n"
         "2 when the capture stream was malformed. A target killed midway still leaves a\n"
-        "session that opens, marked 'ended abruptly'. See docs/capture.md.",
+        "session that opens, marked 'ended abruptly'. --keep makes it a flight recorder for runs\n"
+        "of hours: only the last TIME of events is held, and a window around each trigger (an\n"
+        "OOM, a frame whose metrics start a collapse, `fragscope mark PID`) is written, from\n"
+        "--before to --after it, with the allocator's whole state at its start; `fragscope info\n"
+        "--json` lists the windows. See docs/capture.md.",
     .run = runRecord,
     .order = 40,
     .needsCapture = true,

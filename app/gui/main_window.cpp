@@ -367,6 +367,13 @@ void MainWindow::buildMenus()
     stopRecordingAction_ = file->addAction(tr("S&top recording"), QKeySequence(tr("Ctrl+Shift+T")),
                                            this, &MainWindow::stopRecording);
     stopRecordingAction_->setEnabled(false);
+    markRecordingAction_ =
+        file->addAction(tr("&Mark this moment"), QKeySequence(tr("Ctrl+Shift+M")), this,
+                        &MainWindow::markRecording);
+    markRecordingAction_->setToolTip(tr("Put a trigger mark in the recorded process's stream "
+                                        "(fragscope mark): a flight recording writes a window "
+                                        "around it"));
+    markRecordingAction_->setEnabled(false);
     file->addSeparator();
     file->addAction(tr("&Export view…"), QKeySequence(tr("Ctrl+E")), this,
                     &MainWindow::showExportDialog);
@@ -669,6 +676,11 @@ void MainWindow::updateStatus()
             notes << QString::fromStdString(analysis::historyNote(th));
             truncated = true;
         }
+    // A flight recording: only its windows are in the session.
+    if (const std::string b = analysis::windowsBadge(scene_->summary.windows); !b.empty()) {
+        parts << QString::fromStdString(b);
+        notes << QString::fromStdString(analysis::windowsNote(scene_->summary.windows));
+    }
     healthLabel_->setText(parts.join(QStringLiteral("  ·  ")));
     healthLabel_->setToolTip(notes.join(QLatin1Char('\n')));
     healthLabel_->setStyleSheet(h.endedAbruptly || h.droppedRecords > 0 || truncated
@@ -754,6 +766,8 @@ void MainWindow::showShortcuts()
            "export</td></tr>"
            "<tr><td><b>Ctrl+Shift+A / Ctrl+Shift+T</b></td><td>attach to a process / stop "
            "recording and open the session</td></tr>"
+           "<tr><td><b>Ctrl+Shift+M</b></td><td>mark this moment in the recorded process (a "
+           "flight recording writes a window around it)</td></tr>"
            "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export view / report</td></tr>"
            "<tr><td><b>Ctrl+Shift+W</b></td><td>what-if replay under other allocator "
            "settings, compared with the real run</td></tr>"
@@ -888,6 +902,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
     live_ = std::make_shared<render::LiveScene>(out.toStdString());
     loader_->setRules(views::RulesEditor::enabled(views::RulesEditor::load()));
     stopRecordingAction_->setEnabled(true);
+    markRecordingAction_->setEnabled(true);
     liveLabel_->setText(tr("● REC pid %1").arg(pid));
     liveLabel_->setToolTip(tr("Recording into %1; the views refresh every %2 ms. "
                               "File › Stop recording (Ctrl+Shift+T) finishes the session.")
@@ -905,6 +920,7 @@ bool MainWindow::startRecording(qint64 pid, const QString& out)
         recordingPid_ = 0;
         live_.reset();
         stopRecordingAction_->setEnabled(false);
+        markRecordingAction_->setEnabled(false);
         statusBar()->clearMessage();
         if (loader_->busy() && loader_->live()) loader_->cancel();
         // The finished session, checked and with the analysis engine, replaces the live one.
@@ -935,6 +951,22 @@ void MainWindow::showLive(const QString& path, std::shared_ptr<const render::Sce
     else
         replaceScene(std::move(scene), true);
     emit liveUpdated(scene_->summary.events);
+}
+
+void MainWindow::markRecording()
+{
+    if (!attachProc_ || recordingPid_ <= 0) return;
+    auto* proc = new QProcess(this);
+    connect(proc, &QProcess::finished, this, [this, proc](int code, QProcess::ExitStatus) {
+        proc->deleteLater();
+        if (code == 0)
+            statusBar()->showMessage(tr("Marked process %1").arg(recordingPid_), 4000);
+        else
+            reportError_(tr("Mark failed"),
+                         QString::fromLocal8Bit(proc->readAllStandardError()).trimmed());
+    });
+    proc->start(cliPath(), {QStringLiteral("mark"), QString::number(recordingPid_),
+                            QStringLiteral("from the GUI")});
 }
 
 void MainWindow::stopRecording()

@@ -74,6 +74,9 @@ public:
     bool startRecording(qint64 pid, const QString& out);
     bool recording() const { return !attachProc_.isNull(); }
     void stopRecording();
+    // Marks this moment in the recorded process (`fragscope mark PID`): a flight recorder writes
+    // a window around it, a whole recording keeps it as a marker.
+    void markRecording();
     static constexpr int kLiveRefreshMs = 400;
     // How errors reach the user; tests replace it to avoid modal dialogs.
     using ErrorReporter = std::function<void(const QString& title, const QString& text)>;
@@ -242,6 +245,7 @@ private:
     QMenu* recentMenu_ = nullptr;
     QAction* backAction_ = nullptr;
     QAction* stopRecordingAction_ = nullptr;
+    QAction* markRecordingAction_ = nullptr;
     QPointer<QProcess> attachProc_; // `fragscope attach` while recording
     QString recordingPath_;
     std::shared_ptr<render::LiveScene> live_; // the recording's scene, refreshed in increments

@@ -64,7 +64,10 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     // refresh sees new events (a WAL commit without fsync costs well under a millisecond).
     io.commitIntervalMs = 250;
     Ingest ingest(io);
+    std::unique_ptr<FlightRecorder> flight;
     try {
+        if (opts.flight)
+            flight = std::make_unique<FlightRecorder>(ingest, flightOptionsFor(*opts.flight, io));
         ingest.begin();
     } catch (const std::exception& e) {
         res.error = e.what();
@@ -72,7 +75,13 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
     }
     ingest.setMeta("capture.target_pid", std::to_string(client.info().pid));
     ingest.setMeta("capture.target_kind", client.info().kind);
-    StreamIngest si(ingest);
+    if (opts.flight) {
+        ingest.setMeta("capture.flight",
+                       fmt::format("keep_ns={} before_ns={} after_ns={} max_bytes={}",
+                                   opts.flight->keepNs, opts.flight->beforeNs, opts.flight->afterNs,
+                                   opts.flight->maxBytes));
+    }
+    StreamIngest si(ingest, flight.get());
     std::string err;
     if (opts.sendStart && !client.command(proto::MsgType::Start, {}, 10000, err)) {
         ingest.abort();
@@ -157,6 +166,14 @@ RecordResult recordFrom(proto::ControlClient& client, const RecordOptions& opts,
             if (res.reason == proto::EndReason::AgentDisabled)
                 ingest.warn(
                     "the agent disabled itself during the recording (see the target's stderr)");
+        }
+        if (flight) {
+            flight->finish();
+            res.windows = flight->windows();
+            res.flight = flight->stats();
+            if (res.flight.windowsDropped > 0)
+                ingest.health("windows_dropped", res.flight.windowsDropped,
+                              "triggers that found the session at --max-size");
         }
         ingest.end();
         res.ok = true;

@@ -9,12 +9,14 @@
 
 #include "capture/protocol/control_client.h"
 #include "capture/protocol/protocol.h"
+#include "capture/recorder/flight_recorder.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <thread>
@@ -45,6 +47,9 @@ struct RecordOptions
     int64_t durationMs = 0; // > 0: stop after this long
     bool sendStart = true;  // false: the caller already started the stream
     std::function<void(int64_t events)> progress; // called about twice a second
+    // --keep: only windows around triggers are written (flight_recorder.h); reorder slack and
+    // file size are filled in here.
+    std::optional<FlightOptions> flight;
 };
 
 struct RecordResult
@@ -55,6 +60,8 @@ struct RecordResult
     std::string error;
     int64_t events = 0;
     proto::EndReason reason = proto::EndReason::TargetFinished;
+    std::vector<FlightWindow> windows; // --keep: the windows written
+    FlightStats flight;
 };
 
 // Records from a connected client until the stream ends, `stop` becomes true (a Stop is sent and

@@ -56,7 +56,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         if (!r.ok() || id == 0 || id > (1u << 28))
             return fail(offset, "malformed string definition");
         if (id >= strings_.size()) strings_.resize(id + 1, kNoString);
-        strings_[id] = ingest_.intern(text);
+        strings_[id] = sink_.intern(text);
         return true;
     }
     case MsgType::Events: {
@@ -103,7 +103,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
                                              : stacks_.find(StackId{static_cast<uint32_t>(e.aux)});
                 e.aux = it == stacks_.end() ? 0 : it->second.value;
             }
-            ingest_.add(e);
+            sink_.add(e);
             ++events_;
         }
         return true;
@@ -119,7 +119,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
             std::memcpy(&f, rest.data() + i * 4, 4);
             frames[i] = str(f);
         }
-        stacks_[StackId{static_cast<uint32_t>(id)}] = ingest_.internStack(frames);
+        stacks_[StackId{static_cast<uint32_t>(id)}] = sink_.internStack(frames);
         return true;
     }
     case MsgType::Device: {
@@ -129,7 +129,7 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         d.name = std::string(r.str0());
         d.uuid = std::string(r.str0());
         if (!r.ok() || !r.atEnd()) return fail(offset, "malformed device frame");
-        ingest_.addDevice(d);
+        sink_.addDevice(d);
         return true;
     }
     case MsgType::Process: {
@@ -138,15 +138,15 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         p.startTime = r.pod<int64_t>();
         p.commandLine = std::string(r.rest());
         if (!r.ok()) return fail(offset, "malformed process frame");
-        ingest_.addProcess(p);
+        sink_.addProcess(p);
         return true;
     }
     case MsgType::Meta: {
         const std::string_view k = r.str0();
         const std::string_view v = r.rest();
         if (!r.ok() || k.empty()) return fail(offset, "malformed meta frame");
-        ingest_.setMeta(reservedMeta(k) ? "target." + std::string(k) : std::string(k),
-                        std::string(v));
+        sink_.setMeta(reservedMeta(k) ? "target." + std::string(k) : std::string(k),
+                      std::string(v));
         return true;
     }
     case MsgType::FrameMetric: {
@@ -155,11 +155,11 @@ bool StreamIngest::frame(const proto::FrameHeader& h, std::string_view payload, 
         const std::string_view name = r.str0();
         const std::string_view source = r.rest();
         if (!r.ok() || name.empty()) return fail(offset, "malformed frame-metric frame");
-        ingest_.addFrameMetric(frame, std::string(name), value, std::string(source));
+        sink_.addFrameMetric(frame, std::string(name), value, std::string(source));
         return true;
     }
     case MsgType::Warn:
-        ingest_.warn(std::string(payload));
+        sink_.warn(std::string(payload));
         return true;
     case MsgType::Health: {
         const auto time = r.pod<int64_t>();

@@ -16,7 +16,12 @@ namespace fs::capture {
 class StreamIngest
 {
 public:
-    explicit StreamIngest(Ingest& ingest) : ingest_(ingest) {}
+    // Events, strings and the rest go to sink when given (a flight recorder in front of ingest),
+    // capture health straight to ingest.
+    explicit StreamIngest(Ingest& ingest, EventSink* sink = nullptr)
+        : ingest_(ingest), sink_(sink ? *sink : ingest)
+    {
+    }
 
     // Handles one frame; false (with error()) when it is malformed or unexpected.
     bool frame(const proto::FrameHeader& h, std::string_view payload, uint64_t offset);
@@ -32,6 +37,7 @@ private:
     StringId str(uint32_t remote);
 
     Ingest& ingest_;
+    EventSink& sink_;
     std::vector<StringId> strings_{kNoString};    // remote id -> session id
     std::unordered_map<StackId, StackId> stacks_; // remote stack id -> session id
     bool ended_ = false;

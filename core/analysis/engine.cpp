@@ -524,6 +524,7 @@ void Engine::Impl::applySummary(SessionSummary sum)
         caveats.notes.push_back("the source has no addresses: no address-space figures");
     for (const TraceHistory& h : traceHistory(summary.meta))
         if (const std::string n = historyNote(h); !n.empty()) caveats.notes.push_back(n);
+    if (const std::string n = windowsNote(summary.windows); !n.empty()) caveats.notes.push_back(n);
 }
 
 uint32_t Engine::Impl::regionOf(int64_t regionId, size_t ti, const Alloc& a) const

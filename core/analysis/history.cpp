@@ -98,6 +98,33 @@ std::string historyBadge(const TraceHistory& h)
                        h.ghostBlocks == 1 ? "" : "s");
 }
 
+namespace {
+int64_t keptNs(const std::vector<RecordedWindow>& windows)
+{
+    int64_t n = 0;
+    for (const RecordedWindow& w : windows)
+        n += w.endNs - w.beginNs;
+    return n;
+}
+} // namespace
+
+std::string windowsNote(const std::vector<RecordedWindow>& windows)
+{
+    if (windows.empty()) return {};
+    return fmt::format("flight recording: only {} window{} ({:.1f} s in all) around triggers "
+                       "were recorded; nothing between them is in the session, so figures "
+                       "describe the windows only",
+                       windows.size(), windows.size() == 1 ? "" : "s",
+                       static_cast<double>(keptNs(windows)) / 1e9);
+}
+
+std::string windowsBadge(const std::vector<RecordedWindow>& windows)
+{
+    if (windows.empty()) return {};
+    return fmt::format("flight recording: {} window{}, gaps not recorded", windows.size(),
+                       windows.size() == 1 ? "" : "s");
+}
+
 void writeHistory(JsonWriter& j, const std::vector<TraceHistory>& hs)
 {
     j.key("history").beginArray();

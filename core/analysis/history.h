@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/json.h"
+#include "core/store/session.h" // RecordedWindow
 
 #include <cstdint>
 #include <map>
@@ -39,6 +40,11 @@ std::string historyNote(const TraceHistory& h);
 // A few words for a status line ("device 0: history TRUNCATED, 1 ghost block"; "" when
 // complete); historyNote() is the sentence behind it.
 std::string historyBadge(const TraceHistory& h);
+
+// A flight recording (SessionSummary::windows, record/attach --keep): one sentence for the
+// caveats of every result, and a few words for a status line ("" for a whole recording).
+std::string windowsNote(const std::vector<RecordedWindow>& windows);
+std::string windowsBadge(const std::vector<RecordedWindow>& windows);
 
 // "history": [{device, truncated, max_entries, ghost_blocks}] (docs/json.md).
 void writeHistory(JsonWriter& j, const std::vector<TraceHistory>& h);

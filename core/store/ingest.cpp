@@ -25,8 +25,8 @@ struct Ingest::Statements
     S kernelBatch; // kKernelBatch kernel launches in one INSERT
     S string, region, regionDestroy, mapping, unmapping, alloc, allocFree, stack, kernel, graph,
         marker, frame, frameEnd, metric, oom, health, anomaly, meta, pendingFree, graphCapture,
-        graphExec, graphExecDestroy, source, device, process, simFrame, simKernel, simCause, commit,
-        begin;
+        graphExec, graphExecDestroy, source, device, process, simFrame, simKernel, simCause, window,
+        commit, begin;
 };
 
 struct Ingest::FrameMatcher
@@ -225,6 +225,8 @@ void Ingest::begin()
                             " request_ns, complete_ns) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     s.health =
         prepare("INSERT INTO capture_health(time_ns, kind, value, detail) VALUES(?1,?2,?3,?4)");
+    s.window =
+        prepare("INSERT INTO windows(begin_ns, end_ns, trigger, events) VALUES(?1,?2,?3,?4)");
     s.anomaly = prepare(
         "INSERT INTO anomalies(time_ns, kind, device, level, address, size, event_seq, detail)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
@@ -331,6 +333,12 @@ void Ingest::health(const std::string& kind, int64_t value, const std::string& d
     else
         st.bind(1, time);
     st.bind(2, kind).bind(3, value).bind(4, detail).run();
+}
+
+void Ingest::addWindow(int64_t beginNs, int64_t endNs, const std::string& trigger, int64_t events)
+{
+    sync();
+    st_->window.bind(1, beginNs).bind(2, endNs).bind(3, trigger).bind(4, events).run();
 }
 
 void Ingest::addFrameMetric(int64_t frame, const std::string& name, double value,

@@ -93,6 +93,9 @@ public:
     void addFrameMetric(int64_t frame, const std::string& name, double value,
                         const std::string& source) override;
     void addSimTruth(const SimTruthFrame& t) override;
+    // A span a flight recorder kept (capture/recorder/flight_recorder.h): the windows table.
+    void addWindow(int64_t beginNs, int64_t endNs, const std::string& trigger,
+                   int64_t events) override;
     // A note for the session's capture health (incomplete input, missing tables, ...).
     void warn(const std::string& message) override;
     void health(const std::string& kind, int64_t value, const std::string& detail = {},

@@ -59,6 +59,9 @@ constexpr std::array kSchema = {
     " request_ns INTEGER NOT NULL, complete_ns INTEGER)",
     "CREATE TABLE capture_health(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
     " value INTEGER, detail TEXT)",
+    // Flight recordings only (`record --keep`): the spans kept; nothing between them.
+    "CREATE TABLE windows(id INTEGER PRIMARY KEY, begin_ns INTEGER NOT NULL, end_ns INTEGER NOT"
+    " NULL, trigger TEXT NOT NULL, events INTEGER NOT NULL)",
     "CREATE TABLE anomalies(id INTEGER PRIMARY KEY, time_ns INTEGER, kind TEXT NOT NULL,"
     " device INTEGER, level INTEGER, address INTEGER, size INTEGER, event_seq INTEGER, detail "
     "TEXT)",
@@ -375,6 +378,12 @@ SessionSummary Session::summary(bool exact) const
         Stmt st = db_.prepare("SELECT detail FROM capture_health WHERE kind='warning' ORDER BY id");
         while (st.step())
             s.health.warnings.push_back(st.text(0));
+    }
+    if (db_.hasTable("windows")) { // sessions before flight recording lack it
+        Stmt st =
+            db_.prepare("SELECT begin_ns, end_ns, trigger, events FROM windows ORDER BY begin_ns");
+        while (st.step())
+            s.windows.push_back({st.i64(0), st.i64(1), st.text(2), st.i64(3)});
     }
     return s;
 }

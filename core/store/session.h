@@ -35,6 +35,16 @@ struct HealthSummary
     int64_t anomalyTotal() const;
 };
 
+// A span a flight recorder kept (the windows table; record/attach --keep). A session without
+// windows holds the whole run.
+struct RecordedWindow
+{
+    int64_t beginNs = 0;
+    int64_t endNs = 0;
+    std::string trigger;
+    int64_t events = 0;
+};
+
 struct SessionSummary
 {
     int formatVersion = 0;
@@ -55,6 +65,8 @@ struct SessionSummary
     int64_t ooms = 0;
     HealthSummary health;
     std::map<std::string, std::string> meta;
+    // Empty: the whole run was recorded; else only these spans (in time order).
+    std::vector<RecordedWindow> windows;
 };
 
 // A session opened for reading. Opening validates the magic, the format version and the file's

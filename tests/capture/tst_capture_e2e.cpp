@@ -214,6 +214,38 @@ private slots:
         QCOMPARE(s["health"].toObject()["ended_abruptly"].toBool(), false); // stopped, not cut
     }
 
+    // attach --keep: nothing is written until `fragscope mark`; then one window, from the start
+    // of what was held to the mark, exact as far as it goes.
+    void attachWithKeepWritesAWindowAroundAMark()
+    {
+        PacedTarget target; // paced so that the mark comes in the middle of the run
+        QVERIFY(startPacedTarget(target, "1000"));
+        QVERIFY(reference_["events"].toInteger() > 3000); // at least 3 s at 1000 events/s
+        const QString pid = QString::number(target.pid);
+        QProcess rec;
+        rec.setProcessEnvironment(testEnv(sockDir()));
+        rec.start(QStringLiteral(FRAGSCOPE_CLI), {"attach", pid, "-o", file("keep.fragscope"),
+                                                  "--keep", "1h", "--after", "0s", "--no-index"});
+        QVERIFY(rec.waitForStarted());
+        QTest::qWait(1000);
+        const auto m = run(sockDir(), {"mark", pid, "checkpoint A"});
+        QVERIFY2(m.exitCode == 0, m.err);
+        QVERIFY(rec.waitForFinished(120000));
+        const QString err = QString::fromUtf8(rec.readAllStandardError());
+        QVERIFY2(rec.exitCode() == 0, qPrintable(err));
+        QVERIFY2(err.contains("1 window(s)"), qPrintable(err));
+        const QJsonObject s = info(sockDir(), file("keep.fragscope"));
+        const QJsonArray w = s["windows"].toArray();
+        QCOMPARE(w.size(), 1);
+        const QJsonObject w0 = w.first().toObject();
+        QCOMPARE(w0["trigger"].toString(), QStringLiteral("mark: checkpoint A"));
+        QVERIFY(w0["events"].toInteger() > 0);
+        QVERIFY(w0["events"].toInteger() < reference_["events"].toInteger());
+        QVERIFY(w0["begin_ns"].toInteger() < w0["end_ns"].toInteger());
+        // Whole recordings list no windows.
+        QVERIFY(reference_["windows"].toArray().isEmpty());
+    }
+
     void recordedSessionsOpenAsAReopen()
     {
         // record and attach store the analysis index when the recording ends, as simulate and
@@ -358,7 +390,14 @@ private slots:
         QCOMPARE(run(sockDir(), {"attach", "notapid", "-o", "x"}).exitCode, 64);
         QCOMPARE(run(sockDir(), {"attach", "1", "-o", "x", "--duration", "soon"}).exitCode, 64);
         QCOMPARE(run(sockDir(), {"launch"}).exitCode, 64);
-        for (const char* c : {"record", "attach", "launch", "ps"}) {
+        QCOMPARE(run(sockDir(), {"attach", "1", "-o", "x", "--keep", "soon"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"attach", "1", "-o", "x", "--after", "1s"}).exitCode, 64);
+        QCOMPARE(
+            run(sockDir(), {"attach", "1", "-o", "x", "--keep", "1s", "--before", "2s"}).exitCode,
+            64);
+        QCOMPARE(run(sockDir(), {"mark"}).exitCode, 64);
+        QCOMPARE(run(sockDir(), {"mark", "notapid"}).exitCode, 64);
+        for (const char* c : {"record", "attach", "launch", "ps", "mark"}) {
             const auto r = run(sockDir(), {c, "--help"});
             QCOMPARE(r.exitCode, 0);
             QVERIFY(r.out.contains(c));
