@@ -125,6 +125,25 @@ std::string windowsBadge(const std::vector<RecordedWindow>& windows)
                        windows.size() == 1 ? "" : "s");
 }
 
+std::vector<std::pair<int64_t, int64_t>> unrecordedSpans(const std::vector<RecordedWindow>& windows,
+                                                         int64_t begin, int64_t end)
+{
+    std::vector<std::pair<int64_t, int64_t>> out;
+    if (windows.empty() || end <= begin) return out;
+    std::vector<std::pair<int64_t, int64_t>> kept;
+    for (const RecordedWindow& w : windows)
+        kept.emplace_back(w.beginNs, w.endNs);
+    std::sort(kept.begin(), kept.end());
+    int64_t at = begin;
+    for (const auto& [b, e] : kept) {
+        if (b > at) out.emplace_back(at, std::min(b, end));
+        at = std::max(at, e);
+        if (at >= end) break;
+    }
+    if (at < end) out.emplace_back(at, end);
+    return out;
+}
+
 void writeHistory(JsonWriter& j, const std::vector<TraceHistory>& hs)
 {
     j.key("history").beginArray();

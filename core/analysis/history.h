@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs::analysis {
@@ -45,6 +46,10 @@ std::string historyBadge(const TraceHistory& h);
 // caveats of every result, and a few words for a status line ("" for a whole recording).
 std::string windowsNote(const std::vector<RecordedWindow>& windows);
 std::string windowsBadge(const std::vector<RecordedWindow>& windows);
+// The spans of [begin, end] that no window covers (a flight recording's gaps, which views shade
+// as not recorded), in time order; none for a whole recording.
+std::vector<std::pair<int64_t, int64_t>> unrecordedSpans(const std::vector<RecordedWindow>& windows,
+                                                         int64_t begin, int64_t end);
 
 // "history": [{device, truncated, max_entries, ghost_blocks}] (docs/json.md).
 void writeHistory(JsonWriter& j, const std::vector<TraceHistory>& h);

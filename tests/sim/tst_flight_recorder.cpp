@@ -4,6 +4,7 @@
 // length; --max-size bounds the file; a run with nothing to trigger writes no window.
 #include "capture/recorder/flight_recorder.h"
 #include "capture/sim/simulator.h"
+#include "core/analysis/history.h"
 #include "core/analysis/types.h"
 #include "core/store/allocations.h"
 #include "core/store/ingest.h"
@@ -336,6 +337,23 @@ private slots:
             QCOMPARE(reordered.windows[w].events, ordered.windows[w].events);
         }
         QCOMPARE(reordered.events.size(), ordered.events.size());
+    }
+
+    // The gaps the views shade: windows [10,20] and [30,40] (given out of order) in [0,50]
+    // leave [0,10], [20,30], [40,50]; a whole recording has none; a window over the whole span
+    // leaves none; a range inside one window none.
+    void unrecordedSpansKnownAnswers()
+    {
+        using Spans = std::vector<std::pair<int64_t, int64_t>>;
+        const std::vector<RecordedWindow> w = {{30, 40, "b", 1}, {10, 20, "a", 1}};
+        QCOMPARE(analysis::unrecordedSpans(w, 0, 50), (Spans{{0, 10}, {20, 30}, {40, 50}}));
+        QCOMPARE(analysis::unrecordedSpans(w, 15, 35), (Spans{{20, 30}}));
+        QCOMPARE(analysis::unrecordedSpans(w, 12, 18), Spans{});
+        QCOMPARE(analysis::unrecordedSpans({}, 0, 50), Spans{});
+        QCOMPARE(analysis::unrecordedSpans({{0, 50, "all", 1}}, 0, 50), Spans{});
+        // Overlapping windows count once: [5,25] and [10,20] leave [0,5] and [25,30].
+        QCOMPARE(analysis::unrecordedSpans({{5, 25, "a", 1}, {10, 20, "b", 1}}, 0, 30),
+                 (Spans{{0, 5}, {25, 30}}));
     }
 
     void badOptionsAreRefused()

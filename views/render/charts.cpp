@@ -2,6 +2,7 @@
 
 #include "scene_explore.h"
 
+#include "core/analysis/history.h"
 #include "core/analysis/metrics.h"
 #include "core/analysis/serialize.h"
 
@@ -487,6 +488,19 @@ TimelinePlot buildTimeline(QCustomPlot& plot, const Scene& s, const TimelineChar
         for (auto* r : P)
             new BandsItem(plot, r, bands, bandC);
         legend->addItem(new SwatchLegendItem(legend, QStringLiteral("collapsed frames"), bandC));
+    }
+    // A flight recording's gaps: nothing is known there (docs/capture.md "Flight recording").
+    if (const auto gaps = analysis::unrecordedSpans(s.summary.windows, s.timeBegin(), s.timeEnd());
+        !gaps.empty()) {
+        std::vector<std::pair<double, double>> gapBands;
+        for (const auto& [b, e] : gaps)
+            gapBands.emplace_back(timelineX(s, b), timelineX(s, e));
+        QColor gapC = unrecordedColor();
+        gapC.setAlpha(90);
+        for (auto* r : P)
+            new BandsItem(plot, r, gapBands, gapC);
+        legend->addItem(
+            new SwatchLegendItem(legend, QStringLiteral("not recorded (flight recording)"), gapC));
     }
     out.ooms.legend = legend;
     setOomLines(plot, P, s, c.ooms, out.ooms);

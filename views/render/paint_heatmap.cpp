@@ -87,6 +87,7 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
     }
     p.restore();
+    drawUnrecorded(p, plot, s, o.from, o.to, th);
     drawFramesAndCollapses(p, plot, s, o.from, o.to, th, true);
     drawSelection(p, plot, o.from, o.to, o.selFrom, o.selTo, th);
     const int64_t unitSpan = o.unitSpan > 0 ? o.unitSpan : span;
@@ -169,6 +170,8 @@ void paintHeatmap(QPainter& p, const QRectF& rect, const Scene& s, const RenderO
         {outsideColor(), QStringLiteral("outside any region")},
         {collapseColor(), QStringLiteral("collapsed frames"), 0},
         {th.muted, QStringLiteral("frame boundary (numbered)"), 2}};
+    if (!s.summary.windows.empty())
+        items.push_back({unrecordedColor(), QStringLiteral("not recorded (flight recording)")});
     if (!o.occupancyLegend) // the blocks' colours are a grouping's (the widget draws its legend)
         items.erase(items.begin(), items.begin() + 3);
     const double kk = std::clamp(rect.height() / 700.0, 0.8, 1.8);

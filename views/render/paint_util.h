@@ -57,6 +57,10 @@ double toAxisTime(const Scene& s, int64_t t, int64_t span);
 // Frame boundaries (thin lines, numbered) and collapse bands over a plot with time range [t0,t1].
 void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int64_t t0, int64_t t1,
                             const Theme& th, bool numbers);
+// A flight recording's gaps (analysis::unrecordedSpans) over a plot with time range [t0,t1],
+// shaded and labelled "not recorded".
+void drawUnrecorded(QPainter& p, const QRectF& plot, const Scene& s, int64_t t0, int64_t t1,
+                    const Theme& th);
 void drawSelection(QPainter& p, const QRectF& plot, int64_t t0, int64_t t1, int64_t selFrom,
                    int64_t selTo, const Theme& th);
 

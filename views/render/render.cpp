@@ -1,5 +1,7 @@
 #include "paint_util.h"
 
+#include "core/analysis/history.h"
+
 #include <QFile>
 #include <QFileInfo>
 #include <QFontMetricsF>
@@ -75,6 +77,10 @@ QColor pendingColor()
 QColor collapseColor()
 {
     return QColor(220, 40, 40);
+}
+QColor unrecordedColor()
+{
+    return QColor(120, 120, 130);
 }
 
 QColor clusterColor(size_t i)
@@ -535,6 +541,33 @@ QString timeAxisLabel(const Scene& s, int64_t span)
 double toAxisTime(const Scene& s, int64_t t, int64_t span)
 {
     return static_cast<double>(t - s.timeBegin()) / timeUnitFor(span, s.summary.timeAxis).divisor;
+}
+
+void drawUnrecorded(QPainter& p, const QRectF& plot, const Scene& s, int64_t t0, int64_t t1,
+                    const Theme& th)
+{
+    const auto gaps = analysis::unrecordedSpans(s.summary.windows, t0, t1);
+    if (gaps.empty()) return;
+    const double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
+    auto X = [&](int64_t t) {
+        return plot.left() + static_cast<double>(t - t0) / span * plot.width();
+    };
+    p.save();
+    p.setClipRect(plot);
+    QColor fill = unrecordedColor();
+    fill.setAlpha(th.dark ? 150 : 110);
+    p.setFont(font(10));
+    for (const auto& [b, e] : gaps) {
+        const QRectF r(QPointF(X(b), plot.top()), QPointF(X(e), plot.bottom()));
+        p.fillRect(r, fill);
+        p.fillRect(r, QBrush(unrecordedColor().darker(130), Qt::BDiagPattern));
+        if (r.width() > 70) {
+            p.setPen(th.foreground);
+            p.drawText(r.adjusted(2, 4, -2, 0), Qt::AlignHCenter | Qt::AlignTop,
+                       QStringLiteral("not recorded"));
+        }
+    }
+    p.restore();
 }
 
 void drawFramesAndCollapses(QPainter& p, const QRectF& plot, const Scene& s, int64_t t0, int64_t t1,

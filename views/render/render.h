@@ -88,6 +88,8 @@ QColor outsideColor();
 // Pending frees (docs/analysis.md "Pending frees"): freed, still used by another stream.
 QColor pendingColor();
 QColor collapseColor();
+// What a flight recording did not keep (between its windows): shaded, hatched.
+QColor unrecordedColor();
 // The shade of analysis::kClusterRanges[i] behind a fragment histogram's bars.
 QColor clusterColor(size_t i);
 
