@@ -3,6 +3,7 @@
 #include "paint_util.h"
 
 #include "core/analysis/video_frames.h"
+#include "core/analysis/video_metric_registry.h"
 
 #include <QFileInfo>
 #include <QFontMetricsF>
@@ -21,8 +22,10 @@ namespace {
 std::vector<std::string> shownMetrics(const Scene& s, const analysis::FrameInfo& f, int most = -1)
 {
     std::vector<std::string> out;
-    for (const char* m : {"warp_error_z", "warp_error", "flow_l2_px", "flicker", "ssim_prev"})
-        if (f.metrics.count(m)) out.emplace_back(m);
+    // The default video rule's score, then the registry's metrics (video_metric_registry.h).
+    if (f.metrics.count("warp_error_z")) out.emplace_back("warp_error_z");
+    for (const analysis::VideoMetric& m : analysis::videoMetrics())
+        if (f.metrics.count(m.name)) out.emplace_back(m.name);
     for (const auto& r : s.rules)
         if (f.metrics.count(r.metric) && std::find(out.begin(), out.end(), r.metric) == out.end())
             out.push_back(r.metric);
