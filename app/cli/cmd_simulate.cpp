@@ -98,6 +98,9 @@ int runSimulate(Args& a)
             throw UsageError("--live serves the video-diffusion workload only");
         capture::LiveSimOptions lo;
         lo.rateEventsPerSec = a.getInt("live-rate", 0);
+        lo.clockEventsPerSec = a.getDouble("live-clock", 0);
+        if (!(lo.clockEventsPerSec >= 0))
+            throw UsageError("--live-clock must be a positive number of events per second");
         lo.commandLine = "fragscope simulate --live";
         return capture::runSimulatorLive(simulateConfig(a), lo);
     }
@@ -177,7 +180,11 @@ FRAGSCOPE_COMMAND({
          {"live", "",
           "no file: serve the run as a capture target for record/attach (docs/capture.md)"},
          {"live-rate", "N",
-          "with --live: emit at most N events per second (default: as fast as read)"}}),
+          "with --live: emit at most N events per second (default: as fast as read)"},
+         {"live-clock", "N",
+          "with --live: stretch the simulated clock to N events per simulated second (a run\n"
+          "of hours at a realistic rate, delivered as fast as read: the flight recorder's "
+          "bench)"}}),
     .details =
         "The session is marked synthetic: its coherence_score, id_match_rate and flow_l2_px are\n"
         "produced by a documented toy model (docs/simulator.md), never by real frames. In that\n"

@@ -59,9 +59,15 @@ std::optional<capture::FlightOptions> flightOptions(const Args& a)
 
 void printWindows(const char* command, const capture::RecordResult& r)
 {
-    for (const auto& w : r.windows)
+    constexpr size_t kListed = 20; // `fragscope info` lists them all
+    for (size_t i = 0; i < r.windows.size() && i < kListed; ++i) {
+        const auto& w = r.windows[i];
         fmt::print(stderr, "fragscope {}: window {:.3f}-{:.3f} s ({} events): {}\n", command,
                    w.beginNs / 1e9, w.endNs / 1e9, w.events, w.trigger);
+    }
+    if (r.windows.size() > kListed)
+        fmt::print(stderr, "fragscope {}: … and {} more windows (fragscope info FILE lists them)\n",
+                   command, r.windows.size() - kListed);
     if (r.flight.windowsDropped > 0)
         fmt::print(stderr, "fragscope {}: {} trigger(s) not written: the file reached --max-size\n",
                    command, r.flight.windowsDropped);

@@ -2,8 +2,10 @@
 
 #include "live_target.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -45,6 +47,70 @@ private:
     std::chrono::steady_clock::time_point t0_;
 };
 
+// Stretches the simulated clock: t -> t0 + (t - t0) * scale, end times alike.
+class StretchedClock final : public EventSink
+{
+public:
+    StretchedClock(EventSink& inner, int64_t t0, double scale)
+        : inner_(inner), t0_(t0), scale_(scale)
+    {
+    }
+    StringId intern(std::string_view s) override { return inner_.intern(s); }
+    StackId internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
+    void addDevice(const DeviceInfo& d) override { inner_.addDevice(d); }
+    void addProcess(const ProcessInfo& p) override { inner_.addProcess(p); }
+    void setMeta(const std::string& k, const std::string& v) override { inner_.setMeta(k, v); }
+    void addFrameMetric(int64_t f, const std::string& n, double v, const std::string& s) override
+    {
+        inner_.addFrameMetric(f, n, v, s);
+    }
+    void warn(const std::string& m) override { inner_.warn(m); }
+    void add(const Event& e) override
+    {
+        Event c = e;
+        c.time = stretch(e.time);
+        if (e.endTime != 0) c.endTime = stretch(e.endTime);
+        inner_.add(c);
+    }
+
+private:
+    int64_t stretch(int64_t t) const
+    {
+        return t0_ + static_cast<int64_t>(static_cast<double>(t - t0_) * scale_);
+    }
+    EventSink& inner_;
+    int64_t t0_;
+    double scale_;
+};
+
+// Counts events and nothing else: the probe run that measures the simulator's own clock.
+class CountingSink final : public EventSink
+{
+public:
+    StringId intern(std::string_view) override { return StringId{1}; }
+    StackId internStack(const std::vector<StringId>&) override { return kNoStack; }
+    void addDevice(const DeviceInfo&) override {}
+    void addProcess(const ProcessInfo&) override {}
+    void setMeta(const std::string&, const std::string&) override {}
+    void add(const Event&) override {}
+    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override {}
+    void warn(const std::string&) override {}
+};
+
+// The stretch that puts eventsPerSec events in each simulated second: the simulator's own
+// time per event, from a short run of the same configuration.
+double clockStretch(const sim::Config& cfg, double eventsPerSec)
+{
+    sim::Config probe = cfg;
+    probe.targetEvents =
+        std::min<int64_t>(cfg.targetEvents > 0 ? cfg.targetEvents : 200'000, 200'000);
+    CountingSink none;
+    const sim::Stats st = sim::Simulator(probe).run(none);
+    const double own = static_cast<double>(std::max<int64_t>(st.timeEnd - st.timeBegin, 1)) /
+                       static_cast<double>(std::max<int64_t>(st.events, 1));
+    return 1e9 / eventsPerSec / own;
+}
+
 } // namespace
 
 int runSimulatorLive(const sim::Config& cfg, const LiveSimOptions& opts)
@@ -71,7 +137,10 @@ int runSimulatorLive(const sim::Config& cfg, const LiveSimOptions& opts)
     }
     sim::Simulator simulator(cfg);
     PacedSink paced(target, opts.rateEventsPerSec);
-    const sim::Stats st = simulator.run(paced);
+    std::optional<StretchedClock> stretched;
+    if (opts.clockEventsPerSec > 0)
+        stretched.emplace(paced, cfg.startTimeNs, clockStretch(cfg, opts.clockEventsPerSec));
+    const sim::Stats st = simulator.run(stretched ? static_cast<EventSink&>(*stretched) : paced);
     target.finish();
     fmt::print(
         "Simulated {} events live (hash {:016x}): {} allocations, {} kernels, {} graph launches, "

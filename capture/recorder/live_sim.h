@@ -12,7 +12,10 @@ namespace fs::capture {
 struct LiveSimOptions
 {
     int64_t rateEventsPerSec = 0; // > 0: pace the run (tests, demos of live views)
-    int waitTimeoutMs = 600000;   // give up when no recorder comes
+    // > 0: stretch the simulated clock so that this many events fall in each simulated second
+    // (a run of hours at a realistic rate, delivered as fast as it is read: bench_flight).
+    double clockEventsPerSec = 0;
+    int waitTimeoutMs = 600000; // give up when no recorder comes
     std::string commandLine;
 };
 

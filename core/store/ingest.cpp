@@ -168,6 +168,10 @@ void Ingest::begin()
     db.exec(opts_.durable ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=OFF");
     db.exec("PRAGMA cache_size=-131072");
     db.exec("PRAGMA wal_autocheckpoint=16384");
+    // After each checkpoint the log shrinks back to 16 MiB instead of keeping its 128 MiB
+    // high-water mark: the file and its log on disk then say how large the session is (a flight
+    // recorder's --max-size reads them).
+    db.exec("PRAGMA journal_size_limit=16777216");
     db.exec("PRAGMA temp_store=MEMORY");
     db.exec("PRAGMA threads=2");
     db.exec("BEGIN");
