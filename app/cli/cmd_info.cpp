@@ -109,11 +109,14 @@ std::string toText(const std::string& path, const SessionSummary& s,
             h.ghostBlocks);
     if (!s.windows.empty()) {
         out += fmt::format("  recorded      {} window(s) of a flight recording; nothing between "
-                           "them\n",
+                           "them (times from the session's start)\n",
                            s.windows.size());
+        // From the session's start, as every view's time axis counts.
         for (const auto& w : s.windows)
-            out += fmt::format("    {:.3f}-{:.3f} s  {} events  {}\n", w.beginNs / 1e9,
-                               w.endNs / 1e9, w.events, w.trigger);
+            out +=
+                fmt::format("    {:.3f}-{:.3f} s  {} events  {}\n",
+                            static_cast<double>(w.beginNs - s.timeBegin) / 1e9,
+                            static_cast<double>(w.endNs - s.timeBegin) / 1e9, w.events, w.trigger);
     }
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);

@@ -62,8 +62,11 @@ void printWindows(const char* command, const capture::RecordResult& r)
     constexpr size_t kListed = 20; // `fragscope info` lists them all
     for (size_t i = 0; i < r.windows.size() && i < kListed; ++i) {
         const auto& w = r.windows[i];
-        fmt::print(stderr, "fragscope {}: window {:.3f}-{:.3f} s ({} events): {}\n", command,
-                   w.beginNs / 1e9, w.endNs / 1e9, w.events, w.trigger);
+        const int64_t t0 = r.flight.firstEventNs;
+        fmt::print(stderr,
+                   "fragscope {}: window {:.3f}-{:.3f} s into the recording ({} events): {}\n",
+                   command, static_cast<double>(w.beginNs - t0) / 1e9,
+                   static_cast<double>(w.endNs - t0) / 1e9, w.events, w.trigger);
     }
     if (r.windows.size() > kListed)
         fmt::print(stderr, "fragscope {}: … and {} more windows (fragscope info FILE lists them)\n",

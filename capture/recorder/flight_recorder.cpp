@@ -287,6 +287,8 @@ void FlightRecorder::add(const Event& e)
 {
     ++stats_.eventsSeen;
     if (maxSeen_ == kNoTime || e.time > maxSeen_) maxSeen_ = e.time;
+    if (stats_.firstEventNs == kNoTime || e.time < stats_.firstEventNs)
+        stats_.firstEventNs = e.time;
     if (opts_.reorderNs == 0) {
         step(e);
         return;

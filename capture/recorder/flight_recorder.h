@@ -64,6 +64,7 @@ struct FlightWindow
 
 struct FlightStats
 {
+    int64_t firstEventNs = kNoTime; // the earliest event seen (windows are reported from it)
     int64_t eventsSeen = 0;
     int64_t eventsWritten = 0; // the windows' events, state included
     int64_t triggers = 0;
