@@ -1,10 +1,10 @@
 // The flight recorder (`record`/`attach --keep DURATION`, docs/capture.md "Flight recording"):
 // an EventSink in front of Ingest that keeps only the last DURATION of events in memory and
 // writes windows around triggers to the session. A window holds the allocator's whole state at
-// its start (live segments, mappings and blocks, re-created at the window's first instant), then
-// every event of its span as it came, then the state closed at its last instant, so every view
-// and figure inside a window is exact; the session's `windows` table says which spans were kept
-// and nothing is recorded between them.
+// its start (live segments, mappings, blocks and graph execs, re-created at its first instant),
+// then every event of its span as it came, then the state closed at its last instant, so every
+// view and figure inside a window is exact; the session's `windows` table says which spans were
+// kept and nothing is recorded between them.
 //
 // Triggers: an OOM event; a Mark whose message starts with "fragscope.trigger" (`fragscope mark
 // PID`); a frame whose metrics start a collapse (the caller's rule test says the frame breaks a
@@ -52,7 +52,7 @@ struct FlightOptions
     std::string framePattern = IngestOptions{}.framePattern;
 };
 
-// One window as written to the session (store::windows reads them back).
+// One window as written to the session (SessionSummary::windows reads them back).
 struct FlightWindow
 {
     int64_t beginNs = 0;
