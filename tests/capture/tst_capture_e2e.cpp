@@ -18,6 +18,7 @@
 #include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
 #include <csignal>
 #include <thread>
 
@@ -244,6 +245,25 @@ private slots:
         QVERIFY(w0["begin_ns"].toInteger() < w0["end_ns"].toInteger());
         // Whole recordings list no windows.
         QVERIFY(reference_["windows"].toArray().isEmpty());
+    }
+
+    // simulate --live --live-clock N: the simulated clock stretched to N events a second (the
+    // flight recorder's bench runs hours that way); the events are the same, their span is
+    // events / N seconds (within the probe's estimate of the simulator's own clock: 10 %).
+    void liveClockStretchesTheSimulatedTime()
+    {
+        const auto r = run(sockDir(), QStringList{"record", "-o", file("clock.fragscope"), "--",
+                                                  QStringLiteral(FRAGSCOPE_CLI)} +
+                                          kSim + QStringList{"--live-clock", "20"});
+        QVERIFY2(r.exitCode == 0, r.err + r.out);
+        const QJsonObject s = info(sockDir(), file("clock.fragscope"));
+        QCOMPARE(s["events"].toInteger(), reference_["events"].toInteger());
+        const double span = static_cast<double>(s["time_span_ns"].toInteger()) / 1e9;
+        const double want = static_cast<double>(s["events"].toInteger()) / 20;
+        QVERIFY2(std::abs(span / want - 1) < 0.1,
+                 qPrintable(QString("span %1 s, expected about %2 s").arg(span).arg(want)));
+        // Unstretched, the same run spans far less (its own clock runs at about 400 events/s).
+        QVERIFY(reference_["time_span_ns"].toInteger() < s["time_span_ns"].toInteger() / 10);
     }
 
     void recordedSessionsOpenAsAReopen()
