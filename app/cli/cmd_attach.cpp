@@ -115,7 +115,8 @@ int runAttach(Args& a)
 FRAGSCOPE_COMMAND({
     .name = "attach",
     .synopsis = "PID -o OUT.fragscope [--duration TIME] [--no-inject] [--no-pytorch] [--stacks "
-                "python|all] [--index|--no-index]",
+                "python|all] [--keep TIME [--before TIME] [--after TIME] [--max-size BYTES]] "
+                "[--index|--no-index]",
     .summary = "Record a running process (started with `fragscope launch`, or injected with gdb)",
     .options = withIndexOptions(withFlightOptions({
         {"output", "FILE", "session file to write (also -o)"},
