@@ -59,4 +59,47 @@ public:
     }
 };
 
+// Drops everything (a run whose events nobody keeps: the simulator's probe and shared-pool runs).
+class NullSink final : public EventSink
+{
+public:
+    StringId intern(std::string_view) override { return StringId{1}; }
+    StackId internStack(const std::vector<StringId>&) override { return StackId{1}; }
+    void addDevice(const DeviceInfo&) override {}
+    void addProcess(const ProcessInfo&) override {}
+    void setMeta(const std::string&, const std::string&) override {}
+    void add(const Event&) override {}
+    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override {}
+    void warn(const std::string&) override {}
+};
+
+// Hands every call on to another sink; a sink that changes some of them (paces, restamps,
+// filters events) overrides only those.
+class ForwardingSink : public EventSink
+{
+public:
+    explicit ForwardingSink(EventSink& next) : next_(next) {}
+    StringId intern(std::string_view s) override { return next_.intern(s); }
+    StackId internStack(const std::vector<StringId>& f) override { return next_.internStack(f); }
+    void addDevice(const DeviceInfo& d) override { next_.addDevice(d); }
+    void addProcess(const ProcessInfo& p) override { next_.addProcess(p); }
+    void setMeta(const std::string& k, const std::string& v) override { next_.setMeta(k, v); }
+    void add(const Event& e) override { next_.add(e); }
+    void addFrameMetric(int64_t frame, const std::string& name, double value,
+                        const std::string& source) override
+    {
+        next_.addFrameMetric(frame, name, value, source);
+    }
+    void warn(const std::string& m) override { next_.warn(m); }
+    void addSimTruth(const SimTruthFrame& t) override { next_.addSimTruth(t); }
+    void addWindow(int64_t beginNs, int64_t endNs, const std::string& trigger,
+                   int64_t events) override
+    {
+        next_.addWindow(beginNs, endNs, trigger, events);
+    }
+
+protected:
+    EventSink& next_;
+};
+
 } // namespace fs

@@ -58,15 +58,7 @@ std::string toJson(const std::string& path, const SessionSummary& s,
     // The allocator history of a PyTorch snapshot, per device ([] for other sources).
     analysis::writeHistory(j, analysis::traceHistory(s.meta));
     // A flight recording's windows ([]: the whole run was recorded).
-    j.key("windows").beginArray();
-    for (const auto& w : s.windows)
-        j.beginObject()
-            .field("begin_ns", w.beginNs)
-            .field("end_ns", w.endNs)
-            .field("trigger", w.trigger)
-            .field("events", w.events)
-            .endObject();
-    j.endArray();
+    analysis::writeWindows(j, s.windows);
     j.key("health");
     analysis::writeHealth(j, s.health, &graphs);
     j.endObject();
@@ -113,10 +105,7 @@ std::string toText(const std::string& path, const SessionSummary& s,
                            s.windows.size());
         // From the session's start, as every view's time axis counts.
         for (const auto& w : s.windows)
-            out +=
-                fmt::format("    {:.3f}-{:.3f} s  {} events  {}\n",
-                            static_cast<double>(w.beginNs - s.timeBegin) / 1e9,
-                            static_cast<double>(w.endNs - s.timeBegin) / 1e9, w.events, w.trigger);
+            out += "    " + analysis::windowLine(w, s.timeBegin) + "\n";
     }
     out += "  health\n";
     out += fmt::format("    dropped records  {}\n", s.health.droppedRecords);

@@ -1,6 +1,7 @@
 #include "flight_options.h"
 
 #include "capture/recorder/launcher.h"
+#include "core/analysis/history.h"
 #include "core/analysis/types.h"
 #include "core/settings/settings.h"
 
@@ -61,12 +62,8 @@ void printWindows(const char* command, const capture::RecordResult& r)
 {
     constexpr size_t kListed = 20; // `fragscope info` lists them all
     for (size_t i = 0; i < r.windows.size() && i < kListed; ++i) {
-        const auto& w = r.windows[i];
-        const int64_t t0 = r.flight.firstEventNs;
-        fmt::print(stderr,
-                   "fragscope {}: window {:.3f}-{:.3f} s into the recording ({} events): {}\n",
-                   command, static_cast<double>(w.beginNs - t0) / 1e9,
-                   static_cast<double>(w.endNs - t0) / 1e9, w.events, w.trigger);
+        fmt::print(stderr, "fragscope {}: window {} (from the recording's start)\n", command,
+                   analysis::windowLine(r.windows[i], r.flight.firstEventNs));
     }
     if (r.windows.size() > kListed)
         fmt::print(stderr, "fragscope {}: … and {} more windows (fragscope info FILE lists them)\n",

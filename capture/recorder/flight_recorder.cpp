@@ -203,7 +203,7 @@ struct FlightRecorder::State
 };
 
 FlightRecorder::FlightRecorder(EventSink& out, FlightOptions opts)
-    : out_(out), opts_(std::move(opts)), base_(std::make_unique<State>()),
+    : ForwardingSink(out), opts_(std::move(opts)), base_(std::make_unique<State>()),
       frameRe_(opts_.framePattern)
 {
     if (opts_.keepNs <= 0) throw std::invalid_argument("the flight recorder needs --keep > 0");
@@ -218,7 +218,7 @@ FlightRecorder::~FlightRecorder() = default;
 
 StringId FlightRecorder::intern(std::string_view s)
 {
-    const StringId id = out_.intern(s);
+    const StringId id = next_.intern(s);
     // Only marks can trigger; their texts are kept (a metric mark per frame: small).
     std::vector<std::pair<std::string, double>> metrics;
     int64_t frame = -1;
@@ -228,40 +228,10 @@ StringId FlightRecorder::intern(std::string_view s)
     return id;
 }
 
-StackId FlightRecorder::internStack(const std::vector<StringId>& frames)
-{
-    return out_.internStack(frames);
-}
-
-void FlightRecorder::addDevice(const DeviceInfo& d)
-{
-    out_.addDevice(d);
-}
-
-void FlightRecorder::addProcess(const ProcessInfo& p)
-{
-    out_.addProcess(p);
-}
-
-void FlightRecorder::setMeta(const std::string& key, const std::string& value)
-{
-    out_.setMeta(key, value);
-}
-
-void FlightRecorder::warn(const std::string& message)
-{
-    out_.warn(message);
-}
-
-void FlightRecorder::addSimTruth(const SimTruthFrame& t)
-{
-    out_.addSimTruth(t); // per frame, small: kept whole, as the frame metrics are
-}
-
 void FlightRecorder::addFrameMetric(int64_t frame, const std::string& name, double value,
                                     const std::string& source)
 {
-    out_.addFrameMetric(frame, name, value, source);
+    next_.addFrameMetric(frame, name, value, source);
     // Judged once the events up to now are released (the window then starts where it should).
     if (maxSeen_ != kNoTime) frameMetric(frame, name, value, maxSeen_);
 }
@@ -372,7 +342,7 @@ void FlightRecorder::trim(int64_t now)
 
 void FlightRecorder::forward(const Event& e)
 {
-    out_.add(e);
+    next_.add(e);
     win_->state->apply(e);
     ++win_->w.events;
     ++stats_.eventsWritten;
@@ -451,7 +421,7 @@ void FlightRecorder::openWindow(int64_t t, const std::string& why)
         w.state->apply(*it);
     win_ = std::move(w);
     for (const Event& c : win_->state->recreate(begin)) {
-        out_.add(c);
+        next_.add(c);
         ++win_->w.stateEvents;
         ++stats_.eventsWritten;
     }
@@ -466,10 +436,10 @@ void FlightRecorder::closeWindow(int64_t at)
     if (!win_) return;
     win_->w.endNs = at;
     for (const Event& c : win_->state->close(at)) {
-        out_.add(c);
+        next_.add(c);
         ++stats_.eventsWritten;
     }
-    out_.addWindow(win_->w.beginNs, win_->w.endNs, win_->w.trigger, win_->w.events);
+    next_.addWindow(win_->w.beginNs, win_->w.endNs, win_->w.trigger, win_->w.events);
     windows_.push_back(win_->w);
     win_.reset();
 }

@@ -52,14 +52,12 @@ struct FlightOptions
     std::string framePattern = IngestOptions{}.framePattern;
 };
 
-// One window as written to the session (SessionSummary::windows reads them back).
-struct FlightWindow
+// One window as written to the session (SessionSummary::windows reads it back as a
+// RecordedWindow: begin, end, trigger "oom", "mark: TEXT", "collapse: frame N" joined by "; ",
+// and the span's events), with the events that re-created the state at its start, written first.
+struct FlightWindow : RecordedWindow
 {
-    int64_t beginNs = 0;
-    int64_t endNs = 0;
-    std::string trigger; // "oom", "mark: TEXT", "collapse: frame N", joined by "; " when several
-    int64_t events = 0;  // events of the span (the state written at its start not counted)
-    int64_t stateEvents = 0; // events that re-created the state at its start (written first)
+    int64_t stateEvents = 0;
 };
 
 struct FlightStats
@@ -80,7 +78,7 @@ int64_t sessionFileBytes(const std::string& path);
 // recorder's setup to ingest's options: the reorder slack, the file size for maxBytes.
 FlightOptions flightOptionsFor(FlightOptions o, const IngestOptions& io);
 
-class FlightRecorder final : public EventSink
+class FlightRecorder final : public ForwardingSink
 {
 public:
     // out (ingest) receives what is kept, windows included; it must outlive the recorder.
@@ -88,15 +86,9 @@ public:
     ~FlightRecorder() override;
 
     StringId intern(std::string_view s) override;
-    StackId internStack(const std::vector<StringId>& frames) override;
-    void addDevice(const DeviceInfo& d) override;
-    void addProcess(const ProcessInfo& p) override;
-    void setMeta(const std::string& key, const std::string& value) override;
     void add(const Event& e) override;
     void addFrameMetric(int64_t frame, const std::string& name, double value,
                         const std::string& source) override;
-    void warn(const std::string& message) override;
-    void addSimTruth(const SimTruthFrame& t) override;
 
     // Triggers a window now (the latest event time seen), as a trigger mark would.
     void trigger(const std::string& why);
@@ -122,7 +114,6 @@ private:
     bool nearMaxSize();
     void frameMetric(int64_t frame, const std::string& name, double value, int64_t t);
 
-    EventSink& out_;
     FlightOptions opts_;
     struct Pending
     {

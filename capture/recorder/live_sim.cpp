@@ -14,26 +14,16 @@ namespace fs::capture {
 namespace {
 
 // Paces a sink: forwards everything, sleeping so that at most `rate` events pass per second.
-class PacedSink final : public EventSink
+class PacedSink final : public ForwardingSink
 {
 public:
-    PacedSink(EventSink& inner, int64_t rate)
-        : inner_(inner), rate_(rate), t0_(std::chrono::steady_clock::now())
+    PacedSink(EventSink& next, int64_t rate)
+        : ForwardingSink(next), rate_(rate), t0_(std::chrono::steady_clock::now())
     {
     }
-    StringId intern(std::string_view s) override { return inner_.intern(s); }
-    StackId internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
-    void addDevice(const DeviceInfo& d) override { inner_.addDevice(d); }
-    void addProcess(const ProcessInfo& p) override { inner_.addProcess(p); }
-    void setMeta(const std::string& k, const std::string& v) override { inner_.setMeta(k, v); }
-    void addFrameMetric(int64_t f, const std::string& n, double v, const std::string& s) override
-    {
-        inner_.addFrameMetric(f, n, v, s);
-    }
-    void warn(const std::string& m) override { inner_.warn(m); }
     void add(const Event& e) override
     {
-        inner_.add(e);
+        next_.add(e);
         if (rate_ > 0 && (++n_ & 255) == 0) {
             const auto due = t0_ + std::chrono::microseconds(n_ * 1'000'000 / rate_);
             std::this_thread::sleep_until(due);
@@ -41,36 +31,25 @@ public:
     }
 
 private:
-    EventSink& inner_;
     int64_t rate_;
     int64_t n_ = 0;
     std::chrono::steady_clock::time_point t0_;
 };
 
 // Stretches the simulated clock: t -> t0 + (t - t0) * scale, end times alike.
-class StretchedClock final : public EventSink
+class StretchedClock final : public ForwardingSink
 {
 public:
-    StretchedClock(EventSink& inner, int64_t t0, double scale)
-        : inner_(inner), t0_(t0), scale_(scale)
+    StretchedClock(EventSink& next, int64_t t0, double scale)
+        : ForwardingSink(next), t0_(t0), scale_(scale)
     {
     }
-    StringId intern(std::string_view s) override { return inner_.intern(s); }
-    StackId internStack(const std::vector<StringId>& f) override { return inner_.internStack(f); }
-    void addDevice(const DeviceInfo& d) override { inner_.addDevice(d); }
-    void addProcess(const ProcessInfo& p) override { inner_.addProcess(p); }
-    void setMeta(const std::string& k, const std::string& v) override { inner_.setMeta(k, v); }
-    void addFrameMetric(int64_t f, const std::string& n, double v, const std::string& s) override
-    {
-        inner_.addFrameMetric(f, n, v, s);
-    }
-    void warn(const std::string& m) override { inner_.warn(m); }
     void add(const Event& e) override
     {
         Event c = e;
         c.time = stretch(e.time);
         if (e.endTime != 0) c.endTime = stretch(e.endTime);
-        inner_.add(c);
+        next_.add(c);
     }
 
 private:
@@ -78,23 +57,8 @@ private:
     {
         return t0_ + static_cast<int64_t>(static_cast<double>(t - t0_) * scale_);
     }
-    EventSink& inner_;
     int64_t t0_;
     double scale_;
-};
-
-// Counts events and nothing else: the probe run that measures the simulator's own clock.
-class CountingSink final : public EventSink
-{
-public:
-    StringId intern(std::string_view) override { return StringId{1}; }
-    StackId internStack(const std::vector<StringId>&) override { return kNoStack; }
-    void addDevice(const DeviceInfo&) override {}
-    void addProcess(const ProcessInfo&) override {}
-    void setMeta(const std::string&, const std::string&) override {}
-    void add(const Event&) override {}
-    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override {}
-    void warn(const std::string&) override {}
 };
 
 // The stretch that puts eventsPerSec events in each simulated second: the simulator's own
@@ -104,7 +68,7 @@ double clockStretch(const sim::Config& cfg, double eventsPerSec)
     sim::Config probe = cfg;
     probe.targetEvents =
         std::min<int64_t>(cfg.targetEvents > 0 ? cfg.targetEvents : 200'000, 200'000);
-    CountingSink none;
+    NullSink none;
     const sim::Stats st = sim::Simulator(probe).run(none);
     const double own = static_cast<double>(std::max<int64_t>(st.timeEnd - st.timeBegin, 1)) /
                        static_cast<double>(std::max<int64_t>(st.events, 1));

@@ -284,20 +284,6 @@ std::string GraphTruth::toJson() const
 
 namespace {
 
-// Drops everything: the shared-pool runs only need the allocator model's peak.
-class NullSink final : public EventSink
-{
-public:
-    StringId intern(std::string_view) override { return StringId{1}; }
-    StackId internStack(const std::vector<StringId>&) override { return StackId{1}; }
-    void addDevice(const DeviceInfo&) override {}
-    void addProcess(const ProcessInfo&) override {}
-    void setMeta(const std::string&, const std::string&) override {}
-    void add(const Event&) override {}
-    void addFrameMetric(int64_t, const std::string&, double, const std::string&) override {}
-    void warn(const std::string&) override {}
-};
-
 uint64_t sharedPeak(const Config& cfg, const std::vector<std::vector<uint64_t>>& groups)
 {
     std::map<uint64_t, uint64_t> merge;

@@ -125,6 +125,26 @@ std::string windowsBadge(const std::vector<RecordedWindow>& windows)
                        windows.size() == 1 ? "" : "s");
 }
 
+std::string windowLine(const RecordedWindow& w, int64_t origin)
+{
+    return fmt::format("{:.3f}-{:.3f} s  ({} events)  {}",
+                       static_cast<double>(w.beginNs - origin) / 1e9,
+                       static_cast<double>(w.endNs - origin) / 1e9, w.events, w.trigger);
+}
+
+void writeWindows(JsonWriter& j, const std::vector<RecordedWindow>& windows)
+{
+    j.key("windows").beginArray();
+    for (const RecordedWindow& w : windows)
+        j.beginObject()
+            .field("begin_ns", w.beginNs)
+            .field("end_ns", w.endNs)
+            .field("trigger", w.trigger)
+            .field("events", w.events)
+            .endObject();
+    j.endArray();
+}
+
 std::vector<std::pair<int64_t, int64_t>> unrecordedSpans(const std::vector<RecordedWindow>& windows,
                                                          int64_t begin, int64_t end)
 {

@@ -46,6 +46,11 @@ std::string historyBadge(const TraceHistory& h);
 // caveats of every result, and a few words for a status line ("" for a whole recording).
 std::string windowsNote(const std::vector<RecordedWindow>& windows);
 std::string windowsBadge(const std::vector<RecordedWindow>& windows);
+// "12.345-15.678 s  (N events)  TRIGGER": one window, its times from origin (the session's
+// start for `info`, the recording's first event for `record`/`attach`).
+std::string windowLine(const RecordedWindow& w, int64_t origin);
+// "windows": [{begin_ns, end_ns, trigger, events}] (docs/json.md; [] for a whole recording).
+void writeWindows(JsonWriter& j, const std::vector<RecordedWindow>& windows);
 // The spans of [begin, end] that no window covers (a flight recording's gaps, which views shade
 // as not recorded), in time order; none for a whole recording.
 std::vector<std::pair<int64_t, int64_t>> unrecordedSpans(const std::vector<RecordedWindow>& windows,
